@@ -1,0 +1,344 @@
+use std::fmt;
+
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::{ContractError, EventType, InterviewId, OrganizationId, Timestamp};
+
+/// A message that a consumer can take off a queue.
+pub trait QueueMessage: Sized + Send + 'static {
+    /// Parses a raw SQS body. The only way to obtain the message from the wire.
+    fn parse(body: &str) -> Result<Self, ContractError>;
+    /// What this message is, for routing and logs.
+    fn event_type(&self) -> EventType;
+    /// Records that share any of these keys must not be processed concurrently (they write the
+    /// same organization's balances or the same interview).
+    fn ordering_keys(&self) -> [OrderingKey; 2];
+    fn interview_id(&self) -> InterviewId;
+    fn organization_id(&self) -> OrganizationId;
+}
+
+/// A key that serialises processing: two records with an equal key run one after another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OrderingKey {
+    Organization(OrganizationId),
+    Interview(InterviewId),
+}
+
+fn keys(org: OrganizationId, interview: InterviewId) -> [OrderingKey; 2] {
+    [OrderingKey::Organization(org), OrderingKey::Interview(interview)]
+}
+
+/// Seconds an interview lasted: a non-negative integer no larger than JavaScript's
+/// `Number.MAX_SAFE_INTEGER` (what Zod's `.int().nonnegative()` accepts). `120.0` is accepted
+/// as 120, as it is the same JSON number to JavaScript; `120.5`, `-1` and strings are not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct DurationSeconds(u64);
+
+impl DurationSeconds {
+    pub const MAX: u64 = 9_007_199_254_740_991;
+
+    pub fn new(seconds: u64) -> Option<Self> {
+        (seconds <= Self::MAX).then_some(Self(seconds))
+    }
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for DurationSeconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for DurationSeconds {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for DurationSeconds {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = DurationSeconds;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a non-negative integer number of seconds up to {}", DurationSeconds::MAX)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                DurationSeconds::new(v).ok_or_else(|| E::invalid_value(de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                u64::try_from(v)
+                    .ok()
+                    .and_then(DurationSeconds::new)
+                    .ok_or_else(|| E::invalid_value(de::Unexpected::Signed(v), &self))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                let integral = v.is_finite() && v.fract() == 0.0 && v >= 0.0 && v <= DurationSeconds::MAX as f64;
+                if integral {
+                    Ok(DurationSeconds(v as u64))
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Float(v), &self))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `interview.completed`: the bot reported a finished interview.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InterviewCompleted {
+    pub interview_id: InterviewId,
+    pub organization_id: OrganizationId,
+    pub completed_at: Timestamp,
+    pub duration_seconds: DurationSeconds,
+}
+
+/// The literal `"interview.failed"` of the failed shape's `type` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum FailedTag {
+    #[default]
+    #[serde(rename = "interview.failed")]
+    InterviewFailed,
+}
+
+/// `interview.failed`: the bot reported an interview that could not be held.
+/// `failure_reason` is carried for the record and not used by settlement (as in the spec).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InterviewFailed {
+    #[serde(rename = "type")]
+    pub tag: FailedTag,
+    pub interview_id: InterviewId,
+    pub organization_id: OrganizationId,
+    pub failure_reason: String,
+    pub failed_at: Timestamp,
+}
+
+/// `report.generate`: build the report of a settled, completed interview.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportGenerate {
+    pub interview_id: InterviewId,
+    pub organization_id: OrganizationId,
+}
+
+/// What the interview queue carries: the spec's Zod union. A body with a `type` key is the
+/// failed shape (and `type` must then be `"interview.failed"`); any other body is the completed
+/// shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum InterviewQueueMessage {
+    Completed(InterviewCompleted),
+    Failed(InterviewFailed),
+}
+
+fn json_object(body: &str) -> Result<serde_json::Map<String, Value>, ContractError> {
+    let value: Value = serde_json::from_str(body).map_err(|e| ContractError::NotJson(e.to_string()))?;
+    match value {
+        Value::Object(map) => Ok(map),
+        Value::Null => Err(ContractError::NotAnObject("null")),
+        Value::Bool(_) => Err(ContractError::NotAnObject("a boolean")),
+        Value::Number(_) => Err(ContractError::NotAnObject("a number")),
+        Value::String(_) => Err(ContractError::NotAnObject("a string")),
+        Value::Array(_) => Err(ContractError::NotAnObject("an array")),
+    }
+}
+
+fn from_object<T: DeserializeOwned>(
+    schema: &'static str,
+    map: serde_json::Map<String, Value>,
+) -> Result<T, ContractError> {
+    serde_json::from_value(Value::Object(map)).map_err(|e| ContractError::Schema { schema, reason: e.to_string() })
+}
+
+fn describe(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 64 { format!("{}…", s.chars().take(64).collect::<String>()) } else { s }
+}
+
+impl InterviewCompleted {
+    pub const SCHEMA_NAME: &'static str = "interview.completed";
+}
+impl InterviewFailed {
+    pub const SCHEMA_NAME: &'static str = "interview.failed";
+}
+impl ReportGenerate {
+    pub const SCHEMA_NAME: &'static str = "report.generate";
+}
+
+impl QueueMessage for InterviewQueueMessage {
+    fn parse(body: &str) -> Result<Self, ContractError> {
+        let map = json_object(body)?;
+        match map.get("type") {
+            None => from_object(InterviewCompleted::SCHEMA_NAME, map).map(Self::Completed),
+            Some(Value::String(t)) if t == "interview.failed" => {
+                from_object(InterviewFailed::SCHEMA_NAME, map).map(Self::Failed)
+            }
+            Some(other) => Err(ContractError::UnknownType(describe(other))),
+        }
+    }
+    fn event_type(&self) -> EventType {
+        match self {
+            Self::Completed(_) => EventType::InterviewCompleted,
+            Self::Failed(_) => EventType::InterviewFailed,
+        }
+    }
+    fn ordering_keys(&self) -> [OrderingKey; 2] {
+        keys(self.organization_id(), self.interview_id())
+    }
+    fn interview_id(&self) -> InterviewId {
+        match self {
+            Self::Completed(m) => m.interview_id,
+            Self::Failed(m) => m.interview_id,
+        }
+    }
+    fn organization_id(&self) -> OrganizationId {
+        match self {
+            Self::Completed(m) => m.organization_id,
+            Self::Failed(m) => m.organization_id,
+        }
+    }
+}
+
+/// The failed-only handler's message: exactly the failed shape.
+impl QueueMessage for InterviewFailed {
+    fn parse(body: &str) -> Result<Self, ContractError> {
+        match InterviewQueueMessage::parse(body)? {
+            InterviewQueueMessage::Failed(m) => Ok(m),
+            InterviewQueueMessage::Completed(_) => Err(ContractError::Schema {
+                schema: Self::SCHEMA_NAME,
+                reason: "missing field `type`".to_owned(),
+            }),
+        }
+    }
+    fn event_type(&self) -> EventType {
+        EventType::InterviewFailed
+    }
+    fn ordering_keys(&self) -> [OrderingKey; 2] {
+        keys(self.organization_id, self.interview_id)
+    }
+    fn interview_id(&self) -> InterviewId {
+        self.interview_id
+    }
+    fn organization_id(&self) -> OrganizationId {
+        self.organization_id
+    }
+}
+
+impl QueueMessage for ReportGenerate {
+    fn parse(body: &str) -> Result<Self, ContractError> {
+        from_object(Self::SCHEMA_NAME, json_object(body)?)
+    }
+    fn event_type(&self) -> EventType {
+        EventType::ReportGenerate
+    }
+    fn ordering_keys(&self) -> [OrderingKey; 2] {
+        keys(self.organization_id, self.interview_id)
+    }
+    fn interview_id(&self) -> InterviewId {
+        self.interview_id
+    }
+    fn organization_id(&self) -> OrganizationId {
+        self.organization_id
+    }
+}
+
+impl InterviewFailed {
+    pub fn new(interview_id: InterviewId, organization_id: OrganizationId, failure_reason: String, failed_at: Timestamp) -> Self {
+        Self { tag: FailedTag::InterviewFailed, interview_id, organization_id, failure_reason, failed_at }
+    }
+}
+
+/// The wire body of a message: compact JSON, fields in the order of the spec.
+pub fn to_body<T: Serialize>(message: &T) -> String {
+    serde_json::to_string(message).expect("contract types always serialise")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const I: &str = "65a1b2c3d4e5f60718293a4b";
+    const O: &str = "65a1b2c3d4e5f60718293a4c";
+
+    fn completed_body(duration: &str) -> String {
+        format!(r#"{{"interviewId":"{I}","organizationId":"{O}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":{duration}}}"#)
+    }
+
+    #[test]
+    fn completed_shape_parses_and_serialises_byte_for_byte() {
+        let body = completed_body("754");
+        let m = InterviewQueueMessage::parse(&body).unwrap();
+        assert_eq!(m.event_type(), EventType::InterviewCompleted);
+        assert_eq!(to_body(&m), body);
+    }
+
+    #[test]
+    fn failed_shape_is_chosen_by_the_type_key() {
+        let body = format!(r#"{{"type":"interview.failed","interviewId":"{I}","organizationId":"{O}","failureReason":"bot crashed","failedAt":"2026-12-02T17:30:00.000Z"}}"#);
+        let m = InterviewQueueMessage::parse(&body).unwrap();
+        assert!(matches!(&m, InterviewQueueMessage::Failed(f) if f.failure_reason == "bot crashed"));
+        assert_eq!(to_body(&m), body);
+        assert_eq!(to_body(&InterviewFailed::parse(&body).unwrap()), body);
+    }
+
+    #[test]
+    fn a_type_other_than_interview_failed_is_rejected_not_treated_as_completed() {
+        for t in [r#""interview.completed""#, "null", "1", r#""""#] {
+            let body = format!(r#"{{"type":{t},"interviewId":"{I}","organizationId":"{O}","completedAt":"2026-12-02T17:30:00Z","durationSeconds":1}}"#);
+            assert!(matches!(InterviewQueueMessage::parse(&body), Err(ContractError::UnknownType(_))), "{t}");
+        }
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_as_zod_does() {
+        let body = format!(r#"{{"interviewId":"{I}","organizationId":"{O}","completedAt":"2026-12-02T17:30:00Z","durationSeconds":5,"extra":{{"x":1}}}}"#);
+        assert!(InterviewQueueMessage::parse(&body).is_ok());
+    }
+
+    #[test]
+    fn duration_must_be_a_non_negative_safe_integer() {
+        assert!(InterviewQueueMessage::parse(&completed_body("120.0")).is_ok());
+        assert!(InterviewQueueMessage::parse(&completed_body("9007199254740991")).is_ok());
+        for bad in ["-1", "1.5", "\"60\"", "null", "9007199254740992", "1e400", "true"] {
+            let err = InterviewQueueMessage::parse(&completed_body(bad));
+            assert!(matches!(err, Err(ContractError::Schema { .. }) | Err(ContractError::NotJson(_))), "{bad}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn every_field_of_the_completed_shape_is_required() {
+        for field in ["interviewId", "organizationId", "completedAt", "durationSeconds"] {
+            let mut v: Value = serde_json::from_str(&completed_body("1")).unwrap();
+            v.as_object_mut().unwrap().remove(field);
+            let err = InterviewQueueMessage::parse(&v.to_string()).unwrap_err();
+            assert!(err.to_string().contains(field), "{field}: {err}");
+        }
+    }
+
+    #[test]
+    fn non_objects_and_non_json_are_rejected_with_what_they_were() {
+        assert!(matches!(InterviewQueueMessage::parse("not json"), Err(ContractError::NotJson(_))));
+        assert_eq!(ReportGenerate::parse("[1]").unwrap_err(), ContractError::NotAnObject("an array"));
+        assert_eq!(ReportGenerate::parse("null").unwrap_err(), ContractError::NotAnObject("null"));
+    }
+
+    #[test]
+    fn report_generate_round_trips() {
+        let body = format!(r#"{{"interviewId":"{I}","organizationId":"{O}"}}"#);
+        let m = ReportGenerate::parse(&body).unwrap();
+        assert_eq!(to_body(&m), body);
+        assert_eq!(m.ordering_keys()[0], OrderingKey::Organization(O.parse().unwrap()));
+    }
+
+    #[test]
+    fn the_failed_only_parser_refuses_the_completed_shape() {
+        assert!(InterviewFailed::parse(&completed_body("1")).is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! placeholder: the handler lives here, main.rs stays thin

@@ -1,0 +1,104 @@
+//! Creates a pipeline's queues on any SQS endpoint with the attributes the Pulumi program gives
+//! them, from the same declaration.
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::types::QueueAttributeName;
+use sophia_queue_settings::{Declaration, QueueSettings};
+
+/// A queue as created: its name, URL and ARN.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueRef {
+    pub name: String,
+    pub url: String,
+    pub arn: String,
+}
+
+/// A source queue and its DLQ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuePair {
+    pub key: String,
+    pub source: QueueRef,
+    pub dlq: QueueRef,
+}
+
+/// The four queues of one stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueSet {
+    pub interview_completed: QueuePair,
+    pub report_generate: QueuePair,
+}
+
+impl QueueSet {
+    pub fn pairs(&self) -> [&QueuePair; 2] {
+        [&self.interview_completed, &self.report_generate]
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueueSetupError {
+    #[error("creating queue {name}: {source}")]
+    Create { name: String, #[source] source: aws_sdk_sqs::Error },
+    #[error("reading the ARN of {name}: {source}")]
+    Attributes { name: String, #[source] source: aws_sdk_sqs::Error },
+    #[error("the endpoint returned no {what} for {name}")]
+    Missing { name: String, what: &'static str },
+}
+
+/// Creates (idempotently, as CreateQueue is) the DLQ and source queue of every declared pipeline,
+/// named `<prefix>-<name>` (for a stage: `sophia-<stage>`).
+pub async fn create_queue_set(client: &Client, prefix: &str, decl: &Declaration) -> Result<QueueSet, QueueSetupError> {
+    Ok(QueueSet {
+        interview_completed: create_pair(client, prefix, decl.interview_completed()).await?,
+        report_generate: create_pair(client, prefix, decl.report_generate()).await?,
+    })
+}
+
+async fn create_pair(client: &Client, prefix: &str, q: &QueueSettings) -> Result<QueuePair, QueueSetupError> {
+    let dlq_name = format!("{prefix}-{}", q.dlq_name);
+    let dlq = create(client, &dlq_name, vec![(QueueAttributeName::MessageRetentionPeriod, q.dlq_message_retention_seconds.to_string())]).await?;
+    let redrive = serde_json::json!({"deadLetterTargetArn": dlq.arn, "maxReceiveCount": q.max_receive_count}).to_string();
+    let source_name = format!("{prefix}-{}", q.name);
+    let source = create(
+        client,
+        &source_name,
+        vec![
+            (QueueAttributeName::VisibilityTimeout, q.visibility_timeout_seconds.to_string()),
+            (QueueAttributeName::MessageRetentionPeriod, q.message_retention_seconds.to_string()),
+            (QueueAttributeName::RedrivePolicy, redrive),
+        ],
+    )
+    .await?;
+    let allow = serde_json::json!({"redrivePermission": "byQueue", "sourceQueueArns": [source.arn]}).to_string();
+    // Not every local endpoint knows RedriveAllowPolicy; it only restricts who may use the DLQ.
+    if let Err(e) = client
+        .set_queue_attributes()
+        .queue_url(&dlq.url)
+        .attributes(QueueAttributeName::RedriveAllowPolicy, allow)
+        .send()
+        .await
+    {
+        tracing::debug!(queue = %dlq.name, error = %aws_sdk_sqs::Error::from(e), "RedriveAllowPolicy not set");
+    }
+    Ok(QueuePair { key: q.key.clone(), source, dlq })
+}
+
+async fn create(client: &Client, name: &str, attributes: Vec<(QueueAttributeName, String)>) -> Result<QueueRef, QueueSetupError> {
+    let mut req = client.create_queue().queue_name(name);
+    for (k, v) in attributes {
+        req = req.attributes(k, v);
+    }
+    let out = req.send().await.map_err(|e| QueueSetupError::Create { name: name.to_owned(), source: e.into() })?;
+    let url = out.queue_url.ok_or_else(|| QueueSetupError::Missing { name: name.to_owned(), what: "QueueUrl" })?;
+    let attrs = client
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(|e| QueueSetupError::Attributes { name: name.to_owned(), source: e.into() })?;
+    let arn = attrs
+        .attributes
+        .and_then(|mut a| a.remove(&QueueAttributeName::QueueArn))
+        .ok_or_else(|| QueueSetupError::Missing { name: name.to_owned(), what: "QueueArn" })?;
+    Ok(QueueRef { name: name.to_owned(), url, arn })
+}

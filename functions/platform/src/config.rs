@@ -1,0 +1,54 @@
+//! Environment variables, named as in DESIGN.md.
+
+use std::time::Duration;
+
+pub const INTERVIEW_COMPLETED_QUEUE_URL: &str = "INTERVIEW_COMPLETED_QUEUE_URL";
+pub const REPORT_GENERATE_QUEUE_URL: &str = "REPORT_GENERATE_QUEUE_URL";
+pub const MONGODB_URI: &str = "MONGODB_URI";
+pub const MONGODB_DATABASE: &str = "MONGODB_DATABASE";
+/// Local use only: accept a MongoDB that cannot run transactions (e.g. nx-27017).
+pub const MONGODB_ALLOW_STANDALONE: &str = "MONGODB_ALLOW_STANDALONE";
+pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
+pub const OPENAI_MODEL: &str = "OPENAI_MODEL";
+pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
+pub const LOG_LEVEL: &str = "LOG_LEVEL";
+pub const DEFAULT_DATABASE: &str = "sophia";
+pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4.1-mini";
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("environment variable {0} is required")]
+    Missing(&'static str),
+    #[error("environment variable {name}: {reason}")]
+    Invalid { name: &'static str, reason: String },
+}
+
+/// A set, non-blank variable.
+pub fn optional(name: &'static str) -> Option<String> {
+    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+pub fn required(name: &'static str) -> Result<String, ConfigError> {
+    optional(name).ok_or(ConfigError::Missing(name))
+}
+
+/// `true`/`1`/`yes` (any case) is true; unset is `default`; anything else is an error.
+pub fn flag(name: &'static str, default: bool) -> Result<bool, ConfigError> {
+    match optional(name).map(|v| v.to_ascii_lowercase()) {
+        None => Ok(default),
+        Some(v) if ["true", "1", "yes"].contains(&v.as_str()) => Ok(true),
+        Some(v) if ["false", "0", "no"].contains(&v.as_str()) => Ok(false),
+        Some(v) => Err(ConfigError::Invalid { name, reason: format!("expected true or false, got {v:?}") }),
+    }
+}
+
+/// A number of milliseconds, or `default`.
+pub fn millis(name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
+    match optional(name) {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<u64>()
+            .map(Duration::from_millis)
+            .map_err(|e| ConfigError::Invalid { name, reason: format!("expected milliseconds: {e}") }),
+    }
+}

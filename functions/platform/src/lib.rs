@@ -1,0 +1,8 @@
+//! What every Sophia binary shares: configuration from the environment, JSON logs through
+//! `tracing`, and the clients (SQS, MongoDB) that `main` builds once per process and every
+//! invocation reuses.
+
+pub mod config;
+pub mod mongo;
+pub mod sqs;
+pub mod telemetry;

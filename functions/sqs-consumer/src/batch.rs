@@ -1,0 +1,313 @@
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, SystemTime};
+
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use futures::{FutureExt, StreamExt};
+use lambda_runtime::{Context, LambdaEvent};
+use sophia_contracts::{OrderingKey, QueueMessage};
+use tokio::time::Instant;
+use tracing::{Instrument, field};
+
+use crate::failure::chain;
+use crate::{BoxError, Failure, Outcome, RecordMeta};
+
+/// How an invocation fails as a whole (so SQS retries every record of the batch).
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    #[error("record {index} of the batch has no messageId: refusing to answer with an empty itemIdentifier")]
+    MissingMessageId { index: usize },
+    #[error("batch setup failed, the whole batch will be retried: {0}")]
+    Setup(BoxError),
+}
+
+/// Tuning of one consumer.
+#[derive(Debug, Clone)]
+pub struct ConsumerOptions {
+    /// How many independent records run at once.
+    pub concurrency: usize,
+    /// A record is not started when less than this is left before the invocation's deadline.
+    pub deadline_margin: Duration,
+    /// At most this much of an invalid body is logged (bodies carry no candidate text; the
+    /// preview lets an operator recover a dropped message from the logs).
+    pub invalid_body_preview_chars: usize,
+}
+
+impl Default for ConsumerOptions {
+    fn default() -> Self {
+        Self { concurrency: 4, deadline_margin: Duration::from_secs(5), invalid_body_preview_chars: 1024 }
+    }
+}
+
+/// What happened to every record of a batch, in batch order, and the response for Lambda.
+#[derive(Debug, Clone)]
+pub struct BatchReport {
+    pub outcomes: Vec<(String, Outcome)>,
+    pub response: SqsBatchResponse,
+}
+
+impl BatchReport {
+    pub fn failed_ids(&self) -> Vec<&str> {
+        self.response.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect()
+    }
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.outcomes.iter().filter(|(_, o)| *o == outcome).count()
+    }
+}
+
+/// The consumer wrapper for one queue's message type.
+#[derive(Debug, Clone, Default)]
+pub struct SqsConsumer {
+    options: ConsumerOptions,
+}
+
+struct Parsed<M> {
+    index: usize,
+    message: M,
+    meta: RecordMeta,
+}
+
+impl SqsConsumer {
+    pub fn new(options: ConsumerOptions) -> Self {
+        assert!(options.concurrency > 0, "concurrency must be at least 1");
+        Self { options }
+    }
+
+    pub fn options(&self) -> &ConsumerOptions {
+        &self.options
+    }
+
+    /// Processes one invocation and answers Lambda: the entry point of every consumer binary.
+    pub async fn process<M, S, SF, H, HF>(
+        &self,
+        event: LambdaEvent<SqsEvent>,
+        setup: S,
+        handler: H,
+    ) -> Result<SqsBatchResponse, BatchError>
+    where
+        M: QueueMessage,
+        S: FnOnce() -> SF,
+        SF: Future<Output = Result<(), BoxError>>,
+        H: Fn(M, RecordMeta) -> HF,
+        HF: Future<Output = Result<(), Failure>>,
+    {
+        self.process_detailed(event, setup, handler).await.map(|r| r.response)
+    }
+
+    /// As [`process`](Self::process), with every record's outcome (for tests and the local runner).
+    pub async fn process_detailed<M, S, SF, H, HF>(
+        &self,
+        event: LambdaEvent<SqsEvent>,
+        setup: S,
+        handler: H,
+    ) -> Result<BatchReport, BatchError>
+    where
+        M: QueueMessage,
+        S: FnOnce() -> SF,
+        SF: Future<Output = Result<(), BoxError>>,
+        H: Fn(M, RecordMeta) -> HF,
+        HF: Future<Output = Result<(), Failure>>,
+    {
+        let LambdaEvent { payload, context } = event;
+        let records = payload.records;
+        let batch_span = tracing::info_span!("batch", awsRequestId = %context.request_id, records = records.len());
+        async move {
+            let ids = message_ids(&records)?;
+            setup().await.map_err(|e| {
+                tracing::error!(error = %chain(e.as_ref()), "batch setup failed; the whole batch will be retried");
+                BatchError::Setup(e)
+            })?;
+            let deadline = deadline_instant(&context);
+            let mut outcomes: Vec<Option<Outcome>> = vec![None; records.len()];
+            let mut parsed = Vec::with_capacity(records.len());
+            for (index, (record, id)) in records.iter().zip(&ids).enumerate() {
+                let meta = RecordMeta::from_record(id.clone(), record, deadline);
+                match parse_record::<M>(record, &meta, &self.options) {
+                    Some(message) => parsed.push(Parsed { index, message, meta }),
+                    None => outcomes[index] = Some(Outcome::DroppedInvalid),
+                }
+            }
+            let handler = &handler;
+            let margin = self.options.deadline_margin;
+            let results: Vec<Vec<(usize, Outcome)>> = futures::stream::iter(group_by_ordering_keys(parsed))
+                .map(|group| async move {
+                    let mut done = Vec::with_capacity(group.len());
+                    for record in group {
+                        let index = record.index;
+                        done.push((index, run_record(record, handler, margin).await));
+                    }
+                    done
+                })
+                .buffer_unordered(self.options.concurrency)
+                .collect()
+                .await;
+            for (index, outcome) in results.into_iter().flatten() {
+                outcomes[index] = Some(outcome);
+            }
+            let outcomes: Vec<(String, Outcome)> = ids
+                .into_iter()
+                .zip(outcomes)
+                .map(|(id, o)| (id, o.expect("every record has an outcome")))
+                .collect();
+            let mut response = SqsBatchResponse::default();
+            response.batch_item_failures = outcomes
+                .iter()
+                .filter(|(_, o)| o.is_batch_item_failure())
+                .map(|(id, _)| {
+                    let mut f = BatchItemFailure::default();
+                    f.item_identifier = id.clone();
+                    f
+                })
+                .collect();
+            tracing::info!(failures = response.batch_item_failures.len(), "batch processed");
+            Ok(BatchReport { outcomes, response })
+        }
+        .instrument(batch_span)
+        .await
+    }
+}
+
+fn message_ids(records: &[SqsMessage]) -> Result<Vec<String>, BatchError> {
+    records
+        .iter()
+        .enumerate()
+        .map(|(index, r)| match r.message_id.as_deref() {
+            Some(id) if !id.trim().is_empty() => Ok(id.to_owned()),
+            _ => {
+                tracing::error!(index, "record without messageId; failing the invocation");
+                Err(BatchError::MissingMessageId { index })
+            }
+        })
+        .collect()
+}
+
+/// The invocation's deadline as a monotonic instant. `Context::default()` has deadline 0,
+/// meaning unknown (in-process calls without a runtime): no record is then skipped for time.
+fn deadline_instant(context: &Context) -> Option<Instant> {
+    if context.deadline == 0 {
+        return None;
+    }
+    let left = context.deadline().duration_since(SystemTime::now()).unwrap_or(Duration::ZERO);
+    Some(Instant::now() + left)
+}
+
+fn record_span(meta: &RecordMeta, event_type: &str) -> tracing::Span {
+    tracing::info_span!(
+        "record",
+        messageId = %meta.message_id,
+        requestId = %meta.request_id,
+        eventType = %event_type,
+        receiveCount = meta.receive_count,
+        outcome = field::Empty,
+        durationMs = field::Empty,
+    )
+}
+
+fn parse_record<M: QueueMessage>(record: &SqsMessage, meta: &RecordMeta, options: &ConsumerOptions) -> Option<M> {
+    let body = record.body.as_deref().unwrap_or("");
+    match M::parse(body) {
+        Ok(message) => Some(message),
+        Err(reason) => {
+            let span = record_span(meta, meta.event_type_attribute.as_deref().unwrap_or("unknown"));
+            let _entered = span.enter();
+            span.record("outcome", Outcome::DroppedInvalid.as_str());
+            let preview: String = body.chars().take(options.invalid_body_preview_chars).collect();
+            tracing::error!(
+                reason = %reason,
+                bodyBytes = body.len(),
+                bodyPreview = %preview,
+                "invalid message dropped"
+            );
+            None
+        }
+    }
+}
+
+async fn run_record<M, H, HF>(record: Parsed<M>, handler: &H, margin: Duration) -> Outcome
+where
+    M: QueueMessage,
+    H: Fn(M, RecordMeta) -> HF,
+    HF: Future<Output = Result<(), Failure>>,
+{
+    let Parsed { message, meta, .. } = record;
+    let span = record_span(&meta, message.event_type().as_str());
+    if let Some(attr) = meta.event_type_attribute.as_deref()
+        && attr != message.event_type().as_str()
+    {
+        span.in_scope(|| tracing::warn!(attribute = attr, "eventType attribute disagrees with the body; the body decides"));
+    }
+    if meta.remaining().is_some_and(|left| left < margin) {
+        span.record("outcome", Outcome::DeadlineSkipped.as_str());
+        span.in_scope(|| tracing::warn!(marginMs = margin.as_millis() as u64, "too close to the deadline; left for redelivery"));
+        return Outcome::DeadlineSkipped;
+    }
+    let started = Instant::now();
+    let result = AssertUnwindSafe(async { handler(message, meta).await }.instrument(span.clone()))
+        .catch_unwind()
+        .await;
+    let outcome = match &result {
+        Ok(Ok(())) => Outcome::Processed,
+        Ok(Err(Failure::Retry(_))) => Outcome::Failed,
+        Ok(Err(Failure::Drop(_))) => Outcome::DroppedByHandler,
+        Err(_) => Outcome::Panicked,
+    };
+    span.record("outcome", outcome.as_str());
+    span.record("durationMs", started.elapsed().as_millis() as u64);
+    let _entered = span.enter();
+    match result {
+        Ok(Ok(())) => tracing::info!("record processed"),
+        Ok(Err(Failure::Retry(e))) => tracing::error!(error = %chain(e.as_ref()), "record failed; SQS will redeliver it"),
+        Ok(Err(Failure::Drop(e))) => tracing::error!(error = %chain(e.as_ref()), "record failed permanently; dropped"),
+        Err(panic) => tracing::error!(panic = %panic_text(&panic), "handler panicked; SQS will redeliver the record"),
+    }
+    outcome
+}
+
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_owned())
+}
+
+/// Splits records into groups that may run concurrently: records sharing any ordering key end up
+/// in one group (transitively), in batch order.
+fn group_by_ordering_keys<M: QueueMessage>(records: Vec<Parsed<M>>) -> Vec<Vec<Parsed<M>>> {
+    let mut parent: Vec<usize> = (0..records.len()).collect();
+    fn find(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    let mut owner: HashMap<OrderingKey, usize> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        for key in r.message.ordering_keys() {
+            match owner.get(&key) {
+                Some(&j) => {
+                    let (a, b) = (find(&mut parent, i), find(&mut parent, j));
+                    if a != b {
+                        parent[a.max(b)] = a.min(b);
+                    }
+                }
+                None => {
+                    owner.insert(key, i);
+                }
+            }
+        }
+    }
+    let mut group_of_root: HashMap<usize, usize> = HashMap::new();
+    let mut groups: Vec<Vec<Parsed<M>>> = Vec::new();
+    for (i, r) in records.into_iter().enumerate() {
+        let root = find(&mut parent, i);
+        let g = *group_of_root.entry(root).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(r);
+    }
+    groups
+}

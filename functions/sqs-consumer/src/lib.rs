@@ -1,0 +1,25 @@
+//! The SQS consumer wrapper: the spec's `createSqsConsumer`, in Rust.
+//!
+//! For one Lambda invocation it
+//! 1. refuses a batch with a record that has no `messageId` (an empty `itemIdentifier` would make
+//!    AWS fail the whole batch silently, so the invocation fails explicitly instead);
+//! 2. runs the per-batch setup (e.g. verifying the MongoDB connection); its failure fails the
+//!    invocation, so SQS retries the whole batch;
+//! 3. parses every body into the queue's message type; an invalid body is logged and dropped
+//!    (acknowledged), as no retry can fix it;
+//! 4. runs the handler per record, concurrently up to a bound, but one after another for records
+//!    that share an ordering key (same organization or interview);
+//! 5. returns as batch item failures exactly the records whose handler asked for a retry,
+//!    panicked, or were not started because the invocation's deadline was too close.
+//!
+//! Each record is processed inside one `tracing` span carrying `messageId`, `requestId`,
+//! `eventType` and `receiveCount`, and ends with one `record processed` event with its
+//! `outcome` and `durationMs`.
+
+mod batch;
+mod failure;
+mod record;
+
+pub use batch::{BatchError, BatchReport, ConsumerOptions, SqsConsumer};
+pub use failure::{BoxError, Failure};
+pub use record::{Outcome, RecordMeta};

@@ -1,0 +1,162 @@
+//! The producers (the spec's `sqs.service.ts`): `publish_interview_completed`,
+//! `publish_interview_failed` and `publish_report_generate`.
+//!
+//! Each publish sends the message's JSON body (no envelope) with the String attributes
+//! `requestId` and `eventType`. A queue whose URL is not configured is skipped with a warning, and
+//! the caller is told so ([`PublishOutcome::Skipped`]); it is not an error, as in the spec.
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::types::MessageAttributeValue;
+use sophia_contracts::{
+    DurationSeconds, EventType, InterviewCompleted, InterviewFailed, InterviewId, OrganizationId, ReportGenerate,
+    RequestId, Timestamp, to_body,
+};
+use sophia_platform::config::{self, INTERVIEW_COMPLETED_QUEUE_URL, REPORT_GENERATE_QUEUE_URL};
+
+/// The queue URLs a producer sends to; `None` means "not configured: skip with a warning".
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueUrls {
+    pub interview_completed: Option<String>,
+    pub report_generate: Option<String>,
+}
+
+impl QueueUrls {
+    /// From `INTERVIEW_COMPLETED_QUEUE_URL` and `REPORT_GENERATE_QUEUE_URL`.
+    pub fn from_env() -> Self {
+        Self {
+            interview_completed: config::optional(INTERVIEW_COMPLETED_QUEUE_URL),
+            report_generate: config::optional(REPORT_GENERATE_QUEUE_URL),
+        }
+    }
+}
+
+/// What a publish did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PublishOutcome {
+    Sent { message_id: String },
+    /// The queue URL variable was not set; nothing was sent.
+    Skipped { missing: &'static str },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// SQS refused or could not be reached. Worth retrying.
+    #[error("SendMessage of {event_type} to {queue_url} failed: {source}")]
+    Send {
+        event_type: EventType,
+        queue_url: String,
+        #[source]
+        source: aws_sdk_sqs::Error,
+    },
+}
+
+/// What the API knows when an interview completes; absent fields take the spec's defaults
+/// (`completedAt` = now, `durationSeconds` = 0).
+#[derive(Debug, Clone)]
+pub struct CompletedInput {
+    pub interview_id: InterviewId,
+    pub organization_id: OrganizationId,
+    pub completed_at: Option<Timestamp>,
+    pub duration_seconds: Option<DurationSeconds>,
+}
+
+/// What the API knows when an interview fails (`failedAt` defaults to now).
+#[derive(Debug, Clone)]
+pub struct FailedInput {
+    pub interview_id: InterviewId,
+    pub organization_id: OrganizationId,
+    pub failure_reason: String,
+    pub failed_at: Option<Timestamp>,
+}
+
+/// The producer: one SQS client (built once per process) and the configured queue URLs.
+#[derive(Debug, Clone)]
+pub struct SqsProducer {
+    client: Client,
+    urls: QueueUrls,
+}
+
+impl SqsProducer {
+    pub fn new(client: Client, urls: QueueUrls) -> Self {
+        Self { client, urls }
+    }
+
+    pub fn urls(&self) -> &QueueUrls {
+        &self.urls
+    }
+
+    pub async fn publish_interview_completed(
+        &self,
+        input: CompletedInput,
+        request_id: &RequestId,
+    ) -> Result<PublishOutcome, PublishError> {
+        let message = InterviewCompleted {
+            interview_id: input.interview_id,
+            organization_id: input.organization_id,
+            completed_at: input.completed_at.unwrap_or_else(Timestamp::now),
+            duration_seconds: input.duration_seconds.unwrap_or_default(),
+        };
+        self.send_interview(&to_body(&message), EventType::InterviewCompleted, request_id).await
+    }
+
+    pub async fn publish_interview_failed(
+        &self,
+        input: FailedInput,
+        request_id: &RequestId,
+    ) -> Result<PublishOutcome, PublishError> {
+        let message = InterviewFailed::new(
+            input.interview_id,
+            input.organization_id,
+            input.failure_reason,
+            input.failed_at.unwrap_or_else(Timestamp::now),
+        );
+        self.send_interview(&to_body(&message), EventType::InterviewFailed, request_id).await
+    }
+
+    /// `report.generate`; settlement passes `RequestId::settlement(interview_id)`.
+    pub async fn publish_report_generate(
+        &self,
+        message: &ReportGenerate,
+        request_id: &RequestId,
+    ) -> Result<PublishOutcome, PublishError> {
+        let url = self.urls.report_generate.as_deref();
+        self.send(url, REPORT_GENERATE_QUEUE_URL, &to_body(message), EventType::ReportGenerate, request_id).await
+    }
+
+    async fn send_interview(&self, body: &str, event_type: EventType, request_id: &RequestId) -> Result<PublishOutcome, PublishError> {
+        let url = self.urls.interview_completed.as_deref();
+        self.send(url, INTERVIEW_COMPLETED_QUEUE_URL, body, event_type, request_id).await
+    }
+
+    /// Sends a body that is already a valid contract message (e.g. redrive or replay tools).
+    pub async fn send(
+        &self,
+        queue_url: Option<&str>,
+        env_name: &'static str,
+        body: &str,
+        event_type: EventType,
+        request_id: &RequestId,
+    ) -> Result<PublishOutcome, PublishError> {
+        let Some(queue_url) = queue_url else {
+            tracing::warn!(eventType = %event_type, requestId = %request_id, "{env_name} is not set; publish skipped");
+            return Ok(PublishOutcome::Skipped { missing: env_name });
+        };
+        let sent = self
+            .client
+            .send_message()
+            .queue_url(queue_url)
+            .message_body(body)
+            .message_attributes("requestId", string_attribute(request_id.as_str()))
+            .message_attributes("eventType", string_attribute(event_type.as_str()))
+            .send()
+            .await
+            .map_err(|e| PublishError::Send { event_type, queue_url: queue_url.to_owned(), source: e.into() })?;
+        let message_id = sent.message_id.unwrap_or_default();
+        tracing::info!(eventType = %event_type, requestId = %request_id, sqsMessageId = %message_id, "published");
+        Ok(PublishOutcome::Sent { message_id })
+    }
+}
+
+fn string_attribute(value: &str) -> MessageAttributeValue {
+    MessageAttributeValue::builder().data_type("String").string_value(value).build().expect("data type is set")
+}

@@ -1,0 +1,23 @@
+/**
+ * Sophia async jobs: SQS pipelines and their Rust Lambda consumers. Stage = stack name.
+ * See README.md for the resources, the config keys and how to add a stage.
+ *
+ * The exported names are the stack outputs, named so they can be pasted into the API's env.
+ */
+import { createSophiaStack, output } from "./src/stack";
+
+const stack = createSophiaStack();
+
+export const INTERVIEW_COMPLETED_QUEUE_URL = output(stack, "INTERVIEW_COMPLETED_QUEUE_URL");
+export const REPORT_GENERATE_QUEUE_URL = output(stack, "REPORT_GENERATE_QUEUE_URL");
+export const INTERVIEW_COMPLETED_QUEUE_ARN = output(stack, "INTERVIEW_COMPLETED_QUEUE_ARN");
+export const REPORT_GENERATE_QUEUE_ARN = output(stack, "REPORT_GENERATE_QUEUE_ARN");
+export const INTERVIEW_COMPLETED_DLQ_URL = output(stack, "INTERVIEW_COMPLETED_DLQ_URL");
+export const REPORT_GENERATE_DLQ_URL = output(stack, "REPORT_GENERATE_DLQ_URL");
+export const INTERVIEW_COMPLETED_DLQ_ARN = output(stack, "INTERVIEW_COMPLETED_DLQ_ARN");
+export const REPORT_GENERATE_DLQ_ARN = output(stack, "REPORT_GENERATE_DLQ_ARN");
+export const INTERVIEW_COMPLETED_FUNCTION_NAME = output(stack, "INTERVIEW_COMPLETED_FUNCTION_NAME");
+export const REPORT_GENERATE_FUNCTION_NAME = output(stack, "REPORT_GENERATE_FUNCTION_NAME");
+export const INTERVIEW_FAILED_FUNCTION_NAME = output(stack, "INTERVIEW_FAILED_FUNCTION_NAME");
+/** Attach to the API's task role: exactly sqs:SendMessage on the interview-completed queue. */
+export const API_PUBLISH_POLICY_ARN = output(stack, "API_PUBLISH_POLICY_ARN");

@@ -1,0 +1,64 @@
+/**
+ * Physical names: `<app>-<stage>-<name>` for functions, queues, roles and alarms (DESIGN.md), and
+ * the tags every taggable resource carries. Stage = Pulumi stack name.
+ */
+
+// AWS name limits.
+const SQS_QUEUE_NAME_MAX = 80;
+const LAMBDA_FUNCTION_NAME_MAX = 64;
+const IAM_ROLE_NAME_MAX = 64;
+const IAM_POLICY_NAME_MAX = 128;
+
+export class Naming {
+  readonly prefix: string;
+
+  constructor(
+    readonly app: string,
+    readonly stage: string,
+  ) {
+    if (!/^[a-z][a-z0-9-]*$/.test(app)) throw new Error(`app name "${app}" must be lowercase letters, digits and '-'`);
+    if (!/^[a-z0-9][a-z0-9-]*$/.test(stage)) {
+      throw new Error(
+        `stack name "${stage}" cannot be used as a stage: use lowercase letters, digits and '-' ` +
+          `(it becomes part of queue and function names)`,
+      );
+    }
+    this.prefix = `${app}-${stage}`;
+  }
+
+  private checked(name: string, max: number, what: string): string {
+    if (name.length > max) {
+      throw new Error(`${what} name "${name}" is ${name.length} characters; AWS allows ${max}. Use a shorter stack name.`);
+    }
+    return name;
+  }
+
+  functionName(fn: string): string {
+    return this.checked(`${this.prefix}-${fn}`, LAMBDA_FUNCTION_NAME_MAX, "Lambda function");
+  }
+
+  queueName(queue: string): string {
+    return this.checked(`${this.prefix}-${queue}`, SQS_QUEUE_NAME_MAX, "SQS queue");
+  }
+
+  roleName(fn: string): string {
+    return this.checked(`${this.prefix}-${fn}`, IAM_ROLE_NAME_MAX, "IAM role");
+  }
+
+  policyName(what: string): string {
+    return this.checked(`${this.prefix}-${what}`, IAM_POLICY_NAME_MAX, "IAM policy");
+  }
+
+  alarmName(what: string): string {
+    return `${this.prefix}-${what}`;
+  }
+
+  /** Lambda writes to this log group by default; the program creates it so it can own retention. */
+  logGroupName(functionName: string): string {
+    return `/aws/lambda/${functionName}`;
+  }
+
+  get tags(): Record<string, string> {
+    return { app: this.app, stage: this.stage, "managed-by": "pulumi" };
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * Stack output names, chosen so they can be pasted into the API's environment as they are:
+ * `<NAME>_QUEUE_URL` is the queue's `queueUrlEnv` from queues.json.
+ */
+import type { FunctionSpec, QueueSpec } from "./settings";
+
+export const API_PUBLISH_POLICY_ARN = "API_PUBLISH_POLICY_ARN";
+
+/** INTERVIEW_COMPLETED_QUEUE_URL -> INTERVIEW_COMPLETED */
+function queueStem(q: QueueSpec): string {
+  return q.queueUrlEnv.replace(/_QUEUE_URL$/, "");
+}
+
+export function queueOutputNames(q: QueueSpec): { url: string; arn: string; dlqUrl: string; dlqArn: string } {
+  const stem = queueStem(q);
+  return { url: q.queueUrlEnv, arn: `${stem}_QUEUE_ARN`, dlqUrl: `${stem}_DLQ_URL`, dlqArn: `${stem}_DLQ_ARN` };
+}
+
+/** interview-failed -> INTERVIEW_FAILED_FUNCTION_NAME */
+export function functionOutputName(fn: FunctionSpec): string {
+  return `${fn.name.toUpperCase().replace(/-/g, "_")}_FUNCTION_NAME`;
+}

@@ -1,0 +1,173 @@
+/**
+ * `sophia:queues:QueuePipeline`: a source queue, its dead-letter queue (redrive both ways), the
+ * consumer function and the event source mapping between them, plus the two alarms. Every number
+ * comes from the queue's and the consumer's entries in queues.json.
+ */
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+
+import { type AlarmTarget, dlqNotEmptyAlarm, oldestMessageAgeAlarm } from "./alarms";
+import type { Architecture } from "./config";
+import { consumeQueueStatement, type Statement } from "./iam";
+import { requiredVisibilityTimeoutSeconds } from "./invariants";
+import { RustFunction } from "./lambda";
+import type { Naming } from "./naming";
+import type { FunctionSpec, QueueSpec } from "./settings";
+
+export const REPORT_BATCH_ITEM_FAILURES = "ReportBatchItemFailures";
+
+export interface ConsumerArgs {
+  zipPath: string;
+  architecture: Architecture;
+  memoryMb: number;
+  logRetentionDays: number;
+  environment: Record<string, pulumi.Input<string>>;
+  /** Statements besides consuming its own queue and writing its own logs. */
+  statements: Statement[];
+}
+
+export interface QueuePipelineArgs {
+  naming: Naming;
+  queue: QueueSpec;
+  consumer: FunctionSpec;
+  consumerArgs: ConsumerArgs;
+  /** ESM scaling cap (AWS: 2..1000); preferred over reserved concurrency for SQS consumers. */
+  maximumConcurrency: number;
+  oldestMessageAgeAlarmSeconds: number;
+  alarms: AlarmTarget;
+}
+
+export class QueuePipeline extends pulumi.ComponentResource {
+  readonly queue: aws.sqs.Queue;
+  readonly deadLetterQueue: aws.sqs.Queue;
+  readonly redriveAllowPolicy: aws.sqs.RedriveAllowPolicy;
+  readonly consumer: RustFunction;
+  readonly eventSourceMapping: aws.lambda.EventSourceMapping;
+  readonly dlqAlarm: aws.cloudwatch.MetricAlarm;
+  readonly ageAlarm: aws.cloudwatch.MetricAlarm;
+
+  readonly queueUrl: pulumi.Output<string>;
+  readonly queueArn: pulumi.Output<string>;
+  readonly dlqUrl: pulumi.Output<string>;
+  readonly dlqArn: pulumi.Output<string>;
+  readonly functionName: pulumi.Output<string>;
+
+  constructor(name: string, args: QueuePipelineArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("sophia:queues:QueuePipeline", name, {}, opts);
+    const child = { parent: this };
+    const { naming, queue: q, consumer: fn } = args;
+    const tags = naming.tags;
+
+    if (fn.subscribedTo !== q.key || q.consumer !== fn.name) {
+      throw new Error(`QueuePipeline ${name}: "${fn.name}" is not the declared consumer of queue "${q.key}"`);
+    }
+    const required = requiredVisibilityTimeoutSeconds(fn.timeoutSeconds, q.maximumBatchingWindowSeconds);
+    if (q.visibilityTimeoutSeconds < required) {
+      throw new Error(`QueuePipeline ${name}: visibility timeout ${q.visibilityTimeoutSeconds} s < ${required} s (6x rule)`);
+    }
+
+    this.deadLetterQueue = new aws.sqs.Queue(
+      `${name}-dlq`,
+      {
+        name: naming.queueName(q.dlqName),
+        messageRetentionSeconds: q.dlqMessageRetentionSeconds,
+        sqsManagedSseEnabled: true,
+        tags,
+      },
+      child,
+    );
+
+    this.queue = new aws.sqs.Queue(
+      `${name}-queue`,
+      {
+        name: naming.queueName(q.name),
+        visibilityTimeoutSeconds: q.visibilityTimeoutSeconds,
+        messageRetentionSeconds: q.messageRetentionSeconds,
+        sqsManagedSseEnabled: true,
+        redrivePolicy: pulumi.jsonStringify({
+          deadLetterTargetArn: this.deadLetterQueue.arn,
+          maxReceiveCount: q.maxReceiveCount,
+        }),
+        tags,
+      },
+      child,
+    );
+
+    // Only this pipeline's source queue may use the DLQ (and redrive from it).
+    this.redriveAllowPolicy = new aws.sqs.RedriveAllowPolicy(
+      `${name}-dlq-redrive-allow`,
+      {
+        queueUrl: this.deadLetterQueue.url,
+        redriveAllowPolicy: pulumi.jsonStringify({
+          redrivePermission: "byQueue",
+          sourceQueueArns: [this.queue.arn],
+        }),
+      },
+      child,
+    );
+
+    const c = args.consumerArgs;
+    this.consumer = new RustFunction(
+      fn.name,
+      {
+        functionName: naming.functionName(fn.name),
+        roleName: naming.roleName(fn.name),
+        logGroupName: naming.logGroupName(naming.functionName(fn.name)),
+        description: `Consumes ${naming.queueName(q.name)}`,
+        zipPath: c.zipPath,
+        architecture: c.architecture,
+        memoryMb: c.memoryMb,
+        timeoutSeconds: fn.timeoutSeconds,
+        logRetentionDays: c.logRetentionDays,
+        environment: c.environment,
+        statements: [consumeQueueStatement(this.queue.arn), ...c.statements],
+        tags,
+      },
+      child,
+    );
+
+    this.eventSourceMapping = new aws.lambda.EventSourceMapping(
+      `${name}-esm`,
+      {
+        eventSourceArn: this.queue.arn,
+        functionName: this.consumer.arn,
+        enabled: true,
+        batchSize: q.batchSize,
+        maximumBatchingWindowInSeconds: q.maximumBatchingWindowSeconds,
+        functionResponseTypes: q.reportBatchItemFailures ? [REPORT_BATCH_ITEM_FAILURES] : [],
+        scalingConfig: { maximumConcurrency: args.maximumConcurrency },
+        tags,
+      },
+      { ...child, dependsOn: [this.consumer.rolePolicy] },
+    );
+
+    this.dlqAlarm = dlqNotEmptyAlarm(
+      `${name}-dlq-not-empty`,
+      naming.alarmName(`${q.dlqName}-not-empty`),
+      this.deadLetterQueue.name,
+      args.alarms,
+      child,
+    );
+    this.ageAlarm = oldestMessageAgeAlarm(
+      `${name}-oldest-message-age`,
+      naming.alarmName(`${q.name}-oldest-message-age`),
+      this.queue.name,
+      args.oldestMessageAgeAlarmSeconds,
+      args.alarms,
+      child,
+    );
+
+    this.queueUrl = this.queue.url;
+    this.queueArn = this.queue.arn;
+    this.dlqUrl = this.deadLetterQueue.url;
+    this.dlqArn = this.deadLetterQueue.arn;
+    this.functionName = this.consumer.name;
+    this.registerOutputs({
+      queueUrl: this.queueUrl,
+      queueArn: this.queueArn,
+      dlqUrl: this.dlqUrl,
+      dlqArn: this.dlqArn,
+      functionName: this.functionName,
+    });
+  }
+}

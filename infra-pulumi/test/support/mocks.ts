@@ -1,0 +1,87 @@
+/**
+ * Pulumi mocks for the program: record every registered resource and invoke, and return the
+ * computed outputs AWS would return (arn, url, id). In preview mode nothing computed is returned,
+ * so those outputs are unknown, as in a real `pulumi preview` of a new stack.
+ */
+import * as pulumi from "@pulumi/pulumi";
+
+export const ACCOUNT = "123456789012";
+export const REGION = "eu-west-1";
+export const PARTITION = "aws";
+
+export interface RecordedResource {
+  type: string;
+  name: string;
+  /** Inputs as the engine receives them: secrets wrapped, unknowns as the unknown sentinel. */
+  inputs: Record<string, unknown>;
+  /** Inputs plus the computed outputs the mock returned (what a stack policy sees after deploy). */
+  state: Record<string, unknown>;
+  custom: boolean;
+}
+
+export interface RecordedCall {
+  token: string;
+  inputs: Record<string, unknown>;
+}
+
+/** Computed outputs per resource type, from the physical name. */
+function computed(type: string, inputs: Record<string, unknown>, logical: string): { id: string; state: Record<string, unknown> } {
+  const name = typeof inputs["name"] === "string" ? (inputs["name"] as string) : logical;
+  const arn = (service: string, rest: string) => `arn:${PARTITION}:${service}:${REGION}:${ACCOUNT}:${rest}`;
+  switch (type) {
+    case "aws:sqs/queue:Queue": {
+      const url = `https://sqs.${REGION}.amazonaws.com/${ACCOUNT}/${name}`;
+      return { id: url, state: { arn: arn("sqs", name), url } };
+    }
+    case "aws:lambda/function:Function":
+      return {
+        id: name,
+        state: {
+          arn: arn("lambda", `function:${name}`),
+          invokeArn: `arn:${PARTITION}:apigateway:${REGION}:lambda:path/2015-03-31/functions/${arn("lambda", `function:${name}`)}/invocations`,
+          qualifiedArn: arn("lambda", `function:${name}:$LATEST`),
+          version: "$LATEST",
+        },
+      };
+    case "aws:iam/role:Role":
+      return { id: name, state: { arn: `arn:${PARTITION}:iam::${ACCOUNT}:role/${name}`, uniqueId: `AROA${name.length}` } };
+    case "aws:iam/policy:Policy":
+      return { id: `arn:${PARTITION}:iam::${ACCOUNT}:policy/${name}`, state: { arn: `arn:${PARTITION}:iam::${ACCOUNT}:policy/${name}` } };
+    case "aws:cloudwatch/logGroup:LogGroup":
+      return { id: name, state: { arn: arn("logs", `log-group:${name}`) } };
+    case "aws:cloudwatch/metricAlarm:MetricAlarm":
+      return { id: name, state: { arn: arn("cloudwatch", `alarm:${name}`) } };
+    case "aws:lambda/eventSourceMapping:EventSourceMapping":
+      return { id: `esm-${logical}`, state: { uuid: `esm-${logical}`, arn: arn("lambda", `event-source-mapping:esm-${logical}`) } };
+    default:
+      return { id: `${logical}-id`, state: {} };
+  }
+}
+
+export function createMocks(preview: boolean): {
+  mocks: pulumi.runtime.Mocks;
+  resources: RecordedResource[];
+  calls: RecordedCall[];
+} {
+  const resources: RecordedResource[] = [];
+  const calls: RecordedCall[] = [];
+  const mocks: pulumi.runtime.Mocks = {
+    newResource(args: pulumi.runtime.MockResourceArgs): { id: string | undefined; state: Record<string, unknown> } {
+      const inputs = args.inputs as Record<string, unknown>;
+      const c = computed(args.type, inputs, args.name);
+      const state = preview ? { ...inputs } : { ...inputs, ...c.state };
+      resources.push({ type: args.type, name: args.name, inputs, state, custom: args.custom ?? true });
+      return { id: preview ? undefined : c.id, state };
+    },
+    call(args: pulumi.runtime.MockCallArgs): Record<string, unknown> {
+      calls.push({ token: args.token, inputs: args.inputs as Record<string, unknown> });
+      switch (args.token) {
+        case "aws:index/getPartition:getPartition":
+          return { partition: PARTITION, dnsSuffix: "amazonaws.com", id: PARTITION, reverseDnsPrefix: "com.amazonaws" };
+        default:
+          throw new Error(`unexpected invoke ${args.token}`);
+      }
+    },
+  };
+  return { mocks, resources, calls };
+}

@@ -1,0 +1,44 @@
+# Shared helpers for the project's scripts. Source it: `. "$(dirname "$0")/lib.sh"`.
+set -euo pipefail
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOCAL_DIR="$REPO_ROOT/.local"
+VENV="$LOCAL_DIR/venv"
+export SOPHIA_REPO_ROOT="$REPO_ROOT"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+need() { command -v "$1" >/dev/null 2>&1 || die "$1 is required: $2"; }
+
+# Creates the project's Python venv (idempotent).
+ensure_venv() {
+  need python3 "install Python 3 (Debian: apt-get install python3 python3-venv)"
+  if [ ! -x "$VENV/bin/python" ]; then
+    log "creating Python venv at .local/venv"
+    python3 -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
+    "$VENV/bin/pip" install -q --upgrade pip >/dev/null 2>&1 || true
+  fi
+}
+
+# Installs a pinned requirements file into the venv once per content hash.
+pip_install_pinned() {
+  local req="$1" stamp="$LOCAL_DIR/stamps/$(basename "$1").$(sha256sum "$1" | cut -c1-16)"
+  ensure_venv
+  if [ ! -f "$stamp" ]; then
+    log "pip install -r ${req#"$REPO_ROOT"/}"
+    "$VENV/bin/pip" install -q -r "$req"
+    mkdir -p "$LOCAL_DIR/stamps" && touch "$stamp"
+  fi
+}
+
+# npm ci in a folder with a committed lock, once per lock hash.
+npm_ci_pinned() {
+  local dir="$1" stamp
+  need npm "install Node.js 20+ and npm (Debian: apt-get install nodejs npm)"
+  stamp="$LOCAL_DIR/stamps/npm-$(echo "$dir" | tr / _).$(sha256sum "$dir/package-lock.json" | cut -c1-16)"
+  if [ ! -f "$stamp" ] || [ ! -d "$dir/node_modules" ]; then
+    log "npm ci in ${dir#"$REPO_ROOT"/}"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    mkdir -p "$LOCAL_DIR/stamps" && touch "$stamp"
+  fi
+}

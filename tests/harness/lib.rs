@@ -1,0 +1,80 @@
+//! The integration-test harness: a `spawn_app`-like kit that starts the real local servers once
+//! per test binary (fauxqs for SQS, nx-27017 for MongoDB, both on free 127.0.0.1 ports) and hands
+//! every test its own database and its own uniquely named queues.
+//!
+//! - `SOPHIA_TEST_MONGODB_URI`: use this MongoDB (e.g. a real replica set in GitHub Actions)
+//!   instead of starting nx-27017.
+//! - Servers exit with the test process (their stdin pipe closes), and are stopped by PID by the
+//!   tests that stop them on purpose.
+
+use std::sync::OnceLock;
+
+use sophia_local::queues::{QueueSet, create_queue_set};
+use sophia_local::servers::{LocalServer, free_port, start_fauxqs, start_nx_mongo};
+use sophia_platform::mongo::{Mongo, MongoSettings, Topology};
+use sophia_queue_settings::Declaration;
+
+static FAUXQS: OnceLock<LocalServer> = OnceLock::new();
+static NX_MONGO: OnceLock<LocalServer> = OnceLock::new();
+
+/// The fauxqs server of this test binary (started on first use).
+pub fn fauxqs() -> &'static LocalServer {
+    FAUXQS.get_or_init(|| start_fauxqs(free_port()).expect("fauxqs starts (run scripts/setup-tools)"))
+}
+
+/// The endpoint URL of the local SQS.
+pub fn sqs_endpoint() -> String {
+    fauxqs().url()
+}
+
+/// The MongoDB URI under test: `SOPHIA_TEST_MONGODB_URI`, or this binary's nx-27017.
+pub fn mongo_uri() -> String {
+    std::env::var("SOPHIA_TEST_MONGODB_URI")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| NX_MONGO.get_or_init(|| start_nx_mongo(free_port()).expect("nx-27017 starts (run scripts/setup-tools)")).url())
+}
+
+/// A short unique name (`<prefix>-<8 hex>`), for databases and queues.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
+}
+
+/// An SQS client for the local endpoint (a fresh one per test: each test has its own runtime).
+pub async fn sqs_client() -> aws_sdk_sqs::Client {
+    sophia_platform::sqs::client(Some(&sqs_endpoint())).await
+}
+
+/// The four queues of a pipeline, uniquely prefixed, with the declared attributes.
+pub async fn test_queues(client: &aws_sdk_sqs::Client) -> QueueSet {
+    create_queue_set(client, &unique("t"), Declaration::embedded()).await.expect("queues are created")
+}
+
+/// A MongoDB handle on a database of its own (nx-27017 transactions are not isolated between
+/// clients of one database, so no two tests share one).
+pub async fn test_mongo() -> Mongo {
+    let settings = MongoSettings {
+        uri: mongo_uri(),
+        database: unique("t").replace('-', "_"),
+        server_selection_timeout: std::time::Duration::from_secs(5),
+        allow_standalone: true,
+    };
+    Mongo::connect(&settings).await.expect("MongoDB client builds")
+}
+
+/// For tests that need real transaction semantics: true on a replica set or mongos; otherwise
+/// prints a loud SKIPPED line (visible with `--nocapture` and in the test summary's stdout) and
+/// returns false.
+pub async fn requires_transactions(mongo: &Mongo, test: &str) -> bool {
+    match mongo.topology().await.expect("hello answers") {
+        Topology::ReplicaSet | Topology::Sharded => true,
+        Topology::Standalone => {
+            let line = format!(
+                "SKIPPED {test}: needs a MongoDB replica set (set SOPHIA_TEST_MONGODB_URI); the server under test is standalone (nx-27017)"
+            );
+            println!("{line}");
+            eprintln!("{line}");
+            false
+        }
+    }
+}
