@@ -154,7 +154,13 @@ fn from_object<T: DeserializeOwned>(
     schema: &'static str,
     map: serde_json::Map<String, Value>,
 ) -> Result<T, ContractError> {
-    serde_json::from_value(Value::Object(map)).map_err(|e| ContractError::Schema { schema, reason: e.to_string() })
+    serde_path_to_error::deserialize(Value::Object(map)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        // Missing-field errors already name the field; others get it prefixed.
+        let reason = if path == "." || inner.contains('`') { inner } else { format!("{path}: {inner}") };
+        ContractError::Schema { schema, reason }
+    })
 }
 
 fn describe(v: &Value) -> String {
