@@ -78,3 +78,12 @@ pub async fn requires_transactions(mongo: &Mongo, test: &str) -> bool {
         }
     }
 }
+
+/// Queues like [`test_queues`] but with a short visibility timeout, so that a failed message
+/// reappears within the test (the declared 180 s / 1800 s are checked elsewhere).
+pub async fn test_queues_fast(client: &aws_sdk_sqs::Client, visibility_timeout_seconds: u32) -> QueueSet {
+    let overrides = sophia_local::queues::QueueOverrides { visibility_timeout_seconds: Some(visibility_timeout_seconds) };
+    sophia_local::queues::create_queue_set_with(client, &unique("t"), Declaration::embedded(), &overrides)
+        .await
+        .expect("queues are created")
+}

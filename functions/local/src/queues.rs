@@ -47,13 +47,29 @@ pub enum QueueSetupError {
 /// Creates (idempotently, as CreateQueue is) the DLQ and source queue of every declared pipeline,
 /// named `<prefix>-<name>` (for a stage: `sophia-<stage>`).
 pub async fn create_queue_set(client: &Client, prefix: &str, decl: &Declaration) -> Result<QueueSet, QueueSetupError> {
+    create_queue_set_with(client, prefix, decl, &QueueOverrides::default()).await
+}
+
+/// Deliberate departures from the declaration, for tests that cannot wait 180 s for a failed
+/// message to reappear. Production and the local runner use none.
+#[derive(Debug, Clone, Default)]
+pub struct QueueOverrides {
+    pub visibility_timeout_seconds: Option<u32>,
+}
+
+pub async fn create_queue_set_with(
+    client: &Client,
+    prefix: &str,
+    decl: &Declaration,
+    overrides: &QueueOverrides,
+) -> Result<QueueSet, QueueSetupError> {
     Ok(QueueSet {
-        interview_completed: create_pair(client, prefix, decl.interview_completed()).await?,
-        report_generate: create_pair(client, prefix, decl.report_generate()).await?,
+        interview_completed: create_pair(client, prefix, decl.interview_completed(), overrides).await?,
+        report_generate: create_pair(client, prefix, decl.report_generate(), overrides).await?,
     })
 }
 
-async fn create_pair(client: &Client, prefix: &str, q: &QueueSettings) -> Result<QueuePair, QueueSetupError> {
+async fn create_pair(client: &Client, prefix: &str, q: &QueueSettings, overrides: &QueueOverrides) -> Result<QueuePair, QueueSetupError> {
     let dlq_name = format!("{prefix}-{}", q.dlq_name);
     let dlq = create(client, &dlq_name, vec![(QueueAttributeName::MessageRetentionPeriod, q.dlq_message_retention_seconds.to_string())]).await?;
     let redrive = serde_json::json!({"deadLetterTargetArn": dlq.arn, "maxReceiveCount": q.max_receive_count}).to_string();
@@ -62,7 +78,7 @@ async fn create_pair(client: &Client, prefix: &str, q: &QueueSettings) -> Result
         client,
         &source_name,
         vec![
-            (QueueAttributeName::VisibilityTimeout, q.visibility_timeout_seconds.to_string()),
+            (QueueAttributeName::VisibilityTimeout, overrides.visibility_timeout_seconds.unwrap_or(q.visibility_timeout_seconds).to_string()),
             (QueueAttributeName::MessageRetentionPeriod, q.message_retention_seconds.to_string()),
             (QueueAttributeName::RedrivePolicy, redrive),
         ],
