@@ -1,1 +1,58 @@
-//! placeholder
+//! Credits of the Sophia interviews in MongoDB: reservation, settlement of completed and failed
+//! interviews, the `report.generate` outbox, the invariant checker, seed helpers and the index
+//! migration. No AWS or Lambda types: the Lambda crates wire this to SQS.
+//!
+//! - [`arithmetic`]: pure billing / reservation / settlement arithmetic and lot status changes;
+//! - [`model`], [`store`]: the documents and the repository;
+//! - [`txn`]: one transaction with retries bounded by the record's deadline;
+//! - [`settlement`]: [`SettlementService`] (`settle_completed_interview`,
+//!   `settle_failed_interview`, `settle_completed_and_publish`);
+//! - [`outbox`]: publishing after commit, [`outbox::flush_pending_outbox`] for operators;
+//! - [`reservation`], [`seed`]: the API's reservation and fixtures;
+//! - [`invariants`]: the five invariants of DESIGN.md; [`migrations`]: the indexes.
+//!
+//! # Retry or drop ([`CreditsError::disposition`])
+//! The rule: retry when a later attempt can succeed or when an operator must look at the message
+//! (SQS moves it to the DLQ after 3 receives and keeps it 14 days); drop only when the message
+//! contradicts data that can never change.
+//! - MongoDB errors (unreachable, timeouts, transient transaction errors beyond the deadline,
+//!   unknown commit results), guarded-write conflicts: **retry**.
+//! - Interview not found: **retry**. The API writes the interview long before it publishes, so
+//!   this should not happen; if it does (a read before the write is visible, a restore, a wrong
+//!   database), dropping would lose a billing event for good, while retrying ends in the DLQ
+//!   where it can be redriven.
+//! - Inconsistent credit data (an allocation naming a missing lot, a lot holding less than the
+//!   allocation) and a missing organization: **retry**, to park the message in the DLQ until the
+//!   data is repaired.
+//! - Wrong organization (the interview belongs to another one): **drop** with an error log. The
+//!   owner of an interview never changes, so no retry can succeed, and settling it would charge
+//!   the wrong organization.
+//! - No reservation: **drop** with an error log: reservations are made when the interview is
+//!   scheduled, never after it ended.
+//! - A failed `report.generate` publish after a committed settlement: **retry**; the
+//!   redelivery finds the interview settled and only flushes the pending outbox entry.
+//! - An invalid body is dropped by the consumer wrapper before it reaches this crate.
+//!
+//! # Exactly once
+//! The claim `{_id, organizationId, settledAt: null}` -> `$set settledAt` inside the settlement's
+//! transaction is the only gate: a duplicate or concurrent delivery either sees `settledAt` set
+//! when it reads, or its claim matches nothing and it writes nothing. The ledger's unique index on
+//! `(reference.kind, reference.id, type, lotId)` is a second line: no settlement can write twice.
+
+pub mod arithmetic;
+pub mod error;
+pub mod invariants;
+pub mod migrations;
+pub mod model;
+pub mod outbox;
+pub mod reservation;
+pub mod seed;
+pub mod settlement;
+pub mod store;
+pub mod txn;
+
+pub use error::{BoxError, CreditsError, Disposition};
+pub use outbox::{FlushOutcome, FlushReport, FnPublisher, Published, ReportPublisher, flush_pending_outbox};
+pub use settlement::{CompletedResult, SettleContext, SettleKind, SettleOutcome, SettledSummary, SettlementService};
+pub use store::CreditsStore;
+pub use txn::RetryPolicy;

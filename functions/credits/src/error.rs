@@ -1,0 +1,99 @@
+//! The crate's typed error and the retry-or-drop decision for queue consumers.
+
+use bson::oid::ObjectId;
+use mongodb::error::{Error as MongoError, ErrorKind, WriteFailure};
+
+use crate::arithmetic::{Insufficient, PlanError};
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What a queue consumer should do with a record whose processing returned this error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// Report a batch item failure: SQS redelivers, and after maxReceiveCount the DLQ keeps it.
+    Retry,
+    /// Log and acknowledge: no redelivery can succeed.
+    Drop,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CreditsError {
+    #[error("interview {interview_id} not found")]
+    InterviewNotFound { interview_id: ObjectId },
+    #[error("interview {interview_id} belongs to organization {actual}, not to {claimed} as the message says")]
+    WrongOrganization { interview_id: ObjectId, claimed: ObjectId, actual: ObjectId },
+    #[error("interview {interview_id} has no credit reservation")]
+    NoReservation { interview_id: ObjectId },
+    #[error("interview {interview_id} already holds a reservation")]
+    AlreadyReserved { interview_id: ObjectId },
+    #[error("interview {interview_id} is already settled")]
+    AlreadySettled { interview_id: ObjectId },
+    #[error("organization {organization_id} not found")]
+    OrganizationNotFound { organization_id: ObjectId },
+    #[error("organization {organization_id}: {source}")]
+    InsufficientCredits { organization_id: ObjectId, source: Insufficient },
+    #[error("interview {interview_id}: credit data is inconsistent: {source}")]
+    Inconsistent { interview_id: ObjectId, source: PlanError },
+    /// A guarded write matched nothing: another writer changed the document since it was read.
+    #[error("{what} changed concurrently")]
+    Conflict { what: &'static str },
+    #[error("MongoDB {op} failed: {source}")]
+    Mongo { op: &'static str, source: MongoError },
+    #[error("transaction gave up after {attempts} attempts: the deadline is too close to retry ({last})")]
+    RetryBudgetExhausted { attempts: u32, last: Box<CreditsError> },
+    #[error("publishing {kind} for interview {interview_id} failed: {source}")]
+    Publish { kind: &'static str, interview_id: ObjectId, source: BoxError },
+}
+
+impl CreditsError {
+    /// Retry or drop, by kind (see the crate docs for the reasoning):
+    /// - MongoDB errors, conflicts, an exhausted retry budget and a failed publish: retry;
+    /// - an interview that is not (yet) there: retry, so the message ends in the DLQ rather than
+    ///   being lost if it never appears;
+    /// - inconsistent credit data: retry, so the message waits in the DLQ for an operator fix;
+    /// - wrong organization, no reservation: drop (the message contradicts immutable data).
+    pub fn disposition(&self) -> Disposition {
+        match self {
+            Self::WrongOrganization { .. }
+            | Self::NoReservation { .. }
+            | Self::AlreadyReserved { .. }
+            | Self::AlreadySettled { .. }
+            | Self::InsufficientCredits { .. } => Disposition::Drop,
+            Self::InterviewNotFound { .. }
+            | Self::OrganizationNotFound { .. }
+            | Self::Inconsistent { .. }
+            | Self::Conflict { .. }
+            | Self::Mongo { .. }
+            | Self::RetryBudgetExhausted { .. }
+            | Self::Publish { .. } => Disposition::Retry,
+        }
+    }
+
+    pub fn is_retryable(&self) -> bool {
+        self.disposition() == Disposition::Retry
+    }
+
+    /// Whether the whole transaction may be run again at once (MongoDB says so, or a guard saw a
+    /// concurrent change).
+    pub fn is_transient_transaction_error(&self) -> bool {
+        match self {
+            Self::Mongo { source, .. } => source.contains_label(mongodb::error::TRANSIENT_TRANSACTION_ERROR),
+            Self::Conflict { .. } => true,
+            _ => false,
+        }
+    }
+
+    pub fn mongo(op: &'static str) -> impl FnOnce(MongoError) -> Self {
+        move |source| Self::Mongo { op, source }
+    }
+}
+
+/// Whether a write failed on a unique index (E11000).
+pub fn is_duplicate_key(e: &MongoError) -> bool {
+    match e.kind.as_ref() {
+        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
+        ErrorKind::InsertMany(m) => m.write_errors.as_ref().is_some_and(|ws| ws.iter().any(|w| w.code == 11000)),
+        ErrorKind::Command(c) => c.code == 11000,
+        _ => false,
+    }
+}

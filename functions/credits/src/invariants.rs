@@ -1,0 +1,137 @@
+//! The five invariants of DESIGN.md, checked against what is stored. Used after every test
+//! scenario, by the local demo, the ops CLI and the load test.
+//!
+//! 1. `credits.reserved == sum(lot.reserved)`;
+//! 2. `credits.available == sum(lot.remaining - lot.reserved)` over lots that are not `EXPIRED`;
+//! 3. per lot `0 <= reserved <= remaining <= granted`;
+//! 4. `sum(granted - remaining) == sum(SETTLE) + sum(FORFEIT)`;
+//! 5. per settled interview `sum(RESERVE) == sum(SETTLE) + sum(RELEASE) + sum(FORFEIT)` for its
+//!    reference, and `sum(SETTLE) == credits.consumed`.
+//!
+//! Sums are computed here, in Rust, from the documents (no aggregation), so the check does not
+//! depend on the server's numeric types.
+
+use std::collections::HashMap;
+
+use bson::oid::ObjectId;
+use bson::{Document, doc};
+use futures::TryStreamExt;
+use serde::de::DeserializeOwned;
+
+use crate::arithmetic::LotStatus;
+use crate::error::CreditsError;
+use crate::model::{CreditLot, InterviewCreditsView, LedgerEntry, LedgerType, Organization, ReferenceKind};
+use crate::store::CreditsStore;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Violation {
+    #[error("invariant 1: organization {organization_id} has credits.reserved {org} but its lots reserve {lots}")]
+    Reserved { organization_id: ObjectId, org: i64, lots: i64 },
+    #[error("invariant 2: organization {organization_id} has credits.available {org} but its unexpired lots have {lots} free")]
+    Available { organization_id: ObjectId, org: i64, lots: i64 },
+    #[error("invariant 3: lot {lot_id} breaks 0 <= reserved ({reserved}) <= remaining ({remaining}) <= granted ({granted})")]
+    LotBounds { lot_id: ObjectId, granted: i64, remaining: i64, reserved: i64 },
+    #[error("invariant 4: organization {organization_id} lots lost {lots} credits but SETTLE + FORFEIT = {ledger}")]
+    Consumption { organization_id: ObjectId, lots: i64, ledger: i64 },
+    #[error("invariant 5: settled interview {interview_id}: RESERVE {reserve} != SETTLE {settle} + RELEASE {release} + FORFEIT {forfeit}")]
+    InterviewBalance { interview_id: ObjectId, reserve: i64, settle: i64, release: i64, forfeit: i64 },
+    #[error("invariant 5: settled interview {interview_id}: SETTLE {settle} != credits.consumed {consumed:?}")]
+    InterviewConsumed { interview_id: ObjectId, settle: i64, consumed: Option<i64> },
+}
+
+impl Violation {
+    /// Which of the five invariants this breaks.
+    pub fn invariant(&self) -> u8 {
+        match self {
+            Self::Reserved { .. } => 1,
+            Self::Available { .. } => 2,
+            Self::LotBounds { .. } => 3,
+            Self::Consumption { .. } => 4,
+            Self::InterviewBalance { .. } | Self::InterviewConsumed { .. } => 5,
+        }
+    }
+}
+
+async fn all<T: DeserializeOwned + Send + Sync>(coll: mongodb::Collection<T>, filter: Document) -> Result<Vec<T>, CreditsError> {
+    coll.find(filter)
+        .await
+        .map_err(CreditsError::mongo("invariants: find"))?
+        .try_collect()
+        .await
+        .map_err(CreditsError::mongo("invariants: read"))
+}
+
+/// The invariants of one organization.
+pub async fn check_organization(store: &CreditsStore, organization_id: ObjectId) -> Result<Vec<Violation>, CreditsError> {
+    let orgs = all(store.organizations(), doc! {"_id": organization_id}).await?;
+    if orgs.is_empty() {
+        return Err(CreditsError::OrganizationNotFound { organization_id });
+    }
+    let by_org = doc! {"organizationId": organization_id};
+    let lots = all(store.lots(), by_org.clone()).await?;
+    let ledger = all(store.ledger(), by_org.clone()).await?;
+    let interviews = all(store.interviews(), by_org).await?;
+    Ok(check(&orgs, &lots, &ledger, &interviews))
+}
+
+/// The invariants of every organization in the database.
+pub async fn check_all(store: &CreditsStore) -> Result<Vec<Violation>, CreditsError> {
+    let orgs = all(store.organizations(), doc! {}).await?;
+    let lots = all(store.lots(), doc! {}).await?;
+    let ledger = all(store.ledger(), doc! {}).await?;
+    let interviews = all(store.interviews(), doc! {}).await?;
+    Ok(check(&orgs, &lots, &ledger, &interviews))
+}
+
+/// The pure check over loaded documents (documents of organizations not in `orgs` are ignored).
+pub fn check(orgs: &[Organization], lots: &[CreditLot], ledger: &[LedgerEntry], interviews: &[InterviewCreditsView]) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    for org in orgs {
+        let id = org.id;
+        let own_lots: Vec<&CreditLot> = lots.iter().filter(|l| l.organization_id == id).collect();
+        let reserved: i64 = own_lots.iter().map(|l| l.reserved).sum();
+        if org.credits.reserved != reserved {
+            violations.push(Violation::Reserved { organization_id: id, org: org.credits.reserved, lots: reserved });
+        }
+        let free: i64 = own_lots.iter().filter(|l| l.status != LotStatus::Expired).map(|l| l.remaining - l.reserved).sum();
+        if org.credits.available != free {
+            violations.push(Violation::Available { organization_id: id, org: org.credits.available, lots: free });
+        }
+        for l in &own_lots {
+            if !(0 <= l.reserved && l.reserved <= l.remaining && l.remaining <= l.granted) {
+                violations.push(Violation::LotBounds { lot_id: l.id, granted: l.granted, remaining: l.remaining, reserved: l.reserved });
+            }
+        }
+        let lost: i64 = own_lots.iter().map(|l| l.granted - l.remaining).sum();
+        let settled_or_forfeited: i64 = ledger
+            .iter()
+            .filter(|e| e.organization_id == id && matches!(e.kind, LedgerType::Settle | LedgerType::Forfeit))
+            .map(|e| e.amount)
+            .sum();
+        if lost != settled_or_forfeited {
+            violations.push(Violation::Consumption { organization_id: id, lots: lost, ledger: settled_or_forfeited });
+        }
+    }
+    let org_ids: Vec<ObjectId> = orgs.iter().map(|o| o.id).collect();
+    let mut per_interview: HashMap<ObjectId, [i64; 4]> = HashMap::new();
+    for e in ledger.iter().filter(|e| e.reference.kind == ReferenceKind::Interview) {
+        let sums = per_interview.entry(e.reference.id).or_default();
+        let slot = match e.kind {
+            LedgerType::Reserve => 0,
+            LedgerType::Settle => 1,
+            LedgerType::Release => 2,
+            LedgerType::Forfeit => 3,
+        };
+        sums[slot] += e.amount;
+    }
+    for i in interviews.iter().filter(|i| i.settled_at.is_some() && org_ids.contains(&i.organization_id)) {
+        let [reserve, settle, release, forfeit] = per_interview.get(&i.id).copied().unwrap_or_default();
+        if reserve != settle + release + forfeit {
+            violations.push(Violation::InterviewBalance { interview_id: i.id, reserve, settle, release, forfeit });
+        }
+        if i.credits.consumed != Some(settle) {
+            violations.push(Violation::InterviewConsumed { interview_id: i.id, settle, consumed: i.credits.consumed });
+        }
+    }
+    violations
+}

@@ -1,0 +1,124 @@
+//! The transactional outbox of `report.generate` (DESIGN.md, **improvement** over queues.md).
+//!
+//! The settlement transaction inserts a `PENDING` entry; after the commit the caller publishes it
+//! through a [`ReportPublisher`] and marks it `PUBLISHED`. A failed publish leaves it pending and
+//! is returned as an error (the record is retried; the redelivery finds the interview settled and
+//! only flushes the entry). A publisher that skips (no queue URL configured) leaves it pending
+//! with a warning: not a failure. [`flush_pending_outbox`] is the operator's sweep.
+//!
+//! Two concurrent flushes of one entry may both publish: a duplicate `report.generate` is
+//! harmless (the report consumer is idempotent), a lost one is not.
+
+use std::future::Future;
+
+use bson::DateTime;
+use chrono::Utc;
+use sophia_contracts::{InterviewId, OrganizationId, ReportGenerate, RequestId};
+
+use crate::error::{BoxError, CreditsError};
+use crate::model::OutboxEntry;
+use crate::store::CreditsStore;
+
+/// What a publisher did with one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Published {
+    Sent { message_id: String },
+    /// Nothing was sent on purpose (e.g. the queue URL is not configured).
+    Skipped { reason: String },
+}
+
+/// Sends `report.generate`. Implemented over SQS by the Lambda crate; by closures in tests
+/// ([`FnPublisher`]).
+pub trait ReportPublisher {
+    fn publish(&self, message: &ReportGenerate, request_id: &RequestId) -> impl Future<Output = Result<Published, BoxError>> + Send;
+}
+
+/// A publisher from a closure taking owned arguments.
+#[derive(Debug, Clone)]
+pub struct FnPublisher<F>(pub F);
+
+impl<F, Fut> ReportPublisher for FnPublisher<F>
+where
+    F: Fn(ReportGenerate, RequestId) -> Fut + Sync,
+    Fut: Future<Output = Result<Published, BoxError>> + Send,
+{
+    fn publish(&self, message: &ReportGenerate, request_id: &RequestId) -> impl Future<Output = Result<Published, BoxError>> + Send {
+        (self.0)(message.clone(), request_id.clone())
+    }
+}
+
+/// What flushing one entry did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlushOutcome {
+    Published { message_id: String },
+    /// The publisher skipped it; it stays pending.
+    LeftPending { reason: String },
+    /// There was no pending entry.
+    NothingPending,
+}
+
+/// Publishes one entry and marks it published. A publish error is recorded on the entry and
+/// returned as [`CreditsError::Publish`] (retryable).
+pub async fn publish_entry(store: &CreditsStore, entry: &OutboxEntry, publisher: &impl ReportPublisher) -> Result<FlushOutcome, CreditsError> {
+    let message = ReportGenerate { interview_id: InterviewId::new(entry.interview_id), organization_id: OrganizationId::new(entry.organization_id) };
+    let request_id = RequestId::from_caller(Some(&entry.request_id));
+    match publisher.publish(&message, &request_id).await {
+        Ok(Published::Sent { message_id }) => {
+            let was_pending = store.mark_published(&entry.id, &message_id, DateTime::from_chrono(Utc::now())).await?;
+            tracing::info!(outboxId = %entry.id, sqsMessageId = %message_id, wasPending = was_pending, "outbox entry published");
+            Ok(FlushOutcome::Published { message_id })
+        }
+        Ok(Published::Skipped { reason }) => {
+            tracing::warn!(outboxId = %entry.id, reason = %reason, "report.generate not published; the outbox entry stays pending");
+            Ok(FlushOutcome::LeftPending { reason })
+        }
+        Err(source) => {
+            let text = source.to_string();
+            if let Err(e) = store.record_publish_failure(&entry.id, &text).await {
+                tracing::warn!(outboxId = %entry.id, error = %e, "could not record the publish failure on the outbox entry");
+            }
+            Err(CreditsError::Publish { kind: OutboxEntry::REPORT_GENERATE, interview_id: entry.interview_id, source })
+        }
+    }
+}
+
+/// Publishes the interview's pending `report.generate` entry, if there is one (a redelivery
+/// after a failed publish).
+pub async fn publish_pending_for_interview(store: &CreditsStore, interview_id: InterviewId, publisher: &impl ReportPublisher) -> Result<FlushOutcome, CreditsError> {
+    match store.pending_report_entry(interview_id.oid()).await? {
+        Some(entry) => publish_entry(store, &entry, publisher).await,
+        None => Ok(FlushOutcome::NothingPending),
+    }
+}
+
+/// What a sweep did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FlushReport {
+    pub published: usize,
+    pub left_pending: usize,
+    /// `(outbox id, error)` of entries whose publish failed (they stay pending).
+    pub failed: Vec<(String, String)>,
+}
+
+/// The operator's sweep: publishes up to `limit` pending entries created more than `older_than`
+/// ago, oldest first. Failures are collected, not fatal.
+pub async fn flush_pending_outbox(
+    store: &CreditsStore,
+    publisher: &impl ReportPublisher,
+    older_than: std::time::Duration,
+    limit: i64,
+) -> Result<FlushReport, CreditsError> {
+    let age = chrono::Duration::from_std(older_than).unwrap_or(chrono::Duration::zero());
+    let before = DateTime::from_chrono(Utc::now() - age);
+    let mut report = FlushReport::default();
+    for entry in store.pending_outbox_before(before, limit).await? {
+        match publish_entry(store, &entry, publisher).await {
+            Ok(FlushOutcome::Published { .. }) => report.published += 1,
+            Ok(FlushOutcome::LeftPending { .. } | FlushOutcome::NothingPending) => report.left_pending += 1,
+            Err(CreditsError::Publish { source, .. }) => report.failed.push((entry.id.clone(), source.to_string())),
+            Err(e) => return Err(e),
+        }
+    }
+    tracing::info!(published = report.published, leftPending = report.left_pending, failed = report.failed.len(), "outbox flushed");
+    Ok(report)
+}

@@ -1,0 +1,345 @@
+//! The settlement service: `settle_completed_interview` and `settle_failed_interview`.
+//!
+//! One settlement is one transaction, in this order:
+//! 1. (before the transaction) read the interview: missing, wrong organization, already settled
+//!    and no reservation are decided here without starting a transaction;
+//! 2. the claim: `{_id, organizationId, settledAt: null, credits.reserved: R}` -> `$set
+//!    settledAt, credits.consumed, retentionExpiresAt`. Only the call whose claim matched goes
+//!    on; a claim that matches nothing aborts (the first settlement won). The claim is what makes
+//!    a settlement happen exactly once, also where transactions are not isolated;
+//! 3. read the allocated lots; plan with [`crate::arithmetic::plan_settlement`];
+//! 4. one guarded update per lot, one `$inc` of the organization, one `insert_many` of the ledger
+//!    entries, and (completed only) the `report.generate` outbox entry;
+//! 5. commit.
+//!
+//! Round trips for an interview whose reservation spans `L` lots: 1 read + claim + lots read +
+//! `L` lot updates + organization + ledger + outbox + commit = `6 + L` (+1 outbox write... see
+//! [`ROUND_TRIPS_COMPLETED_ONE_LOT`]); a failed settlement has no outbox write.
+
+use bson::oid::ObjectId;
+use bson::{DateTime, doc};
+use chrono::Utc;
+use mongodb::{Client, ClientSession, Database};
+use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, RequestId, Timestamp};
+use tokio::time::Instant;
+
+use crate::arithmetic::{SettlementPlan, billed_credits, plan_settlement};
+use crate::error::CreditsError;
+use crate::model::{InterviewCreditsView, LedgerEntry, LedgerType, OutboxEntry, OutboxStatus, Reference, ReferenceKind};
+use crate::store::CreditsStore;
+use crate::txn::{Finish, RetryPolicy, run_transaction};
+
+/// Database commands of a completed settlement whose reservation is on one lot, transaction
+/// included (the integration tests count them with command monitoring).
+pub const ROUND_TRIPS_COMPLETED_ONE_LOT: usize = 8;
+
+/// Days from the completion (or failure) anchor to `retentionExpiresAt`.
+pub const RETENTION_DAYS: i64 = 60;
+
+/// What happens to an interview.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettleKind {
+    Completed { completed_at: Timestamp, duration_seconds: DurationSeconds },
+    Failed { failed_at: Timestamp },
+}
+
+impl SettleKind {
+    fn anchor(&self) -> Timestamp {
+        match self {
+            Self::Completed { completed_at, .. } => *completed_at,
+            Self::Failed { failed_at } => *failed_at,
+        }
+    }
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Completed { .. } => "completed",
+            Self::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// The per-call context: the record's deadline (bounds the retries) and the clock.
+#[derive(Debug, Clone, Copy)]
+pub struct SettleContext {
+    pub deadline: Option<Instant>,
+    /// `settledAt`, ledger `createdAt`, and the instant lot expiry is judged at.
+    pub now: chrono::DateTime<Utc>,
+}
+
+impl SettleContext {
+    pub fn now_with_deadline(deadline: Option<Instant>) -> Self {
+        Self { deadline, now: Utc::now() }
+    }
+}
+
+/// What a settlement changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettledSummary {
+    pub reserved: i64,
+    pub consumed: i64,
+    pub released: i64,
+    pub forfeited: i64,
+    pub expiry_forfeited: i64,
+    pub lots: usize,
+    /// The outbox entry written with the settlement (completed interviews).
+    pub outbox: Option<OutboxEntry>,
+}
+
+impl SettledSummary {
+    fn from_plan(plan: &SettlementPlan, outbox: Option<OutboxEntry>) -> Self {
+        Self {
+            reserved: plan.reserved,
+            consumed: plan.consumed,
+            released: plan.released(),
+            forfeited: plan.forfeited(),
+            expiry_forfeited: plan.expiry_forfeited(),
+            lots: plan.lots.len(),
+            outbox,
+        }
+    }
+}
+
+/// The result of a settlement call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettleOutcome {
+    /// This call settled the interview.
+    Settled(SettledSummary),
+    /// Another call settled it first; nothing was written.
+    AlreadySettled,
+}
+
+impl SettleOutcome {
+    pub fn settled(&self) -> bool {
+        matches!(self, Self::Settled(_))
+    }
+}
+
+/// The settlement service over one client (transactions) and its database.
+#[derive(Debug, Clone)]
+pub struct SettlementService {
+    client: Client,
+    store: CreditsStore,
+}
+
+enum Attempt {
+    Settled(SettledSummary),
+    ClaimLost,
+}
+
+impl SettlementService {
+    pub fn new(client: Client, db: Database) -> Self {
+        Self { client, store: CreditsStore::new(db) }
+    }
+
+    pub fn store(&self) -> &CreditsStore {
+        &self.store
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// billed = `floor(duration / 60)` capped at the reservation; one transaction with the claim,
+    /// the credit changes, and the `report.generate` outbox entry. Does not publish (see
+    /// [`crate::outbox`]).
+    pub async fn settle_completed_interview(
+        &self,
+        interview_id: InterviewId,
+        organization_id: OrganizationId,
+        completed_at: Timestamp,
+        duration_seconds: DurationSeconds,
+        ctx: SettleContext,
+    ) -> Result<SettleOutcome, CreditsError> {
+        self.settle(interview_id, organization_id, SettleKind::Completed { completed_at, duration_seconds }, ctx).await
+    }
+
+    /// `consumed = 0`: the whole reservation is released (forfeited on expired lots); no report.
+    pub async fn settle_failed_interview(
+        &self,
+        interview_id: InterviewId,
+        organization_id: OrganizationId,
+        failed_at: Timestamp,
+        ctx: SettleContext,
+    ) -> Result<SettleOutcome, CreditsError> {
+        self.settle(interview_id, organization_id, SettleKind::Failed { failed_at }, ctx).await
+    }
+
+    pub async fn settle(
+        &self,
+        interview_id: InterviewId,
+        organization_id: OrganizationId,
+        kind: SettleKind,
+        ctx: SettleContext,
+    ) -> Result<SettleOutcome, CreditsError> {
+        let span = tracing::info_span!(
+            "settlement",
+            interviewId = %interview_id,
+            organizationId = %organization_id,
+            kind = kind.name(),
+            settled = tracing::field::Empty,
+            consumedCredits = tracing::field::Empty,
+        );
+        let result = tracing::Instrument::instrument(self.settle_inner(interview_id.oid(), organization_id.oid(), kind, ctx), span.clone()).await;
+        let _entered = span.enter();
+        match &result {
+            Ok(SettleOutcome::Settled(s)) => {
+                span.record("settled", true);
+                span.record("consumedCredits", s.consumed);
+                tracing::info!(
+                    settled = true,
+                    reservedCredits = s.reserved,
+                    consumedCredits = s.consumed,
+                    releasedCredits = s.released,
+                    forfeitedCredits = s.forfeited + s.expiry_forfeited,
+                    lots = s.lots,
+                    "interview settled"
+                );
+            }
+            Ok(SettleOutcome::AlreadySettled) => {
+                span.record("settled", false);
+                tracing::info!(settled = false, "interview already settled; nothing written");
+            }
+            Err(e) => {
+                span.record("settled", false);
+                tracing::error!(settled = false, error = %e, retryable = e.is_retryable(), "settlement failed");
+            }
+        }
+        result
+    }
+
+    async fn settle_inner(&self, interview_id: ObjectId, organization_id: ObjectId, kind: SettleKind, ctx: SettleContext) -> Result<SettleOutcome, CreditsError> {
+        let interview = self.store.interview(interview_id).await?.ok_or(CreditsError::InterviewNotFound { interview_id })?;
+        let reserved = check_settleable(&interview, organization_id)?;
+        let Some(reserved) = reserved else { return Ok(SettleOutcome::AlreadySettled) };
+        let allocations = interview.credits.allocations.clone();
+        let consumed = match kind {
+            SettleKind::Completed { duration_seconds, .. } => billed_credits(duration_seconds.get(), reserved),
+            SettleKind::Failed { .. } => 0,
+        };
+        let now = DateTime::from_chrono(ctx.now);
+        let retention = DateTime::from_chrono(kind.anchor().as_datetime() + chrono::Duration::days(RETENTION_DAYS));
+        let policy = RetryPolicy::with_deadline(ctx.deadline);
+        let store = &self.store;
+        let attempt = run_transaction(&self.client, &policy, async |s: &mut ClientSession| {
+            let set = doc! {"settledAt": now, "credits.consumed": consumed, "retentionExpiresAt": retention};
+            if !store.claim_interview_in(s, interview_id, organization_id, reserved, set).await? {
+                return Ok(Finish::Abort(Attempt::ClaimLost));
+            }
+            let lot_ids: Vec<ObjectId> = allocations.iter().map(|a| a.lot_id).collect();
+            let lots: Vec<_> = store.lots_by_id_in(s, organization_id, &lot_ids).await?.iter().map(|l| l.state()).collect();
+            let plan = plan_settlement(&allocations, &lots, consumed, ctx.now)
+                .map_err(|source| CreditsError::Inconsistent { interview_id, source })?;
+            for lot in &plan.lots {
+                store.settle_lot_in(s, lot).await?;
+            }
+            store.inc_org_credits_in(s, organization_id, plan.org_available_delta(), plan.org_reserved_delta(), None).await?;
+            store.insert_ledger_in(s, &ledger_entries(&plan, organization_id, interview_id, now)).await?;
+            let outbox = match kind {
+                SettleKind::Completed { .. } => {
+                    let entry = report_outbox_entry(interview_id, organization_id, now);
+                    store.insert_outbox_in(s, &entry).await?;
+                    Some(entry)
+                }
+                SettleKind::Failed { .. } => None,
+            };
+            Ok(Finish::Commit(Attempt::Settled(SettledSummary::from_plan(&plan, outbox))))
+        })
+        .await?;
+        match attempt {
+            Attempt::Settled(summary) => Ok(SettleOutcome::Settled(summary)),
+            Attempt::ClaimLost => {
+                // Another delivery settled it between our read and our claim, or the reservation
+                // changed (then a retry will see the new one).
+                let now_settled = self.store.interview(interview_id).await?.is_some_and(|i| i.settled_at.is_some());
+                if now_settled { Ok(SettleOutcome::AlreadySettled) } else { Err(CreditsError::Conflict { what: "interview reservation" }) }
+            }
+        }
+    }
+}
+
+/// `Ok(None)`: already settled; `Ok(Some(reserved))`: can be settled.
+fn check_settleable(interview: &InterviewCreditsView, organization_id: ObjectId) -> Result<Option<i64>, CreditsError> {
+    let interview_id = interview.id;
+    if interview.organization_id != organization_id {
+        return Err(CreditsError::WrongOrganization { interview_id, claimed: organization_id, actual: interview.organization_id });
+    }
+    if interview.settled_at.is_some() {
+        return Ok(None);
+    }
+    let allocated: i64 = interview.credits.allocations.iter().map(|a| a.credits).sum();
+    if interview.credits.reserved <= 0 || interview.credits.allocations.is_empty() {
+        return Err(CreditsError::NoReservation { interview_id });
+    }
+    if allocated != interview.credits.reserved {
+        return Err(CreditsError::Inconsistent {
+            interview_id,
+            source: crate::arithmetic::PlanError::ReservationMismatch { allocated, reserved: interview.credits.reserved },
+        });
+    }
+    Ok(Some(interview.credits.reserved))
+}
+
+/// SETTLE / RELEASE / FORFEIT per lot (amounts > 0), plus the LOT_EXPIRY forfeit of a lot this
+/// settlement expired.
+pub fn ledger_entries(plan: &SettlementPlan, organization_id: ObjectId, interview_id: ObjectId, at: DateTime) -> Vec<LedgerEntry> {
+    let interview = Reference { kind: ReferenceKind::Interview, id: interview_id };
+    let mut entries = Vec::new();
+    for lot in &plan.lots {
+        let lot_id = lot.before.id;
+        for (kind, amount) in [(LedgerType::Settle, lot.consumed), (LedgerType::Release, lot.released), (LedgerType::Forfeit, lot.forfeited)] {
+            if amount > 0 {
+                entries.push(LedgerEntry::new(organization_id, lot_id, kind, amount, interview, at));
+            }
+        }
+        if lot.expiry_forfeited > 0 {
+            let reference = Reference { kind: ReferenceKind::LotExpiry, id: lot_id };
+            entries.push(LedgerEntry::new(organization_id, lot_id, LedgerType::Forfeit, lot.expiry_forfeited, reference, at));
+        }
+    }
+    entries
+}
+
+/// The `report.generate` outbox entry of a completed settlement.
+pub fn report_outbox_entry(interview_id: ObjectId, organization_id: ObjectId, at: DateTime) -> OutboxEntry {
+    OutboxEntry {
+        id: OutboxEntry::report_generate_id(interview_id),
+        kind: OutboxEntry::REPORT_GENERATE.to_owned(),
+        interview_id,
+        organization_id,
+        request_id: RequestId::settlement(InterviewId::new(interview_id)).as_str().to_owned(),
+        status: OutboxStatus::Pending,
+        created_at: at,
+        attempts: 0,
+        published_at: None,
+        sqs_message_id: None,
+        last_error: None,
+    }
+}
+
+/// What the completed path did: the settlement and the publish after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletedResult {
+    pub outcome: SettleOutcome,
+    pub publish: crate::outbox::FlushOutcome,
+}
+
+impl SettlementService {
+    /// The interview-completed record: settle, then publish `report.generate` from the outbox.
+    /// Only a call that settled, or that finds the interview's entry still pending, publishes.
+    /// A failed publish is an error (retryable) although the settlement is committed.
+    pub async fn settle_completed_and_publish(
+        &self,
+        message: &sophia_contracts::InterviewCompleted,
+        publisher: &impl crate::outbox::ReportPublisher,
+        ctx: SettleContext,
+    ) -> Result<CompletedResult, CreditsError> {
+        let outcome = self
+            .settle_completed_interview(message.interview_id, message.organization_id, message.completed_at, message.duration_seconds, ctx)
+            .await?;
+        let publish = match &outcome {
+            SettleOutcome::Settled(SettledSummary { outbox: Some(entry), .. }) => crate::outbox::publish_entry(&self.store, entry, publisher).await?,
+            _ => crate::outbox::publish_pending_for_interview(&self.store, message.interview_id, publisher).await?,
+        };
+        Ok(CompletedResult { outcome, publish })
+    }
+}

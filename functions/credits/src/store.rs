@@ -1,0 +1,249 @@
+//! The MongoDB repository: typed collections and the individual reads and writes of the credits
+//! flow. Writes that must not lose a concurrent update carry a guard in their filter (the values
+//! they were computed from) and report a [`CreditsError::Conflict`] when it does not match.
+
+use bson::oid::ObjectId;
+use bson::{DateTime, Document, doc};
+use futures::TryStreamExt;
+use mongodb::{ClientSession, Collection, Database};
+
+use crate::arithmetic::{Allocation, LotSettlement, LotStatus};
+use crate::error::CreditsError;
+use crate::model::{
+    CREDIT_LEDGER, CREDIT_LOTS, CreditLot, INTERVIEWS, InterviewCreditsView, LedgerEntry, ORGANIZATIONS, OUTBOX,
+    Organization, OutboxEntry,
+};
+
+/// The credits collections of one database.
+#[derive(Debug, Clone)]
+pub struct CreditsStore {
+    db: Database,
+}
+
+impl CreditsStore {
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+    pub fn db(&self) -> &Database {
+        &self.db
+    }
+    pub fn organizations(&self) -> Collection<Organization> {
+        self.db.collection(ORGANIZATIONS)
+    }
+    pub fn lots(&self) -> Collection<CreditLot> {
+        self.db.collection(CREDIT_LOTS)
+    }
+    pub fn ledger(&self) -> Collection<LedgerEntry> {
+        self.db.collection(CREDIT_LEDGER)
+    }
+    /// The interview fields the credits flow reads.
+    pub fn interviews(&self) -> Collection<InterviewCreditsView> {
+        self.db.collection(INTERVIEWS)
+    }
+    /// Interviews as raw documents (they carry many fields this crate does not own).
+    pub fn interview_documents(&self) -> Collection<Document> {
+        self.db.collection(INTERVIEWS)
+    }
+    pub fn outbox(&self) -> Collection<OutboxEntry> {
+        self.db.collection(OUTBOX)
+    }
+
+    /// Reads an interview outside any transaction.
+    pub async fn interview(&self, id: ObjectId) -> Result<Option<InterviewCreditsView>, CreditsError> {
+        self.interviews().find_one(doc! {"_id": id}).await.map_err(CreditsError::mongo("find interview"))
+    }
+
+    pub async fn interview_in(&self, s: &mut ClientSession, id: ObjectId) -> Result<Option<InterviewCreditsView>, CreditsError> {
+        self.interviews().find_one(doc! {"_id": id}).session(s).await.map_err(CreditsError::mongo("find interview"))
+    }
+
+    pub async fn organization_in(&self, s: &mut ClientSession, id: ObjectId) -> Result<Option<Organization>, CreditsError> {
+        self.organizations().find_one(doc! {"_id": id}).session(s).await.map_err(CreditsError::mongo("find organization"))
+    }
+
+    /// Lots by id, restricted to the organization (a lot of another organization is "missing").
+    pub async fn lots_by_id_in(&self, s: &mut ClientSession, organization_id: ObjectId, ids: &[ObjectId]) -> Result<Vec<CreditLot>, CreditsError> {
+        let mut cursor = self
+            .lots()
+            .find(doc! {"_id": {"$in": ids.to_vec()}, "organizationId": organization_id})
+            .session(&mut *s)
+            .await
+            .map_err(CreditsError::mongo("find lots"))?;
+        cursor.stream(s).try_collect().await.map_err(CreditsError::mongo("find lots"))
+    }
+
+    /// The organization's active lots, oldest expiry first.
+    pub async fn active_lots_in(&self, s: &mut ClientSession, organization_id: ObjectId) -> Result<Vec<CreditLot>, CreditsError> {
+        let mut cursor = self
+            .lots()
+            .find(doc! {"organizationId": organization_id, "status": LotStatus::Active.as_str()})
+            .sort(doc! {"expiresAt": 1, "_id": 1})
+            .session(&mut *s)
+            .await
+            .map_err(CreditsError::mongo("find active lots"))?;
+        cursor.stream(s).try_collect().await.map_err(CreditsError::mongo("find active lots"))
+    }
+
+    /// The settlement claim: sets `settledAt` (and the given fields) only while it is null.
+    /// Returns whether this call claimed the interview.
+    pub async fn claim_interview_in(
+        &self,
+        s: &mut ClientSession,
+        interview_id: ObjectId,
+        organization_id: ObjectId,
+        reserved: i64,
+        set: Document,
+    ) -> Result<bool, CreditsError> {
+        let filter = doc! {"_id": interview_id, "organizationId": organization_id, "settledAt": null, "credits.reserved": reserved};
+        let r = self
+            .interview_documents()
+            .update_one(filter, doc! {"$set": set})
+            .session(s)
+            .await
+            .map_err(CreditsError::mongo("claim interview"))?;
+        Ok(r.matched_count == 1)
+    }
+
+    /// Writes a lot's new `reserved`/`remaining`/`status`, guarded by the values they came from.
+    pub async fn update_lot_in(
+        &self,
+        s: &mut ClientSession,
+        lot_id: ObjectId,
+        (reserved_before, remaining_before): (i64, i64),
+        (reserved_after, remaining_after, status): (i64, i64, LotStatus),
+    ) -> Result<(), CreditsError> {
+        let r = self
+            .lots()
+            .update_one(
+                doc! {"_id": lot_id, "reserved": reserved_before, "remaining": remaining_before},
+                doc! {"$set": {"reserved": reserved_after, "remaining": remaining_after, "status": status.as_str()}},
+            )
+            .session(s)
+            .await
+            .map_err(CreditsError::mongo("update lot"))?;
+        if r.matched_count != 1 {
+            return Err(CreditsError::Conflict { what: "credit lot" });
+        }
+        Ok(())
+    }
+
+    pub async fn settle_lot_in(&self, s: &mut ClientSession, lot: &LotSettlement) -> Result<(), CreditsError> {
+        self.update_lot_in(
+            s,
+            lot.before.id,
+            (lot.before.reserved, lot.before.remaining),
+            (lot.reserved_after, lot.remaining_after, lot.status_after),
+        )
+        .await
+    }
+
+    /// `$inc` of the organization's balances; `guard_available` adds `credits.available >= n`.
+    pub async fn inc_org_credits_in(
+        &self,
+        s: &mut ClientSession,
+        organization_id: ObjectId,
+        available: i64,
+        reserved: i64,
+        guard_available: Option<i64>,
+    ) -> Result<(), CreditsError> {
+        let mut filter = doc! {"_id": organization_id};
+        if let Some(n) = guard_available {
+            filter.insert("credits.available", doc! {"$gte": n});
+        }
+        let r = self
+            .organizations()
+            .update_one(filter, doc! {"$inc": {"credits.available": available, "credits.reserved": reserved}})
+            .session(s)
+            .await
+            .map_err(CreditsError::mongo("update organization credits"))?;
+        if r.matched_count != 1 {
+            return Err(if guard_available.is_some() {
+                CreditsError::Conflict { what: "organization credits" }
+            } else {
+                CreditsError::OrganizationNotFound { organization_id }
+            });
+        }
+        Ok(())
+    }
+
+    pub async fn insert_ledger_in(&self, s: &mut ClientSession, entries: &[LedgerEntry]) -> Result<(), CreditsError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        self.ledger().insert_many(entries).session(s).await.map_err(CreditsError::mongo("insert ledger entries"))?;
+        Ok(())
+    }
+
+    pub async fn insert_outbox_in(&self, s: &mut ClientSession, entry: &OutboxEntry) -> Result<(), CreditsError> {
+        self.outbox().insert_one(entry).session(s).await.map_err(CreditsError::mongo("insert outbox entry"))?;
+        Ok(())
+    }
+
+    /// Records a reservation on the interview (only while it is unsettled and holds none).
+    pub async fn set_reservation_in(
+        &self,
+        s: &mut ClientSession,
+        interview_id: ObjectId,
+        reserved: i64,
+        allocations: &[Allocation],
+    ) -> Result<(), CreditsError> {
+        let allocations = bson::to_bson(allocations).expect("allocations serialise");
+        let r = self
+            .interview_documents()
+            .update_one(
+                doc! {"_id": interview_id, "settledAt": null, "credits.reserved": {"$in": [0_i64, bson::Bson::Null]}},
+                doc! {"$set": {"credits.reserved": reserved, "credits.allocations": allocations}},
+            )
+            .session(s)
+            .await
+            .map_err(CreditsError::mongo("record reservation"))?;
+        if r.matched_count != 1 {
+            return Err(CreditsError::Conflict { what: "interview reservation" });
+        }
+        Ok(())
+    }
+
+    /// The pending outbox entry of an interview's `report.generate`, if any.
+    pub async fn pending_report_entry(&self, interview_id: ObjectId) -> Result<Option<OutboxEntry>, CreditsError> {
+        self.outbox()
+            .find_one(doc! {"_id": OutboxEntry::report_generate_id(interview_id), "status": "PENDING"})
+            .await
+            .map_err(CreditsError::mongo("find outbox entry"))
+    }
+
+    /// Marks an entry published (only if still pending). Returns whether it was pending.
+    pub async fn mark_published(&self, id: &str, sqs_message_id: &str, at: DateTime) -> Result<bool, CreditsError> {
+        let r = self
+            .outbox()
+            .update_one(
+                doc! {"_id": id, "status": "PENDING"},
+                doc! {"$set": {"status": "PUBLISHED", "publishedAt": at, "sqsMessageId": sqs_message_id}, "$inc": {"attempts": 1_i64}},
+            )
+            .await
+            .map_err(CreditsError::mongo("mark outbox entry published"))?;
+        Ok(r.matched_count == 1)
+    }
+
+    /// Counts a failed publish attempt on a pending entry (best effort).
+    pub async fn record_publish_failure(&self, id: &str, error: &str) -> Result<(), CreditsError> {
+        let error: String = error.chars().take(1000).collect();
+        self.outbox()
+            .update_one(doc! {"_id": id, "status": "PENDING"}, doc! {"$set": {"lastError": error}, "$inc": {"attempts": 1_i64}})
+            .await
+            .map_err(CreditsError::mongo("record outbox publish failure"))?;
+        Ok(())
+    }
+
+    /// Pending entries created before `before`, oldest first.
+    pub async fn pending_outbox_before(&self, before: DateTime, limit: i64) -> Result<Vec<OutboxEntry>, CreditsError> {
+        self.outbox()
+            .find(doc! {"status": "PENDING", "createdAt": {"$lt": before}})
+            .sort(doc! {"createdAt": 1})
+            .limit(limit)
+            .await
+            .map_err(CreditsError::mongo("find pending outbox entries"))?
+            .try_collect()
+            .await
+            .map_err(CreditsError::mongo("find pending outbox entries"))
+    }
+}
