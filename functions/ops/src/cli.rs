@@ -1,0 +1,225 @@
+//! The command line (clap derive). Every id, timestamp and duration is parsed by the contract
+//! types, so a bad value is refused before anything is sent.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, Timestamp};
+
+use crate::queues::QueueName;
+use crate::redrive::RedriveMethod;
+
+/// Operator tool of the Sophia async jobs: publish messages, inspect and redrive DLQs, flush the
+/// report outbox, retry a report, check the credit invariants.
+///
+/// Configuration comes from the usual environment (AWS credentials/region, AWS_ENDPOINT_URL_SQS,
+/// INTERVIEW_COMPLETED_QUEUE_URL, REPORT_GENERATE_QUEUE_URL, *_DLQ_URL, MONGODB_URI,
+/// MONGODB_DATABASE), completed by an env file: `.local/sophia.env` (written by the local runner)
+/// is read by default when it exists and the environment targets nothing itself.
+#[derive(Debug, Parser)]
+#[command(name = "sophia-ops", version, propagate_version = true)]
+pub struct Cli {
+    /// Print machine-readable JSON on stdout (no progress bars).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Read KEY=VALUE settings from this file; real environment variables win.
+    #[arg(long, global = true, value_name = "PATH", env = "SOPHIA_ENV_FILE")]
+    pub env_file: Option<PathBuf>,
+    /// Do not read the default env file (.local/sophia.env).
+    #[arg(long, global = true, conflicts_with = "env_file")]
+    pub no_env_file: bool,
+    /// Find queues by name for this stage (`sophia-<stage>-...`) instead of the *_URL variables.
+    #[arg(long, global = true, value_name = "STAGE")]
+    pub stage: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Publish one message (validated by the message contracts).
+    #[command(subcommand)]
+    Publish(PublishCommand),
+    /// Inspect and redrive dead-letter queues.
+    #[command(subcommand)]
+    Dlq(DlqCommand),
+    /// The report.generate outbox of settlements.
+    #[command(subcommand)]
+    Outbox(OutboxCommand),
+    /// Reports.
+    #[command(subcommand)]
+    Report(ReportCommand),
+    /// The credit invariants of DESIGN.md.
+    #[command(subcommand)]
+    Invariants(InvariantsCommand),
+}
+
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Ids {
+    /// The interview's ObjectId (24 hex characters).
+    pub interview_id: InterviewId,
+    /// The organization's ObjectId (24 hex characters).
+    pub organization_id: OrganizationId,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PublishCommand {
+    /// interview.completed to the interview-completed queue.
+    Completed {
+        #[command(flatten)]
+        ids: Ids,
+        /// ISO-8601 with a zone, e.g. 2026-12-02T17:30:00Z (default: now).
+        #[arg(long)]
+        completed_at: Option<Timestamp>,
+        /// Whole seconds the interview lasted (default: 0).
+        #[arg(long, value_parser = parse_duration_seconds)]
+        duration_seconds: Option<DurationSeconds>,
+        /// The requestId attribute (default: unknown).
+        #[arg(long)]
+        request_id: Option<String>,
+    },
+    /// interview.failed to the interview-completed queue.
+    Failed {
+        #[command(flatten)]
+        ids: Ids,
+        /// The failureReason.
+        #[arg(long)]
+        reason: String,
+        /// ISO-8601 with a zone (default: now).
+        #[arg(long)]
+        failed_at: Option<Timestamp>,
+        #[arg(long)]
+        request_id: Option<String>,
+    },
+    /// report.generate to the report-generate queue.
+    Report {
+        #[command(flatten)]
+        ids: Ids,
+        #[arg(long)]
+        request_id: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DlqCommand {
+    /// List a DLQ's messages without removing them.
+    List {
+        queue: QueueName,
+        /// At most this many messages.
+        #[arg(long, default_value_t = 100)]
+        max: usize,
+    },
+    /// Show one DLQ message in full, without removing it.
+    Show { queue: QueueName, message_id: String },
+    /// Move a DLQ's messages back to its source queue.
+    Redrive {
+        queue: QueueName,
+        /// Move at most this many messages (uses receive/send/delete).
+        #[arg(long)]
+        max: Option<usize>,
+        /// Count what would be moved and how; move nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long, value_enum, default_value_t = RedriveMethod::Auto)]
+        method: RedriveMethod,
+        /// How long receive/send/delete hides a message while it moves it (e.g. 120s, 5m).
+        #[arg(long, default_value = "120s", value_parser = parse_duration)]
+        visibility_timeout: Duration,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OutboxCommand {
+    /// Publish pending report.generate entries older than a threshold.
+    Flush {
+        /// Only entries created longer ago than this (e.g. 60s, 5m, 1h).
+        #[arg(long, default_value = "60s", value_parser = parse_duration)]
+        older_than: Duration,
+        /// At most this many entries.
+        #[arg(long, default_value_t = 1000)]
+        limit: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Re-publish report.generate for one interview (DESIGN.md "Admin retry").
+    Retry {
+        #[command(flatten)]
+        ids: Ids,
+        /// Reset a FAILED report's attempt count first.
+        #[arg(long)]
+        reset_attempts: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InvariantsCommand {
+    /// Check one organization (--org) or all of them.
+    Check {
+        #[arg(long, value_name = "ORGANIZATION_ID")]
+        org: Option<OrganizationId>,
+    },
+}
+
+/// A non-negative whole number of seconds, as the contract allows.
+pub fn parse_duration_seconds(s: &str) -> Result<DurationSeconds, String> {
+    let n: u64 = s.trim().parse().map_err(|_| format!("expected a non-negative whole number of seconds, got {s:?}"))?;
+    DurationSeconds::new(n).ok_or_else(|| format!("at most {} seconds", DurationSeconds::MAX))
+}
+
+/// `90`, `90s`, `5m`, `2h`, `1d`, `500ms`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| format!("expected a duration such as 60s, 5m or 1h, got {s:?}"))?;
+    let seconds = match unit {
+        "ms" => return Ok(Duration::from_millis(n)),
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("unknown unit {unit:?} in {s:?} (use ms, s, m, h or d)")),
+    };
+    n.checked_mul(seconds).map(Duration::from_secs).ok_or_else(|| format!("{s:?} is too long"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("60s").unwrap(), Duration::from_secs(60));
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert!(parse_duration("5 weeks").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn bad_ids_timestamps_and_durations_are_refused_with_the_reason() {
+        let bad = [
+            vec!["publish", "completed", "nope", "65a1b2c3d4e5f60718293a4c"],
+            vec!["publish", "completed", "65a1b2c3d4e5f60718293a4b", "65a1b2c3d4e5f60718293a4c", "--completed-at", "2026-12-02"],
+            vec!["publish", "completed", "65a1b2c3d4e5f60718293a4b", "65a1b2c3d4e5f60718293a4c", "--duration-seconds", "-3"],
+            vec!["publish", "failed", "65a1b2c3d4e5f60718293a4b", "65a1b2c3d4e5f60718293a4c"],
+            vec!["dlq", "list", "interview-failed"],
+        ];
+        for args in bad {
+            let err = Cli::try_parse_from(std::iter::once("sophia-ops").chain(args.iter().copied())).unwrap_err();
+            assert_ne!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{args:?}");
+        }
+        let err = Cli::try_parse_from(["sophia-ops", "publish", "report", "xyz", "65a1b2c3d4e5f60718293a4c"]).unwrap_err();
+        assert!(err.to_string().contains("24-character hexadecimal ObjectId"), "{err}");
+    }
+}

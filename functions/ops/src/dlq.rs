@@ -1,0 +1,301 @@
+//! `dlq list` and `dlq show`: look at a dead-letter queue without removing anything.
+//!
+//! SQS has no true peek. Messages are received with a short visibility timeout (so that one
+//! listing sees each message once), never deleted, and made visible again at once at the end
+//! (`ChangeMessageVisibilityBatch` to 0). Receiving increments a message's
+//! `ApproximateReceiveCount` in the DLQ; the DLQ has no RedrivePolicy, so that is harmless.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::types::{
+    ChangeMessageVisibilityBatchRequestEntry, Message, MessageSystemAttributeName, QueueAttributeName,
+};
+use chrono::{DateTime, SecondsFormat};
+use serde::Serialize;
+use sophia_contracts::{InterviewQueueMessage, MessageAttributes, QueueMessage, ReportGenerate};
+
+use crate::OpsError;
+use crate::progress::ProgressMode;
+use crate::queues::{QueueLocator, QueueName};
+
+/// How long a listing holds the messages it has seen (released at the end).
+pub const PEEK_HOLD: Duration = Duration::from_secs(30);
+/// SQS's largest receive batch.
+pub const RECEIVE_BATCH: i32 = 10;
+
+/// One DLQ message as an operator sees it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DlqMessage {
+    pub message_id: String,
+    /// `ApproximateReceiveCount` as the DLQ reports it (it includes this listing's receive).
+    pub receive_count: Option<u64>,
+    /// When the message was first sent (`SentTimestamp`), ISO-8601.
+    pub sent_at: Option<String>,
+    pub event_type: Option<String>,
+    pub request_id: Option<String>,
+    /// Every message attribute, as `name -> value` (binary values as their byte count).
+    pub attributes: BTreeMap<String, String>,
+    pub body: String,
+    /// Why the body does not satisfy its queue's contract, if it does not (a poison message).
+    pub contract_error: Option<String>,
+}
+
+impl DlqMessage {
+    pub fn from_sqs(queue: QueueName, m: &Message) -> Self {
+        let system = m.attributes();
+        let number = |name: MessageSystemAttributeName| system.and_then(|a| a.get(&name)).and_then(|v| v.parse::<i64>().ok());
+        let attributes: BTreeMap<String, String> = m
+            .message_attributes()
+            .map(|attrs| {
+                attrs
+                    .iter()
+                    .map(|(k, v)| {
+                        let value = v
+                            .string_value()
+                            .map(str::to_owned)
+                            .or_else(|| v.binary_value().map(|b| format!("<{} bytes>", b.as_ref().len())))
+                            .unwrap_or_default();
+                        (k.clone(), value)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let body = m.body().unwrap_or_default().to_owned();
+        let contract_error = match queue {
+            QueueName::InterviewCompleted => InterviewQueueMessage::parse(&body).err(),
+            QueueName::ReportGenerate => ReportGenerate::parse(&body).err(),
+        }
+        .map(|e| e.to_string());
+        Self {
+            message_id: m.message_id().unwrap_or_default().to_owned(),
+            receive_count: number(MessageSystemAttributeName::ApproximateReceiveCount).and_then(|n| u64::try_from(n).ok()),
+            sent_at: number(MessageSystemAttributeName::SentTimestamp)
+                .and_then(DateTime::from_timestamp_millis)
+                .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true)),
+            event_type: attributes.get(MessageAttributes::EVENT_TYPE).cloned(),
+            request_id: attributes.get(MessageAttributes::REQUEST_ID).cloned(),
+            attributes,
+            body,
+            contract_error,
+        }
+    }
+
+    pub fn human(&self) -> String {
+        let mut s = format!(
+            "{}  receives={}  sent={}  eventType={}  requestId={}\n  body: {}\n",
+            self.message_id,
+            self.receive_count.map_or("?".into(), |n| n.to_string()),
+            self.sent_at.as_deref().unwrap_or("?"),
+            self.event_type.as_deref().unwrap_or("-"),
+            self.request_id.as_deref().unwrap_or("-"),
+            self.body
+        );
+        let others: Vec<String> = self
+            .attributes
+            .iter()
+            .filter(|(k, _)| ![MessageAttributes::EVENT_TYPE, MessageAttributes::REQUEST_ID].contains(&k.as_str()))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        if !others.is_empty() {
+            s.push_str(&format!("  other attributes: {}\n", others.join(", ")));
+        }
+        if let Some(e) = &self.contract_error {
+            s.push_str(&format!("  contract: INVALID ({e})\n"));
+        }
+        s
+    }
+}
+
+/// The result of `dlq list`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DlqListing {
+    pub queue: QueueName,
+    pub dlq_url: String,
+    /// `ApproximateNumberOfMessages` before the listing (visible messages).
+    pub approximate_visible: Option<u64>,
+    pub messages: Vec<DlqMessage>,
+    /// More messages may be in the DLQ than were listed (`--max` reached).
+    pub truncated: bool,
+}
+
+impl DlqListing {
+    pub fn human(&self) -> String {
+        let mut s = format!(
+            "{} DLQ ({}): {} message(s) listed{}\n",
+            self.queue,
+            self.dlq_url,
+            self.messages.len(),
+            match (self.truncated, self.approximate_visible) {
+                (true, Some(n)) => format!(" of about {n} (--max reached)"),
+                (true, None) => " (--max reached)".into(),
+                _ => String::new(),
+            }
+        );
+        for m in &self.messages {
+            s.push_str(&m.human());
+        }
+        if self.messages.is_empty() {
+            s.push_str("  (empty)\n");
+        }
+        s
+    }
+}
+
+/// The result of `dlq show`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DlqShow {
+    pub queue: QueueName,
+    pub dlq_url: String,
+    pub message: DlqMessage,
+}
+
+impl DlqShow {
+    pub fn human(&self) -> String {
+        let m = &self.message;
+        let mut s = format!("{} DLQ message {}\n", self.queue, m.message_id);
+        s.push_str(&format!("  receive count: {}\n", m.receive_count.map_or("?".into(), |n| n.to_string())));
+        s.push_str(&format!("  sent at:       {}\n", m.sent_at.as_deref().unwrap_or("?")));
+        for (k, v) in &m.attributes {
+            s.push_str(&format!("  attribute {k}: {v}\n"));
+        }
+        s.push_str(&format!("  contract:      {}\n", m.contract_error.as_deref().unwrap_or("valid")));
+        let pretty = serde_json::from_str::<serde_json::Value>(&m.body)
+            .ok()
+            .and_then(|v| serde_json::to_string_pretty(&v).ok())
+            .unwrap_or_else(|| m.body.clone());
+        s.push_str(&format!("  body:\n{}\n", indent(&pretty, "    ")));
+        s
+    }
+}
+
+fn indent(text: &str, prefix: &str) -> String {
+    text.lines().map(|l| format!("{prefix}{l}")).collect::<Vec<_>>().join("\n")
+}
+
+/// Receives up to `max` messages (1..=10) with every attribute, holding them for `visibility`.
+pub async fn receive(client: &Client, url: &str, max: i32, visibility: Duration, wait: Duration) -> Result<Vec<Message>, OpsError> {
+    let out = client
+        .receive_message()
+        .queue_url(url)
+        .max_number_of_messages(max.clamp(1, RECEIVE_BATCH))
+        .visibility_timeout(i32::try_from(visibility.as_secs()).unwrap_or(i32::MAX))
+        .wait_time_seconds(i32::try_from(wait.as_secs()).unwrap_or(0))
+        .message_attribute_names("All")
+        .message_system_attribute_names(MessageSystemAttributeName::All)
+        .send()
+        .await
+        .map_err(|e| OpsError::sqs("ReceiveMessage", url, e))?;
+    Ok(out.messages.unwrap_or_default())
+}
+
+/// Makes received messages visible again at once. Returns how many could not be released (they
+/// become visible by themselves when their visibility timeout ends).
+pub async fn release(client: &Client, url: &str, receipt_handles: &[String]) -> usize {
+    let mut unreleased = 0;
+    for chunk in receipt_handles.chunks(RECEIVE_BATCH as usize) {
+        let entries: Vec<_> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, handle)| {
+                ChangeMessageVisibilityBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .receipt_handle(handle)
+                    .visibility_timeout(0)
+                    .build()
+                    .expect("id and receipt handle are set")
+            })
+            .collect();
+        match client.change_message_visibility_batch().queue_url(url).set_entries(Some(entries)).send().await {
+            Ok(out) => unreleased += out.failed.len(),
+            Err(e) => {
+                tracing::warn!(queue = url, error = %OpsError::sqs("ChangeMessageVisibilityBatch", url, e), "could not release messages");
+                unreleased += chunk.len();
+            }
+        }
+    }
+    unreleased
+}
+
+/// `ApproximateNumberOfMessages` of a queue.
+pub async fn approximate_visible(locator: &QueueLocator, url: &str) -> Result<Option<u64>, OpsError> {
+    Ok(locator.attribute(url, QueueAttributeName::ApproximateNumberOfMessages).await?.and_then(|v| v.parse().ok()))
+}
+
+/// Receives distinct messages until `max` are seen, the queue returns nothing, or `stop` is
+/// satisfied; then releases all of them. Never deletes.
+async fn peek(
+    client: &Client,
+    url: &str,
+    max: usize,
+    progress: &indicatif::ProgressBar,
+    mut stop: impl FnMut(&Message) -> bool,
+) -> Result<(Vec<Message>, bool), OpsError> {
+    let mut seen = HashSet::new();
+    let mut held = Vec::new();
+    let mut messages = Vec::new();
+    let mut stopped = false;
+    let result = async {
+        while messages.len() < max && !stopped {
+            let want = i32::try_from(max - messages.len()).unwrap_or(RECEIVE_BATCH);
+            let batch = receive(client, url, want, PEEK_HOLD, Duration::from_secs(1)).await?;
+            let mut fresh = 0;
+            for m in batch {
+                if let Some(handle) = m.receipt_handle() {
+                    held.push(handle.to_owned());
+                }
+                if seen.insert(m.message_id().unwrap_or_default().to_owned()) {
+                    fresh += 1;
+                    stopped = stopped || stop(&m);
+                    messages.push(m);
+                    progress.inc(1);
+                }
+            }
+            if fresh == 0 {
+                break;
+            }
+        }
+        Ok::<_, OpsError>(())
+    }
+    .await;
+    let unreleased = release(client, url, &held).await;
+    if unreleased > 0 {
+        tracing::warn!(queue = url, unreleased, "some peeked messages stay invisible until their {}s hold ends", PEEK_HOLD.as_secs());
+    }
+    result?;
+    let truncated = messages.len() >= max;
+    Ok((messages, truncated))
+}
+
+/// `dlq list <queue> [--max N]`.
+pub async fn list(locator: &QueueLocator, queue: QueueName, max: usize, mode: ProgressMode) -> Result<DlqListing, OpsError> {
+    let dlq_url = locator.dlq_url(queue).await?;
+    let approximate = approximate_visible(locator, &dlq_url).await?;
+    let bar = mode.bar(approximate.map(|n| n.min(max as u64)), format!("reading {queue} DLQ"));
+    let (messages, truncated) = peek(locator.client(), &dlq_url, max, &bar, |_| false).await?;
+    bar.finish_and_clear();
+    let messages = messages.iter().map(|m| DlqMessage::from_sqs(queue, m)).collect();
+    Ok(DlqListing { queue, dlq_url, approximate_visible: approximate, messages, truncated })
+}
+
+/// How many messages `dlq show` reads at most while looking for one id.
+pub const SHOW_SCAN_LIMIT: usize = 10_000;
+
+/// `dlq show <queue> <messageId>`.
+pub async fn show(locator: &QueueLocator, queue: QueueName, message_id: &str, mode: ProgressMode) -> Result<DlqShow, OpsError> {
+    let dlq_url = locator.dlq_url(queue).await?;
+    let bar = mode.bar(None, format!("searching {queue} DLQ"));
+    let (messages, _) = peek(locator.client(), &dlq_url, SHOW_SCAN_LIMIT, &bar, |m| m.message_id() == Some(message_id)).await?;
+    bar.finish_and_clear();
+    let found = messages.iter().find(|m| m.message_id() == Some(message_id)).ok_or_else(|| {
+        OpsError::NotFound(format!(
+            "message {message_id} is not in the {queue} DLQ ({} message(s) looked at; it may have been redriven, expired, or be held by another reader)",
+            messages.len()
+        ))
+    })?;
+    Ok(DlqShow { queue, dlq_url, message: DlqMessage::from_sqs(queue, found) })
+}

@@ -1,0 +1,75 @@
+//! Every way a command can fail, with a message an operator can act on.
+
+use aws_sdk_sqs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+
+use crate::env::EnvError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpsError {
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// A queue URL, database or other setting could not be found.
+    #[error("{what} is not configured: {hint}")]
+    NotConfigured { what: String, hint: String },
+    #[error("SQS {action} on {queue} failed: {message}")]
+    Sqs { action: &'static str, queue: String, code: Option<String>, message: String },
+    #[error(transparent)]
+    Publish(Box<sophia_sqs_producer::PublishError>),
+    #[error(transparent)]
+    Mongo(Box<sophia_platform::mongo::MongoError>),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("invalid input: {0}")]
+    Invalid(String),
+    /// The command exists but the library it needs does not provide the operation yet.
+    #[error("`{command}` is not yet available: {reason}")]
+    Unavailable { command: &'static str, reason: String },
+    /// A domain library (credits, reports) returned an error.
+    #[error("{context}: {message}")]
+    Domain { context: &'static str, message: String },
+    #[error("cannot write output: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl From<sophia_sqs_producer::PublishError> for OpsError {
+    fn from(e: sophia_sqs_producer::PublishError) -> Self {
+        Self::Publish(Box::new(e))
+    }
+}
+
+impl From<sophia_platform::mongo::MongoError> for OpsError {
+    fn from(e: sophia_platform::mongo::MongoError) -> Self {
+        Self::Mongo(Box::new(e))
+    }
+}
+
+impl OpsError {
+    /// An SQS call's error, keeping the service's error code (for fallback decisions) and the full
+    /// chain of causes (the SDK's own `Display` is terse).
+    pub fn sqs<E, R>(action: &'static str, queue: &str, e: SdkError<E, R>) -> Self
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+        R: std::fmt::Debug,
+    {
+        let code = e.code().map(str::to_owned);
+        let detail = e.message().map(str::to_owned);
+        let message = match (&code, detail) {
+            (Some(code), Some(detail)) => format!("{code}: {detail}"),
+            (Some(code), None) => code.clone(),
+            _ => DisplayErrorContext(&e).to_string(),
+        };
+        Self::Sqs { action, queue: queue.to_owned(), code, message }
+    }
+
+    /// The SQS error code, if this is an SQS error that carried one.
+    pub fn sqs_code(&self) -> Option<&str> {
+        match self {
+            Self::Sqs { code, .. } => code.as_deref(),
+            _ => None,
+        }
+    }
+
+    pub fn domain(context: &'static str, e: impl std::fmt::Display) -> Self {
+        Self::Domain { context, message: e.to_string() }
+    }
+}

@@ -1,0 +1,289 @@
+//! `sophia-ops`, the operator CLI of the Sophia async jobs, as a library: every command is a
+//! function that returns a serializable report, so tests (and other tools) call them directly and
+//! the binary only parses, runs and prints.
+//!
+//! - [`publish`]: `publish completed|failed|report`;
+//! - [`dlq`]: `dlq list`, `dlq show` (peek: nothing is removed);
+//! - [`redrive`]: `dlq redrive` (`StartMessageMoveTask`, or receive / send / delete that never
+//!   loses a message);
+//! - [`admin`]: `outbox flush`, `report retry`, `invariants check` (MongoDB, via the credits and
+//!   reports libraries);
+//! - [`env`]: the environment overlaid on an env file (`.local/sophia.env`);
+//! - [`queues`]: queue URLs from the environment or, with `--stage`, by name.
+//!
+//! Output: [`Outcome::human`] by default, [`Outcome::to_json`] with `--json`. Exit codes: 0 done,
+//! 1 error, 2 usage, 3 done but incomplete (a redrive that left messages behind, an outbox entry
+//! that failed, an invariant violated).
+
+pub mod admin;
+pub mod cli;
+pub mod dlq;
+pub mod env;
+mod error;
+pub mod progress;
+pub mod publish;
+pub mod queues;
+pub mod redrive;
+
+use std::sync::OnceLock;
+
+use serde::Serialize;
+use sophia_platform::config;
+use sophia_platform::mongo::{Mongo, MongoSettings};
+
+pub use cli::Cli;
+pub use error::OpsError;
+pub use progress::ProgressMode;
+
+use crate::cli::{Command, DlqCommand, InvariantsCommand, OutboxCommand, PublishCommand, ReportCommand};
+use crate::env::Env;
+use crate::publish::PublishRequest;
+use crate::queues::QueueLocator;
+use crate::redrive::RedriveOptions;
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_ERROR: i32 = 1;
+pub const EXIT_INCOMPLETE: i32 = 3;
+
+/// What a command needs from its surroundings. The clients are built on first use (a `publish`
+/// never connects to MongoDB) or injected by tests.
+#[derive(Debug, Default)]
+pub struct Context {
+    pub env: Env,
+    pub stage: Option<String>,
+    pub progress: ProgressMode,
+    sqs: OnceLock<aws_sdk_sqs::Client>,
+    mongo: OnceLock<Mongo>,
+}
+
+impl Context {
+    pub fn new(env: Env, stage: Option<String>, progress: ProgressMode) -> Self {
+        Self { env, stage, progress, ..Self::default() }
+    }
+
+    /// From the parsed command line: env file, stage, progress mode.
+    pub fn from_cli(cli: &Cli) -> Result<Self, OpsError> {
+        let env = Env::load(cli.env_file.as_deref(), !cli.no_env_file)?;
+        Ok(Self::new(env, cli.stage.clone(), ProgressMode::for_cli(cli.json)))
+    }
+
+    pub fn with_sqs(self, client: aws_sdk_sqs::Client) -> Self {
+        let _ = self.sqs.set(client);
+        self
+    }
+
+    pub fn with_mongo(self, mongo: Mongo) -> Self {
+        let _ = self.mongo.set(mongo);
+        self
+    }
+
+    /// The SQS client: for an endpoint from the env file it is passed explicitly (the SDK only
+    /// reads the process environment); otherwise the SDK's usual chain applies.
+    pub async fn sqs(&self) -> aws_sdk_sqs::Client {
+        if let Some(c) = self.sqs.get() {
+            return c.clone();
+        }
+        let endpoint = [env::AWS_ENDPOINT_URL_SQS, env::AWS_ENDPOINT_URL]
+            .into_iter()
+            .find(|name| self.env.get(name).is_some())
+            .filter(|name| self.env.from_file(name))
+            .and_then(|name| self.env.get(name));
+        let client = sophia_platform::sqs::client(endpoint.as_deref()).await;
+        self.sqs.get_or_init(|| client).clone()
+    }
+
+    pub async fn locator(&self) -> QueueLocator {
+        QueueLocator::new(self.sqs().await, self.env.clone(), self.stage.clone())
+    }
+
+    /// The MongoDB handle, from `MONGODB_URI`, `MONGODB_DATABASE` and `MONGODB_ALLOW_STANDALONE`
+    /// of the environment or env file; a deployment without transactions is refused unless
+    /// standalone is allowed (as the Lambdas do).
+    pub async fn mongo(&self) -> Result<Mongo, OpsError> {
+        if let Some(m) = self.mongo.get() {
+            return Ok(m.clone());
+        }
+        let settings = self.mongo_settings()?;
+        let mongo = Mongo::connect(&settings).await?;
+        mongo.check_deployment().await?;
+        Ok(self.mongo.get_or_init(|| mongo).clone())
+    }
+
+    fn mongo_settings(&self) -> Result<MongoSettings, OpsError> {
+        let uri = self.env.get(config::MONGODB_URI).ok_or_else(|| OpsError::NotConfigured {
+            what: "MongoDB".into(),
+            hint: "set MONGODB_URI (or --env-file .local/sophia.env)".into(),
+        })?;
+        let allow = self.env.get(config::MONGODB_ALLOW_STANDALONE).map(|v| v.to_ascii_lowercase());
+        let allow_standalone = match allow.as_deref() {
+            None | Some("false" | "0" | "no") => false,
+            Some("true" | "1" | "yes") => true,
+            Some(other) => return Err(OpsError::Invalid(format!("MONGODB_ALLOW_STANDALONE: expected true or false, got {other:?}"))),
+        };
+        Ok(MongoSettings {
+            uri,
+            database: self.env.get(config::MONGODB_DATABASE).unwrap_or_else(|| config::DEFAULT_DATABASE.to_owned()),
+            server_selection_timeout: std::time::Duration::from_secs(5),
+            allow_standalone,
+        })
+    }
+}
+
+/// What a command produced. Serialized with its command name: `{"command": "dlq-redrive", ...}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "command", rename_all = "kebab-case")]
+pub enum Outcome {
+    Publish(publish::PublishReport),
+    DlqList(dlq::DlqListing),
+    DlqShow(dlq::DlqShow),
+    DlqRedrive(redrive::RedriveReport),
+    OutboxFlush(admin::OutboxFlushReport),
+    ReportRetry(admin::ReportRetryReport),
+    InvariantsCheck(admin::InvariantsReport),
+}
+
+impl Outcome {
+    pub fn human(&self) -> String {
+        match self {
+            Self::Publish(r) => r.human(),
+            Self::DlqList(r) => r.human(),
+            Self::DlqShow(r) => r.human(),
+            Self::DlqRedrive(r) => r.human(),
+            Self::OutboxFlush(r) => r.human(),
+            Self::ReportRetry(r) => r.human(),
+            Self::InvariantsCheck(r) => r.human(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("reports serialise")
+    }
+
+    pub fn exit_code(&self) -> i32 {
+        let incomplete = match self {
+            Self::DlqRedrive(r) => !r.is_clean(),
+            Self::OutboxFlush(r) => !r.failed.is_empty(),
+            Self::InvariantsCheck(r) => !r.ok,
+            _ => false,
+        };
+        if incomplete { EXIT_INCOMPLETE } else { EXIT_OK }
+    }
+}
+
+/// Parses a command line (the program name first), as the binary does.
+pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    <Cli as clap::Parser>::try_parse_from(args)
+}
+
+/// Runs one parsed command.
+pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsError> {
+    match command {
+        Command::Publish(p) => {
+            let request = match p {
+                PublishCommand::Completed { ids, completed_at, duration_seconds, request_id } => PublishRequest::completed(
+                    ids.interview_id,
+                    ids.organization_id,
+                    *completed_at,
+                    *duration_seconds,
+                    request_id.as_deref(),
+                ),
+                PublishCommand::Failed { ids, reason, failed_at, request_id } => PublishRequest::failed(
+                    ids.interview_id,
+                    ids.organization_id,
+                    reason.clone(),
+                    *failed_at,
+                    request_id.as_deref(),
+                ),
+                PublishCommand::Report { ids, request_id } => PublishRequest::report(
+                    ids.interview_id,
+                    ids.organization_id,
+                    sophia_contracts::RequestId::from_caller(request_id.as_deref()),
+                ),
+            };
+            Ok(Outcome::Publish(publish::publish(&ctx.locator().await, request).await?))
+        }
+        Command::Dlq(DlqCommand::List { queue, max }) => {
+            Ok(Outcome::DlqList(dlq::list(&ctx.locator().await, *queue, *max, ctx.progress).await?))
+        }
+        Command::Dlq(DlqCommand::Show { queue, message_id }) => {
+            Ok(Outcome::DlqShow(dlq::show(&ctx.locator().await, *queue, message_id, ctx.progress).await?))
+        }
+        Command::Dlq(DlqCommand::Redrive { queue, max, dry_run, method, visibility_timeout }) => {
+            let options = RedriveOptions {
+                max: *max,
+                dry_run: *dry_run,
+                method: *method,
+                visibility: *visibility_timeout,
+                progress: ctx.progress,
+            };
+            Ok(Outcome::DlqRedrive(redrive::redrive(&ctx.locator().await, *queue, &options).await?))
+        }
+        Command::Outbox(OutboxCommand::Flush { older_than, limit }) => {
+            Ok(Outcome::OutboxFlush(admin::outbox_flush(ctx, *older_than, *limit).await?))
+        }
+        Command::Report(ReportCommand::Retry { ids, reset_attempts }) => Ok(Outcome::ReportRetry(
+            admin::report_retry(ctx, ids.interview_id, ids.organization_id, *reset_attempts).await?,
+        )),
+        Command::Invariants(InvariantsCommand::Check { org }) => {
+            Ok(Outcome::InvariantsCheck(admin::invariants_check(ctx, *org).await?))
+        }
+    }
+}
+
+/// What to print and the exit code: stdout text, stderr text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: i32,
+}
+
+/// Formats a command's result: human text, or JSON with `json` (errors too, as
+/// `{"error": ..., "kind": ...}` on stdout, so scripts always get JSON).
+pub fn render(result: &Result<Outcome, OpsError>, json: bool) -> Rendered {
+    match (result, json) {
+        (Ok(outcome), false) => Rendered { stdout: outcome.human(), stderr: String::new(), exit_code: outcome.exit_code() },
+        (Ok(outcome), true) => Rendered { stdout: outcome.to_json() + "\n", stderr: String::new(), exit_code: outcome.exit_code() },
+        (Err(e), false) => Rendered { stdout: String::new(), stderr: format!("error: {e}\n"), exit_code: EXIT_ERROR },
+        (Err(e), true) => {
+            let body = serde_json::json!({"error": e.to_string(), "kind": error_kind(e)});
+            Rendered { stdout: format!("{body}\n"), stderr: String::new(), exit_code: EXIT_ERROR }
+        }
+    }
+}
+
+fn error_kind(e: &OpsError) -> &'static str {
+    match e {
+        OpsError::Env(_) => "env-file",
+        OpsError::NotConfigured { .. } => "not-configured",
+        OpsError::Sqs { .. } | OpsError::Publish(_) => "sqs",
+        OpsError::Mongo(_) => "mongodb",
+        OpsError::NotFound(_) => "not-found",
+        OpsError::Invalid(_) => "invalid-input",
+        OpsError::Unavailable { .. } => "not-yet-available",
+        OpsError::Domain { .. } => "domain",
+        OpsError::Io(_) => "io",
+    }
+}
+
+/// Parses nothing: runs an already parsed command line end to end (env file, clients, command,
+/// rendering). The binary is this plus argument parsing and printing.
+pub async fn run(cli: &Cli) -> Rendered {
+    let mut note = String::new();
+    let result = match Context::from_cli(cli) {
+        Ok(ctx) => {
+            if let Some(file) = ctx.env.file().filter(|_| !cli.json) {
+                note = format!("(settings completed from {})\n", file.display());
+            }
+            execute(&cli.command, &ctx).await
+        }
+        Err(e) => Err(e),
+    };
+    let mut rendered = render(&result, cli.json);
+    rendered.stderr.insert_str(0, &note);
+    rendered
+}

@@ -1,0 +1,174 @@
+//! Which queue a command talks to, and how its URL and ARN are found.
+//!
+//! - `--stage <stage>`: by name, `GetQueueUrl` of `sophia-<stage>-<name>` (names from the shared
+//!   declaration, the same one the Pulumi program reads);
+//! - otherwise the environment (or env file): `INTERVIEW_COMPLETED_QUEUE_URL`,
+//!   `REPORT_GENERATE_QUEUE_URL`, `INTERVIEW_COMPLETED_DLQ_URL`, `REPORT_GENERATE_DLQ_URL`. A DLQ
+//!   URL that is not set is found from the source queue's `RedrivePolicy`.
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::types::QueueAttributeName;
+use serde::Serialize;
+use sophia_platform::config;
+use sophia_queue_settings::{Declaration, QueueSettings};
+
+use crate::OpsError;
+use crate::env::{self, Env};
+
+/// A pipeline, named as on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueName {
+    InterviewCompleted,
+    ReportGenerate,
+}
+
+impl QueueName {
+    pub fn settings(self) -> &'static QueueSettings {
+        let decl = Declaration::embedded();
+        match self {
+            Self::InterviewCompleted => decl.interview_completed(),
+            Self::ReportGenerate => decl.report_generate(),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InterviewCompleted => "interview-completed",
+            Self::ReportGenerate => "report-generate",
+        }
+    }
+
+    pub fn source_env(self) -> &'static str {
+        match self {
+            Self::InterviewCompleted => config::INTERVIEW_COMPLETED_QUEUE_URL,
+            Self::ReportGenerate => config::REPORT_GENERATE_QUEUE_URL,
+        }
+    }
+
+    pub fn dlq_env(self) -> &'static str {
+        match self {
+            Self::InterviewCompleted => env::INTERVIEW_COMPLETED_DLQ_URL,
+            Self::ReportGenerate => env::REPORT_GENERATE_DLQ_URL,
+        }
+    }
+}
+
+impl std::fmt::Display for QueueName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A resolved queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueRef {
+    pub url: String,
+    pub arn: String,
+}
+
+/// Finds queue URLs and ARNs for one stage or one environment.
+#[derive(Debug, Clone)]
+pub struct QueueLocator {
+    client: Client,
+    env: Env,
+    stage: Option<String>,
+}
+
+impl QueueLocator {
+    pub fn new(client: Client, env: Env, stage: Option<String>) -> Self {
+        Self { client, env, stage }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The URL of the queue a pipeline's producers send to.
+    pub async fn source_url(&self, queue: QueueName) -> Result<String, OpsError> {
+        if let Some(stage) = &self.stage {
+            return self.url_by_name(&Declaration::embedded().stage_name(stage, &queue.settings().name)).await;
+        }
+        self.env.get(queue.source_env()).ok_or_else(|| OpsError::NotConfigured {
+            what: format!("the {queue} queue"),
+            hint: format!("set {} (or pass --stage <stage>, or --env-file .local/sophia.env)", queue.source_env()),
+        })
+    }
+
+    /// The URL of a pipeline's dead-letter queue.
+    pub async fn dlq_url(&self, queue: QueueName) -> Result<String, OpsError> {
+        if let Some(stage) = &self.stage {
+            return self.url_by_name(&Declaration::embedded().stage_name(stage, &queue.settings().dlq_name)).await;
+        }
+        if let Some(url) = self.env.get(queue.dlq_env()) {
+            return Ok(url);
+        }
+        let source = self.source_url(queue).await.map_err(|_| OpsError::NotConfigured {
+            what: format!("the {queue} DLQ"),
+            hint: format!(
+                "set {} or {} (or pass --stage <stage>, or --env-file .local/sophia.env)",
+                queue.dlq_env(),
+                queue.source_env()
+            ),
+        })?;
+        self.dlq_from_redrive_policy(&source).await
+    }
+
+    /// Both queues of a pipeline with their ARNs (for redrive).
+    pub async fn pair(&self, queue: QueueName) -> Result<(QueueRef, QueueRef), OpsError> {
+        let source_url = self.source_url(queue).await?;
+        let dlq_url = self.dlq_url(queue).await?;
+        let source = QueueRef { arn: self.arn(&source_url).await?, url: source_url };
+        let dlq = QueueRef { arn: self.arn(&dlq_url).await?, url: dlq_url };
+        Ok((source, dlq))
+    }
+
+    pub async fn arn(&self, url: &str) -> Result<String, OpsError> {
+        self.attribute(url, QueueAttributeName::QueueArn).await?.ok_or_else(|| OpsError::NotFound(format!("{url} has no QueueArn")))
+    }
+
+    /// One queue attribute (`None` when the queue does not have it).
+    pub async fn attribute(&self, url: &str, name: QueueAttributeName) -> Result<Option<String>, OpsError> {
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(name.clone())
+            .send()
+            .await
+            .map_err(|e| OpsError::sqs("GetQueueAttributes", url, e))?;
+        Ok(out.attributes.and_then(|mut a| a.remove(&name)))
+    }
+
+    async fn url_by_name(&self, name: &str) -> Result<String, OpsError> {
+        self.url_by_name_and_owner(name, None).await
+    }
+
+    async fn url_by_name_and_owner(&self, name: &str, owner: Option<&str>) -> Result<String, OpsError> {
+        let out = self
+            .client
+            .get_queue_url()
+            .queue_name(name)
+            .set_queue_owner_aws_account_id(owner.map(str::to_owned))
+            .send()
+            .await
+            .map_err(|e| OpsError::sqs("GetQueueUrl", name, e))?;
+        out.queue_url.ok_or_else(|| OpsError::NotFound(format!("no URL returned for queue {name}")))
+    }
+
+    async fn dlq_from_redrive_policy(&self, source_url: &str) -> Result<String, OpsError> {
+        let policy = self.attribute(source_url, QueueAttributeName::RedrivePolicy).await?.ok_or_else(|| {
+            OpsError::NotConfigured { what: format!("a DLQ for {source_url}"), hint: "the queue has no RedrivePolicy".into() }
+        })?;
+        let arn = serde_json::from_str::<serde_json::Value>(&policy)
+            .ok()
+            .and_then(|v| v["deadLetterTargetArn"].as_str().map(str::to_owned))
+            .ok_or_else(|| OpsError::Invalid(format!("RedrivePolicy of {source_url} has no deadLetterTargetArn: {policy}")))?;
+        // arn:aws:sqs:<region>:<account>:<name>
+        let parts: Vec<&str> = arn.split(':').collect();
+        let (Some(account), Some(name)) = (parts.get(4), parts.get(5)) else {
+            return Err(OpsError::Invalid(format!("unexpected DLQ ARN {arn}")));
+        };
+        self.url_by_name_and_owner(name, Some(account).filter(|a| !a.is_empty()).copied()).await
+    }
+}

@@ -1,0 +1,531 @@
+//! `dlq redrive <queue> [--max N] [--dry-run]`: move a DLQ's messages back to its source queue.
+//!
+//! Preferred: SQS `StartMessageMoveTask` (source = the DLQ's ARN, destination = the source
+//! queue's ARN), which AWS runs server-side and which keeps bodies and attributes. It cannot stop
+//! after N messages, so `--max` always uses the fallback; an endpoint that does not implement it
+//! (fauxqs answers `InvalidAction`) also falls back.
+//!
+//! Fallback, receive / send / delete, per batch of up to 10:
+//! 1. receive from the DLQ with a visibility timeout (the messages are hidden, not removed);
+//! 2. `SendMessageBatch` to the source queue with the same body and message attributes;
+//! 3. `DeleteMessageBatch` from the DLQ of exactly the entries whose send succeeded.
+//!
+//! Nothing is lost on partial failure: a message whose send failed is never deleted and is made
+//! visible in the DLQ again at the end of the run; a message whose delete failed after a
+//! successful send is in both queues (a duplicate, harmless because every consumer is
+//! idempotent). Each message is attempted at most once per run.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::time::Duration;
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::types::{
+    BatchResultErrorEntry, DeleteMessageBatchRequestEntry, Message, MessageSystemAttributeName, MessageSystemAttributeNameForSends,
+    MessageSystemAttributeValue, SendMessageBatchRequestEntry,
+};
+use serde::Serialize;
+
+use crate::OpsError;
+use crate::dlq::{RECEIVE_BATCH, approximate_visible, receive, release};
+use crate::progress::ProgressMode;
+use crate::queues::{QueueLocator, QueueName, QueueRef};
+
+/// Error codes with which an endpoint says it does not implement an operation.
+pub const UNSUPPORTED_CODES: [&str; 6] = [
+    "InvalidAction",
+    "UnsupportedOperation",
+    "AWS.SimpleQueueService.UnsupportedOperation",
+    "UnknownOperation",
+    "UnknownOperationException",
+    "NotImplemented",
+];
+
+/// After this many consecutive batches in which every send failed, the destination is taken to
+/// be unavailable and the run stops (everything not moved stays in the DLQ).
+pub const MAX_CONSECUTIVE_FAILED_BATCHES: u32 = 3;
+
+/// How the messages are moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RedriveMethod {
+    /// `StartMessageMoveTask` when possible (no `--max`, endpoint supports it), else the fallback.
+    #[default]
+    Auto,
+    /// Only `StartMessageMoveTask`; fail if it is not available.
+    MoveTask,
+    /// Only receive / send / delete.
+    ReceiveSendDelete,
+}
+
+#[derive(Debug, Clone)]
+pub struct RedriveOptions {
+    pub max: Option<usize>,
+    pub dry_run: bool,
+    pub method: RedriveMethod,
+    /// How long the fallback hides a received message while it moves it.
+    pub visibility: Duration,
+    pub progress: ProgressMode,
+}
+
+impl Default for RedriveOptions {
+    fn default() -> Self {
+        Self { max: None, dry_run: false, method: RedriveMethod::Auto, visibility: Duration::from_secs(120), progress: ProgressMode::Hidden }
+    }
+}
+
+/// One message that was not moved cleanly.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RedriveFailure {
+    pub message_id: String,
+    /// `send`: still in the DLQ. `delete`: sent, but also still in the DLQ (a duplicate).
+    pub step: &'static str,
+    pub reason: String,
+}
+
+/// What a move task did.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct MoveTaskReport {
+    pub task_handle: String,
+    pub status: String,
+    pub failure_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RedriveReport {
+    pub queue: QueueName,
+    pub dlq_url: String,
+    pub source_url: String,
+    /// `move-task` or `receive-send-delete` (for a dry run: the method a real run would try first).
+    pub method: &'static str,
+    /// Why `StartMessageMoveTask` was not used, when it was not.
+    pub fallback_reason: Option<String>,
+    pub dry_run: bool,
+    /// `ApproximateNumberOfMessages` of the DLQ before the run.
+    pub in_dlq_before: Option<u64>,
+    /// Messages now in the source queue and gone from the DLQ.
+    pub moved: u64,
+    /// Messages whose send failed: still in the DLQ.
+    pub failed: u64,
+    /// Messages sent whose delete failed: in both queues (harmless: consumers are idempotent).
+    pub duplicated: u64,
+    pub failures: Vec<RedriveFailure>,
+    /// Why the run stopped before the DLQ was empty, if it did.
+    pub stopped_early: Option<String>,
+    pub task: Option<MoveTaskReport>,
+}
+
+impl RedriveReport {
+    pub fn is_clean(&self) -> bool {
+        self.failed == 0 && self.duplicated == 0 && self.stopped_early.is_none()
+    }
+
+    pub fn human(&self) -> String {
+        let mut s = String::new();
+        if self.dry_run {
+            s.push_str(&format!(
+                "dry run: {} DLQ holds about {} message(s); a redrive would use {}{}; nothing was moved\n",
+                self.queue,
+                self.in_dlq_before.map_or("?".into(), |n| n.to_string()),
+                self.method,
+                self.fallback_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
+            ));
+            s.push_str(&format!("  from {}\n  to   {}\n", self.dlq_url, self.source_url));
+            return s;
+        }
+        s.push_str(&format!("redrive {} DLQ -> source queue via {}\n", self.queue, self.method));
+        if let Some(reason) = &self.fallback_reason {
+            s.push_str(&format!("  (StartMessageMoveTask not used: {reason})\n"));
+        }
+        s.push_str(&format!("  moved:  {}\n  failed: {} (still in the DLQ)\n", self.moved, self.failed));
+        if self.duplicated > 0 {
+            s.push_str(&format!(
+                "  duplicated: {} (sent, but the DLQ delete failed: they are in both queues; harmless, consumers are idempotent)\n",
+                self.duplicated
+            ));
+        }
+        if let Some(task) = &self.task {
+            s.push_str(&format!("  move task {}: {}\n", task.task_handle, task.status));
+            if let Some(r) = &task.failure_reason {
+                s.push_str(&format!("  task failure: {r} (messages not moved stay in the DLQ)\n"));
+            }
+        }
+        for f in self.failures.iter().take(20) {
+            s.push_str(&format!("  {} {}: {}\n", f.step, f.message_id, f.reason));
+        }
+        if self.failures.len() > 20 {
+            s.push_str(&format!("  ... and {} more (see --json)\n", self.failures.len() - 20));
+        }
+        if let Some(why) = &self.stopped_early {
+            s.push_str(&format!("  stopped early: {why}\n"));
+        }
+        if self.failed > 0 || self.stopped_early.is_some() {
+            s.push_str("  nothing was lost: messages not moved are still in the DLQ; run the redrive again\n");
+        }
+        s
+    }
+}
+
+/// The result of one batch call: which entry ids succeeded, and why the others failed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchResult {
+    pub succeeded: Vec<String>,
+    pub failed: Vec<(String, String)>,
+}
+
+impl BatchResult {
+    fn from_sqs(succeeded: impl Iterator<Item = String>, failed: Vec<BatchResultErrorEntry>) -> Self {
+        Self {
+            succeeded: succeeded.collect(),
+            failed: failed.into_iter().map(|e| (e.id, format!("{}: {}", e.code, e.message.unwrap_or_default()))).collect(),
+        }
+    }
+}
+
+/// The two writes of the fallback, as a seam: tests inject failures here. Entry ids that are in
+/// neither list of the result are treated as failed.
+pub trait MoveIo: Sync {
+    fn send_batch(&self, queue_url: &str, entries: Vec<SendMessageBatchRequestEntry>) -> impl Future<Output = Result<BatchResult, OpsError>> + Send;
+    fn delete_batch(&self, queue_url: &str, entries: Vec<DeleteMessageBatchRequestEntry>) -> impl Future<Output = Result<BatchResult, OpsError>> + Send;
+}
+
+/// The real SQS calls.
+#[derive(Debug, Clone)]
+pub struct SqsMoveIo(pub Client);
+
+impl MoveIo for SqsMoveIo {
+    async fn send_batch(&self, queue_url: &str, entries: Vec<SendMessageBatchRequestEntry>) -> Result<BatchResult, OpsError> {
+        let out = self
+            .0
+            .send_message_batch()
+            .queue_url(queue_url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| OpsError::sqs("SendMessageBatch", queue_url, e))?;
+        Ok(BatchResult::from_sqs(out.successful.into_iter().map(|e| e.id), out.failed))
+    }
+
+    async fn delete_batch(&self, queue_url: &str, entries: Vec<DeleteMessageBatchRequestEntry>) -> Result<BatchResult, OpsError> {
+        let out = self
+            .0
+            .delete_message_batch()
+            .queue_url(queue_url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| OpsError::sqs("DeleteMessageBatch", queue_url, e))?;
+        Ok(BatchResult::from_sqs(out.successful.into_iter().map(|e| e.id), out.failed))
+    }
+}
+
+/// Redrive with the real SQS writes.
+pub async fn redrive(locator: &QueueLocator, queue: QueueName, options: &RedriveOptions) -> Result<RedriveReport, OpsError> {
+    redrive_with(locator, queue, options, &SqsMoveIo(locator.client().clone())).await
+}
+
+/// Redrive with the fallback's writes going through `io`.
+pub async fn redrive_with(
+    locator: &QueueLocator,
+    queue: QueueName,
+    options: &RedriveOptions,
+    io: &impl MoveIo,
+) -> Result<RedriveReport, OpsError> {
+    let (source, dlq) = locator.pair(queue).await?;
+    let in_dlq_before = approximate_visible(locator, &dlq.url).await?;
+    let mut report = RedriveReport {
+        queue,
+        dlq_url: dlq.url.clone(),
+        source_url: source.url.clone(),
+        method: "receive-send-delete",
+        fallback_reason: None,
+        dry_run: options.dry_run,
+        in_dlq_before,
+        moved: 0,
+        failed: 0,
+        duplicated: 0,
+        failures: Vec::new(),
+        stopped_early: None,
+        task: None,
+    };
+    let try_move_task = match (options.method, options.max) {
+        (RedriveMethod::ReceiveSendDelete, _) => {
+            report.fallback_reason = Some("--method receive-send-delete".into());
+            false
+        }
+        (RedriveMethod::MoveTask, Some(_)) => {
+            return Err(OpsError::Invalid("StartMessageMoveTask cannot stop after --max messages; drop --max or use --method auto".into()));
+        }
+        (RedriveMethod::Auto, Some(max)) => {
+            report.fallback_reason = Some(format!("--max {max}: a move task always moves everything"));
+            false
+        }
+        (_, None) => true,
+    };
+    if options.dry_run {
+        if try_move_task {
+            match probe_move_task_support(locator.client(), &dlq).await {
+                Ok(()) => report.method = "move-task",
+                Err(reason) if options.method == RedriveMethod::Auto => report.fallback_reason = Some(reason),
+                Err(reason) => return Err(OpsError::Unavailable { command: "dlq redrive --method move-task", reason }),
+            }
+        }
+        return Ok(report);
+    }
+    if try_move_task {
+        match start_move_task(locator.client(), &dlq, &source).await {
+            Ok(handle) => {
+                report.method = "move-task";
+                wait_for_move_task(locator.client(), &dlq, handle, options.progress, &mut report).await?;
+                return Ok(report);
+            }
+            Err(e) if options.method == RedriveMethod::Auto && is_unsupported(&e) => {
+                report.fallback_reason = Some(format!("the endpoint does not support it ({e})"));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    move_by_hand(locator.client(), &dlq, &source, options, io, &mut report).await?;
+    Ok(report)
+}
+
+pub fn is_unsupported(e: &OpsError) -> bool {
+    e.sqs_code().is_some_and(|code| UNSUPPORTED_CODES.contains(&code))
+}
+
+async fn start_move_task(client: &Client, dlq: &QueueRef, source: &QueueRef) -> Result<String, OpsError> {
+    let out = client
+        .start_message_move_task()
+        .source_arn(&dlq.arn)
+        .destination_arn(&source.arn)
+        .send()
+        .await
+        .map_err(|e| OpsError::sqs("StartMessageMoveTask", &dlq.url, e))?;
+    Ok(out.task_handle.unwrap_or_default())
+}
+
+/// A read-only check that the endpoint implements move tasks (for `--dry-run`).
+async fn probe_move_task_support(client: &Client, dlq: &QueueRef) -> Result<(), String> {
+    match client.list_message_move_tasks().source_arn(&dlq.arn).max_results(1).send().await {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let e = OpsError::sqs("ListMessageMoveTasks", &dlq.url, e);
+            Err(if is_unsupported(&e) { format!("the endpoint does not support it ({e})") } else { e.to_string() })
+        }
+    }
+}
+
+const TERMINAL_STATUSES: [&str; 3] = ["COMPLETED", "FAILED", "CANCELLED"];
+
+async fn wait_for_move_task(
+    client: &Client,
+    dlq: &QueueRef,
+    handle: String,
+    mode: ProgressMode,
+    report: &mut RedriveReport,
+) -> Result<(), OpsError> {
+    let bar = mode.bar(report.in_dlq_before, "moving (StartMessageMoveTask)");
+    loop {
+        let out = client
+            .list_message_move_tasks()
+            .source_arn(&dlq.arn)
+            .max_results(10)
+            .send()
+            .await
+            .map_err(|e| OpsError::sqs("ListMessageMoveTasks", &dlq.url, e))?;
+        let entry = out.results.unwrap_or_default().into_iter().find(|t| handle.is_empty() || t.task_handle() == Some(handle.as_str()));
+        let Some(task) = entry else {
+            return Err(OpsError::NotFound(format!("move task {handle} is not listed for {}", dlq.arn)));
+        };
+        if let Some(total) = task.approximate_number_of_messages_to_move() {
+            bar.set_length(u64::try_from(total).unwrap_or(0));
+        }
+        let moved = u64::try_from(task.approximate_number_of_messages_moved()).unwrap_or(0);
+        bar.set_position(moved);
+        let status = task.status().unwrap_or("UNKNOWN").to_owned();
+        if TERMINAL_STATUSES.contains(&status.as_str()) {
+            bar.finish_and_clear();
+            report.moved = moved;
+            if status != "COMPLETED" {
+                report.stopped_early = Some(format!("the move task ended {status}"));
+            }
+            report.task = Some(MoveTaskReport { task_handle: handle, status, failure_reason: task.failure_reason().map(str::to_owned) });
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The body, message attributes and tracing header of a DLQ message, as a send entry.
+fn send_entry(id: String, m: &Message) -> SendMessageBatchRequestEntry {
+    let system = m.attributes();
+    let trace = system.and_then(|a| a.get(&MessageSystemAttributeName::AwsTraceHeader)).map(|v| {
+        MessageSystemAttributeValue::builder().data_type("String").string_value(v).build().expect("data type is set")
+    });
+    // A FIFO source queue needs a group; reuse the original one, deduplicated by the message id.
+    let group = system.and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId)).cloned();
+    let dedup = group.as_ref().and(m.message_id().map(str::to_owned));
+    let mut entry = SendMessageBatchRequestEntry::builder()
+        .id(id)
+        .message_body(m.body().unwrap_or_default())
+        .set_message_attributes(m.message_attributes().cloned())
+        .set_message_group_id(group)
+        .set_message_deduplication_id(dedup);
+    if let Some(trace) = trace {
+        entry = entry.message_system_attributes(MessageSystemAttributeNameForSends::AwsTraceHeader, trace);
+    }
+    entry.build().expect("id and body are set")
+}
+
+fn delete_entry(id: &str, receipt_handle: &str) -> DeleteMessageBatchRequestEntry {
+    DeleteMessageBatchRequestEntry::builder().id(id).receipt_handle(receipt_handle).build().expect("id and handle are set")
+}
+
+/// The outcome of one batch call per entry id: `Ok` or the reason it failed.
+fn outcome(ids: &[String], result: Result<BatchResult, OpsError>) -> HashMap<String, Result<(), String>> {
+    match result {
+        Err(e) => ids.iter().map(|id| (id.clone(), Err(e.to_string()))).collect(),
+        Ok(r) => {
+            let ok: HashSet<String> = r.succeeded.into_iter().collect();
+            let reasons: HashMap<String, String> = r.failed.into_iter().collect();
+            ids.iter()
+                .map(|id| {
+                    let o = if ok.contains(id) {
+                        Ok(())
+                    } else {
+                        Err(reasons.get(id).cloned().unwrap_or_else(|| "not reported by SQS".into()))
+                    };
+                    (id.clone(), o)
+                })
+                .collect()
+        }
+    }
+}
+
+async fn move_by_hand(
+    client: &Client,
+    dlq: &QueueRef,
+    source: &QueueRef,
+    options: &RedriveOptions,
+    io: &impl MoveIo,
+    report: &mut RedriveReport,
+) -> Result<(), OpsError> {
+    let total = match (options.max, report.in_dlq_before) {
+        (Some(max), Some(there)) => Some((max as u64).min(there)),
+        (Some(max), None) => Some(max as u64),
+        (None, there) => there,
+    };
+    let bar = options.progress.bar(total, format!("redriving {}", report.queue));
+    // Sent but not deleted: if seen again, only the delete is retried.
+    let mut sent_not_deleted: HashSet<String> = HashSet::new();
+    // Send failed: released at the end so they are visible in the DLQ again at once.
+    let mut failed_sends: HashMap<String, String> = HashMap::new();
+    let mut consecutive_failed_batches = 0;
+    let mut attempted = 0usize;
+    let result = async {
+        loop {
+            let remaining = options.max.map_or(RECEIVE_BATCH as usize, |m| m.saturating_sub(attempted));
+            if remaining == 0 {
+                break;
+            }
+            let want = i32::try_from(remaining.min(RECEIVE_BATCH as usize)).unwrap_or(RECEIVE_BATCH);
+            let batch = receive(client, &dlq.url, want, options.visibility, Duration::from_secs(1)).await?;
+            if batch.is_empty() {
+                break;
+            }
+            let mut to_send = Vec::new();
+            let mut redeletes = Vec::new();
+            for m in batch {
+                let id = m.message_id().unwrap_or_default().to_owned();
+                let handle = m.receipt_handle().unwrap_or_default().to_owned();
+                if sent_not_deleted.contains(&id) {
+                    redeletes.push((id, handle));
+                } else if let Some(h) = failed_sends.get_mut(&id) {
+                    *h = handle;
+                } else {
+                    to_send.push(m);
+                }
+            }
+            if to_send.is_empty() && redeletes.is_empty() {
+                break;
+            }
+            attempted += to_send.len();
+            // Send: entry id = position in this batch.
+            let ids: Vec<String> = (0..to_send.len()).map(|i| format!("m{i}")).collect();
+            let sent = if to_send.is_empty() {
+                HashMap::new()
+            } else {
+                let entries = ids.iter().zip(&to_send).map(|(id, m)| send_entry(id.clone(), m)).collect();
+                outcome(&ids, io.send_batch(&source.url, entries).await)
+            };
+            let mut deletes: Vec<(String, String)> = redeletes;
+            let mut failed_in_batch = 0;
+            for (id, m) in ids.iter().zip(&to_send) {
+                let message_id = m.message_id().unwrap_or_default().to_owned();
+                match &sent[id] {
+                    Ok(()) => deletes.push((message_id, m.receipt_handle().unwrap_or_default().to_owned())),
+                    Err(reason) => {
+                        failed_in_batch += 1;
+                        report.failed += 1;
+                        report.failures.push(RedriveFailure { message_id: message_id.clone(), step: "send", reason: reason.clone() });
+                        failed_sends.insert(message_id, m.receipt_handle().unwrap_or_default().to_owned());
+                    }
+                }
+            }
+            // Delete exactly what was sent.
+            if !deletes.is_empty() {
+                let del_ids: Vec<String> = (0..deletes.len()).map(|i| format!("d{i}")).collect();
+                let entries = del_ids.iter().zip(&deletes).map(|(id, (_, handle))| delete_entry(id, handle)).collect();
+                let deleted = outcome(&del_ids, io.delete_batch(&dlq.url, entries).await);
+                for (id, (message_id, _)) in del_ids.iter().zip(&deletes) {
+                    let retried = sent_not_deleted.contains(message_id);
+                    match (&deleted[id], retried) {
+                        (Ok(()), false) => report.moved += 1,
+                        (Ok(()), true) => {
+                            // A retried delete succeeded: the duplicate is gone, the move is complete.
+                            sent_not_deleted.remove(message_id);
+                            report.duplicated -= 1;
+                            report.moved += 1;
+                            report.failures.retain(|f| !(f.step == "delete" && &f.message_id == message_id));
+                        }
+                        (Err(_), true) => {}
+                        (Err(reason), false) => {
+                            report.duplicated += 1;
+                            report.failures.push(RedriveFailure {
+                                message_id: message_id.clone(),
+                                step: "delete",
+                                reason: reason.clone(),
+                            });
+                            sent_not_deleted.insert(message_id.clone());
+                        }
+                    }
+                }
+            }
+            bar.inc(to_send.len() as u64);
+            if !to_send.is_empty() && failed_in_batch == to_send.len() {
+                consecutive_failed_batches += 1;
+                if consecutive_failed_batches >= MAX_CONSECUTIVE_FAILED_BATCHES {
+                    report.stopped_early = Some(format!(
+                        "{MAX_CONSECUTIVE_FAILED_BATCHES} batches in a row could not be sent to {}: the destination looks unavailable",
+                        source.url
+                    ));
+                    break;
+                }
+            } else {
+                consecutive_failed_batches = 0;
+            }
+        }
+        Ok::<_, OpsError>(())
+    }
+    .await;
+    bar.finish_and_clear();
+    let handles: Vec<String> = failed_sends.into_values().collect();
+    let unreleased = release(client, &dlq.url, &handles).await;
+    if unreleased > 0 {
+        tracing::warn!(unreleased, "some unsent messages stay hidden in the DLQ until their visibility timeout ends");
+    }
+    result
+}

@@ -1,0 +1,114 @@
+//! Shared by the `ops_*` tests: a CLI context wired to this test's own queues on fauxqs, and
+//! helpers to put messages into queues and take every one back out.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::types::{Message, MessageAttributeValue, MessageSystemAttributeName};
+use sophia_local::queues::QueueSet;
+use sophia_ops::env::{self, Env};
+use sophia_ops::{Context, OpsError, Outcome, ProgressMode};
+
+pub const INTERVIEW: &str = "65a1b2c3d4e5f60718293a4b";
+pub const ORG: &str = "65a1b2c3d4e5f60718293a4c";
+
+pub struct Ops {
+    pub client: Client,
+    pub queues: QueueSet,
+    pub ctx: Context,
+}
+
+/// The env the local runner writes, as pairs, for `queues`.
+pub fn env_pairs(queues: &QueueSet) -> Vec<(&'static str, String)> {
+    vec![
+        (env::AWS_ENDPOINT_URL_SQS, harness::sqs_endpoint()),
+        ("INTERVIEW_COMPLETED_QUEUE_URL", queues.interview_completed.source.url.clone()),
+        ("REPORT_GENERATE_QUEUE_URL", queues.report_generate.source.url.clone()),
+        (env::INTERVIEW_COMPLETED_DLQ_URL, queues.interview_completed.dlq.url.clone()),
+        (env::REPORT_GENERATE_DLQ_URL, queues.report_generate.dlq.url.clone()),
+    ]
+}
+
+/// Fresh queues and a context that sees exactly them (no process environment).
+pub async fn ops() -> Ops {
+    let client = harness::sqs_client().await;
+    let queues = harness::test_queues(&client).await;
+    let ctx = Context::new(Env::from_pairs(env_pairs(&queues)), None, ProgressMode::Hidden).with_sqs(client.clone());
+    Ops { client, queues, ctx }
+}
+
+/// Parses `args` as the binary would (after the program name) and runs the command.
+pub async fn run(ctx: &Context, args: &[&str]) -> Result<Outcome, OpsError> {
+    let cli = sophia_ops::parse(std::iter::once("sophia-ops").chain(args.iter().copied())).expect("valid command line");
+    sophia_ops::execute(&cli.command, ctx).await
+}
+
+pub fn string_attr(v: &str) -> MessageAttributeValue {
+    MessageAttributeValue::builder().data_type("String").string_value(v).build().unwrap()
+}
+
+/// Sends `body` with `attributes` straight to `url` (as the RedrivePolicy would leave it).
+pub async fn put(client: &Client, url: &str, body: &str, attributes: HashMap<String, MessageAttributeValue>) -> String {
+    client
+        .send_message()
+        .queue_url(url)
+        .message_body(body)
+        .set_message_attributes(Some(attributes))
+        .send()
+        .await
+        .expect("send")
+        .message_id
+        .unwrap()
+}
+
+/// A report.generate body for the n-th test interview.
+pub fn report_body(n: usize) -> String {
+    format!(r#"{{"interviewId":"{:024x}","organizationId":"{ORG}"}}"#, 0x65a1_0000 + n)
+}
+
+/// Receives (and deletes) every message of `url` until it is empty.
+pub async fn drain(client: &Client, url: &str) -> Vec<Message> {
+    let mut all = Vec::new();
+    loop {
+        let out = client
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .visibility_timeout(60)
+            .wait_time_seconds(1)
+            .message_attribute_names("All")
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .send()
+            .await
+            .expect("receive");
+        let batch = out.messages.unwrap_or_default();
+        if batch.is_empty() {
+            return all;
+        }
+        for m in &batch {
+            client.delete_message().queue_url(url).receipt_handle(m.receipt_handle().unwrap()).send().await.expect("delete");
+        }
+        all.extend(batch);
+    }
+}
+
+/// Visible messages of a queue, counted without receiving.
+pub async fn visible(client: &Client, url: &str) -> u64 {
+    let attrs = client
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap();
+    attrs.values().next().unwrap().parse().unwrap()
+}
+
+pub async fn settle() {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
