@@ -1,1 +1,295 @@
-//! placeholder
+//! A local OpenAI-compatible server: `POST /v1/chat/completions` with the real request and
+//! response JSON shapes (`id`, `object: "chat.completion"`, `created`, `model`,
+//! `choices[].message.{role,content,refusal}`, `finish_reason`, `usage`), and OpenAI's error
+//! body (`{"error": {"message", "type", "param", "code"}}`) for failures.
+//!
+//! Two modes:
+//! - [`Mode::Scripted`] (tests): each request takes the next [`Behaviour`] from a queue; an
+//!   unscripted request gets an HTTP 500 that says so. Every request is recorded.
+//! - [`Mode::Deterministic`] (the local runner without `OPENAI_API_KEY`): every request gets a
+//!   schema-valid report derived deterministically from the transcript in the request, clearly
+//!   labelled: model [`FAKE_MODEL`], summary starting with [`OFFLINE_LABEL`].
+//!
+//! The server runs on its own thread and runtime, on 127.0.0.1 only, and stops when the
+//! [`FakeOpenAi`] is dropped.
+//!
+//! ```no_run
+//! let fake = sophia_openai_fake::FakeOpenAi::deterministic().expect("binds 127.0.0.1");
+//! // OPENAI_BASE_URL=fake.base_url()  (http://127.0.0.1:PORT/v1)
+//! ```
+
+mod deterministic;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+pub use deterministic::{OFFLINE_LABEL, deterministic_report};
+
+/// The `model` of every response.
+pub const FAKE_MODEL: &str = "sophia-offline-fake";
+
+/// What the server does with one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Behaviour {
+    /// A valid report derived from the request's transcript (as in deterministic mode).
+    Report,
+    /// This exact text as the message content (e.g. a report with out-of-range scores).
+    Content(String),
+    /// Content that is not JSON (a report cut off mid-object), `finish_reason: "stop"`.
+    MalformedJson,
+    /// `content: null` and a `refusal` message.
+    Refusal,
+    /// HTTP 429 with OpenAI's rate-limit error body.
+    RateLimited,
+    /// HTTP 500 with OpenAI's server error body.
+    ServerError,
+    /// Waits, then behaves as `then` (for client timeouts).
+    Slow { delay: Duration, then: Box<Behaviour> },
+}
+
+impl Behaviour {
+    pub fn slow(delay: Duration, then: Behaviour) -> Self {
+        Self::Slow { delay, then: Box::new(then) }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Scripted,
+    Deterministic,
+}
+
+/// One request as received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    pub path: String,
+    /// The `Authorization` header, if any.
+    pub authorization: Option<String>,
+    /// The body as JSON (`Value::Null` if it was not JSON).
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    /// The `content` of the first message with this role.
+    pub fn message(&self, role: &str) -> Option<&str> {
+        self.body["messages"].as_array()?.iter().find(|m| m["role"] == role)?["content"].as_str()
+    }
+}
+
+struct Shared {
+    mode: Mode,
+    script: Mutex<VecDeque<Behaviour>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    counter: AtomicU64,
+}
+
+/// A running fake server.
+pub struct FakeOpenAi {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+impl std::fmt::Debug for FakeOpenAi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeOpenAi").field("addr", &self.addr).field("mode", &self.shared.mode).finish()
+    }
+}
+
+impl FakeOpenAi {
+    /// Starts on a free 127.0.0.1 port.
+    pub fn start(mode: Mode) -> std::io::Result<Self> {
+        Self::start_on(0, mode)
+    }
+
+    pub fn scripted() -> std::io::Result<Self> {
+        Self::start(Mode::Scripted)
+    }
+
+    pub fn deterministic() -> std::io::Result<Self> {
+        Self::start(Mode::Deterministic)
+    }
+
+    /// Starts on 127.0.0.1:`port` (0: any free port).
+    pub fn start_on(port: u16, mode: Mode) -> std::io::Result<Self> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            mode,
+            script: Mutex::new(VecDeque::new()),
+            requests: Mutex::new(Vec::new()),
+            counter: AtomicU64::new(0),
+        });
+        let (tx, rx) = oneshot::channel::<()>();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let app = Router::new().route("/v1/chat/completions", post(chat_completions)).with_state(shared.clone());
+        std::thread::Builder::new().name(format!("openai-fake-{}", addr.port())).spawn(move || {
+            runtime.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(listener) {
+                    Ok(l) => l,
+                    Err(e) => return tracing::error!(error = %e, "openai fake: listener"),
+                };
+                let server = axum::serve(listener, app).with_graceful_shutdown(async {
+                    let _ = rx.await;
+                });
+                if let Err(e) = server.await {
+                    tracing::error!(error = %e, "openai fake stopped");
+                }
+            });
+        })?;
+        tracing::info!(%addr, ?mode, "OpenAI-compatible fake listening");
+        Ok(Self { addr, shared, shutdown: Some(tx) })
+    }
+
+    /// The API base to give the client (`OPENAI_BASE_URL`): `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Appends a behaviour to the script.
+    pub fn push(&self, behaviour: Behaviour) -> &Self {
+        self.shared.script.lock().expect("script lock").push_back(behaviour);
+        self
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.requests.lock().expect("requests lock").clone()
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.shared.requests.lock().expect("requests lock").len()
+    }
+
+    /// Behaviours scripted but not yet used.
+    pub fn pending(&self) -> usize {
+        self.shared.script.lock().expect("script lock").len()
+    }
+}
+
+impl Drop for FakeOpenAi {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+fn error_response(status: StatusCode, message: &str, kind: &str, code: Option<&str>) -> Response {
+    (status, axum::Json(json!({"error": {"message": message, "type": kind, "param": null, "code": code}}))).into_response()
+}
+
+fn approx_tokens(chars: usize) -> u64 {
+    (chars as u64).div_ceil(4)
+}
+
+async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let json_body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    shared.requests.lock().expect("requests lock").push(RecordedRequest {
+        path: "/v1/chat/completions".to_owned(),
+        authorization: headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned),
+        body: json_body.clone(),
+    });
+    if !json_body["messages"].is_array() || !json_body["model"].is_string() {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "The request body must be JSON with 'model' and 'messages'.",
+            "invalid_request_error",
+            None,
+        );
+    }
+    let next = shared.script.lock().expect("script lock").pop_front();
+    let behaviour = match (next, shared.mode) {
+        (Some(b), _) => b,
+        (None, Mode::Deterministic) => Behaviour::Report,
+        (None, Mode::Scripted) => {
+            return error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "sophia-openai-fake: no behaviour was scripted for this request",
+                "server_error",
+                None,
+            );
+        }
+    };
+    let n = shared.counter.fetch_add(1, Ordering::Relaxed) + 1;
+    respond(behaviour, &json_body, n).await
+}
+
+async fn respond(mut behaviour: Behaviour, request: &Value, n: u64) -> Response {
+    while let Behaviour::Slow { delay, then } = behaviour {
+        tokio::time::sleep(delay).await;
+        behaviour = *then;
+    }
+    let (content, refusal, finish) = match behaviour {
+        Behaviour::Report => {
+            let report = deterministic_report(request);
+            (Some(serde_json::to_string(&report).expect("report serialises")), None, "stop")
+        }
+        Behaviour::Content(c) => (Some(c), None, "stop"),
+        Behaviour::MalformedJson => (Some(r#"{"overallScore": 71, "recommendation": "hire", "summary": "The candidate"#.to_owned()), None, "stop"),
+        Behaviour::Refusal => (None, Some("I'm sorry, but I can't help with that request.".to_owned()), "stop"),
+        Behaviour::RateLimited => {
+            return error_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Rate limit reached for gpt-4.1-mini on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.",
+                "requests",
+                Some("rate_limit_exceeded"),
+            );
+        }
+        Behaviour::ServerError => {
+            return error_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The server had an error while processing your request. Sorry about that!",
+                "server_error",
+                None,
+            );
+        }
+        Behaviour::Slow { .. } => unreachable!("unwrapped above"),
+    };
+    let prompt_chars: usize = request["messages"]
+        .as_array()
+        .map(|ms| ms.iter().filter_map(|m| m["content"].as_str()).map(str::len).sum())
+        .unwrap_or(0);
+    let completion_tokens = approx_tokens(content.as_deref().or(refusal.as_deref()).map_or(0, str::len));
+    let prompt_tokens = approx_tokens(prompt_chars);
+    let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    axum::Json(json!({
+        "id": format!("chatcmpl-fake{n:06}"),
+        "object": "chat.completion",
+        "created": created,
+        "model": FAKE_MODEL,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": content, "refusal": refusal, "annotations": []},
+            "logprobs": null,
+            "finish_reason": finish,
+        }],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
+        },
+        "service_tier": "default",
+        "system_fingerprint": null,
+    }))
+    .into_response()
+}

@@ -1,1 +1,32 @@
-//! placeholder
+//! Report generation (queues.md section 2, DESIGN.md "Report generation"): the domain core of
+//! the `report-generate` consumer, with no AWS or Lambda types.
+//!
+//! - [`model`]: the model's output type ([`LlmReport`]) and the stored report types;
+//! - [`evidence`]: the insufficient-evidence rule;
+//! - [`prompt`]: the versioned prompt (instructions and candidate data in separate messages);
+//! - [`schema`]: the strict-mode JSON schema generated from [`LlmReport`];
+//! - [`openai`]: the chat completion client ([`ReportModel`]);
+//! - [`store`] and [`migrations`]: `interviewReports` and its unique index;
+//! - [`service`]: the service, `ReportService::generate_report`;
+//! - [`admin`]: the operator's retry (re-publish, optional attempts reset);
+//! - [`fixtures`]: interview documents for tests and the local demo.
+//!
+//! Never logged: resume text, transcript text, the model's reply, the API key.
+
+pub mod admin;
+pub mod error;
+pub mod evidence;
+pub mod fixtures;
+pub mod interview;
+pub mod migrations;
+pub mod model;
+pub mod openai;
+pub mod prompt;
+pub mod schema;
+pub mod service;
+pub mod store;
+
+pub use error::{Disposition, ReportError};
+pub use model::{LlmReport, Recommendation, ReportStatus};
+pub use openai::{ModelError, OpenAiSettings, ReportModel};
+pub use service::{Generated, ReportService};

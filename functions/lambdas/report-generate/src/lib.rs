@@ -1,1 +1,84 @@
-//! placeholder: the handler lives here, main.rs stays thin
+//! The report-generate consumer: each `report.generate` record goes through the SQS consumer
+//! wrapper into [`ReportService::generate_report_until`] (bounded by the invocation's
+//! deadline). Batch size is 1 in production; any size works (records of one interview or
+//! organization run one after another, the rest concurrently).
+//!
+//! Per record: `Ok` -> acknowledged (completed, already completed, out of attempts, held by
+//! another worker); an error is retried or dropped by its [`Disposition`]. The per-batch setup
+//! pings MongoDB (failure: the whole batch is retried) and applies this crate's migrations once
+//! per process.
+//!
+//! Tests call [`ReportGenerateHandler::handle_detailed`] in-process with
+//! `LambdaEvent::new(event, Context::default())`.
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use lambda_runtime::LambdaEvent;
+use sophia_contracts::ReportGenerate;
+use sophia_platform::mongo::Mongo;
+use sophia_reports::{Disposition, ReportError, ReportModel, ReportService, migrations};
+use sophia_sqs_consumer::{BatchError, BatchReport, BoxError, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
+use tokio::sync::OnceCell;
+
+/// The consumer's decision for an error: retry (SQS redelivers) or drop (logged, acknowledged).
+pub fn to_failure(e: ReportError) -> Failure {
+    match e.disposition() {
+        Disposition::Retry => Failure::retry(e),
+        Disposition::Drop => Failure::drop(e),
+    }
+}
+
+/// Everything one process needs, built once in `main` (or by a test).
+#[derive(Debug)]
+pub struct ReportGenerateHandler {
+    mongo: Mongo,
+    service: ReportService,
+    consumer: SqsConsumer,
+    migrated: OnceCell<()>,
+}
+
+impl ReportGenerateHandler {
+    pub fn new(mongo: Mongo, model: ReportModel) -> Self {
+        let service = ReportService::new(mongo.db.clone(), model);
+        Self::with_service(mongo, service, ConsumerOptions::default())
+    }
+
+    /// With a prepared service (e.g. a shorter lease) and consumer options.
+    pub fn with_service(mongo: Mongo, service: ReportService, options: ConsumerOptions) -> Self {
+        Self { mongo, service, consumer: SqsConsumer::new(options), migrated: OnceCell::new() }
+    }
+
+    /// From the environment: `MONGODB_*` (see `sophia_platform::mongo`) and `OPENAI_*` (see
+    /// `sophia_reports::openai::OpenAiSettings::from_env`).
+    pub async fn from_env() -> Result<Self, BoxError> {
+        let mongo = Mongo::from_env().await?;
+        let model = ReportModel::from_env()?;
+        tracing::info!(model = model.model(), timeoutMs = model.timeout().as_millis() as u64, "report-generate ready");
+        Ok(Self::new(mongo, model))
+    }
+
+    pub fn service(&self) -> &ReportService {
+        &self.service
+    }
+
+    /// One invocation, answered for Lambda.
+    pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, BatchError> {
+        self.handle_detailed(event).await.map(|r| r.response)
+    }
+
+    /// One invocation, with every record's outcome.
+    pub async fn handle_detailed(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
+        let setup = || async {
+            self.mongo.ping().await?;
+            self.migrated.get_or_try_init(|| migrations::apply(&self.mongo.db)).await?;
+            Ok::<(), BoxError>(())
+        };
+        let handler = |message: ReportGenerate, meta: RecordMeta| async move {
+            self.service
+                .generate_report_until(message.interview_id, message.organization_id, meta.deadline)
+                .await
+                .map(|_| ())
+                .map_err(to_failure)
+        };
+        self.consumer.process_detailed(event, setup, handler).await
+    }
+}

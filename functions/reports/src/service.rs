@@ -1,0 +1,259 @@
+//! `generate_report`: the spec's seven steps (queues.md section 2, DESIGN.md "Report
+//! generation").
+
+use std::time::Duration;
+
+use bson::DateTime;
+use mongodb::Database;
+use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_queue_settings::Declaration;
+use tracing::{Instrument, field};
+
+use crate::error::ReportError;
+use crate::evidence;
+use crate::interview;
+use crate::model::{GenerationMetadata, Recommendation, ReportContent, ReportSource, ReportStatus, Truncation};
+use crate::openai::ReportModel;
+use crate::prompt::{self, PROMPT_VERSION};
+use crate::store::{Lease, ReportStore};
+
+/// The declared function whose timeout is the lease length.
+pub const FUNCTION_NAME: &str = "report-generate";
+
+/// The lease of a claim: the report-generate function's timeout (from the shared declaration),
+/// so a crashed or timed-out worker's claim expires when its invocation must have ended.
+pub fn default_lease() -> Duration {
+    let f = Declaration::embedded().function(FUNCTION_NAME).expect("report-generate is declared");
+    Duration::from_secs(u64::from(f.timeout_seconds))
+}
+
+/// How a successful `generate_report` ended. Every variant means "acknowledge the message".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Generated {
+    /// This call wrote the COMPLETED report.
+    Completed { recommendation: Recommendation, source: ReportSource, attempt: i32 },
+    /// The report was already COMPLETED: nothing to do (no model call).
+    AlreadyCompleted,
+    /// `attemptCount >= MAX_ATTEMPTS`: the report is (now) FAILED and stays so.
+    AttemptsExhausted,
+    /// Another worker holds a live PROCESSING lease: skipped.
+    HeldByAnother,
+    /// This worker's lease expired and another worker reclaimed the report before this one
+    /// could write its result: the result was discarded.
+    LeaseLost,
+}
+
+impl Generated {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Completed { .. } => "completed",
+            Self::AlreadyCompleted => "already_completed",
+            Self::AttemptsExhausted => "attempts_exhausted",
+            Self::HeldByAnother => "held_by_another",
+            Self::LeaseLost => "lease_lost",
+        }
+    }
+}
+
+/// Report generation: the database and the model client, both built once per process.
+#[derive(Debug, Clone)]
+pub struct ReportService {
+    db: Database,
+    store: ReportStore,
+    model: ReportModel,
+    lease: Duration,
+}
+
+impl ReportService {
+    pub fn new(db: Database, model: ReportModel) -> Self {
+        Self { store: ReportStore::new(&db), db, model, lease: default_lease() }
+    }
+
+    /// Overrides the lease length (tests).
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    pub fn store(&self) -> &ReportStore {
+        &self.store
+    }
+
+    pub fn model(&self) -> &ReportModel {
+        &self.model
+    }
+
+    /// [`generate_report_until`](Self::generate_report_until) without a deadline.
+    pub async fn generate_report(&self, interview_id: InterviewId, organization_id: OrganizationId) -> Result<Generated, ReportError> {
+        self.generate_report_until(interview_id, organization_id, None).await
+    }
+
+    /// Generates the report of one interview. `Ok` means "acknowledge"; `Err` has a
+    /// [`disposition`](ReportError::disposition). The model call is bounded by the client
+    /// timeout and by `deadline` (the invocation's), whichever is sooner.
+    pub async fn generate_report_until(
+        &self,
+        interview_id: InterviewId,
+        organization_id: OrganizationId,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Generated, ReportError> {
+        let span = tracing::info_span!(
+            "generate_report",
+            interviewId = %interview_id,
+            organizationId = %organization_id,
+            attempt = field::Empty,
+            model = field::Empty,
+        );
+        let result = self.run(interview_id, organization_id, deadline).instrument(span.clone()).await;
+        span.in_scope(|| match &result {
+            Ok(g) => tracing::info!(outcome = g.as_str(), "report generation finished"),
+            Err(e) => tracing::warn!(kind = e.kind(), error = %e, "report generation failed"),
+        });
+        result
+    }
+
+    async fn run(
+        &self,
+        interview_id: InterviewId,
+        organization_id: OrganizationId,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Generated, ReportError> {
+        // 1. The interview, org-scoped and not soft-deleted.
+        let Some(interview) = interview::load(&self.db, interview_id, organization_id).await? else {
+            return Err(ReportError::InterviewNotFound { interview_id, organization_id });
+        };
+
+        // 2.-3. Already completed, or out of attempts.
+        match self.store.find(interview_id).await? {
+            Some(r) if r.status == ReportStatus::Completed => return Ok(Generated::AlreadyCompleted),
+            Some(r) if r.attempt_count >= crate::store::MAX_ATTEMPTS => return self.exhausted(interview_id).await,
+            Some(_) => {}
+            None => {
+                self.store.ensure_exists(interview_id, organization_id, interview.retention_expires_at).await?;
+            }
+        }
+
+        // 4.-5. The atomic claim; otherwise find out why not.
+        let Some(lease) = self.store.claim(interview_id, self.lease).await? else {
+            return match self.store.find(interview_id).await? {
+                Some(r) if r.status == ReportStatus::Completed => Ok(Generated::AlreadyCompleted),
+                Some(r) if r.attempt_count >= crate::store::MAX_ATTEMPTS => self.exhausted(interview_id).await,
+                _ => {
+                    tracing::info!("another worker holds a live lease on this report; skipped");
+                    Ok(Generated::HeldByAnother)
+                }
+            };
+        };
+        let span = tracing::Span::current();
+        span.record("attempt", lease.attempt);
+        tracing::info!(leaseExpiresAt = %lease.expires_at, "report claimed");
+
+        // 6. Insufficient evidence: a COMPLETED report without a model call.
+        if let Some(insufficient) = evidence::assess(interview.duration_seconds, &interview.proctoring.transcript) {
+            tracing::info!(reason = insufficient.kind(), "insufficient evidence; no model call");
+            let generation = GenerationMetadata {
+                source: ReportSource::InsufficientEvidenceRule,
+                model: None,
+                requested_model: None,
+                completion_id: None,
+                prompt_version: PROMPT_VERSION.to_owned(),
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                total_tokens: 0,
+                latency_ms: 0,
+                truncation: Truncation::default(),
+                generated_at: DateTime::now(),
+            };
+            let content = insufficient.report();
+            return self.finish(&lease, content, generation, interview.retention_expires_at, ReportSource::InsufficientEvidenceRule).await;
+        }
+
+        // 7. The model.
+        let prompt = prompt::build(&interview);
+        span.record("model", self.model.model());
+        if prompt.truncation.any() {
+            tracing::info!(
+                resumeTruncated = prompt.truncation.resume_truncated,
+                turnsShortened = prompt.truncation.turns_shortened,
+                turnsOmitted = prompt.truncation.turns_omitted,
+                "candidate data truncated to the prompt bounds"
+            );
+        }
+        let reply = match self.model.generate(&prompt, deadline).await {
+            Ok(reply) => reply,
+            Err(source) => {
+                let error = ReportError::Model { attempt: lease.attempt, source };
+                self.record_failure(&lease, &error).await;
+                return Err(error);
+            }
+        };
+        tracing::info!(
+            respondingModel = %reply.model,
+            promptTokens = reply.prompt_tokens,
+            completionTokens = reply.completion_tokens,
+            totalTokens = reply.total_tokens,
+            latencyMs = reply.latency.as_millis() as u64,
+            "chat completion received"
+        );
+        let generation = GenerationMetadata {
+            source: ReportSource::Model,
+            model: Some(reply.model),
+            requested_model: Some(self.model.model().to_owned()),
+            completion_id: Some(reply.completion_id),
+            prompt_version: PROMPT_VERSION.to_owned(),
+            prompt_tokens: i64::from(reply.prompt_tokens),
+            completion_tokens: i64::from(reply.completion_tokens),
+            total_tokens: i64::from(reply.total_tokens),
+            latency_ms: reply.latency.as_millis() as i64,
+            truncation: prompt.truncation,
+            generated_at: DateTime::now(),
+        };
+        self.finish(&lease, reply.report.into(), generation, interview.retention_expires_at, ReportSource::Model).await
+    }
+
+    async fn exhausted(&self, interview_id: InterviewId) -> Result<Generated, ReportError> {
+        if self.store.mark_exhausted(interview_id).await? {
+            tracing::warn!(maxAttempts = crate::store::MAX_ATTEMPTS, "report is out of attempts; left FAILED and the message acknowledged");
+            Ok(Generated::AttemptsExhausted)
+        } else {
+            // A live holder is on its last attempt, or it completed meanwhile.
+            match self.store.find(interview_id).await? {
+                Some(r) if r.status == ReportStatus::Completed => Ok(Generated::AlreadyCompleted),
+                _ => Ok(Generated::HeldByAnother),
+            }
+        }
+    }
+
+    async fn finish(
+        &self,
+        lease: &Lease,
+        content: ReportContent,
+        generation: GenerationMetadata,
+        retention_expires_at: Option<DateTime>,
+        source: ReportSource,
+    ) -> Result<Generated, ReportError> {
+        let recommendation = content.recommendation;
+        match self.store.complete(lease, &content, &generation, retention_expires_at).await {
+            Ok(true) => Ok(Generated::Completed { recommendation, source, attempt: lease.attempt }),
+            Ok(false) => {
+                tracing::warn!("lease lost before the report was written (expired and reclaimed); result discarded");
+                Ok(Generated::LeaseLost)
+            }
+            Err(e) => {
+                let error = ReportError::Mongo(e);
+                self.record_failure(lease, &error).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// FAILED with `lastError`, before the error is returned. If even that write fails, the
+    /// lease expires on its own and the retry reclaims the report.
+    async fn record_failure(&self, lease: &Lease, error: &ReportError) {
+        match self.store.fail(lease, &error.to_string()).await {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!("lease lost before the failure was recorded"),
+            Err(e) => tracing::error!(error = %e, "could not record the failure; the lease will expire"),
+        }
+    }
+}
