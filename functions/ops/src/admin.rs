@@ -1,11 +1,16 @@
 //! The MongoDB-side commands: `outbox flush`, `report retry`, `invariants check`. They call the
 //! credits and reports libraries; this module only adapts their results for output.
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::Serialize;
-use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_contracts::{InterviewId, OrganizationId, ReportGenerate, RequestId};
+use sophia_credits::{BoxError, CreditsStore, FnPublisher, Published, flush_pending_outbox, invariants};
+use sophia_reports::admin::{RetryOutcome, RetryRequest, retry_report_generation};
+use sophia_sqs_producer::{PublishOutcome, QueueUrls, SqsProducer};
 
+use crate::queues::QueueName;
 use crate::{Context, OpsError};
 
 #[derive(Debug, Clone, Serialize)]
@@ -98,19 +103,95 @@ impl InvariantsReport {
     }
 }
 
-pub async fn outbox_flush(_ctx: &Context, _older_than: Duration, _limit: i64) -> Result<OutboxFlushReport, OpsError> {
-    Err(OpsError::Unavailable { command: "outbox flush", reason: "sophia-credits does not export flush_pending_outbox yet".into() })
+/// The `report.generate` publisher of a flush or retry: the project's producer, sending to the
+/// report-generate queue this context resolves (environment, env file or `--stage`).
+async fn report_producer(ctx: &Context) -> Result<SqsProducer, OpsError> {
+    let locator = ctx.locator().await;
+    let url = locator.source_url(QueueName::ReportGenerate).await?;
+    Ok(SqsProducer::new(locator.client().clone(), QueueUrls { interview_completed: None, report_generate: Some(url) }))
 }
 
+/// `outbox flush`: `sophia_credits::flush_pending_outbox` with the SQS producer.
+pub async fn outbox_flush(ctx: &Context, older_than: Duration, limit: i64) -> Result<OutboxFlushReport, OpsError> {
+    let producer = report_producer(ctx).await?;
+    let store = CreditsStore::new(ctx.mongo().await?.db);
+    let publisher = FnPublisher(|message: ReportGenerate, request_id: RequestId| {
+        let producer = producer.clone();
+        async move {
+            match producer.publish_report_generate(&message, &request_id).await {
+                Ok(PublishOutcome::Sent { message_id }) => Ok(Published::Sent { message_id }),
+                Ok(PublishOutcome::Skipped { missing }) => Ok(Published::Skipped { reason: format!("{missing} is not set") }),
+                Err(e) => Err(BoxError::from(e)),
+            }
+        }
+    });
+    let flushed = flush_pending_outbox(&store, &publisher, older_than, limit)
+        .await
+        .map_err(|e| OpsError::domain("outbox flush", e))?;
+    Ok(OutboxFlushReport {
+        older_than_seconds: older_than.as_secs(),
+        published: flushed.published,
+        left_pending: flushed.left_pending,
+        failed: flushed.failed.into_iter().map(|(outbox_id, error)| OutboxFailure { outbox_id, error }).collect(),
+    })
+}
+
+/// `report retry`: `sophia_reports::admin::retry_report_generation`, re-publishing through the
+/// SQS producer (never generating synchronously).
 pub async fn report_retry(
-    _ctx: &Context,
-    _interview_id: InterviewId,
-    _organization_id: OrganizationId,
-    _reset_attempts: bool,
+    ctx: &Context,
+    interview_id: InterviewId,
+    organization_id: OrganizationId,
+    reset_attempts: bool,
 ) -> Result<ReportRetryReport, OpsError> {
-    Err(OpsError::Unavailable { command: "report retry", reason: "sophia-reports does not export the admin retry yet".into() })
+    let producer = report_producer(ctx).await?;
+    let db = ctx.mongo().await?.db;
+    let sent = Mutex::new(None);
+    let request = RetryRequest { interview_id, organization_id, reset_attempts };
+    let outcome = retry_report_generation(&db, request, |message, request_id| {
+        let (producer, sent) = (&producer, &sent);
+        async move {
+            match producer.publish_report_generate(&message, &request_id).await? {
+                PublishOutcome::Sent { message_id } => {
+                    *sent.lock().expect("not poisoned") = Some(message_id);
+                    Ok::<(), BoxError>(())
+                }
+                PublishOutcome::Skipped { missing } => Err(format!("{missing} is not set").into()),
+            }
+        }
+    })
+    .await
+    .map_err(|e| OpsError::domain("report retry", e))?;
+    let message_id = sent.into_inner().expect("not poisoned");
+    Ok(match outcome {
+        RetryOutcome::Published { request_id, attempts_reset } => ReportRetryReport {
+            interview_id,
+            organization_id,
+            outcome: "published",
+            request_id: Some(request_id.to_string()),
+            message_id,
+            attempts_reset,
+        },
+        RetryOutcome::AlreadyCompleted => ReportRetryReport {
+            interview_id,
+            organization_id,
+            outcome: "already-completed",
+            request_id: None,
+            message_id: None,
+            attempts_reset: false,
+        },
+    })
 }
 
-pub async fn invariants_check(_ctx: &Context, _org: Option<OrganizationId>) -> Result<InvariantsReport, OpsError> {
-    Err(OpsError::Unavailable { command: "invariants check", reason: "sophia-credits does not export the invariant checker yet".into() })
+/// `invariants check [--org ID]`: `sophia_credits::invariants`.
+pub async fn invariants_check(ctx: &Context, org: Option<OrganizationId>) -> Result<InvariantsReport, OpsError> {
+    let store = CreditsStore::new(ctx.mongo().await?.db);
+    let found = match org {
+        Some(o) => invariants::check_organization(&store, o.oid()).await,
+        None => invariants::check_all(&store).await,
+    }
+    .map_err(|e| OpsError::domain("invariants check", e))?;
+    let violations: Vec<InvariantViolation> =
+        found.iter().map(|v| InvariantViolation { invariant: v.invariant(), message: v.to_string() }).collect();
+    Ok(InvariantsReport { organization_id: org, ok: violations.is_empty(), violations })
 }
