@@ -1,20 +1,168 @@
 """Starts nx-27017 (a MongoDB wire-protocol server over SQLite) for tests and the local pipeline.
 
-One documented fix over the stock entry point (see shared/notes/ENVIRONMENT.md): neosqlite's SQL
-update path stores a top-level `$set` of a BSON date as a string and of a bool as an int, which
-would make `{leaseExpiresAt: {$lt: <date>}}` never match. Forcing its Python update path keeps the
-types. `tests/mongo_wire_gaps.rs` shows the gap this closes. Production code is not bent to the
+Two documented fixes over the stock entry point (see shared/notes/ENVIRONMENT.md), both in
+neosqlite, the storage layer under nx-27017:
+1. its SQL paths store a top-level `$set` of a BSON date as a string and of a bool as an int, and
+   do not match ObjectId-valued fields by equality. Forcing its Python paths
+   (`set_force_fallback(True)`) keeps the types and matches ObjectIds;
+2. its Python matcher then drops explicit `null` leaves, so `{settledAt: null}` no longer matches
+   a document that stores `settledAt: null` (MongoDB matches both null and missing). The patched
+   `_iter_leaf_values` keeps `null` leaves;
+3. its Python update path applies `$inc`, `$mul` and `$unset` to dotted paths as flat keys
+   (`{"credits.available": 5}` at the top level instead of `credits.available`). The patched
+   update rewrites dotted `$inc` / `$mul` into nested `$set`s of the computed values and unsets
+   nested fields;
+4. even in that mode, updates, deletes and counts still select documents with its SQL
+   translation of the filter, which misses ObjectId-valued fields and is not reliable with
+   `null`. The patched `translate_match` answers "not translatable" (its own signal for the
+   Python fallback), so every filter is evaluated by one matcher, the Python one.
+`tests/mongo_wire_gaps.rs` shows what the flow relies on. Production code is not bent to the
 server: this is test tooling only.
 
 Usage: python nx_launcher.py --data-dir memory --host 127.0.0.1 -p PORT
 """
+import copy
 import os
 import sys
 import threading
 
+from neosqlite.collection.query_helper import query_builder as _neosqlite_query_builder
+from neosqlite.collection.query_helper import update_operations as _neosqlite_updates
+from neosqlite.collection import sql_translator_unified as _neosqlite_translator
 from neosqlite.collection.query_helper import utils as _neosqlite_utils
 
 _neosqlite_utils.set_force_fallback(True)
+
+
+def _iter_leaf_values_keeping_null(document, parts):
+    """neosqlite's `_iter_leaf_values`, except that an explicit null leaf is kept (so that
+    `{field: null}` matches it, as in MongoDB)."""
+    current = [document]
+    for part in parts:
+        nxt = []
+        found = False
+        for node in current:
+            children = [node] if isinstance(node, dict) else [el for el in node if isinstance(el, dict)] if isinstance(node, list) else []
+            for child in children:
+                if part in child:
+                    found = True
+                    v = child[part]
+                    if isinstance(v, list):
+                        nxt.extend(v)
+                    else:
+                        nxt.append(v)
+        if not found:
+            return None
+        current = nxt
+    return current
+
+
+_neosqlite_query_builder._iter_leaf_values = _iter_leaf_values_keeping_null
+
+
+def _nested_get(doc, path):
+    cur = doc
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def _nested_unset(doc, path):
+    *parents, leaf = path.split(".")
+    cur = doc
+    for part in parents:
+        if not isinstance(cur, dict) or part not in cur:
+            return
+        cur = cur[part]
+    if isinstance(cur, dict):
+        cur.pop(leaf, None)
+
+
+_original_python_update = _neosqlite_updates.UpdateOperationsMixin._perform_python_update
+
+
+def _python_update_with_dotted_paths(self, doc_id, update_spec, original_doc, *args, **kwargs):
+    spec = dict(update_spec)
+    sets = dict(spec.get("$set", {}))
+    for op, combine in (("$inc", lambda a, b: a + b), ("$mul", lambda a, b: a * b)):
+        fields = spec.get(op)
+        if not fields or not any("." in k for k in fields):
+            continue
+        for k, v in list(fields.items()):
+            if "." in k:
+                current = _nested_get(original_doc, k)
+                sets[k] = combine(current if current is not None else 0, v)
+        spec[op] = {k: v for k, v in fields.items() if "." not in k}
+        if not spec[op]:
+            del spec[op]
+    if sets:
+        spec["$set"] = sets
+    unset = spec.get("$unset")
+    dotted_unset = [k for k in (unset or {}) if "." in k]
+    if dotted_unset:
+        spec["$unset"] = {k: v for k, v in unset.items() if "." not in k}
+        if not spec["$unset"]:
+            del spec["$unset"]
+    if dotted_unset:
+        # The original applies the rest to a copy of `original_doc` and persists that copy.
+        original_doc = copy.deepcopy(original_doc)
+        for k in dotted_unset:
+            _nested_unset(original_doc, k)
+    return _original_python_update(self, doc_id, spec, original_doc, *args, **kwargs)
+
+
+_neosqlite_updates.UpdateOperationsMixin._perform_python_update = _python_update_with_dotted_paths
+
+
+def _no_sql_translation(self, match_spec, context="direct"):
+    """`(None, [])` is neosqlite's signal to evaluate the filter in Python."""
+    return None, []
+
+
+_neosqlite_translator.SQLTranslator.translate_match = _no_sql_translation
+
+
+def _object_id_filters_use_the_python_matcher() -> None:
+    """Fix 4 (report generation): `set_force_fallback` does not reach
+    `SQLTranslator.translate_match`, which `update_one`, `count_documents`, `delete_one`... use, and
+    whose SQL never matches an ObjectId-valued field other than `_id`: `update_one({interviewId:
+    <oid>, leaseId: <oid>}, ...)` matched nothing. By then neosqlite has turned those ObjectIds into
+    24-hex strings (`_normalize_id_query`), so a filter with an ObjectId or a 24-hex string outside
+    `_id` goes to the Python matcher (translate_match's `(None, [])` fallback; the Python matcher is
+    the reference semantics, so a plain 24-hex string loses nothing).
+    `tests/report_generation.rs` (`nx_updates_by_object_id_fields`) shows the gap."""
+    from neosqlite.collection.sql_translator_unified import SQLTranslator
+    from neosqlite.objectid import ObjectId
+
+    def has_object_id(value) -> bool:
+        if isinstance(value, ObjectId):
+            return True
+        if isinstance(value, str):
+            return len(value) == 24 and all(c in "0123456789abcdefABCDEF" for c in value)
+        if isinstance(value, dict):
+            return any(has_object_id(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return any(has_object_id(v) for v in value)
+        return False
+
+    def outside_id(spec) -> bool:
+        return isinstance(spec, dict) and any(
+            (k in ("$and", "$or", "$nor") and isinstance(v, list) and any(outside_id(q) for q in v))
+            or (not k.startswith("$") and k != "_id" and has_object_id(v))
+            for k, v in spec.items()
+        )
+
+    original = SQLTranslator.translate_match
+
+    def translate_match(self, match_spec, context="direct"):
+        return (None, []) if outside_id(match_spec) else original(self, match_spec, context)
+
+    SQLTranslator.translate_match = translate_match
+
+
+_object_id_filters_use_the_python_matcher()
 
 from nx_27017 import nx_27017  # noqa: E402  (must import after the switch)
 
@@ -33,4 +181,9 @@ if __name__ == "__main__":
         threading.Thread(target=_exit_when_parent_goes_away, daemon=True).start()
     if "--host" not in sys.argv:
         sys.argv += ["--host", "127.0.0.1"]
-    sys.exit(nx_27017.main())
+    code = nx_27017.main()
+    # os._exit: the stdin watcher thread may hold stdin's lock, which would make a normal
+    # interpreter shutdown abort.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 0)

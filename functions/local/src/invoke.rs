@@ -71,3 +71,94 @@ impl Invoke for InProcess {
         })
     }
 }
+
+/// A future that need not be `Send`: an instance runs its invocations on its own thread.
+pub type LocalBoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+struct Job {
+    event: serde_json::Value,
+    context: InvokeContext,
+    reply: tokio::sync::oneshot::Sender<Result<serde_json::Value, InvokeError>>,
+}
+
+/// Function instances, each like a Lambda execution environment: its own thread and
+/// current-thread runtime, its state (clients) built once by the factory (what `main` does),
+/// one invocation at a time. Invocations go to whichever instance is free.
+pub struct Instances {
+    jobs: std::sync::mpsc::SyncSender<Job>,
+}
+
+impl Instances {
+    /// Starts `count` instances. `factory` builds one instance's state inside its runtime;
+    /// `call` runs one invocation against it.
+    pub fn spawn<H, F, Fut>(
+        name: &str,
+        count: usize,
+        factory: F,
+        call: for<'a> fn(&'a H, LambdaEvent<SqsEvent>) -> LocalBoxFuture<'a, Result<SqsBatchResponse, BoxError>>,
+    ) -> Result<Self, InvokeError>
+    where
+        H: 'static,
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<H, BoxError>>,
+    {
+        let (jobs, receiver) = std::sync::mpsc::sync_channel::<Job>(count.max(1));
+        let receiver = Arc::new(std::sync::Mutex::new(receiver));
+        let factory = Arc::new(factory);
+        for i in 0..count.max(1) {
+            let (receiver, factory) = (receiver.clone(), factory.clone());
+            let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+            std::thread::Builder::new()
+                .name(format!("{name}-{i}"))
+                .spawn(move || {
+                    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                        Ok(r) => r,
+                        Err(e) => return drop(ready_tx.send(Err(e.to_string()))),
+                    };
+                    let state = match runtime.block_on(factory()) {
+                        Ok(s) => s,
+                        Err(e) => return drop(ready_tx.send(Err(e.to_string()))),
+                    };
+                    let _ = ready_tx.send(Ok(()));
+                    loop {
+                        let job = match receiver.lock() {
+                            Ok(r) => r.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok(job) = job else { return };
+                        let answer = runtime.block_on(async {
+                            let payload: SqsEvent = serde_json::from_value(job.event)
+                                .map_err(|e| InvokeError::Function(format!("event does not deserialise: {e}")))?;
+                            let mut ctx = Context::default();
+                            ctx.request_id = job.context.request_id;
+                            ctx.deadline = job.context.deadline_ms;
+                            ctx.invoked_function_arn = job.context.function_arn;
+                            let response = call(&state, LambdaEvent::new(payload, ctx)).await.map_err(|e| InvokeError::Function(e.to_string()))?;
+                            serde_json::to_value(response).map_err(|e| InvokeError::BadResponse(e.to_string()))
+                        });
+                        let _ = job.reply.send(answer);
+                    }
+                })
+                .map_err(|e| InvokeError::Unavailable(e.to_string()))?;
+            ready_rx
+                .recv()
+                .map_err(|_| InvokeError::Unavailable(format!("{name} instance died during init")))?
+                .map_err(|e| InvokeError::Unavailable(format!("{name} init: {e}")))?;
+        }
+        Ok(Self { jobs })
+    }
+}
+
+impl Invoke for Instances {
+    fn invoke(&self, event: serde_json::Value, context: InvokeContext) -> BoxFuture<'_, Result<serde_json::Value, InvokeError>> {
+        Box::pin(async move {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            let jobs = self.jobs.clone();
+            tokio::task::spawn_blocking(move || jobs.send(Job { event, context, reply }))
+                .await
+                .map_err(|e| InvokeError::Unavailable(e.to_string()))?
+                .map_err(|_| InvokeError::Unavailable("all instances stopped".into()))?;
+            answer.await.map_err(|_| InvokeError::Unavailable("the instance dropped the invocation".into()))?
+        })
+    }
+}

@@ -6,10 +6,16 @@
 //!   with their real attributes (visibility, retention, RedrivePolicy, RedriveAllowPolicy);
 //! - [`esm`]: the event-source-mapping emulator (batches, partial batch responses, timeouts);
 //! - [`invoke`] / [`runtime_api`]: calling a function in-process, or its built `bootstrap`
-//!   binary behind a local Lambda Runtime API.
+//!   binary behind a local Lambda Runtime API;
+//! - [`runner`] / [`handlers`]: the whole pipeline, started and stopped as one; [`envfile`]: its
+//!   endpoints for other tools; [`demo`]: the scenarios and their summary.
 
+pub mod demo;
+pub mod envfile;
 pub mod esm;
+pub mod handlers;
 pub mod invoke;
 pub mod queues;
+pub mod runner;
 pub mod runtime_api;
 pub mod servers;

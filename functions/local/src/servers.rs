@@ -183,9 +183,14 @@ pub fn start_fauxqs(port: u16) -> Result<LocalServer, ServerError> {
 /// MongoDB database, so tests that use their own database are isolated).
 pub fn start_nx_mongo(port: u16) -> Result<LocalServer, ServerError> {
     ensure_tools_installed()?;
+    // nx-27017 refuses to start while its PID file names a live process: one file per instance.
+    let pid_dir = state_dir().join("run");
+    std::fs::create_dir_all(&pid_dir)?;
     let mut cmd = Command::new(venv_python());
     cmd.arg(repo_root().join("scripts/tools/nx_launcher.py"))
-        .args(["--data-dir", "memory", "--host", "127.0.0.1", "-p"])
+        .args(["--data-dir", "memory", "--host", "127.0.0.1", "--pid-file"])
+        .arg(pid_dir.join(format!("nx-27017-{port}.pid")))
+        .arg("-p")
         .arg(port.to_string());
     LocalServer::spawn("nx-27017", port, cmd)
 }

@@ -1,0 +1,134 @@
+//! The functions the runner calls in-process, built from the same library code as the Lambda
+//! binaries (one MongoDB client and one SQS producer per function, as `main` does), and the
+//! OpenAI endpoint they talk to.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use interview_completed::{Handler as InterviewCompletedHandler, SqsReportPublisher};
+use report_generate::ReportGenerateHandler;
+use sophia_openai_fake::FakeOpenAi;
+use sophia_platform::config;
+use sophia_platform::mongo::{Mongo, MongoSettings};
+use sophia_reports::ReportModel;
+use sophia_reports::openai::OpenAiSettings;
+use sophia_sqs_producer::{QueueUrls, SqsProducer};
+
+use crate::invoke::{BoxError, Instances, Invoke};
+
+/// The model name the offline endpoint reports, so stored reports say where they came from.
+pub const OFFLINE_MODEL: &str = "sophia-offline-deterministic";
+
+/// Where report generation sends its chat completions.
+pub struct OpenAiEndpoint {
+    pub base_url: String,
+    pub model: String,
+    /// Passed only to function processes (never written to the env file).
+    pub api_key: String,
+    fake: Option<FakeOpenAi>,
+}
+
+impl OpenAiEndpoint {
+    /// With a key: OpenAI (or `OPENAI_BASE_URL`), model from `OPENAI_MODEL`. Without: the local
+    /// deterministic endpoint, which labels every report it makes.
+    pub async fn start(api_key: Option<String>) -> Result<Self, String> {
+        match api_key {
+            Some(key) => Ok(Self {
+                base_url: config::optional(config::OPENAI_BASE_URL).unwrap_or_else(|| "https://api.openai.com/v1".to_owned()),
+                model: config::optional(config::OPENAI_MODEL).unwrap_or_else(|| config::DEFAULT_OPENAI_MODEL.to_owned()),
+                api_key: key,
+                fake: None,
+            }),
+            None => {
+                let fake = FakeOpenAi::deterministic().map_err(|e| format!("the offline OpenAI endpoint did not start: {e}"))?;
+                Ok(Self { base_url: fake.base_url(), model: OFFLINE_MODEL.to_owned(), api_key: "offline-no-key".to_owned(), fake: Some(fake) })
+            }
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match &self.fake {
+            Some(_) => format!("offline deterministic endpoint {} (no OPENAI_API_KEY)", self.base_url),
+            None => format!("{} model {}", self.base_url, self.model),
+        }
+    }
+
+    pub fn settings(&self) -> OpenAiSettings {
+        let mut s = OpenAiSettings::for_endpoint(self.base_url.clone(), self.model.clone());
+        if self.fake.is_none() {
+            s.api_key = Some(self.api_key.clone());
+        }
+        s
+    }
+
+    pub fn stop(&mut self) {
+        self.fake.take();
+    }
+}
+
+/// The explicit migration step: every collection's indexes (idempotent).
+pub async fn migrate(mongo: &Mongo) -> Result<(), String> {
+    sophia_credits::migrations::apply(&mongo.db).await.map_err(|e| format!("credits migrations: {e}"))?;
+    sophia_reports::migrations::apply(&mongo.db).await.map_err(|e| format!("reports migrations: {e}"))?;
+    Ok(())
+}
+
+/// The in-process invoker of a subscribed function: `instances` execution environments, each
+/// with its own runtime and clients built as the binary's `main` builds them.
+pub async fn in_process(
+    function: &str,
+    instances: usize,
+    mongo: &Mongo,
+    sqs_endpoint: &str,
+    env: &BTreeMap<String, String>,
+    openai: &OpenAiEndpoint,
+) -> Result<Arc<dyn Invoke>, String> {
+    let urls = QueueUrls {
+        interview_completed: env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(),
+        report_generate: env.get(config::REPORT_GENERATE_QUEUE_URL).cloned(),
+    };
+    let settings = mongo_settings(mongo, env);
+    let endpoint = sqs_endpoint.to_owned();
+    let invoker: Instances = match function {
+        "interview-completed" => Instances::spawn(
+            function,
+            instances,
+            move || {
+                let (settings, endpoint, urls) = (settings.clone(), endpoint.clone(), urls.clone());
+                async move {
+                    let mongo = Mongo::connect(&settings).await?;
+                    let sqs = sophia_platform::sqs::client(Some(&endpoint)).await;
+                    Ok::<_, BoxError>(InterviewCompletedHandler::new(mongo, SqsReportPublisher(SqsProducer::new(sqs, urls))))
+                }
+            },
+            |h, event| Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { e.to_string().into() }) }),
+        ),
+        "report-generate" => {
+            let openai = openai.settings();
+            Instances::spawn(
+                function,
+                instances,
+                move || {
+                    let (settings, openai) = (settings.clone(), openai.clone());
+                    async move {
+                        let mongo = Mongo::connect(&settings).await?;
+                        Ok::<_, BoxError>(ReportGenerateHandler::new(mongo, ReportModel::new(&openai)))
+                    }
+                },
+                |h, event| Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { Box::new(e) }) }),
+            )
+        }
+        other => return Err(format!("no in-process handler for function {other}")),
+    }
+    .map_err(|e| e.to_string())?;
+    Ok(Arc::new(invoker))
+}
+
+fn mongo_settings(mongo: &Mongo, env: &BTreeMap<String, String>) -> MongoSettings {
+    MongoSettings {
+        uri: env.get(config::MONGODB_URI).cloned().unwrap_or_default(),
+        database: mongo.db.name().to_owned(),
+        server_selection_timeout: std::time::Duration::from_secs(5),
+        allow_standalone: true,
+    }
+}

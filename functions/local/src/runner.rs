@@ -1,0 +1,250 @@
+//! The local runner: the whole pipeline on one machine.
+//!
+//! Starts fauxqs and nx-27017 on 127.0.0.1, creates the four queues from the shared declaration,
+//! applies the MongoDB migrations, serves the offline OpenAI-compatible endpoint when no key is
+//! given, and runs one event-source-mapping emulator per subscribed function, calling the real
+//! handler code in-process or the built `bootstrap` binaries behind a local Runtime API. Its
+//! endpoints go to `.local/sophia.env`. [`Runner::stop`] stops everything it started.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sophia_platform::config;
+use sophia_platform::mongo::{Mongo, MongoSettings};
+use sophia_queue_settings::Declaration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::esm::{EsmStats, EventSourceMapping};
+use crate::handlers::{self, OpenAiEndpoint};
+use crate::invoke::Invoke;
+use crate::queues::{QueueOverrides, QueueSet, create_queue_set_with};
+use crate::runtime_api::RuntimeApi;
+use crate::servers::{LocalServer, free_port, start_fauxqs, start_nx_mongo};
+
+/// How functions are called.
+#[derive(Debug, Clone)]
+pub enum FunctionMode {
+    /// The handler library code, in this process, with a real `lambda_runtime::Context`.
+    InProcess,
+    /// The built binaries: `<dir>/<function>/bootstrap` (cargo-lambda's layout, x86_64) or
+    /// `<dir>/<function>` (a `cargo build --release` target dir).
+    Bootstrap(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub struct RunnerOptions {
+    /// 0 picks a free port.
+    pub sqs_port: u16,
+    pub mongo_port: u16,
+    pub database: String,
+    /// Queue names are `<prefix>-<name>`.
+    pub queue_prefix: String,
+    pub functions: FunctionMode,
+    /// `Some(key)`: call OpenAI (or `OPENAI_BASE_URL`); `None`: the offline deterministic endpoint.
+    pub openai_api_key: Option<String>,
+    pub overrides: QueueOverrides,
+    pub env_file: Option<PathBuf>,
+    /// Pollers per mapping (Lambda scales out; 1 is enough for the demo).
+    pub pollers: usize,
+}
+
+impl Default for RunnerOptions {
+    fn default() -> Self {
+        Self {
+            sqs_port: 0,
+            mongo_port: 0,
+            database: "sophia".to_owned(),
+            queue_prefix: "sophia-local".to_owned(),
+            functions: FunctionMode::InProcess,
+            openai_api_key: None,
+            overrides: QueueOverrides::default(),
+            env_file: Some(crate::envfile::default_path()),
+            pollers: 1,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error(transparent)]
+    Server(#[from] crate::servers::ServerError),
+    #[error(transparent)]
+    Queues(#[from] crate::queues::QueueSetupError),
+    #[error(transparent)]
+    Mongo(#[from] sophia_platform::mongo::MongoError),
+    #[error("{0}")]
+    Setup(String),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A running local pipeline.
+pub struct Runner {
+    pub queues: QueueSet,
+    pub mongo: Mongo,
+    pub sqs: aws_sdk_sqs::Client,
+    env: BTreeMap<String, String>,
+    env_file: Option<PathBuf>,
+    stats: Vec<(String, Arc<EsmStats>)>,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    runtime_apis: Vec<Arc<tokio::sync::Mutex<RuntimeApi>>>,
+    openai: OpenAiEndpoint,
+    // Dropped last: stopping the servers ends everything else's I/O.
+    fauxqs: LocalServer,
+    nx_mongo: LocalServer,
+}
+
+fn port_or_free(port: u16) -> u16 {
+    if port == 0 { free_port() } else { port }
+}
+
+impl Runner {
+    pub async fn start(options: RunnerOptions) -> Result<Self, RunnerError> {
+        let decl = Declaration::embedded();
+        let fauxqs = start_fauxqs(port_or_free(options.sqs_port))?;
+        let nx_mongo = start_nx_mongo(port_or_free(options.mongo_port))?;
+        let sqs = sophia_platform::sqs::client(Some(&fauxqs.url())).await;
+        let queues = create_queue_set_with(&sqs, &options.queue_prefix, decl, &options.overrides).await?;
+        let settings = MongoSettings {
+            uri: nx_mongo.url(),
+            database: options.database.clone(),
+            server_selection_timeout: Duration::from_secs(5),
+            allow_standalone: true,
+        };
+        let mongo = Mongo::connect(&settings).await?;
+        mongo.check_deployment().await?;
+        handlers::migrate(&mongo).await.map_err(RunnerError::Setup)?;
+        let openai = OpenAiEndpoint::start(options.openai_api_key.clone()).await.map_err(RunnerError::Setup)?;
+
+        let mut env = BTreeMap::new();
+        env.insert("AWS_ENDPOINT_URL_SQS".to_owned(), fauxqs.url());
+        env.insert("AWS_REGION".to_owned(), "us-east-1".to_owned());
+        env.insert(config::INTERVIEW_COMPLETED_QUEUE_URL.to_owned(), queues.interview_completed.source.url.clone());
+        env.insert(config::REPORT_GENERATE_QUEUE_URL.to_owned(), queues.report_generate.source.url.clone());
+        env.insert("INTERVIEW_COMPLETED_DLQ_URL".to_owned(), queues.interview_completed.dlq.url.clone());
+        env.insert("REPORT_GENERATE_DLQ_URL".to_owned(), queues.report_generate.dlq.url.clone());
+        env.insert(config::MONGODB_URI.to_owned(), nx_mongo.url());
+        env.insert(config::MONGODB_DATABASE.to_owned(), options.database.clone());
+        env.insert(config::MONGODB_ALLOW_STANDALONE.to_owned(), "true".to_owned());
+        env.insert(config::OPENAI_BASE_URL.to_owned(), openai.base_url.clone());
+        env.insert(config::OPENAI_MODEL.to_owned(), openai.model.clone());
+        if let Some(path) = &options.env_file {
+            crate::envfile::write(path, &env)?;
+        }
+
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let mut runner = Runner {
+            queues,
+            mongo,
+            sqs,
+            env,
+            env_file: options.env_file.clone(),
+            stats: Vec::new(),
+            shutdown,
+            tasks: Vec::new(),
+            runtime_apis: Vec::new(),
+            openai,
+            fauxqs,
+            nx_mongo,
+        };
+        let pairs: Vec<_> = runner.queues.pairs().into_iter().cloned().collect();
+        for pair in &pairs {
+            let settings = decl.queue(&pair.key).expect("declared");
+            let invoker = runner.invoker(&settings.consumer, &options.functions, options.pollers.max(1)).await?;
+            let esm = EventSourceMapping::declared(runner.sqs.clone(), pair.source.clone(), settings, decl, invoker);
+            runner.stats.push((settings.consumer.clone(), esm.stats.clone()));
+            for _ in 0..options.pollers.max(1) {
+                runner.tasks.push(tokio::spawn(esm.clone().run(shutdown_rx.clone())));
+            }
+        }
+        Ok(runner)
+    }
+
+    async fn invoker(&mut self, function: &str, mode: &FunctionMode, instances: usize) -> Result<Arc<dyn Invoke>, RunnerError> {
+        match mode {
+            FunctionMode::InProcess => handlers::in_process(function, instances, &self.mongo, &self.fauxqs.url(), &self.env, &self.openai)
+                .await
+                .map_err(RunnerError::Setup),
+            FunctionMode::Bootstrap(dir) => {
+                let binary = [dir.join(function).join("bootstrap"), dir.join(function)]
+                    .into_iter()
+                    .find(|p| p.is_file())
+                    .ok_or_else(|| RunnerError::Setup(format!("no built binary for {function} under {} (build with `cargo build --release -p {function}` or scripts/build x86_64)", dir.display())))?;
+                let decl = Declaration::embedded();
+                let memory = decl.function(function).map(|f| f.memory_mb).unwrap_or(256);
+                let mut env: Vec<(String, String)> = self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                env.push((config::OPENAI_API_KEY.to_owned(), self.openai.api_key.clone()));
+                env.push(("AWS_ACCESS_KEY_ID".to_owned(), "local".to_owned()));
+                env.push(("AWS_SECRET_ACCESS_KEY".to_owned(), "local".to_owned()));
+                let mut api = RuntimeApi::serve().await?;
+                api.start_function(&binary, function, memory, &env)?;
+                let ready = api.wait_ready(Duration::from_secs(30)).await.map_err(|e| RunnerError::Setup(format!("{function}: {e}")))?;
+                tracing::info!(function, readyMs = ready.as_millis() as u64, binary = %binary.display(), "bootstrap ready");
+                let api = Arc::new(tokio::sync::Mutex::new(api));
+                self.runtime_apis.push(api.clone());
+                Ok(Arc::new(SharedApi(api)))
+            }
+        }
+    }
+
+    /// The endpoints, as written to the env file.
+    pub fn env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+
+    pub fn fauxqs(&self) -> &LocalServer {
+        &self.fauxqs
+    }
+
+    pub fn nx_mongo(&self) -> &LocalServer {
+        &self.nx_mongo
+    }
+
+    pub fn openai(&self) -> &OpenAiEndpoint {
+        &self.openai
+    }
+
+    /// Per function: invocations, records, deleted, item failures, batch failures.
+    pub fn stats(&self) -> Vec<(String, [u64; 5])> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.stats
+            .iter()
+            .map(|(f, s)| {
+                (f.clone(), [s.invocations.load(Relaxed), s.records.load(Relaxed), s.deleted.load(Relaxed), s.item_failures.load(Relaxed), s.batch_failures.load(Relaxed)])
+            })
+            .collect()
+    }
+
+    /// Stops the pollers, the function processes and the servers; removes the env file.
+    pub async fn stop(mut self) {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks.drain(..) {
+            let _ = tokio::time::timeout(Duration::from_secs(25), task).await;
+        }
+        for api in self.runtime_apis.drain(..) {
+            api.lock().await.stop().await;
+        }
+        self.openai.stop();
+        if let Some(path) = &self.env_file {
+            let _ = std::fs::remove_file(path);
+        }
+        self.fauxqs.stop();
+        self.nx_mongo.stop();
+    }
+}
+
+/// A Runtime API shared by several pollers.
+struct SharedApi(Arc<tokio::sync::Mutex<RuntimeApi>>);
+
+impl Invoke for SharedApi {
+    fn invoke(&self, event: serde_json::Value, context: crate::invoke::InvokeContext) -> crate::invoke::BoxFuture<'_, Result<serde_json::Value, crate::invoke::InvokeError>> {
+        Box::pin(async move {
+            let api = self.0.lock().await;
+            api.invoke(event, context).await
+        })
+    }
+}
