@@ -90,9 +90,11 @@ pub async fn load(db: &Database, interview_id: InterviewId, organization_id: Org
             "organizationId": organization_id.oid(),
             "deletedAt": Bson::Null,
         })
+        // `proctoring` whole: nx-27017 returns a dotted projection (`proctoring.transcript`) as a
+        // flat key, and the subdocument is small next to what the prompt sends anyway.
         .projection(doc! {
             "organizationId": 1, "durationSeconds": 1, "retentionExpiresAt": 1,
-            "snapshot": 1, "proctoring.transcript": 1, "credibility": 1,
+            "snapshot": 1, "proctoring": 1, "credibility": 1,
         })
         .await
 }

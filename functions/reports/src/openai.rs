@@ -5,6 +5,11 @@
 //! No trait: the only other "implementation" is an HTTP server, so tests exercise this very
 //! client over HTTP.
 //!
+//! One attempt is one chat completion. async-openai 0.43 itself retries a `429` (except
+//! `insufficient_quota`), a `5xx` or a connect error up to 3 times, backing off from 100 ms
+//! (or by `Retry-After`); the whole call, retries included, is bounded by the timeout here.
+//! Only what is left after that fails the attempt (and goes back to SQS).
+//!
 //! Nothing here logs or returns candidate text: errors carry statuses, OpenAI's own error
 //! messages, and parse positions, never the reply's content.
 

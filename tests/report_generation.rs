@@ -1,0 +1,459 @@
+//! Report generation end to end, in-process: the report-generate handler (consumer wrapper +
+//! `generate_report`) against nx-27017 and the OpenAI-compatible fake over real HTTP, with the
+//! real async-openai client.
+
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use bson::{Bson, DateTime, Document, doc};
+use lambda_runtime::{Context, LambdaEvent};
+use report_generate::ReportGenerateHandler;
+use serde_json::{Value, json};
+use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_openai_fake::{Behaviour, FAKE_MODEL, FakeOpenAi, OFFLINE_LABEL};
+use sophia_platform::mongo::Mongo;
+use sophia_reports::fixtures::InterviewFixture;
+use sophia_reports::prompt::{DATA_CLOSE, DATA_OPEN, PROMPT_VERSION};
+use sophia_reports::schema::{SCHEMA_NAME, report_schema};
+use sophia_reports::store::{INTERVIEW_REPORTS, MAX_ATTEMPTS};
+use sophia_reports::{Generated, OpenAiSettings, ReportModel, ReportService, migrations};
+use sophia_sqs_consumer::{BatchReport, ConsumerOptions, Outcome};
+
+const MODEL: &str = "gpt-4.1-mini";
+/// async-openai 0.43's built-in retries of a 429, a 5xx or a connect error, per chat completion.
+const CLIENT_RETRIES: usize = 3;
+const SECRET_ANSWER: &str = "I moved our billing tables from MySQL to Postgres with dual writes";
+
+struct Env {
+    mongo: Mongo,
+    fake: FakeOpenAi,
+    handler: ReportGenerateHandler,
+}
+
+fn settings(fake: &FakeOpenAi, timeout: Duration) -> OpenAiSettings {
+    OpenAiSettings { api_key: Some("test-key".into()), model: MODEL.into(), base_url: Some(fake.base_url()), timeout }
+}
+
+async fn env_with_timeout(timeout: Duration) -> Env {
+    let mongo = harness::test_mongo().await;
+    let fake = FakeOpenAi::scripted().expect("fake starts");
+    let service = ReportService::new(mongo.db.clone(), ReportModel::new(&settings(&fake, timeout)));
+    let handler = ReportGenerateHandler::with_service(mongo.clone(), service, ConsumerOptions::default());
+    Env { mongo, fake, handler }
+}
+
+async fn env() -> Env {
+    env_with_timeout(Duration::from_secs(10)).await
+}
+
+fn event(ids: &[(InterviewId, OrganizationId)]) -> LambdaEvent<SqsEvent> {
+    let records: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, (interview, org))| {
+            json!({
+                "messageId": format!("m-{i}-{interview}"),
+                "body": json!({"interviewId": interview.to_string(), "organizationId": org.to_string()}).to_string(),
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {
+                    "requestId": {"stringValue": format!("settlement-{interview}"), "dataType": "String"},
+                    "eventType": {"stringValue": "report.generate", "dataType": "String"}
+                },
+                "eventSource": "aws:sqs"
+            })
+        })
+        .collect();
+    LambdaEvent::new(serde_json::from_value(json!({"Records": records})).unwrap(), Context::default())
+}
+
+async fn deliver(env: &Env, ids: (InterviewId, OrganizationId)) -> Outcome {
+    let report: BatchReport = env.handler.handle_detailed(event(&[ids])).await.expect("no batch error");
+    assert_eq!(report.outcomes.len(), 1);
+    let outcome = report.outcomes[0].1;
+    assert_eq!(report.response.batch_item_failures.len(), usize::from(outcome.is_batch_item_failure()));
+    outcome
+}
+
+async fn stored(env: &Env, interview: InterviewId) -> Option<Document> {
+    env.mongo.db.collection::<Document>(INTERVIEW_REPORTS).find_one(doc! {"interviewId": interview.oid()}).await.unwrap()
+}
+
+async fn report_count(env: &Env) -> u64 {
+    env.mongo.db.collection::<Document>(INTERVIEW_REPORTS).count_documents(doc! {}).await.unwrap()
+}
+
+fn int(d: &Document, key: &str) -> i64 {
+    match d.get(key) {
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Int64(n)) => *n,
+        other => panic!("{key} is not an integer: {other:?}"),
+    }
+}
+
+fn in_ms(ms: i64) -> DateTime {
+    DateTime::from_millis(DateTime::now().timestamp_millis() + ms)
+}
+
+/// A report document in a given state, as another worker would have left it.
+async fn seed_report(env: &Env, ids: (InterviewId, OrganizationId), status: &str, attempts: i32, lease: Option<DateTime>) {
+    migrations::apply(&env.mongo.db).await.unwrap();
+    env.mongo
+        .db
+        .collection::<Document>(INTERVIEW_REPORTS)
+        .insert_one(doc! {
+            "interviewId": ids.0.oid(), "organizationId": ids.1.oid(), "status": status, "attemptCount": attempts,
+            "leaseId": if lease.is_some() { Bson::ObjectId(bson::oid::ObjectId::new()) } else { Bson::Null },
+            "leaseExpiresAt": lease.map_or(Bson::Null, Bson::DateTime), "lastError": Bson::Null,
+            "createdAt": DateTime::now(), "updatedAt": DateTime::now(),
+        })
+        .await
+        .unwrap();
+}
+
+fn org() -> OrganizationId {
+    OrganizationId::new(bson::oid::ObjectId::new())
+}
+
+#[tokio::test]
+async fn a_full_report_is_persisted_with_its_metadata_from_a_strict_schema_request() {
+    let env = env().await;
+    let fixture = InterviewFixture::new(org());
+    let ids = fixture.insert(&env.mongo.db).await.unwrap();
+    env.fake.push(Behaviour::Report);
+
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+
+    // The request the project sent.
+    let requests = env.fake.requests();
+    assert_eq!(requests.len(), 1);
+    let r = &requests[0];
+    assert_eq!(r.authorization.as_deref(), Some("Bearer test-key"));
+    assert_eq!(r.body["model"], MODEL);
+    assert_eq!(r.body["response_format"]["type"], "json_schema");
+    assert_eq!(r.body["response_format"]["json_schema"]["strict"], true);
+    assert_eq!(r.body["response_format"]["json_schema"]["name"], SCHEMA_NAME);
+    assert_eq!(r.body["response_format"]["json_schema"]["schema"], report_schema());
+    let messages = r.body["messages"].as_array().unwrap();
+    assert_eq!(messages.iter().map(|m| m["role"].as_str().unwrap()).collect::<Vec<_>>(), ["system", "user"]);
+    let system = r.message("system").unwrap();
+    let user = r.message("user").unwrap();
+    for candidate_text in [SECRET_ANSWER, "Jane Doe", "Senior Backend Engineer"] {
+        assert!(!system.contains(candidate_text), "candidate data in the system message: {candidate_text}");
+        assert!(user.contains(candidate_text), "candidate data missing from the user message: {candidate_text}");
+    }
+    assert!(user.contains(DATA_OPEN) && user.contains(DATA_CLOSE));
+
+    // The persisted document.
+    let d = stored(&env, ids.0).await.expect("report written");
+    assert_eq!(d.get_str("status").unwrap(), "COMPLETED");
+    assert_eq!(int(&d, "attemptCount"), 1);
+    assert_eq!(d.get_object_id("organizationId").unwrap(), ids.1.oid());
+    assert_eq!(d.get("leaseExpiresAt"), Some(&Bson::Null));
+    assert_eq!(d.get("lastError"), Some(&Bson::Null));
+    assert!(matches!(d.get("completedAt"), Some(Bson::DateTime(_))));
+    assert_eq!(d.get_datetime("retentionExpiresAt").unwrap(), fixture.document().get_datetime("retentionExpiresAt").unwrap());
+    let report = d.get_document("report").unwrap();
+    assert!(report.get_str("summary").unwrap().starts_with(OFFLINE_LABEL));
+    assert!((0..=100).contains(&int(report, "overallScore")));
+    assert_eq!(report.get_array("skillAssessments").unwrap().len(), 3);
+    assert_eq!(report.get_array("questionAnalysis").unwrap().len(), 2);
+    let skill = report.get_array("skillAssessments").unwrap()[0].as_document().unwrap();
+    assert_eq!(skill.get_str("skill").unwrap(), "Rust");
+    assert!(!skill.get_array("evidence").unwrap().is_empty());
+    let generation = d.get_document("generation").unwrap();
+    assert_eq!(generation.get_str("source").unwrap(), "model");
+    assert_eq!(generation.get_str("model").unwrap(), FAKE_MODEL);
+    assert_eq!(generation.get_str("requestedModel").unwrap(), MODEL);
+    assert_eq!(generation.get_str("promptVersion").unwrap(), PROMPT_VERSION);
+    assert!(generation.get_str("completionId").unwrap().starts_with("chatcmpl-"));
+    assert!(int(generation, "promptTokens") > 100);
+    assert!(int(generation, "completionTokens") > 10);
+    assert_eq!(int(generation, "totalTokens"), int(generation, "promptTokens") + int(generation, "completionTokens"));
+    assert!(int(generation, "latencyMs") >= 0);
+    assert!(!generation.get_document("truncation").unwrap().get_bool("resumeTruncated").unwrap());
+
+    println!("PERSISTED REPORT DOCUMENT:\n{:#}", Bson::Document(d).into_relaxed_extjson());
+    println!("REQUEST BODY:\n{:#}", r.body);
+}
+
+#[tokio::test]
+async fn a_long_resume_is_truncated_and_the_truncation_recorded() {
+    let env = env().await;
+    let resume = format!("{} END-OF-RESUME-MARKER", "experience ".repeat(2_000));
+    let ids = InterviewFixture::new(org()).resume(&resume).insert(&env.mongo.db).await.unwrap();
+    env.fake.push(Behaviour::Report);
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    let user = env.fake.requests()[0].message("user").unwrap().to_owned();
+    assert!(!user.contains("END-OF-RESUME-MARKER"));
+    assert!(user.contains("[truncated]"));
+    let d = stored(&env, ids.0).await.unwrap();
+    let t = d.get_document("generation").unwrap().get_document("truncation").unwrap();
+    assert!(t.get_bool("resumeTruncated").unwrap());
+    assert_eq!(int(t, "resumeOriginalChars"), resume.chars().count() as i64);
+}
+
+#[tokio::test]
+async fn insufficient_evidence_by_duration_completes_without_a_model_call() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).duration_seconds(59).insert(&env.mongo.db).await.unwrap();
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    assert_eq!(env.fake.request_count(), 0, "no HTTP call");
+    let d = stored(&env, ids.0).await.unwrap();
+    assert_eq!(d.get_str("status").unwrap(), "COMPLETED");
+    let report = d.get_document("report").unwrap();
+    assert_eq!(report.get_str("recommendation").unwrap(), "insufficient_evidence");
+    assert_eq!(report.get("overallScore"), Some(&Bson::Null));
+    assert!(report.get_str("insufficientEvidenceReason").unwrap().contains("59 s"));
+    let generation = d.get_document("generation").unwrap();
+    assert_eq!(generation.get_str("source").unwrap(), "insufficient_evidence_rule");
+    assert_eq!(generation.get("model"), Some(&Bson::Null));
+    assert_eq!(generation.get_str("promptVersion").unwrap(), PROMPT_VERSION);
+}
+
+#[tokio::test]
+async fn insufficient_evidence_by_answers_completes_without_a_model_call() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org())
+        .transcript(&[
+            ("interviewer", "Tell me about a data migration you led in your last role."),
+            ("candidate", SECRET_ANSWER),
+            ("interviewer", "How do you handle errors?"),
+            ("candidate", "Sorry, could you repeat the question?"),
+            ("candidate", "I am not sure."),
+        ])
+        .insert(&env.mongo.db)
+        .await
+        .unwrap();
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    assert_eq!(env.fake.request_count(), 0, "no HTTP call");
+    let report = stored(&env, ids.0).await.unwrap().get_document("report").unwrap().clone();
+    assert_eq!(report.get_str("recommendation").unwrap(), "insufficient_evidence");
+    assert!(report.get_str("insufficientEvidenceReason").unwrap().starts_with("1 substantive"));
+}
+
+#[tokio::test]
+async fn a_completed_report_redelivered_is_a_no_op() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    env.fake.push(Behaviour::Report);
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    let first = stored(&env, ids.0).await.unwrap();
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    assert_eq!(env.handler.service().generate_report(ids.0, ids.1).await.unwrap(), Generated::AlreadyCompleted);
+    assert_eq!(env.fake.request_count(), 1, "no second HTTP call");
+    assert_eq!(stored(&env, ids.0).await.unwrap(), first, "nothing rewritten");
+    assert_eq!(report_count(&env).await, 1);
+}
+
+#[tokio::test]
+async fn three_failures_leave_the_report_failed_and_the_fourth_delivery_is_acknowledged() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    // async-openai retries a 5xx or 429 itself (up to CLIENT_RETRIES times, backing off from
+    // 100 ms) inside one attempt: an attempt fails on the last of those answers.
+    for _ in 0..=CLIENT_RETRIES {
+        env.fake.push(Behaviour::ServerError);
+    }
+    for _ in 0..=CLIENT_RETRIES {
+        env.fake.push(Behaviour::RateLimited);
+    }
+    env.fake.push(Behaviour::MalformedJson);
+    let expected_errors = ["HTTP 500", "HTTP 429", "does not parse"];
+    for (attempt, expected) in (1..=MAX_ATTEMPTS).zip(expected_errors) {
+        assert_eq!(deliver(&env, ids).await, Outcome::Failed, "attempt {attempt} is retried by SQS");
+        let d = stored(&env, ids.0).await.unwrap();
+        assert_eq!(d.get_str("status").unwrap(), "FAILED", "FAILED before the error was returned");
+        assert_eq!(int(&d, "attemptCount"), i64::from(attempt));
+        let last_error = d.get_str("lastError").unwrap();
+        assert!(last_error.contains(expected), "attempt {attempt}: {last_error}");
+        assert!(!last_error.contains("The candidate"), "no model content in lastError");
+        assert_eq!(d.get("leaseExpiresAt"), Some(&Bson::Null));
+    }
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed, "the fourth delivery is acknowledged");
+    assert_eq!(env.fake.request_count(), 2 * (CLIENT_RETRIES + 1) + 1, "no model call on the fourth delivery");
+    assert_eq!(env.fake.pending(), 0);
+    let d = stored(&env, ids.0).await.unwrap();
+    assert_eq!(d.get_str("status").unwrap(), "FAILED");
+    assert_eq!(int(&d, "attemptCount"), 3);
+}
+
+#[tokio::test]
+async fn a_transient_server_error_is_retried_by_the_client_within_one_attempt() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    env.fake.push(Behaviour::ServerError).push(Behaviour::RateLimited).push(Behaviour::Report);
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    assert_eq!(env.fake.request_count(), 3);
+    let d = stored(&env, ids.0).await.unwrap();
+    assert_eq!((d.get_str("status").unwrap(), int(&d, "attemptCount")), ("COMPLETED", 1));
+}
+
+#[tokio::test]
+async fn a_refusal_and_an_out_of_range_report_are_failures_to_retry() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    env.fake.push(Behaviour::Refusal);
+    assert_eq!(deliver(&env, ids).await, Outcome::Failed);
+    let last_error = stored(&env, ids.0).await.unwrap().get_str("lastError").unwrap().to_owned();
+    assert!(last_error.contains("refused") && !last_error.contains("I'm sorry"), "{last_error}");
+
+    let out_of_range = json!({
+        "overallScore": 140, "recommendation": "hire", "summary": "s", "strengths": [], "concerns": [],
+        "skillAssessments": [], "questionAnalysis": []
+    });
+    env.fake.push(Behaviour::Content(out_of_range.to_string()));
+    assert_eq!(deliver(&env, ids).await, Outcome::Failed);
+    let last_error = stored(&env, ids.0).await.unwrap().get_str("lastError").unwrap().to_owned();
+    assert!(last_error.contains("overallScore = 140"), "{last_error}");
+
+    env.fake.push(Behaviour::Report);
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed, "the third attempt succeeds");
+    let d = stored(&env, ids.0).await.unwrap();
+    assert_eq!((d.get_str("status").unwrap(), int(&d, "attemptCount")), ("COMPLETED", 3));
+    assert_eq!(d.get("lastError"), Some(&Bson::Null));
+}
+
+#[tokio::test]
+async fn a_reply_slower_than_the_client_timeout_fails_the_attempt() {
+    let env = env_with_timeout(Duration::from_millis(500)).await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    env.fake.push(Behaviour::slow(Duration::from_secs(3), Behaviour::Report));
+    let started = std::time::Instant::now();
+    assert_eq!(deliver(&env, ids).await, Outcome::Failed);
+    assert!(started.elapsed() < Duration::from_secs(3), "gave up at the client timeout");
+    let d = stored(&env, ids.0).await.unwrap();
+    assert_eq!(d.get_str("status").unwrap(), "FAILED");
+    assert!(d.get_str("lastError").unwrap().contains("timed out"));
+}
+
+#[tokio::test]
+async fn a_live_processing_holder_is_skipped() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    seed_report(&env, ids, "PROCESSING", 1, Some(in_ms(240_000))).await;
+    let before = stored(&env, ids.0).await.unwrap();
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed, "acknowledged: the holder has its own message");
+    assert_eq!(env.handler.service().generate_report(ids.0, ids.1).await.unwrap(), Generated::HeldByAnother);
+    assert_eq!(env.fake.request_count(), 0);
+    assert_eq!(stored(&env, ids.0).await.unwrap(), before, "untouched");
+}
+
+#[tokio::test]
+async fn an_expired_lease_is_reclaimed() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    seed_report(&env, ids, "PROCESSING", 1, Some(in_ms(-1_000))).await;
+    env.fake.push(Behaviour::Report);
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    let d = stored(&env, ids.0).await.unwrap();
+    assert_eq!((d.get_str("status").unwrap(), int(&d, "attemptCount")), ("COMPLETED", 2));
+    assert_eq!(env.fake.request_count(), 1);
+}
+
+#[tokio::test]
+async fn an_expired_lease_on_the_last_attempt_is_marked_failed_and_acknowledged() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    seed_report(&env, ids, "PROCESSING", MAX_ATTEMPTS, Some(in_ms(-1_000))).await;
+    assert_eq!(env.handler.service().generate_report(ids.0, ids.1).await.unwrap(), Generated::AttemptsExhausted);
+    let d = stored(&env, ids.0).await.unwrap();
+    assert_eq!(d.get_str("status").unwrap(), "FAILED");
+    assert_eq!(env.fake.request_count(), 0);
+}
+
+#[tokio::test]
+async fn soft_deleted_and_other_organization_interviews_write_nothing() {
+    let env = env().await;
+    let deleted = InterviewFixture::new(org()).deleted().insert(&env.mongo.db).await.unwrap();
+    let (interview, _) = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    let absent = (InterviewId::new(bson::oid::ObjectId::new()), org());
+    for ids in [deleted, (interview, org()), absent] {
+        assert_eq!(deliver(&env, ids).await, Outcome::DroppedByHandler, "logged and acknowledged");
+    }
+    assert_eq!(report_count(&env).await, 0, "nothing written");
+    assert_eq!(env.fake.request_count(), 0);
+}
+
+#[tokio::test]
+async fn concurrent_deliveries_make_one_model_call() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    migrations::apply(&env.mongo.db).await.unwrap();
+    env.fake.push(Behaviour::slow(Duration::from_millis(400), Behaviour::Report));
+    let service = env.handler.service();
+    let (a, b) = tokio::join!(service.generate_report(ids.0, ids.1), service.generate_report(ids.0, ids.1));
+    let mut outcomes = [a.unwrap().as_str(), b.unwrap().as_str()];
+    outcomes.sort();
+    assert_eq!(outcomes, ["completed", "held_by_another"]);
+    assert_eq!(env.fake.request_count(), 1);
+    assert_eq!(report_count(&env).await, 1);
+}
+
+#[tokio::test]
+async fn migrations_are_idempotent_and_enforce_one_report_per_interview() {
+    let env = env().await;
+    migrations::apply(&env.mongo.db).await.unwrap();
+    migrations::apply(&env.mongo.db).await.unwrap();
+    let ids = (InterviewId::new(bson::oid::ObjectId::new()), org());
+    let store = sophia_reports::store::ReportStore::new(&env.mongo.db);
+    assert!(store.ensure_exists(ids.0, ids.1, None).await.unwrap());
+    assert!(!store.ensure_exists(ids.0, ids.1, None).await.unwrap(), "duplicate key tolerated");
+    assert_eq!(report_count(&env).await, 1);
+}
+
+/// The nx-27017 gap that `scripts/tools/nx_launcher.py` fix 4 closes: `update_one` filtered by an
+/// ObjectId-valued field other than `_id` matched nothing (`find_one` did). Real MongoDB matches.
+#[tokio::test]
+async fn nx_updates_by_object_id_fields() {
+    let env = env().await;
+    let coll = env.mongo.db.collection::<Document>("gap");
+    let (a, b) = (bson::oid::ObjectId::new(), bson::oid::ObjectId::new());
+    coll.insert_one(doc! {"interviewId": a, "leaseId": b, "status": "PROCESSING"}).await.unwrap();
+    let r = coll.update_one(doc! {"interviewId": a, "leaseId": b, "status": "PROCESSING"}, doc! {"$set": {"status": "COMPLETED"}}).await.unwrap();
+    assert_eq!(r.matched_count, 1);
+    let other = coll.update_one(doc! {"interviewId": a, "leaseId": bson::oid::ObjectId::new()}, doc! {"$set": {"status": "X"}}).await.unwrap();
+    assert_eq!(other.matched_count, 0, "a different ObjectId still does not match");
+    assert_eq!(coll.find_one(doc! {"interviewId": a}).await.unwrap().unwrap().get_str("status").unwrap(), "COMPLETED");
+}
+
+#[tokio::test]
+async fn admin_retry_republishes_and_resets_attempts_only_when_asked() {
+    use sophia_reports::admin::{AdminError, RetryOutcome, RetryRequest, retry_report_generation};
+    use sophia_contracts::{ReportGenerate, RequestId};
+    use std::sync::{Arc, Mutex};
+
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    seed_report(&env, ids, "FAILED", MAX_ATTEMPTS, None).await;
+    let sent: Arc<Mutex<Vec<(ReportGenerate, RequestId)>>> = Arc::default();
+    let publisher = |sent: Arc<Mutex<Vec<(ReportGenerate, RequestId)>>>| {
+        move |m: ReportGenerate, r: RequestId| async move {
+            sent.lock().unwrap().push((m, r));
+            Ok::<(), std::io::Error>(())
+        }
+    };
+    let request = RetryRequest { interview_id: ids.0, organization_id: ids.1, reset_attempts: false };
+
+    let refused = retry_report_generation(&env.mongo.db, request, publisher(sent.clone())).await;
+    assert!(matches!(refused, Err(AdminError::AttemptsExhausted { attempts: 3 })), "{refused:?}");
+    assert!(sent.lock().unwrap().is_empty(), "nothing published without the reset");
+
+    let done = retry_report_generation(&env.mongo.db, RetryRequest { reset_attempts: true, ..request }, publisher(sent.clone())).await.unwrap();
+    assert!(matches!(done, RetryOutcome::Published { attempts_reset: true, .. }));
+    let d = stored(&env, ids.0).await.unwrap();
+    assert_eq!((d.get_str("status").unwrap(), int(&d, "attemptCount")), ("FAILED", 0));
+    let published = sent.lock().unwrap().clone();
+    assert_eq!(published.len(), 1);
+    assert_eq!(published[0].0, ReportGenerate { interview_id: ids.0, organization_id: ids.1 });
+    assert_eq!(published[0].1.as_str(), format!("admin-retry-{}", ids.0));
+
+    // The re-published message now generates the report.
+    env.fake.push(Behaviour::Report);
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    assert_eq!(stored(&env, ids.0).await.unwrap().get_str("status").unwrap(), "COMPLETED");
+    let again = retry_report_generation(&env.mongo.db, request, publisher(sent.clone())).await.unwrap();
+    assert_eq!(again, RetryOutcome::AlreadyCompleted);
+    let other_org = RetryRequest { organization_id: org(), ..request };
+    assert!(matches!(retry_report_generation(&env.mongo.db, other_org, publisher(sent.clone())).await, Err(AdminError::InterviewNotFound { .. })));
+    assert_eq!(sent.lock().unwrap().len(), 1);
+}
