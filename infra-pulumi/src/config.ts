@@ -105,20 +105,26 @@ function perItem<T>(
 ): Record<string, T> {
   const out: Record<string, T> = {};
   const isMap = typeof raw === "object" && raw !== null && !Array.isArray(raw);
-  if (isMap) {
-    for (const k of Object.keys(raw)) {
-      if (!items.includes(k)) problems.push(`${CONFIG_NAMESPACE}:${key} has unknown key "${k}" (known: ${items.join(", ")})`);
-    }
+  if (raw !== undefined && !isMap) {
+    // One value for every item.
+    const r = validate(raw);
+    if (typeof r === "string") problems.push(`${CONFIG_NAMESPACE}:${key} ${r}, got ${JSON.stringify(raw)}`);
+    for (const item of items) out[item] = typeof r === "string" ? fallback(item) : r;
+    return out;
+  }
+  const map = (raw ?? {}) as Record<string, unknown>;
+  for (const k of Object.keys(map)) {
+    if (!items.includes(k)) problems.push(`${CONFIG_NAMESPACE}:${key} has unknown key "${k}" (known: ${items.join(", ")})`);
   }
   for (const item of items) {
-    const given = raw === undefined ? undefined : isMap ? (raw as Record<string, unknown>)[item] : raw;
+    const given = map[item];
     if (given === undefined) {
       out[item] = fallback(item);
       continue;
     }
     const r = validate(given);
     if (typeof r === "string") {
-      problems.push(`${CONFIG_NAMESPACE}:${key}${isMap ? `.${item}` : ""} ${r}, got ${JSON.stringify(given)}`);
+      problems.push(`${CONFIG_NAMESPACE}:${key}.${item} ${r}, got ${JSON.stringify(given)}`);
       out[item] = fallback(item);
     } else {
       out[item] = r;

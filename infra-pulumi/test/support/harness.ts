@@ -10,6 +10,7 @@ import * as path from "node:path";
 
 import * as pulumi from "@pulumi/pulumi";
 
+import type { SophiaStack } from "../../src/stack";
 import { createMocks, type RecordedCall, type RecordedResource } from "./mocks";
 
 export const PROJECT = "sophia";
@@ -32,9 +33,15 @@ export interface FakeBuild {
   buildInfo?: boolean;
 }
 
-/** A temporary artifacts directory laid out like `target/lambda` after `scripts/build`. */
+const tempDirs: string[] = [];
+process.on("exit", () => {
+  for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+/** A temporary artifacts directory laid out like `target/lambda` after `scripts/build` (removed at exit). */
 export function makeArtifactsDir(build: FakeBuild): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-lambda-"));
+  tempDirs.push(dir);
   const functions = build.functions ?? FUNCTION_NAMES;
   for (const fn of functions) {
     fs.mkdirSync(path.join(dir, fn), { recursive: true });
@@ -56,15 +63,22 @@ export interface RunOptions {
   config?: Record<string, string>;
   /** Architecture of the fake build (default: the stack's `sophia:architecture`, else arm64). */
   build?: FakeBuild;
+  /**
+   * "index" loads the entry module (its exports are the stack outputs); "stack" calls
+   * createSophiaStack() instead, to reach the resource objects (e.g. a function's Output props).
+   */
+  entry?: "index" | "stack";
 }
 
 export interface ProgramRun {
-  stack: string;
+  stackName: string;
   preview: boolean;
   resources: RecordedResource[];
   calls: RecordedCall[];
-  /** The entry module's exports: the stack outputs. */
+  /** The entry module's exports (the stack outputs), or createSophiaStack()'s outputs. */
   outputs: Record<string, unknown>;
+  /** Only with entry "stack". */
+  stack?: SophiaStack;
   artifactsDir: string;
 }
 
@@ -99,8 +113,15 @@ export async function runProgram(opts: RunOptions): Promise<ProgramRun> {
   pulumi.runtime.setAllConfig(baseConfig(opts.stack, artifactsDir, opts.config), Object.keys(TEST_SECRETS));
   await pulumi.runtime.setMocks(mocks, PROJECT, opts.stack, preview);
 
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const outputs = require("../../index") as Record<string, unknown>;
+  let outputs: Record<string, unknown>;
+  let stack: SophiaStack | undefined;
+  if ((opts.entry ?? "index") === "index") {
+    outputs = require("../../index") as Record<string, unknown>;
+  } else {
+    const { createSophiaStack } = require("../../src/stack") as typeof import("../../src/stack");
+    stack = createSophiaStack();
+    outputs = stack.outputs;
+  }
   await waitForRPCs();
-  return { stack: opts.stack, preview, resources, calls, outputs, artifactsDir };
+  return { stackName: opts.stack, preview, resources, calls, outputs, artifactsDir, ...(stack ? { stack } : {}) };
 }

@@ -11,6 +11,11 @@ export const SPECIAL_SIG_KEY = "4dabf18193072939515e22adb298388d";
 export const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 export const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 
+/** An unknown input as recorded by the mocks in a preview (pulumi's `unknown`), or the wire sentinel. */
+export function isUnknown(v: unknown): boolean {
+  return v === UNKNOWN || pulumi.isUnknown(v);
+}
+
 export function isSecretWrapper(v: unknown): v is { value: unknown } {
   return typeof v === "object" && v !== null && (v as Record<string, unknown>)[SPECIAL_SIG_KEY] === SECRET_SIG;
 }

@@ -1,0 +1,168 @@
+/**
+ * Stage configuration: defaults, overrides, and errors that list every problem at once.
+ */
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { test } from "node:test";
+
+import * as pulumi from "@pulumi/pulumi";
+import * as yaml from "js-yaml";
+
+import { REPO_ROOT } from "../src/artifacts";
+import { ConfigError, loadStageConfig, type StageConfig } from "../src/config";
+import { loadSettings } from "../src/settings";
+import { TEST_SECRETS } from "./support/harness";
+import { createMocks } from "./support/mocks";
+import { resolve } from "./support/values";
+
+const settings = loadSettings();
+
+async function load(stack: string, config: Record<string, string>, env: NodeJS.ProcessEnv = {}): Promise<StageConfig> {
+  pulumi.runtime.setAllConfig(config, Object.keys(TEST_SECRETS));
+  await pulumi.runtime.setMocks(createMocks(false).mocks, "sophia", stack, false);
+  return loadStageConfig(settings, env);
+}
+
+async function loadError(stack: string, config: Record<string, string>): Promise<ConfigError> {
+  try {
+    await load(stack, config);
+  } catch (e) {
+    assert.ok(e instanceof ConfigError, String(e));
+    assert.ok(pulumi.RunError.isInstance(e), "a RunError: printed without a stack trace");
+    return e;
+  }
+  return assert.fail("expected a ConfigError");
+}
+
+test("defaults: arm64, queues.json memory, concurrency 2, age alarms at maxReceiveCount x visibility", async () => {
+  const c = await load("dev", { ...TEST_SECRETS });
+  assert.equal(c.stage, "dev");
+  assert.equal(c.architecture, "arm64");
+  assert.deepEqual(c.memoryMb, { "interview-completed": 256, "report-generate": 512, "interview-failed": 256 });
+  assert.deepEqual(c.maximumConcurrency, { interviewCompleted: 2, reportGenerate: 2 });
+  assert.deepEqual(c.oldestMessageAgeAlarmSeconds, { interviewCompleted: 3 * 180, reportGenerate: 3 * 1800 });
+  assert.equal(c.logRetentionDays, 14);
+  assert.equal(c.logLevel, "info");
+  assert.equal(c.mongodbDatabase, "sophia");
+  assert.equal(c.openaiModel, "gpt-4.1-mini");
+  assert.equal(c.openaiBaseUrl, undefined);
+  assert.equal(c.resumeBucket, undefined);
+  assert.equal(c.alarmTopicArn, undefined);
+  assert.equal(c.artifactsDir, path.join(REPO_ROOT, "target", "lambda"));
+});
+
+test("secrets come back as secret Outputs", async () => {
+  const c = await load("dev", { ...TEST_SECRETS });
+  const uri = await resolve(c.secrets.mongodbUri);
+  const key = await resolve(c.secrets.openaiApiKey);
+  assert.deepEqual([uri.secret, uri.value], [true, TEST_SECRETS["sophia:mongodbUri"]]);
+  assert.deepEqual([key.secret, key.value], [true, TEST_SECRETS["sophia:openaiApiKey"]]);
+});
+
+test("one number applies to every queue; a map sets some and leaves the rest at the default", async () => {
+  const c = await load("dev", {
+    ...TEST_SECRETS,
+    "sophia:maxConcurrency": "5",
+    "sophia:alarmOldestMessageAgeSeconds": JSON.stringify({ reportGenerate: 7200 }),
+    "sophia:memoryMb": JSON.stringify({ "interview-failed": 128 }),
+  });
+  assert.deepEqual(c.maximumConcurrency, { interviewCompleted: 5, reportGenerate: 5 });
+  assert.deepEqual(c.oldestMessageAgeAlarmSeconds, { interviewCompleted: 540, reportGenerate: 7200 });
+  assert.deepEqual(c.memoryMb, { "interview-completed": 256, "report-generate": 512, "interview-failed": 128 });
+});
+
+test("artifactsDir: a relative config path is relative to the repo; CARGO_TARGET_DIR moves the default", async () => {
+  assert.equal((await load("dev", { ...TEST_SECRETS, "sophia:artifactsDir": "out/lambda" })).artifactsDir, path.join(REPO_ROOT, "out/lambda"));
+  assert.equal((await load("dev", { ...TEST_SECRETS }, { CARGO_TARGET_DIR: "/ci/cache/target" })).artifactsDir, "/ci/cache/target/lambda");
+});
+
+test("every invalid key is reported in one error, with the command to set missing secrets", async () => {
+  const e = await loadError("staging", {
+    "sophia:architecture": "amd64",
+    "sophia:maxConcurrency": "1",
+    "sophia:memoryMb": JSON.stringify({ reportgenerate: 512, "report-generate": 64 }),
+    "sophia:logRetentionDays": "10",
+    "sophia:alarmTopicArn": "my-topic",
+    "sophia:resumeBucket": "Not_A_Bucket",
+    "sophia:openaiBaseUrl": "ftp://x",
+  });
+  const expected = [
+    "sophia:architecture must be one of arm64, x86_64",
+    "sophia:maxConcurrency must be an integer in [2, 1000], got 1",
+    'sophia:memoryMb has unknown key "reportgenerate"',
+    "sophia:memoryMb.report-generate must be an integer in [128, 10240]",
+    "sophia:logRetentionDays must be one of",
+    "sophia:alarmTopicArn must be an SNS topic ARN",
+    "sophia:resumeBucket must be an existing S3 bucket name",
+    "sophia:openaiBaseUrl must be an http(s) URL",
+    "pulumi config set --secret sophia:mongodbUri <value> --stack staging",
+    "pulumi config set --secret sophia:openaiApiKey <value> --stack staging",
+  ];
+  for (const fragment of expected) assert.ok(e.message.includes(fragment), `missing "${fragment}" in:\n${e.message}`);
+  assert.equal(e.problems.length, expected.length);
+});
+
+test("maximum concurrency above AWS's 1000 is refused", async () => {
+  const e = await loadError("dev", { ...TEST_SECRETS, "sophia:maxConcurrency": JSON.stringify({ interviewCompleted: 1001 }) });
+  assert.match(e.message, /sophia:maxConcurrency\.interviewCompleted must be an integer in \[2, 1000\], got 1001/);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Stack files: what the Pulumi CLI would hand the program for each committed stage.
+
+const SECRET_KEYS = ["sophia:mongodbUri", "sophia:openaiApiKey"];
+
+/** A stack file's `config:` as the CLI passes it to the program (objects as JSON strings). */
+function stackConfig(doc: unknown, where: string): Record<string, string> {
+  const config = (doc as { config?: Record<string, unknown> } | null)?.config;
+  assert.ok(config && typeof config === "object", `${where} has a config: map`);
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(config)) {
+    if (SECRET_KEYS.includes(key)) {
+      assert.ok(typeof value === "object" && value !== null && "secure" in value, `${where}: ${key} must be a secure (encrypted) value`);
+      continue;
+    }
+    out[key] = typeof value === "string" ? value : JSON.stringify(value);
+  }
+  return out;
+}
+
+test("every committed Pulumi.<stage>.yaml is accepted by the program and holds no plaintext secret", async () => {
+  const files = fs.readdirSync(REPO_ROOT).filter((f) => /^Pulumi\.[a-z0-9-]+\.yaml$/.test(f));
+  assert.ok(files.includes("Pulumi.dev.yaml"), "the dev stage is committed");
+  for (const file of files) {
+    const stage = file.replace(/^Pulumi\.|\.yaml$/g, "");
+    const text = fs.readFileSync(path.join(REPO_ROOT, file), "utf8");
+    for (const secret of Object.values(TEST_SECRETS)) assert.ok(!text.includes(secret));
+    assert.doesNotMatch(text, /^\s*sophia:(mongodbUri|openaiApiKey):\s*\S/m, `${file}: secrets only as secure values`);
+    const c = await load(stage, { ...stackConfig(yaml.load(text), file), ...TEST_SECRETS });
+    assert.equal(c.stage, stage);
+  }
+  const dev = await load("dev", { ...stackConfig(yaml.load(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.dev.yaml"), "utf8")), "dev"), ...TEST_SECRETS });
+  assert.equal(dev.architecture, "arm64");
+  assert.deepEqual(dev.maximumConcurrency, { interviewCompleted: 2, reportGenerate: 2 });
+  assert.ok(dev.resumeBucket);
+});
+
+test("the README's prod example is a valid stack file", async () => {
+  const readme = fs.readFileSync(path.join(__dirname, "..", "README.md"), "utf8");
+  const block = /```yaml\n(# Pulumi\.prod\.yaml\n[\s\S]*?)```/.exec(readme);
+  assert.ok(block, "README has a ```yaml block starting with # Pulumi.prod.yaml");
+  const c = await load("prod", { ...stackConfig(yaml.load(block[1]!), "README prod block"), ...TEST_SECRETS });
+  assert.equal(c.memoryMb["report-generate"], 1024);
+  assert.deepEqual(c.maximumConcurrency, { interviewCompleted: 20, reportGenerate: 5 });
+  assert.ok(c.alarmTopicArn);
+});
+
+test("Pulumi.yaml: project sophia, Node.js runtime, main infra-pulumi/ whose package.json names index.ts", () => {
+  const project = yaml.load(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")) as Record<string, any>;
+  assert.equal(project["name"], "sophia");
+  assert.equal(project["runtime"]?.name ?? project["runtime"], "nodejs");
+  assert.equal(project["main"], "infra-pulumi/");
+  const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "infra-pulumi", "package.json"), "utf8"));
+  assert.equal(pkg.main, "index.ts");
+  assert.ok(fs.existsSync(path.join(REPO_ROOT, "infra-pulumi", "index.ts")));
+  const settings = loadSettings();
+  assert.equal(settings.appName, project["name"], "the app name in queues.json is the project name");
+});

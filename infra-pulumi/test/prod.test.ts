@@ -1,0 +1,129 @@
+/**
+ * A second stage, `prod`, with every stage setting changed from its default. Runs createSophiaStack()
+ * directly (entry "stack") to also inspect the resource objects' Outputs.
+ */
+import * as assert from "node:assert/strict";
+import { before, test } from "node:test";
+
+import { checkCounts, checkFunctions, checkSixTimesRule, checkSpecNumbers } from "./support/checks";
+import { arn, expectedGrants, expectedOutputValues, grants, names, OUTPUT_NAMES, rolePolicyOf, TYPE } from "./support/expect";
+import { type ProgramRun, runProgram, TEST_SECRETS } from "./support/harness";
+import { at, byName, ofType, plain, resolve } from "./support/values";
+
+const STAGE = "prod";
+const TOPIC = "arn:aws:sns:eu-west-1:123456789012:sophia-prod-alerts";
+const BUCKET = "sophia-prod-resumes";
+let run: ProgramRun;
+
+before(async () => {
+  run = await runProgram({
+    stack: STAGE,
+    entry: "stack",
+    config: {
+      "sophia:architecture": "x86_64",
+      "sophia:memoryMb": JSON.stringify({ "report-generate": 1024 }),
+      "sophia:maxConcurrency": JSON.stringify({ interviewCompleted: 10, reportGenerate: 4 }),
+      "sophia:alarmOldestMessageAgeSeconds": "900",
+      "sophia:alarmTopicArn": TOPIC,
+      "sophia:resumeBucket": BUCKET,
+      "sophia:logRetentionDays": "90",
+      "sophia:logLevel": "warn",
+      "sophia:openaiModel": "gpt-4.1",
+      "sophia:openaiBaseUrl": "https://llm-gateway.example.com/v1",
+    },
+  });
+});
+
+test("same resources as dev, every name carrying the prod stage and none the dev one", () => {
+  checkCounts(run.resources);
+  const n = names(STAGE);
+  assert.deepEqual(ofType(run.resources, TYPE.function).map((f) => plain(f.inputs["name"])).sort(), [...n.functions].sort());
+  assert.deepEqual(
+    ofType(run.resources, TYPE.queue).map((q) => plain(q.inputs["name"])).sort(),
+    ["sophia-prod-interview-completed", "sophia-prod-interview-completed-dlq", "sophia-prod-report-generate", "sophia-prod-report-generate-dlq"],
+  );
+  for (const r of run.resources) {
+    assert.equal(JSON.stringify(plain(r.inputs)).includes("sophia-dev"), false, `${r.type} ${r.name} mentions dev`);
+  }
+});
+
+test("stage settings never change the spec's numbers", () => {
+  checkSpecNumbers(run.resources, STAGE);
+  checkSixTimesRule(run.resources, STAGE);
+});
+
+test("architecture, memory override and log retention come from the stage config", async () => {
+  await checkFunctions(run.resources, STAGE, {
+    architecture: "x86_64",
+    memoryMb: { "interview-completed": 256, "report-generate": 1024, "interview-failed": 256 },
+    logRetentionDays: 90,
+    artifactsDir: run.artifactsDir,
+  });
+});
+
+test("ESM maximum concurrency per queue from the stage config", () => {
+  const byQueue = Object.fromEntries(
+    ofType(run.resources, TYPE.esm).map((e) => [plain(e.inputs["eventSourceArn"]), plain(e.inputs["scalingConfig"])]),
+  );
+  assert.deepEqual(byQueue, {
+    [arn.queue("sophia-prod-interview-completed")]: { maximumConcurrency: 10 },
+    [arn.queue("sophia-prod-report-generate")]: { maximumConcurrency: 4 },
+  });
+});
+
+test("alarms notify the configured SNS topic and use the stage's age threshold", () => {
+  const alarms = ofType(run.resources, TYPE.alarm);
+  assert.equal(alarms.length, 4);
+  for (const a of alarms) {
+    assert.deepEqual(a.inputs["alarmActions"], [TOPIC]);
+    assert.deepEqual(a.inputs["okActions"], [TOPIC]);
+  }
+  for (const q of ["interview-completed", "report-generate"]) {
+    assert.equal(byName(run.resources, TYPE.alarm, `sophia-prod-${q}-oldest-message-age`).inputs["threshold"], 900);
+  }
+});
+
+test("IAM: the resume bucket's objects are added for the two consumers only, nothing else changes", () => {
+  const expected = expectedGrants(STAGE, BUCKET);
+  for (const f of Object.keys(expected)) {
+    assert.deepEqual(grants(rolePolicyOf(run.resources, names(STAGE).fn(f))), expected[f], `grants of ${f}`);
+  }
+  assert.ok(expected["interview-completed"]!.includes(`s3:GetObject on arn:aws:s3:::${BUCKET}/*`));
+  assert.ok(!expected["interview-failed"]!.some((g) => g.startsWith("s3:")));
+});
+
+test("plain settings reach the environment; OpenAI settings only reach report-generate", () => {
+  const vars = (f: string) =>
+    plain(at(byName(run.resources, TYPE.function, `sophia-prod-${f}`).inputs, ["environment", "variables"]).value) as Record<
+      string,
+      string
+    >;
+  assert.equal(vars("report-generate")["OPENAI_MODEL"], "gpt-4.1");
+  assert.equal(vars("report-generate")["OPENAI_BASE_URL"], "https://llm-gateway.example.com/v1");
+  for (const f of ["interview-completed", "interview-failed"]) {
+    assert.deepEqual(Object.keys(vars(f)).filter((k) => k.startsWith("OPENAI_")), [], `${f} gets no OpenAI settings`);
+  }
+  for (const f of ["interview-completed", "report-generate", "interview-failed"]) {
+    assert.equal(vars(f)["LOG_LEVEL"], "warn");
+    assert.equal(vars(f)["MONGODB_DATABASE"], "sophia_prod");
+  }
+});
+
+test("the functions' environment Outputs are secret (and so encrypted in the state)", async () => {
+  const stack = run.stack!;
+  for (const [name, fn] of Object.entries(stack.functions)) {
+    const env = await resolve(fn.function.environment);
+    assert.equal(env.secret, true, `${name} environment is secret`);
+    assert.equal(env.value?.variables?.["MONGODB_URI"], TEST_SECRETS["sophia:mongodbUri"]);
+  }
+  assert.equal((await resolve(stack.config.secrets.mongodbUri)).secret, true);
+  assert.equal((await resolve(stack.config.secrets.openaiApiKey)).secret, true);
+});
+
+test("outputs carry the prod names", async () => {
+  assert.deepEqual(Object.keys(run.outputs).sort(), OUTPUT_NAMES);
+  const expected = expectedOutputValues(STAGE);
+  for (const name of OUTPUT_NAMES) {
+    assert.equal((await resolve(run.outputs[name] as never)).value, expected[name], name);
+  }
+});

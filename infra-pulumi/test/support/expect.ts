@@ -1,0 +1,185 @@
+/**
+ * Expectations shared by the stack tests (dev, prod, preview). The numbers here are the spec's
+ * (queues.md), written out on purpose: changing one in queues.json must fail a test.
+ */
+import * as assert from "node:assert/strict";
+
+import { ACCOUNT, PARTITION, REGION, type RecordedResource } from "./mocks";
+import { byName, ofType, plain } from "./values";
+
+export const TYPE = {
+  queue: "aws:sqs/queue:Queue",
+  redriveAllow: "aws:sqs/redriveAllowPolicy:RedriveAllowPolicy",
+  function: "aws:lambda/function:Function",
+  esm: "aws:lambda/eventSourceMapping:EventSourceMapping",
+  logGroup: "aws:cloudwatch/logGroup:LogGroup",
+  role: "aws:iam/role:Role",
+  rolePolicy: "aws:iam/rolePolicy:RolePolicy",
+  policy: "aws:iam/policy:Policy",
+  alarm: "aws:cloudwatch/metricAlarm:MetricAlarm",
+  pipeline: "sophia:queues:QueuePipeline",
+  rustFunction: "sophia:lambda:RustFunction",
+} as const;
+
+/** queues.md: two pipelines, three functions (one not subscribed), one API policy. */
+export const EXPECTED_COUNTS: Record<string, number> = {
+  [TYPE.queue]: 4,
+  [TYPE.redriveAllow]: 2,
+  [TYPE.function]: 3,
+  [TYPE.esm]: 2,
+  [TYPE.logGroup]: 3,
+  [TYPE.role]: 3,
+  [TYPE.rolePolicy]: 3,
+  [TYPE.policy]: 1,
+  [TYPE.alarm]: 4,
+  [TYPE.pipeline]: 2,
+  [TYPE.rustFunction]: 3,
+};
+
+export function countsByType(resources: RecordedResource[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const r of resources) counts[r.type] = (counts[r.type] ?? 0) + 1;
+  return counts;
+}
+
+/** The spec's numbers per pipeline (queues.md sections 1 and 2). */
+export const SPEC = {
+  interviewCompleted: {
+    queue: "interview-completed",
+    fn: "interview-completed",
+    visibilityTimeoutSeconds: 180,
+    functionTimeoutSeconds: 30,
+    batchSize: 10,
+    maxReceiveCount: 3,
+    dlqRetentionSeconds: 1_209_600,
+  },
+  reportGenerate: {
+    queue: "report-generate",
+    fn: "report-generate",
+    visibilityTimeoutSeconds: 1800,
+    functionTimeoutSeconds: 300,
+    batchSize: 1,
+    maxReceiveCount: 3,
+    dlqRetentionSeconds: 1_209_600,
+  },
+} as const;
+
+export function names(stage: string) {
+  const p = `sophia-${stage}`;
+  return {
+    functions: [`${p}-interview-completed`, `${p}-report-generate`, `${p}-interview-failed`],
+    queues: [`${p}-interview-completed`, `${p}-report-generate`],
+    dlqs: [`${p}-interview-completed-dlq`, `${p}-report-generate-dlq`],
+    fn: (f: string) => `${p}-${f}`,
+    queue: (q: string) => `${p}-${q}`,
+    dlq: (q: string) => `${p}-${q}-dlq`,
+  };
+}
+
+export const arn = {
+  queue: (name: string) => `arn:${PARTITION}:sqs:${REGION}:${ACCOUNT}:${name}`,
+  queueUrl: (name: string) => `https://sqs.${REGION}.amazonaws.com/${ACCOUNT}/${name}`,
+  fn: (name: string) => `arn:${PARTITION}:lambda:${REGION}:${ACCOUNT}:function:${name}`,
+  role: (name: string) => `arn:${PARTITION}:iam::${ACCOUNT}:role/${name}`,
+  logStreams: (fnName: string) => `arn:${PARTITION}:logs:${REGION}:${ACCOUNT}:log-group:/aws/lambda/${fnName}:*`,
+  policy: (name: string) => `arn:${PARTITION}:iam::${ACCOUNT}:policy/${name}`,
+};
+
+export const CONSUME = ["sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"];
+export const LOGS = ["logs:CreateLogStream", "logs:PutLogEvents"];
+export const S3_RW = ["s3:GetObject", "s3:PutObject"];
+
+interface Doc {
+  Version: string;
+  Statement: { Effect: string; Action: string | string[]; Resource: string | string[]; Principal?: unknown; Condition?: unknown }[];
+}
+
+export function parseDoc(policy: unknown): Doc {
+  const text = plain(policy);
+  assert.equal(typeof text, "string", "policy document must be a known JSON string");
+  return JSON.parse(text as string) as Doc;
+}
+
+/** Every (action, resource) pair a document allows, as "action on resource", sorted. */
+export function grants(doc: Doc): string[] {
+  const out: string[] = [];
+  for (const s of doc.Statement) {
+    assert.equal(s.Effect, "Allow");
+    assert.equal(s.Principal, undefined);
+    assert.equal(s.Condition, undefined);
+    const actions = Array.isArray(s.Action) ? s.Action : [s.Action];
+    const resources = Array.isArray(s.Resource) ? s.Resource : [s.Resource];
+    for (const a of actions) for (const r of resources) out.push(`${a} on ${r}`);
+  }
+  return out.sort();
+}
+
+export function grant(actions: string[], resource: string): string[] {
+  return actions.map((a) => `${a} on ${resource}`);
+}
+
+/** The inline policy document attached to the role of `functionName`. */
+export function rolePolicyOf(resources: RecordedResource[], functionName: string): Doc {
+  const fn = byName(resources, TYPE.function, functionName);
+  const roleArn = plain(fn.inputs["role"]);
+  const roles = ofType(resources, TYPE.role).filter((r) => arn.role(plain(r.inputs["name"]) as string) === roleArn);
+  assert.equal(roles.length, 1, `one role for ${functionName}`);
+  const roleName = plain(roles[0]!.inputs["name"]);
+  const policies = ofType(resources, TYPE.rolePolicy).filter((p) => plain(p.inputs["role"]) === roleName);
+  assert.equal(policies.length, 1, `one inline policy on the role of ${functionName}`);
+  return parseDoc(policies[0]!.inputs["policy"]);
+}
+
+/** The grants each function must have: exactly these, nothing else. */
+export function expectedGrants(stage: string, resumeBucket?: string): Record<string, string[]> {
+  const n = names(stage);
+  const s3 = () => (resumeBucket ? grant(S3_RW, `arn:aws:s3:::${resumeBucket}/*`) : []);
+  return {
+    "interview-completed": [
+      ...grant(LOGS, arn.logStreams(n.fn("interview-completed"))),
+      ...grant(CONSUME, arn.queue(n.queue("interview-completed"))),
+      ...grant(["sqs:SendMessage"], arn.queue(n.queue("report-generate"))),
+      ...s3(),
+    ].sort(),
+    "report-generate": [
+      ...grant(LOGS, arn.logStreams(n.fn("report-generate"))),
+      ...grant(CONSUME, arn.queue(n.queue("report-generate"))),
+      ...s3(),
+    ].sort(),
+    "interview-failed": [...grant(LOGS, arn.logStreams(n.fn("interview-failed")))].sort(),
+  };
+}
+
+/** Stack outputs the API's env config consumes, and the rest of what the stack exports. */
+export const OUTPUT_NAMES = [
+  "API_PUBLISH_POLICY_ARN",
+  "INTERVIEW_COMPLETED_DLQ_ARN",
+  "INTERVIEW_COMPLETED_DLQ_URL",
+  "INTERVIEW_COMPLETED_FUNCTION_NAME",
+  "INTERVIEW_COMPLETED_QUEUE_ARN",
+  "INTERVIEW_COMPLETED_QUEUE_URL",
+  "INTERVIEW_FAILED_FUNCTION_NAME",
+  "REPORT_GENERATE_DLQ_ARN",
+  "REPORT_GENERATE_DLQ_URL",
+  "REPORT_GENERATE_FUNCTION_NAME",
+  "REPORT_GENERATE_QUEUE_ARN",
+  "REPORT_GENERATE_QUEUE_URL",
+];
+
+export function expectedOutputValues(stage: string): Record<string, string> {
+  const n = names(stage);
+  return {
+    API_PUBLISH_POLICY_ARN: arn.policy(`sophia-${stage}-api-publish`),
+    INTERVIEW_COMPLETED_DLQ_ARN: arn.queue(n.dlq("interview-completed")),
+    INTERVIEW_COMPLETED_DLQ_URL: arn.queueUrl(n.dlq("interview-completed")),
+    INTERVIEW_COMPLETED_FUNCTION_NAME: n.fn("interview-completed"),
+    INTERVIEW_COMPLETED_QUEUE_ARN: arn.queue(n.queue("interview-completed")),
+    INTERVIEW_COMPLETED_QUEUE_URL: arn.queueUrl(n.queue("interview-completed")),
+    INTERVIEW_FAILED_FUNCTION_NAME: n.fn("interview-failed"),
+    REPORT_GENERATE_DLQ_ARN: arn.queue(n.dlq("report-generate")),
+    REPORT_GENERATE_DLQ_URL: arn.queueUrl(n.dlq("report-generate")),
+    REPORT_GENERATE_FUNCTION_NAME: n.fn("report-generate"),
+    REPORT_GENERATE_QUEUE_ARN: arn.queue(n.queue("report-generate")),
+    REPORT_GENERATE_QUEUE_URL: arn.queueUrl(n.queue("report-generate")),
+  };
+}
