@@ -42,6 +42,9 @@ enum Command {
         /// Pollers per event source mapping.
         #[arg(long, default_value_t = 1)]
         pollers: usize,
+        /// Where to write the endpoints (default: .local/sophia.env).
+        #[arg(long)]
+        env_file: Option<PathBuf>,
         /// Shorten the queues' visibility timeout (seconds) so failed messages come back sooner.
         /// The declared values (180 s / 1800 s) are used when unset.
         #[arg(long)]
@@ -54,7 +57,8 @@ async fn main() -> ExitCode {
     sophia_platform::telemetry::init_for_cli("info,sophia_sqs_consumer=warn");
     let cli = Cli::parse();
     match cli.command {
-        Command::Up { sqs_port, mongo_port, bootstrap, no_demo, exit_after_demo, json, pollers, visibility_timeout } => {
+        Command::Up { sqs_port, mongo_port, bootstrap, no_demo, exit_after_demo, json, pollers, env_file, visibility_timeout } => {
+            let env_file = env_file.unwrap_or_else(sophia_local::envfile::default_path);
             let started = Instant::now();
             let options = RunnerOptions {
                 sqs_port,
@@ -63,6 +67,7 @@ async fn main() -> ExitCode {
                 openai_api_key: sophia_platform::config::optional(sophia_platform::config::OPENAI_API_KEY),
                 overrides: QueueOverrides { visibility_timeout_seconds: visibility_timeout },
                 pollers,
+                env_file: Some(env_file.clone()),
                 ..RunnerOptions::default()
             };
             let runner = match Runner::start(options).await {
@@ -80,14 +85,14 @@ async fn main() -> ExitCode {
                 runner.nx_mongo().url(),
                 runner.nx_mongo().pid(),
                 runner.openai().describe(),
-                sophia_local::envfile::default_path().display()
+                env_file.display()
             );
             let mut code = ExitCode::SUCCESS;
             if !no_demo {
                 match demo::run(&runner.mongo, &runner.sqs, runner.env()).await {
                     Ok(report) => {
                         if json {
-                            println!("{}", serde_json::to_string_pretty(&report).expect("report serialises"));
+                            println!("{}", serde_json::to_string(&report).expect("report serialises"));
                         } else {
                             println!("{report}");
                         }
