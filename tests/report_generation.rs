@@ -401,8 +401,10 @@ async fn migrations_are_idempotent_and_enforce_one_report_per_interview() {
     assert_eq!(report_count(&env).await, 1);
 }
 
-/// The nx-27017 gap that `scripts/tools/nx_launcher.py` fix 4 closes: `update_one` filtered by an
-/// ObjectId-valued field other than `_id` matched nothing (`find_one` did). Real MongoDB matches.
+/// An nx-27017 gap that `scripts/tools/nx_launcher.py` fix 4 (every filter evaluated by the Python
+/// matcher) closes: `update_one` filtered by an ObjectId-valued field other than `_id` (the report
+/// store's `{interviewId, leaseId, status}`) matched nothing, though `find_one` did. Real MongoDB
+/// matches.
 #[tokio::test]
 async fn nx_updates_by_object_id_fields() {
     let env = env().await;

@@ -123,47 +123,6 @@ def _no_sql_translation(self, match_spec, context="direct"):
 
 _neosqlite_translator.SQLTranslator.translate_match = _no_sql_translation
 
-
-def _object_id_filters_use_the_python_matcher() -> None:
-    """Fix 4 (report generation): `set_force_fallback` does not reach
-    `SQLTranslator.translate_match`, which `update_one`, `count_documents`, `delete_one`... use, and
-    whose SQL never matches an ObjectId-valued field other than `_id`: `update_one({interviewId:
-    <oid>, leaseId: <oid>}, ...)` matched nothing. By then neosqlite has turned those ObjectIds into
-    24-hex strings (`_normalize_id_query`), so a filter with an ObjectId or a 24-hex string outside
-    `_id` goes to the Python matcher (translate_match's `(None, [])` fallback; the Python matcher is
-    the reference semantics, so a plain 24-hex string loses nothing).
-    `tests/report_generation.rs` (`nx_updates_by_object_id_fields`) shows the gap."""
-    from neosqlite.collection.sql_translator_unified import SQLTranslator
-    from neosqlite.objectid import ObjectId
-
-    def has_object_id(value) -> bool:
-        if isinstance(value, ObjectId):
-            return True
-        if isinstance(value, str):
-            return len(value) == 24 and all(c in "0123456789abcdefABCDEF" for c in value)
-        if isinstance(value, dict):
-            return any(has_object_id(v) for v in value.values())
-        if isinstance(value, (list, tuple)):
-            return any(has_object_id(v) for v in value)
-        return False
-
-    def outside_id(spec) -> bool:
-        return isinstance(spec, dict) and any(
-            (k in ("$and", "$or", "$nor") and isinstance(v, list) and any(outside_id(q) for q in v))
-            or (not k.startswith("$") and k != "_id" and has_object_id(v))
-            for k, v in spec.items()
-        )
-
-    original = SQLTranslator.translate_match
-
-    def translate_match(self, match_spec, context="direct"):
-        return (None, []) if outside_id(match_spec) else original(self, match_spec, context)
-
-    SQLTranslator.translate_match = translate_match
-
-
-_object_id_filters_use_the_python_matcher()
-
 from nx_27017 import nx_27017  # noqa: E402  (must import after the switch)
 
 
