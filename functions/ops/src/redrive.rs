@@ -127,12 +127,14 @@ impl RedriveReport {
         let mut s = String::new();
         if self.dry_run {
             s.push_str(&format!(
-                "dry run: {} DLQ holds about {} message(s); a redrive would use {}{}; nothing was moved\n",
+                "dry run: {} DLQ holds about {} message(s); a redrive would use {}; nothing was moved\n",
                 self.queue,
                 self.in_dlq_before.map_or("?".into(), |n| n.to_string()),
                 self.method,
-                self.fallback_reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
             ));
+            if let Some(reason) = &self.fallback_reason {
+                s.push_str(&format!("  (StartMessageMoveTask not used: {reason})\n"));
+            }
             s.push_str(&format!("  from {}\n  to   {}\n", self.dlq_url, self.source_url));
             return s;
         }
@@ -283,7 +285,7 @@ pub async fn redrive_with(
                 return Ok(report);
             }
             Err(e) if options.method == RedriveMethod::Auto && is_unsupported(&e) => {
-                report.fallback_reason = Some(format!("the endpoint does not support it ({e})"));
+                report.fallback_reason = Some(unsupported_reason(&e));
             }
             Err(e) => return Err(e),
         }
@@ -294,6 +296,14 @@ pub async fn redrive_with(
 
 pub fn is_unsupported(e: &OpsError) -> bool {
     e.sqs_code().is_some_and(|code| UNSUPPORTED_CODES.contains(&code))
+}
+
+/// Why the move task was not used, for the report.
+fn unsupported_reason(e: &OpsError) -> String {
+    match e {
+        OpsError::Sqs { message, .. } => format!("not supported by this endpoint ({message})"),
+        other => other.to_string(),
+    }
 }
 
 async fn start_move_task(client: &Client, dlq: &QueueRef, source: &QueueRef) -> Result<String, OpsError> {
@@ -313,7 +323,7 @@ async fn probe_move_task_support(client: &Client, dlq: &QueueRef) -> Result<(), 
         Ok(_) => Ok(()),
         Err(e) => {
             let e = OpsError::sqs("ListMessageMoveTasks", &dlq.url, e);
-            Err(if is_unsupported(&e) { format!("the endpoint does not support it ({e})") } else { e.to_string() })
+            Err(if is_unsupported(&e) { unsupported_reason(&e) } else { e.to_string() })
         }
     }
 }
