@@ -15,7 +15,9 @@ neosqlite, the storage layer under nx-27017:
 4. even in that mode, updates, deletes and counts still select documents with its SQL
    translation of the filter, which misses ObjectId-valued fields and is not reliable with
    `null`. The patched `translate_match` answers "not translatable" (its own signal for the
-   Python fallback), so every filter is evaluated by one matcher, the Python one.
+   Python fallback), so every filter is evaluated by one matcher, the Python one. So that this
+   stays fast, a filter with a top-level `_id` equality or `$in` first narrows the rows by the
+   indexed `_id` column; the Python matcher still checks the whole filter.
 `tests/mongo_wire_gaps.rs` shows what the flow relies on. Production code is not bent to the
 server: this is test tooling only.
 
@@ -28,6 +30,9 @@ import threading
 
 from neosqlite.collection.query_helper import query_builder as _neosqlite_query_builder
 from neosqlite.collection.query_helper import update_operations as _neosqlite_updates
+from neosqlite.collection import cursor as _neosqlite_cursor
+from neosqlite.collection.jsonb_support import json_data_column as _neosqlite_json_data_column
+from neosqlite.sql_utils import quote_table_name as _neosqlite_quote
 from neosqlite.collection import sql_translator_unified as _neosqlite_translator
 from neosqlite.collection.query_helper import utils as _neosqlite_utils
 
@@ -122,6 +127,46 @@ def _no_sql_translation(self, match_spec, context="direct"):
 
 
 _neosqlite_translator.SQLTranslator.translate_match = _no_sql_translation
+
+
+def _id_prefilter(query):
+    """A SQL prefilter on the `_id` column for `{_id: x}` / `{_id: {$in: [...]}}`, else None."""
+    if not isinstance(query, dict) or "_id" not in query:
+        return None
+    wanted = query["_id"]
+    if isinstance(wanted, dict):
+        if set(wanted) != {"$in"} or not isinstance(wanted["$in"], list):
+            return None
+        values = wanted["$in"]
+    else:
+        values = [wanted]
+    if not values or any(isinstance(v, (dict, list)) or v is None for v in values):
+        return None
+    return f" WHERE _id IN ({', '.join('?' for _ in values)})", tuple(str(v) for v in values)
+
+
+def _python_fallback_by_id(self):
+    prefilter = _id_prefilter(self._filter)
+    if prefilter is None or self._min or self._max:
+        yield from _original_python_fallback(self)
+        return
+    where, params = prefilter
+    jsonb = self._collection.query_engine.jsonb.jsonb_supported
+    sort_clause = self._query_helpers._build_sort_clause(self._sort, self._collation)
+    if sort_clause:
+        self._sql_handled_sort = True
+    cmd = (
+        f"SELECT id, _id, {_neosqlite_json_data_column(jsonb)} as data "
+        f"FROM {_neosqlite_quote(self._collection.name)}{where}{sort_clause}"
+    )
+    db_cursor = self._collection.db.execute(cmd, params)
+    for doc in self._load_documents(db_cursor.fetchall()):
+        if self._query_helpers._apply_query(self._filter, doc):
+            yield doc
+
+
+_original_python_fallback = _neosqlite_cursor.Cursor._handle_python_fallback
+_neosqlite_cursor.Cursor._handle_python_fallback = _python_fallback_by_id
 
 from nx_27017 import nx_27017  # noqa: E402  (must import after the switch)
 
