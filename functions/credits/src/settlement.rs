@@ -6,15 +6,18 @@
 //! 2. the claim: `{_id, organizationId, settledAt: null, credits.reserved: R}` -> `$set
 //!    settledAt, credits.consumed, retentionExpiresAt`. Only the call whose claim matched goes
 //!    on; a claim that matches nothing aborts (the first settlement won). The claim is what makes
-//!    a settlement happen exactly once, also where transactions are not isolated;
+//!    a settlement happen exactly once;
 //! 3. read the allocated lots; plan with [`crate::arithmetic::plan_settlement`];
 //! 4. one guarded update per lot, one `$inc` of the organization, one `insert_many` of the ledger
 //!    entries, and (completed only) the `report.generate` outbox entry;
 //! 5. commit.
 //!
-//! Round trips for an interview whose reservation spans `L` lots: 1 read + claim + lots read +
-//! `L` lot updates + organization + ledger + outbox + commit = `6 + L` (+1 outbox write... see
-//! [`ROUND_TRIPS_COMPLETED_ONE_LOT`]); a failed settlement has no outbox write.
+//! Round trips (database commands) for an interview whose reservation spans `L` lots: the read,
+//! the claim, the lots read, `L` lot updates, the organization, the ledger `insert_many`, the
+//! outbox insert and the commit: `7 + L` for a completed interview
+//! ([`ROUND_TRIPS_COMPLETED_ONE_LOT`] = 8 with one lot), `6 + L` for a failed one, 1 for a
+//! duplicate (the read finds it settled: no transaction). Publishing after the commit adds the
+//! SQS send and one update marking the outbox entry published.
 
 use bson::oid::ObjectId;
 use bson::{DateTime, doc};
@@ -82,11 +85,11 @@ pub struct SettledSummary {
     pub expiry_forfeited: i64,
     pub lots: usize,
     /// The outbox entry written with the settlement (completed interviews).
-    pub outbox: Option<OutboxEntry>,
+    pub outbox: Option<Box<OutboxEntry>>,
 }
 
 impl SettledSummary {
-    fn from_plan(plan: &SettlementPlan, outbox: Option<OutboxEntry>) -> Self {
+    fn from_plan(plan: &SettlementPlan, outbox: Option<Box<OutboxEntry>>) -> Self {
         Self {
             reserved: plan.reserved,
             consumed: plan.consumed,
@@ -208,14 +211,29 @@ impl SettlementService {
     }
 
     async fn settle_inner(&self, interview_id: ObjectId, organization_id: ObjectId, kind: SettleKind, ctx: SettleContext) -> Result<SettleOutcome, CreditsError> {
+        match self.prepare(interview_id, organization_id, kind).await? {
+            Some(prepared) => self.execute(prepared, ctx).await,
+            None => Ok(SettleOutcome::AlreadySettled),
+        }
+    }
+
+    /// Step 1 (no transaction): reads the interview and decides what a settlement would do.
+    /// `None`: already settled. Errors: not found, wrong organization, no reservation.
+    pub async fn prepare(&self, interview_id: ObjectId, organization_id: ObjectId, kind: SettleKind) -> Result<Option<Prepared>, CreditsError> {
         let interview = self.store.interview(interview_id).await?.ok_or(CreditsError::InterviewNotFound { interview_id })?;
-        let reserved = check_settleable(&interview, organization_id)?;
-        let Some(reserved) = reserved else { return Ok(SettleOutcome::AlreadySettled) };
-        let allocations = interview.credits.allocations.clone();
+        let Some(reserved) = check_settleable(&interview, organization_id)? else { return Ok(None) };
         let consumed = match kind {
             SettleKind::Completed { duration_seconds, .. } => billed_credits(duration_seconds.get(), reserved),
             SettleKind::Failed { .. } => 0,
         };
+        Ok(Some(Prepared { interview_id, organization_id, kind, reserved, consumed, allocations: interview.credits.allocations }))
+    }
+
+    /// Step 2: the transaction, whose claim decides whether this call settles. Between
+    /// [`prepare`](Self::prepare) and here another delivery may have settled the interview: the
+    /// claim then matches nothing and nothing is written.
+    pub async fn execute(&self, prepared: Prepared, ctx: SettleContext) -> Result<SettleOutcome, CreditsError> {
+        let Prepared { interview_id, organization_id, kind, reserved, consumed, allocations } = prepared;
         let now = DateTime::from_chrono(ctx.now);
         let retention = DateTime::from_chrono(kind.anchor().as_datetime() + chrono::Duration::days(RETENTION_DAYS));
         let policy = RetryPolicy::with_deadline(ctx.deadline);
@@ -238,7 +256,7 @@ impl SettlementService {
                 SettleKind::Completed { .. } => {
                     let entry = report_outbox_entry(interview_id, organization_id, now);
                     store.insert_outbox_in(s, &entry).await?;
-                    Some(entry)
+                    Some(Box::new(entry))
                 }
                 SettleKind::Failed { .. } => None,
             };
@@ -255,6 +273,17 @@ impl SettlementService {
             }
         }
     }
+}
+
+/// What [`SettlementService::prepare`] read and decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    pub interview_id: ObjectId,
+    pub organization_id: ObjectId,
+    pub kind: SettleKind,
+    pub reserved: i64,
+    pub consumed: i64,
+    pub allocations: Vec<crate::arithmetic::Allocation>,
 }
 
 /// `Ok(None)`: already settled; `Ok(Some(reserved))`: can be settled.

@@ -84,6 +84,12 @@ impl CreditsStore {
         cursor.stream(s).try_collect().await.map_err(CreditsError::mongo("find active lots"))
     }
 
+    /// The claim's filter: the interview, of this organization, unsettled, with the reservation
+    /// the settlement was computed from.
+    pub fn claim_filter(interview_id: ObjectId, organization_id: ObjectId, reserved: i64) -> Document {
+        doc! {"_id": interview_id, "organizationId": organization_id, "settledAt": null, "credits.reserved": reserved}
+    }
+
     /// The settlement claim: sets `settledAt` (and the given fields) only while it is null.
     /// Returns whether this call claimed the interview.
     pub async fn claim_interview_in(
@@ -94,10 +100,9 @@ impl CreditsStore {
         reserved: i64,
         set: Document,
     ) -> Result<bool, CreditsError> {
-        let filter = doc! {"_id": interview_id, "organizationId": organization_id, "settledAt": null, "credits.reserved": reserved};
         let r = self
             .interview_documents()
-            .update_one(filter, doc! {"$set": set})
+            .update_one(Self::claim_filter(interview_id, organization_id, reserved), doc! {"$set": set})
             .session(s)
             .await
             .map_err(CreditsError::mongo("claim interview"))?;

@@ -1,1 +1,96 @@
-//! placeholder: the handler lives here, main.rs stays thin
+//! The `interview-completed` Lambda: the interview queue's consumer.
+//!
+//! Routes by the union (queues.md): the failed shape (a body with `type`) goes to the failed
+//! settlement, any other valid body to the completed settlement followed by the `report.generate`
+//! publish from the outbox. The consumer wrapper does the rest (invalid bodies dropped, per-batch
+//! MongoDB ping, ordering by organization and interview, batch item failures).
+//!
+//! `main` builds one [`Handler`] per process (one MongoDB client, one SQS producer); tests build
+//! the same [`Handler`] and call [`Handler::handle`] with `LambdaEvent::new(event,
+//! Context::default())`, the code path Lambda calls.
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use lambda_runtime::LambdaEvent;
+use sophia_contracts::{InterviewFailed, InterviewQueueMessage, ReportGenerate, RequestId};
+use sophia_credits::{BoxError, CreditsError, Disposition, Published, ReportPublisher, SettleContext, SettlementService};
+use sophia_platform::mongo::Mongo;
+use sophia_sqs_consumer::{BatchError, BatchReport, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
+use sophia_sqs_producer::{PublishOutcome, SqsProducer};
+
+/// `report.generate` over SQS: the producer of `sophia-sqs-producer` as a [`ReportPublisher`].
+#[derive(Debug, Clone)]
+pub struct SqsReportPublisher(pub SqsProducer);
+
+impl ReportPublisher for SqsReportPublisher {
+    async fn publish(&self, message: &ReportGenerate, request_id: &RequestId) -> Result<Published, BoxError> {
+        match self.0.publish_report_generate(message, request_id).await {
+            Ok(PublishOutcome::Sent { message_id }) => Ok(Published::Sent { message_id }),
+            Ok(PublishOutcome::Skipped { missing }) => Ok(Published::Skipped { reason: format!("{missing} is not set") }),
+            Err(e) => Err(Box::new(e)),
+        }
+    }
+}
+
+/// The consumer's answer for a settlement error, by kind (see `sophia_credits` docs).
+pub fn failure_of(e: CreditsError) -> Failure {
+    match e.disposition() {
+        Disposition::Retry => Failure::retry(e),
+        Disposition::Drop => Failure::drop(e),
+    }
+}
+
+/// The failed settlement of one record (shared with the `interview-failed` Lambda).
+pub async fn settle_failed(service: &SettlementService, m: &InterviewFailed, meta: &RecordMeta) -> Result<(), Failure> {
+    service
+        .settle_failed_interview(m.interview_id, m.organization_id, m.failed_at, SettleContext::now_with_deadline(meta.deadline))
+        .await
+        .map(|_| ())
+        .map_err(failure_of)
+}
+
+/// The per-process state of the function.
+#[derive(Debug, Clone)]
+pub struct Handler<P> {
+    mongo: Mongo,
+    service: SettlementService,
+    publisher: P,
+    consumer: SqsConsumer,
+}
+
+impl<P: ReportPublisher> Handler<P> {
+    pub fn new(mongo: Mongo, publisher: P) -> Self {
+        Self::with_options(mongo, publisher, ConsumerOptions::default())
+    }
+
+    pub fn with_options(mongo: Mongo, publisher: P, options: ConsumerOptions) -> Self {
+        let service = SettlementService::new(mongo.client.clone(), mongo.db.clone());
+        Self { mongo, service, publisher, consumer: SqsConsumer::new(options) }
+    }
+
+    pub fn service(&self) -> &SettlementService {
+        &self.service
+    }
+
+    /// One invocation, as Lambda calls it.
+    pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, lambda_runtime::Error> {
+        Ok(self.handle_detailed(event).await?.response)
+    }
+
+    /// One invocation with every record's outcome (tests, the local runner).
+    pub async fn handle_detailed(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
+        let setup = || async { self.mongo.ping().await.map_err(BoxError::from) };
+        self.consumer.process_detailed(event, setup, |m, meta| self.handle_record(m, meta)).await
+    }
+
+    async fn handle_record(&self, message: InterviewQueueMessage, meta: RecordMeta) -> Result<(), Failure> {
+        match message {
+            InterviewQueueMessage::Failed(m) => settle_failed(&self.service, &m, &meta).await,
+            InterviewQueueMessage::Completed(m) => self
+                .service
+                .settle_completed_and_publish(&m, &self.publisher, SettleContext::now_with_deadline(meta.deadline))
+                .await
+                .map(|_| ())
+                .map_err(failure_of),
+        }
+    }
+}

@@ -1,1 +1,13 @@
-fn main() {}
+//! The `interview-failed` Lambda binary (not subscribed; see the library docs).
+
+use interview_failed::Handler;
+use lambda_runtime::service_fn;
+use sophia_platform::mongo::Mongo;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    sophia_platform::telemetry::init();
+    let handler = Handler::new(Mongo::from_env().await?);
+    let handler = &handler;
+    lambda_runtime::run(service_fn(move |event| handler.handle(event))).await
+}
