@@ -405,3 +405,45 @@ async fn object_id_fields_match_by_equality() {
     let r = coll.update_one(doc! {"_id": 1, "organizationId": org, "settledAt": null}, doc! {"$set": {"x": 1}}).await.unwrap();
     assert_eq!(r.matched_count, 1);
 }
+
+/// The transaction loop runs the body again after a transient failure (here a guarded write's
+/// conflict) and gives up before the record's deadline instead of the driver's 120 s.
+#[tokio::test]
+async fn transient_failures_are_retried_within_the_deadline_only() {
+    use std::time::Duration;
+
+    use sophia_credits::txn::{Finish, RetryPolicy, run_transaction};
+    use tokio::time::Instant;
+
+    let w = world().await;
+    let mut attempts = 0;
+    let value = run_transaction(&w.mongo.client, &RetryPolicy::default(), async |_s: &mut mongodb::ClientSession| {
+        attempts += 1;
+        if attempts < 3 { Err(CreditsError::Conflict { what: "test" }) } else { Ok(Finish::Commit(attempts)) }
+    })
+    .await
+    .unwrap();
+    assert_eq!(value, 3);
+
+    let started = Instant::now();
+    let policy = RetryPolicy::with_deadline(Some(Instant::now() + Duration::from_secs(2)));
+    let err = run_transaction(&w.mongo.client, &policy, async |_s: &mut mongodb::ClientSession| -> Result<Finish<()>, CreditsError> {
+        Err(CreditsError::Conflict { what: "test" })
+    })
+    .await
+    .unwrap_err();
+    assert!(matches!(err, CreditsError::RetryBudgetExhausted { attempts, .. } if attempts > 1), "{err}");
+    assert_eq!(err.disposition(), Disposition::Retry);
+    assert!(started.elapsed() < Duration::from_secs(2), "stopped before the deadline: {:?}", started.elapsed());
+
+    // A permanent error is not retried.
+    let mut calls = 0;
+    let err = run_transaction(&w.mongo.client, &RetryPolicy::default(), async |_s: &mut mongodb::ClientSession| -> Result<Finish<()>, CreditsError> {
+        calls += 1;
+        Err(CreditsError::NoReservation { interview_id: bson::oid::ObjectId::new() })
+    })
+    .await
+    .unwrap_err();
+    assert!(matches!(err, CreditsError::NoReservation { .. }));
+    assert_eq!(calls, 1);
+}
