@@ -36,6 +36,10 @@ pub const OPENAI_TIMEOUT_MS: &str = "OPENAI_TIMEOUT_MS";
 /// failure before the invocation ends.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Time kept back from the invocation's deadline so that a timed-out attempt can still be
+/// recorded as FAILED before the invocation ends.
+pub const FAILURE_RECORDING_MARGIN: Duration = Duration::from_secs(3);
+
 /// How to reach the model.
 #[derive(Clone)]
 pub struct OpenAiSettings {
@@ -214,10 +218,13 @@ impl ReportModel {
         }
     }
 
-    /// One chat completion, bounded by the configured timeout (and by `deadline`, if sooner).
+    /// One chat completion, bounded by the configured timeout, and by `deadline` less
+    /// [`FAILURE_RECORDING_MARGIN`] if that is sooner.
     pub async fn generate(&self, prompt: &Prompt, deadline: Option<tokio::time::Instant>) -> Result<ModelReply, ModelError> {
         let timeout = match deadline {
-            Some(d) => self.timeout.min(d.saturating_duration_since(tokio::time::Instant::now())),
+            Some(d) => self
+                .timeout
+                .min(d.saturating_duration_since(tokio::time::Instant::now()).saturating_sub(FAILURE_RECORDING_MARGIN)),
             None => self.timeout,
         };
         let request = self.request(prompt);
@@ -249,5 +256,27 @@ impl ReportModel {
             total_tokens: usage.total_tokens,
             latency,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_never_print_the_key() {
+        let mut s = OpenAiSettings::for_endpoint("http://127.0.0.1:1/v1", "gpt-4.1-mini");
+        s.api_key = Some("sk-secret-value".into());
+        let printed = format!("{s:?}");
+        assert!(!printed.contains("sk-secret-value") && printed.contains("<redacted>"), "{printed}");
+    }
+
+    #[tokio::test]
+    async fn a_deadline_inside_the_margin_fails_fast_as_a_timeout() {
+        let model = ReportModel::new(&OpenAiSettings::for_endpoint("http://127.0.0.1:9/v1", "m"));
+        let prompt = Prompt { system: "s".into(), user: "u".into(), truncation: Default::default() };
+        let deadline = tokio::time::Instant::now() + FAILURE_RECORDING_MARGIN / 2;
+        let err = model.generate(&prompt, Some(deadline)).await.unwrap_err();
+        assert!(matches!(err, ModelError::Timeout(d) if d == Duration::ZERO), "{err}");
     }
 }
