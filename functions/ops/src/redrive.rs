@@ -537,5 +537,14 @@ async fn move_by_hand(
     if unreleased > 0 {
         tracing::warn!(unreleased, "some unsent messages stay hidden in the DLQ until their visibility timeout ends");
     }
-    result
+    match result {
+        // Nothing happened yet (e.g. no permission to receive): a plain error.
+        Err(e) if report.moved + report.failed + report.duplicated == 0 => Err(e),
+        // Midway: the counts so far matter more than the error; report both.
+        Err(e) => {
+            report.stopped_early = Some(e.to_string());
+            Ok(())
+        }
+        Ok(()) => Ok(()),
+    }
 }
