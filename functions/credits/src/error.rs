@@ -97,3 +97,21 @@ pub fn is_duplicate_key(e: &MongoError) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_errors_that_contradict_immutable_data_are_dropped() {
+        let id = ObjectId::new();
+        assert_eq!(CreditsError::WrongOrganization { interview_id: id, claimed: id, actual: id }.disposition(), Disposition::Drop);
+        assert_eq!(CreditsError::NoReservation { interview_id: id }.disposition(), Disposition::Drop);
+        assert_eq!(CreditsError::InterviewNotFound { interview_id: id }.disposition(), Disposition::Retry);
+        assert_eq!(CreditsError::Conflict { what: "x" }.disposition(), Disposition::Retry);
+        assert!(CreditsError::Conflict { what: "x" }.is_transient_transaction_error());
+        assert!(!CreditsError::InterviewNotFound { interview_id: id }.is_transient_transaction_error());
+        let publish = CreditsError::Publish { kind: "report.generate", interview_id: id, source: "down".into() };
+        assert!(publish.is_retryable());
+    }
+}

@@ -135,3 +135,61 @@ pub fn check(orgs: &[Organization], lots: &[CreditLot], ledger: &[LedgerEntry], 
     }
     violations
 }
+
+#[cfg(test)]
+mod tests {
+    use bson::DateTime;
+
+    use super::*;
+    use crate::model::{InterviewCredits, OrgCredits, Reference};
+
+    fn oid(n: u8) -> ObjectId {
+        ObjectId::from_bytes([n; 12])
+    }
+
+    fn entry(kind: LedgerType, amount: i64, reference: Reference) -> LedgerEntry {
+        LedgerEntry { id: ObjectId::new(), organization_id: oid(1), lot_id: oid(2), kind, amount, reference, created_at: DateTime::now() }
+    }
+
+    fn world(consumed: Option<i64>, remaining: i64, available: i64) -> (Vec<Organization>, Vec<CreditLot>, Vec<LedgerEntry>, Vec<InterviewCreditsView>) {
+        let org = Organization { id: oid(1), name: "o".into(), credits: OrgCredits { available, reserved: 0 } };
+        let lot = CreditLot {
+            id: oid(2),
+            organization_id: oid(1),
+            granted: 10,
+            remaining,
+            reserved: 0,
+            expires_at: DateTime::now(),
+            status: LotStatus::Active,
+            created_at: None,
+        };
+        let r = Reference { kind: ReferenceKind::Interview, id: oid(3) };
+        let ledger = vec![entry(LedgerType::Reserve, 4, r), entry(LedgerType::Settle, 3, r), entry(LedgerType::Release, 1, r)];
+        let interview = InterviewCreditsView {
+            id: oid(3),
+            organization_id: oid(1),
+            status: None,
+            credits: InterviewCredits { reserved: 4, consumed, allocations: vec![] },
+            settled_at: Some(DateTime::now()),
+            retention_expires_at: None,
+        };
+        (vec![org], vec![lot], ledger, vec![interview])
+    }
+
+    #[test]
+    fn a_consistent_organization_has_no_violations() {
+        let (o, l, e, i) = world(Some(3), 7, 7);
+        assert_eq!(check(&o, &l, &e, &i), vec![]);
+    }
+
+    #[test]
+    fn each_broken_invariant_is_reported_by_number() {
+        let (o, l, e, i) = world(Some(2), 8, 5);
+        let numbers: Vec<u8> = check(&o, &l, &e, &i).iter().map(Violation::invariant).collect();
+        assert_eq!(numbers, vec![2, 4, 5]);
+        let (o, mut l, e, i) = world(Some(3), 7, 7);
+        l[0].reserved = 9;
+        let numbers: Vec<u8> = check(&o, &l, &e, &i).iter().map(Violation::invariant).collect();
+        assert_eq!(numbers, vec![1, 2, 3]);
+    }
+}
