@@ -84,7 +84,7 @@ pub enum PublishCommand {
         #[command(flatten)]
         ids: Ids,
         /// The failureReason.
-        #[arg(long)]
+        #[arg(long, visible_alias = "failure-reason")]
         reason: String,
         /// ISO-8601 with a zone (default: now).
         #[arg(long)]
@@ -219,6 +219,8 @@ mod tests {
             let err = Cli::try_parse_from(std::iter::once("sophia-ops").chain(args.iter().copied())).unwrap_err();
             assert_ne!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{args:?}");
         }
+        let alias = ["sophia-ops", "publish", "failed", "65a1b2c3d4e5f60718293a4b", "65a1b2c3d4e5f60718293a4c", "--failure-reason", "x"];
+        assert!(Cli::try_parse_from(alias).is_ok(), "--failure-reason is accepted as the field is named");
         let err = Cli::try_parse_from(["sophia-ops", "publish", "report", "xyz", "65a1b2c3d4e5f60718293a4c"]).unwrap_err();
         assert!(err.to_string().contains("24-character hexadecimal ObjectId"), "{err}");
     }
