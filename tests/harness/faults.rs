@@ -1,0 +1,317 @@
+//! Helpers of the fault and bad-input suite (`tests/faults_*.rs`, `tests/bad_input.rs`):
+//!
+//! - [`DiskMongo`]: an nx-27017 of a test's own whose databases live in SQLite files, so that it
+//!   can be killed (SIGKILL, by PID) and restarted on the same port with its committed data; a
+//!   transaction open at the kill is rolled back by SQLite when the files are opened again;
+//! - [`World`]: a database with the credits migration, its store, seed shortcuts and the
+//!   invariant check every fault case ends with;
+//! - SQS event bodies and records, queue depth, draining, and a database snapshot (to prove that
+//!   nothing was written).
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use aws_sdk_sqs::types::QueueAttributeName;
+use bson::{Document, doc};
+use futures::TryStreamExt;
+use lambda_runtime::{Context, LambdaEvent};
+use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_credits::{CreditsStore, invariants, migrations, seed};
+use sophia_local::servers::{ensure_tools_installed, state_dir};
+use sophia_platform::mongo::{Mongo, MongoSettings};
+
+/// nx-27017 with its data in files under `.local/faults/<name>`: survives a kill and a restart.
+#[derive(Debug)]
+pub struct DiskMongo {
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+    _stdin: Option<ChildStdin>,
+}
+
+impl DiskMongo {
+    /// Starts it on 127.0.0.1:`port` with a fresh data directory.
+    pub fn start(port: u16) -> Self {
+        ensure_tools_installed().expect("nx-27017 is installed (scripts/setup-tools)");
+        let dir = state_dir().join("faults").join(crate::unique("nx"));
+        std::fs::create_dir_all(&dir).expect("data directory");
+        let mut server = Self { port, dir, child: None, _stdin: None };
+        server.restart();
+        server
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn uri(&self) -> String {
+        format!("mongodb://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Starts the process again on the same port and data directory (after [`kill`](Self::kill)).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let log = std::fs::File::create(self.dir.join("server.log")).expect("log file");
+        let mut child = Command::new(state_dir().join("venv/bin/python"))
+            .arg(sophia_local::servers::repo_root().join("scripts/tools/nx_launcher.py"))
+            .arg("--data-dir")
+            .arg(self.dir.join("data"))
+            .arg("--pid-file")
+            .arg(self.dir.join("nx.pid"))
+            .args(["--host", "127.0.0.1", "-p", &self.port.to_string()])
+            .env("SOPHIA_EXIT_ON_STDIN_EOF", "1")
+            .current_dir(&self.dir)
+            .stdin(Stdio::piped())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("nx-27017 starts");
+        self._stdin = child.stdin.take();
+        self.child = Some(child);
+        let until = Instant::now() + Duration::from_secs(30);
+        while !self.accepts() {
+            assert!(Instant::now() < until, "nx-27017 did not listen on {}; see {}", self.port, self.dir.display());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGKILL by PID (no shutdown, no flush: a crash), and waits until the port refuses.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self._stdin = None;
+        while self.accepts() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn accepts(&self) -> bool {
+        TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], self.port)), Duration::from_millis(200)).is_ok()
+    }
+
+    /// A handle on database `database` with a short server-selection timeout (an unreachable
+    /// server fails fast).
+    pub async fn mongo(&self, database: &str) -> Mongo {
+        mongo_at(&self.uri(), database).await
+    }
+}
+
+impl Drop for DiskMongo {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A client of `uri`, database `database`, server selection given up after 1 s.
+pub async fn mongo_at(uri: &str, database: &str) -> Mongo {
+    let settings = MongoSettings {
+        uri: uri.to_owned(),
+        database: database.to_owned(),
+        server_selection_timeout: Duration::from_secs(1),
+        allow_standalone: true,
+    };
+    Mongo::connect(&settings).await.expect("MongoDB client builds")
+}
+
+/// A fresh database name.
+pub fn database_name() -> String {
+    crate::unique("f").replace('-', "_")
+}
+
+/// A database with the credits migration applied and shortcuts over it.
+pub struct World {
+    pub mongo: Mongo,
+    pub store: CreditsStore,
+}
+
+impl World {
+    pub async fn new(mongo: Mongo) -> Self {
+        migrations::apply(&mongo.db).await.expect("migration applies");
+        let store = CreditsStore::new(mongo.db.clone());
+        Self { mongo, store }
+    }
+
+    /// On the harness's MongoDB, in a database of its own.
+    pub async fn fresh() -> Self {
+        Self::new(crate::test_mongo().await).await
+    }
+
+    /// An organization with one lot of `granted` credits expiring in 30 days.
+    pub async fn org_with_credits(&self, granted: i64) -> OrganizationId {
+        let org = seed::create_organization(&self.store, "Faults Inc").await.expect("organization");
+        seed::grant_lot(&self.store, org, granted, chrono::Utc::now() + chrono::Duration::days(30)).await.expect("lot");
+        org
+    }
+
+    /// An interview with `amount` credits reserved and enough evidence for a model report.
+    pub async fn reserved_interview(&self, org: OrganizationId, amount: i64) -> InterviewId {
+        seed::reserved_interview(&self.mongo.client, &self.store, org, amount, report_evidence()).await.expect("reserved interview")
+    }
+
+    /// Every document of `collection`.
+    pub async fn all(&self, collection: &str) -> Vec<Document> {
+        self.mongo.db.collection::<Document>(collection).find(doc! {}).await.expect("find").try_collect().await.expect("read")
+    }
+
+    /// Documents of `collection` matching `filter` (a `find`: nx-27017's count_documents does
+    /// not match ObjectId fields, see tests/mongo_wire_gaps.rs).
+    pub async fn find(&self, collection: &str, filter: Document) -> Vec<Document> {
+        self.mongo.db.collection::<Document>(collection).find(filter).await.expect("find").try_collect().await.expect("read")
+    }
+
+    /// `(available, reserved)` of the organization.
+    pub async fn org_credits(&self, org: OrganizationId) -> (i64, i64) {
+        let o = self.store.organizations().find_one(doc! {"_id": org.oid()}).await.expect("find").expect("organization");
+        (o.credits.available, o.credits.reserved)
+    }
+
+    /// The ledger entries of one interview, as `(type, amount)` sorted.
+    pub async fn ledger_of(&self, interview: InterviewId) -> Vec<(String, i64)> {
+        let mut v: Vec<(String, i64)> = self
+            .find("creditLedger", doc! {"reference.id": interview.oid()})
+            .await
+            .iter()
+            .map(|d| (d.get_str("type").unwrap_or("?").to_owned(), int(d, "amount").unwrap_or(i64::MIN)))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Whether the interview's `settledAt` is set.
+    pub async fn settled(&self, interview: InterviewId) -> bool {
+        self.store.interview(interview.oid()).await.expect("read").expect("interview").settled_at.is_some()
+    }
+
+    /// The five invariants of DESIGN.md over the whole database.
+    pub async fn assert_invariants(&self) {
+        let violations = invariants::check_all(&self.store).await.expect("invariants can be read");
+        assert!(violations.is_empty(), "invariants broken:\n{}", violations.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n"));
+    }
+
+    /// Every collection's documents, by name (for "nothing was written").
+    pub async fn snapshot(&self) -> BTreeMap<String, Vec<Document>> {
+        let mut out = BTreeMap::new();
+        for name in self.mongo.db.list_collection_names().await.expect("list collections") {
+            let mut docs = self.all(&name).await;
+            docs.sort_by_key(|d| d.get("_id").map(|v| v.to_string()).unwrap_or_default());
+            out.insert(name, docs);
+        }
+        out
+    }
+}
+
+/// An integer field (dotted path) whatever its stored width (nx-27017 returns small Int64 as Int32).
+pub fn int(d: &Document, path: &str) -> Option<i64> {
+    let (parents, leaf) = path.rsplit_once('.').map_or((None, path), |(p, l)| (Some(p), l));
+    let mut cur = d;
+    for p in parents.into_iter().flat_map(|p| p.split('.')) {
+        cur = cur.get_document(p).ok()?;
+    }
+    match cur.get(leaf)? {
+        bson::Bson::Int32(v) => Some(i64::from(*v)),
+        bson::Bson::Int64(v) => Some(*v),
+        _ => None,
+    }
+}
+
+/// What report generation reads from an interview (snapshot, transcript, credibility, duration),
+/// taken from the reports crate's fixture; merged into a seeded interview.
+pub fn report_evidence() -> Document {
+    let fixture = sophia_reports::fixtures::InterviewFixture::new(OrganizationId::new(bson::oid::ObjectId::new()));
+    let all = fixture.document();
+    let mut d = Document::new();
+    for key in ["snapshot", "proctoring", "credibility", "durationSeconds"] {
+        if let Some(v) = all.get(key) {
+            d.insert(key, v.clone());
+        }
+    }
+    d
+}
+
+pub const COMPLETED_AT: &str = "2026-12-02T17:30:00.000Z";
+
+pub fn completed_body(interview: InterviewId, org: OrganizationId, seconds: u64) -> String {
+    format!(r#"{{"interviewId":"{interview}","organizationId":"{org}","completedAt":"{COMPLETED_AT}","durationSeconds":{seconds}}}"#)
+}
+
+pub fn failed_body(interview: InterviewId, org: OrganizationId, reason: &str) -> String {
+    serde_json::json!({
+        "type": "interview.failed",
+        "interviewId": interview.to_string(),
+        "organizationId": org.to_string(),
+        "failureReason": reason,
+        "failedAt": COMPLETED_AT,
+    })
+    .to_string()
+}
+
+/// A Lambda SQS event of `(messageId, body)` records, as Lambda delivers it.
+pub fn sqs_event(records: &[(String, String)]) -> LambdaEvent<SqsEvent> {
+    let records: Vec<serde_json::Value> = records
+        .iter()
+        .map(|(id, body)| {
+            serde_json::json!({
+                "messageId": id, "receiptHandle": format!("rh-{id}"), "body": body,
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {}, "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:faults", "awsRegion": "us-east-1",
+            })
+        })
+        .collect();
+    LambdaEvent::new(serde_json::from_value(serde_json::json!({"Records": records})).expect("SQS event"), Context::default())
+}
+
+pub async fn send(client: &aws_sdk_sqs::Client, url: &str, body: &str) {
+    client.send_message().queue_url(url).message_body(body).send().await.expect("SendMessage");
+}
+
+/// `(visible, in flight)` messages of a queue.
+pub async fn depth(client: &aws_sdk_sqs::Client, url: &str) -> (i64, i64) {
+    let out = client
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await
+        .expect("GetQueueAttributes");
+    let attrs = out.attributes.unwrap_or_default();
+    let n = |k: QueueAttributeName| attrs.get(&k).and_then(|v| v.parse().ok()).unwrap_or(-1);
+    (n(QueueAttributeName::ApproximateNumberOfMessages), n(QueueAttributeName::ApproximateNumberOfMessagesNotVisible))
+}
+
+/// Receives (and deletes) everything visible on a queue within about a second of silence.
+pub async fn drain(client: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
+    let mut all = Vec::new();
+    loop {
+        let out = client
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .message_attribute_names("All")
+            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+            .send()
+            .await
+            .expect("ReceiveMessage");
+        let batch = out.messages.unwrap_or_default();
+        if batch.is_empty() {
+            return all;
+        }
+        for m in &batch {
+            client.delete_message().queue_url(url).receipt_handle(m.receipt_handle().unwrap_or_default()).send().await.expect("DeleteMessage");
+        }
+        all.extend(batch);
+    }
+}

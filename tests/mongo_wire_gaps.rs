@@ -1,0 +1,138 @@
+//! What the flow relies on from the MongoDB under test, shown over the real Rust driver and wire
+//! protocol. On the harness's nx-27017 these pass thanks to the fixes of
+//! `scripts/tools/nx_launcher.py` (see its docstring); on a real MongoDB
+//! (`SOPHIA_TEST_MONGODB_URI`) they pass as they are. The last test documents the gap that
+//! remains on nx-27017 (counts and aggregation `$match` on ObjectId fields), which is why tests
+//! count with `find`.
+//!
+//! Related: `settlement_flow.rs` (`nested_inc_updates_the_nested_field`,
+//! `object_id_fields_match_by_equality`) and `report_generation.rs` (`nx_updates_by_object_id_fields`)
+//! check the same fixes in their own flows; here each property is shown once, on its own.
+
+use bson::oid::ObjectId;
+use bson::{Bson, DateTime, Document, doc};
+use futures::TryStreamExt;
+use harness::faults::int;
+use mongodb::Collection;
+
+async fn collection(name: &str) -> Collection<Document> {
+    harness::test_mongo().await.db.collection::<Document>(name)
+}
+
+async fn found(coll: &Collection<Document>, filter: Document) -> Vec<Document> {
+    coll.find(filter).await.unwrap().try_collect().await.unwrap()
+}
+
+fn ms_from_now(ms: i64) -> DateTime {
+    DateTime::from_millis(DateTime::now().timestamp_millis() + ms)
+}
+
+/// The report lease (`leaseExpiresAt`) and `settledAt` are written with `$set`: they must stay
+/// BSON dates (stock nx-27017 stored a string) so that `{leaseExpiresAt: {$lt: now}}` matches
+/// an expired lease and not a live one. Booleans keep their type too.
+#[tokio::test]
+async fn set_of_a_date_keeps_a_bson_date_and_lt_now_matches_only_the_past() {
+    let coll = collection("gap_dates").await;
+    coll.insert_many([doc! {"_id": "expired"}, doc! {"_id": "live"}]).await.unwrap();
+    coll.update_one(doc! {"_id": "expired"}, doc! {"$set": {"lease": ms_from_now(-5_000), "flag": true}}).await.unwrap();
+    coll.update_one(doc! {"_id": "live"}, doc! {"$set": {"lease": ms_from_now(60_000), "flag": false}}).await.unwrap();
+
+    let expired = coll.find_one(doc! {"_id": "expired"}).await.unwrap().unwrap();
+    assert!(matches!(expired.get("lease"), Some(Bson::DateTime(_))), "a BSON date, not a string: {expired}");
+    assert_eq!(expired.get("flag"), Some(&Bson::Boolean(true)), "a bool, not an int: {expired}");
+
+    let past = found(&coll, doc! {"lease": {"$lt": DateTime::now()}}).await;
+    assert_eq!(past.iter().map(|d| d.get_str("_id").unwrap()).collect::<Vec<_>>(), ["expired"]);
+    // The same comparison inside an update's filter (the report claim's `$or`).
+    let r = coll.update_many(doc! {"lease": {"$lt": DateTime::now()}}, doc! {"$set": {"reclaimed": true}}).await.unwrap();
+    assert_eq!(r.matched_count, 1);
+}
+
+/// The settlement claim is `{settledAt: null}`: it must match an explicit null (seeded
+/// interviews) and a missing field (interviews written by other code), in `find` and in
+/// `update_one`, and stop matching once a date is set.
+#[tokio::test]
+async fn settled_at_null_matches_an_explicit_null_and_a_missing_field_in_find_and_update() {
+    let coll = collection("gap_null").await;
+    coll.insert_many([doc! {"_id": "explicit", "settledAt": Bson::Null}, doc! {"_id": "missing"}, doc! {"_id": "set", "settledAt": DateTime::now()}])
+        .await
+        .unwrap();
+    let mut ids: Vec<String> = found(&coll, doc! {"settledAt": Bson::Null}).await.iter().map(|d| d.get_str("_id").unwrap().to_owned()).collect();
+    ids.sort();
+    assert_eq!(ids, ["explicit", "missing"]);
+    for id in ["explicit", "missing"] {
+        let claim = coll.update_one(doc! {"_id": id, "settledAt": Bson::Null}, doc! {"$set": {"settledAt": DateTime::now()}}).await.unwrap();
+        assert_eq!(claim.matched_count, 1, "{id}: the first claim matches");
+        let again = coll.update_one(doc! {"_id": id, "settledAt": Bson::Null}, doc! {"$set": {"settledAt": DateTime::now()}}).await.unwrap();
+        assert_eq!(again.matched_count, 0, "{id}: a second claim matches nothing");
+    }
+    assert_eq!(coll.update_one(doc! {"_id": "set", "settledAt": Bson::Null}, doc! {"$set": {"x": 1}}).await.unwrap().matched_count, 0);
+}
+
+/// `organizationId`, `interviewId`, `leaseId`, `reference.id` are ObjectIds other than `_id`:
+/// equality on them must select the right documents in `find`, `update_one` and `update_many`.
+#[tokio::test]
+async fn object_id_valued_fields_match_in_find_and_updates() {
+    let coll = collection("gap_oid").await;
+    let (org, other) = (ObjectId::new(), ObjectId::new());
+    coll.insert_many([
+        doc! {"_id": 1, "organizationId": org, "reference": {"id": org}},
+        doc! {"_id": 2, "organizationId": org, "reference": {"id": other}},
+        doc! {"_id": 3, "organizationId": other, "reference": {"id": other}},
+    ])
+    .await
+    .unwrap();
+    assert_eq!(found(&coll, doc! {"organizationId": org}).await.len(), 2);
+    assert_eq!(found(&coll, doc! {"reference.id": org}).await.len(), 1, "dotted path to an ObjectId");
+    assert_eq!(found(&coll, doc! {"organizationId": {"$in": [other]}}).await.len(), 1);
+    assert_eq!(found(&coll, doc! {"organizationId": ObjectId::new()}).await.len(), 0);
+    let one = coll.update_one(doc! {"_id": 3, "organizationId": other}, doc! {"$set": {"x": 1}}).await.unwrap();
+    assert_eq!(one.matched_count, 1);
+    let wrong = coll.update_one(doc! {"_id": 3, "organizationId": org}, doc! {"$set": {"x": 2}}).await.unwrap();
+    assert_eq!(wrong.matched_count, 0, "the wrong organization matches nothing");
+    let many = coll.update_many(doc! {"organizationId": org}, doc! {"$set": {"y": 1}}).await.unwrap();
+    assert_eq!(many.matched_count, 2);
+}
+
+/// Balances are `$inc` of dotted paths (`credits.available`, `credits.reserved`): the nested
+/// fields must change (stock nx-27017 added a top-level key named `credits.available`), also
+/// with negative amounts, two paths at once, and a nested field that does not exist yet.
+#[tokio::test]
+async fn dotted_inc_updates_the_nested_fields() {
+    let coll = collection("gap_inc").await;
+    coll.insert_one(doc! {"_id": 1, "credits": {"available": 10_i64, "reserved": 0_i64}}).await.unwrap();
+    coll.update_one(doc! {"_id": 1}, doc! {"$inc": {"credits.available": -4_i64, "credits.reserved": 4_i64}}).await.unwrap();
+    coll.update_one(doc! {"_id": 1}, doc! {"$inc": {"credits.consumed": 3_i64}}).await.unwrap();
+    let d = coll.find_one(doc! {"_id": 1}).await.unwrap().unwrap();
+    assert_eq!((int(&d, "credits.available"), int(&d, "credits.reserved"), int(&d, "credits.consumed")), (Some(6), Some(4), Some(3)), "{d}");
+    assert!(d.keys().all(|k| !k.contains('.')), "no literal dotted keys: {d}");
+}
+
+/// KNOWN GAP, asserted as it is today: on nx-27017 (even patched), `count_documents` and an
+/// aggregation `$match` on an ObjectId-valued field other than `_id` count nothing, where MongoDB
+/// counts the matching documents. Tests therefore count with `find` (see `harness::faults::World::find`).
+/// Against a real MongoDB (`SOPHIA_TEST_MONGODB_URI` set) the correct answers are asserted
+/// instead; if a future launcher fix closes the gap, this test fails and must be updated.
+#[tokio::test]
+async fn known_gap_on_nx_count_and_aggregate_match_on_object_id_fields_find_nothing() {
+    let coll = collection("gap_count").await;
+    let org = ObjectId::new();
+    coll.insert_many([doc! {"organizationId": org}, doc! {"organizationId": org}, doc! {"organizationId": ObjectId::new()}]).await.unwrap();
+    assert_eq!(found(&coll, doc! {"organizationId": org}).await.len(), 2, "find is right");
+    let counted = coll.count_documents(doc! {"organizationId": org}).await;
+    let aggregated: Result<Vec<Document>, _> = match coll.aggregate([doc! {"$match": {"organizationId": org}}]).await {
+        Ok(cursor) => cursor.try_collect().await,
+        Err(e) => Err(e),
+    };
+    let real_mongodb = std::env::var("SOPHIA_TEST_MONGODB_URI").is_ok_and(|u| !u.is_empty());
+    if real_mongodb {
+        assert_eq!(counted.unwrap(), 2);
+        assert_eq!(aggregated.unwrap().len(), 2);
+    } else {
+        println!("nx-27017 gap: count_documents -> {counted:?}, aggregate $match -> {:?}", aggregated.as_ref().map(Vec::len));
+        // Today: both answer 0, silently (no error). A change here means the gap moved.
+        assert_eq!(counted.ok(), Some(0), "count_documents on an ObjectId filter no longer answers 0: update this test and the helpers that avoid it");
+        assert_eq!(aggregated.ok().map(|v| v.len()), Some(0), "aggregate $match on an ObjectId no longer answers nothing: update this test");
+        assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 3, "an unfiltered count is right");
+    }
+}
