@@ -7,6 +7,8 @@
 //! - Servers exit with the test process (their stdin pipe closes), and are stopped by PID by the
 //!   tests that stop them on purpose.
 
+pub mod faults;
+
 use std::sync::OnceLock;
 
 use sophia_local::queues::{QueueSet, create_queue_set};
