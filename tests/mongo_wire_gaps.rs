@@ -34,7 +34,9 @@ fn ms_from_now(ms: i64) -> DateTime {
 async fn set_of_a_date_keeps_a_bson_date_and_lt_now_matches_only_the_past() {
     let coll = collection("gap_dates").await;
     coll.insert_many([doc! {"_id": "expired"}, doc! {"_id": "live"}]).await.unwrap();
-    coll.update_one(doc! {"_id": "expired"}, doc! {"$set": {"lease": ms_from_now(-5_000), "flag": true}}).await.unwrap();
+    coll.update_one(doc! {"_id": "expired"}, doc! {"$set": {"lease": ms_from_now(-5_000), "flag": true}})
+        .await
+        .unwrap();
     coll.update_one(doc! {"_id": "live"}, doc! {"$set": {"lease": ms_from_now(60_000), "flag": false}}).await.unwrap();
 
     let expired = coll.find_one(doc! {"_id": "expired"}).await.unwrap().unwrap();
@@ -44,7 +46,8 @@ async fn set_of_a_date_keeps_a_bson_date_and_lt_now_matches_only_the_past() {
     let past = found(&coll, doc! {"lease": {"$lt": DateTime::now()}}).await;
     assert_eq!(past.iter().map(|d| d.get_str("_id").unwrap()).collect::<Vec<_>>(), ["expired"]);
     // The same comparison inside an update's filter (the report claim's `$or`).
-    let r = coll.update_many(doc! {"lease": {"$lt": DateTime::now()}}, doc! {"$set": {"reclaimed": true}}).await.unwrap();
+    let r =
+        coll.update_many(doc! {"lease": {"$lt": DateTime::now()}}, doc! {"$set": {"reclaimed": true}}).await.unwrap();
     assert_eq!(r.matched_count, 1);
 }
 
@@ -54,19 +57,39 @@ async fn set_of_a_date_keeps_a_bson_date_and_lt_now_matches_only_the_past() {
 #[tokio::test]
 async fn settled_at_null_matches_an_explicit_null_and_a_missing_field_in_find_and_update() {
     let coll = collection("gap_null").await;
-    coll.insert_many([doc! {"_id": "explicit", "settledAt": Bson::Null}, doc! {"_id": "missing"}, doc! {"_id": "set", "settledAt": DateTime::now()}])
+    coll.insert_many([
+        doc! {"_id": "explicit", "settledAt": Bson::Null},
+        doc! {"_id": "missing"},
+        doc! {"_id": "set", "settledAt": DateTime::now()},
+    ])
+    .await
+    .unwrap();
+    let mut ids: Vec<String> = found(&coll, doc! {"settledAt": Bson::Null})
         .await
-        .unwrap();
-    let mut ids: Vec<String> = found(&coll, doc! {"settledAt": Bson::Null}).await.iter().map(|d| d.get_str("_id").unwrap().to_owned()).collect();
+        .iter()
+        .map(|d| d.get_str("_id").unwrap().to_owned())
+        .collect();
     ids.sort();
     assert_eq!(ids, ["explicit", "missing"]);
     for id in ["explicit", "missing"] {
-        let claim = coll.update_one(doc! {"_id": id, "settledAt": Bson::Null}, doc! {"$set": {"settledAt": DateTime::now()}}).await.unwrap();
+        let claim = coll
+            .update_one(doc! {"_id": id, "settledAt": Bson::Null}, doc! {"$set": {"settledAt": DateTime::now()}})
+            .await
+            .unwrap();
         assert_eq!(claim.matched_count, 1, "{id}: the first claim matches");
-        let again = coll.update_one(doc! {"_id": id, "settledAt": Bson::Null}, doc! {"$set": {"settledAt": DateTime::now()}}).await.unwrap();
+        let again = coll
+            .update_one(doc! {"_id": id, "settledAt": Bson::Null}, doc! {"$set": {"settledAt": DateTime::now()}})
+            .await
+            .unwrap();
         assert_eq!(again.matched_count, 0, "{id}: a second claim matches nothing");
     }
-    assert_eq!(coll.update_one(doc! {"_id": "set", "settledAt": Bson::Null}, doc! {"$set": {"x": 1}}).await.unwrap().matched_count, 0);
+    assert_eq!(
+        coll.update_one(doc! {"_id": "set", "settledAt": Bson::Null}, doc! {"$set": {"x": 1}})
+            .await
+            .unwrap()
+            .matched_count,
+        0
+    );
 }
 
 /// `organizationId`, `interviewId`, `leaseId`, `reference.id` are ObjectIds other than `_id`:
@@ -101,10 +124,16 @@ async fn object_id_valued_fields_match_in_find_and_updates() {
 async fn dotted_inc_updates_the_nested_fields() {
     let coll = collection("gap_inc").await;
     coll.insert_one(doc! {"_id": 1, "credits": {"available": 10_i64, "reserved": 0_i64}}).await.unwrap();
-    coll.update_one(doc! {"_id": 1}, doc! {"$inc": {"credits.available": -4_i64, "credits.reserved": 4_i64}}).await.unwrap();
+    coll.update_one(doc! {"_id": 1}, doc! {"$inc": {"credits.available": -4_i64, "credits.reserved": 4_i64}})
+        .await
+        .unwrap();
     coll.update_one(doc! {"_id": 1}, doc! {"$inc": {"credits.consumed": 3_i64}}).await.unwrap();
     let d = coll.find_one(doc! {"_id": 1}).await.unwrap().unwrap();
-    assert_eq!((int(&d, "credits.available"), int(&d, "credits.reserved"), int(&d, "credits.consumed")), (Some(6), Some(4), Some(3)), "{d}");
+    assert_eq!(
+        (int(&d, "credits.available"), int(&d, "credits.reserved"), int(&d, "credits.consumed")),
+        (Some(6), Some(4), Some(3)),
+        "{d}"
+    );
     assert!(d.keys().all(|k| !k.contains('.')), "no literal dotted keys: {d}");
 }
 
@@ -117,7 +146,13 @@ async fn dotted_inc_updates_the_nested_fields() {
 async fn known_gap_on_nx_count_and_aggregate_match_on_object_id_fields_find_nothing() {
     let coll = collection("gap_count").await;
     let org = ObjectId::new();
-    coll.insert_many([doc! {"organizationId": org}, doc! {"organizationId": org}, doc! {"organizationId": ObjectId::new()}]).await.unwrap();
+    coll.insert_many([
+        doc! {"organizationId": org},
+        doc! {"organizationId": org},
+        doc! {"organizationId": ObjectId::new()},
+    ])
+    .await
+    .unwrap();
     assert_eq!(found(&coll, doc! {"organizationId": org}).await.len(), 2, "find is right");
     let counted = coll.count_documents(doc! {"organizationId": org}).await;
     let aggregated: Result<Vec<Document>, _> = match coll.aggregate([doc! {"$match": {"organizationId": org}}]).await {
@@ -129,10 +164,21 @@ async fn known_gap_on_nx_count_and_aggregate_match_on_object_id_fields_find_noth
         assert_eq!(counted.unwrap(), 2);
         assert_eq!(aggregated.unwrap().len(), 2);
     } else {
-        println!("nx-27017 gap: count_documents -> {counted:?}, aggregate $match -> {:?}", aggregated.as_ref().map(Vec::len));
+        println!(
+            "nx-27017 gap: count_documents -> {counted:?}, aggregate $match -> {:?}",
+            aggregated.as_ref().map(Vec::len)
+        );
         // Today: both answer 0, silently (no error). A change here means the gap moved.
-        assert_eq!(counted.ok(), Some(0), "count_documents on an ObjectId filter no longer answers 0: update this test and the helpers that avoid it");
-        assert_eq!(aggregated.ok().map(|v| v.len()), Some(0), "aggregate $match on an ObjectId no longer answers nothing: update this test");
+        assert_eq!(
+            counted.ok(),
+            Some(0),
+            "count_documents on an ObjectId filter no longer answers 0: update this test and the helpers that avoid it"
+        );
+        assert_eq!(
+            aggregated.ok().map(|v| v.len()),
+            Some(0),
+            "aggregate $match on an ObjectId no longer answers nothing: update this test"
+        );
         assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 3, "an unfiltered count is right");
     }
 }

@@ -18,11 +18,21 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_sqs::types::QueueAttributeName;
 use bson::{Document, doc};
 use futures::TryStreamExt;
+use interview_completed::SqsReportPublisher;
 use lambda_runtime::{Context, LambdaEvent};
+use report_generate::ReportGenerateHandler;
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_credits::{CreditsStore, invariants, migrations, seed};
+use sophia_local::esm::{EventSourceMapping, InvocationSummary};
+use sophia_local::invoke::{BoxError, Instances, Invoke};
+use sophia_local::queues::{QueueRef, QueueSet};
 use sophia_local::servers::{ensure_tools_installed, state_dir};
 use sophia_platform::mongo::{Mongo, MongoSettings};
+use sophia_queue_settings::Declaration;
+use sophia_reports::{OpenAiSettings, ReportModel, ReportService};
+use sophia_sqs_consumer::ConsumerOptions;
+use sophia_sqs_producer::{QueueUrls, SqsProducer};
+use std::sync::Arc;
 
 /// nx-27017 with its data in files under `.local/faults/<name>`: survives a kill and a restart.
 #[derive(Debug)]
@@ -104,6 +114,10 @@ impl DiskMongo {
     pub async fn mongo(&self, database: &str) -> Mongo {
         mongo_at(&self.uri(), database).await
     }
+
+    pub fn settings(&self, database: &str) -> MongoSettings {
+        mongo_settings(&self.uri(), database)
+    }
 }
 
 impl Drop for DiskMongo {
@@ -115,13 +129,7 @@ impl Drop for DiskMongo {
 
 /// A client of `uri`, database `database`, server selection given up after 1 s.
 pub async fn mongo_at(uri: &str, database: &str) -> Mongo {
-    let settings = MongoSettings {
-        uri: uri.to_owned(),
-        database: database.to_owned(),
-        server_selection_timeout: Duration::from_secs(1),
-        allow_standalone: true,
-    };
-    Mongo::connect(&settings).await.expect("MongoDB client builds")
+    Mongo::connect(&mongo_settings(uri, database)).await.expect("MongoDB client builds")
 }
 
 /// A fresh database name.
@@ -147,6 +155,11 @@ impl World {
         Self::new(crate::test_mongo().await).await
     }
 
+    /// Settings for another client of this database (e.g. a function instance's).
+    pub fn settings(&self) -> MongoSettings {
+        mongo_settings(&crate::mongo_uri(), self.mongo.db.name())
+    }
+
     /// An organization with one lot of `granted` credits expiring in 30 days.
     pub async fn org_with_credits(&self, granted: i64) -> OrganizationId {
         let org = seed::create_organization(&self.store, "Faults Inc").await.expect("organization");
@@ -156,23 +169,42 @@ impl World {
 
     /// An interview with `amount` credits reserved and enough evidence for a model report.
     pub async fn reserved_interview(&self, org: OrganizationId, amount: i64) -> InterviewId {
-        seed::reserved_interview(&self.mongo.client, &self.store, org, amount, report_evidence()).await.expect("reserved interview")
+        seed::reserved_interview(&self.mongo.client, &self.store, org, amount, report_evidence())
+            .await
+            .expect("reserved interview")
     }
 
     /// Every document of `collection`.
     pub async fn all(&self, collection: &str) -> Vec<Document> {
-        self.mongo.db.collection::<Document>(collection).find(doc! {}).await.expect("find").try_collect().await.expect("read")
+        self.mongo
+            .db
+            .collection::<Document>(collection)
+            .find(doc! {})
+            .await
+            .expect("find")
+            .try_collect()
+            .await
+            .expect("read")
     }
 
     /// Documents of `collection` matching `filter` (a `find`: nx-27017's count_documents does
     /// not match ObjectId fields, see tests/mongo_wire_gaps.rs).
     pub async fn find(&self, collection: &str, filter: Document) -> Vec<Document> {
-        self.mongo.db.collection::<Document>(collection).find(filter).await.expect("find").try_collect().await.expect("read")
+        self.mongo
+            .db
+            .collection::<Document>(collection)
+            .find(filter)
+            .await
+            .expect("find")
+            .try_collect()
+            .await
+            .expect("read")
     }
 
     /// `(available, reserved)` of the organization.
     pub async fn org_credits(&self, org: OrganizationId) -> (i64, i64) {
-        let o = self.store.organizations().find_one(doc! {"_id": org.oid()}).await.expect("find").expect("organization");
+        let o =
+            self.store.organizations().find_one(doc! {"_id": org.oid()}).await.expect("find").expect("organization");
         (o.credits.available, o.credits.reserved)
     }
 
@@ -196,7 +228,11 @@ impl World {
     /// The five invariants of DESIGN.md over the whole database.
     pub async fn assert_invariants(&self) {
         let violations = invariants::check_all(&self.store).await.expect("invariants can be read");
-        assert!(violations.is_empty(), "invariants broken:\n{}", violations.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n"));
+        assert!(
+            violations.is_empty(),
+            "invariants broken:\n{}",
+            violations.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n")
+        );
     }
 
     /// Every collection's documents, by name (for "nothing was written").
@@ -242,7 +278,9 @@ pub fn report_evidence() -> Document {
 pub const COMPLETED_AT: &str = "2026-12-02T17:30:00.000Z";
 
 pub fn completed_body(interview: InterviewId, org: OrganizationId, seconds: u64) -> String {
-    format!(r#"{{"interviewId":"{interview}","organizationId":"{org}","completedAt":"{COMPLETED_AT}","durationSeconds":{seconds}}}"#)
+    format!(
+        r#"{{"interviewId":"{interview}","organizationId":"{org}","completedAt":"{COMPLETED_AT}","durationSeconds":{seconds}}}"#
+    )
 }
 
 pub fn failed_body(interview: InterviewId, org: OrganizationId, reason: &str) -> String {
@@ -269,7 +307,10 @@ pub fn sqs_event(records: &[(String, String)]) -> LambdaEvent<SqsEvent> {
             })
         })
         .collect();
-    LambdaEvent::new(serde_json::from_value(serde_json::json!({"Records": records})).expect("SQS event"), Context::default())
+    LambdaEvent::new(
+        serde_json::from_value(serde_json::json!({"Records": records})).expect("SQS event"),
+        Context::default(),
+    )
 }
 
 pub async fn send(client: &aws_sdk_sqs::Client, url: &str, body: &str) {
@@ -310,8 +351,136 @@ pub async fn drain(client: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::
             return all;
         }
         for m in &batch {
-            client.delete_message().queue_url(url).receipt_handle(m.receipt_handle().unwrap_or_default()).send().await.expect("DeleteMessage");
+            client
+                .delete_message()
+                .queue_url(url)
+                .receipt_handle(m.receipt_handle().unwrap_or_default())
+                .send()
+                .await
+                .expect("DeleteMessage");
         }
         all.extend(batch);
     }
+}
+
+/// Settings for a client of `uri`, database `database` (server selection given up after 1 s).
+pub fn mongo_settings(uri: &str, database: &str) -> MongoSettings {
+    MongoSettings {
+        uri: uri.to_owned(),
+        database: database.to_owned(),
+        server_selection_timeout: Duration::from_secs(1),
+        allow_standalone: true,
+    }
+}
+
+/// `count` instances of the interview-completed Lambda as its `main` builds it (its own MongoDB
+/// client and SQS producer, publishing `report.generate` to `report_generate_url`), each on its
+/// own thread and runtime like a Lambda execution environment.
+pub fn completed_instances(count: usize, mongo: MongoSettings, report_generate_url: &str) -> Arc<dyn Invoke> {
+    let (url, endpoint) = (report_generate_url.to_owned(), crate::sqs_endpoint());
+    let instances = Instances::spawn(
+        "interview-completed",
+        count,
+        move || {
+            let (mongo, url, endpoint) = (mongo.clone(), url.clone(), endpoint.clone());
+            async move {
+                let mongo = Mongo::connect(&mongo).await?;
+                let sqs = sophia_platform::sqs::client(Some(&endpoint)).await;
+                let urls = QueueUrls { interview_completed: None, report_generate: Some(url) };
+                Ok::<_, BoxError>(interview_completed::Handler::new(
+                    mongo,
+                    SqsReportPublisher(SqsProducer::new(sqs, urls)),
+                ))
+            }
+        },
+        |h, event| Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { e.to_string().into() }) }),
+    )
+    .expect("interview-completed instances start");
+    Arc::new(instances)
+}
+
+/// One instance of the report-generate Lambda against `openai`, with a lease of `lease` and the
+/// consumer options `options`.
+pub fn report_instance(
+    mongo: MongoSettings,
+    openai: OpenAiSettings,
+    lease: Duration,
+    options: ConsumerOptions,
+) -> Arc<dyn Invoke> {
+    let instances = Instances::spawn(
+        "report-generate",
+        1,
+        move || {
+            let (mongo, openai, options) = (mongo.clone(), openai.clone(), options.clone());
+            async move {
+                let mongo = Mongo::connect(&mongo).await?;
+                let service = ReportService::new(mongo.db.clone(), ReportModel::new(&openai)).with_lease(lease);
+                Ok::<_, BoxError>(ReportGenerateHandler::with_service(mongo, service, options))
+            }
+        },
+        |h, event| Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { Box::new(e) }) }),
+    )
+    .expect("report-generate instance starts");
+    Arc::new(instances)
+}
+
+/// OpenAI settings for the fake: key `test-key`, model `gpt-4.1-mini`, client timeout `timeout`.
+pub fn fake_openai(fake: &sophia_openai_fake::FakeOpenAi, timeout: Duration) -> OpenAiSettings {
+    OpenAiSettings {
+        api_key: Some("test-key".into()),
+        model: "gpt-4.1-mini".into(),
+        base_url: Some(fake.base_url()),
+        timeout,
+    }
+}
+
+/// The declared event source mapping of `queue` with the settings of `key` (`interviewCompleted`
+/// or `reportGenerate`), invoking `invoker`.
+pub fn esm(client: &aws_sdk_sqs::Client, queue: &QueueRef, key: &str, invoker: Arc<dyn Invoke>) -> EventSourceMapping {
+    let decl = Declaration::embedded();
+    let settings = if key == "reportGenerate" { decl.report_generate() } else { decl.interview_completed() };
+    EventSourceMapping::declared(client.clone(), queue.clone(), settings, decl, invoker)
+}
+
+/// The interview queue's mapping with `instances` of the production handler.
+pub fn interview_esm(
+    client: &aws_sdk_sqs::Client,
+    queues: &QueueSet,
+    instances: usize,
+    mongo: MongoSettings,
+) -> EventSourceMapping {
+    esm(
+        client,
+        &queues.interview_completed.source,
+        "interviewCompleted",
+        completed_instances(instances, mongo, &queues.report_generate.source.url),
+    )
+}
+
+/// Polls `esm` until `done` says so or `limit` passes; returns every invocation's summary.
+pub async fn poll_until(
+    esm: &EventSourceMapping,
+    limit: Duration,
+    mut done: impl FnMut(&[InvocationSummary]) -> bool,
+) -> Vec<InvocationSummary> {
+    let started = Instant::now();
+    let mut all = Vec::new();
+    while !done(&all) {
+        assert!(started.elapsed() < limit, "not done within {limit:?}: {all:#?}");
+        if let Some(s) = esm.poll_once(Duration::from_secs(1)).await.expect("poll") {
+            all.push(s);
+        }
+    }
+    all
+}
+
+/// The stored report documents of one interview (a `find`, see [`World::find`]).
+pub async fn reports_of(db: &mongodb::Database, interview: InterviewId) -> Vec<Document> {
+    db.collection::<Document>("interviewReports")
+        .find(doc! {"interviewId": interview.oid()})
+        .await
+        .expect("find")
+        .try_collect()
+        .await
+        .expect("read")
 }

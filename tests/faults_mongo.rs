@@ -1,0 +1,239 @@
+//! MongoDB faults through the local pipeline: fauxqs queues with a 1 s visibility timeout, the
+//! event-source-mapping emulator, the interview-completed handler, and an nx-27017 of the test's
+//! own whose data is in SQLite files ([`DiskMongo`]), so it can be killed by PID (SIGKILL, a
+//! crash) and restarted on the same port with what it had committed.
+//!
+//! Each case ends with the state of the queues and the database, and the five invariants.
+//! (`settlement_handler.rs::an_unreachable_mongodb_fails_the_whole_batch` shows the setup error
+//! in-process; here the batch goes through SQS and comes back.)
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use bson::doc;
+use harness::faults::{DiskMongo, World, completed_body, database_name, depth, drain, esm, failed_body, interview_esm, mongo_at};
+use harness::{sqs_client, test_queues_fast};
+use interview_completed::SqsReportPublisher;
+use lambda_runtime::LambdaEvent;
+use mongodb::event::EventHandler;
+use mongodb::event::command::CommandEvent;
+use sophia_contracts::InterviewQueueMessage;
+use sophia_credits::model::{OutboxEntry, OutboxStatus};
+use sophia_credits::{SettleContext, SettlementService};
+use sophia_local::invoke::{BoxError, Instances};
+use sophia_local::servers::free_port;
+use sophia_sqs_consumer::{ConsumerOptions, RecordMeta, SqsConsumer};
+use sophia_sqs_producer::{QueueUrls, SqsProducer};
+
+/// The production settlement inside the production consumer wrapper, as
+/// `interview_completed::Handler` runs it, on a client of the test's choosing.
+struct Doomed {
+    service: SettlementService,
+    publisher: SqsReportPublisher,
+    consumer: SqsConsumer,
+}
+
+impl Doomed {
+    async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, BoxError> {
+        let handler = |m: InterviewQueueMessage, meta: RecordMeta| async move {
+            match m {
+                InterviewQueueMessage::Completed(c) => self
+                    .service
+                    .settle_completed_and_publish(&c, &self.publisher, SettleContext::now_with_deadline(meta.deadline))
+                    .await
+                    .map(|_| ())
+                    .map_err(interview_completed::failure_of),
+                InterviewQueueMessage::Failed(f) => interview_completed::settle_failed(&self.service, &f, &meta).await,
+            }
+        };
+        self.consumer.process(event, || async { Ok::<(), BoxError>(()) }, handler).await.map_err(BoxError::from)
+    }
+}
+
+fn ledger(entries: &[(&str, i64)]) -> Vec<(String, i64)> {
+    let mut v: Vec<(String, i64)> = entries.iter().map(|(t, a)| ((*t).to_owned(), *a)).collect();
+    v.sort();
+    v
+}
+
+/// The batch arrives while MongoDB is down (its server was killed after the data was seeded):
+/// the per-batch ping fails, the invocation fails, nothing is deleted, and all three records
+/// come back after the visibility timeout; by then MongoDB is back (same port, same data) and
+/// the redelivered batch settles every record once.
+#[tokio::test]
+async fn mongodb_unreachable_at_batch_start_retries_the_whole_batch_and_it_succeeds_when_mongodb_returns() {
+    let mut server = DiskMongo::start(free_port());
+    let db = database_name();
+    let w = World::new(server.mongo(&db).await).await;
+    let org = w.org_with_credits(100).await;
+    let (long, short, failed) =
+        (w.reserved_interview(org, 20).await, w.reserved_interview(org, 10).await, w.reserved_interview(org, 10).await);
+    let sqs = sqs_client().await;
+    let queues = test_queues_fast(&sqs, 1).await;
+    let source = &queues.interview_completed.source.url;
+    for body in
+        [completed_body(long, org, 754), completed_body(short, org, 120), failed_body(failed, org, "bot lost the call")]
+    {
+        harness::faults::send(&sqs, source, &body).await;
+    }
+    let mapping = interview_esm(&sqs, &queues, 1, server.settings(&db));
+
+    server.kill();
+    let down = mapping.poll_once(Duration::from_secs(2)).await.unwrap().expect("the batch is delivered");
+    assert_eq!(down.message_ids.len(), 3, "one batch of three: {down:?}");
+    assert_eq!(down.deleted, 0, "nothing acknowledged");
+    let error = down.batch_error.expect("the invocation failed as a whole");
+    assert!(error.contains("batch setup failed") && error.contains("MongoDB is unreachable"), "{error}");
+    assert_eq!(depth(&sqs, source).await, (0, 3), "all three wait for their visibility timeout");
+
+    server.restart();
+    let up = mapping.poll_once(Duration::from_secs(3)).await.unwrap().expect("the batch comes back");
+    assert_eq!(
+        (up.message_ids.len(), up.deleted, up.failed_ids.len(), up.batch_error.as_deref()),
+        (3, 3, 0, None),
+        "{up:?}"
+    );
+    assert_eq!(
+        up.message_ids.iter().collect::<std::collections::BTreeSet<_>>(),
+        down.message_ids.iter().collect(),
+        "the same three messages"
+    );
+
+    let w = World::new(server.mongo(&db).await).await;
+    assert!(w.settled(long).await && w.settled(short).await && w.settled(failed).await);
+    assert_eq!(w.ledger_of(long).await, ledger(&[("RESERVE", 20), ("SETTLE", 12), ("RELEASE", 8)]));
+    assert_eq!(w.ledger_of(short).await, ledger(&[("RESERVE", 10), ("SETTLE", 2), ("RELEASE", 8)]));
+    assert_eq!(w.ledger_of(failed).await, ledger(&[("RESERVE", 10), ("RELEASE", 10)]));
+    assert_eq!(w.org_credits(org).await, (86, 0));
+    assert_eq!(depth(&sqs, source).await, (0, 0));
+    assert_eq!(depth(&sqs, &queues.interview_completed.dlq.url).await, (0, 0));
+    let mut published: Vec<String> =
+        drain(&sqs, &queues.report_generate.source.url).await.iter().map(|m| m.body().unwrap().to_owned()).collect();
+    published.sort();
+    let mut expected = vec![
+        format!(r#"{{"interviewId":"{long}","organizationId":"{org}"}}"#),
+        format!(r#"{{"interviewId":"{short}","organizationId":"{org}"}}"#),
+    ];
+    expected.sort();
+    assert_eq!(published, expected, "one report.generate per completed interview, none for the failed one");
+    w.assert_invariants().await;
+}
+
+/// The server is killed (SIGKILL) at the instant the settlement sends `commitTransaction`: the
+/// claim, the lot, the organization, the ledger entries and the outbox entry have all been
+/// written inside the open transaction, and the commit never arrives. The hook is the driver's
+/// command monitoring (no production change): the first delivery runs the production
+/// settlement (`settle_completed_and_publish` inside the production consumer wrapper, as the
+/// handler does) on a client with that hook. After the restart nothing of the settlement is
+/// visible; the redelivery, through the production handler, settles exactly once and publishes
+/// one `report.generate`.
+#[tokio::test]
+async fn mongodb_killed_between_claim_and_commit_leaves_no_partial_settlement_and_the_redelivery_settles_once() {
+    let server = Arc::new(Mutex::new(DiskMongo::start(free_port())));
+    let uri = server.lock().unwrap().uri();
+    let db = database_name();
+    let db_name = db.clone();
+    let w = World::new(mongo_at(&uri, &db).await).await;
+    let org = w.org_with_credits(100).await;
+    let interview = w.reserved_interview(org, 30).await;
+    let before = w.snapshot().await;
+    assert_eq!(w.org_credits(org).await, (70, 30));
+    let sqs = sqs_client().await;
+    let queues = test_queues_fast(&sqs, 1).await;
+    let source = &queues.interview_completed.source.url;
+    harness::faults::send(&sqs, source, &completed_body(interview, org, 600)).await;
+
+    // A client whose command monitor kills the server when the commit is about to be sent.
+    let killed = Arc::new(AtomicBool::new(false));
+    let succeeded: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut options = mongodb::options::ClientOptions::parse(&uri).await.unwrap();
+    options.server_selection_timeout = Some(Duration::from_millis(300));
+    options.command_event_handler = Some({
+        let (server, killed, succeeded) = (server.clone(), killed.clone(), succeeded.clone());
+        EventHandler::callback(move |e: CommandEvent| match e {
+            CommandEvent::Started(s)
+                if s.command_name == "commitTransaction" && !killed.swap(true, Ordering::SeqCst) =>
+            {
+                server.lock().unwrap().kill()
+            }
+            CommandEvent::Succeeded(s) if !killed.load(Ordering::SeqCst) => {
+                succeeded.lock().unwrap().push(s.command_name)
+            }
+            _ => {}
+        })
+    });
+    let report_url = queues.report_generate.source.url.clone();
+    let doomed = Instances::spawn(
+        "interview-completed-doomed",
+        1,
+        move || {
+            let (options, db, report_url) = (options.clone(), db_name.clone(), report_url.clone());
+            async move {
+                let client = mongodb::Client::with_options(options)?;
+                let service = SettlementService::new(client.clone(), client.database(&db));
+                let sqs = harness::sqs_client().await;
+                let urls = QueueUrls { interview_completed: None, report_generate: Some(report_url) };
+                let consumer = SqsConsumer::new(ConsumerOptions {
+                    deadline_margin: Duration::from_millis(200),
+                    ..ConsumerOptions::default()
+                });
+                Ok::<_, BoxError>(Doomed {
+                    service,
+                    publisher: SqsReportPublisher(SqsProducer::new(sqs, urls)),
+                    consumer,
+                })
+            }
+        },
+        |d, event| Box::pin(d.handle(event)),
+    )
+    .unwrap();
+    let mut first = esm(&sqs, &queues.interview_completed.source, "interviewCompleted", Arc::new(doomed));
+    // A short function timeout bounds the commit retries against the dead server.
+    first.function_timeout = Duration::from_secs(4);
+    let crashed = first.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
+    assert!(killed.load(Ordering::SeqCst), "the server was killed at the commit");
+    assert_eq!(crashed.deleted, 0, "not acknowledged: {crashed:?}");
+    assert!(crashed.failed_ids.len() == 1 || crashed.batch_error.is_some(), "retried: {crashed:?}");
+    assert_eq!(
+        *succeeded.lock().unwrap(),
+        ["find", "update", "find", "update", "update", "insert", "insert"],
+        "read, claim, lots, lot, organization, ledger, outbox all reached the server before the commit"
+    );
+
+    server.lock().unwrap().restart();
+    let w = World::new(mongo_at(&uri, &db).await).await;
+    assert_eq!(w.snapshot().await, before, "after recovery nothing of the settlement is visible");
+    assert!(!w.settled(interview).await);
+    assert_eq!(w.ledger_of(interview).await, ledger(&[("RESERVE", 30)]));
+    assert!(w.find("outbox", doc! {"_id": OutboxEntry::report_generate_id(interview.oid())}).await.is_empty());
+    w.assert_invariants().await;
+
+    let mapping = interview_esm(&sqs, &queues, 1, server.lock().unwrap().settings(&db));
+    let redelivered = mapping.poll_once(Duration::from_secs(3)).await.unwrap().expect("the message comes back");
+    assert_eq!(
+        (redelivered.deleted, redelivered.failed_ids.len(), redelivered.batch_error.as_deref()),
+        (1, 0, None),
+        "{redelivered:?}"
+    );
+    assert!(w.settled(interview).await);
+    assert_eq!(
+        w.ledger_of(interview).await,
+        ledger(&[("RESERVE", 30), ("SETTLE", 10), ("RELEASE", 20)]),
+        "settled exactly once"
+    );
+    assert_eq!(w.org_credits(org).await, (90, 0));
+    let outbox = w
+        .store
+        .outbox()
+        .find_one(doc! {"_id": OutboxEntry::report_generate_id(interview.oid())})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(outbox.status, OutboxStatus::Published);
+    assert_eq!(drain(&sqs, &queues.report_generate.source.url).await.len(), 1, "one report.generate");
+    assert_eq!(depth(&sqs, source).await, (0, 0));
+    assert_eq!(depth(&sqs, &queues.interview_completed.dlq.url).await, (0, 0));
+    w.assert_invariants().await;
+}
