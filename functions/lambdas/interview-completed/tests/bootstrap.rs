@@ -1,0 +1,67 @@
+//! The built `interview-completed` binary end to end, as Lambda runs it: started with the Lambda
+//! environment against a local Runtime API (`sophia_local::runtime_api`), MongoDB from the
+//! environment (nx-27017 here, allowed as standalone), one SQS event JSON in, the
+//! `SqsBatchResponse` JSON out.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bson::doc;
+use sophia_credits::{CreditsStore, invariants, migrations, seed};
+use sophia_local::invoke::{Invoke, InvokeContext};
+use sophia_local::runtime_api::RuntimeApi;
+use sophia_local::servers::{free_port, start_nx_mongo};
+
+#[tokio::test]
+async fn the_binary_settles_an_interview_from_an_sqs_event() {
+    let server = start_nx_mongo(free_port()).expect("nx-27017 starts (scripts/setup-tools)");
+    let uri = server.url();
+    let database = "bootstrap_e2e";
+    let client = mongodb::Client::with_uri_str(&uri).await.unwrap();
+    let db = client.database(database);
+    migrations::apply(&db).await.unwrap();
+    let store = CreditsStore::new(db.clone());
+    let org = seed::create_organization(&store, "Bootstrap").await.unwrap();
+    seed::grant_lot(&store, org, 50, chrono_in_days(30)).await.unwrap();
+    let interview = seed::reserved_interview(&client, &store, org, 20, doc! {}).await.unwrap();
+
+    let mut api = RuntimeApi::serve().await.unwrap();
+    let env = [
+        ("MONGODB_URI".to_owned(), uri.clone()),
+        ("MONGODB_DATABASE".to_owned(), database.to_owned()),
+        ("MONGODB_ALLOW_STANDALONE".to_owned(), "true".to_owned()),
+        ("LOG_LEVEL".to_owned(), "warn".to_owned()),
+    ];
+    api.start_function(std::path::Path::new(env!("CARGO_BIN_EXE_interview-completed")), "interview-completed", 256, &env).unwrap();
+    api.wait_ready(Duration::from_secs(20)).await.expect("the binary starts and polls for an event");
+
+    let body = format!(r#"{{"interviewId":"{interview}","organizationId":"{org}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":330}}"#);
+    let event = serde_json::json!({"Records": [{
+        "messageId": "m-bootstrap",
+        "receiptHandle": "r",
+        "body": body,
+        "attributes": {"ApproximateReceiveCount": "1"},
+        "messageAttributes": {},
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:sophia-local-interview-completed",
+        "awsRegion": "us-east-1"
+    }]});
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    let context = InvokeContext {
+        request_id: "req-bootstrap".into(),
+        deadline_ms: now_ms + 30_000,
+        function_arn: "arn:aws:lambda:us-east-1:000000000000:function:interview-completed".into(),
+    };
+    let response = api.invoke(event, context).await.expect("the binary answers");
+    api.stop().await;
+    assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}");
+
+    let settled = store.interview(interview.oid()).await.unwrap().unwrap();
+    assert!(settled.settled_at.is_some());
+    assert_eq!(settled.credits.consumed, Some(5));
+    let violations = invariants::check_all(&store).await.unwrap();
+    assert!(violations.is_empty(), "{violations:?}");
+}
+
+fn chrono_in_days(days: i64) -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now() + chrono::Duration::days(days)
+}
