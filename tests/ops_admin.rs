@@ -144,3 +144,18 @@ async fn report_retry_of_an_unknown_interview_is_refused() {
     let err = run(&w.ops.ctx, &["report", "retry", &i, &o]).await.unwrap_err();
     assert!(err.to_string().contains("not found"), "{err}");
 }
+
+#[tokio::test]
+async fn migrate_creates_the_indexes_the_flow_relies_on_and_is_idempotent() {
+    let mut o = ops().await;
+    let mongo = harness::test_mongo().await;
+    o.ctx = std::mem::take(&mut o.ctx).with_mongo(mongo.clone());
+    for _ in 0..2 {
+        let Outcome::Migrate(report) = run(&o.ctx, &["migrate"]).await.unwrap() else { panic!("not a migrate outcome") };
+        assert_eq!(report.database, mongo.db.name());
+    }
+    let ledger = mongo.db.collection::<bson::Document>("creditLedger").list_index_names().await.unwrap();
+    assert!(ledger.len() >= 2, "the ledger's idempotency index exists: {ledger:?}");
+    let reports = mongo.db.collection::<bson::Document>("interviewReports").list_index_names().await.unwrap();
+    assert!(reports.iter().any(|n| n.contains("interviewId")), "one report per interview: {reports:?}");
+}

@@ -195,3 +195,24 @@ pub async fn invariants_check(ctx: &Context, org: Option<OrganizationId>) -> Res
         found.iter().map(|v| InvariantViolation { invariant: v.invariant(), message: v.to_string() }).collect();
     Ok(InvariantsReport { organization_id: org, ok: violations.is_empty(), violations })
 }
+
+/// What `migrate` did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrateReport {
+    pub database: String,
+}
+
+impl MigrateReport {
+    pub fn human(&self) -> String {
+        format!("indexes of database {} are in place (credits, ledger, outbox, reports)\n", self.database)
+    }
+}
+
+/// `migrate`: the explicit, idempotent migration step of both domains (never run by a handler).
+pub async fn migrate(ctx: &Context) -> Result<MigrateReport, OpsError> {
+    let db = ctx.mongo().await?.db;
+    sophia_credits::migrations::apply(&db).await.map_err(|e| OpsError::domain("credits migrations", e))?;
+    sophia_reports::migrations::apply(&db).await.map_err(|e| OpsError::domain("reports migrations", e))?;
+    Ok(MigrateReport { database: db.name().to_owned() })
+}

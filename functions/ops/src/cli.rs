@@ -53,6 +53,8 @@ pub enum Command {
     /// The credit invariants of DESIGN.md.
     #[command(subcommand)]
     Invariants(InvariantsCommand),
+    /// Create the indexes the flow relies on (idempotent; run once per stage after a deploy).
+    Migrate,
 }
 
 #[derive(Debug, Clone, Copy, Args)]

@@ -140,6 +140,7 @@ pub enum Outcome {
     OutboxFlush(admin::OutboxFlushReport),
     ReportRetry(admin::ReportRetryReport),
     InvariantsCheck(admin::InvariantsReport),
+    Migrate(admin::MigrateReport),
 }
 
 impl Outcome {
@@ -152,6 +153,7 @@ impl Outcome {
             Self::OutboxFlush(r) => r.human(),
             Self::ReportRetry(r) => r.human(),
             Self::InvariantsCheck(r) => r.human(),
+            Self::Migrate(r) => r.human(),
         }
     }
 
@@ -231,6 +233,7 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
         Command::Invariants(InvariantsCommand::Check { org }) => {
             Ok(Outcome::InvariantsCheck(admin::invariants_check(ctx, *org).await?))
         }
+        Command::Migrate => Ok(Outcome::Migrate(admin::migrate(ctx).await?)),
     }
 }
 

@@ -5,8 +5,8 @@
 //!
 //! Per record: `Ok` -> acknowledged (completed, already completed, out of attempts, held by
 //! another worker); an error is retried or dropped by its [`Disposition`]. The per-batch setup
-//! pings MongoDB (failure: the whole batch is retried) and applies this crate's migrations once
-//! per process.
+//! pings MongoDB (failure: the whole batch is retried). Indexes are created by the explicit
+//! migration step (`sophia-ops migrate`), never by the handler.
 //!
 //! Tests call [`ReportGenerateHandler::handle_detailed`] in-process with
 //! `LambdaEvent::new(event, Context::default())`.
@@ -15,9 +15,8 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use sophia_contracts::ReportGenerate;
 use sophia_platform::mongo::Mongo;
-use sophia_reports::{Disposition, ReportError, ReportModel, ReportService, migrations};
+use sophia_reports::{Disposition, ReportError, ReportModel, ReportService};
 use sophia_sqs_consumer::{BatchError, BatchReport, BoxError, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
-use tokio::sync::OnceCell;
 
 /// The consumer's decision for an error: retry (SQS redelivers) or drop (logged, acknowledged).
 pub fn to_failure(e: ReportError) -> Failure {
@@ -33,7 +32,6 @@ pub struct ReportGenerateHandler {
     mongo: Mongo,
     service: ReportService,
     consumer: SqsConsumer,
-    migrated: OnceCell<()>,
 }
 
 impl ReportGenerateHandler {
@@ -44,7 +42,7 @@ impl ReportGenerateHandler {
 
     /// With a prepared service (e.g. a shorter lease) and consumer options.
     pub fn with_service(mongo: Mongo, service: ReportService, options: ConsumerOptions) -> Self {
-        Self { mongo, service, consumer: SqsConsumer::new(options), migrated: OnceCell::new() }
+        Self { mongo, service, consumer: SqsConsumer::new(options) }
     }
 
     /// From the environment: `MONGODB_*` (see `sophia_platform::mongo`) and `OPENAI_*` (see
@@ -69,7 +67,6 @@ impl ReportGenerateHandler {
     pub async fn handle_detailed(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
         let setup = || async {
             self.mongo.ping().await?;
-            self.migrated.get_or_try_init(|| migrations::apply(&self.mongo.db)).await?;
             Ok::<(), BoxError>(())
         };
         let handler = |message: ReportGenerate, meta: RecordMeta| async move {
