@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use bson::doc;
-use harness::faults::{DiskMongo, World, completed_body, database_name, depth, drain, esm, failed_body, interview_esm, mongo_at};
+use harness::faults::{
+    DiskMongo, World, completed_body, database_name, depth, drain, esm, failed_body, interview_esm, mongo_at,
+};
 use harness::{sqs_client, test_queues_fast};
 use interview_completed::SqsReportPublisher;
 use lambda_runtime::LambdaEvent;

@@ -1,0 +1,369 @@
+//! Faults of SQS and OpenAI, and duplicate deliveries, through the local pipeline: fauxqs
+//! queues with a 1 s visibility timeout (so receive counts and the DLQ move are real), the
+//! event-source-mapping emulator invoking function instances built as the binaries' `main`
+//! builds them, nx-27017 (or `SOPHIA_TEST_MONGODB_URI`), and the scripted OpenAI fake.
+//!
+//! Each case ends with the state of the queues and the database, and the five invariants.
+//! In-process versions of some of these exist (`settlement_handler.rs`:
+//! `a_failed_publish_fails_the_record_and_the_redelivery_publishes_it`; `report_generation.rs`:
+//! `three_failures_leave_the_report_failed_and_the_fourth_delivery_is_acknowledged`,
+//! `an_expired_lease_is_reclaimed`); here the same guarantees are shown end to end over SQS.
+
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use bson::{Bson, Document, doc};
+use harness::faults::{
+    World, completed_body, completed_instances, depth, drain, esm, fake_openai, int, interview_esm, poll_until,
+    report_instance, reports_of, send,
+};
+use harness::{sqs_client, test_queues_fast};
+use lambda_runtime::{Context, LambdaEvent};
+use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_credits::model::{OutboxEntry, OutboxStatus};
+use sophia_local::esm::{EventSourceMapping, InvocationSummary};
+use sophia_local::queues::QueueSet;
+use sophia_openai_fake::{Behaviour, FakeOpenAi};
+use sophia_reports::store::MAX_ATTEMPTS;
+use sophia_sqs_consumer::ConsumerOptions;
+
+/// async-openai 0.43 retries a 429 or a 5xx itself, 3 times, inside one attempt.
+const CLIENT_RETRIES: usize = 3;
+
+fn report_mapping(
+    sqs: &aws_sdk_sqs::Client,
+    queues: &QueueSet,
+    w: &World,
+    fake: &FakeOpenAi,
+    timeout: Duration,
+) -> EventSourceMapping {
+    let instance =
+        report_instance(w.settings(), fake_openai(fake, timeout), Duration::from_secs(300), ConsumerOptions::default());
+    esm(sqs, &queues.report_generate.source, "reportGenerate", instance)
+}
+
+fn report_body(interview: InterviewId, org: OrganizationId) -> String {
+    format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#)
+}
+
+async fn assert_empty(sqs: &aws_sdk_sqs::Client, queues: &QueueSet) {
+    for (name, url) in [
+        ("interview-completed", &queues.interview_completed.source.url),
+        ("interview-completed DLQ", &queues.interview_completed.dlq.url),
+        ("report-generate", &queues.report_generate.source.url),
+        ("report-generate DLQ", &queues.report_generate.dlq.url),
+    ] {
+        assert_eq!(depth(sqs, url).await, (0, 0), "{name} is empty");
+    }
+}
+
+fn status(d: &Document) -> (&str, i64) {
+    (d.get_str("status").unwrap_or("?"), int(d, "attemptCount").unwrap_or(-1))
+}
+
+/// `report.generate` cannot be sent after the settlement committed (the producer points at a
+/// queue that does not exist): the settlement stays, the outbox entry stays PENDING with the
+/// error, the record is a batch item failure and comes back; the redelivery (the function now
+/// configured with the real queue) only flushes the outbox, once, and the report is generated.
+#[tokio::test]
+async fn a_failed_report_publish_after_commit_keeps_the_settlement_and_the_redelivery_flushes_the_outbox_once() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    let sqs = sqs_client().await;
+    let queues = test_queues_fast(&sqs, 1).await;
+    send(&sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 300)).await;
+
+    let missing = format!("{}/000000000000/{}", harness::sqs_endpoint(), harness::unique("deleted-queue"));
+    let broken = esm(
+        &sqs,
+        &queues.interview_completed.source,
+        "interviewCompleted",
+        completed_instances(1, w.settings(), &missing),
+    );
+    let first = broken.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
+    assert_eq!(
+        (first.failed_ids.len(), first.deleted, first.batch_error.as_deref()),
+        (1, 0, None),
+        "a batch item failure: {first:?}"
+    );
+    assert!(w.settled(interview).await, "the settlement is committed");
+    let entry = w
+        .store
+        .outbox()
+        .find_one(doc! {"_id": OutboxEntry::report_generate_id(interview.oid())})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((entry.status, entry.attempts), (OutboxStatus::Pending, 1));
+    assert!(entry.last_error.as_deref().is_some_and(|e| e.contains("SendMessage")), "{:?}", entry.last_error);
+    assert_eq!(depth(&sqs, &queues.report_generate.source.url).await, (0, 0), "nothing published");
+    let ledger = w.ledger_of(interview).await;
+    w.assert_invariants().await;
+
+    let fixed = interview_esm(&sqs, &queues, 1, w.settings());
+    let second =
+        fixed.poll_once(Duration::from_secs(3)).await.unwrap().expect("redelivered after the visibility timeout");
+    assert_eq!((second.failed_ids.len(), second.deleted), (0, 1), "{second:?}");
+    assert_eq!(w.ledger_of(interview).await, ledger, "the redelivery settles nothing again");
+    let entry = w
+        .store
+        .outbox()
+        .find_one(doc! {"_id": OutboxEntry::report_generate_id(interview.oid())})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(entry.status, OutboxStatus::Published);
+    assert_eq!(depth(&sqs, &queues.report_generate.source.url).await, (1, 0), "flushed exactly once");
+
+    let fake = FakeOpenAi::scripted().unwrap();
+    fake.push(Behaviour::Report);
+    let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_secs(10));
+    let generated = reports.poll_once(Duration::from_secs(2)).await.unwrap().expect("report.generate delivered");
+    assert_eq!(generated.deleted, 1);
+    let stored = reports_of(&w.mongo.db, interview).await;
+    assert_eq!(stored.len(), 1);
+    assert_eq!(status(&stored[0]), ("COMPLETED", 1));
+    assert_eq!(fake.request_count(), 1);
+    assert_empty(&sqs, &queues).await;
+    w.assert_invariants().await;
+}
+
+/// Delivers `report.generate` through SQS until three deliveries have failed; returns them.
+async fn three_failed_deliveries(
+    sqs: &aws_sdk_sqs::Client,
+    queues: &QueueSet,
+    reports: &EventSourceMapping,
+) -> Vec<InvocationSummary> {
+    let runs = poll_until(reports, Duration::from_secs(30), |s| s.len() >= 3).await;
+    for (n, run) in runs.iter().enumerate() {
+        assert_eq!((run.failed_ids.len(), run.deleted), (1, 0), "delivery {} is retried by SQS: {run:?}", n + 1);
+    }
+    // The fourth receive moves the message to the DLQ (maxReceiveCount 3) instead of delivering it.
+    assert!(reports.poll_once(Duration::from_secs(2)).await.unwrap().is_none(), "no fourth delivery");
+    assert_eq!(depth(sqs, &queues.report_generate.dlq.url).await, (1, 0), "the message is in the DLQ");
+    assert_eq!(depth(sqs, &queues.report_generate.source.url).await, (0, 0));
+    runs
+}
+
+/// HTTP 429 and 500 (each answered again on the client's own retries) and a reply slower than
+/// the client timeout: three attempts over three SQS receives, the report FAILED with
+/// attemptCount 3. With maxReceiveCount 3 = MAX_ATTEMPTS the message then goes to the DLQ (the
+/// spec: an LLM error throws, SQS retries, then the DLQ); a redrive of it is acknowledged
+/// without a model call ("at attemptCount >= 3 it stays FAILED and the message is
+/// acknowledged"), and there is never a second report document.
+#[tokio::test]
+async fn rate_limits_server_errors_and_timeouts_fail_the_report_after_three_attempts_and_a_redrive_is_acknowledged() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    let sqs = sqs_client().await;
+    let queues = test_queues_fast(&sqs, 1).await;
+    let fake = FakeOpenAi::scripted().unwrap();
+    for _ in 0..=CLIENT_RETRIES {
+        fake.push(Behaviour::RateLimited);
+    }
+    for _ in 0..=CLIENT_RETRIES {
+        fake.push(Behaviour::ServerError);
+    }
+    fake.push(Behaviour::slow(Duration::from_secs(3), Behaviour::Report));
+    let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_millis(500));
+    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+
+    three_failed_deliveries(&sqs, &queues, &reports).await;
+    let stored = reports_of(&w.mongo.db, interview).await;
+    assert_eq!(stored.len(), 1, "one report document");
+    assert_eq!(status(&stored[0]), ("FAILED", i64::from(MAX_ATTEMPTS)));
+    assert!(stored[0].get_str("lastError").unwrap().contains("timed out"), "{}", stored[0]);
+    assert_eq!(fake.request_count(), 2 * (CLIENT_RETRIES + 1) + 1);
+    assert_eq!(fake.pending(), 0);
+
+    // An operator redrives it (or a duplicate report.generate arrives): acknowledged, no model call.
+    let dead = drain(&sqs, &queues.report_generate.dlq.url).await;
+    assert_eq!(dead.len(), 1);
+    send(&sqs, &queues.report_generate.source.url, dead[0].body().unwrap()).await;
+    let redriven = reports.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
+    assert_eq!((redriven.failed_ids.len(), redriven.deleted), (0, 1), "acknowledged: {redriven:?}");
+    assert_eq!(fake.request_count(), 2 * (CLIENT_RETRIES + 1) + 1, "no model call");
+    let stored = reports_of(&w.mongo.db, interview).await;
+    assert_eq!((stored.len(), status(&stored[0])), (1, ("FAILED", i64::from(MAX_ATTEMPTS))));
+    assert_empty(&sqs, &queues).await;
+    w.assert_invariants().await;
+}
+
+/// A malformed completion and a refusal fail two attempts over two receives; the third
+/// receive's attempt succeeds: one COMPLETED report (attemptCount 3, lastError cleared), the
+/// message deleted, no DLQ.
+#[tokio::test]
+async fn a_malformed_reply_and_a_refusal_are_retried_and_the_third_attempt_completes_one_report() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    let sqs = sqs_client().await;
+    let queues = test_queues_fast(&sqs, 1).await;
+    let fake = FakeOpenAi::scripted().unwrap();
+    fake.push(Behaviour::MalformedJson).push(Behaviour::Refusal).push(Behaviour::Report);
+    let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_secs(10));
+    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+
+    let runs = poll_until(&reports, Duration::from_secs(20), |s| s.iter().any(|r| r.deleted == 1)).await;
+    assert_eq!(runs.iter().map(|r| (r.failed_ids.len(), r.deleted)).collect::<Vec<_>>(), [(1, 0), (1, 0), (0, 1)]);
+    let stored = reports_of(&w.mongo.db, interview).await;
+    assert_eq!(stored.len(), 1);
+    assert_eq!(status(&stored[0]), ("COMPLETED", 3));
+    assert_eq!(stored[0].get("lastError"), Some(&Bson::Null));
+    assert_eq!(fake.request_count(), 3);
+    assert_empty(&sqs, &queues).await;
+    w.assert_invariants().await;
+}
+
+/// A worker dies while the model is answering. The first delivery is received from the real
+/// queue and run by the production handler, which believes it has its declared 300 s; its future
+/// is dropped 800 ms in (a killed process stops at whatever it was awaiting: here the chat
+/// completion), so nothing is answered and nothing deleted. The report stays PROCESSING under a
+/// 500 ms lease; the message comes back after the visibility timeout, the lease has expired,
+/// and that delivery reclaims the report and completes it.
+#[tokio::test]
+async fn a_worker_killed_mid_report_leaves_a_lease_that_expires_and_a_later_delivery_completes_the_report() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    let sqs = sqs_client().await;
+    let queues = test_queues_fast(&sqs, 1).await;
+    let fake = FakeOpenAi::scripted().unwrap();
+    fake.push(Behaviour::slow(Duration::from_secs(5), Behaviour::Report)).push(Behaviour::Report);
+    let lease = Duration::from_millis(500);
+    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+
+    // The doomed worker: the production handler, fed what the event source mapping would send.
+    let received = sqs
+        .receive_message()
+        .queue_url(&queues.report_generate.source.url)
+        .wait_time_seconds(2)
+        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+        .message_attribute_names("All")
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert_eq!(received.len(), 1);
+    let payload: SqsEvent = serde_json::from_value(sophia_local::esm::sqs_event(
+        &received,
+        &queues.report_generate.source.arn,
+        "us-east-1",
+    ))
+    .unwrap();
+    let mut context = Context::default();
+    context.deadline = (std::time::SystemTime::now() + Duration::from_secs(300))
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let settings = fake_openai(&fake, Duration::from_secs(60));
+    let service = sophia_reports::ReportService::new(w.mongo.db.clone(), sophia_reports::ReportModel::new(&settings))
+        .with_lease(lease);
+    let doomed =
+        report_generate::ReportGenerateHandler::with_service(w.mongo.clone(), service, ConsumerOptions::default());
+    let killed =
+        tokio::time::timeout(Duration::from_millis(800), doomed.handle(LambdaEvent::new(payload, context))).await;
+    assert!(killed.is_err(), "the worker was still waiting for the model when it died");
+    drop(doomed);
+    let stored = reports_of(&w.mongo.db, interview).await;
+    assert_eq!(status(&stored[0]), ("PROCESSING", 1), "left behind by the dead worker");
+    assert!(matches!(stored[0].get("leaseExpiresAt"), Some(Bson::DateTime(_))));
+
+    let instance =
+        report_instance(w.settings(), fake_openai(&fake, Duration::from_secs(10)), lease, ConsumerOptions::default());
+    let reports = esm(&sqs, &queues.report_generate.source, "reportGenerate", instance);
+    let later = reports.poll_once(Duration::from_secs(3)).await.unwrap().expect("the message comes back");
+    assert_eq!((later.failed_ids.len(), later.deleted), (0, 1), "{later:?}");
+    let stored = reports_of(&w.mongo.db, interview).await;
+    assert_eq!(stored.len(), 1);
+    assert_eq!(status(&stored[0]), ("COMPLETED", 2), "reclaimed on the second attempt");
+    assert_eq!(fake.request_count(), 2);
+    assert_empty(&sqs, &queues).await;
+    w.assert_invariants().await;
+}
+
+/// Checks the end state of the duplicate cases: one settlement, one publish, one report.
+async fn assert_settled_reported_once(
+    w: &World,
+    sqs: &aws_sdk_sqs::Client,
+    queues: &QueueSet,
+    interview: InterviewId,
+    org: OrganizationId,
+) {
+    let mut expected = vec![("RELEASE".to_owned(), 20), ("RESERVE".to_owned(), 30), ("SETTLE".to_owned(), 10)];
+    expected.sort();
+    assert_eq!(w.ledger_of(interview).await, expected, "one settlement");
+    assert_eq!(w.org_credits(org).await, (90, 0));
+    let published = drain(sqs, &queues.report_generate.source.url).await;
+    assert_eq!(published.len(), 1, "one report.generate");
+    let fake = FakeOpenAi::scripted().unwrap();
+    fake.push(Behaviour::Report);
+    send(sqs, &queues.report_generate.source.url, published[0].body().unwrap()).await;
+    let reports = report_mapping(sqs, queues, w, &fake, Duration::from_secs(10));
+    assert_eq!(reports.poll_once(Duration::from_secs(2)).await.unwrap().map(|s| s.deleted), Some(1));
+    let stored = reports_of(&w.mongo.db, interview).await;
+    assert_eq!((stored.len(), status(&stored[0])), (1, ("COMPLETED", 1)), "one report");
+    assert_eq!(fake.request_count(), 1);
+    assert_empty(sqs, queues).await;
+    w.assert_invariants().await;
+}
+
+/// Ten copies of one `interview.completed` arrive together: one invocation with a batch of ten
+/// (the declared batch size). One settles, nine find it settled; all ten are acknowledged; one
+/// `report.generate`; one report.
+#[tokio::test]
+async fn ten_copies_in_one_batch_settle_once_publish_once_and_make_one_report() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(100).await;
+    let interview = w.reserved_interview(org, 30).await;
+    let sqs = sqs_client().await;
+    let queues = test_queues_fast(&sqs, 1).await;
+    for _ in 0..10 {
+        send(&sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 600)).await;
+    }
+    let mapping = interview_esm(&sqs, &queues, 1, w.settings());
+    let runs =
+        poll_until(&mapping, Duration::from_secs(10), |s| s.iter().map(|r| r.deleted).sum::<usize>() >= 10).await;
+    assert_eq!(runs.len(), 1, "one invocation of ten records: {runs:?}");
+    assert_eq!((runs[0].message_ids.len(), runs[0].failed_ids.len()), (10, 0));
+    assert_settled_reported_once(&w, &sqs, &queues, interview, org).await;
+}
+
+/// Ten copies delivered to ten function instances at once (ten mappings with batch size 1
+/// polling together): truly concurrent settlements of one interview. Needs isolated
+/// transactions (a replica set): on nx-27017 an aborting loser would roll back the winner's
+/// writes (shared-connection savepoints), so there it is skipped with a SKIPPED line.
+#[tokio::test]
+async fn ten_copies_to_ten_concurrent_instances_settle_once_publish_once_and_make_one_report() {
+    let w = World::fresh().await;
+    if !harness::requires_transactions(
+        &w.mongo,
+        "ten_copies_to_ten_concurrent_instances_settle_once_publish_once_and_make_one_report",
+    )
+    .await
+    {
+        return;
+    }
+    let org = w.org_with_credits(100).await;
+    let interview = w.reserved_interview(org, 30).await;
+    let sqs = sqs_client().await;
+    let queues = test_queues_fast(&sqs, 5).await;
+    for _ in 0..10 {
+        send(&sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 600)).await;
+    }
+    let instances = completed_instances(10, w.settings(), &queues.report_generate.source.url);
+    let mappings: Vec<EventSourceMapping> = (0..10)
+        .map(|_| {
+            let mut m = esm(&sqs, &queues.interview_completed.source, "interviewCompleted", instances.clone());
+            m.batch_size = 1;
+            m
+        })
+        .collect();
+    let runs = futures::future::join_all(mappings.iter().map(|m| m.poll_once(Duration::from_secs(2)))).await;
+    let deleted: usize = runs.into_iter().map(|r| r.unwrap().map_or(0, |s| s.deleted)).sum();
+    assert_eq!(deleted, 10, "every copy acknowledged");
+    assert_settled_reported_once(&w, &sqs, &queues, interview, org).await;
+}
