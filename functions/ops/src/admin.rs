@@ -5,10 +5,10 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::Serialize;
-use sophia_contracts::{InterviewId, OrganizationId, ReportGenerate, RequestId};
-use sophia_credits::{BoxError, CreditsStore, FnPublisher, Published, flush_pending_outbox, invariants};
+use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_credits::{BoxError, CreditsStore, flush_pending_outbox, invariants};
 use sophia_reports::admin::{RetryOutcome, RetryRequest, retry_report_generation};
-use sophia_sqs_producer::{PublishOutcome, QueueUrls, SqsProducer};
+use sophia_sqs_producer::{PublishOutcome, QueueUrls, SqsProducer, SqsReportPublisher};
 
 use crate::queues::QueueName;
 use crate::{Context, OpsError};
@@ -115,16 +115,7 @@ async fn report_producer(ctx: &Context) -> Result<SqsProducer, OpsError> {
 pub async fn outbox_flush(ctx: &Context, older_than: Duration, limit: i64) -> Result<OutboxFlushReport, OpsError> {
     let producer = report_producer(ctx).await?;
     let store = CreditsStore::new(ctx.mongo().await?.db);
-    let publisher = FnPublisher(|message: ReportGenerate, request_id: RequestId| {
-        let producer = producer.clone();
-        async move {
-            match producer.publish_report_generate(&message, &request_id).await {
-                Ok(PublishOutcome::Sent { message_id }) => Ok(Published::Sent { message_id }),
-                Ok(PublishOutcome::Skipped { missing }) => Ok(Published::Skipped { reason: format!("{missing} is not set") }),
-                Err(e) => Err(BoxError::from(e)),
-            }
-        }
-    });
+    let publisher = SqsReportPublisher(producer);
     let flushed = flush_pending_outbox(&store, &publisher, older_than, limit)
         .await
         .map_err(|e| OpsError::domain("outbox flush", e))?;

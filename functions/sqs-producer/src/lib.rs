@@ -157,6 +157,27 @@ impl SqsProducer {
     }
 }
 
+/// `report.generate` over SQS as the settlement outbox's publisher (the port is
+/// `sophia_credits::ReportPublisher`; this adapter depends on it, not the other way round).
+#[derive(Debug, Clone)]
+pub struct SqsReportPublisher(pub SqsProducer);
+
+impl sophia_credits::ReportPublisher for SqsReportPublisher {
+    async fn publish(
+        &self,
+        message: &ReportGenerate,
+        request_id: &RequestId,
+    ) -> Result<sophia_credits::Published, sophia_credits::BoxError> {
+        match self.0.publish_report_generate(message, request_id).await {
+            Ok(PublishOutcome::Sent { message_id }) => Ok(sophia_credits::Published::Sent { message_id }),
+            Ok(PublishOutcome::Skipped { missing }) => {
+                Ok(sophia_credits::Published::Skipped { reason: format!("{missing} is not set") })
+            }
+            Err(e) => Err(Box::new(e)),
+        }
+    }
+}
+
 fn string_attribute(value: &str) -> MessageAttributeValue {
     MessageAttributeValue::builder().data_type("String").string_value(value).build().expect("data type is set")
 }

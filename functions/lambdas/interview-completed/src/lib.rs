@@ -11,25 +11,11 @@
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
-use sophia_contracts::{InterviewFailed, InterviewQueueMessage, ReportGenerate, RequestId};
-use sophia_credits::{BoxError, CreditsError, Disposition, Published, ReportPublisher, SettleContext, SettlementService};
+use sophia_contracts::{InterviewFailed, InterviewQueueMessage};
+use sophia_credits::{BoxError, CreditsError, Disposition, ReportPublisher, SettleContext, SettlementService};
 use sophia_platform::mongo::Mongo;
 use sophia_sqs_consumer::{BatchError, BatchReport, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
-use sophia_sqs_producer::{PublishOutcome, SqsProducer};
-
-/// `report.generate` over SQS: the producer of `sophia-sqs-producer` as a [`ReportPublisher`].
-#[derive(Debug, Clone)]
-pub struct SqsReportPublisher(pub SqsProducer);
-
-impl ReportPublisher for SqsReportPublisher {
-    async fn publish(&self, message: &ReportGenerate, request_id: &RequestId) -> Result<Published, BoxError> {
-        match self.0.publish_report_generate(message, request_id).await {
-            Ok(PublishOutcome::Sent { message_id }) => Ok(Published::Sent { message_id }),
-            Ok(PublishOutcome::Skipped { missing }) => Ok(Published::Skipped { reason: format!("{missing} is not set") }),
-            Err(e) => Err(Box::new(e)),
-        }
-    }
-}
+pub use sophia_sqs_producer::SqsReportPublisher;
 
 /// The consumer's answer for a settlement error, by kind (see `sophia_credits` docs).
 pub fn failure_of(e: CreditsError) -> Failure {
