@@ -54,8 +54,8 @@ async fn batches_respect_the_declared_size_and_carry_the_lambda_event_shape() {
         total += summary.message_ids.len();
     }
     assert_eq!(total, 13);
-    let seen = seen.lock().unwrap();
-    let record = &seen[0].records[0];
+    let first = seen.lock().unwrap()[0].clone();
+    let record = &first.records[0];
     assert_eq!(record.event_source.as_deref(), Some("aws:sqs"));
     assert_eq!(record.event_source_arn.as_deref(), Some(queues.interview_completed.source.arn.as_str()));
     assert_eq!(record.attributes["ApproximateReceiveCount"], "1");

@@ -81,6 +81,9 @@ struct Job {
     reply: tokio::sync::oneshot::Sender<Result<serde_json::Value, InvokeError>>,
 }
 
+/// One invocation against an instance's state.
+pub type InstanceCall<H> = for<'a> fn(&'a H, LambdaEvent<SqsEvent>) -> LocalBoxFuture<'a, Result<SqsBatchResponse, BoxError>>;
+
 /// Function instances, each like a Lambda execution environment: its own thread and
 /// current-thread runtime, its state (clients) built once by the factory (what `main` does),
 /// one invocation at a time. Invocations go to whichever instance is free.
@@ -95,7 +98,7 @@ impl Instances {
         name: &str,
         count: usize,
         factory: F,
-        call: for<'a> fn(&'a H, LambdaEvent<SqsEvent>) -> LocalBoxFuture<'a, Result<SqsBatchResponse, BoxError>>,
+        call: InstanceCall<H>,
     ) -> Result<Self, InvokeError>
     where
         H: 'static,
@@ -154,7 +157,7 @@ impl Invoke for Instances {
         Box::pin(async move {
             let (reply, answer) = tokio::sync::oneshot::channel();
             let jobs = self.jobs.clone();
-            tokio::task::spawn_blocking(move || jobs.send(Job { event, context, reply }))
+            tokio::task::spawn_blocking(move || jobs.send(Job { event, context, reply }).map_err(|_| ()))
                 .await
                 .map_err(|e| InvokeError::Unavailable(e.to_string()))?
                 .map_err(|_| InvokeError::Unavailable("all instances stopped".into()))?;

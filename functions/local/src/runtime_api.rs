@@ -19,16 +19,18 @@ use tokio::sync::{Mutex as AsyncMutex, mpsc, oneshot};
 
 use crate::invoke::{BoxFuture, Invoke, InvokeContext, InvokeError};
 
+type Reply = oneshot::Sender<Result<serde_json::Value, InvokeError>>;
+
 struct Pending {
     event: serde_json::Value,
     context: InvokeContext,
-    reply: oneshot::Sender<Result<serde_json::Value, InvokeError>>,
+    reply: Reply,
 }
 
 #[derive(Clone)]
 struct Shared {
     queue: Arc<AsyncMutex<mpsc::Receiver<Pending>>>,
-    in_flight: Arc<Mutex<HashMap<String, oneshot::Sender<Result<serde_json::Value, InvokeError>>>>>,
+    in_flight: Arc<Mutex<HashMap<String, Reply>>>,
     init_error: Arc<Mutex<Option<String>>>,
     first_poll: Arc<tokio::sync::Notify>,
 }
