@@ -157,8 +157,10 @@ fn from_object<T: DeserializeOwned>(
     serde_path_to_error::deserialize(Value::Object(map)).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
-        // Missing-field errors already name the field; others get it prefixed.
-        let reason = if path == "." || inner.contains('`') { inner } else { format!("{path}: {inner}") };
+        // Missing-field errors are reported at the object (`.`) and name the field; every other
+        // error gets the field's path prefixed (serde's invalid-type text quotes the value in
+        // backticks, so backticks do not mean the field is named).
+        let reason = if path == "." { inner } else { format!("{path}: {inner}") };
         ContractError::Schema { schema, reason }
     })
 }
