@@ -434,6 +434,16 @@ pub fn fake_openai(fake: &sophia_openai_fake::FakeOpenAi, timeout: Duration) -> 
     }
 }
 
+/// The interview-completed handler as production builds it, for in-process calls on the test's
+/// own runtime (e.g. to read its `BatchReport` and capture its logs).
+pub async fn completed_handler(
+    mongo: Mongo,
+    report_generate_url: &str,
+) -> interview_completed::Handler<SqsReportPublisher> {
+    let urls = QueueUrls { interview_completed: None, report_generate: Some(report_generate_url.to_owned()) };
+    interview_completed::Handler::new(mongo, SqsReportPublisher(SqsProducer::new(crate::sqs_client().await, urls)))
+}
+
 /// The declared event source mapping of `queue` with the settings of `key` (`interviewCompleted`
 /// or `reportGenerate`), invoking `invoker`.
 pub fn esm(client: &aws_sdk_sqs::Client, queue: &QueueRef, key: &str, invoker: Arc<dyn Invoke>) -> EventSourceMapping {
@@ -483,4 +493,46 @@ pub async fn reports_of(db: &mongodb::Database, interview: InterviewId) -> Vec<D
         .try_collect()
         .await
         .expect("read")
+}
+
+/// JSON log lines captured from the current thread (as the Lambda binaries log them: one object
+/// per event, flattened, with the current span's fields under `span`).
+#[derive(Clone, Default)]
+pub struct LogCapture(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl LogCapture {
+    /// Captures this thread's events until the guard drops.
+    pub fn install(&self) -> impl Drop + use<> {
+        use tracing_subscriber::util::SubscriberInitExt;
+        tracing_subscriber::fmt()
+            .json()
+            .with_current_span(true)
+            .flatten_event(true)
+            .with_writer(self.clone())
+            .finish()
+            .set_default()
+    }
+
+    /// Every line so far, parsed (a line that is not JSON fails the test).
+    pub fn lines(&self) -> Vec<serde_json::Value> {
+        let text = String::from_utf8(self.0.lock().expect("log lock").clone()).expect("UTF-8 logs");
+        text.lines().map(|l| serde_json::from_str(l).expect("every log line is JSON")).collect()
+    }
+}
+
+impl std::io::Write for LogCapture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("log lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogCapture {
+    type Writer = LogCapture;
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
 }
