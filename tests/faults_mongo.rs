@@ -193,7 +193,7 @@ async fn mongodb_killed_between_claim_and_commit_leaves_no_partial_settlement_an
     .unwrap();
     let mut first = esm(&sqs, &queues.interview_completed.source, "interviewCompleted", Arc::new(doomed));
     // A short function timeout bounds the commit retries against the dead server.
-    first.function_timeout = Duration::from_secs(4);
+    first.function_timeout = Duration::from_secs(5);
     let crashed = first.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
     assert!(killed.load(Ordering::SeqCst), "the server was killed at the commit");
     assert_eq!(crashed.deleted, 0, "not acknowledged: {crashed:?}");

@@ -166,8 +166,9 @@ async fn rate_limits_server_errors_and_timeouts_fail_the_report_after_three_atte
     for _ in 0..=CLIENT_RETRIES {
         fake.push(Behaviour::ServerError);
     }
-    fake.push(Behaviour::slow(Duration::from_secs(3), Behaviour::Report));
-    let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_millis(500));
+    // The client timeout leaves room for the client's own retries of the 429s and 500s.
+    fake.push(Behaviour::slow(Duration::from_secs(4), Behaviour::Report));
+    let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_secs(2));
     send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
 
     three_failed_deliveries(&sqs, &queues, &reports).await;
@@ -219,10 +220,11 @@ async fn a_malformed_reply_and_a_refusal_are_retried_and_the_third_attempt_compl
 
 /// A worker dies while the model is answering. The first delivery is received from the real
 /// queue and run by the production handler, which believes it has its declared 300 s; its future
-/// is dropped 800 ms in (a killed process stops at whatever it was awaiting: here the chat
-/// completion), so nothing is answered and nothing deleted. The report stays PROCESSING under a
-/// 500 ms lease; the message comes back after the visibility timeout, the lease has expired,
-/// and that delivery reclaims the report and completes it.
+/// is dropped as soon as its chat completion is in flight (a killed process stops at whatever it
+/// was awaiting), so nothing is answered and nothing deleted. The report stays PROCESSING under
+/// a 500 ms lease; the message comes back after the visibility timeout and after the lease (as
+/// in production, where the visibility timeout, 1800 s, is longer than the lease, 300 s), and
+/// that delivery reclaims the report and completes it.
 #[tokio::test]
 async fn a_worker_killed_mid_report_leaves_a_lease_that_expires_and_a_later_delivery_completes_the_report() {
     let w = World::fresh().await;
@@ -264,13 +266,24 @@ async fn a_worker_killed_mid_report_leaves_a_lease_that_expires_and_a_later_deli
         .with_lease(lease);
     let doomed =
         report_generate::ReportGenerateHandler::with_service(w.mongo.clone(), service, ConsumerOptions::default());
-    let killed =
-        tokio::time::timeout(Duration::from_millis(800), doomed.handle(LambdaEvent::new(payload, context))).await;
-    assert!(killed.is_err(), "the worker was still waiting for the model when it died");
+    // The kill: once the chat completion is in flight, the invocation's future is dropped.
+    let model_called = async {
+        while fake.request_count() == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        r = doomed.handle(LambdaEvent::new(payload, context)) => panic!("the worker finished instead of dying: {r:?}"),
+        () = model_called => {}
+        () = tokio::time::sleep(Duration::from_secs(10)) => panic!("the worker never called the model"),
+    }
     drop(doomed);
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!(status(&stored[0]), ("PROCESSING", 1), "left behind by the dead worker");
-    assert!(matches!(stored[0].get("leaseExpiresAt"), Some(Bson::DateTime(_))));
+    let lease_ends = stored[0].get_datetime("leaseExpiresAt").expect("a BSON date").timestamp_millis();
+    // The redelivery must come after the lease (in production: visibility 1800 s > lease 300 s).
+    let left = lease_ends - bson::DateTime::now().timestamp_millis();
+    tokio::time::sleep(Duration::from_millis(u64::try_from(left).unwrap_or(0) + 50)).await;
 
     let instance =
         report_instance(w.settings(), fake_openai(&fake, Duration::from_secs(10)), lease, ConsumerOptions::default());
