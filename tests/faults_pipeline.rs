@@ -305,18 +305,27 @@ async fn assert_settled_reported_once(
     queues: &QueueSet,
     interview: InterviewId,
     org: OrganizationId,
+    publishes: std::ops::RangeInclusive<usize>,
 ) {
     let mut expected = vec![("RELEASE".to_owned(), 20), ("RESERVE".to_owned(), 30), ("SETTLE".to_owned(), 10)];
     expected.sort();
     assert_eq!(w.ledger_of(interview).await, expected, "one settlement");
     assert_eq!(w.org_credits(org).await, (90, 0));
     let published = drain(sqs, &queues.report_generate.source.url).await;
-    assert_eq!(published.len(), 1, "one report.generate");
+    assert!(publishes.contains(&published.len()), "{} report.generate, expected {publishes:?}", published.len());
+    assert!(published.iter().all(|m| m.body() == Some(report_body(interview, org).as_str())));
+    // Every published copy is delivered: the first makes the report, the others find it done.
     let fake = FakeOpenAi::scripted().unwrap();
     fake.push(Behaviour::Report);
-    send(sqs, &queues.report_generate.source.url, published[0].body().unwrap()).await;
+    for m in &published {
+        send(sqs, &queues.report_generate.source.url, m.body().unwrap()).await;
+    }
     let reports = report_mapping(sqs, queues, w, &fake, Duration::from_secs(10));
-    assert_eq!(reports.poll_once(Duration::from_secs(2)).await.unwrap().map(|s| s.deleted), Some(1));
+    let runs = poll_until(&reports, Duration::from_secs(20), |s| {
+        s.iter().map(|r| r.deleted).sum::<usize>() >= published.len()
+    })
+    .await;
+    assert!(runs.iter().all(|r| r.failed_ids.is_empty()), "{runs:?}");
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!((stored.len(), status(&stored[0])), (1, ("COMPLETED", 1)), "one report");
     assert_eq!(fake.request_count(), 1);
@@ -342,19 +351,23 @@ async fn ten_copies_in_one_batch_settle_once_publish_once_and_make_one_report() 
         poll_until(&mapping, Duration::from_secs(10), |s| s.iter().map(|r| r.deleted).sum::<usize>() >= 10).await;
     assert_eq!(runs.len(), 1, "one invocation of ten records: {runs:?}");
     assert_eq!((runs[0].message_ids.len(), runs[0].failed_ids.len()), (10, 0));
-    assert_settled_reported_once(&w, &sqs, &queues, interview, org).await;
+    assert_settled_reported_once(&w, &sqs, &queues, interview, org, 1..=1).await;
 }
 
 /// Ten copies delivered to ten function instances at once (ten mappings with batch size 1
-/// polling together): truly concurrent settlements of one interview. Needs isolated
+/// polling together): truly concurrent settlements of one interview. One settlement and one
+/// report; `report.generate` may be published more than once here, by design (DESIGN.md: a
+/// delivery that finds the outbox entry still pending while the winner publishes it publishes
+/// it too; the report consumer is idempotent), so every published copy is delivered and only
+/// one model call may happen. Needs isolated
 /// transactions (a replica set): on nx-27017 an aborting loser would roll back the winner's
 /// writes (shared-connection savepoints), so there it is skipped with a SKIPPED line.
 #[tokio::test]
-async fn ten_copies_to_ten_concurrent_instances_settle_once_publish_once_and_make_one_report() {
+async fn ten_copies_to_ten_concurrent_instances_settle_once_and_make_one_report() {
     let w = World::fresh().await;
     if !harness::requires_transactions(
         &w.mongo,
-        "ten_copies_to_ten_concurrent_instances_settle_once_publish_once_and_make_one_report",
+        "ten_copies_to_ten_concurrent_instances_settle_once_and_make_one_report",
     )
     .await
     {
@@ -378,5 +391,5 @@ async fn ten_copies_to_ten_concurrent_instances_settle_once_publish_once_and_mak
     let runs = futures::future::join_all(mappings.iter().map(|m| m.poll_once(Duration::from_secs(2)))).await;
     let deleted: usize = runs.into_iter().map(|r| r.unwrap().map_or(0, |s| s.deleted)).sum();
     assert_eq!(deleted, 10, "every copy acknowledged");
-    assert_settled_reported_once(&w, &sqs, &queues, interview, org).await;
+    assert_settled_reported_once(&w, &sqs, &queues, interview, org, 1..=10).await;
 }
