@@ -14,7 +14,8 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use bson::doc;
 use harness::faults::{
-    DiskMongo, World, completed_body, database_name, depth, drain, esm, failed_body, interview_esm, mongo_at,
+    DiskMongo, World, assert_queues_empty, completed_body, database_name, depth, drain, esm, failed_body,
+    interview_esm, mongo_at,
 };
 use harness::{sqs_client, test_queues_fast};
 use interview_completed::SqsReportPublisher;
@@ -226,16 +227,9 @@ async fn mongodb_killed_between_claim_and_commit_leaves_no_partial_settlement_an
         "settled exactly once"
     );
     assert_eq!(w.org_credits(org).await, (90, 0));
-    let outbox = w
-        .store
-        .outbox()
-        .find_one(doc! {"_id": OutboxEntry::report_generate_id(interview.oid())})
-        .await
-        .unwrap()
-        .unwrap();
+    let outbox = w.outbox(interview).await.unwrap();
     assert_eq!(outbox.status, OutboxStatus::Published);
     assert_eq!(drain(&sqs, &queues.report_generate.source.url).await.len(), 1, "one report.generate");
-    assert_eq!(depth(&sqs, source).await, (0, 0));
-    assert_eq!(depth(&sqs, &queues.interview_completed.dlq.url).await, (0, 0));
+    assert_queues_empty(&sqs, &queues).await;
     w.assert_invariants().await;
 }

@@ -14,13 +14,13 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::SqsEvent;
 use bson::{Bson, Document, doc};
 use harness::faults::{
-    World, completed_body, completed_instances, depth, drain, esm, fake_openai, int, interview_esm, poll_until,
-    report_instance, reports_of, send,
+    World, assert_queues_empty, completed_body, completed_instances, depth, drain, esm, fake_openai, int,
+    interview_esm, poll_until, report_instance, reports_of, send,
 };
 use harness::{sqs_client, test_queues_fast};
 use lambda_runtime::{Context, LambdaEvent};
 use sophia_contracts::{InterviewId, OrganizationId};
-use sophia_credits::model::{OutboxEntry, OutboxStatus};
+use sophia_credits::model::OutboxStatus;
 use sophia_local::esm::{EventSourceMapping, InvocationSummary};
 use sophia_local::queues::QueueSet;
 use sophia_openai_fake::{Behaviour, FakeOpenAi};
@@ -42,19 +42,19 @@ fn report_mapping(
     esm(sqs, &queues.report_generate.source, "reportGenerate", instance)
 }
 
-fn report_body(interview: InterviewId, org: OrganizationId) -> String {
-    format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#)
+/// An organization with `granted` credits, one interview with `reserved` of them, and fresh
+/// queues with a 1 s visibility timeout.
+async fn setup(granted: i64, reserved: i64) -> (World, OrganizationId, InterviewId, aws_sdk_sqs::Client, QueueSet) {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(granted).await;
+    let interview = w.reserved_interview(org, reserved).await;
+    let sqs = sqs_client().await;
+    let queues = test_queues_fast(&sqs, 1).await;
+    (w, org, interview, sqs, queues)
 }
 
-async fn assert_empty(sqs: &aws_sdk_sqs::Client, queues: &QueueSet) {
-    for (name, url) in [
-        ("interview-completed", &queues.interview_completed.source.url),
-        ("interview-completed DLQ", &queues.interview_completed.dlq.url),
-        ("report-generate", &queues.report_generate.source.url),
-        ("report-generate DLQ", &queues.report_generate.dlq.url),
-    ] {
-        assert_eq!(depth(sqs, url).await, (0, 0), "{name} is empty");
-    }
+fn report_body(interview: InterviewId, org: OrganizationId) -> String {
+    format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#)
 }
 
 fn status(d: &Document) -> (&str, i64) {
@@ -67,11 +67,7 @@ fn status(d: &Document) -> (&str, i64) {
 /// configured with the real queue) only flushes the outbox, once, and the report is generated.
 #[tokio::test]
 async fn a_failed_report_publish_after_commit_keeps_the_settlement_and_the_redelivery_flushes_the_outbox_once() {
-    let w = World::fresh().await;
-    let org = w.org_with_credits(50).await;
-    let interview = w.reserved_interview(org, 10).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (w, org, interview, sqs, queues) = setup(50, 10).await;
     send(&sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 300)).await;
 
     let missing = format!("{}/000000000000/{}", harness::sqs_endpoint(), harness::unique("deleted-queue"));
@@ -88,13 +84,7 @@ async fn a_failed_report_publish_after_commit_keeps_the_settlement_and_the_redel
         "a batch item failure: {first:?}"
     );
     assert!(w.settled(interview).await, "the settlement is committed");
-    let entry = w
-        .store
-        .outbox()
-        .find_one(doc! {"_id": OutboxEntry::report_generate_id(interview.oid())})
-        .await
-        .unwrap()
-        .unwrap();
+    let entry = w.outbox(interview).await.unwrap();
     assert_eq!((entry.status, entry.attempts), (OutboxStatus::Pending, 1));
     assert!(entry.last_error.as_deref().is_some_and(|e| e.contains("SendMessage")), "{:?}", entry.last_error);
     assert_eq!(depth(&sqs, &queues.report_generate.source.url).await, (0, 0), "nothing published");
@@ -106,13 +96,7 @@ async fn a_failed_report_publish_after_commit_keeps_the_settlement_and_the_redel
         fixed.poll_once(Duration::from_secs(3)).await.unwrap().expect("redelivered after the visibility timeout");
     assert_eq!((second.failed_ids.len(), second.deleted), (0, 1), "{second:?}");
     assert_eq!(w.ledger_of(interview).await, ledger, "the redelivery settles nothing again");
-    let entry = w
-        .store
-        .outbox()
-        .find_one(doc! {"_id": OutboxEntry::report_generate_id(interview.oid())})
-        .await
-        .unwrap()
-        .unwrap();
+    let entry = w.outbox(interview).await.unwrap();
     assert_eq!(entry.status, OutboxStatus::Published);
     assert_eq!(depth(&sqs, &queues.report_generate.source.url).await, (1, 0), "flushed exactly once");
 
@@ -125,7 +109,7 @@ async fn a_failed_report_publish_after_commit_keeps_the_settlement_and_the_redel
     assert_eq!(stored.len(), 1);
     assert_eq!(status(&stored[0]), ("COMPLETED", 1));
     assert_eq!(fake.request_count(), 1);
-    assert_empty(&sqs, &queues).await;
+    assert_queues_empty(&sqs, &queues).await;
     w.assert_invariants().await;
 }
 
@@ -154,11 +138,7 @@ async fn three_failed_deliveries(
 /// acknowledged"), and there is never a second report document.
 #[tokio::test]
 async fn rate_limits_server_errors_and_timeouts_fail_the_report_after_three_attempts_and_a_redrive_is_acknowledged() {
-    let w = World::fresh().await;
-    let org = w.org_with_credits(50).await;
-    let interview = w.reserved_interview(org, 10).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (w, org, interview, sqs, queues) = setup(50, 10).await;
     let fake = FakeOpenAi::scripted().unwrap();
     for _ in 0..=CLIENT_RETRIES {
         fake.push(Behaviour::RateLimited);
@@ -188,7 +168,7 @@ async fn rate_limits_server_errors_and_timeouts_fail_the_report_after_three_atte
     assert_eq!(fake.request_count(), 2 * (CLIENT_RETRIES + 1) + 1, "no model call");
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!((stored.len(), status(&stored[0])), (1, ("FAILED", i64::from(MAX_ATTEMPTS))));
-    assert_empty(&sqs, &queues).await;
+    assert_queues_empty(&sqs, &queues).await;
     w.assert_invariants().await;
 }
 
@@ -197,11 +177,7 @@ async fn rate_limits_server_errors_and_timeouts_fail_the_report_after_three_atte
 /// message deleted, no DLQ.
 #[tokio::test]
 async fn a_malformed_reply_and_a_refusal_are_retried_and_the_third_attempt_completes_one_report() {
-    let w = World::fresh().await;
-    let org = w.org_with_credits(50).await;
-    let interview = w.reserved_interview(org, 10).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (w, org, interview, sqs, queues) = setup(50, 10).await;
     let fake = FakeOpenAi::scripted().unwrap();
     fake.push(Behaviour::MalformedJson).push(Behaviour::Refusal).push(Behaviour::Report);
     let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_secs(10));
@@ -214,7 +190,7 @@ async fn a_malformed_reply_and_a_refusal_are_retried_and_the_third_attempt_compl
     assert_eq!(status(&stored[0]), ("COMPLETED", 3));
     assert_eq!(stored[0].get("lastError"), Some(&Bson::Null));
     assert_eq!(fake.request_count(), 3);
-    assert_empty(&sqs, &queues).await;
+    assert_queues_empty(&sqs, &queues).await;
     w.assert_invariants().await;
 }
 
@@ -227,11 +203,7 @@ async fn a_malformed_reply_and_a_refusal_are_retried_and_the_third_attempt_compl
 /// that delivery reclaims the report and completes it.
 #[tokio::test]
 async fn a_worker_killed_mid_report_leaves_a_lease_that_expires_and_a_later_delivery_completes_the_report() {
-    let w = World::fresh().await;
-    let org = w.org_with_credits(50).await;
-    let interview = w.reserved_interview(org, 10).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (w, org, interview, sqs, queues) = setup(50, 10).await;
     let fake = FakeOpenAi::scripted().unwrap();
     fake.push(Behaviour::slow(Duration::from_secs(5), Behaviour::Report)).push(Behaviour::Report);
     let lease = Duration::from_millis(500);
@@ -294,7 +266,7 @@ async fn a_worker_killed_mid_report_leaves_a_lease_that_expires_and_a_later_deli
     assert_eq!(stored.len(), 1);
     assert_eq!(status(&stored[0]), ("COMPLETED", 2), "reclaimed on the second attempt");
     assert_eq!(fake.request_count(), 2);
-    assert_empty(&sqs, &queues).await;
+    assert_queues_empty(&sqs, &queues).await;
     w.assert_invariants().await;
 }
 
@@ -329,7 +301,7 @@ async fn assert_settled_reported_once(
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!((stored.len(), status(&stored[0])), (1, ("COMPLETED", 1)), "one report");
     assert_eq!(fake.request_count(), 1);
-    assert_empty(sqs, queues).await;
+    assert_queues_empty(sqs, queues).await;
     w.assert_invariants().await;
 }
 
@@ -338,11 +310,7 @@ async fn assert_settled_reported_once(
 /// `report.generate`; one report.
 #[tokio::test]
 async fn ten_copies_in_one_batch_settle_once_publish_once_and_make_one_report() {
-    let w = World::fresh().await;
-    let org = w.org_with_credits(100).await;
-    let interview = w.reserved_interview(org, 30).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (w, org, interview, sqs, queues) = setup(100, 30).await;
     for _ in 0..10 {
         send(&sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 600)).await;
     }

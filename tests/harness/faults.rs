@@ -220,6 +220,12 @@ impl World {
         v
     }
 
+    /// The interview's `report.generate` outbox entry.
+    pub async fn outbox(&self, interview: InterviewId) -> Option<sophia_credits::model::OutboxEntry> {
+        let id = sophia_credits::model::OutboxEntry::report_generate_id(interview.oid());
+        self.store.outbox().find_one(doc! {"_id": id}).await.expect("read outbox")
+    }
+
     /// Whether the interview's `settledAt` is set.
     pub async fn settled(&self, interview: InterviewId) -> bool {
         self.store.interview(interview.oid()).await.expect("read").expect("interview").settled_at.is_some()
@@ -315,6 +321,15 @@ pub fn sqs_event(records: &[(String, String)]) -> LambdaEvent<SqsEvent> {
 
 pub async fn send(client: &aws_sdk_sqs::Client, url: &str, body: &str) {
     client.send_message().queue_url(url).message_body(body).send().await.expect("SendMessage");
+}
+
+/// All four queues of the set hold nothing, visible or in flight.
+pub async fn assert_queues_empty(client: &aws_sdk_sqs::Client, queues: &QueueSet) {
+    for pair in queues.pairs() {
+        for queue in [&pair.source, &pair.dlq] {
+            assert_eq!(depth(client, &queue.url).await, (0, 0), "{} is empty", queue.name);
+        }
+    }
 }
 
 /// `(visible, in flight)` messages of a queue.
