@@ -15,6 +15,8 @@ pub mod envfile;
 pub mod esm;
 pub mod handlers;
 pub mod invoke;
+pub mod load;
+pub mod bench;
 pub mod queues;
 pub mod runner;
 pub mod runtime_api;

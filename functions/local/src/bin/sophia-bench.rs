@@ -1,0 +1,55 @@
+//! `sophia-bench`: the benchmark table (see `scripts/bench` and `sophia_local::bench`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use sophia_local::bench::{self, BenchOptions};
+
+#[derive(Parser)]
+#[command(name = "sophia-bench", about = "Zip sizes, cold starts, peak RSS, MongoDB round trips and batch latency of the Sophia functions")]
+struct Cli {
+    /// Release binaries (`cargo build --release`); default `<target>/release`.
+    #[arg(long)]
+    release_dir: Option<PathBuf>,
+    /// cargo-lambda output (`scripts/build`); default `<target>/lambda`.
+    #[arg(long)]
+    lambda_dir: Option<PathBuf>,
+    /// Fresh processes per binary for the cold start (median).
+    #[arg(long, default_value_t = 10)]
+    runs: usize,
+    /// Batches per concurrency setting.
+    #[arg(long, default_value_t = 5)]
+    batch_repeats: usize,
+    /// Where the JSON goes.
+    #[arg(long, default_value = ".local/bench.json")]
+    json: PathBuf,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    sophia_platform::telemetry::init_for_cli("warn,sophia_sqs_consumer=error");
+    let cli = Cli::parse();
+    let target = bench::target_dir();
+    let options = BenchOptions {
+        release_dir: cli.release_dir.unwrap_or_else(|| target.join("release")),
+        lambda_dir: cli.lambda_dir.unwrap_or_else(|| target.join("lambda")),
+        runs: cli.runs,
+        batch_repeats: cli.batch_repeats,
+    };
+    match bench::run(&options).await {
+        Ok(report) => {
+            println!("{report}");
+            let json = if cli.json.is_absolute() { cli.json } else { sophia_local::servers::repo_root().join(cli.json) };
+            match bench::write_json(&report, &json) {
+                Ok(()) => eprintln!("JSON: {}", json.display()),
+                Err(e) => eprintln!("could not write {}: {e}", json.display()),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("benchmarks failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! `sophia-load`: the load test (see `scripts/load-test` and `sophia_local::load`).
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use sophia_local::load::{self, LoadOptions};
+
+#[derive(Parser)]
+#[command(name = "sophia-load", about = "Publish thousands of interview events through the local pipeline and audit the outcome")]
+struct Cli {
+    /// Messages published in total: 5% duplicates, 2% malformed, 1% failed, the rest completed.
+    #[arg(long, default_value_t = 10_000)]
+    events: usize,
+    /// Organizations the interviews are spread over.
+    #[arg(long, default_value_t = 50)]
+    orgs: usize,
+    /// Pollers (function instances) of the report-generate mapping.
+    #[arg(long, default_value_t = 4)]
+    pollers: usize,
+    /// Pollers of the interview-completed mapping. nx-27017 runs transactions as savepoints on one
+    /// shared connection: more than one settlement at a time makes commits fail there.
+    #[arg(long, default_value_t = 1)]
+    settle_pollers: usize,
+    /// The interview-completed consumer's concurrency per invocation (1 on nx-27017, as above).
+    #[arg(long, default_value_t = 1)]
+    settle_concurrency: usize,
+    /// Concurrent publish calls.
+    #[arg(long, default_value_t = 32)]
+    publish_concurrency: usize,
+    /// Give up waiting for the pipeline after this many seconds.
+    #[arg(long, default_value_t = 3 * 3600)]
+    timeout_seconds: u64,
+    /// No progress bar.
+    #[arg(long)]
+    no_progress: bool,
+    /// Also write the figures as JSON here.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    sophia_platform::telemetry::init_for_cli("warn,sophia_sqs_consumer=error");
+    let cli = Cli::parse();
+    let options = LoadOptions {
+        events: cli.events,
+        orgs: cli.orgs,
+        pollers: cli.pollers,
+        settle_pollers: cli.settle_pollers,
+        settle_concurrency: cli.settle_concurrency,
+        publish_concurrency: cli.publish_concurrency,
+        timeout: Duration::from_secs(cli.timeout_seconds),
+        progress: !cli.no_progress,
+        ..LoadOptions::default()
+    };
+    let started = Instant::now();
+    match load::run(&options).await {
+        Ok(report) => {
+            println!("{report}");
+            println!("  whole run (pipeline start to audit end): {:.1} s", started.elapsed().as_secs_f64());
+            if let Some(path) = cli.json {
+                let _ = std::fs::write(&path, serde_json::to_string_pretty(&report).expect("report serialises"));
+            }
+            if report.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+        Err(e) => {
+            eprintln!("load test failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
