@@ -233,3 +233,54 @@ async fn mongodb_killed_between_claim_and_commit_leaves_no_partial_settlement_an
     assert_queues_empty(&sqs, &queues).await;
     w.assert_invariants().await;
 }
+
+/// The same at the report consumer's batch start: its per-batch ping fails while MongoDB is
+/// down, the invocation fails, the model is not called and the message is not deleted; once
+/// MongoDB is back the redelivery generates the report, once.
+#[tokio::test]
+async fn report_generation_with_mongodb_unreachable_at_batch_start_is_retried_and_completes_when_it_returns() {
+    let mut server = DiskMongo::start(free_port());
+    let db = database_name();
+    let w = World::new(server.mongo(&db).await).await;
+    let fixture = sophia_reports::fixtures::InterviewFixture::new(sophia_contracts::OrganizationId::new(
+        bson::oid::ObjectId::new(),
+    ));
+    let (interview, org) = fixture.insert(&w.mongo.db).await.unwrap();
+    let sqs = sqs_client().await;
+    let queues = test_queues_fast(&sqs, 1).await;
+    harness::faults::send(
+        &sqs,
+        &queues.report_generate.source.url,
+        &format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#),
+    )
+    .await;
+    let fake = sophia_openai_fake::FakeOpenAi::scripted().unwrap();
+    fake.push(sophia_openai_fake::Behaviour::Report);
+    let instance = harness::faults::report_instance(
+        server.settings(&db),
+        harness::faults::fake_openai(&fake, Duration::from_secs(10)),
+        Duration::from_secs(300),
+        ConsumerOptions::default(),
+    );
+    let reports = esm(&sqs, &queues.report_generate.source, "reportGenerate", instance);
+
+    server.kill();
+    let down = reports.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
+    assert_eq!(down.deleted, 0);
+    assert!(down.batch_error.as_deref().is_some_and(|e| e.contains("MongoDB is unreachable")), "{down:?}");
+    assert_eq!(fake.request_count(), 0, "no model call without the database");
+
+    server.restart();
+    let up = reports.poll_once(Duration::from_secs(3)).await.unwrap().expect("the message comes back");
+    assert_eq!((up.deleted, up.failed_ids.len(), up.batch_error.as_deref()), (1, 0, None), "{up:?}");
+    let w = World::new(mongo_at(&server.uri(), &db).await).await;
+    let stored = harness::faults::reports_of(&w.mongo.db, interview).await;
+    assert_eq!(stored.len(), 1);
+    assert_eq!(
+        (stored[0].get_str("status").unwrap(), harness::faults::int(&stored[0], "attemptCount")),
+        ("COMPLETED", Some(1))
+    );
+    assert_eq!(fake.request_count(), 1);
+    assert_queues_empty(&sqs, &queues).await;
+    w.assert_invariants().await;
+}
