@@ -134,6 +134,21 @@ async fn mongodb_unreachable_at_batch_start_retries_the_whole_batch_and_it_succe
 /// one `report.generate`.
 #[tokio::test]
 async fn mongodb_killed_between_claim_and_commit_leaves_no_partial_settlement_and_the_redelivery_settles_once() {
+    kill_mid_settlement("commitTransaction", 1, &["find", "update", "find", "update", "update", "insert", "insert"])
+        .await;
+}
+
+/// The same with the kill right after the claim matched (when the lots are about to be read):
+/// the claim is the only write inside the open transaction; after the restart the interview is
+/// still unsettled, and the redelivery settles it once.
+#[tokio::test]
+async fn mongodb_killed_right_after_the_claim_leaves_the_interview_unsettled_and_the_redelivery_settles_once() {
+    kill_mid_settlement("find", 2, &["find", "update"]).await;
+}
+
+/// Kills the server when the settlement starts its `nth` command named `trigger`; `reached` are
+/// the commands that must have succeeded by then (so the writes did reach the server).
+async fn kill_mid_settlement(trigger: &'static str, nth: usize, reached: &[&str]) {
     let server = Arc::new(Mutex::new(DiskMongo::start(free_port())));
     let uri = server.lock().unwrap().uri();
     let db = database_name();
@@ -150,14 +165,17 @@ async fn mongodb_killed_between_claim_and_commit_leaves_no_partial_settlement_an
 
     // A client whose command monitor kills the server when the commit is about to be sent.
     let killed = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let succeeded: Arc<Mutex<Vec<String>>> = Arc::default();
     let mut options = mongodb::options::ClientOptions::parse(&uri).await.unwrap();
     options.server_selection_timeout = Some(Duration::from_millis(300));
     options.command_event_handler = Some({
-        let (server, killed, succeeded) = (server.clone(), killed.clone(), succeeded.clone());
+        let (server, killed, succeeded, seen) = (server.clone(), killed.clone(), succeeded.clone(), seen.clone());
         EventHandler::callback(move |e: CommandEvent| match e {
             CommandEvent::Started(s)
-                if s.command_name == "commitTransaction" && !killed.swap(true, Ordering::SeqCst) =>
+                if s.command_name == trigger
+                    && seen.fetch_add(1, Ordering::SeqCst) + 1 == nth
+                    && !killed.swap(true, Ordering::SeqCst) =>
             {
                 server.lock().unwrap().kill()
             }
@@ -193,17 +211,13 @@ async fn mongodb_killed_between_claim_and_commit_leaves_no_partial_settlement_an
     )
     .unwrap();
     let mut first = esm(&sqs, &queues.interview_completed.source, "interviewCompleted", Arc::new(doomed));
-    // A short function timeout bounds the commit retries against the dead server.
+    // A short function timeout bounds the retries against the dead server.
     first.function_timeout = Duration::from_secs(5);
     let crashed = first.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
-    assert!(killed.load(Ordering::SeqCst), "the server was killed at the commit");
+    assert!(killed.load(Ordering::SeqCst), "the server was killed at {trigger} #{nth}");
     assert_eq!(crashed.deleted, 0, "not acknowledged: {crashed:?}");
     assert!(crashed.failed_ids.len() == 1 || crashed.batch_error.is_some(), "retried: {crashed:?}");
-    assert_eq!(
-        *succeeded.lock().unwrap(),
-        ["find", "update", "find", "update", "update", "insert", "insert"],
-        "read, claim, lots, lot, organization, ledger, outbox all reached the server before the commit"
-    );
+    assert_eq!(*succeeded.lock().unwrap(), reached, "these commands reached the server before the kill");
 
     server.lock().unwrap().restart();
     let w = World::new(mongo_at(&uri, &db).await).await;
