@@ -137,7 +137,7 @@ pub fn database_name() -> String {
     crate::unique("f").replace('-', "_")
 }
 
-/// A database with the credits migration applied and shortcuts over it.
+/// A database with the migrations applied (credits and reports) and shortcuts over it.
 pub struct World {
     pub mongo: Mongo,
     pub store: CreditsStore,
@@ -145,7 +145,9 @@ pub struct World {
 
 impl World {
     pub async fn new(mongo: Mongo) -> Self {
-        migrations::apply(&mongo.db).await.expect("migration applies");
+        // What `sophia-ops migrate` does before the functions run: every collection's indexes.
+        migrations::apply(&mongo.db).await.expect("credits migration applies");
+        sophia_reports::migrations::apply(&mongo.db).await.expect("reports migration applies");
         let store = CreditsStore::new(mongo.db.clone());
         Self { mongo, store }
     }
