@@ -556,6 +556,21 @@ pub async fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
     Ok(BenchReport { machine, lambda_architecture, zips, cold_starts, round_trips, batch_latency, notes, seconds: started.elapsed().as_secs_f64() })
 }
 
+/// The zip table (also printed alone by `sophia-bench --zips-only`).
+pub fn zip_table(zips: &[ZipFigure], architecture: Option<&str>) -> String {
+    let mut out = format!("\nZip size (goal < 4 MB; {} build)\n", architecture.unwrap_or("no"));
+    out += &format!("  {:<22} {:>10} {:>8} {:>20}\n", "function", "zip", "goal", "host release binary");
+    for z in zips {
+        let goal = match z.zip_bytes {
+            Some(b) if b < ZIP_GOAL_BYTES => "✔",
+            Some(_) => "✘",
+            None => "-",
+        };
+        out += &format!("  {:<22} {:>10} {:>8} {:>20}\n", z.function, mb(z.zip_bytes), goal, mb(z.release_binary_bytes));
+    }
+    out
+}
+
 fn mb(bytes: Option<u64>) -> String {
     bytes.map_or("-".to_owned(), |b| format!("{:.2} MB", b as f64 / 1e6))
 }
@@ -564,16 +579,7 @@ impl fmt::Display for BenchReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = &self.machine;
         writeln!(f, "\nSophia benchmarks — {} × {} ({}), {}, kernel {}, load average at start {}", m.nproc, m.cpu_model, m.mem_total, std::env::consts::ARCH, m.kernel, m.load_average_at_start)?;
-        writeln!(f, "\nZip size (goal < 4 MB; {} build)", self.lambda_architecture.as_deref().unwrap_or("no"))?;
-        writeln!(f, "  {:<22} {:>10} {:>8} {:>20}", "function", "zip", "goal", "host release binary")?;
-        for z in &self.zips {
-            let goal = match z.zip_bytes {
-                Some(b) if b < ZIP_GOAL_BYTES => "✔",
-                Some(_) => "✘",
-                None => "-",
-            };
-            writeln!(f, "  {:<22} {:>10} {:>8} {:>20}", z.function, mb(z.zip_bytes), goal, mb(z.release_binary_bytes))?;
-        }
+        write!(f, "{}", zip_table(&self.zips, self.lambda_architecture.as_deref()))?;
         writeln!(f, "\nCold start (process start -> first /next poll; init includes MongoDB hello) and first event, release binaries behind a local Runtime API")?;
         writeln!(f, "  {:<22} {:>5} {:>12} {:>16} {:>36} {:>14} {:>14}", "function", "runs", "ready p50", "ready min-max", "first event", "first p50", "VmHWM p50/max")?;
         for c in &self.cold_starts {

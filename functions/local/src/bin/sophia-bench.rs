@@ -21,6 +21,9 @@ struct Cli {
     /// Batches per concurrency setting.
     #[arg(long, default_value_t = 5)]
     batch_repeats: usize,
+    /// Only the zip sizes: print them and update the `zips` of an existing JSON file.
+    #[arg(long)]
+    zips_only: bool,
     /// Where the JSON goes.
     #[arg(long, default_value = ".local/bench.json")]
     json: PathBuf,
@@ -37,10 +40,23 @@ async fn main() -> ExitCode {
         runs: cli.runs,
         batch_repeats: cli.batch_repeats,
     };
+    let json = if cli.json.is_absolute() { cli.json.clone() } else { sophia_local::servers::repo_root().join(&cli.json) };
+    if cli.zips_only {
+        let (zips, arch) = bench::zip_figures(&options);
+        print!("{}", bench::zip_table(&zips, arch.as_deref()));
+        if let Ok(text) = std::fs::read_to_string(&json)
+            && let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&text)
+        {
+            value["zips"] = serde_json::to_value(&zips).expect("serialises");
+            value["lambda_architecture"] = serde_json::to_value(&arch).expect("serialises");
+            let _ = std::fs::write(&json, serde_json::to_string_pretty(&value).expect("serialises"));
+            eprintln!("updated {}", json.display());
+        }
+        return ExitCode::SUCCESS;
+    }
     match bench::run(&options).await {
         Ok(report) => {
             println!("{report}");
-            let json = if cli.json.is_absolute() { cli.json } else { sophia_local::servers::repo_root().join(cli.json) };
             match bench::write_json(&report, &json) {
                 Ok(()) => eprintln!("JSON: {}", json.display()),
                 Err(e) => eprintln!("could not write {}: {e}", json.display()),
