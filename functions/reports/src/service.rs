@@ -184,6 +184,18 @@ impl ReportService {
             Err(source) => {
                 let error = ReportError::Model { attempt: lease.attempt, source };
                 self.record_failure(&lease, &error).await;
+                if lease.attempt >= crate::store::MAX_ATTEMPTS {
+                    // DESIGN.md: at attemptCount >= 3 the report stays FAILED and the message is
+                    // acknowledged. Doing it on the last failure itself, not on a fourth
+                    // delivery (which maxReceiveCount 3 never makes), keeps the DLQ for messages
+                    // a redrive can still help. `sophia-ops report retry --reset-attempts` tries again.
+                    tracing::error!(
+                        error = %error,
+                        maxAttempts = crate::store::MAX_ATTEMPTS,
+                        "report generation failed on its last attempt; left FAILED and the message acknowledged"
+                    );
+                    return Ok(Generated::AttemptsExhausted);
+                }
                 return Err(error);
             }
         };
