@@ -138,8 +138,7 @@ fn bad_bodies(i: InterviewId, o: OrganizationId) -> Vec<(&'static str, String, &
 /// Every bad body: dropped with a clear reason, in-process and through SQS; nothing written.
 #[tokio::test]
 async fn bad_bodies_are_dropped_with_a_clear_log_line_and_nothing_is_written() {
-    let logs = LogCapture::default();
-    let _guard = logs.install();
+    let logs = LogCapture::global();
     let w = World::fresh().await;
     let org = w.org_with_credits(50).await;
     let interview = w.reserved_interview(org, 10).await;

@@ -1,46 +1,14 @@
-//! Report generation's logs, in a test binary of their own: the capture uses a thread-local
-//! subscriber, and tracing's per-callsite interest cache is shared by every thread of a process,
-//! so tests running beside it in one binary could make it miss events.
+//! Report generation's logs: every line JSON with the generation fields, and never candidate
+//! text, refusal text or the API key. Captured by the harness's process-wide subscriber.
 
 mod report_support;
 
+use harness::faults::LogCapture;
 use report_support::*;
-
-/// Captured log lines (JSON, one per event, with the fields of the current spans).
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
 
 #[tokio::test]
 async fn logs_carry_the_generation_fields_and_never_candidate_text_or_the_key() {
-    use tracing_subscriber::util::SubscriberInitExt;
-
-    let logs = Captured::default();
-    let _guard = tracing_subscriber::fmt()
-        .json()
-        .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
-        .with_current_span(true)
-        .with_span_list(true)
-        .flatten_event(true)
-        .with_writer(logs.clone())
-        .finish()
-        .set_default();
+    let logs = LogCapture::global();
     let env = env().await;
     let resume = "Resume of Jane Doe: private phone 555-0100";
     let ids = InterviewFixture::new(org()).resume(resume).insert(&env.mongo.db).await.unwrap();
@@ -49,7 +17,7 @@ async fn logs_carry_the_generation_fields_and_never_candidate_text_or_the_key() 
     assert_eq!(deliver(&env, ids).await, Outcome::Failed);
     assert_eq!(deliver(&env, ids).await, Outcome::Processed);
 
-    let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let text = logs.text();
     for secret in [SECRET_ANSWER, "We compared row counts", resume, "555-0100", "test-key", "I'm sorry", "The candidate"] {
         assert!(!text.contains(secret), "{secret:?} was logged");
     }
