@@ -437,7 +437,7 @@ impl fmt::Display for DemoReport {
                 f,
                 "{} {:<13} interview {}  published {}x  {}",
                 if i.ok { "✔" } else { "✘" },
-                format!("{:?}", i.scenario).to_lowercase(),
+                i.scenario.name(),
                 i.interview_id,
                 i.published,
                 if i.settled { "settled" } else { "NOT SETTLED" }
