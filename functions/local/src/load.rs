@@ -71,7 +71,7 @@ pub struct LoadOptions {
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { events: 10_000, orgs: 50, pollers: 4, settle_pollers: 1, settle_concurrency: 1, publish_concurrency: 32, timeout: Duration::from_secs(3 * 3600), progress: true, seed: 0x5eed }
+        Self { events: 10_000, orgs: 50, pollers: 4, settle_pollers: 1, settle_concurrency: 1, publish_concurrency: 32, timeout: Duration::from_secs(12 * 3600), progress: true, seed: 0x5eed }
     }
 }
 

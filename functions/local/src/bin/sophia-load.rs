@@ -29,7 +29,7 @@ struct Cli {
     #[arg(long, default_value_t = 32)]
     publish_concurrency: usize,
     /// Give up waiting for the pipeline after this many seconds.
-    #[arg(long, default_value_t = 3 * 3600)]
+    #[arg(long, default_value_t = 12 * 3600)]
     timeout_seconds: u64,
     /// No progress bar.
     #[arg(long)]
