@@ -171,30 +171,6 @@ struct Seeded {
     published: usize,
 }
 
-fn transcript(substantive: bool) -> Document {
-    let answer = |topic: &str| {
-        if substantive {
-            format!("In my last role I owned the {topic}, measured it every week, and cut its cost by a third without losing reliability.")
-        } else {
-            "Yes.".to_owned()
-        }
-    };
-    doc! {
-        "snapshot": {
-            "role": "Backend engineer",
-            "skills": ["Rust", "Distributed systems"],
-            "questions": ["Describe a system you scaled.", "How do you handle failures in queues?"],
-            "resumeText": "Eight years building payment and messaging back ends in Rust and Go.",
-        },
-        "proctoring": {"transcript": [
-            {"speaker": "interviewer", "text": "Describe a system you scaled."},
-            {"speaker": "candidate", "text": answer("ingestion pipeline")},
-            {"speaker": "interviewer", "text": "How do you handle failures in queues?"},
-            {"speaker": "candidate", "text": answer("dead-letter queue process with redrive tooling")},
-        ]},
-    }
-}
-
 /// Seeds, publishes, waits, and reads back. `env` is the runner's env map (queue URLs).
 pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) -> Result<DemoReport, DemoError> {
     let store = CreditsStore::new(mongo.db.clone());
@@ -212,11 +188,18 @@ pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) ->
     seed::grant_lot(&store, org, 5, now + chrono::Duration::seconds(2)).await?;
     seed::grant_lot(&store, org, 40, now + chrono::Duration::days(30)).await?;
     seed::grant_lot(&store, org, 30, now + chrono::Duration::days(365)).await?;
-    let order = [Scenario::ExpiredLot, Scenario::Long, Scenario::Short, Scenario::Failed, Scenario::SoftDeleted, Scenario::Duplicate];
+    let order = [
+        Scenario::ExpiredLot,
+        Scenario::Long,
+        Scenario::Short,
+        Scenario::Failed,
+        Scenario::SoftDeleted,
+        Scenario::Duplicate,
+    ];
     let mut seeded = Vec::new();
     for scenario in order {
         let (reserve, _) = scenario.plan();
-        let mut extra = transcript(scenario != Scenario::Short);
+        let mut extra = crate::load::transcript(scenario != Scenario::Short);
         if scenario == Scenario::SoftDeleted {
             extra.insert("deletedAt", bson::DateTime::now());
         }
@@ -235,10 +218,16 @@ pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) ->
                 Some(seconds) => {
                     let completed_at = Timestamp::now();
                     let duration_seconds = DurationSeconds::new(seconds);
-                    seed::mark_completed(&store, s.interview_id, completed_at, duration_seconds.unwrap_or_default()).await?;
+                    seed::mark_completed(&store, s.interview_id, completed_at, duration_seconds.unwrap_or_default())
+                        .await?;
                     producer
                         .publish_interview_completed(
-                            CompletedInput { interview_id: s.interview_id, organization_id: org, completed_at: Some(completed_at), duration_seconds },
+                            CompletedInput {
+                                interview_id: s.interview_id,
+                                organization_id: org,
+                                completed_at: Some(completed_at),
+                                duration_seconds,
+                            },
                             &request_id,
                         )
                         .await?;
@@ -248,7 +237,12 @@ pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) ->
                     seed::mark_failed(&store, s.interview_id, failed_at).await?;
                     producer
                         .publish_interview_failed(
-                            FailedInput { interview_id: s.interview_id, organization_id: org, failure_reason: "bot could not join the call".into(), failed_at: Some(failed_at) },
+                            FailedInput {
+                                interview_id: s.interview_id,
+                                organization_id: org,
+                                failure_reason: "bot could not join the call".into(),
+                                failed_at: Some(failed_at),
+                            },
                             &request_id,
                         )
                         .await?;
@@ -257,7 +251,10 @@ pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) ->
             s.published += 1;
         }
     }
-    let malformed_url = env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned().ok_or_else(|| DemoError::Setup("no interview queue URL".into()))?;
+    let malformed_url = env
+        .get(config::INTERVIEW_COMPLETED_QUEUE_URL)
+        .cloned()
+        .ok_or_else(|| DemoError::Setup("no interview queue URL".into()))?;
     let malformed_id = InterviewId::new(bson::oid::ObjectId::new());
     producer
         .send(
@@ -286,7 +283,8 @@ pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) ->
             first_report_at = Some(first_report_at.map_or(t, |f| f.min(t)));
         }
     }
-    let malformed_dropped = count(&mongo.db.collection::<Document>("interviews"), doc! {"_id": malformed_id.oid()}).await? == 0;
+    let malformed_dropped =
+        count(&mongo.db.collection::<Document>("interviews"), doc! {"_id": malformed_id.oid()}).await? == 0;
     let organization = organization_summary(&store, org).await?;
     let dlqs = vec![
         peek_dlq(sqs, "interview-completed-dlq", env.get("INTERVIEW_COMPLETED_DLQ_URL")).await,
@@ -297,7 +295,13 @@ pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) ->
 
 async fn reports_of(mongo: &Mongo, seeded: &[Seeded]) -> Result<Vec<Document>, DemoError> {
     let ids: Vec<bson::oid::ObjectId> = seeded.iter().map(|s| s.interview_id.oid()).collect();
-    Ok(mongo.db.collection::<Document>("interviewReports").find(doc! {"interviewId": {"$in": ids}}).await?.try_collect().await?)
+    Ok(mongo
+        .db
+        .collection::<Document>("interviewReports")
+        .find(doc! {"interviewId": {"$in": ids}})
+        .await?
+        .try_collect()
+        .await?)
 }
 
 /// Polls until every interview is settled and every expected report is in a final state.
@@ -308,7 +312,8 @@ async fn wait_until_done(mongo: &Mongo, seeded: &[Seeded]) -> Result<(), DemoErr
         let ids: Vec<bson::oid::ObjectId> = seeded.iter().map(|s| s.interview_id.oid()).collect();
         // find + count here, not count_documents: nx-27017's count path does not match ObjectIds.
         let settled = count(&interviews, doc! {"_id": {"$in": &ids}, "settledAt": {"$ne": null}}).await?;
-        let expected_reports: Vec<bson::oid::ObjectId> = seeded.iter().filter(|s| s.scenario.expected().3.is_some()).map(|s| s.interview_id.oid()).collect();
+        let expected_reports: Vec<bson::oid::ObjectId> =
+            seeded.iter().filter(|s| s.scenario.expected().3.is_some()).map(|s| s.interview_id.oid()).collect();
         let done_reports = count(
             &mongo.db.collection::<Document>("interviewReports"),
             doc! {"interviewId": {"$in": &expected_reports}, "status": {"$in": ["COMPLETED", "FAILED"]}},
@@ -360,10 +365,22 @@ fn text(d: &Document, path: &str) -> Option<String> {
 }
 
 async fn summarise(mongo: &Mongo, store: &CreditsStore, s: &Seeded) -> Result<InterviewSummary, DemoError> {
-    let interview = mongo.db.collection::<Document>("interviews").find_one(doc! {"_id": s.interview_id.oid()}).await?.unwrap_or_default();
-    let ledger: Vec<LedgerEntry> = store.ledger().find(doc! {"reference.id": s.interview_id.oid()}).await?.try_collect().await?;
+    let interview = mongo
+        .db
+        .collection::<Document>("interviews")
+        .find_one(doc! {"_id": s.interview_id.oid()})
+        .await?
+        .unwrap_or_default();
+    let ledger: Vec<LedgerEntry> =
+        store.ledger().find(doc! {"reference.id": s.interview_id.oid()}).await?.try_collect().await?;
     let sum = |kind: &str| ledger.iter().filter(|e| e.kind.as_str() == kind).map(|e| e.amount).sum::<i64>();
-    let reports: Vec<Document> = mongo.db.collection::<Document>("interviewReports").find(doc! {"interviewId": s.interview_id.oid()}).await?.try_collect().await?;
+    let reports: Vec<Document> = mongo
+        .db
+        .collection::<Document>("interviewReports")
+        .find(doc! {"interviewId": s.interview_id.oid()})
+        .await?
+        .try_collect()
+        .await?;
     let report = reports.first();
     let (consumed, released, forfeited) = (sum("SETTLE"), sum("RELEASE"), sum("FORFEIT"));
     let (exp_consumed, exp_released, exp_forfeited, exp_report) = s.scenario.expected();
@@ -371,8 +388,16 @@ async fn summarise(mongo: &Mongo, store: &CreditsStore, s: &Seeded) -> Result<In
     let status = report.and_then(|r| text(r, "status"));
     let report_ok = match exp_report {
         None => reports.is_empty(),
-        Some(ExpectedReport::InsufficientEvidence) => reports.len() == 1 && status.as_deref() == Some("COMPLETED") && recommendation.as_deref() == Some("insufficient_evidence"),
-        Some(ExpectedReport::Model) => reports.len() == 1 && status.as_deref() == Some("COMPLETED") && recommendation.as_deref().is_some_and(|r| r != "insufficient_evidence"),
+        Some(ExpectedReport::InsufficientEvidence) => {
+            reports.len() == 1
+                && status.as_deref() == Some("COMPLETED")
+                && recommendation.as_deref() == Some("insufficient_evidence")
+        }
+        Some(ExpectedReport::Model) => {
+            reports.len() == 1
+                && status.as_deref() == Some("COMPLETED")
+                && recommendation.as_deref().is_some_and(|r| r != "insufficient_evidence")
+        }
     };
     let settled = interview.get("settledAt").is_some_and(|v| !matches!(v, bson::Bson::Null));
     let ok = settled && (consumed, released, forfeited) == (exp_consumed, exp_released, exp_forfeited) && report_ok;
@@ -393,7 +418,14 @@ async fn summarise(mongo: &Mongo, store: &CreditsStore, s: &Seeded) -> Result<In
         consumed,
         released,
         forfeited,
-        ledger: ledger.iter().map(|e| LedgerLine { kind: e.kind.as_str().to_owned(), lot: e.lot_id.to_hex()[18..].to_owned(), amount: e.amount }).collect(),
+        ledger: ledger
+            .iter()
+            .map(|e| LedgerLine {
+                kind: e.kind.as_str().to_owned(),
+                lot: e.lot_id.to_hex()[18..].to_owned(),
+                amount: e.amount,
+            })
+            .collect(),
         report_status: status,
         report_recommendation: recommendation,
         report_score: report.and_then(|r| int(r, "report.overallScore").or_else(|| int(r, "overallScore"))),
@@ -406,14 +438,29 @@ async fn summarise(mongo: &Mongo, store: &CreditsStore, s: &Seeded) -> Result<In
 }
 
 async fn organization_summary(store: &CreditsStore, org: OrganizationId) -> Result<OrganizationSummary, DemoError> {
-    let o = store.organizations().find_one(doc! {"_id": org.oid()}).await?.ok_or_else(|| DemoError::Setup("organization vanished".into()))?;
+    let o = store
+        .organizations()
+        .find_one(doc! {"_id": org.oid()})
+        .await?
+        .ok_or_else(|| DemoError::Setup("organization vanished".into()))?;
     let lots: Vec<_> = store.lots().find(doc! {"organizationId": org.oid()}).await?.try_collect().await?;
     let violations = invariants::check_organization(store, org.oid()).await?;
     Ok(OrganizationSummary {
         organization_id: org.to_string(),
         available: o.credits.available,
         reserved: o.credits.reserved,
-        lots: lots.iter().map(|l| (l.id.to_hex()[18..].to_owned(), l.granted, l.remaining, l.reserved, format!("{:?}", l.status).to_uppercase())).collect(),
+        lots: lots
+            .iter()
+            .map(|l| {
+                (
+                    l.id.to_hex()[18..].to_owned(),
+                    l.granted,
+                    l.remaining,
+                    l.reserved,
+                    format!("{:?}", l.status).to_uppercase(),
+                )
+            })
+            .collect(),
         invariant_violations: violations.iter().map(ToString::to_string).collect(),
     })
 }
@@ -422,7 +469,14 @@ async fn organization_summary(store: &CreditsStore, org: OrganizationId) -> Resu
 async fn peek_dlq(sqs: &Client, name: &str, url: Option<&String>) -> DlqSummary {
     let mut messages = Vec::new();
     if let Some(url) = url
-        && let Ok(out) = sqs.receive_message().queue_url(url).max_number_of_messages(10).visibility_timeout(0).wait_time_seconds(0).send().await
+        && let Ok(out) = sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .visibility_timeout(0)
+            .wait_time_seconds(0)
+            .send()
+            .await
     {
         messages = out.messages.unwrap_or_default().into_iter().filter_map(|m| m.body).collect();
     }
@@ -442,7 +496,11 @@ impl fmt::Display for DemoReport {
                 i.published,
                 if i.settled { "settled" } else { "NOT SETTLED" }
             )?;
-            writeln!(f, "    credits: reserved {}, consumed {}, released {}, forfeited {}", i.reserved, i.consumed, i.released, i.forfeited)?;
+            writeln!(
+                f,
+                "    credits: reserved {}, consumed {}, released {}, forfeited {}",
+                i.reserved, i.consumed, i.released, i.forfeited
+            )?;
             for l in &i.ledger {
                 writeln!(f, "      ledger {:<8} lot …{} {:>4}", l.kind, l.lot, l.amount)?;
             }
@@ -460,7 +518,11 @@ impl fmt::Display for DemoReport {
             }
             writeln!(f, "    expected: {}", i.expectation)?;
         }
-        writeln!(f, "{} malformed message dropped without writing anything", if self.malformed_dropped { "✔" } else { "✘" })?;
+        writeln!(
+            f,
+            "{} malformed message dropped without writing anything",
+            if self.malformed_dropped { "✔" } else { "✘" }
+        )?;
         let o = &self.organization;
         writeln!(f, "\nOrganization balances: available {}, reserved {}", o.available, o.reserved)?;
         for (id, granted, remaining, reserved, status) in &o.lots {
@@ -474,12 +536,26 @@ impl fmt::Display for DemoReport {
             }
         }
         for d in &self.dlqs {
-            writeln!(f, "{} DLQ {}: {} message(s)", if d.messages.is_empty() { "✔" } else { "✘" }, d.queue, d.messages.len())?;
+            writeln!(
+                f,
+                "{} DLQ {}: {} message(s)",
+                if d.messages.is_empty() { "✔" } else { "✘" },
+                d.queue,
+                d.messages.len()
+            )?;
             for m in &d.messages {
                 writeln!(f, "      {m}")?;
             }
         }
         writeln!(f, "\nEverything settled and reported {:.1} s after publishing.", self.waited_ms as f64 / 1000.0)?;
-        write!(f, "{}", if self.all_expectations_met() { "Demo: every outcome as expected." } else { "Demo: SOME OUTCOMES DIFFER FROM THE EXPECTATION (see ✘)." })
+        write!(
+            f,
+            "{}",
+            if self.all_expectations_met() {
+                "Demo: every outcome as expected."
+            } else {
+                "Demo: SOME OUTCOMES DIFFER FROM THE EXPECTATION (see ✘)."
+            }
+        )
     }
 }
