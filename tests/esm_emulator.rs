@@ -45,7 +45,13 @@ async fn batches_respect_the_declared_size_and_carry_the_lambda_event_shape() {
         send(&client, &queues.interview_completed.source.url, &format!("ok-{i}")).await;
     }
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let esm = EventSourceMapping::declared(client.clone(), queues.interview_completed.source.clone(), decl.interview_completed(), decl, Arc::new(recording_function(seen.clone())));
+    let esm = EventSourceMapping::declared(
+        client.clone(),
+        queues.interview_completed.source.clone(),
+        decl.interview_completed(),
+        decl,
+        Arc::new(recording_function(seen.clone())),
+    );
     let mut total = 0;
     while total < 13 {
         let summary = esm.poll_once(Duration::from_secs(1)).await.unwrap().expect("messages are waiting");
@@ -64,7 +70,13 @@ async fn batches_respect_the_declared_size_and_carry_the_lambda_event_shape() {
     for i in 0..2 {
         send(&client, &queues.report_generate.source.url, &format!("ok-{i}")).await;
     }
-    let esm = EventSourceMapping::declared(client.clone(), queues.report_generate.source.clone(), decl.report_generate(), decl, Arc::new(recording_function(Arc::default())));
+    let esm = EventSourceMapping::declared(
+        client.clone(),
+        queues.report_generate.source.clone(),
+        decl.report_generate(),
+        decl,
+        Arc::new(recording_function(Arc::default())),
+    );
     let summary = esm.poll_once(Duration::from_secs(1)).await.unwrap().unwrap();
     assert_eq!(summary.message_ids.len(), 1);
 }
@@ -77,12 +89,24 @@ async fn partial_failures_come_back_after_the_visibility_timeout_and_poison_reac
     send(&client, &queues.interview_completed.source.url, "ok-1").await;
     send(&client, &queues.interview_completed.source.url, "fail-poison").await;
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let esm = EventSourceMapping::declared(client.clone(), queues.interview_completed.source.clone(), decl.interview_completed(), decl, Arc::new(recording_function(seen.clone())));
+    let esm = EventSourceMapping::declared(
+        client.clone(),
+        queues.interview_completed.source.clone(),
+        decl.interview_completed(),
+        decl,
+        Arc::new(recording_function(seen.clone())),
+    );
     let mut poison_receives = Vec::new();
     let started = std::time::Instant::now();
     while started.elapsed() < Duration::from_secs(15) {
         if esm.poll_once(Duration::from_secs(1)).await.unwrap().is_none() {
-            let dlq = client.receive_message().queue_url(&queues.interview_completed.dlq.url).wait_time_seconds(1).send().await.unwrap();
+            let dlq = client
+                .receive_message()
+                .queue_url(&queues.interview_completed.dlq.url)
+                .wait_time_seconds(1)
+                .send()
+                .await
+                .unwrap();
             if let Some(dead) = dlq.messages.filter(|m| !m.is_empty()) {
                 assert_eq!(dead[0].body(), Some("fail-poison"));
                 break;
@@ -97,7 +121,13 @@ async fn partial_failures_come_back_after_the_visibility_timeout_and_poison_reac
         }
     }
     assert_eq!(poison_receives, ["1", "2", "3"], "exactly three receives before the DLQ");
-    let ok_deliveries = seen.lock().unwrap().iter().flat_map(|e| e.records.iter()).filter(|r| r.body.as_deref() == Some("ok-1")).count();
+    let ok_deliveries = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|e| e.records.iter())
+        .filter(|r| r.body.as_deref() == Some("ok-1"))
+        .count();
     assert_eq!(ok_deliveries, 1, "the succeeded record was deleted, not redelivered");
 }
 
@@ -107,8 +137,16 @@ async fn an_error_or_an_unknown_identifier_fails_the_whole_batch() {
     let queues = test_queues_fast(&client, 1).await;
     let decl = Declaration::embedded();
     send(&client, &queues.interview_completed.source.url, "a").await;
-    let failing = InProcess::new(|_event: LambdaEvent<SqsEvent>| async { Err::<SqsBatchResponse, BoxError>("MongoDB is unreachable".into()) });
-    let esm = EventSourceMapping::declared(client.clone(), queues.interview_completed.source.clone(), decl.interview_completed(), decl, Arc::new(failing));
+    let failing = InProcess::new(|_event: LambdaEvent<SqsEvent>| async {
+        Err::<SqsBatchResponse, BoxError>("MongoDB is unreachable".into())
+    });
+    let esm = EventSourceMapping::declared(
+        client.clone(),
+        queues.interview_completed.source.clone(),
+        decl.interview_completed(),
+        decl,
+        Arc::new(failing),
+    );
     let summary = esm.poll_once(Duration::from_secs(1)).await.unwrap().unwrap();
     assert_eq!(summary.deleted, 0);
     assert!(summary.batch_error.unwrap().contains("unreachable"));
@@ -121,8 +159,18 @@ async fn an_error_or_an_unknown_identifier_fails_the_whole_batch() {
         response.batch_item_failures.push(f);
         Ok::<_, BoxError>(response)
     });
-    let esm = EventSourceMapping::declared(client.clone(), queues.interview_completed.source.clone(), decl.interview_completed(), decl, Arc::new(bogus));
-    let summary = esm.poll_once(Duration::from_secs(2)).await.unwrap().expect("the message came back after the visibility timeout");
+    let esm = EventSourceMapping::declared(
+        client.clone(),
+        queues.interview_completed.source.clone(),
+        decl.interview_completed(),
+        decl,
+        Arc::new(bogus),
+    );
+    let summary = esm
+        .poll_once(Duration::from_secs(2))
+        .await
+        .unwrap()
+        .expect("the message came back after the visibility timeout");
     assert_eq!(summary.deleted, 0, "an empty itemIdentifier fails the whole batch");
     assert_eq!(summary.batch_error.as_deref().map(|e| e.contains("itemIdentifier")), Some(true));
 }
@@ -137,7 +185,13 @@ async fn a_function_that_outlives_its_timeout_fails_the_batch() {
         tokio::time::sleep(Duration::from_secs(5)).await;
         Ok::<_, BoxError>(SqsBatchResponse::default())
     });
-    let mut esm = EventSourceMapping::declared(client.clone(), queues.interview_completed.source.clone(), decl.interview_completed(), decl, Arc::new(slow));
+    let mut esm = EventSourceMapping::declared(
+        client.clone(),
+        queues.interview_completed.source.clone(),
+        decl.interview_completed(),
+        decl,
+        Arc::new(slow),
+    );
     esm.function_timeout = Duration::from_millis(300);
     let summary = esm.poll_once(Duration::from_secs(1)).await.unwrap().unwrap();
     assert_eq!(summary.deleted, 0);

@@ -41,7 +41,8 @@ async fn settled_with_pending_outbox(w: &World) -> (OrganizationId, InterviewId)
     let duration = DurationSeconds::new(720).unwrap();
     seed::mark_completed(&w.store, interview, completed_at, duration).await.unwrap();
     // Settled (and its outbox entry written) two minutes ago: older than the default threshold.
-    let settled_two_minutes_ago = SettleContext { deadline: None, now: chrono::Utc::now() - chrono::Duration::minutes(2) };
+    let settled_two_minutes_ago =
+        SettleContext { deadline: None, now: chrono::Utc::now() - chrono::Duration::minutes(2) };
     SettlementService::new(w.mongo.client.clone(), w.mongo.db.clone())
         .settle_completed_interview(interview, org, completed_at, duration, settled_two_minutes_ago)
         .await
@@ -61,7 +62,9 @@ async fn outbox_flush_publishes_pending_report_generate_older_than_60s_once() {
     let attrs = sent[0].message_attributes().unwrap();
     assert_eq!(attrs["requestId"].string_value(), Some(format!("settlement-{interview}").as_str()));
     // Published entries are not flushed again.
-    let Outcome::OutboxFlush(again) = run(&w.ops.ctx, &["outbox", "flush", "--older-than", "0s"]).await.unwrap() else { panic!() };
+    let Outcome::OutboxFlush(again) = run(&w.ops.ctx, &["outbox", "flush", "--older-than", "0s"]).await.unwrap() else {
+        panic!()
+    };
     assert_eq!(again.published, 0);
 }
 
@@ -69,7 +72,10 @@ async fn outbox_flush_publishes_pending_report_generate_older_than_60s_once() {
 async fn outbox_flush_leaves_entries_younger_than_the_threshold() {
     let w = world().await;
     settled_with_pending_outbox(&w).await;
-    let Outcome::OutboxFlush(report) = run(&w.ops.ctx, &["outbox", "flush", "--older-than", "1h"]).await.unwrap() else { panic!() };
+    let Outcome::OutboxFlush(report) = run(&w.ops.ctx, &["outbox", "flush", "--older-than", "1h"]).await.unwrap()
+    else {
+        panic!()
+    };
     assert_eq!(report.published, 0);
     assert!(drain(&w.ops.client, &w.ops.queues.report_generate.source.url).await.is_empty());
 }
@@ -79,12 +85,18 @@ async fn invariants_check_passes_then_reports_a_broken_balance_with_exit_code_3(
     let w = world().await;
     let (org, _) = settled_with_pending_outbox(&w).await;
     let org_s = org.to_string();
-    let Outcome::InvariantsCheck(ok) = run(&w.ops.ctx, &["invariants", "check", "--org", &org_s]).await.unwrap() else { panic!() };
+    let Outcome::InvariantsCheck(ok) = run(&w.ops.ctx, &["invariants", "check", "--org", &org_s]).await.unwrap() else {
+        panic!()
+    };
     assert!(ok.ok, "{ok:?}");
     let Outcome::InvariantsCheck(all) = run(&w.ops.ctx, &["invariants", "check"]).await.unwrap() else { panic!() };
     assert!(all.ok);
 
-    w.store.organizations().update_one(doc! {"_id": org.oid()}, doc! {"$inc": {"credits.reserved": 5_i64}}).await.unwrap();
+    w.store
+        .organizations()
+        .update_one(doc! {"_id": org.oid()}, doc! {"$inc": {"credits.reserved": 5_i64}})
+        .await
+        .unwrap();
     let result = run(&w.ops.ctx, &["--json", "invariants", "check", "--org", &org_s]).await;
     let rendered = render(&result, true);
     assert_eq!(rendered.exit_code, EXIT_INCOMPLETE);
@@ -105,21 +117,26 @@ async fn invariants_check_of_an_unknown_organization_is_an_error() {
 #[tokio::test]
 async fn report_retry_republishes_with_the_admin_request_id() {
     let w = world().await;
-    let (interview, org) = InterviewFixture::new(OrganizationId::new(ObjectId::new())).insert(&w.mongo.db).await.unwrap();
+    let (interview, org) =
+        InterviewFixture::new(OrganizationId::new(ObjectId::new())).insert(&w.mongo.db).await.unwrap();
     let (i, o) = (interview.to_string(), org.to_string());
     let Outcome::ReportRetry(report) = run(&w.ops.ctx, &["report", "retry", &i, &o]).await.unwrap() else { panic!() };
     assert_eq!(report.outcome, "published");
     let sent = drain(&w.ops.client, &w.ops.queues.report_generate.source.url).await;
     assert_eq!(sent.len(), 1);
     assert_eq!(report.message_id.as_deref(), sent[0].message_id());
-    assert_eq!(sent[0].message_attributes().unwrap()["requestId"].string_value(), Some(format!("admin-retry-{interview}").as_str()));
+    assert_eq!(
+        sent[0].message_attributes().unwrap()["requestId"].string_value(),
+        Some(format!("admin-retry-{interview}").as_str())
+    );
     assert_eq!(sent[0].body().unwrap(), format!(r#"{{"interviewId":"{i}","organizationId":"{o}"}}"#));
 }
 
 #[tokio::test]
 async fn report_retry_of_an_exhausted_report_needs_reset_attempts() {
     let w = world().await;
-    let (interview, org) = InterviewFixture::new(OrganizationId::new(ObjectId::new())).insert(&w.mongo.db).await.unwrap();
+    let (interview, org) =
+        InterviewFixture::new(OrganizationId::new(ObjectId::new())).insert(&w.mongo.db).await.unwrap();
     ReportStore::new(&w.mongo.db)
         .collection()
         .insert_one(doc! {"_id": ObjectId::new(), "interviewId": interview.oid(), "organizationId": org.oid(), "status": "FAILED", "attemptCount": 3_i32})
@@ -130,7 +147,10 @@ async fn report_retry_of_an_exhausted_report_needs_reset_attempts() {
     assert!(err.to_string().contains("attempts"), "{err}");
     assert!(drain(&w.ops.client, &w.ops.queues.report_generate.source.url).await.is_empty(), "nothing published");
 
-    let Outcome::ReportRetry(report) = run(&w.ops.ctx, &["report", "retry", &i, &o, "--reset-attempts"]).await.unwrap() else { panic!() };
+    let Outcome::ReportRetry(report) = run(&w.ops.ctx, &["report", "retry", &i, &o, "--reset-attempts"]).await.unwrap()
+    else {
+        panic!()
+    };
     assert!(report.attempts_reset);
     assert_eq!(drain(&w.ops.client, &w.ops.queues.report_generate.source.url).await.len(), 1);
     let stored = ReportStore::new(&w.mongo.db).find(interview).await.unwrap().unwrap();
@@ -151,7 +171,9 @@ async fn migrate_creates_the_indexes_the_flow_relies_on_and_is_idempotent() {
     let mongo = harness::test_mongo().await;
     o.ctx = std::mem::take(&mut o.ctx).with_mongo(mongo.clone());
     for _ in 0..2 {
-        let Outcome::Migrate(report) = run(&o.ctx, &["migrate"]).await.unwrap() else { panic!("not a migrate outcome") };
+        let Outcome::Migrate(report) = run(&o.ctx, &["migrate"]).await.unwrap() else {
+            panic!("not a migrate outcome")
+        };
         assert_eq!(report.database, mongo.db.name());
     }
     let ledger = mongo.db.collection::<bson::Document>("creditLedger").list_index_names().await.unwrap();

@@ -10,7 +10,10 @@ use sophia_ops::env::{self, Env};
 use sophia_ops::{Context, OpsError, Outcome, ProgressMode, render};
 
 fn attrs(event_type: &str, request_id: &str) -> HashMap<String, aws_sdk_sqs::types::MessageAttributeValue> {
-    HashMap::from([("eventType".to_owned(), string_attr(event_type)), ("requestId".to_owned(), string_attr(request_id))])
+    HashMap::from([
+        ("eventType".to_owned(), string_attr(event_type)),
+        ("requestId".to_owned(), string_attr(request_id)),
+    ])
 }
 
 #[tokio::test]
@@ -55,7 +58,10 @@ async fn list_stops_at_max_and_says_so() {
     for n in 0..5 {
         put(&o.client, dlq, &report_body(n), attrs("interview.completed", "r")).await;
     }
-    let Outcome::DlqList(listing) = run(&o.ctx, &["dlq", "list", "interview-completed", "--max", "3"]).await.unwrap() else { panic!() };
+    let Outcome::DlqList(listing) = run(&o.ctx, &["dlq", "list", "interview-completed", "--max", "3"]).await.unwrap()
+    else {
+        panic!()
+    };
     assert_eq!(listing.messages.len(), 3);
     assert!(listing.truncated);
     assert!(listing.human().contains("--max reached"));
@@ -70,7 +76,9 @@ async fn show_finds_one_message_and_a_missing_id_is_not_found() {
     for n in 0..7 {
         ids.push(put(&o.client, dlq, &report_body(n), attrs("report.generate", &format!("req-{n}"))).await);
     }
-    let Outcome::DlqShow(shown) = run(&o.ctx, &["dlq", "show", "report-generate", &ids[5]]).await.unwrap() else { panic!() };
+    let Outcome::DlqShow(shown) = run(&o.ctx, &["dlq", "show", "report-generate", &ids[5]]).await.unwrap() else {
+        panic!()
+    };
     assert_eq!(shown.message.message_id, ids[5]);
     assert_eq!(shown.message.body, report_body(5));
     assert!(shown.human().contains("\"interviewId\""));
@@ -97,10 +105,8 @@ async fn json_listing_parses() {
 async fn the_dlq_is_found_from_the_redrive_policy_when_its_url_is_not_set() {
     let o = ops().await;
     put(&o.client, &o.queues.interview_completed.dlq.url, &report_body(3), attrs("interview.completed", "r")).await;
-    let pairs: Vec<(&str, String)> = ops_support::env_pairs(&o.queues)
-        .into_iter()
-        .filter(|(k, _)| *k != env::INTERVIEW_COMPLETED_DLQ_URL)
-        .collect();
+    let pairs: Vec<(&str, String)> =
+        ops_support::env_pairs(&o.queues).into_iter().filter(|(k, _)| *k != env::INTERVIEW_COMPLETED_DLQ_URL).collect();
     let ctx = Context::new(Env::from_pairs(pairs), None, ProgressMode::Hidden).with_sqs(o.client.clone());
     let Outcome::DlqList(listing) = run(&ctx, &["dlq", "list", "interview-completed"]).await.unwrap() else { panic!() };
     assert_eq!(listing.dlq_url, o.queues.interview_completed.dlq.url);

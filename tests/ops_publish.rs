@@ -16,7 +16,18 @@ fn attr<'a>(m: &'a Message, name: &str) -> &'a str {
 #[tokio::test]
 async fn publish_completed_round_trips_body_and_attributes() {
     let o = ops().await;
-    let args = ["publish", "completed", INTERVIEW, ORG, "--completed-at", "2026-12-02T18:30:00+01:00", "--duration-seconds", "754", "--request-id", "ops-1"];
+    let args = [
+        "publish",
+        "completed",
+        INTERVIEW,
+        ORG,
+        "--completed-at",
+        "2026-12-02T18:30:00+01:00",
+        "--duration-seconds",
+        "754",
+        "--request-id",
+        "ops-1",
+    ];
     let Outcome::Publish(report) = run(&o.ctx, &args).await.unwrap() else { panic!("a publish report") };
     let received = drain(&o.client, &o.queues.interview_completed.source.url).await;
     assert_eq!(received.len(), 1);
@@ -71,7 +82,8 @@ async fn json_output_parses_and_names_the_command() {
 #[tokio::test]
 async fn a_missing_queue_url_is_a_clear_error_in_text_and_json() {
     let client = harness::sqs_client().await;
-    let ctx = Context::new(Env::from_pairs(Vec::<(String, String)>::new()), None, ProgressMode::Hidden).with_sqs(client);
+    let ctx =
+        Context::new(Env::from_pairs(Vec::<(String, String)>::new()), None, ProgressMode::Hidden).with_sqs(client);
     let result = run(&ctx, &["publish", "completed", INTERVIEW, ORG]).await;
     let err = result.as_ref().unwrap_err();
     assert!(matches!(err, OpsError::NotConfigured { .. }), "{err:?}");
@@ -103,10 +115,15 @@ async fn invalid_ids_timestamps_and_durations_are_refused_before_anything_is_sen
 async fn stage_resolves_queues_by_name() {
     let client = harness::sqs_client().await;
     let stage = harness::unique("st");
-    let queues = sophia_local::queues::create_queue_set(&client, &format!("sophia-{stage}"), sophia_queue_settings::Declaration::embedded())
-        .await
-        .unwrap();
-    let ctx = Context::new(Env::from_pairs(Vec::<(String, String)>::new()), Some(stage), ProgressMode::Hidden).with_sqs(client.clone());
+    let queues = sophia_local::queues::create_queue_set(
+        &client,
+        &format!("sophia-{stage}"),
+        sophia_queue_settings::Declaration::embedded(),
+    )
+    .await
+    .unwrap();
+    let ctx = Context::new(Env::from_pairs(Vec::<(String, String)>::new()), Some(stage), ProgressMode::Hidden)
+        .with_sqs(client.clone());
     let Outcome::Publish(report) = run(&ctx, &["publish", "report", INTERVIEW, ORG]).await.unwrap() else { panic!() };
     assert_eq!(report.queue_url, queues.report_generate.source.url);
     assert_eq!(drain(&client, &queues.report_generate.source.url).await.len(), 1);

@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use aws_sdk_sqs::primitives::Blob;
-use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, Message, MessageAttributeValue, SendMessageBatchRequestEntry};
+use aws_sdk_sqs::types::{
+    DeleteMessageBatchRequestEntry, Message, MessageAttributeValue, SendMessageBatchRequestEntry,
+};
 use ops_support::{Ops, drain, ops, put, report_body, run, string_attr, visible};
 use sophia_ops::queues::QueueName;
 use sophia_ops::redrive::{BatchResult, MoveIo, RedriveMethod, RedriveOptions, RedriveReport, SqsMoveIo, redrive_with};
@@ -19,8 +21,18 @@ fn attributes(n: usize) -> HashMap<String, MessageAttributeValue> {
     HashMap::from([
         ("eventType".to_owned(), string_attr("report.generate")),
         ("requestId".to_owned(), string_attr(&format!("settlement-{n}"))),
-        ("attempt".to_owned(), MessageAttributeValue::builder().data_type("Number").string_value(n.to_string()).build().unwrap()),
-        ("blob".to_owned(), MessageAttributeValue::builder().data_type("Binary").binary_value(Blob::new(vec![n as u8, 0, 255])).build().unwrap()),
+        (
+            "attempt".to_owned(),
+            MessageAttributeValue::builder().data_type("Number").string_value(n.to_string()).build().unwrap(),
+        ),
+        (
+            "blob".to_owned(),
+            MessageAttributeValue::builder()
+                .data_type("Binary")
+                .binary_value(Blob::new(vec![n as u8, 0, 255]))
+                .build()
+                .unwrap(),
+        ),
     ])
 }
 
@@ -42,7 +54,11 @@ fn bodies(messages: &[Message]) -> Vec<String> {
 
 /// Nothing lost, nothing invented: the DLQ and the source together hold every original body
 /// (duplicates allowed only where the report says so).
-async fn assert_nothing_lost(o: &Ops, sent: &BTreeMap<String, HashMap<String, MessageAttributeValue>>, report: &RedriveReport) {
+async fn assert_nothing_lost(
+    o: &Ops,
+    sent: &BTreeMap<String, HashMap<String, MessageAttributeValue>>,
+    report: &RedriveReport,
+) {
     ops_support::settle().await;
     let in_source = drain(&o.client, &o.queues.report_generate.source.url).await;
     let in_dlq = drain(&o.client, &o.queues.report_generate.dlq.url).await;
@@ -62,12 +78,18 @@ async fn assert_nothing_lost(o: &Ops, sent: &BTreeMap<String, HashMap<String, Me
 async fn redrive_moves_every_message_back_with_body_and_attributes_intact() {
     let o = ops().await;
     let sent = fill_dlq(&o, 23).await;
-    let Outcome::DlqRedrive(report) = run(&o.ctx, &["dlq", "redrive", "report-generate"]).await.unwrap() else { panic!() };
+    let Outcome::DlqRedrive(report) = run(&o.ctx, &["dlq", "redrive", "report-generate"]).await.unwrap() else {
+        panic!()
+    };
     assert_eq!((report.moved, report.failed, report.duplicated), (23, 0, 0));
     assert!(report.is_clean());
     // fauxqs 1.9.2 does not implement StartMessageMoveTask: auto falls back and says why.
     assert_eq!(report.method, "receive-send-delete");
-    assert!(report.fallback_reason.as_deref().is_some_and(|r| r.contains("InvalidAction")), "{:?}", report.fallback_reason);
+    assert!(
+        report.fallback_reason.as_deref().is_some_and(|r| r.contains("InvalidAction")),
+        "{:?}",
+        report.fallback_reason
+    );
     assert_eq!(visible(&o.client, &o.queues.report_generate.dlq.url).await, 0);
     let moved = drain(&o.client, &o.queues.report_generate.source.url).await;
     assert_eq!(bodies(&moved), sent.keys().cloned().collect::<Vec<_>>());
@@ -90,14 +112,20 @@ async fn the_move_task_method_reports_that_fauxqs_does_not_support_it() {
 async fn max_moves_at_most_n_and_dry_run_moves_nothing() {
     let o = ops().await;
     fill_dlq(&o, 13).await;
-    let Outcome::DlqRedrive(dry) = run(&o.ctx, &["dlq", "redrive", "report-generate", "--dry-run"]).await.unwrap() else { panic!() };
+    let Outcome::DlqRedrive(dry) = run(&o.ctx, &["dlq", "redrive", "report-generate", "--dry-run"]).await.unwrap()
+    else {
+        panic!()
+    };
     assert!(dry.dry_run);
     assert_eq!(dry.moved, 0);
     assert_eq!(dry.in_dlq_before, Some(13));
     assert!(dry.human().contains("nothing was moved"));
     assert_eq!(visible(&o.client, &o.queues.report_generate.dlq.url).await, 13);
 
-    let Outcome::DlqRedrive(report) = run(&o.ctx, &["dlq", "redrive", "report-generate", "--max", "4"]).await.unwrap() else { panic!() };
+    let Outcome::DlqRedrive(report) = run(&o.ctx, &["dlq", "redrive", "report-generate", "--max", "4"]).await.unwrap()
+    else {
+        panic!()
+    };
     assert_eq!(report.moved, 4);
     ops_support::settle().await;
     assert_eq!(visible(&o.client, &o.queues.report_generate.dlq.url).await, 9);
@@ -126,14 +154,23 @@ struct FlakySends {
 impl MoveIo for FlakySends {
     async fn send_batch(&self, url: &str, entries: Vec<SendMessageBatchRequestEntry>) -> Result<BatchResult, OpsError> {
         if self.calls.fetch_add(1, Ordering::SeqCst) == 1 {
-            return Err(OpsError::Sqs { action: "SendMessageBatch", queue: url.into(), code: Some("ServiceUnavailable".into()), message: "injected".into() });
+            return Err(OpsError::Sqs {
+                action: "SendMessageBatch",
+                queue: url.into(),
+                code: Some("ServiceUnavailable".into()),
+                message: "injected".into(),
+            });
         }
         let (keep, drop): (Vec<_>, Vec<_>) = entries.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
         let mut result = self.inner.send_batch(url, keep.into_iter().map(|(_, e)| e).collect()).await?;
         result.failed.extend(drop.into_iter().map(|(_, e)| (e.id, "InternalError: injected".to_owned())));
         Ok(result)
     }
-    async fn delete_batch(&self, url: &str, entries: Vec<DeleteMessageBatchRequestEntry>) -> Result<BatchResult, OpsError> {
+    async fn delete_batch(
+        &self,
+        url: &str,
+        entries: Vec<DeleteMessageBatchRequestEntry>,
+    ) -> Result<BatchResult, OpsError> {
         self.inner.delete_batch(url, entries).await
     }
 }
@@ -168,7 +205,11 @@ impl MoveIo for DestinationDisappears {
         let target = if self.calls.fetch_add(1, Ordering::SeqCst) == 0 { url } else { &self.dead_url };
         self.inner.send_batch(target, entries).await
     }
-    async fn delete_batch(&self, url: &str, entries: Vec<DeleteMessageBatchRequestEntry>) -> Result<BatchResult, OpsError> {
+    async fn delete_batch(
+        &self,
+        url: &str,
+        entries: Vec<DeleteMessageBatchRequestEntry>,
+    ) -> Result<BatchResult, OpsError> {
         self.inner.delete_batch(url, entries).await
     }
 }
@@ -185,7 +226,11 @@ async fn a_destination_deleted_midway_stops_the_run_and_loses_nothing() {
     assert_eq!(report.moved, 10, "{report:?}");
     assert_eq!(report.failed, 30, "three whole batches failed, then the run stopped");
     assert!(report.stopped_early.as_deref().is_some_and(|s| s.contains("unavailable")), "{report:?}");
-    assert!(report.failures.iter().all(|f| f.reason.contains("QueueDoesNotExist") || f.reason.contains("NonExistentQueue")), "{:?}", report.failures[0]);
+    assert!(
+        report.failures.iter().all(|f| f.reason.contains("QueueDoesNotExist") || f.reason.contains("NonExistentQueue")),
+        "{:?}",
+        report.failures[0]
+    );
     assert_nothing_lost(&o, &sent, &report).await;
 }
 
@@ -199,9 +244,18 @@ impl MoveIo for FirstDeleteFails {
     async fn send_batch(&self, url: &str, entries: Vec<SendMessageBatchRequestEntry>) -> Result<BatchResult, OpsError> {
         self.inner.send_batch(url, entries).await
     }
-    async fn delete_batch(&self, url: &str, entries: Vec<DeleteMessageBatchRequestEntry>) -> Result<BatchResult, OpsError> {
+    async fn delete_batch(
+        &self,
+        url: &str,
+        entries: Vec<DeleteMessageBatchRequestEntry>,
+    ) -> Result<BatchResult, OpsError> {
         if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
-            return Err(OpsError::Sqs { action: "DeleteMessageBatch", queue: url.into(), code: None, message: "injected".into() });
+            return Err(OpsError::Sqs {
+                action: "DeleteMessageBatch",
+                queue: url.into(),
+                code: None,
+                message: "injected".into(),
+            });
         }
         self.inner.delete_batch(url, entries).await
     }
@@ -227,8 +281,22 @@ async fn a_failed_delete_after_a_successful_send_duplicates_and_says_it_is_harml
 
 #[tokio::test]
 async fn the_redrive_method_option_parses() {
-    let cli = sophia_ops::parse(["sophia-ops", "dlq", "redrive", "interview-completed", "--method", "receive-send-delete", "--visibility-timeout", "5m"]).unwrap();
-    let sophia_ops::cli::Command::Dlq(sophia_ops::cli::DlqCommand::Redrive { method, visibility_timeout, .. }) = cli.command else { panic!() };
+    let cli = sophia_ops::parse([
+        "sophia-ops",
+        "dlq",
+        "redrive",
+        "interview-completed",
+        "--method",
+        "receive-send-delete",
+        "--visibility-timeout",
+        "5m",
+    ])
+    .unwrap();
+    let sophia_ops::cli::Command::Dlq(sophia_ops::cli::DlqCommand::Redrive { method, visibility_timeout, .. }) =
+        cli.command
+    else {
+        panic!()
+    };
     assert_eq!(method, RedriveMethod::ReceiveSendDelete);
     assert_eq!(visibility_timeout, Duration::from_secs(300));
 }

@@ -39,7 +39,10 @@ fn attr<'a>(m: &'a aws_sdk_sqs::types::Message, name: &str) -> (&'a str, &'a str
 async fn interview_completed_is_published_with_the_exact_body_and_attributes() {
     let client = sqs_client().await;
     let queues = test_queues(&client).await;
-    let producer = SqsProducer::new(client.clone(), QueueUrls { interview_completed: Some(queues.interview_completed.source.url.clone()), report_generate: None });
+    let producer = SqsProducer::new(
+        client.clone(),
+        QueueUrls { interview_completed: Some(queues.interview_completed.source.url.clone()), report_generate: None },
+    );
     let (interview_id, organization_id) = ids();
     let input = CompletedInput {
         interview_id,
@@ -52,7 +55,9 @@ async fn interview_completed_is_published_with_the_exact_body_and_attributes() {
     let m = receive_one(&client, &queues.interview_completed.source.url).await;
     assert_eq!(
         m.body(),
-        Some(r#"{"interviewId":"65a1b2c3d4e5f60718293a4b","organizationId":"65a1b2c3d4e5f60718293a4c","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":754}"#)
+        Some(
+            r#"{"interviewId":"65a1b2c3d4e5f60718293a4b","organizationId":"65a1b2c3d4e5f60718293a4c","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":754}"#
+        )
     );
     assert_eq!(attr(&m, "requestId"), ("String", "req-42"));
     assert_eq!(attr(&m, "eventType"), ("String", "interview.completed"));
@@ -62,10 +67,14 @@ async fn interview_completed_is_published_with_the_exact_body_and_attributes() {
 async fn interview_failed_defaults_failed_at_to_now_and_request_id_to_unknown() {
     let client = sqs_client().await;
     let queues = test_queues(&client).await;
-    let producer = SqsProducer::new(client.clone(), QueueUrls { interview_completed: Some(queues.interview_completed.source.url.clone()), report_generate: None });
+    let producer = SqsProducer::new(
+        client.clone(),
+        QueueUrls { interview_completed: Some(queues.interview_completed.source.url.clone()), report_generate: None },
+    );
     let (interview_id, organization_id) = ids();
     let before = chrono::Utc::now();
-    let input = FailedInput { interview_id, organization_id, failure_reason: "bot lost the call".into(), failed_at: None };
+    let input =
+        FailedInput { interview_id, organization_id, failure_reason: "bot lost the call".into(), failed_at: None };
     producer.publish_interview_failed(input, &RequestId::from_caller(None)).await.unwrap();
     let m = receive_one(&client, &queues.interview_completed.source.url).await;
     let body: serde_json::Value = serde_json::from_str(m.body().unwrap()).unwrap();
@@ -81,10 +90,16 @@ async fn interview_failed_defaults_failed_at_to_now_and_request_id_to_unknown() 
 async fn completed_defaults_duration_to_zero() {
     let client = sqs_client().await;
     let queues = test_queues(&client).await;
-    let producer = SqsProducer::new(client.clone(), QueueUrls { interview_completed: Some(queues.interview_completed.source.url.clone()), report_generate: None });
+    let producer = SqsProducer::new(
+        client.clone(),
+        QueueUrls { interview_completed: Some(queues.interview_completed.source.url.clone()), report_generate: None },
+    );
     let (interview_id, organization_id) = ids();
     producer
-        .publish_interview_completed(CompletedInput { interview_id, organization_id, completed_at: None, duration_seconds: None }, &RequestId::unknown())
+        .publish_interview_completed(
+            CompletedInput { interview_id, organization_id, completed_at: None, duration_seconds: None },
+            &RequestId::unknown(),
+        )
         .await
         .unwrap();
     let m = receive_one(&client, &queues.interview_completed.source.url).await;
@@ -96,14 +111,23 @@ async fn completed_defaults_duration_to_zero() {
 async fn report_generate_carries_the_settlement_request_id() {
     let client = sqs_client().await;
     let queues = test_queues(&client).await;
-    let producer = SqsProducer::new(client.clone(), QueueUrls { interview_completed: None, report_generate: Some(queues.report_generate.source.url.clone()) });
+    let producer = SqsProducer::new(
+        client.clone(),
+        QueueUrls { interview_completed: None, report_generate: Some(queues.report_generate.source.url.clone()) },
+    );
     let (interview_id, organization_id) = ids();
     producer
-        .publish_report_generate(&ReportGenerate { interview_id, organization_id }, &RequestId::settlement(interview_id))
+        .publish_report_generate(
+            &ReportGenerate { interview_id, organization_id },
+            &RequestId::settlement(interview_id),
+        )
         .await
         .unwrap();
     let m = receive_one(&client, &queues.report_generate.source.url).await;
-    assert_eq!(m.body(), Some(r#"{"interviewId":"65a1b2c3d4e5f60718293a4b","organizationId":"65a1b2c3d4e5f60718293a4c"}"#));
+    assert_eq!(
+        m.body(),
+        Some(r#"{"interviewId":"65a1b2c3d4e5f60718293a4b","organizationId":"65a1b2c3d4e5f60718293a4c"}"#)
+    );
     assert_eq!(attr(&m, "requestId"), ("String", "settlement-65a1b2c3d4e5f60718293a4b"));
     assert_eq!(attr(&m, "eventType"), ("String", "report.generate"));
 }
@@ -119,7 +143,10 @@ async fn a_missing_queue_url_skips_the_publish_and_says_so() {
         .unwrap();
     assert_eq!(outcome, PublishOutcome::Skipped { missing: "REPORT_GENERATE_QUEUE_URL" });
     let outcome = producer
-        .publish_interview_completed(CompletedInput { interview_id, organization_id, completed_at: None, duration_seconds: None }, &RequestId::unknown())
+        .publish_interview_completed(
+            CompletedInput { interview_id, organization_id, completed_at: None, duration_seconds: None },
+            &RequestId::unknown(),
+        )
         .await
         .unwrap();
     assert_eq!(outcome, PublishOutcome::Skipped { missing: "INTERVIEW_COMPLETED_QUEUE_URL" });
@@ -131,7 +158,9 @@ async fn a_publish_to_a_queue_that_does_not_exist_is_an_error() {
     let url = format!("{}/000000000000/{}", harness::sqs_endpoint(), harness::unique("missing"));
     let producer = SqsProducer::new(client, QueueUrls { interview_completed: None, report_generate: Some(url) });
     let (interview_id, organization_id) = ids();
-    let err = producer.publish_report_generate(&ReportGenerate { interview_id, organization_id }, &RequestId::unknown()).await;
+    let err = producer
+        .publish_report_generate(&ReportGenerate { interview_id, organization_id }, &RequestId::unknown())
+        .await;
     assert!(err.is_err(), "{err:?}");
 }
 
@@ -171,10 +200,16 @@ async fn a_message_that_fails_three_times_lands_in_the_dlq() {
     let client = sqs_client().await;
     let queues = test_queues(&client).await;
     let source = &queues.interview_completed.source.url;
-    let producer = SqsProducer::new(client.clone(), QueueUrls { interview_completed: Some(source.clone()), report_generate: None });
+    let producer = SqsProducer::new(
+        client.clone(),
+        QueueUrls { interview_completed: Some(source.clone()), report_generate: None },
+    );
     let (interview_id, organization_id) = ids();
     producer
-        .publish_interview_completed(CompletedInput { interview_id, organization_id, completed_at: None, duration_seconds: None }, &RequestId::unknown())
+        .publish_interview_completed(
+            CompletedInput { interview_id, organization_id, completed_at: None, duration_seconds: None },
+            &RequestId::unknown(),
+        )
         .await
         .unwrap();
     for attempt in 1..=3 {
@@ -182,7 +217,14 @@ async fn a_message_that_fails_three_times_lands_in_the_dlq() {
         let count = m.attributes.as_ref().unwrap()[&MessageSystemAttributeName::ApproximateReceiveCount].clone();
         assert_eq!(count, attempt.to_string());
         // The consumer "fails": the message becomes visible again at once.
-        client.change_message_visibility().queue_url(source).receipt_handle(m.receipt_handle().unwrap()).visibility_timeout(0).send().await.unwrap();
+        client
+            .change_message_visibility()
+            .queue_url(source)
+            .receipt_handle(m.receipt_handle().unwrap())
+            .visibility_timeout(0)
+            .send()
+            .await
+            .unwrap();
     }
     // The fourth receive moves it to the DLQ instead of delivering it.
     let out = client.receive_message().queue_url(source).wait_time_seconds(1).send().await.unwrap();

@@ -43,7 +43,10 @@ async fn a_full_report_is_persisted_with_its_metadata_from_a_strict_schema_reque
     assert_eq!(d.get("leaseExpiresAt"), Some(&Bson::Null));
     assert_eq!(d.get("lastError"), Some(&Bson::Null));
     assert!(matches!(d.get("completedAt"), Some(Bson::DateTime(_))));
-    assert_eq!(d.get_datetime("retentionExpiresAt").unwrap(), fixture.document().get_datetime("retentionExpiresAt").unwrap());
+    assert_eq!(
+        d.get_datetime("retentionExpiresAt").unwrap(),
+        fixture.document().get_datetime("retentionExpiresAt").unwrap()
+    );
     let report = d.get_document("report").unwrap();
     assert!(report.get_str("summary").unwrap().starts_with(OFFLINE_LABEL));
     assert!((0..=100).contains(&int(report, "overallScore")));
@@ -150,7 +153,8 @@ async fn three_failures_leave_the_report_failed_and_the_third_is_acknowledged() 
         env.fake.push(Behaviour::RateLimited);
     }
     env.fake.push(Behaviour::MalformedJson);
-    let expected = [("HTTP 500", Outcome::Failed), ("HTTP 429", Outcome::Failed), ("does not parse", Outcome::Processed)];
+    let expected =
+        [("HTTP 500", Outcome::Failed), ("HTTP 429", Outcome::Failed), ("does not parse", Outcome::Processed)];
     for (attempt, (error, outcome)) in (1..=MAX_ATTEMPTS).zip(expected) {
         assert_eq!(deliver(&env, ids).await, outcome, "attempt {attempt}: retried by SQS, the last one acknowledged");
         let d = stored(&env, ids.0).await.unwrap();
@@ -303,17 +307,26 @@ async fn nx_updates_by_object_id_fields() {
     let coll = env.mongo.db.collection::<Document>("gap");
     let (a, b) = (bson::oid::ObjectId::new(), bson::oid::ObjectId::new());
     coll.insert_one(doc! {"interviewId": a, "leaseId": b, "status": "PROCESSING"}).await.unwrap();
-    let r = coll.update_one(doc! {"interviewId": a, "leaseId": b, "status": "PROCESSING"}, doc! {"$set": {"status": "COMPLETED"}}).await.unwrap();
+    let r = coll
+        .update_one(
+            doc! {"interviewId": a, "leaseId": b, "status": "PROCESSING"},
+            doc! {"$set": {"status": "COMPLETED"}},
+        )
+        .await
+        .unwrap();
     assert_eq!(r.matched_count, 1);
-    let other = coll.update_one(doc! {"interviewId": a, "leaseId": bson::oid::ObjectId::new()}, doc! {"$set": {"status": "X"}}).await.unwrap();
+    let other = coll
+        .update_one(doc! {"interviewId": a, "leaseId": bson::oid::ObjectId::new()}, doc! {"$set": {"status": "X"}})
+        .await
+        .unwrap();
     assert_eq!(other.matched_count, 0, "a different ObjectId still does not match");
     assert_eq!(coll.find_one(doc! {"interviewId": a}).await.unwrap().unwrap().get_str("status").unwrap(), "COMPLETED");
 }
 
 #[tokio::test]
 async fn admin_retry_republishes_and_resets_attempts_only_when_asked() {
-    use sophia_reports::admin::{AdminError, RetryOutcome, RetryRequest, retry_report_generation};
     use sophia_contracts::{ReportGenerate, RequestId};
+    use sophia_reports::admin::{AdminError, RetryOutcome, RetryRequest, retry_report_generation};
     use std::sync::{Arc, Mutex};
 
     let env = env().await;
@@ -332,7 +345,13 @@ async fn admin_retry_republishes_and_resets_attempts_only_when_asked() {
     assert!(matches!(refused, Err(AdminError::AttemptsExhausted { attempts: 3 })), "{refused:?}");
     assert!(sent.lock().unwrap().is_empty(), "nothing published without the reset");
 
-    let done = retry_report_generation(&env.mongo.db, RetryRequest { reset_attempts: true, ..request }, publisher(sent.clone())).await.unwrap();
+    let done = retry_report_generation(
+        &env.mongo.db,
+        RetryRequest { reset_attempts: true, ..request },
+        publisher(sent.clone()),
+    )
+    .await
+    .unwrap();
     assert!(matches!(done, RetryOutcome::Published { attempts_reset: true, .. }));
     let d = stored(&env, ids.0).await.unwrap();
     assert_eq!((d.get_str("status").unwrap(), int(&d, "attemptCount")), ("FAILED", 0));
@@ -348,6 +367,9 @@ async fn admin_retry_republishes_and_resets_attempts_only_when_asked() {
     let again = retry_report_generation(&env.mongo.db, request, publisher(sent.clone())).await.unwrap();
     assert_eq!(again, RetryOutcome::AlreadyCompleted);
     let other_org = RetryRequest { organization_id: org(), ..request };
-    assert!(matches!(retry_report_generation(&env.mongo.db, other_org, publisher(sent.clone())).await, Err(AdminError::InterviewNotFound { .. })));
+    assert!(matches!(
+        retry_report_generation(&env.mongo.db, other_org, publisher(sent.clone())).await,
+        Err(AdminError::InterviewNotFound { .. })
+    ));
     assert_eq!(sent.lock().unwrap().len(), 1);
 }

@@ -18,7 +18,9 @@ async fn logs_carry_the_generation_fields_and_never_candidate_text_or_the_key() 
     assert_eq!(deliver(&env, ids).await, Outcome::Processed);
 
     let text = logs.text();
-    for secret in [SECRET_ANSWER, "We compared row counts", resume, "555-0100", "test-key", "I'm sorry", "The candidate"] {
+    for secret in
+        [SECRET_ANSWER, "We compared row counts", resume, "555-0100", "test-key", "I'm sorry", "The candidate"]
+    {
         assert!(!text.contains(secret), "{secret:?} was logged");
     }
     let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();

@@ -9,10 +9,17 @@ use settlement_common::{RecordingPublisher, World, at, ctx, secs, world};
 use sophia_contracts::{InterviewCompleted, InterviewId, OrganizationId, RequestId};
 use sophia_credits::arithmetic::LotStatus;
 use sophia_credits::model::{LedgerType, OutboxStatus};
-use sophia_credits::{CreditsError, Disposition, FlushOutcome, SettleContext, SettleOutcome, flush_pending_outbox, migrations, seed};
+use sophia_credits::{
+    CreditsError, Disposition, FlushOutcome, SettleContext, SettleOutcome, flush_pending_outbox, migrations, seed,
+};
 
 fn completed(interview: InterviewId, org: OrganizationId, completed_at: &str, duration: u64) -> InterviewCompleted {
-    InterviewCompleted { interview_id: interview, organization_id: org, completed_at: at(completed_at), duration_seconds: secs(duration) }
+    InterviewCompleted {
+        interview_id: interview,
+        organization_id: org,
+        completed_at: at(completed_at),
+        duration_seconds: secs(duration),
+    }
 }
 
 async fn interview_doc(w: &World, id: InterviewId) -> bson::Document {
@@ -72,7 +79,11 @@ async fn billing_is_capped_at_the_reservation_and_a_lot_used_up_is_exhausted() {
     let w = world().await;
     let org = w.org_with_credits(30).await;
     let interview = w.reserved_interview(org, 30).await;
-    let outcome = w.service.settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(7200), ctx()).await.unwrap();
+    let outcome = w
+        .service
+        .settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(7200), ctx())
+        .await
+        .unwrap();
     let SettleOutcome::Settled(s) = outcome else { panic!() };
     assert_eq!((s.consumed, s.released), (30, 0));
     let lot = &w.lots(org).await[0];
@@ -87,7 +98,11 @@ async fn zero_and_59_seconds_bill_nothing_and_release_everything() {
     let org = w.org_with_credits(20).await;
     for duration in [0, 59] {
         let interview = w.reserved_interview(org, 5).await;
-        let s = w.service.settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(duration), ctx()).await.unwrap();
+        let s = w
+            .service
+            .settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(duration), ctx())
+            .await
+            .unwrap();
         assert!(matches!(s, SettleOutcome::Settled(ref s) if s.consumed == 0 && s.released == 5), "{duration}: {s:?}");
         assert_eq!(w.ledger_sum(interview, LedgerType::Settle).await, 0);
     }
@@ -105,12 +120,18 @@ async fn failed_interview_releases_the_whole_reservation_and_writes_no_report() 
     assert_eq!((s.consumed, s.released, s.outbox.is_none()), (0, 20, true));
     let d = interview_doc(&w, interview).await;
     assert_eq!(int(&d, "credits.consumed"), Some(0));
-    assert_eq!(d.get_datetime("retentionExpiresAt").unwrap().to_chrono(), at("2026-12-01T10:00:00Z").as_datetime() + Duration::days(60));
+    assert_eq!(
+        d.get_datetime("retentionExpiresAt").unwrap().to_chrono(),
+        at("2026-12-01T10:00:00Z").as_datetime() + Duration::days(60)
+    );
     assert_eq!(w.org_credits(org).await, (50, 0));
     assert!(w.outbox(interview).await.is_none());
     assert_eq!(w.ledger_sum(interview, LedgerType::Release).await, 20);
     // A duplicate failed delivery does nothing.
-    assert_eq!(w.service.settle_failed_interview(interview, org, at("2026-12-01T10:00:00Z"), ctx()).await.unwrap(), SettleOutcome::AlreadySettled);
+    assert_eq!(
+        w.service.settle_failed_interview(interview, org, at("2026-12-01T10:00:00Z"), ctx()).await.unwrap(),
+        SettleOutcome::AlreadySettled
+    );
     assert_eq!(w.ledger(interview).await.len(), 2);
     w.assert_invariants().await;
 }
@@ -126,7 +147,11 @@ async fn reservation_and_settlement_walk_several_lots_oldest_expiry_first() {
     assert_eq!(allocations.iter().map(|a| (a.lot_id, a.credits)).collect::<Vec<_>>(), vec![(early, 5), (late, 7)]);
     w.assert_invariants().await;
 
-    let outcome = w.service.settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(8 * 60 + 30), ctx()).await.unwrap();
+    let outcome = w
+        .service
+        .settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(8 * 60 + 30), ctx())
+        .await
+        .unwrap();
     let SettleOutcome::Settled(s) = outcome else { panic!() };
     assert_eq!((s.consumed, s.released, s.lots), (8, 4, 2));
     let lots = w.lots(org).await;
@@ -143,7 +168,11 @@ async fn an_expired_lot_forfeits_the_unused_reservation_and_its_remainder() {
     seed::grant_lot(&w.store, org, 10, Utc::now() + Duration::days(1)).await.unwrap();
     let interview = w.reserved_interview(org, 6).await;
     let later = SettleContext { deadline: None, now: Utc::now() + Duration::days(2) };
-    let outcome = w.service.settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(150), later).await.unwrap();
+    let outcome = w
+        .service
+        .settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(150), later)
+        .await
+        .unwrap();
     let SettleOutcome::Settled(s) = outcome else { panic!() };
     assert_eq!((s.consumed, s.released, s.forfeited, s.expiry_forfeited), (2, 0, 4, 4));
     let lot = &w.lots(org).await[0];
@@ -227,7 +256,11 @@ async fn an_unknown_interview_is_retried_and_changes_nothing() {
     let w = world().await;
     let org = w.org_with_credits(10).await;
     let unknown = InterviewId::new(bson::oid::ObjectId::new());
-    let err = w.service.settle_completed_interview(unknown, org, at("2026-12-02T17:30:00Z"), secs(60), ctx()).await.unwrap_err();
+    let err = w
+        .service
+        .settle_completed_interview(unknown, org, at("2026-12-02T17:30:00Z"), secs(60), ctx())
+        .await
+        .unwrap_err();
     assert!(matches!(err, CreditsError::InterviewNotFound { .. }), "{err}");
     assert_eq!(err.disposition(), Disposition::Retry);
     assert_eq!(w.org_credits(org).await, (10, 0));
@@ -240,7 +273,11 @@ async fn a_message_naming_the_wrong_organization_is_dropped_and_changes_nothing(
     let org = w.org_with_credits(10).await;
     let other = w.org_with_credits(10).await;
     let interview = w.reserved_interview(org, 5).await;
-    let err = w.service.settle_completed_interview(interview, other, at("2026-12-02T17:30:00Z"), secs(60), ctx()).await.unwrap_err();
+    let err = w
+        .service
+        .settle_completed_interview(interview, other, at("2026-12-02T17:30:00Z"), secs(60), ctx())
+        .await
+        .unwrap_err();
     assert!(matches!(err, CreditsError::WrongOrganization { .. }), "{err}");
     assert_eq!(err.disposition(), Disposition::Drop);
     assert!(interview_doc(&w, interview).await.get("settledAt").is_none_or(|v| v == &bson::Bson::Null));
@@ -302,7 +339,11 @@ async fn a_delivery_that_loses_the_race_after_its_read_writes_nothing() {
     let late = w.service.prepare(interview.oid(), org.oid(), kind).await.unwrap().expect("unsettled when B reads it");
 
     let publisher = RecordingPublisher::default();
-    let first = w.service.settle_completed_and_publish(&completed(interview, org, "2026-12-02T17:30:00Z", 600), &publisher, ctx()).await.unwrap();
+    let first = w
+        .service
+        .settle_completed_and_publish(&completed(interview, org, "2026-12-02T17:30:00Z", 600), &publisher, ctx())
+        .await
+        .unwrap();
     assert!(first.outcome.settled());
     let ledger = w.ledger(interview).await.len();
 
@@ -327,10 +368,13 @@ async fn ten_concurrent_claims_match_exactly_once() {
     let claims = (0..10).map(|n| {
         let coll = coll.clone();
         async move {
-            coll.update_one(CreditsStore::claim_filter(interview.oid(), org.oid(), 30), doc! {"$set": {"settledAt": bson::DateTime::now(), "claimedBy": n}})
-                .await
-                .unwrap()
-                .matched_count
+            coll.update_one(
+                CreditsStore::claim_filter(interview.oid(), org.oid(), 30),
+                doc! {"$set": {"settledAt": bson::DateTime::now(), "claimedBy": n}},
+            )
+            .await
+            .unwrap()
+            .matched_count
         }
     });
     let matched: u64 = futures::future::join_all(claims).await.into_iter().sum();
@@ -376,7 +420,10 @@ async fn a_settlement_takes_a_known_small_number_of_round_trips() {
     let client = mongodb::Client::with_options(options).unwrap();
     let service = sophia_credits::SettlementService::new(client.clone(), client.database(w.mongo.db.name()));
 
-    service.settle_completed_interview(completed_interview, org, at("2026-12-02T17:30:00Z"), secs(600), ctx()).await.unwrap();
+    service
+        .settle_completed_interview(completed_interview, org, at("2026-12-02T17:30:00Z"), secs(600), ctx())
+        .await
+        .unwrap();
     let names = std::mem::take(&mut *commands.lock().unwrap());
     assert_eq!(names, ["find", "update", "find", "update", "update", "insert", "insert", "commitTransaction"]);
     assert_eq!(names.len(), ROUND_TRIPS_COMPLETED_ONE_LOT);
@@ -386,7 +433,10 @@ async fn a_settlement_takes_a_known_small_number_of_round_trips() {
     assert_eq!(names.len(), ROUND_TRIPS_COMPLETED_ONE_LOT - 1, "no outbox insert: {names:?}");
 
     // A duplicate: one read, no transaction.
-    service.settle_completed_interview(completed_interview, org, at("2026-12-02T17:30:00Z"), secs(600), ctx()).await.unwrap();
+    service
+        .settle_completed_interview(completed_interview, org, at("2026-12-02T17:30:00Z"), secs(600), ctx())
+        .await
+        .unwrap();
     assert_eq!(std::mem::take(&mut *commands.lock().unwrap()), ["find"]);
     w.assert_invariants().await;
 }
@@ -402,7 +452,10 @@ async fn object_id_fields_match_by_equality() {
     let org = bson::oid::ObjectId::new();
     coll.insert_one(doc! {"_id": 1, "organizationId": org}).await.unwrap();
     assert_eq!(coll.find(doc! {"organizationId": org}).await.unwrap().try_collect::<Vec<_>>().await.unwrap().len(), 1);
-    let r = coll.update_one(doc! {"_id": 1, "organizationId": org, "settledAt": null}, doc! {"$set": {"x": 1}}).await.unwrap();
+    let r = coll
+        .update_one(doc! {"_id": 1, "organizationId": org, "settledAt": null}, doc! {"$set": {"x": 1}})
+        .await
+        .unwrap();
     assert_eq!(r.matched_count, 1);
 }
 
@@ -427,9 +480,13 @@ async fn transient_failures_are_retried_within_the_deadline_only() {
 
     let started = Instant::now();
     let policy = RetryPolicy::with_deadline(Some(Instant::now() + Duration::from_secs(2)));
-    let err = run_transaction(&w.mongo.client, &policy, async |_s: &mut mongodb::ClientSession| -> Result<Finish<()>, CreditsError> {
-        Err(CreditsError::Conflict { what: "test" })
-    })
+    let err = run_transaction(
+        &w.mongo.client,
+        &policy,
+        async |_s: &mut mongodb::ClientSession| -> Result<Finish<()>, CreditsError> {
+            Err(CreditsError::Conflict { what: "test" })
+        },
+    )
     .await
     .unwrap_err();
     assert!(matches!(err, CreditsError::RetryBudgetExhausted { attempts, .. } if attempts > 1), "{err}");
@@ -438,10 +495,14 @@ async fn transient_failures_are_retried_within_the_deadline_only() {
 
     // A permanent error is not retried.
     let mut calls = 0;
-    let err = run_transaction(&w.mongo.client, &RetryPolicy::default(), async |_s: &mut mongodb::ClientSession| -> Result<Finish<()>, CreditsError> {
-        calls += 1;
-        Err(CreditsError::NoReservation { interview_id: bson::oid::ObjectId::new() })
-    })
+    let err = run_transaction(
+        &w.mongo.client,
+        &RetryPolicy::default(),
+        async |_s: &mut mongodb::ClientSession| -> Result<Finish<()>, CreditsError> {
+            calls += 1;
+            Err(CreditsError::NoReservation { interview_id: bson::oid::ObjectId::new() })
+        },
+    )
     .await
     .unwrap_err();
     assert!(matches!(err, CreditsError::NoReservation { .. }));

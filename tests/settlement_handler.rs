@@ -33,17 +33,29 @@ fn event(records: Vec<serde_json::Value>) -> LambdaEvent<SqsEvent> {
 }
 
 fn completed_body(i: InterviewId, o: OrganizationId, seconds: u64) -> String {
-    format!(r#"{{"interviewId":"{i}","organizationId":"{o}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":{seconds}}}"#)
+    format!(
+        r#"{{"interviewId":"{i}","organizationId":"{o}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":{seconds}}}"#
+    )
 }
 
 fn failed_body(i: InterviewId, o: OrganizationId) -> String {
-    format!(r#"{{"type":"interview.failed","interviewId":"{i}","organizationId":"{o}","failureReason":"bot lost the call","failedAt":"2026-12-02T17:30:00.000Z"}}"#)
+    format!(
+        r#"{{"type":"interview.failed","interviewId":"{i}","organizationId":"{o}","failureReason":"bot lost the call","failedAt":"2026-12-02T17:30:00.000Z"}}"#
+    )
 }
 
 async fn received(client: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
     let mut all = Vec::new();
     loop {
-        let out = client.receive_message().queue_url(url).max_number_of_messages(10).wait_time_seconds(1).message_attribute_names("All").send().await.unwrap();
+        let out = client
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .message_attribute_names("All")
+            .send()
+            .await
+            .unwrap();
         let batch = out.messages.unwrap_or_default();
         if batch.is_empty() {
             return all;
@@ -56,9 +68,13 @@ fn outcome_of(report: &sophia_sqs_consumer::BatchReport, id: &str) -> Outcome {
     report.outcomes.iter().find(|(m, _)| m == id).map(|(_, o)| *o).unwrap()
 }
 
-async fn handler_with_queue(w: &World, report_generate_url: Option<String>) -> (Handler<SqsReportPublisher>, aws_sdk_sqs::Client) {
+async fn handler_with_queue(
+    w: &World,
+    report_generate_url: Option<String>,
+) -> (Handler<SqsReportPublisher>, aws_sdk_sqs::Client) {
     let client = sqs_client().await;
-    let producer = SqsProducer::new(client.clone(), QueueUrls { interview_completed: None, report_generate: report_generate_url });
+    let producer =
+        SqsProducer::new(client.clone(), QueueUrls { interview_completed: None, report_generate: report_generate_url });
     (Handler::new(w.mongo.clone(), SqsReportPublisher(producer)), client)
 }
 
@@ -95,7 +111,11 @@ async fn a_batch_is_routed_settled_published_once_and_answered() {
     assert_eq!(failures, ["m-unknown"]);
 
     let messages = received(&client, &queues.report_generate.source.url).await;
-    assert_eq!(messages.len(), 1, "one report.generate for the completed interview, none for the failed one or duplicates");
+    assert_eq!(
+        messages.len(),
+        1,
+        "one report.generate for the completed interview, none for the failed one or duplicates"
+    );
     assert_eq!(messages[0].body(), Some(format!(r#"{{"interviewId":"{done}","organizationId":"{org}"}}"#).as_str()));
     let attrs = messages[0].message_attributes().unwrap();
     assert_eq!(attrs["requestId"].string_value(), Some(RequestId::settlement(done).as_str()));
@@ -136,7 +156,10 @@ async fn a_missing_report_queue_url_settles_and_leaves_the_entry_pending() {
     let org = w.org_with_credits(50).await;
     let interview = w.reserved_interview(org, 10).await;
     let (handler, _) = handler_with_queue(&w, None).await;
-    let response = handler.handle(event(vec![record("m-1", &completed_body(interview, org, 120), "interview.completed")])).await.unwrap();
+    let response = handler
+        .handle(event(vec![record("m-1", &completed_body(interview, org, 120), "interview.completed")]))
+        .await
+        .unwrap();
     assert!(response.batch_item_failures.is_empty(), "a skipped publish is not a failure");
     assert_eq!(w.outbox(interview).await.unwrap().status, OutboxStatus::Pending);
     w.assert_invariants().await;

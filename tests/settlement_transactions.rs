@@ -15,14 +15,21 @@ use sophia_credits::{CreditsError, Disposition, SettleOutcome};
 #[tokio::test]
 async fn an_aborted_settlement_leaves_nothing_behind_and_other_writers_alone() {
     let w = world().await;
-    if !harness::requires_transactions(&w.mongo, "an_aborted_settlement_leaves_nothing_behind_and_other_writers_alone").await {
+    if !harness::requires_transactions(&w.mongo, "an_aborted_settlement_leaves_nothing_behind_and_other_writers_alone")
+        .await
+    {
         return;
     }
     let org = w.org_with_credits(100).await;
     let doomed = w.reserved_interview(org, 20).await;
     let fine = w.reserved_interview(org, 20).await;
     // Something already holds the doomed interview's outbox id: its transaction's last insert fails.
-    w.mongo.db.collection::<bson::Document>("outbox").insert_one(doc! {"_id": OutboxEntry::report_generate_id(doomed.oid()), "status": "SQUATTER"}).await.unwrap();
+    w.mongo
+        .db
+        .collection::<bson::Document>("outbox")
+        .insert_one(doc! {"_id": OutboxEntry::report_generate_id(doomed.oid()), "status": "SQUATTER"})
+        .await
+        .unwrap();
 
     let (a, b) = tokio::join!(
         w.service.settle_completed_interview(doomed, org, at("2026-12-02T17:30:00Z"), secs(600), ctx()),
@@ -49,7 +56,8 @@ async fn an_aborted_settlement_leaves_nothing_behind_and_other_writers_alone() {
 #[tokio::test]
 async fn write_conflicts_are_retried_and_every_settlement_ends_correct() {
     let w = world().await;
-    if !harness::requires_transactions(&w.mongo, "write_conflicts_are_retried_and_every_settlement_ends_correct").await {
+    if !harness::requires_transactions(&w.mongo, "write_conflicts_are_retried_and_every_settlement_ends_correct").await
+    {
         return;
     }
     let org = w.org_with_credits(200).await;
@@ -58,7 +66,9 @@ async fn write_conflicts_are_retried_and_every_settlement_ends_correct() {
         interviews.push(w.reserved_interview(org, 10).await);
     }
     let results = futures::future::join_all(
-        interviews.iter().map(|i| w.service.settle_completed_interview(*i, org, at("2026-12-02T17:30:00Z"), secs(300), ctx())),
+        interviews
+            .iter()
+            .map(|i| w.service.settle_completed_interview(*i, org, at("2026-12-02T17:30:00Z"), secs(300), ctx())),
     )
     .await;
     for r in &results {
@@ -75,7 +85,9 @@ async fn write_conflicts_are_retried_and_every_settlement_ends_correct() {
 #[tokio::test]
 async fn concurrent_duplicate_deliveries_settle_and_publish_exactly_once() {
     let w = world().await;
-    if !harness::requires_transactions(&w.mongo, "concurrent_duplicate_deliveries_settle_and_publish_exactly_once").await {
+    if !harness::requires_transactions(&w.mongo, "concurrent_duplicate_deliveries_settle_and_publish_exactly_once")
+        .await
+    {
         return;
     }
     let org = w.org_with_credits(100).await;
@@ -87,13 +99,18 @@ async fn concurrent_duplicate_deliveries_settle_and_publish_exactly_once() {
         completed_at: at("2026-12-02T17:30:00Z"),
         duration_seconds: secs(600),
     };
-    let results = futures::future::join_all((0..10).map(|_| w.service.settle_completed_and_publish(&message, &publisher, ctx()))).await;
+    let results =
+        futures::future::join_all((0..10).map(|_| w.service.settle_completed_and_publish(&message, &publisher, ctx())))
+            .await;
     let settled = results.iter().filter(|r| matches!(r, Ok(r) if r.outcome.settled())).count();
     assert_eq!(settled, 1, "{results:?}");
     assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
     assert_eq!(w.ledger_sum(interview, LedgerType::Settle).await, 10);
     assert_eq!(w.ledger(interview).await.len(), 3, "RESERVE, SETTLE, RELEASE once each");
-    assert!(!publisher.sent().is_empty(), "published; a delivery that finds the entry still pending while the winner publishes may publish it again, which is harmless (DESIGN.md)");
+    assert!(
+        !publisher.sent().is_empty(),
+        "published; a delivery that finds the entry still pending while the winner publishes may publish it again, which is harmless (DESIGN.md)"
+    );
     assert_eq!(w.org_credits(org).await, (90, 0));
     w.assert_invariants().await;
 }

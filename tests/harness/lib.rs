@@ -31,10 +31,9 @@ pub fn sqs_endpoint() -> String {
 
 /// The MongoDB URI under test: `SOPHIA_TEST_MONGODB_URI`, or this binary's nx-27017.
 pub fn mongo_uri() -> String {
-    std::env::var("SOPHIA_TEST_MONGODB_URI")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| NX_MONGO.get_or_init(|| start_nx_mongo(free_port()).expect("nx-27017 starts (run scripts/setup-tools)")).url())
+    std::env::var("SOPHIA_TEST_MONGODB_URI").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| {
+        NX_MONGO.get_or_init(|| start_nx_mongo(free_port()).expect("nx-27017 starts (run scripts/setup-tools)")).url()
+    })
 }
 
 /// A short unique name (`<prefix>-<8 hex>`), for databases and queues.
@@ -90,7 +89,8 @@ pub async fn requires_transactions(mongo: &Mongo, test: &str) -> bool {
 /// Queues like [`test_queues`] but with a short visibility timeout, so that a failed message
 /// reappears within the test (the declared 180 s / 1800 s are checked elsewhere).
 pub async fn test_queues_fast(client: &aws_sdk_sqs::Client, visibility_timeout_seconds: u32) -> QueueSet {
-    let overrides = sophia_local::queues::QueueOverrides { visibility_timeout_seconds: Some(visibility_timeout_seconds) };
+    let overrides =
+        sophia_local::queues::QueueOverrides { visibility_timeout_seconds: Some(visibility_timeout_seconds) };
     sophia_local::queues::create_queue_set_with(client, &unique("t"), Declaration::embedded(), &overrides)
         .await
         .expect("queues are created")

@@ -89,7 +89,13 @@ pub async fn drain(client: &Client, url: &str) -> Vec<Message> {
             return all;
         }
         for m in &batch {
-            client.delete_message().queue_url(url).receipt_handle(m.receipt_handle().unwrap()).send().await.expect("delete");
+            client
+                .delete_message()
+                .queue_url(url)
+                .receipt_handle(m.receipt_handle().unwrap())
+                .send()
+                .await
+                .expect("delete");
         }
         all.extend(batch);
     }

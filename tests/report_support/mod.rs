@@ -77,7 +77,12 @@ pub async fn deliver(env: &Env, ids: (InterviewId, OrganizationId)) -> Outcome {
 }
 
 pub async fn stored(env: &Env, interview: InterviewId) -> Option<Document> {
-    env.mongo.db.collection::<Document>(INTERVIEW_REPORTS).find_one(doc! {"interviewId": interview.oid()}).await.unwrap()
+    env.mongo
+        .db
+        .collection::<Document>(INTERVIEW_REPORTS)
+        .find_one(doc! {"interviewId": interview.oid()})
+        .await
+        .unwrap()
 }
 
 pub async fn report_count(env: &Env) -> u64 {
@@ -97,7 +102,13 @@ pub fn in_ms(ms: i64) -> DateTime {
 }
 
 /// A report document in a given state, as another worker would have left it.
-pub async fn seed_report(env: &Env, ids: (InterviewId, OrganizationId), status: &str, attempts: i32, lease: Option<DateTime>) {
+pub async fn seed_report(
+    env: &Env,
+    ids: (InterviewId, OrganizationId),
+    status: &str,
+    attempts: i32,
+    lease: Option<DateTime>,
+) {
     migrations::apply(&env.mongo.db).await.unwrap();
     env.mongo
         .db

@@ -10,7 +10,9 @@ use bson::doc;
 use chrono::{Duration, Utc};
 use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, ReportGenerate, RequestId, Timestamp};
 use sophia_credits::model::{CreditLot, LedgerEntry, LedgerType, OutboxEntry};
-use sophia_credits::{BoxError, CreditsStore, Published, ReportPublisher, SettleContext, SettlementService, invariants, migrations, seed};
+use sophia_credits::{
+    BoxError, CreditsStore, Published, ReportPublisher, SettleContext, SettlementService, invariants, migrations, seed,
+};
 use sophia_platform::mongo::Mongo;
 
 pub struct World {
@@ -51,7 +53,15 @@ impl World {
 
     pub async fn lots(&self, org: OrganizationId) -> Vec<CreditLot> {
         use futures::TryStreamExt;
-        self.store.lots().find(doc! {"organizationId": org.oid()}).sort(doc! {"expiresAt": 1}).await.unwrap().try_collect().await.unwrap()
+        self.store
+            .lots()
+            .find(doc! {"organizationId": org.oid()})
+            .sort(doc! {"expiresAt": 1})
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap()
     }
 
     pub async fn outbox(&self, interview: InterviewId) -> Option<OutboxEntry> {
@@ -66,7 +76,11 @@ impl World {
     /// The five invariants of DESIGN.md over the whole database: every scenario ends here.
     pub async fn assert_invariants(&self) {
         let violations = invariants::check_all(&self.store).await.expect("invariants can be read");
-        assert!(violations.is_empty(), "invariants broken:\n{}", violations.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n"));
+        assert!(
+            violations.is_empty(),
+            "invariants broken:\n{}",
+            violations.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n")
+        );
     }
 }
 

@@ -116,7 +116,13 @@ mod tests {
 
     #[test]
     fn rejects_wrong_length_and_non_hex() {
-        for bad in ["", "65a1b2c3d4e5f60718293a4", "65a1b2c3d4e5f60718293a4bb", "zza1b2c3d4e5f60718293a4b", " 5a1b2c3d4e5f60718293a4b"] {
+        for bad in [
+            "",
+            "65a1b2c3d4e5f60718293a4",
+            "65a1b2c3d4e5f60718293a4bb",
+            "zza1b2c3d4e5f60718293a4b",
+            " 5a1b2c3d4e5f60718293a4b",
+        ] {
             assert!(bad.parse::<OrganizationId>().is_err(), "{bad:?} must be rejected");
         }
     }

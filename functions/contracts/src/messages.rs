@@ -219,10 +219,9 @@ impl QueueMessage for InterviewFailed {
     fn parse(body: &str) -> Result<Self, ContractError> {
         match InterviewQueueMessage::parse(body)? {
             InterviewQueueMessage::Failed(m) => Ok(m),
-            InterviewQueueMessage::Completed(_) => Err(ContractError::Schema {
-                schema: Self::SCHEMA_NAME,
-                reason: "missing field `type`".to_owned(),
-            }),
+            InterviewQueueMessage::Completed(_) => {
+                Err(ContractError::Schema { schema: Self::SCHEMA_NAME, reason: "missing field `type`".to_owned() })
+            }
         }
     }
     fn event_type(&self) -> EventType {
@@ -258,7 +257,12 @@ impl QueueMessage for ReportGenerate {
 }
 
 impl InterviewFailed {
-    pub fn new(interview_id: InterviewId, organization_id: OrganizationId, failure_reason: String, failed_at: Timestamp) -> Self {
+    pub fn new(
+        interview_id: InterviewId,
+        organization_id: OrganizationId,
+        failure_reason: String,
+        failed_at: Timestamp,
+    ) -> Self {
         Self { tag: FailedTag::InterviewFailed, interview_id, organization_id, failure_reason, failed_at }
     }
 }
@@ -276,7 +280,9 @@ mod tests {
     const O: &str = "65a1b2c3d4e5f60718293a4c";
 
     fn completed_body(duration: &str) -> String {
-        format!(r#"{{"interviewId":"{I}","organizationId":"{O}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":{duration}}}"#)
+        format!(
+            r#"{{"interviewId":"{I}","organizationId":"{O}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":{duration}}}"#
+        )
     }
 
     #[test]
@@ -289,7 +295,9 @@ mod tests {
 
     #[test]
     fn failed_shape_is_chosen_by_the_type_key() {
-        let body = format!(r#"{{"type":"interview.failed","interviewId":"{I}","organizationId":"{O}","failureReason":"bot crashed","failedAt":"2026-12-02T17:30:00.000Z"}}"#);
+        let body = format!(
+            r#"{{"type":"interview.failed","interviewId":"{I}","organizationId":"{O}","failureReason":"bot crashed","failedAt":"2026-12-02T17:30:00.000Z"}}"#
+        );
         let m = InterviewQueueMessage::parse(&body).unwrap();
         assert!(matches!(&m, InterviewQueueMessage::Failed(f) if f.failure_reason == "bot crashed"));
         assert_eq!(to_body(&m), body);
@@ -299,14 +307,18 @@ mod tests {
     #[test]
     fn a_type_other_than_interview_failed_is_rejected_not_treated_as_completed() {
         for t in [r#""interview.completed""#, "null", "1", r#""""#] {
-            let body = format!(r#"{{"type":{t},"interviewId":"{I}","organizationId":"{O}","completedAt":"2026-12-02T17:30:00Z","durationSeconds":1}}"#);
+            let body = format!(
+                r#"{{"type":{t},"interviewId":"{I}","organizationId":"{O}","completedAt":"2026-12-02T17:30:00Z","durationSeconds":1}}"#
+            );
             assert!(matches!(InterviewQueueMessage::parse(&body), Err(ContractError::UnknownType(_))), "{t}");
         }
     }
 
     #[test]
     fn unknown_fields_are_ignored_as_zod_does() {
-        let body = format!(r#"{{"interviewId":"{I}","organizationId":"{O}","completedAt":"2026-12-02T17:30:00Z","durationSeconds":5,"extra":{{"x":1}}}}"#);
+        let body = format!(
+            r#"{{"interviewId":"{I}","organizationId":"{O}","completedAt":"2026-12-02T17:30:00Z","durationSeconds":5,"extra":{{"x":1}}}}"#
+        );
         assert!(InterviewQueueMessage::parse(&body).is_ok());
     }
 
@@ -316,7 +328,10 @@ mod tests {
         assert!(InterviewQueueMessage::parse(&completed_body("9007199254740991")).is_ok());
         for bad in ["-1", "1.5", "\"60\"", "null", "9007199254740992", "1e400", "true"] {
             let err = InterviewQueueMessage::parse(&completed_body(bad));
-            assert!(matches!(err, Err(ContractError::Schema { .. }) | Err(ContractError::NotJson(_))), "{bad}: {err:?}");
+            assert!(
+                matches!(err, Err(ContractError::Schema { .. }) | Err(ContractError::NotJson(_))),
+                "{bad}: {err:?}"
+            );
         }
     }
 

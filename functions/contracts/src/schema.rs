@@ -60,17 +60,35 @@ macro_rules! struct_schema {
     };
 }
 
-struct_schema!(InterviewCompleted, "InterviewCompleted", [
-    ("interviewId", InterviewId), ("organizationId", OrganizationId),
-    ("completedAt", Timestamp), ("durationSeconds", DurationSeconds),
-], "interview.completed body (no `type` key). Extra fields are ignored by the consumer.");
-struct_schema!(InterviewFailed, "InterviewFailed", [
-    ("type", FailedTag), ("interviewId", InterviewId), ("organizationId", OrganizationId),
-    ("failureReason", String), ("failedAt", Timestamp),
-], "interview.failed body. Extra fields are ignored by the consumer.");
-struct_schema!(ReportGenerate, "ReportGenerate", [
-    ("interviewId", InterviewId), ("organizationId", OrganizationId),
-], "report.generate body. Extra fields are ignored by the consumer.");
+struct_schema!(
+    InterviewCompleted,
+    "InterviewCompleted",
+    [
+        ("interviewId", InterviewId),
+        ("organizationId", OrganizationId),
+        ("completedAt", Timestamp),
+        ("durationSeconds", DurationSeconds),
+    ],
+    "interview.completed body (no `type` key). Extra fields are ignored by the consumer."
+);
+struct_schema!(
+    InterviewFailed,
+    "InterviewFailed",
+    [
+        ("type", FailedTag),
+        ("interviewId", InterviewId),
+        ("organizationId", OrganizationId),
+        ("failureReason", String),
+        ("failedAt", Timestamp),
+    ],
+    "interview.failed body. Extra fields are ignored by the consumer."
+);
+struct_schema!(
+    ReportGenerate,
+    "ReportGenerate",
+    [("interviewId", InterviewId), ("organizationId", OrganizationId),],
+    "report.generate body. Extra fields are ignored by the consumer."
+);
 
 /// Every schema document: file name and content.
 pub fn documents() -> Vec<(&'static str, Value)> {
@@ -128,9 +146,13 @@ mod tests {
                 std::fs::write(&path, &want).unwrap();
                 continue;
             }
-            let have = std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("{} is missing ({e}); run SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-contracts", path.display()));
-            assert_eq!(have, want, "{name} drifted from the Rust types; regenerate with SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-contracts and review the diff");
+            let have = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+                panic!("{} is missing ({e}); run SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-contracts", path.display())
+            });
+            assert_eq!(
+                have, want,
+                "{name} drifted from the Rust types; regenerate with SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-contracts and review the diff"
+            );
         }
     }
 

@@ -80,7 +80,9 @@ mod tests {
 
     #[test]
     fn rejects_partial_or_zoneless_values() {
-        for bad in ["2026-12-02", "2026-12-02T17:30:00", "2026-12-02 17:30:00Z", "yesterday", "2026-13-02T17:30:00Z", ""] {
+        for bad in
+            ["2026-12-02", "2026-12-02T17:30:00", "2026-12-02 17:30:00Z", "yesterday", "2026-13-02T17:30:00Z", ""]
+        {
             assert!(bad.parse::<Timestamp>().is_err(), "{bad:?} must be rejected");
         }
     }

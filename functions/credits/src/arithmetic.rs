@@ -160,7 +160,9 @@ impl SettlementPlan {
 pub enum PlanError {
     #[error("allocation names lot {0}, which does not exist")]
     MissingLot(ObjectId),
-    #[error("lot {lot}: the allocation holds {allocated} but the lot has only {reserved} reserved and {remaining} remaining")]
+    #[error(
+        "lot {lot}: the allocation holds {allocated} but the lot has only {reserved} reserved and {remaining} remaining"
+    )]
     LotTooSmall { lot: ObjectId, allocated: i64, reserved: i64, remaining: i64 },
     #[error("allocation of {0} credits is not positive")]
     NonPositive(i64),
@@ -194,7 +196,12 @@ pub fn plan_settlement(
     for a in merged {
         let lot = **by_id.get(&a.lot_id).ok_or(PlanError::MissingLot(a.lot_id))?;
         if lot.reserved < a.credits || lot.remaining < a.credits {
-            return Err(PlanError::LotTooSmall { lot: lot.id, allocated: a.credits, reserved: lot.reserved, remaining: lot.remaining });
+            return Err(PlanError::LotTooSmall {
+                lot: lot.id,
+                allocated: a.credits,
+                reserved: lot.reserved,
+                remaining: lot.remaining,
+            });
         }
         let c = left.min(a.credits);
         left -= c;
@@ -365,7 +372,10 @@ mod tests {
             plan_settlement(&[Allocation { lot_id: a.id, credits: 3 }], &[a], 0, now()),
             Err(PlanError::LotTooSmall { .. })
         ));
-        assert_eq!(plan_settlement(&[Allocation { lot_id: a.id, credits: 0 }], &[a], 0, now()), Err(PlanError::NonPositive(0)));
+        assert_eq!(
+            plan_settlement(&[Allocation { lot_id: a.id, credits: 0 }], &[a], 0, now()),
+            Err(PlanError::NonPositive(0))
+        );
     }
 
     #[test]

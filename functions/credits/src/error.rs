@@ -105,7 +105,10 @@ mod tests {
     #[test]
     fn only_errors_that_contradict_immutable_data_are_dropped() {
         let id = ObjectId::new();
-        assert_eq!(CreditsError::WrongOrganization { interview_id: id, claimed: id, actual: id }.disposition(), Disposition::Drop);
+        assert_eq!(
+            CreditsError::WrongOrganization { interview_id: id, claimed: id, actual: id }.disposition(),
+            Disposition::Drop
+        );
         assert_eq!(CreditsError::NoReservation { interview_id: id }.disposition(), Disposition::Drop);
         assert_eq!(CreditsError::InterviewNotFound { interview_id: id }.disposition(), Disposition::Retry);
         assert_eq!(CreditsError::Conflict { what: "x" }.disposition(), Disposition::Retry);

@@ -27,13 +27,19 @@ use crate::store::CreditsStore;
 pub enum Violation {
     #[error("invariant 1: organization {organization_id} has credits.reserved {org} but its lots reserve {lots}")]
     Reserved { organization_id: ObjectId, org: i64, lots: i64 },
-    #[error("invariant 2: organization {organization_id} has credits.available {org} but its unexpired lots have {lots} free")]
+    #[error(
+        "invariant 2: organization {organization_id} has credits.available {org} but its unexpired lots have {lots} free"
+    )]
     Available { organization_id: ObjectId, org: i64, lots: i64 },
-    #[error("invariant 3: lot {lot_id} breaks 0 <= reserved ({reserved}) <= remaining ({remaining}) <= granted ({granted})")]
+    #[error(
+        "invariant 3: lot {lot_id} breaks 0 <= reserved ({reserved}) <= remaining ({remaining}) <= granted ({granted})"
+    )]
     LotBounds { lot_id: ObjectId, granted: i64, remaining: i64, reserved: i64 },
     #[error("invariant 4: organization {organization_id} lots lost {lots} credits but SETTLE + FORFEIT = {ledger}")]
     Consumption { organization_id: ObjectId, lots: i64, ledger: i64 },
-    #[error("invariant 5: settled interview {interview_id}: RESERVE {reserve} != SETTLE {settle} + RELEASE {release} + FORFEIT {forfeit}")]
+    #[error(
+        "invariant 5: settled interview {interview_id}: RESERVE {reserve} != SETTLE {settle} + RELEASE {release} + FORFEIT {forfeit}"
+    )]
     InterviewBalance { interview_id: ObjectId, reserve: i64, settle: i64, release: i64, forfeit: i64 },
     #[error("invariant 5: settled interview {interview_id}: SETTLE {settle} != credits.consumed {consumed:?}")]
     InterviewConsumed { interview_id: ObjectId, settle: i64, consumed: Option<i64> },
@@ -52,7 +58,10 @@ impl Violation {
     }
 }
 
-async fn all<T: DeserializeOwned + Send + Sync>(coll: mongodb::Collection<T>, filter: Document) -> Result<Vec<T>, CreditsError> {
+async fn all<T: DeserializeOwned + Send + Sync>(
+    coll: mongodb::Collection<T>,
+    filter: Document,
+) -> Result<Vec<T>, CreditsError> {
     coll.find(filter)
         .await
         .map_err(CreditsError::mongo("invariants: find"))?
@@ -62,7 +71,10 @@ async fn all<T: DeserializeOwned + Send + Sync>(coll: mongodb::Collection<T>, fi
 }
 
 /// The invariants of one organization.
-pub async fn check_organization(store: &CreditsStore, organization_id: ObjectId) -> Result<Vec<Violation>, CreditsError> {
+pub async fn check_organization(
+    store: &CreditsStore,
+    organization_id: ObjectId,
+) -> Result<Vec<Violation>, CreditsError> {
     let orgs = all(store.organizations(), doc! {"_id": organization_id}).await?;
     if orgs.is_empty() {
         return Err(CreditsError::OrganizationNotFound { organization_id });
@@ -84,7 +96,12 @@ pub async fn check_all(store: &CreditsStore) -> Result<Vec<Violation>, CreditsEr
 }
 
 /// The pure check over loaded documents (documents of organizations not in `orgs` are ignored).
-pub fn check(orgs: &[Organization], lots: &[CreditLot], ledger: &[LedgerEntry], interviews: &[InterviewCreditsView]) -> Vec<Violation> {
+pub fn check(
+    orgs: &[Organization],
+    lots: &[CreditLot],
+    ledger: &[LedgerEntry],
+    interviews: &[InterviewCreditsView],
+) -> Vec<Violation> {
     let mut violations = Vec::new();
     for org in orgs {
         let id = org.id;
@@ -93,13 +110,19 @@ pub fn check(orgs: &[Organization], lots: &[CreditLot], ledger: &[LedgerEntry], 
         if org.credits.reserved != reserved {
             violations.push(Violation::Reserved { organization_id: id, org: org.credits.reserved, lots: reserved });
         }
-        let free: i64 = own_lots.iter().filter(|l| l.status != LotStatus::Expired).map(|l| l.remaining - l.reserved).sum();
+        let free: i64 =
+            own_lots.iter().filter(|l| l.status != LotStatus::Expired).map(|l| l.remaining - l.reserved).sum();
         if org.credits.available != free {
             violations.push(Violation::Available { organization_id: id, org: org.credits.available, lots: free });
         }
         for l in &own_lots {
             if !(0 <= l.reserved && l.reserved <= l.remaining && l.remaining <= l.granted) {
-                violations.push(Violation::LotBounds { lot_id: l.id, granted: l.granted, remaining: l.remaining, reserved: l.reserved });
+                violations.push(Violation::LotBounds {
+                    lot_id: l.id,
+                    granted: l.granted,
+                    remaining: l.remaining,
+                    reserved: l.reserved,
+                });
             }
         }
         let lost: i64 = own_lots.iter().map(|l| l.granted - l.remaining).sum();
@@ -148,10 +171,22 @@ mod tests {
     }
 
     fn entry(kind: LedgerType, amount: i64, reference: Reference) -> LedgerEntry {
-        LedgerEntry { id: ObjectId::new(), organization_id: oid(1), lot_id: oid(2), kind, amount, reference, created_at: DateTime::now() }
+        LedgerEntry {
+            id: ObjectId::new(),
+            organization_id: oid(1),
+            lot_id: oid(2),
+            kind,
+            amount,
+            reference,
+            created_at: DateTime::now(),
+        }
     }
 
-    fn world(consumed: Option<i64>, remaining: i64, available: i64) -> (Vec<Organization>, Vec<CreditLot>, Vec<LedgerEntry>, Vec<InterviewCreditsView>) {
+    fn world(
+        consumed: Option<i64>,
+        remaining: i64,
+        available: i64,
+    ) -> (Vec<Organization>, Vec<CreditLot>, Vec<LedgerEntry>, Vec<InterviewCreditsView>) {
         let org = Organization { id: oid(1), name: "o".into(), credits: OrgCredits { available, reserved: 0 } };
         let lot = CreditLot {
             id: oid(2),
@@ -164,7 +199,8 @@ mod tests {
             created_at: None,
         };
         let r = Reference { kind: ReferenceKind::Interview, id: oid(3) };
-        let ledger = vec![entry(LedgerType::Reserve, 4, r), entry(LedgerType::Settle, 3, r), entry(LedgerType::Release, 1, r)];
+        let ledger =
+            vec![entry(LedgerType::Reserve, 4, r), entry(LedgerType::Settle, 3, r), entry(LedgerType::Release, 1, r)];
         let interview = InterviewCreditsView {
             id: oid(3),
             organization_id: oid(1),

@@ -30,7 +30,10 @@ pub async fn apply(db: &Database) -> Result<(), CreditsError> {
     for (collection, name, spec, unique) in INDEXES {
         let options = IndexOptions::builder().name(name.to_string()).unique(*unique).build();
         let model = IndexModel::builder().keys(keys(spec)).options(options).build();
-        db.collection::<Document>(collection).create_index(model).await.map_err(CreditsError::mongo("createIndexes"))?;
+        db.collection::<Document>(collection)
+            .create_index(model)
+            .await
+            .map_err(CreditsError::mongo("createIndexes"))?;
         tracing::debug!(collection, index = name, "index ensured");
     }
     Ok(())

@@ -110,7 +110,14 @@ pub struct LedgerEntry {
 }
 
 impl LedgerEntry {
-    pub fn new(organization_id: ObjectId, lot_id: ObjectId, kind: LedgerType, amount: i64, reference: Reference, at: DateTime) -> Self {
+    pub fn new(
+        organization_id: ObjectId,
+        lot_id: ObjectId,
+        kind: LedgerType,
+        amount: i64,
+        reference: Reference,
+        at: DateTime,
+    ) -> Self {
         Self { id: ObjectId::new(), organization_id, lot_id, kind, amount, reference, created_at: at }
     }
 }

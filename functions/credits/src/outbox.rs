@@ -22,15 +22,23 @@ use crate::store::CreditsStore;
 /// What a publisher did with one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Published {
-    Sent { message_id: String },
+    Sent {
+        message_id: String,
+    },
     /// Nothing was sent on purpose (e.g. the queue URL is not configured).
-    Skipped { reason: String },
+    Skipped {
+        reason: String,
+    },
 }
 
 /// Sends `report.generate`. Implemented over SQS by the Lambda crate; by closures in tests
 /// ([`FnPublisher`]).
 pub trait ReportPublisher {
-    fn publish(&self, message: &ReportGenerate, request_id: &RequestId) -> impl Future<Output = Result<Published, BoxError>> + Send;
+    fn publish(
+        &self,
+        message: &ReportGenerate,
+        request_id: &RequestId,
+    ) -> impl Future<Output = Result<Published, BoxError>> + Send;
 }
 
 /// A publisher from a closure taking owned arguments.
@@ -42,7 +50,11 @@ where
     F: Fn(ReportGenerate, RequestId) -> Fut + Sync,
     Fut: Future<Output = Result<Published, BoxError>> + Send,
 {
-    fn publish(&self, message: &ReportGenerate, request_id: &RequestId) -> impl Future<Output = Result<Published, BoxError>> + Send {
+    fn publish(
+        &self,
+        message: &ReportGenerate,
+        request_id: &RequestId,
+    ) -> impl Future<Output = Result<Published, BoxError>> + Send {
         (self.0)(message.clone(), request_id.clone())
     }
 }
@@ -50,17 +62,28 @@ where
 /// What flushing one entry did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FlushOutcome {
-    Published { message_id: String },
+    Published {
+        message_id: String,
+    },
     /// The publisher skipped it; it stays pending.
-    LeftPending { reason: String },
+    LeftPending {
+        reason: String,
+    },
     /// There was no pending entry.
     NothingPending,
 }
 
 /// Publishes one entry and marks it published. A publish error is recorded on the entry and
 /// returned as [`CreditsError::Publish`] (retryable).
-pub async fn publish_entry(store: &CreditsStore, entry: &OutboxEntry, publisher: &impl ReportPublisher) -> Result<FlushOutcome, CreditsError> {
-    let message = ReportGenerate { interview_id: InterviewId::new(entry.interview_id), organization_id: OrganizationId::new(entry.organization_id) };
+pub async fn publish_entry(
+    store: &CreditsStore,
+    entry: &OutboxEntry,
+    publisher: &impl ReportPublisher,
+) -> Result<FlushOutcome, CreditsError> {
+    let message = ReportGenerate {
+        interview_id: InterviewId::new(entry.interview_id),
+        organization_id: OrganizationId::new(entry.organization_id),
+    };
     let request_id = RequestId::from_caller(Some(&entry.request_id));
     match publisher.publish(&message, &request_id).await {
         Ok(Published::Sent { message_id }) => {
@@ -84,7 +107,11 @@ pub async fn publish_entry(store: &CreditsStore, entry: &OutboxEntry, publisher:
 
 /// Publishes the interview's pending `report.generate` entry, if there is one (a redelivery
 /// after a failed publish).
-pub async fn publish_pending_for_interview(store: &CreditsStore, interview_id: InterviewId, publisher: &impl ReportPublisher) -> Result<FlushOutcome, CreditsError> {
+pub async fn publish_pending_for_interview(
+    store: &CreditsStore,
+    interview_id: InterviewId,
+    publisher: &impl ReportPublisher,
+) -> Result<FlushOutcome, CreditsError> {
     match store.pending_report_entry(interview_id.oid()).await? {
         Some(entry) => publish_entry(store, &entry, publisher).await,
         None => Ok(FlushOutcome::NothingPending),
@@ -119,6 +146,11 @@ pub async fn flush_pending_outbox(
             Err(e) => return Err(e),
         }
     }
-    tracing::info!(published = report.published, leftPending = report.left_pending, failed = report.failed.len(), "outbox flushed");
+    tracing::info!(
+        published = report.published,
+        leftPending = report.left_pending,
+        failed = report.failed.len(),
+        "outbox flushed"
+    );
     Ok(report)
 }

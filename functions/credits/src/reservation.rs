@@ -28,9 +28,16 @@ pub async fn reserve_credits(
     let (org, interview) = (organization_id.oid(), interview_id.oid());
     let at = DateTime::from_chrono(now);
     run_transaction(client, policy, async |s: &mut ClientSession| {
-        let view = store.interview_in(s, interview).await?.ok_or(CreditsError::InterviewNotFound { interview_id: interview })?;
+        let view = store
+            .interview_in(s, interview)
+            .await?
+            .ok_or(CreditsError::InterviewNotFound { interview_id: interview })?;
         if view.organization_id != org {
-            return Err(CreditsError::WrongOrganization { interview_id: interview, claimed: org, actual: view.organization_id });
+            return Err(CreditsError::WrongOrganization {
+                interview_id: interview,
+                claimed: org,
+                actual: view.organization_id,
+            });
         }
         if view.settled_at.is_some() {
             return Err(CreditsError::AlreadySettled { interview_id: interview });
@@ -45,12 +52,21 @@ pub async fn reserve_credits(
             .map_err(|source| CreditsError::InsufficientCredits { organization_id: org, source })?;
         for a in &allocations {
             let lot = states.iter().find(|l| l.id == a.lot_id).expect("planned from these lots");
-            store.update_lot_in(s, lot.id, (lot.reserved, lot.remaining), (lot.reserved + a.credits, lot.remaining, lot.status)).await?;
+            store
+                .update_lot_in(
+                    s,
+                    lot.id,
+                    (lot.reserved, lot.remaining),
+                    (lot.reserved + a.credits, lot.remaining, lot.status),
+                )
+                .await?;
         }
         store.inc_org_credits_in(s, org, -amount, amount, Some(amount)).await?;
         let reference = Reference { kind: ReferenceKind::Interview, id: interview };
-        let entries: Vec<LedgerEntry> =
-            allocations.iter().map(|a| LedgerEntry::new(org, a.lot_id, LedgerType::Reserve, a.credits, reference, at)).collect();
+        let entries: Vec<LedgerEntry> = allocations
+            .iter()
+            .map(|a| LedgerEntry::new(org, a.lot_id, LedgerType::Reserve, a.credits, reference, at))
+            .collect();
         store.insert_ledger_in(s, &entries).await?;
         store.set_reservation_in(s, interview, amount, &allocations).await?;
         Ok(Finish::Commit(allocations))

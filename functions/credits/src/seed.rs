@@ -53,7 +53,11 @@ pub async fn grant_lot(
 
 /// A `SCHEDULED` interview without a reservation. `extra` is merged into the document
 /// (e.g. `snapshot`, `proctoring`, `durationSeconds`) and may override the defaults.
-pub async fn create_interview(store: &CreditsStore, organization_id: OrganizationId, extra: Document) -> Result<InterviewId, CreditsError> {
+pub async fn create_interview(
+    store: &CreditsStore,
+    organization_id: OrganizationId,
+    extra: Document,
+) -> Result<InterviewId, CreditsError> {
     let id = ObjectId::new();
     let mut d = doc! {
         "_id": id,
@@ -78,7 +82,16 @@ pub async fn reserve(
     interview_id: InterviewId,
     amount: i64,
 ) -> Result<Vec<Allocation>, CreditsError> {
-    crate::reservation::reserve_credits(client, store, organization_id, interview_id, amount, Utc::now(), &RetryPolicy::default()).await
+    crate::reservation::reserve_credits(
+        client,
+        store,
+        organization_id,
+        interview_id,
+        amount,
+        Utc::now(),
+        &RetryPolicy::default(),
+    )
+    .await
 }
 
 /// A new interview with `amount` credits reserved.
@@ -96,7 +109,12 @@ pub async fn reserved_interview(
 
 /// What the API does synchronously before publishing `interview.completed`: status, time,
 /// duration on the interview.
-pub async fn mark_completed(store: &CreditsStore, interview_id: InterviewId, completed_at: Timestamp, duration: DurationSeconds) -> Result<(), CreditsError> {
+pub async fn mark_completed(
+    store: &CreditsStore,
+    interview_id: InterviewId,
+    completed_at: Timestamp,
+    duration: DurationSeconds,
+) -> Result<(), CreditsError> {
     let duration = i64::try_from(duration.get()).unwrap_or(i64::MAX);
     store
         .interview_documents()
@@ -110,10 +128,17 @@ pub async fn mark_completed(store: &CreditsStore, interview_id: InterviewId, com
 }
 
 /// What the API does before publishing `interview.failed`.
-pub async fn mark_failed(store: &CreditsStore, interview_id: InterviewId, failed_at: Timestamp) -> Result<(), CreditsError> {
+pub async fn mark_failed(
+    store: &CreditsStore,
+    interview_id: InterviewId,
+    failed_at: Timestamp,
+) -> Result<(), CreditsError> {
     store
         .interview_documents()
-        .update_one(doc! {"_id": interview_id.oid()}, doc! {"$set": {"status": "FAILED", "failedAt": DateTime::from_chrono(failed_at.as_datetime())}})
+        .update_one(
+            doc! {"_id": interview_id.oid()},
+            doc! {"$set": {"status": "FAILED", "failedAt": DateTime::from_chrono(failed_at.as_datetime())}},
+        )
         .await
         .map_err(CreditsError::mongo("mark interview failed"))?;
     Ok(())

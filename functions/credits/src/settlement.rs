@@ -28,7 +28,9 @@ use tokio::time::Instant;
 
 use crate::arithmetic::{SettlementPlan, billed_credits, plan_settlement};
 use crate::error::CreditsError;
-use crate::model::{InterviewCreditsView, LedgerEntry, LedgerType, OutboxEntry, OutboxStatus, Reference, ReferenceKind};
+use crate::model::{
+    InterviewCreditsView, LedgerEntry, LedgerType, OutboxEntry, OutboxStatus, Reference, ReferenceKind,
+};
 use crate::store::CreditsStore;
 use crate::txn::{Finish, RetryPolicy, run_transaction};
 
@@ -182,7 +184,11 @@ impl SettlementService {
             settled = tracing::field::Empty,
             consumedCredits = tracing::field::Empty,
         );
-        let result = tracing::Instrument::instrument(self.settle_inner(interview_id.oid(), organization_id.oid(), kind, ctx), span.clone()).await;
+        let result = tracing::Instrument::instrument(
+            self.settle_inner(interview_id.oid(), organization_id.oid(), kind, ctx),
+            span.clone(),
+        )
+        .await;
         let _entered = span.enter();
         match &result {
             Ok(SettleOutcome::Settled(s)) => {
@@ -210,7 +216,13 @@ impl SettlementService {
         result
     }
 
-    async fn settle_inner(&self, interview_id: ObjectId, organization_id: ObjectId, kind: SettleKind, ctx: SettleContext) -> Result<SettleOutcome, CreditsError> {
+    async fn settle_inner(
+        &self,
+        interview_id: ObjectId,
+        organization_id: ObjectId,
+        kind: SettleKind,
+        ctx: SettleContext,
+    ) -> Result<SettleOutcome, CreditsError> {
         match self.prepare(interview_id, organization_id, kind).await? {
             Some(prepared) => self.execute(prepared, ctx).await,
             None => Ok(SettleOutcome::AlreadySettled),
@@ -219,14 +231,27 @@ impl SettlementService {
 
     /// Step 1 (no transaction): reads the interview and decides what a settlement would do.
     /// `None`: already settled. Errors: not found, wrong organization, no reservation.
-    pub async fn prepare(&self, interview_id: ObjectId, organization_id: ObjectId, kind: SettleKind) -> Result<Option<Prepared>, CreditsError> {
-        let interview = self.store.interview(interview_id).await?.ok_or(CreditsError::InterviewNotFound { interview_id })?;
+    pub async fn prepare(
+        &self,
+        interview_id: ObjectId,
+        organization_id: ObjectId,
+        kind: SettleKind,
+    ) -> Result<Option<Prepared>, CreditsError> {
+        let interview =
+            self.store.interview(interview_id).await?.ok_or(CreditsError::InterviewNotFound { interview_id })?;
         let Some(reserved) = check_settleable(&interview, organization_id)? else { return Ok(None) };
         let consumed = match kind {
             SettleKind::Completed { duration_seconds, .. } => billed_credits(duration_seconds.get(), reserved),
             SettleKind::Failed { .. } => 0,
         };
-        Ok(Some(Prepared { interview_id, organization_id, kind, reserved, consumed, allocations: interview.credits.allocations }))
+        Ok(Some(Prepared {
+            interview_id,
+            organization_id,
+            kind,
+            reserved,
+            consumed,
+            allocations: interview.credits.allocations,
+        }))
     }
 
     /// Step 2: the transaction, whose claim decides whether this call settles. Between
@@ -244,13 +269,16 @@ impl SettlementService {
                 return Ok(Finish::Abort(Attempt::ClaimLost));
             }
             let lot_ids: Vec<ObjectId> = allocations.iter().map(|a| a.lot_id).collect();
-            let lots: Vec<_> = store.lots_by_id_in(s, organization_id, &lot_ids).await?.iter().map(|l| l.state()).collect();
+            let lots: Vec<_> =
+                store.lots_by_id_in(s, organization_id, &lot_ids).await?.iter().map(|l| l.state()).collect();
             let plan = plan_settlement(&allocations, &lots, consumed, ctx.now)
                 .map_err(|source| CreditsError::Inconsistent { interview_id, source })?;
             for lot in &plan.lots {
                 store.settle_lot_in(s, lot).await?;
             }
-            store.inc_org_credits_in(s, organization_id, plan.org_available_delta(), plan.org_reserved_delta(), None).await?;
+            store
+                .inc_org_credits_in(s, organization_id, plan.org_available_delta(), plan.org_reserved_delta(), None)
+                .await?;
             store.insert_ledger_in(s, &ledger_entries(&plan, organization_id, interview_id, now)).await?;
             let outbox = match kind {
                 SettleKind::Completed { .. } => {
@@ -269,7 +297,11 @@ impl SettlementService {
                 // Another delivery settled it between our read and our claim, or the reservation
                 // changed (then a retry will see the new one).
                 let now_settled = self.store.interview(interview_id).await?.is_some_and(|i| i.settled_at.is_some());
-                if now_settled { Ok(SettleOutcome::AlreadySettled) } else { Err(CreditsError::Conflict { what: "interview reservation" }) }
+                if now_settled {
+                    Ok(SettleOutcome::AlreadySettled)
+                } else {
+                    Err(CreditsError::Conflict { what: "interview reservation" })
+                }
             }
         }
     }
@@ -290,7 +322,11 @@ pub struct Prepared {
 fn check_settleable(interview: &InterviewCreditsView, organization_id: ObjectId) -> Result<Option<i64>, CreditsError> {
     let interview_id = interview.id;
     if interview.organization_id != organization_id {
-        return Err(CreditsError::WrongOrganization { interview_id, claimed: organization_id, actual: interview.organization_id });
+        return Err(CreditsError::WrongOrganization {
+            interview_id,
+            claimed: organization_id,
+            actual: interview.organization_id,
+        });
     }
     if interview.settled_at.is_some() {
         return Ok(None);
@@ -302,7 +338,10 @@ fn check_settleable(interview: &InterviewCreditsView, organization_id: ObjectId)
     if allocated != interview.credits.reserved {
         return Err(CreditsError::Inconsistent {
             interview_id,
-            source: crate::arithmetic::PlanError::ReservationMismatch { allocated, reserved: interview.credits.reserved },
+            source: crate::arithmetic::PlanError::ReservationMismatch {
+                allocated,
+                reserved: interview.credits.reserved,
+            },
         });
     }
     Ok(Some(interview.credits.reserved))
@@ -310,19 +349,35 @@ fn check_settleable(interview: &InterviewCreditsView, organization_id: ObjectId)
 
 /// SETTLE / RELEASE / FORFEIT per lot (amounts > 0), plus the LOT_EXPIRY forfeit of a lot this
 /// settlement expired.
-pub fn ledger_entries(plan: &SettlementPlan, organization_id: ObjectId, interview_id: ObjectId, at: DateTime) -> Vec<LedgerEntry> {
+pub fn ledger_entries(
+    plan: &SettlementPlan,
+    organization_id: ObjectId,
+    interview_id: ObjectId,
+    at: DateTime,
+) -> Vec<LedgerEntry> {
     let interview = Reference { kind: ReferenceKind::Interview, id: interview_id };
     let mut entries = Vec::new();
     for lot in &plan.lots {
         let lot_id = lot.before.id;
-        for (kind, amount) in [(LedgerType::Settle, lot.consumed), (LedgerType::Release, lot.released), (LedgerType::Forfeit, lot.forfeited)] {
+        for (kind, amount) in [
+            (LedgerType::Settle, lot.consumed),
+            (LedgerType::Release, lot.released),
+            (LedgerType::Forfeit, lot.forfeited),
+        ] {
             if amount > 0 {
                 entries.push(LedgerEntry::new(organization_id, lot_id, kind, amount, interview, at));
             }
         }
         if lot.expiry_forfeited > 0 {
             let reference = Reference { kind: ReferenceKind::LotExpiry, id: lot_id };
-            entries.push(LedgerEntry::new(organization_id, lot_id, LedgerType::Forfeit, lot.expiry_forfeited, reference, at));
+            entries.push(LedgerEntry::new(
+                organization_id,
+                lot_id,
+                LedgerType::Forfeit,
+                lot.expiry_forfeited,
+                reference,
+                at,
+            ));
         }
     }
     entries
@@ -363,10 +418,18 @@ impl SettlementService {
         ctx: SettleContext,
     ) -> Result<CompletedResult, CreditsError> {
         let outcome = self
-            .settle_completed_interview(message.interview_id, message.organization_id, message.completed_at, message.duration_seconds, ctx)
+            .settle_completed_interview(
+                message.interview_id,
+                message.organization_id,
+                message.completed_at,
+                message.duration_seconds,
+                ctx,
+            )
             .await?;
         let publish = match &outcome {
-            SettleOutcome::Settled(SettledSummary { outbox: Some(entry), .. }) => crate::outbox::publish_entry(&self.store, entry, publisher).await?,
+            SettleOutcome::Settled(SettledSummary { outbox: Some(entry), .. }) => {
+                crate::outbox::publish_entry(&self.store, entry, publisher).await?
+            }
             _ => crate::outbox::publish_pending_for_interview(&self.store, message.interview_id, publisher).await?,
         };
         Ok(CompletedResult { outcome, publish })

@@ -53,16 +53,33 @@ impl CreditsStore {
         self.interviews().find_one(doc! {"_id": id}).await.map_err(CreditsError::mongo("find interview"))
     }
 
-    pub async fn interview_in(&self, s: &mut ClientSession, id: ObjectId) -> Result<Option<InterviewCreditsView>, CreditsError> {
+    pub async fn interview_in(
+        &self,
+        s: &mut ClientSession,
+        id: ObjectId,
+    ) -> Result<Option<InterviewCreditsView>, CreditsError> {
         self.interviews().find_one(doc! {"_id": id}).session(s).await.map_err(CreditsError::mongo("find interview"))
     }
 
-    pub async fn organization_in(&self, s: &mut ClientSession, id: ObjectId) -> Result<Option<Organization>, CreditsError> {
-        self.organizations().find_one(doc! {"_id": id}).session(s).await.map_err(CreditsError::mongo("find organization"))
+    pub async fn organization_in(
+        &self,
+        s: &mut ClientSession,
+        id: ObjectId,
+    ) -> Result<Option<Organization>, CreditsError> {
+        self.organizations()
+            .find_one(doc! {"_id": id})
+            .session(s)
+            .await
+            .map_err(CreditsError::mongo("find organization"))
     }
 
     /// Lots by id, restricted to the organization (a lot of another organization is "missing").
-    pub async fn lots_by_id_in(&self, s: &mut ClientSession, organization_id: ObjectId, ids: &[ObjectId]) -> Result<Vec<CreditLot>, CreditsError> {
+    pub async fn lots_by_id_in(
+        &self,
+        s: &mut ClientSession,
+        organization_id: ObjectId,
+        ids: &[ObjectId],
+    ) -> Result<Vec<CreditLot>, CreditsError> {
         let mut cursor = self
             .lots()
             .find(doc! {"_id": {"$in": ids.to_vec()}, "organizationId": organization_id})
@@ -73,7 +90,11 @@ impl CreditsStore {
     }
 
     /// The organization's active lots, oldest expiry first.
-    pub async fn active_lots_in(&self, s: &mut ClientSession, organization_id: ObjectId) -> Result<Vec<CreditLot>, CreditsError> {
+    pub async fn active_lots_in(
+        &self,
+        s: &mut ClientSession,
+        organization_id: ObjectId,
+    ) -> Result<Vec<CreditLot>, CreditsError> {
         let mut cursor = self
             .lots()
             .find(doc! {"organizationId": organization_id, "status": LotStatus::Active.as_str()})
@@ -233,7 +254,10 @@ impl CreditsStore {
     pub async fn record_publish_failure(&self, id: &str, error: &str) -> Result<(), CreditsError> {
         let error: String = error.chars().take(1000).collect();
         self.outbox()
-            .update_one(doc! {"_id": id, "status": "PENDING"}, doc! {"$set": {"lastError": error}, "$inc": {"attempts": 1_i64}})
+            .update_one(
+                doc! {"_id": id, "status": "PENDING"},
+                doc! {"$set": {"lastError": error}, "$inc": {"attempts": 1_i64}},
+            )
             .await
             .map_err(CreditsError::mongo("record outbox publish failure"))?;
         Ok(())

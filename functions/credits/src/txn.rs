@@ -57,7 +57,8 @@ impl RetryPolicy {
     fn backoff(&self, attempt: u32) -> Duration {
         let exp = self.initial_backoff.saturating_mul(1u32 << attempt.min(16)).min(self.max_backoff);
         // Full jitter from the clock's nanoseconds: no random-number crate needed for this.
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
         let frac = f64::from(nanos % 1000) / 1000.0;
         exp.mul_f64(0.5 + frac / 2.0)
     }
@@ -84,7 +85,10 @@ pub async fn run_transaction<T>(
     let mut attempt: u32 = 0;
     loop {
         attempt += 1;
-        let max_commit = deadline.saturating_duration_since(Instant::now()).saturating_sub(policy.attempt_margin / 2).max(Duration::from_millis(500));
+        let max_commit = deadline
+            .saturating_duration_since(Instant::now())
+            .saturating_sub(policy.attempt_margin / 2)
+            .max(Duration::from_millis(500));
         session
             .start_transaction()
             .read_concern(ReadConcern::snapshot())

@@ -25,7 +25,10 @@ use lambda_runtime::{Context, LambdaEvent};
 use mongodb::event::EventHandler;
 use mongodb::event::command::CommandEvent;
 use serde::Serialize;
-use sophia_contracts::{DurationSeconds, InterviewCompleted, InterviewFailed, InterviewId, OrganizationId, ReportGenerate, RequestId, Timestamp};
+use sophia_contracts::{
+    DurationSeconds, InterviewCompleted, InterviewFailed, InterviewId, OrganizationId, ReportGenerate, RequestId,
+    Timestamp,
+};
 use sophia_credits::{CreditsStore, SettleContext, SettlementService, seed};
 use sophia_platform::config;
 use sophia_platform::mongo::{Mongo, MongoSettings};
@@ -95,14 +98,23 @@ impl Machine {
     pub fn describe() -> Self {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let field = |text: &str, key: &str| {
-            text.lines().find(|l| l.starts_with(key)).and_then(|l| l.split(':').nth(1)).map(|v| v.trim().to_owned()).unwrap_or_else(|| "unknown".into())
+            text.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|v| v.trim().to_owned())
+                .unwrap_or_else(|| "unknown".into())
         };
         Self {
             nproc: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             cpu_model: field(&cpuinfo, "model name"),
             mem_total: field(&std::fs::read_to_string("/proc/meminfo").unwrap_or_default(), "MemTotal"),
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned(),
-            load_average_at_start: std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+            load_average_at_start: std::fs::read_to_string("/proc/loadavg")
+                .unwrap_or_default()
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" "),
         }
     }
 }
@@ -226,8 +238,14 @@ impl World {
         let fauxqs = start_fauxqs(free_port())?;
         let nx = start_nx_mongo(free_port())?;
         let sqs = sophia_platform::sqs::client(Some(&fauxqs.url())).await;
-        let queues = create_queue_set_with(&sqs, "sophia-bench", Declaration::embedded(), &QueueOverrides::default()).await?;
-        let settings = MongoSettings { uri: nx.url(), database: "sophia-bench".to_owned(), server_selection_timeout: Duration::from_secs(5), allow_standalone: true };
+        let queues =
+            create_queue_set_with(&sqs, "sophia-bench", Declaration::embedded(), &QueueOverrides::default()).await?;
+        let settings = MongoSettings {
+            uri: nx.url(),
+            database: "sophia-bench".to_owned(),
+            server_selection_timeout: Duration::from_secs(5),
+            allow_standalone: true,
+        };
         let mongo = Mongo::connect(&settings).await?;
         mongo.check_deployment().await?;
         handlers::migrate(&mongo).await.map_err(BenchError::Other)?;
@@ -257,7 +275,10 @@ impl World {
     fn producer(&self) -> SqsProducer {
         SqsProducer::new(
             self.sqs.clone(),
-            QueueUrls { interview_completed: Some(self.queues.interview_completed.source.url.clone()), report_generate: Some(self.queues.report_generate.source.url.clone()) },
+            QueueUrls {
+                interview_completed: Some(self.queues.interview_completed.source.url.clone()),
+                report_generate: Some(self.queues.report_generate.source.url.clone()),
+            },
         )
     }
 
@@ -275,11 +296,19 @@ impl World {
 
     /// A reserved interview (the library's reservation transaction) with a substantive
     /// transcript, marked completed (or failed).
-    async fn interview(&self, org: OrganizationId, reserve: i64, completed_seconds: Option<u64>) -> Result<InterviewId, BenchError> {
+    async fn interview(
+        &self,
+        org: OrganizationId,
+        reserve: i64,
+        completed_seconds: Option<u64>,
+    ) -> Result<InterviewId, BenchError> {
         let store = self.store();
-        let id = seed::reserved_interview(&self.mongo.client, &store, org, reserve, crate::load::transcript(true)).await?;
+        let id =
+            seed::reserved_interview(&self.mongo.client, &store, org, reserve, crate::load::transcript(true)).await?;
         match completed_seconds {
-            Some(s) => seed::mark_completed(&store, id, Timestamp::now(), DurationSeconds::new(s).unwrap_or_default()).await?,
+            Some(s) => {
+                seed::mark_completed(&store, id, Timestamp::now(), DurationSeconds::new(s).unwrap_or_default()).await?
+            }
             None => seed::mark_failed(&store, id, Timestamp::now()).await?,
         }
         Ok(id)
@@ -287,10 +316,22 @@ impl World {
 
     /// The SQS event Lambda would deliver for these bodies: sent to `queue`, received back
     /// (with their real attributes), left in flight.
-    async fn event_of(&self, queue: &crate::queues::QueueRef, bodies: &[(String, sophia_contracts::EventType)]) -> Result<serde_json::Value, BenchError> {
+    async fn event_of(
+        &self,
+        queue: &crate::queues::QueueRef,
+        bodies: &[(String, sophia_contracts::EventType)],
+    ) -> Result<serde_json::Value, BenchError> {
         let producer = self.producer();
         for (body, kind) in bodies {
-            producer.send(Some(&queue.url), config::INTERVIEW_COMPLETED_QUEUE_URL, body, *kind, &RequestId::from_caller(Some("bench"))).await?;
+            producer
+                .send(
+                    Some(&queue.url),
+                    config::INTERVIEW_COMPLETED_QUEUE_URL,
+                    body,
+                    *kind,
+                    &RequestId::from_caller(Some("bench")),
+                )
+                .await?;
         }
         let mut messages = Vec::new();
         let until = Instant::now() + Duration::from_secs(20);
@@ -309,7 +350,12 @@ impl World {
             messages.extend(out.messages.unwrap_or_default());
         }
         if messages.len() != bodies.len() {
-            return Err(other(format!("received {} of {} messages back from {}", messages.len(), bodies.len(), queue.name)));
+            return Err(other(format!(
+                "received {} of {} messages back from {}",
+                messages.len(),
+                bodies.len(),
+                queue.name
+            )));
         }
         Ok(crate::esm::sqs_event(&messages, &queue.arn, "us-east-1"))
     }
@@ -319,7 +365,12 @@ impl World {
         for (i, org) in orgs.iter().enumerate() {
             let seconds = 300 + 60 * i as u64;
             let id = self.interview(*org, 30, Some(seconds)).await?;
-            let m = InterviewCompleted { interview_id: id, organization_id: *org, completed_at: Timestamp::now(), duration_seconds: DurationSeconds::new(seconds).unwrap_or_default() };
+            let m = InterviewCompleted {
+                interview_id: id,
+                organization_id: *org,
+                completed_at: Timestamp::now(),
+                duration_seconds: DurationSeconds::new(seconds).unwrap_or_default(),
+            };
             bodies.push((serde_json::to_string(&m).map_err(other)?, sophia_contracts::EventType::InterviewCompleted));
         }
         self.event_of(&self.queues.interview_completed.source, &bodies).await
@@ -338,7 +389,11 @@ impl World {
     async fn report_batch(&self, org: OrganizationId) -> Result<serde_json::Value, BenchError> {
         let id = self.interview(org, 30, Some(900)).await?;
         let m = ReportGenerate { interview_id: id, organization_id: org };
-        self.event_of(&self.queues.report_generate.source, &[(serde_json::to_string(&m).map_err(other)?, sophia_contracts::EventType::ReportGenerate)]).await
+        self.event_of(
+            &self.queues.report_generate.source,
+            &[(serde_json::to_string(&m).map_err(other)?, sophia_contracts::EventType::ReportGenerate)],
+        )
+        .await
     }
 
     fn stop(mut self) {
@@ -388,7 +443,10 @@ async fn cold_start(world: &World, options: &BenchOptions, function: &str) -> Re
         api.wait_ready(Duration::from_secs(30)).await.map_err(|e| other(format!("{function}: {e}")))?;
         ready.push(ms(started.elapsed()));
         let invoked = Instant::now();
-        let response = api.invoke(event, invoke_context(function, timeout)).await.map_err(|e| other(format!("{function}: {e}")))?;
+        let response = api
+            .invoke(event, invoke_context(function, timeout))
+            .await
+            .map_err(|e| other(format!("{function}: {e}")))?;
         first.push(ms(invoked.elapsed()));
         failures += item_failures(&response);
         records += if function == "report-generate" { 1 } else { orgs.len() };
@@ -397,7 +455,8 @@ async fn cold_start(world: &World, options: &BenchOptions, function: &str) -> Re
         }
         api.stop().await;
     }
-    let minmax = |v: &[f64]| v.iter().copied().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)));
+    let minmax =
+        |v: &[f64]| v.iter().copied().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)));
     let (rmin, rmax) = minmax(&ready);
     let (_, fmax) = minmax(&first);
     let (_, smax) = minmax(&rss);
@@ -407,7 +466,11 @@ async fn cold_start(world: &World, options: &BenchOptions, function: &str) -> Re
         ready_ms_median: median(&ready),
         ready_ms_min: rmin,
         ready_ms_max: rmax,
-        first_event: if function == "report-generate" { "1 report (model path, offline endpoint)".into() } else { "10 settlements, 10 organizations".into() },
+        first_event: if function == "report-generate" {
+            "1 report (model path, offline endpoint)".into()
+        } else {
+            "10 settlements, 10 organizations".into()
+        },
         first_event_ms_median: median(&first),
         first_event_ms_max: fmax,
         first_events_ok: failures == 0,
@@ -455,17 +518,27 @@ async fn round_trips(world: &World) -> Result<Vec<RoundTrip>, BenchError> {
 
     let mut out = Vec::new();
     let mut record = |case: &str, commands: Vec<String>, minimum: usize, reason: &str| {
-        out.push(RoundTrip { case: case.to_owned(), count: commands.len(), commands, minimum, minimum_reason: reason.to_owned() });
+        out.push(RoundTrip {
+            case: case.to_owned(),
+            count: commands.len(),
+            commands,
+            minimum,
+            minimum_reason: reason.to_owned(),
+        });
     };
 
     let a = world.interview(org, 30, Some(600)).await?;
     take(&commands);
-    service.settle_completed_interview(a, org, Timestamp::now(), DurationSeconds::new(600).unwrap_or_default(), ctx()).await?;
+    service
+        .settle_completed_interview(a, org, Timestamp::now(), DurationSeconds::new(600).unwrap_or_default(), ctx())
+        .await?;
     record("settle completed, 1 lot", take(&commands), 7, MIN_SETTLE);
 
     let b = world.interview(org2, 20, Some(600)).await?;
     take(&commands);
-    service.settle_completed_interview(b, org2, Timestamp::now(), DurationSeconds::new(600).unwrap_or_default(), ctx()).await?;
+    service
+        .settle_completed_interview(b, org2, Timestamp::now(), DurationSeconds::new(600).unwrap_or_default(), ctx())
+        .await?;
     record("settle completed, 2 lots", take(&commands), 7, MIN_SETTLE);
 
     let c = world.interview(org, 30, None).await?;
@@ -473,14 +546,31 @@ async fn round_trips(world: &World) -> Result<Vec<RoundTrip>, BenchError> {
     service.settle_failed_interview(c, org, Timestamp::now(), ctx()).await?;
     record("settle failed, 1 lot", take(&commands), 6, "as completed, without the outbox insert");
 
-    service.settle_completed_interview(a, org, Timestamp::now(), DurationSeconds::new(600).unwrap_or_default(), ctx()).await?;
-    record("duplicate (already settled)", take(&commands), 1, "one read (or one findAndModify claim that matches nothing) must decide it");
+    service
+        .settle_completed_interview(a, org, Timestamp::now(), DurationSeconds::new(600).unwrap_or_default(), ctx())
+        .await?;
+    record(
+        "duplicate (already settled)",
+        take(&commands),
+        1,
+        "one read (or one findAndModify claim that matches nothing) must decide it",
+    );
 
     let d = world.interview(org, 30, Some(600)).await?;
     take(&commands);
-    let message = InterviewCompleted { interview_id: d, organization_id: org, completed_at: Timestamp::now(), duration_seconds: DurationSeconds::new(600).unwrap_or_default() };
+    let message = InterviewCompleted {
+        interview_id: d,
+        organization_id: org,
+        completed_at: Timestamp::now(),
+        duration_seconds: DurationSeconds::new(600).unwrap_or_default(),
+    };
     service.settle_completed_and_publish(&message, &SqsReportPublisher(world.producer()), ctx()).await?;
-    record("whole record: settle + publish report.generate + mark outbox published", take(&commands), 8, "the settlement's 7 + marking the outbox entry published after the SQS send");
+    record(
+        "whole record: settle + publish report.generate + mark outbox published",
+        take(&commands),
+        8,
+        "the settlement's 7 + marking the outbox entry published after the SQS send",
+    );
 
     let reports = ReportService::new(db.clone(), ReportModel::new(&world.openai.settings()));
     let e = world.interview(org, 30, Some(900)).await?;
@@ -494,7 +584,12 @@ async fn round_trips(world: &World) -> Result<Vec<RoundTrip>, BenchError> {
     record("report, insufficient evidence (no model call)", take(&commands), 3, MIN_REPORT);
 
     reports.generate_report(e, org).await?;
-    record("report, duplicate (already COMPLETED)", take(&commands), 1, "one read of the report decides it (a findAndModify claim that matches nothing also needs a read to say why)");
+    record(
+        "report, duplicate (already COMPLETED)",
+        take(&commands),
+        1,
+        "one read of the report decides it (a findAndModify claim that matches nothing also needs a read to say why)",
+    );
     Ok(out)
 }
 
@@ -509,7 +604,11 @@ const MIN_REPORT: &str = "find the interview (org-scoped, not deleted), findAndM
 /// One batch of 10 settlements (10 organizations) through the interview-completed consumer.
 async fn batch_latency(world: &World, concurrency: usize, repeats: usize) -> Result<BatchLatency, BenchError> {
     let mongo = Mongo::connect(&world.settings).await?;
-    let handler = CompletedHandler::with_options(mongo, SqsReportPublisher(world.producer()), ConsumerOptions { concurrency, ..ConsumerOptions::default() });
+    let handler = CompletedHandler::with_options(
+        mongo,
+        SqsReportPublisher(world.producer()),
+        ConsumerOptions { concurrency, ..ConsumerOptions::default() },
+    );
     let orgs = world.orgs(10).await?;
     // Warm the handler's connection pool as a warm Lambda's would be.
     handler.service().store().interview(bson::oid::ObjectId::new()).await?;
@@ -520,7 +619,9 @@ async fn batch_latency(world: &World, concurrency: usize, repeats: usize) -> Res
         let payload: SqsEvent = serde_json::from_value(event).map_err(other)?;
         let mut ctx = Context::default();
         ctx.request_id = format!("bench-{}", bson::oid::ObjectId::new());
-        ctx.deadline = (SystemTime::now() + Duration::from_secs(30)).duration_since(UNIX_EPOCH).unwrap_or_default().as_millis() as u64;
+        ctx.deadline =
+            (SystemTime::now() + Duration::from_secs(30)).duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()
+                as u64;
         let started = Instant::now();
         let report = handler.handle_detailed(LambdaEvent::new(payload, ctx)).await.map_err(other)?;
         times.push(ms(started.elapsed()));
@@ -529,7 +630,16 @@ async fn batch_latency(world: &World, concurrency: usize, repeats: usize) -> Res
     }
     let lo = times.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Ok(BatchLatency { concurrency, batches: times.len(), ms_median: median(&times), ms_min: lo, ms_max: hi, all_ok: failures == 0, item_failures: failures, records })
+    Ok(BatchLatency {
+        concurrency,
+        batches: times.len(),
+        ms_median: median(&times),
+        ms_min: lo,
+        ms_max: hi,
+        all_ok: failures == 0,
+        item_failures: failures,
+        records,
+    })
 }
 
 /// Runs every benchmark.
@@ -563,7 +673,16 @@ pub async fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
     .await;
     world.stop();
     let (cold_starts, round_trips, batch_latency) = result?;
-    Ok(BenchReport { machine, lambda_architecture, zips, cold_starts, round_trips, batch_latency, notes, seconds: started.elapsed().as_secs_f64() })
+    Ok(BenchReport {
+        machine,
+        lambda_architecture,
+        zips,
+        cold_starts,
+        round_trips,
+        batch_latency,
+        notes,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// The zip table (also printed alone by `sophia-bench --zips-only`).
@@ -576,7 +695,8 @@ pub fn zip_table(zips: &[ZipFigure], architecture: Option<&str>) -> String {
             Some(_) => "✘",
             None => "-",
         };
-        out += &format!("  {:<22} {:>10} {:>8} {:>20}\n", z.function, mb(z.zip_bytes), goal, mb(z.release_binary_bytes));
+        out +=
+            &format!("  {:<22} {:>10} {:>8} {:>20}\n", z.function, mb(z.zip_bytes), goal, mb(z.release_binary_bytes));
     }
     out
 }
@@ -588,10 +708,26 @@ fn mb(bytes: Option<u64>) -> String {
 impl fmt::Display for BenchReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let m = &self.machine;
-        writeln!(f, "\nSophia benchmarks — {} × {} ({}), {}, kernel {}, load average at start {}", m.nproc, m.cpu_model, m.mem_total, std::env::consts::ARCH, m.kernel, m.load_average_at_start)?;
+        writeln!(
+            f,
+            "\nSophia benchmarks — {} × {} ({}), {}, kernel {}, load average at start {}",
+            m.nproc,
+            m.cpu_model,
+            m.mem_total,
+            std::env::consts::ARCH,
+            m.kernel,
+            m.load_average_at_start
+        )?;
         write!(f, "{}", zip_table(&self.zips, self.lambda_architecture.as_deref()))?;
-        writeln!(f, "\nCold start (process start -> first /next poll; init includes MongoDB hello) and first event, release binaries behind a local Runtime API")?;
-        writeln!(f, "  {:<22} {:>5} {:>12} {:>16} {:>36} {:>14} {:>14}", "function", "runs", "ready p50", "ready min-max", "first event", "first p50", "VmHWM p50/max")?;
+        writeln!(
+            f,
+            "\nCold start (process start -> first /next poll; init includes MongoDB hello) and first event, release binaries behind a local Runtime API"
+        )?;
+        writeln!(
+            f,
+            "  {:<22} {:>5} {:>12} {:>16} {:>36} {:>14} {:>14}",
+            "function", "runs", "ready p50", "ready min-max", "first event", "first p50", "VmHWM p50/max"
+        )?;
         for c in &self.cold_starts {
             writeln!(
                 f,
@@ -605,7 +741,11 @@ impl fmt::Display for BenchReport {
                 c.first_event_ms_median,
                 c.peak_rss_kib_median as f64 / 1024.0,
                 c.peak_rss_kib_max as f64 / 1024.0,
-                if c.first_events_ok { String::new() } else { format!("  ({} of {} records failed)", c.item_failures, c.records) }
+                if c.first_events_ok {
+                    String::new()
+                } else {
+                    format!("  ({} of {} records failed)", c.item_failures, c.records)
+                }
             )?;
         }
         writeln!(f, "\nMongoDB round trips (driver command monitoring)")?;
@@ -625,7 +765,11 @@ impl fmt::Display for BenchReport {
                 b.ms_min,
                 b.ms_max,
                 b.batches,
-                if b.all_ok { String::new() } else { format!("  ({} of {} records failed)", b.item_failures, b.records) }
+                if b.all_ok {
+                    String::new()
+                } else {
+                    format!("  ({} of {} records failed)", b.item_failures, b.records)
+                }
             )?;
         }
         for n in &self.notes {

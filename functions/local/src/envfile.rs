@@ -47,7 +47,10 @@ mod tests {
     fn round_trips() {
         let dir = std::env::temp_dir().join(format!("sophia-envfile-{}", std::process::id()));
         let path = dir.join(FILE_NAME);
-        let vars = BTreeMap::from([("A".to_owned(), "1".to_owned()), ("MONGODB_URI".to_owned(), "mongodb://127.0.0.1:1/".to_owned())]);
+        let vars = BTreeMap::from([
+            ("A".to_owned(), "1".to_owned()),
+            ("MONGODB_URI".to_owned(), "mongodb://127.0.0.1:1/".to_owned()),
+        ]);
         write(&path, &vars).unwrap();
         assert_eq!(read(&path).unwrap(), vars);
         std::fs::remove_dir_all(dir).unwrap();

@@ -60,14 +60,28 @@ pub struct InvocationSummary {
 #[derive(Debug, thiserror::Error)]
 pub enum EsmError {
     #[error("ReceiveMessage on {queue}: {source}")]
-    Receive { queue: String, #[source] source: aws_sdk_sqs::Error },
+    Receive {
+        queue: String,
+        #[source]
+        source: aws_sdk_sqs::Error,
+    },
     #[error("DeleteMessageBatch on {queue}: {source}")]
-    Delete { queue: String, #[source] source: aws_sdk_sqs::Error },
+    Delete {
+        queue: String,
+        #[source]
+        source: aws_sdk_sqs::Error,
+    },
 }
 
 impl EventSourceMapping {
     /// A mapping with the declared settings of `queue_settings` and its consumer function.
-    pub fn declared(client: Client, queue: QueueRef, settings: &QueueSettings, decl: &Declaration, invoker: Arc<dyn Invoke>) -> Self {
+    pub fn declared(
+        client: Client,
+        queue: QueueRef,
+        settings: &QueueSettings,
+        decl: &Declaration,
+        invoker: Arc<dyn Invoke>,
+    ) -> Self {
         let function = decl.function(&settings.consumer).expect("declared consumer");
         Self {
             client,
@@ -133,7 +147,11 @@ impl EventSourceMapping {
             let left = window_ends.saturating_duration_since(tokio::time::Instant::now());
             // Without a window Lambda still takes what one poll returns; a short extra receive
             // gathers what SQS returned in pieces (it returns at most 10 per call).
-            let more = if left.is_zero() { self.receive(self.batch_size - batch.len() as u32, Duration::ZERO).await? } else { self.receive(self.batch_size - batch.len() as u32, left.min(Duration::from_secs(1))).await? };
+            let more = if left.is_zero() {
+                self.receive(self.batch_size - batch.len() as u32, Duration::ZERO).await?
+            } else {
+                self.receive(self.batch_size - batch.len() as u32, left.min(Duration::from_secs(1))).await?
+            };
             if more.is_empty() && left.is_zero() {
                 break;
             }
@@ -154,16 +172,24 @@ impl EventSourceMapping {
         self.stats.invocations.fetch_add(1, Ordering::Relaxed);
         self.stats.records.fetch_add(messages.len() as u64, Ordering::Relaxed);
         let ids: Vec<String> = messages.iter().map(|m| m.message_id().unwrap_or_default().to_owned()).collect();
-        let result = tokio::time::timeout(self.function_timeout, self.invoker.invoke(event, context)).await.unwrap_or(Err(InvokeError::Timeout));
+        let result = tokio::time::timeout(self.function_timeout, self.invoker.invoke(event, context))
+            .await
+            .unwrap_or(Err(InvokeError::Timeout));
         let failed = match result.and_then(|response| failed_identifiers(&response, &ids)) {
             Ok(failed) => failed,
             Err(e) => {
                 self.stats.batch_failures.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(function = %self.function_name, requestId = %request_id, error = %e, "invocation failed; the whole batch returns to the queue");
-                return Ok(InvocationSummary { message_ids: ids.clone(), failed_ids: ids, deleted: 0, batch_error: Some(e.to_string()) });
+                return Ok(InvocationSummary {
+                    message_ids: ids.clone(),
+                    failed_ids: ids,
+                    deleted: 0,
+                    batch_error: Some(e.to_string()),
+                });
             }
         };
-        let to_delete: Vec<&Message> = messages.iter().filter(|m| !failed.contains(m.message_id().unwrap_or_default())).collect();
+        let to_delete: Vec<&Message> =
+            messages.iter().filter(|m| !failed.contains(m.message_id().unwrap_or_default())).collect();
         let deleted = self.delete(&to_delete).await?;
         self.stats.deleted.fetch_add(deleted as u64, Ordering::Relaxed);
         self.stats.item_failures.fetch_add(failed.len() as u64, Ordering::Relaxed);
@@ -276,7 +302,10 @@ mod tests {
         assert!(failed_identifiers(&json!({"batchItemFailures": [{"itemIdentifier": "c"}]}), &ids).is_err());
         assert!(failed_identifiers(&json!({"batchItemFailures": [{"itemIdentifier": ""}]}), &ids).is_err());
         assert!(failed_identifiers(&json!({"unexpected": 1}), &ids).is_err());
-        assert_eq!(failed_identifiers(&json!({"batchItemFailures": [{"itemIdentifier": "b"}]}), &ids).unwrap(), HashSet::from(["b".to_owned()]));
+        assert_eq!(
+            failed_identifiers(&json!({"batchItemFailures": [{"itemIdentifier": "b"}]}), &ids).unwrap(),
+            HashSet::from(["b".to_owned()])
+        );
         assert!(failed_identifiers(&Value::Null, &ids).unwrap().is_empty());
         assert!(failed_identifiers(&json!({"batchItemFailures": []}), &ids).unwrap().is_empty());
     }

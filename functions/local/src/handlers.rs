@@ -34,14 +34,22 @@ impl OpenAiEndpoint {
     pub async fn start(api_key: Option<String>) -> Result<Self, String> {
         match api_key {
             Some(key) => Ok(Self {
-                base_url: config::optional(config::OPENAI_BASE_URL).unwrap_or_else(|| "https://api.openai.com/v1".to_owned()),
-                model: config::optional(config::OPENAI_MODEL).unwrap_or_else(|| config::DEFAULT_OPENAI_MODEL.to_owned()),
+                base_url: config::optional(config::OPENAI_BASE_URL)
+                    .unwrap_or_else(|| "https://api.openai.com/v1".to_owned()),
+                model: config::optional(config::OPENAI_MODEL)
+                    .unwrap_or_else(|| config::DEFAULT_OPENAI_MODEL.to_owned()),
                 api_key: key,
                 fake: None,
             }),
             None => {
-                let fake = FakeOpenAi::deterministic().map_err(|e| format!("the offline OpenAI endpoint did not start: {e}"))?;
-                Ok(Self { base_url: fake.base_url(), model: OFFLINE_MODEL.to_owned(), api_key: "offline-no-key".to_owned(), fake: Some(fake) })
+                let fake = FakeOpenAi::deterministic()
+                    .map_err(|e| format!("the offline OpenAI endpoint did not start: {e}"))?;
+                Ok(Self {
+                    base_url: fake.base_url(),
+                    model: OFFLINE_MODEL.to_owned(),
+                    api_key: "offline-no-key".to_owned(),
+                    fake: Some(fake),
+                })
             }
         }
     }
@@ -98,7 +106,10 @@ pub async fn in_process(
                 async move {
                     let mongo = Mongo::connect(&settings).await?;
                     let sqs = sophia_platform::sqs::client(Some(&endpoint)).await;
-                    Ok::<_, BoxError>(InterviewCompletedHandler::new(mongo, SqsReportPublisher(SqsProducer::new(sqs, urls))))
+                    Ok::<_, BoxError>(InterviewCompletedHandler::new(
+                        mongo,
+                        SqsReportPublisher(SqsProducer::new(sqs, urls)),
+                    ))
                 }
             },
             |h, event| Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { e.to_string().into() }) }),

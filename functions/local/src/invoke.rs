@@ -36,7 +36,11 @@ pub enum InvokeError {
 
 /// A function the emulator can invoke.
 pub trait Invoke: Send + Sync {
-    fn invoke(&self, event: serde_json::Value, context: InvokeContext) -> BoxFuture<'_, Result<serde_json::Value, InvokeError>>;
+    fn invoke(
+        &self,
+        event: serde_json::Value,
+        context: InvokeContext,
+    ) -> BoxFuture<'_, Result<serde_json::Value, InvokeError>>;
 }
 
 type Handler = dyn Fn(LambdaEvent<SqsEvent>) -> BoxFuture<'static, Result<SqsBatchResponse, BoxError>> + Send + Sync;
@@ -59,14 +63,21 @@ impl InProcess {
 }
 
 impl Invoke for InProcess {
-    fn invoke(&self, event: serde_json::Value, context: InvokeContext) -> BoxFuture<'_, Result<serde_json::Value, InvokeError>> {
+    fn invoke(
+        &self,
+        event: serde_json::Value,
+        context: InvokeContext,
+    ) -> BoxFuture<'_, Result<serde_json::Value, InvokeError>> {
         Box::pin(async move {
-            let payload: SqsEvent = serde_json::from_value(event).map_err(|e| InvokeError::Function(format!("event does not deserialise: {e}")))?;
+            let payload: SqsEvent = serde_json::from_value(event)
+                .map_err(|e| InvokeError::Function(format!("event does not deserialise: {e}")))?;
             let mut ctx = Context::default();
             ctx.request_id = context.request_id;
             ctx.deadline = context.deadline_ms;
             ctx.invoked_function_arn = context.function_arn;
-            let response = (self.handler)(LambdaEvent::new(payload, ctx)).await.map_err(|e| InvokeError::Function(e.to_string()))?;
+            let response = (self.handler)(LambdaEvent::new(payload, ctx))
+                .await
+                .map_err(|e| InvokeError::Function(e.to_string()))?;
             serde_json::to_value(response).map_err(|e| InvokeError::BadResponse(e.to_string()))
         })
     }
@@ -82,7 +93,8 @@ struct Job {
 }
 
 /// One invocation against an instance's state.
-pub type InstanceCall<H> = for<'a> fn(&'a H, LambdaEvent<SqsEvent>) -> LocalBoxFuture<'a, Result<SqsBatchResponse, BoxError>>;
+pub type InstanceCall<H> =
+    for<'a> fn(&'a H, LambdaEvent<SqsEvent>) -> LocalBoxFuture<'a, Result<SqsBatchResponse, BoxError>>;
 
 /// Function instances, each like a Lambda execution environment: its own thread and
 /// current-thread runtime, its state (clients) built once by the factory (what `main` does),
@@ -94,12 +106,7 @@ pub struct Instances {
 impl Instances {
     /// Starts `count` instances. `factory` builds one instance's state inside its runtime;
     /// `call` runs one invocation against it.
-    pub fn spawn<H, F, Fut>(
-        name: &str,
-        count: usize,
-        factory: F,
-        call: InstanceCall<H>,
-    ) -> Result<Self, InvokeError>
+    pub fn spawn<H, F, Fut>(name: &str, count: usize, factory: F, call: InstanceCall<H>) -> Result<Self, InvokeError>
     where
         H: 'static,
         F: Fn() -> Fut + Send + Sync + 'static,
@@ -136,7 +143,9 @@ impl Instances {
                             ctx.request_id = job.context.request_id;
                             ctx.deadline = job.context.deadline_ms;
                             ctx.invoked_function_arn = job.context.function_arn;
-                            let response = call(&state, LambdaEvent::new(payload, ctx)).await.map_err(|e| InvokeError::Function(e.to_string()))?;
+                            let response = call(&state, LambdaEvent::new(payload, ctx))
+                                .await
+                                .map_err(|e| InvokeError::Function(e.to_string()))?;
                             serde_json::to_value(response).map_err(|e| InvokeError::BadResponse(e.to_string()))
                         });
                         let _ = job.reply.send(answer);
@@ -153,7 +162,11 @@ impl Instances {
 }
 
 impl Invoke for Instances {
-    fn invoke(&self, event: serde_json::Value, context: InvokeContext) -> BoxFuture<'_, Result<serde_json::Value, InvokeError>> {
+    fn invoke(
+        &self,
+        event: serde_json::Value,
+        context: InvokeContext,
+    ) -> BoxFuture<'_, Result<serde_json::Value, InvokeError>> {
         Box::pin(async move {
             let (reply, answer) = tokio::sync::oneshot::channel();
             let jobs = self.jobs.clone();

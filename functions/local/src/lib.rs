@@ -10,13 +10,13 @@
 //! - [`runner`] / [`handlers`]: the whole pipeline, started and stopped as one; [`envfile`]: its
 //!   endpoints for other tools; [`demo`]: the scenarios and their summary.
 
+pub mod bench;
 pub mod demo;
 pub mod envfile;
 pub mod esm;
 pub mod handlers;
 pub mod invoke;
 pub mod load;
-pub mod bench;
 pub mod queues;
 pub mod runner;
 pub mod runtime_api;

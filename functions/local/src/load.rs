@@ -30,7 +30,9 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use sophia_contracts::{DurationSeconds, EventType, InterviewId, OrganizationId, RequestId, Timestamp};
 use sophia_credits::arithmetic::{Allocation, LotStatus};
-use sophia_credits::model::{CreditLot, LedgerEntry, LedgerType, OrgCredits, Organization, OutboxEntry, OutboxStatus, Reference, ReferenceKind};
+use sophia_credits::model::{
+    CreditLot, LedgerEntry, LedgerType, OrgCredits, Organization, OutboxEntry, OutboxStatus, Reference, ReferenceKind,
+};
 use sophia_credits::{CreditsStore, invariants};
 use sophia_platform::config;
 use sophia_sqs_producer::{CompletedInput, FailedInput, QueueUrls, SqsProducer};
@@ -71,7 +73,17 @@ pub struct LoadOptions {
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        Self { events: 10_000, orgs: 50, pollers: 4, settle_pollers: 1, settle_concurrency: 1, publish_concurrency: 32, timeout: Duration::from_secs(12 * 3600), progress: true, seed: 0x5eed }
+        Self {
+            events: 10_000,
+            orgs: 50,
+            pollers: 4,
+            settle_pollers: 1,
+            settle_concurrency: 1,
+            publish_concurrency: 32,
+            timeout: Duration::from_secs(12 * 3600),
+            progress: true,
+            seed: 0x5eed,
+        }
     }
 }
 
@@ -225,7 +237,9 @@ impl LoadReport {
 pub fn transcript(substantive: bool) -> Document {
     let answer = |topic: &str| {
         if substantive {
-            format!("In my last role I owned the {topic}, measured it every week, and cut its cost by a third without losing reliability.")
+            format!(
+                "In my last role I owned the {topic}, measured it every week, and cut its cost by a third without losing reliability."
+            )
         } else {
             "Yes.".to_owned()
         }
@@ -251,16 +265,30 @@ fn malformed_body(i: usize, org: ObjectId) -> String {
     let id = ObjectId::new();
     match i % 6 {
         0 => "this is not JSON {".to_owned(),
-        1 => format!(r#"{{"interviewId":"{id}-not-an-id","organizationId":"{org}","completedAt":"2026-12-02T10:00:00Z","durationSeconds":600}}"#),
+        1 => format!(
+            r#"{{"interviewId":"{id}-not-an-id","organizationId":"{org}","completedAt":"2026-12-02T10:00:00Z","durationSeconds":600}}"#
+        ),
         2 => format!(r#"{{"interviewId":"{id}","completedAt":"2026-12-02T10:00:00Z","durationSeconds":600}}"#),
-        3 => format!(r#"{{"interviewId":"{id}","organizationId":"{org}","completedAt":"2026-12-02T10:00:00Z","durationSeconds":"six hundred"}}"#),
-        4 => format!(r#"{{"interviewId":"{id}","organizationId":"{org}","completedAt":"yesterday","durationSeconds":-5}}"#),
-        _ => format!(r#"{{"type":"interview.exploded","interviewId":"{id}","organizationId":"{org}","failureReason":"x","failedAt":"2026-12-02T10:00:00Z"}}"#),
+        3 => format!(
+            r#"{{"interviewId":"{id}","organizationId":"{org}","completedAt":"2026-12-02T10:00:00Z","durationSeconds":"six hundred"}}"#
+        ),
+        4 => format!(
+            r#"{{"interviewId":"{id}","organizationId":"{org}","completedAt":"yesterday","durationSeconds":-5}}"#
+        ),
+        _ => format!(
+            r#"{{"type":"interview.exploded","interviewId":"{id}","organizationId":"{org}","failureReason":"x","failedAt":"2026-12-02T10:00:00Z"}}"#
+        ),
     }
 }
 
 /// Organizations, lots and reserved interviews in bulk, consistent with the five invariants.
-async fn seed(store: &CreditsStore, planned: &mut Vec<Planned>, mix: &Mix, orgs: usize, rng: &mut Rng) -> Result<(), LoadError> {
+async fn seed(
+    store: &CreditsStore,
+    planned: &mut Vec<Planned>,
+    mix: &Mix,
+    orgs: usize,
+    rng: &mut Rng,
+) -> Result<(), LoadError> {
     let now = chrono::Utc::now();
     let at = DateTime::from_chrono(now);
     let org_ids: Vec<ObjectId> = (0..orgs).map(|_| ObjectId::new()).collect();
@@ -276,7 +304,10 @@ async fn seed(store: &CreditsStore, planned: &mut Vec<Planned>, mix: &Mix, orgs:
         let duration = (!failed).then(|| if rng.range(0, 19) == 0 { rng.range(5, 59) } else { rng.range(120, 2700) });
         let allocations: Vec<Allocation> = if i % 5 == 0 {
             let a = reserved / 2;
-            vec![Allocation { lot_id: lot_ids[o][0], credits: a }, Allocation { lot_id: lot_ids[o][1], credits: reserved - a }]
+            vec![
+                Allocation { lot_id: lot_ids[o][0], credits: a },
+                Allocation { lot_id: lot_ids[o][1], credits: reserved - a },
+            ]
         } else {
             vec![Allocation { lot_id: lot_ids[o][i % 2], credits: reserved }]
         };
@@ -284,7 +315,14 @@ async fn seed(store: &CreditsStore, planned: &mut Vec<Planned>, mix: &Mix, orgs:
         for a in &allocations {
             let slot = usize::from(a.lot_id == lot_ids[o][1]);
             lot_reserved[o][slot] += a.credits;
-            ledger.push(LedgerEntry::new(org_ids[o], a.lot_id, LedgerType::Reserve, a.credits, Reference { kind: ReferenceKind::Interview, id }, at));
+            ledger.push(LedgerEntry::new(
+                org_ids[o],
+                a.lot_id,
+                LedgerType::Reserve,
+                a.credits,
+                Reference { kind: ReferenceKind::Interview, id },
+                at,
+            ));
         }
         let mut d = doc! {
             "_id": id,
@@ -329,7 +367,11 @@ async fn seed(store: &CreditsStore, planned: &mut Vec<Planned>, mix: &Mix, orgs:
             });
         }
         let reserved = lot_reserved[o][0] + lot_reserved[o][1];
-        organizations.push(Organization { id: org_ids[o], name: format!("Load organization {o}"), credits: OrgCredits { available, reserved } });
+        organizations.push(Organization {
+            id: org_ids[o],
+            name: format!("Load organization {o}"),
+            credits: OrgCredits { available, reserved },
+        });
     }
     store.organizations().insert_many(&organizations).await?;
     store.lots().insert_many(&lots).await?;
@@ -370,8 +412,14 @@ impl Pipeline {
         let fauxqs = start_fauxqs(free_port()).map_err(setup)?;
         let nx = start_nx_mongo(free_port()).map_err(setup)?;
         let sqs = sophia_platform::sqs::client(Some(&fauxqs.url())).await;
-        let queues = create_queue_set_with(&sqs, "sophia-load", decl, &QueueOverrides::default()).await.map_err(setup)?;
-        let settings = MongoSettings { uri: nx.url(), database: "sophia-load".to_owned(), server_selection_timeout: Duration::from_secs(5), allow_standalone: true };
+        let queues =
+            create_queue_set_with(&sqs, "sophia-load", decl, &QueueOverrides::default()).await.map_err(setup)?;
+        let settings = MongoSettings {
+            uri: nx.url(),
+            database: "sophia-load".to_owned(),
+            server_selection_timeout: Duration::from_secs(5),
+            allow_standalone: true,
+        };
         let mongo = Mongo::connect(&settings).await.map_err(setup)?;
         mongo.check_deployment().await.map_err(setup)?;
         handlers::migrate(&mongo).await.map_err(LoadError::Setup)?;
@@ -383,7 +431,10 @@ impl Pipeline {
         env.insert("REPORT_GENERATE_DLQ_URL".to_owned(), queues.report_generate.dlq.url.clone());
         env.insert(config::MONGODB_URI.to_owned(), nx.url());
 
-        let urls = QueueUrls { interview_completed: Some(queues.interview_completed.source.url.clone()), report_generate: Some(queues.report_generate.source.url.clone()) };
+        let urls = QueueUrls {
+            interview_completed: Some(queues.interview_completed.source.url.clone()),
+            report_generate: Some(queues.report_generate.source.url.clone()),
+        };
         let endpoint = fauxqs.url();
         let concurrency = options.settle_concurrency.max(1);
         let factory_settings = settings.clone();
@@ -397,19 +448,31 @@ impl Pipeline {
                         let mongo = Mongo::connect(&settings).await?;
                         let sqs = sophia_platform::sqs::client(Some(&endpoint)).await;
                         let consumer = ConsumerOptions { concurrency, ..ConsumerOptions::default() };
-                        Ok::<_, BoxError>(CompletedHandler::with_options(mongo, SqsReportPublisher(SqsProducer::new(sqs, urls)), consumer))
+                        Ok::<_, BoxError>(CompletedHandler::with_options(
+                            mongo,
+                            SqsReportPublisher(SqsProducer::new(sqs, urls)),
+                            consumer,
+                        ))
                     }
                 },
-                |h, event| Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { e.to_string().into() }) }),
+                |h, event| {
+                    Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { e.to_string().into() }) })
+                },
             )
             .map_err(setup)?,
         );
-        let report = handlers::in_process("report-generate", options.pollers.max(1), &mongo, &fauxqs.url(), &env, &openai).await.map_err(LoadError::Setup)?;
+        let report =
+            handlers::in_process("report-generate", options.pollers.max(1), &mongo, &fauxqs.url(), &env, &openai)
+                .await
+                .map_err(LoadError::Setup)?;
 
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut stats = Vec::new();
         let mut tasks = Vec::new();
-        for (pair, invoker, pollers) in [(&queues.interview_completed, settle, options.settle_pollers), (&queues.report_generate, report, options.pollers)] {
+        for (pair, invoker, pollers) in [
+            (&queues.interview_completed, settle, options.settle_pollers),
+            (&queues.report_generate, report, options.pollers),
+        ] {
             let q = decl.queue(&pair.key).ok_or_else(|| LoadError::Setup(format!("{} is not declared", pair.key)))?;
             let esm = EventSourceMapping::declared(sqs.clone(), pair.source.clone(), q, decl, invoker);
             stats.push((q.consumer.clone(), esm.stats.clone()));
@@ -429,7 +492,18 @@ impl Pipeline {
         use std::sync::atomic::Ordering::Relaxed;
         self.stats
             .iter()
-            .map(|(f, s)| (f.clone(), [s.invocations.load(Relaxed), s.records.load(Relaxed), s.deleted.load(Relaxed), s.item_failures.load(Relaxed), s.batch_failures.load(Relaxed)]))
+            .map(|(f, s)| {
+                (
+                    f.clone(),
+                    [
+                        s.invocations.load(Relaxed),
+                        s.records.load(Relaxed),
+                        s.deleted.load(Relaxed),
+                        s.item_failures.load(Relaxed),
+                        s.batch_failures.load(Relaxed),
+                    ],
+                )
+            })
             .collect()
     }
 
@@ -473,9 +547,17 @@ async fn drive(runner: &Pipeline, options: &LoadOptions, mix: Mix, orgs: usize) 
     let seed_seconds = seed_started.elapsed().as_secs_f64();
     let violations_before = invariants::check_all(&store).await?;
     if !violations_before.is_empty() {
-        return Err(LoadError::Setup(format!("the seed itself breaks the invariants: {:?}", violations_before.first())));
+        return Err(LoadError::Setup(format!(
+            "the seed itself breaks the invariants: {:?}",
+            violations_before.first()
+        )));
     }
-    eprintln!("seeded {} organizations, {} lots, {} reserved interviews in {seed_seconds:.1} s", orgs, orgs * 2, planned.len());
+    eprintln!(
+        "seeded {} organizations, {} lots, {} reserved interviews in {seed_seconds:.1} s",
+        orgs,
+        orgs * 2,
+        planned.len()
+    );
 
     // 2. The mix, shuffled.
     let mut messages: Vec<Message> = (0..planned.len()).map(Message::Valid).collect();
@@ -490,58 +572,73 @@ async fn drive(runner: &Pipeline, options: &LoadOptions, mix: Mix, orgs: usize) 
 
     let producer = SqsProducer::new(
         runner.sqs.clone(),
-        QueueUrls { interview_completed: env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(), report_generate: env.get(config::REPORT_GENERATE_QUEUE_URL).cloned() },
+        QueueUrls {
+            interview_completed: env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(),
+            report_generate: env.get(config::REPORT_GENERATE_QUEUE_URL).cloned(),
+        },
     );
-    let queue_url = env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned().ok_or_else(|| LoadError::Setup("no interview queue URL".into()))?;
+    let queue_url = env
+        .get(config::INTERVIEW_COMPLETED_QUEUE_URL)
+        .cloned()
+        .ok_or_else(|| LoadError::Setup("no interview queue URL".into()))?;
 
     // 3. Publish, bounded concurrency; the first publish time of each interview.
     let bar = progress_bar(options.progress, messages.len() as u64, "publish");
     let first_publish = SystemTime::now();
     let publish_started = Instant::now();
     let planned_ref = &planned;
-    let published: Vec<Result<Option<(usize, SystemTime)>, LoadError>> = futures::stream::iter(messages.into_iter().enumerate())
-        .map(|(n, m)| {
-            let (producer, queue_url, bar) = (&producer, &queue_url, &bar);
-            async move {
-                let request_id = RequestId::from_caller(Some(&format!("load-{n}")));
-                let at = SystemTime::now();
-                let out = match m {
-                    Message::Valid(i) => {
-                        let p = &planned_ref[i];
-                        match p.duration {
-                            Some(seconds) => {
-                                let input = CompletedInput {
-                                    interview_id: InterviewId::new(p.id),
-                                    organization_id: OrganizationId::new(p.org),
-                                    completed_at: Some(Timestamp::now()),
-                                    duration_seconds: DurationSeconds::new(seconds),
-                                };
-                                producer.publish_interview_completed(input, &request_id).await?;
+    let published: Vec<Result<Option<(usize, SystemTime)>, LoadError>> =
+        futures::stream::iter(messages.into_iter().enumerate())
+            .map(|(n, m)| {
+                let (producer, queue_url, bar) = (&producer, &queue_url, &bar);
+                async move {
+                    let request_id = RequestId::from_caller(Some(&format!("load-{n}")));
+                    let at = SystemTime::now();
+                    let out = match m {
+                        Message::Valid(i) => {
+                            let p = &planned_ref[i];
+                            match p.duration {
+                                Some(seconds) => {
+                                    let input = CompletedInput {
+                                        interview_id: InterviewId::new(p.id),
+                                        organization_id: OrganizationId::new(p.org),
+                                        completed_at: Some(Timestamp::now()),
+                                        duration_seconds: DurationSeconds::new(seconds),
+                                    };
+                                    producer.publish_interview_completed(input, &request_id).await?;
+                                }
+                                None => {
+                                    let input = FailedInput {
+                                        interview_id: InterviewId::new(p.id),
+                                        organization_id: OrganizationId::new(p.org),
+                                        failure_reason: "load test: bot could not join".into(),
+                                        failed_at: Some(Timestamp::now()),
+                                    };
+                                    producer.publish_interview_failed(input, &request_id).await?;
+                                }
                             }
-                            None => {
-                                let input = FailedInput {
-                                    interview_id: InterviewId::new(p.id),
-                                    organization_id: OrganizationId::new(p.org),
-                                    failure_reason: "load test: bot could not join".into(),
-                                    failed_at: Some(Timestamp::now()),
-                                };
-                                producer.publish_interview_failed(input, &request_id).await?;
-                            }
+                            Some((i, at))
                         }
-                        Some((i, at))
-                    }
-                    Message::Malformed(body) => {
-                        producer.send(Some(queue_url), config::INTERVIEW_COMPLETED_QUEUE_URL, &body, EventType::InterviewCompleted, &request_id).await?;
-                        None
-                    }
-                };
-                bar.inc(1);
-                Ok(out)
-            }
-        })
-        .buffer_unordered(options.publish_concurrency.max(1))
-        .collect()
-        .await;
+                        Message::Malformed(body) => {
+                            producer
+                                .send(
+                                    Some(queue_url),
+                                    config::INTERVIEW_COMPLETED_QUEUE_URL,
+                                    &body,
+                                    EventType::InterviewCompleted,
+                                    &request_id,
+                                )
+                                .await?;
+                            None
+                        }
+                    };
+                    bar.inc(1);
+                    Ok(out)
+                }
+            })
+            .buffer_unordered(options.publish_concurrency.max(1))
+            .collect()
+            .await;
     let mut published_at: HashMap<usize, SystemTime> = HashMap::new();
     for r in published {
         if let Some((i, at)) = r? {
@@ -550,7 +647,11 @@ async fn drive(runner: &Pipeline, options: &LoadOptions, mix: Mix, orgs: usize) 
     }
     let publish_seconds = publish_started.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    eprintln!("published {} messages in {publish_seconds:.1} s ({:.0} msg/s)", mix.events, mix.events as f64 / publish_seconds.max(1e-9));
+    eprintln!(
+        "published {} messages in {publish_seconds:.1} s ({:.0} msg/s)",
+        mix.events,
+        mix.events as f64 / publish_seconds.max(1e-9)
+    );
 
     // 4. Wait for every settlement and every report.
     let interviews = runner.mongo.db.collection::<Document>("interviews");
@@ -595,8 +696,10 @@ fn progress_bar(visible: bool, len: u64, label: &str) -> indicatif::ProgressBar 
     }
     let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg:>17} [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec}, eta {eta})")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(
+            "{msg:>17} [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar.set_message(label.to_owned());
     bar
@@ -629,7 +732,11 @@ async fn audit(
         .try_collect()
         .await?;
     if docs.len() != planned.len() {
-        violations.push(format!("{} interview documents, {} seeded (a malformed body wrote something?)", docs.len(), planned.len()));
+        violations.push(format!(
+            "{} interview documents, {} seeded (a malformed body wrote something?)",
+            docs.len(),
+            planned.len()
+        ));
     }
     let mut settled_at: HashMap<ObjectId, SystemTime> = HashMap::new();
     let mut consumed: HashMap<ObjectId, i64> = HashMap::new();
@@ -654,7 +761,13 @@ async fn audit(
     let mut sums: HashMap<ObjectId, BTreeMap<&'static str, (i64, usize)>> = HashMap::new();
     for e in &ledger {
         if !keys.insert((e.reference.kind, e.reference.id, e.kind.as_str(), e.lot_id)) {
-            violations.push(format!("duplicate ledger key {:?} {} {} lot {}", e.reference.kind, e.reference.id, e.kind.as_str(), e.lot_id));
+            violations.push(format!(
+                "duplicate ledger key {:?} {} {} lot {}",
+                e.reference.kind,
+                e.reference.id,
+                e.kind.as_str(),
+                e.lot_id
+            ));
         }
         if e.reference.kind == ReferenceKind::Interview {
             let s = sums.entry(e.reference.id).or_default().entry(e.kind.as_str()).or_default();
@@ -670,19 +783,32 @@ async fn audit(
             continue;
         }
         if settle.1 > p.lots || release.1 > p.lots || forfeit.1 > p.lots {
-            violations.push(format!("interview {}: {} SETTLE / {} RELEASE / {} FORFEIT entries for {} lots", p.id, settle.1, release.1, forfeit.1, p.lots));
+            violations.push(format!(
+                "interview {}: {} SETTLE / {} RELEASE / {} FORFEIT entries for {} lots",
+                p.id, settle.1, release.1, forfeit.1, p.lots
+            ));
         }
         if reserve.0 != p.reserved || reserve.0 != settle.0 + release.0 + forfeit.0 {
-            violations.push(format!("interview {}: RESERVE {} != SETTLE {} + RELEASE {} + FORFEIT {} (reserved {})", p.id, reserve.0, settle.0, release.0, forfeit.0, p.reserved));
+            violations.push(format!(
+                "interview {}: RESERVE {} != SETTLE {} + RELEASE {} + FORFEIT {} (reserved {})",
+                p.id, reserve.0, settle.0, release.0, forfeit.0, p.reserved
+            ));
         }
         let stored = consumed.get(&p.id).copied();
         if stored != Some(settle.0) || settle.0 != p.expected_consumed() {
-            violations.push(format!("interview {}: credits.consumed {:?}, SETTLE sum {}, expected {}", p.id, stored, settle.0, p.expected_consumed()));
+            violations.push(format!(
+                "interview {}: credits.consumed {:?}, SETTLE sum {}, expected {}",
+                p.id,
+                stored,
+                settle.0,
+                p.expected_consumed()
+            ));
         }
     }
 
     // Reports.
-    let report_docs: Vec<Document> = db.collection::<Document>("interviewReports").find(doc! {}).await?.try_collect().await?;
+    let report_docs: Vec<Document> =
+        db.collection::<Document>("interviewReports").find(doc! {}).await?.try_collect().await?;
     let mut per_interview: HashMap<ObjectId, Vec<&Document>> = HashMap::new();
     for r in &report_docs {
         if let Ok(id) = r.get_object_id("interviewId") {
@@ -694,9 +820,13 @@ async fn audit(
     for p in planned {
         let found = per_interview.get(&p.id).map(Vec::as_slice).unwrap_or_default();
         match p.duration {
-            None if !found.is_empty() => violations.push(format!("failed interview {} has {} report(s)", p.id, found.len())),
+            None if !found.is_empty() => {
+                violations.push(format!("failed interview {} has {} report(s)", p.id, found.len()))
+            }
             None => {}
-            Some(_) if found.len() != 1 => violations.push(format!("completed interview {} has {} reports", p.id, found.len())),
+            Some(_) if found.len() != 1 => {
+                violations.push(format!("completed interview {} has {} reports", p.id, found.len()))
+            }
             Some(_) => {
                 let r = found[0];
                 match r.get_str("status").unwrap_or("") {
@@ -704,7 +834,11 @@ async fn audit(
                     "FAILED" => reports_failed += 1,
                     other => violations.push(format!("report of {} is {other:?}, not terminal", p.id)),
                 }
-                let rec = r.get_document("report").ok().and_then(|x| x.get_str("recommendation").ok()).or_else(|| r.get_str("recommendation").ok());
+                let rec = r
+                    .get_document("report")
+                    .ok()
+                    .and_then(|x| x.get_str("recommendation").ok())
+                    .or_else(|| r.get_str("recommendation").ok());
                 if rec == Some("insufficient_evidence") {
                     insufficient += 1;
                 }
@@ -730,11 +864,15 @@ async fn audit(
     if outbox.len() != completed_count {
         violations.push(format!("{} outbox entries for {completed_count} completed interviews", outbox.len()));
     }
-    for (name, key) in [("interview-completed-dlq", "INTERVIEW_COMPLETED_DLQ_URL"), ("report-generate-dlq", "REPORT_GENERATE_DLQ_URL")] {
+    for (name, key) in
+        [("interview-completed-dlq", "INTERVIEW_COMPLETED_DLQ_URL"), ("report-generate-dlq", "REPORT_GENERATE_DLQ_URL")]
+    {
         if let Some(url) = runner.env().get(key) {
             let n = queue_depth(&runner.sqs, url).await;
             if n != 0 {
-                violations.push(format!("DLQ {name} holds {n} message(s); expected none (malformed bodies are dropped, not retried)"));
+                violations.push(format!(
+                    "DLQ {name} holds {n} message(s); expected none (malformed bodies are dropped, not retried)"
+                ));
             }
         }
     }
@@ -790,7 +928,14 @@ async fn audit(
 /// assumed: that is reported as `u64::MAX`).
 async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> u64 {
     use aws_sdk_sqs::types::QueueAttributeName as A;
-    match sqs.get_queue_attributes().queue_url(url).attribute_names(A::ApproximateNumberOfMessages).attribute_names(A::ApproximateNumberOfMessagesNotVisible).send().await {
+    match sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(A::ApproximateNumberOfMessages)
+        .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await
+    {
         Ok(out) => {
             let attrs = out.attributes.unwrap_or_default();
             let get = |k: A| attrs.get(&k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
@@ -826,17 +971,34 @@ impl fmt::Display for LoadReport {
             m.interviews()
         )?;
         writeln!(f, "  seed {:.1} s, publish {:.1} s", self.seed_seconds, self.publish_seconds)?;
-        writeln!(f, "  settled {} / {} in {:.1} s from the first publish", self.settled, m.interviews(), self.settle_seconds)?;
-        writeln!(f, "  throughput: {:.1} valid events settled/s ({:.1} messages/s incl. duplicates and malformed)", self.settled_per_second, self.messages_per_second)?;
+        writeln!(
+            f,
+            "  settled {} / {} in {:.1} s from the first publish",
+            self.settled,
+            m.interviews(),
+            self.settle_seconds
+        )?;
+        writeln!(
+            f,
+            "  throughput: {:.1} valid events settled/s ({:.1} messages/s incl. duplicates and malformed)",
+            self.settled_per_second, self.messages_per_second
+        )?;
         writeln!(
             f,
             "  latency publish -> settledAt: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms (n={})",
-            self.settle_latency.p50_ms, self.settle_latency.p99_ms, self.settle_latency.max_ms, self.settle_latency.count
+            self.settle_latency.p50_ms,
+            self.settle_latency.p99_ms,
+            self.settle_latency.max_ms,
+            self.settle_latency.count
         )?;
         writeln!(
             f,
             "  latency publish -> report completed: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms (n={}); last report {:.1} s after the first publish",
-            self.report_latency.p50_ms, self.report_latency.p99_ms, self.report_latency.max_ms, self.report_latency.count, self.report_seconds
+            self.report_latency.p50_ms,
+            self.report_latency.p99_ms,
+            self.report_latency.max_ms,
+            self.report_latency.count,
+            self.report_seconds
         )?;
         writeln!(
             f,
@@ -844,13 +1006,19 @@ impl fmt::Display for LoadReport {
             self.reports_completed, self.insufficient_evidence_reports, self.reports_failed, self.ledger_entries
         )?;
         for (function, [invocations, records, deleted, item_failures, batch_failures]) in &self.esm {
-            writeln!(f, "  {function}: {invocations} invocations, {records} records, {deleted} deleted, {item_failures} item failures, {batch_failures} batch failures")?;
+            writeln!(
+                f,
+                "  {function}: {invocations} invocations, {records} records, {deleted} deleted, {item_failures} item failures, {batch_failures} batch failures"
+            )?;
         }
         if self.timed_out {
             writeln!(f, "✘ timed out before everything was settled and reported")?;
         }
         if self.violations.is_empty() {
-            writeln!(f, "✔ every valid interview settled exactly once, one report per completed interview, none for failed ones,")?;
+            writeln!(
+                f,
+                "✔ every valid interview settled exactly once, one report per completed interview, none for failed ones,"
+            )?;
             write!(f, "  DLQs empty, no pending outbox entry, the five invariants hold for every organization")
         } else {
             writeln!(f, "✘ {} violation(s):", self.violations.len())?;

@@ -10,7 +10,10 @@ use sophia_local::queues::QueueOverrides;
 use sophia_local::runner::{FunctionMode, Runner, RunnerOptions};
 
 #[derive(Parser)]
-#[command(name = "sophia-local", about = "Run the Sophia async jobs pipeline locally: fauxqs, nx-27017, the consumers, a demo")]
+#[command(
+    name = "sophia-local",
+    about = "Run the Sophia async jobs pipeline locally: fauxqs, nx-27017, the consumers, a demo"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -57,7 +60,17 @@ async fn main() -> ExitCode {
     sophia_platform::telemetry::init_for_cli("info,sophia_sqs_consumer=warn");
     let cli = Cli::parse();
     match cli.command {
-        Command::Up { sqs_port, mongo_port, bootstrap, no_demo, exit_after_demo, json, pollers, env_file, visibility_timeout } => {
+        Command::Up {
+            sqs_port,
+            mongo_port,
+            bootstrap,
+            no_demo,
+            exit_after_demo,
+            json,
+            pollers,
+            env_file,
+            visibility_timeout,
+        } => {
             let env_file = env_file.unwrap_or_else(sophia_local::envfile::default_path);
             let started = Instant::now();
             let options = RunnerOptions {
@@ -96,7 +109,10 @@ async fn main() -> ExitCode {
                         } else {
                             println!("{report}");
                         }
-                        eprintln!("first report stored {:.1} s after the command started", report.first_report_after(started).as_secs_f64());
+                        eprintln!(
+                            "first report stored {:.1} s after the command started",
+                            report.first_report_after(started).as_secs_f64()
+                        );
                         if !report.all_expectations_met() {
                             code = ExitCode::FAILURE;
                         }
@@ -113,7 +129,9 @@ async fn main() -> ExitCode {
                 eprintln!("stopping");
             }
             for (function, [invocations, records, deleted, item_failures, batch_failures]) in runner.stats() {
-                eprintln!("{function}: {invocations} invocations, {records} records, {deleted} deleted, {item_failures} item failures, {batch_failures} batch failures");
+                eprintln!(
+                    "{function}: {invocations} invocations, {records} records, {deleted} deleted, {item_failures} item failures, {batch_failures} batch failures"
+                );
             }
             runner.stop().await;
             code

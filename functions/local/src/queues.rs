@@ -37,9 +37,17 @@ impl QueueSet {
 #[derive(Debug, thiserror::Error)]
 pub enum QueueSetupError {
     #[error("creating queue {name}: {source}")]
-    Create { name: String, #[source] source: aws_sdk_sqs::Error },
+    Create {
+        name: String,
+        #[source]
+        source: aws_sdk_sqs::Error,
+    },
     #[error("reading the ARN of {name}: {source}")]
-    Attributes { name: String, #[source] source: aws_sdk_sqs::Error },
+    Attributes {
+        name: String,
+        #[source]
+        source: aws_sdk_sqs::Error,
+    },
     #[error("the endpoint returned no {what} for {name}")]
     Missing { name: String, what: &'static str },
 }
@@ -69,16 +77,30 @@ pub async fn create_queue_set_with(
     })
 }
 
-async fn create_pair(client: &Client, prefix: &str, q: &QueueSettings, overrides: &QueueOverrides) -> Result<QueuePair, QueueSetupError> {
+async fn create_pair(
+    client: &Client,
+    prefix: &str,
+    q: &QueueSettings,
+    overrides: &QueueOverrides,
+) -> Result<QueuePair, QueueSetupError> {
     let dlq_name = format!("{prefix}-{}", q.dlq_name);
-    let dlq = create(client, &dlq_name, vec![(QueueAttributeName::MessageRetentionPeriod, q.dlq_message_retention_seconds.to_string())]).await?;
-    let redrive = serde_json::json!({"deadLetterTargetArn": dlq.arn, "maxReceiveCount": q.max_receive_count}).to_string();
+    let dlq = create(
+        client,
+        &dlq_name,
+        vec![(QueueAttributeName::MessageRetentionPeriod, q.dlq_message_retention_seconds.to_string())],
+    )
+    .await?;
+    let redrive =
+        serde_json::json!({"deadLetterTargetArn": dlq.arn, "maxReceiveCount": q.max_receive_count}).to_string();
     let source_name = format!("{prefix}-{}", q.name);
     let source = create(
         client,
         &source_name,
         vec![
-            (QueueAttributeName::VisibilityTimeout, overrides.visibility_timeout_seconds.unwrap_or(q.visibility_timeout_seconds).to_string()),
+            (
+                QueueAttributeName::VisibilityTimeout,
+                overrides.visibility_timeout_seconds.unwrap_or(q.visibility_timeout_seconds).to_string(),
+            ),
             (QueueAttributeName::MessageRetentionPeriod, q.message_retention_seconds.to_string()),
             (QueueAttributeName::RedrivePolicy, redrive),
         ],
@@ -98,7 +120,11 @@ async fn create_pair(client: &Client, prefix: &str, q: &QueueSettings, overrides
     Ok(QueuePair { key: q.key.clone(), source, dlq })
 }
 
-async fn create(client: &Client, name: &str, attributes: Vec<(QueueAttributeName, String)>) -> Result<QueueRef, QueueSetupError> {
+async fn create(
+    client: &Client,
+    name: &str,
+    attributes: Vec<(QueueAttributeName, String)>,
+) -> Result<QueueRef, QueueSetupError> {
     let mut req = client.create_queue().queue_name(name);
     for (k, v) in attributes {
         req = req.attributes(k, v);

@@ -164,11 +164,18 @@ impl Runner {
         Ok(runner)
     }
 
-    async fn invoker(&mut self, function: &str, mode: &FunctionMode, instances: usize) -> Result<Arc<dyn Invoke>, RunnerError> {
+    async fn invoker(
+        &mut self,
+        function: &str,
+        mode: &FunctionMode,
+        instances: usize,
+    ) -> Result<Arc<dyn Invoke>, RunnerError> {
         match mode {
-            FunctionMode::InProcess => handlers::in_process(function, instances, &self.mongo, &self.fauxqs.url(), &self.env, &self.openai)
-                .await
-                .map_err(RunnerError::Setup),
+            FunctionMode::InProcess => {
+                handlers::in_process(function, instances, &self.mongo, &self.fauxqs.url(), &self.env, &self.openai)
+                    .await
+                    .map_err(RunnerError::Setup)
+            }
             FunctionMode::Bootstrap(dir) => {
                 let binary = [dir.join(function).join("bootstrap"), dir.join(function)]
                     .into_iter()
@@ -182,7 +189,10 @@ impl Runner {
                 env.push(("AWS_SECRET_ACCESS_KEY".to_owned(), "local".to_owned()));
                 let mut api = RuntimeApi::serve().await?;
                 api.start_function(&binary, function, memory, &env)?;
-                let ready = api.wait_ready(Duration::from_secs(30)).await.map_err(|e| RunnerError::Setup(format!("{function}: {e}")))?;
+                let ready = api
+                    .wait_ready(Duration::from_secs(30))
+                    .await
+                    .map_err(|e| RunnerError::Setup(format!("{function}: {e}")))?;
                 tracing::info!(function, readyMs = ready.as_millis() as u64, binary = %binary.display(), "bootstrap ready");
                 let api = Arc::new(tokio::sync::Mutex::new(api));
                 self.runtime_apis.push(api.clone());
@@ -214,7 +224,16 @@ impl Runner {
         self.stats
             .iter()
             .map(|(f, s)| {
-                (f.clone(), [s.invocations.load(Relaxed), s.records.load(Relaxed), s.deleted.load(Relaxed), s.item_failures.load(Relaxed), s.batch_failures.load(Relaxed)])
+                (
+                    f.clone(),
+                    [
+                        s.invocations.load(Relaxed),
+                        s.records.load(Relaxed),
+                        s.deleted.load(Relaxed),
+                        s.item_failures.load(Relaxed),
+                        s.batch_failures.load(Relaxed),
+                    ],
+                )
             })
             .collect()
     }
@@ -241,7 +260,11 @@ impl Runner {
 struct SharedApi(Arc<tokio::sync::Mutex<RuntimeApi>>);
 
 impl Invoke for SharedApi {
-    fn invoke(&self, event: serde_json::Value, context: crate::invoke::InvokeContext) -> crate::invoke::BoxFuture<'_, Result<serde_json::Value, crate::invoke::InvokeError>> {
+    fn invoke(
+        &self,
+        event: serde_json::Value,
+        context: crate::invoke::InvokeContext,
+    ) -> crate::invoke::BoxFuture<'_, Result<serde_json::Value, crate::invoke::InvokeError>> {
         Box::pin(async move {
             let api = self.0.lock().await;
             api.invoke(event, context).await

@@ -74,7 +74,13 @@ impl RuntimeApi {
     }
 
     /// Starts the function binary against this API with the Lambda environment variables.
-    pub fn start_function(&mut self, binary: &Path, function_name: &str, memory_mb: u32, env: &[(String, String)]) -> std::io::Result<()> {
+    pub fn start_function(
+        &mut self,
+        binary: &Path,
+        function_name: &str,
+        memory_mb: u32,
+        env: &[(String, String)],
+    ) -> std::io::Result<()> {
         let mut cmd = tokio::process::Command::new(binary);
         cmd.env("AWS_LAMBDA_RUNTIME_API", self.address())
             .env("AWS_LAMBDA_FUNCTION_NAME", function_name)
@@ -136,7 +142,11 @@ impl Drop for RuntimeApi {
 }
 
 impl Invoke for RuntimeApi {
-    fn invoke(&self, event: serde_json::Value, context: InvokeContext) -> BoxFuture<'_, Result<serde_json::Value, InvokeError>> {
+    fn invoke(
+        &self,
+        event: serde_json::Value,
+        context: InvokeContext,
+    ) -> BoxFuture<'_, Result<serde_json::Value, InvokeError>> {
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
             self.sender

@@ -46,9 +46,8 @@ fn fauxqs_launcher() -> PathBuf {
 /// Runs `scripts/setup-tools` once when the pinned servers are missing, under a file lock so
 /// that concurrent test processes do not install twice.
 pub fn ensure_tools_installed() -> Result<(), ServerError> {
-    let installed = || {
-        venv_python().exists() && repo_root().join("scripts/tools/node_modules/fauxqs/package.json").exists()
-    };
+    let installed =
+        || venv_python().exists() && repo_root().join("scripts/tools/node_modules/fauxqs/package.json").exists();
     if installed() {
         return Ok(());
     }
@@ -63,7 +62,14 @@ pub fn ensure_tools_installed() -> Result<(), ServerError> {
         return Err(ServerError::NotInstalled {
             tool: "nx-27017 / fauxqs",
             path: venv_python().display().to_string(),
-            reason: String::from_utf8_lossy(&out.stderr).chars().rev().take(2000).collect::<String>().chars().rev().collect(),
+            reason: String::from_utf8_lossy(&out.stderr)
+                .chars()
+                .rev()
+                .take(2000)
+                .collect::<String>()
+                .chars()
+                .rev()
+                .collect(),
         });
     }
     Ok(())
@@ -156,9 +162,15 @@ impl LocalServer {
                 if let Ok(mut f) = File::open(&self.log) {
                     let _ = f.read_to_string(&mut tail);
                 }
-                let tail: String = tail.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+                let tail: String =
+                    tail.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
                 self.stop();
-                return Err(ServerError::NotReady { name: self.name, port: self.port, waited: started.elapsed(), log_tail: tail });
+                return Err(ServerError::NotReady {
+                    name: self.name,
+                    port: self.port,
+                    waited: started.elapsed(),
+                    log_tail: tail,
+                });
             }
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -11,7 +11,16 @@ use futures::TryStreamExt;
 use serde_json::Value;
 
 fn tail(path: &std::path::Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_default().lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .rev()
+        .take(40)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -54,12 +63,37 @@ async fn the_runner_brings_the_pipeline_up_and_the_demo_outcomes_hold_in_the_sto
         let scenario = i["scenario"].as_str().unwrap();
         let interview = db.collection::<Document>("interviews").find_one(doc! {"_id": id}).await.unwrap().unwrap();
         assert!(matches!(interview.get("settledAt"), Some(bson::Bson::DateTime(_))), "{scenario}: settledAt is a date");
-        let ledger: Vec<Document> = db.collection::<Document>("creditLedger").find(doc! {"reference.id": id}).await.unwrap().try_collect().await.unwrap();
-        let sum = |t: &str| ledger.iter().filter(|e| e.get_str("type") == Ok(t)).map(|e| e.get("amount").and_then(bson::Bson::as_i64).or_else(|| e.get("amount").and_then(bson::Bson::as_i32).map(i64::from)).unwrap()).sum::<i64>();
+        let ledger: Vec<Document> = db
+            .collection::<Document>("creditLedger")
+            .find(doc! {"reference.id": id})
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        let sum = |t: &str| {
+            ledger
+                .iter()
+                .filter(|e| e.get_str("type") == Ok(t))
+                .map(|e| {
+                    e.get("amount")
+                        .and_then(bson::Bson::as_i64)
+                        .or_else(|| e.get("amount").and_then(bson::Bson::as_i32).map(i64::from))
+                        .unwrap()
+                })
+                .sum::<i64>()
+        };
         assert_eq!(sum("SETTLE"), i["consumed"].as_i64().unwrap(), "{scenario}");
         assert_eq!(sum("RELEASE"), i["released"].as_i64().unwrap(), "{scenario}");
         assert_eq!(sum("FORFEIT"), i["forfeited"].as_i64().unwrap(), "{scenario}");
-        let reports: Vec<Document> = db.collection::<Document>("interviewReports").find(doc! {"interviewId": id}).await.unwrap().try_collect().await.unwrap();
+        let reports: Vec<Document> = db
+            .collection::<Document>("interviewReports")
+            .find(doc! {"interviewId": id})
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
         let expected_reports = match scenario {
             "failed" | "soft-deleted" => 0,
             _ => 1,
@@ -69,18 +103,41 @@ async fn the_runner_brings_the_pipeline_up_and_the_demo_outcomes_hold_in_the_sto
             assert_eq!(r.get_str("status"), Ok("COMPLETED"), "{scenario}");
         }
     }
-    let expected = [("long", 12, 8, 0), ("short", 0, 5, 0), ("failed", 0, 10, 0), ("expired-lot", 2, 0, 3), ("soft-deleted", 5, 0, 0), ("duplicate", 10, 0, 0)];
+    let expected = [
+        ("long", 12, 8, 0),
+        ("short", 0, 5, 0),
+        ("failed", 0, 10, 0),
+        ("expired-lot", 2, 0, 3),
+        ("soft-deleted", 5, 0, 0),
+        ("duplicate", 10, 0, 0),
+    ];
     for (scenario, consumed, released, forfeited) in expected {
         let i = interviews.iter().find(|i| i["scenario"] == scenario).unwrap();
-        assert_eq!((i["consumed"].as_i64(), i["released"].as_i64(), i["forfeited"].as_i64()), (Some(consumed), Some(released), Some(forfeited)), "{scenario}");
+        assert_eq!(
+            (i["consumed"].as_i64(), i["released"].as_i64(), i["forfeited"].as_i64()),
+            (Some(consumed), Some(released), Some(forfeited)),
+            "{scenario}"
+        );
     }
     let store = sophia_credits::CreditsStore::new(db.clone());
     assert!(sophia_credits::invariants::check_all(&store).await.unwrap().is_empty());
-    let pending: Vec<Document> = db.collection::<Document>("outbox").find(doc! {"status": "PENDING"}).await.unwrap().try_collect().await.unwrap();
+    let pending: Vec<Document> = db
+        .collection::<Document>("outbox")
+        .find(doc! {"status": "PENDING"})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
     assert!(pending.is_empty(), "every report.generate was published: {pending:?}");
 
     let sqs = sophia_platform::sqs::client(Some(&env["AWS_ENDPOINT_URL_SQS"])).await;
-    for key in ["INTERVIEW_COMPLETED_DLQ_URL", "REPORT_GENERATE_DLQ_URL", "INTERVIEW_COMPLETED_QUEUE_URL", "REPORT_GENERATE_QUEUE_URL"] {
+    for key in [
+        "INTERVIEW_COMPLETED_DLQ_URL",
+        "REPORT_GENERATE_DLQ_URL",
+        "INTERVIEW_COMPLETED_QUEUE_URL",
+        "REPORT_GENERATE_QUEUE_URL",
+    ] {
         let attrs = sqs
             .get_queue_attributes()
             .queue_url(&env[key])

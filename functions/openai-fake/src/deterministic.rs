@@ -50,9 +50,21 @@ pub fn deterministic_report(request: &Value) -> LlmReport {
             let mentioned = substantive.iter().find(|t| t.text.to_lowercase().contains(&needle));
             let fallback = (!substantive.is_empty()).then(|| substantive[i % substantive.len()]);
             match (mentioned, fallback) {
-                (Some(t), _) => SkillAssessment { skill: skill.clone(), score: 4, evidence: vec![quote(t)], confidence: Confidence::High },
-                (None, Some(t)) => SkillAssessment { skill: skill.clone(), score: 3, evidence: vec![quote(t)], confidence: Confidence::Low },
-                (None, None) => SkillAssessment { skill: skill.clone(), score: 1, evidence: vec![], confidence: Confidence::Low },
+                (Some(t), _) => SkillAssessment {
+                    skill: skill.clone(),
+                    score: 4,
+                    evidence: vec![quote(t)],
+                    confidence: Confidence::High,
+                },
+                (None, Some(t)) => SkillAssessment {
+                    skill: skill.clone(),
+                    score: 3,
+                    evidence: vec![quote(t)],
+                    confidence: Confidence::Low,
+                },
+                (None, None) => {
+                    SkillAssessment { skill: skill.clone(), score: 1, evidence: vec![], confidence: Confidence::Low }
+                }
             }
         })
         .collect();
@@ -70,7 +82,12 @@ pub fn deterministic_report(request: &Value) -> LlmReport {
                     analysis: format!("Answered in {words} words (scored by answer length offline)."),
                 }
             }
-            None => QuestionAnalysis { question: question.clone(), answered: false, score: 1, analysis: "No answer in the transcript.".to_owned() },
+            None => QuestionAnalysis {
+                question: question.clone(),
+                answered: false,
+                score: 1,
+                analysis: "No answer in the transcript.".to_owned(),
+            },
         })
         .collect();
 
@@ -80,7 +97,8 @@ pub fn deterministic_report(request: &Value) -> LlmReport {
         let sum: i32 = skill_assessments.iter().map(|s| s.score - 1).sum();
         sum * 100 / (4 * skill_assessments.len() as i32)
     };
-    let recommendation = if substantive.is_empty() { Recommendation::InsufficientEvidence } else { recommendation(overall) };
+    let recommendation =
+        if substantive.is_empty() { Recommendation::InsufficientEvidence } else { recommendation(overall) };
     let words: usize = answers.iter().map(|a| a.text.split_whitespace().count()).sum();
     LlmReport {
         overall_score: overall,
@@ -91,8 +109,16 @@ pub fn deterministic_report(request: &Value) -> LlmReport {
             substantive.len(),
             data.as_ref().and_then(|d| d.role.as_deref()).unwrap_or("(unknown)"),
         ),
-        strengths: skill_assessments.iter().filter(|s| s.score >= 4).map(|s| format!("Discussed {} with a concrete example.", s.skill)).collect(),
-        concerns: skill_assessments.iter().filter(|s| s.score <= 3).map(|s| format!("Little direct evidence of {}.", s.skill)).collect(),
+        strengths: skill_assessments
+            .iter()
+            .filter(|s| s.score >= 4)
+            .map(|s| format!("Discussed {} with a concrete example.", s.skill))
+            .collect(),
+        concerns: skill_assessments
+            .iter()
+            .filter(|s| s.score <= 3)
+            .map(|s| format!("Little direct evidence of {}.", s.skill))
+            .collect(),
         skill_assessments,
         question_analysis,
     }

@@ -193,7 +193,8 @@ impl Drop for FakeOpenAi {
 }
 
 fn error_response(status: StatusCode, message: &str, kind: &str, code: Option<&str>) -> Response {
-    (status, axum::Json(json!({"error": {"message": message, "type": kind, "param": null, "code": code}}))).into_response()
+    (status, axum::Json(json!({"error": {"message": message, "type": kind, "param": null, "code": code}})))
+        .into_response()
 }
 
 fn approx_tokens(chars: usize) -> u64 {
@@ -243,7 +244,11 @@ async fn respond(mut behaviour: Behaviour, request: &Value, n: u64) -> Response 
             (Some(serde_json::to_string(&report).expect("report serialises")), None, "stop")
         }
         Behaviour::Content(c) => (Some(c), None, "stop"),
-        Behaviour::MalformedJson => (Some(r#"{"overallScore": 71, "recommendation": "hire", "summary": "The candidate"#.to_owned()), None, "stop"),
+        Behaviour::MalformedJson => (
+            Some(r#"{"overallScore": 71, "recommendation": "hire", "summary": "The candidate"#.to_owned()),
+            None,
+            "stop",
+        ),
         Behaviour::Refusal => (None, Some("I'm sorry, but I can't help with that request.".to_owned()), "stop"),
         Behaviour::RateLimited => {
             return error_response(

@@ -212,8 +212,22 @@ mod tests {
     fn bad_ids_timestamps_and_durations_are_refused_with_the_reason() {
         let bad = [
             vec!["publish", "completed", "nope", "65a1b2c3d4e5f60718293a4c"],
-            vec!["publish", "completed", "65a1b2c3d4e5f60718293a4b", "65a1b2c3d4e5f60718293a4c", "--completed-at", "2026-12-02"],
-            vec!["publish", "completed", "65a1b2c3d4e5f60718293a4b", "65a1b2c3d4e5f60718293a4c", "--duration-seconds", "-3"],
+            vec![
+                "publish",
+                "completed",
+                "65a1b2c3d4e5f60718293a4b",
+                "65a1b2c3d4e5f60718293a4c",
+                "--completed-at",
+                "2026-12-02",
+            ],
+            vec![
+                "publish",
+                "completed",
+                "65a1b2c3d4e5f60718293a4b",
+                "65a1b2c3d4e5f60718293a4c",
+                "--duration-seconds",
+                "-3",
+            ],
             vec!["publish", "failed", "65a1b2c3d4e5f60718293a4b", "65a1b2c3d4e5f60718293a4c"],
             vec!["dlq", "list", "interview-failed"],
         ];
@@ -221,9 +235,18 @@ mod tests {
             let err = Cli::try_parse_from(std::iter::once("sophia-ops").chain(args.iter().copied())).unwrap_err();
             assert_ne!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{args:?}");
         }
-        let alias = ["sophia-ops", "publish", "failed", "65a1b2c3d4e5f60718293a4b", "65a1b2c3d4e5f60718293a4c", "--failure-reason", "x"];
+        let alias = [
+            "sophia-ops",
+            "publish",
+            "failed",
+            "65a1b2c3d4e5f60718293a4b",
+            "65a1b2c3d4e5f60718293a4c",
+            "--failure-reason",
+            "x",
+        ];
         assert!(Cli::try_parse_from(alias).is_ok(), "--failure-reason is accepted as the field is named");
-        let err = Cli::try_parse_from(["sophia-ops", "publish", "report", "xyz", "65a1b2c3d4e5f60718293a4c"]).unwrap_err();
+        let err =
+            Cli::try_parse_from(["sophia-ops", "publish", "report", "xyz", "65a1b2c3d4e5f60718293a4c"]).unwrap_err();
         assert!(err.to_string().contains("24-character hexadecimal ObjectId"), "{err}");
     }
 }

@@ -46,7 +46,8 @@ pub struct DlqMessage {
 impl DlqMessage {
     pub fn from_sqs(queue: QueueName, m: &Message) -> Self {
         let system = m.attributes();
-        let number = |name: MessageSystemAttributeName| system.and_then(|a| a.get(&name)).and_then(|v| v.parse::<i64>().ok());
+        let number =
+            |name: MessageSystemAttributeName| system.and_then(|a| a.get(&name)).and_then(|v| v.parse::<i64>().ok());
         let attributes: BTreeMap<String, String> = m
             .message_attributes()
             .map(|attrs| {
@@ -71,7 +72,8 @@ impl DlqMessage {
         .map(|e| e.to_string());
         Self {
             message_id: m.message_id().unwrap_or_default().to_owned(),
-            receive_count: number(MessageSystemAttributeName::ApproximateReceiveCount).and_then(|n| u64::try_from(n).ok()),
+            receive_count: number(MessageSystemAttributeName::ApproximateReceiveCount)
+                .and_then(|n| u64::try_from(n).ok()),
             sent_at: number(MessageSystemAttributeName::SentTimestamp)
                 .and_then(DateTime::from_timestamp_millis)
                 .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true)),
@@ -178,7 +180,13 @@ fn indent(text: &str, prefix: &str) -> String {
 }
 
 /// Receives up to `max` messages (1..=10) with every attribute, holding them for `visibility`.
-pub async fn receive(client: &Client, url: &str, max: i32, visibility: Duration, wait: Duration) -> Result<Vec<Message>, OpsError> {
+pub async fn receive(
+    client: &Client,
+    url: &str,
+    max: i32,
+    visibility: Duration,
+    wait: Duration,
+) -> Result<Vec<Message>, OpsError> {
     let out = client
         .receive_message()
         .queue_url(url)
@@ -264,7 +272,12 @@ async fn peek(
     .await;
     let unreleased = release(client, url, &held).await;
     if unreleased > 0 {
-        tracing::warn!(queue = url, unreleased, "some peeked messages stay invisible until their {}s hold ends", PEEK_HOLD.as_secs());
+        tracing::warn!(
+            queue = url,
+            unreleased,
+            "some peeked messages stay invisible until their {}s hold ends",
+            PEEK_HOLD.as_secs()
+        );
     }
     result?;
     let truncated = messages.len() >= max;
@@ -272,7 +285,12 @@ async fn peek(
 }
 
 /// `dlq list <queue> [--max N]`.
-pub async fn list(locator: &QueueLocator, queue: QueueName, max: usize, mode: ProgressMode) -> Result<DlqListing, OpsError> {
+pub async fn list(
+    locator: &QueueLocator,
+    queue: QueueName,
+    max: usize,
+    mode: ProgressMode,
+) -> Result<DlqListing, OpsError> {
     let dlq_url = locator.dlq_url(queue).await?;
     let approximate = approximate_visible(locator, &dlq_url).await?;
     let bar = mode.bar(approximate.map(|n| n.min(max as u64)), format!("reading {queue} DLQ"));
@@ -286,10 +304,16 @@ pub async fn list(locator: &QueueLocator, queue: QueueName, max: usize, mode: Pr
 pub const SHOW_SCAN_LIMIT: usize = 10_000;
 
 /// `dlq show <queue> <messageId>`.
-pub async fn show(locator: &QueueLocator, queue: QueueName, message_id: &str, mode: ProgressMode) -> Result<DlqShow, OpsError> {
+pub async fn show(
+    locator: &QueueLocator,
+    queue: QueueName,
+    message_id: &str,
+    mode: ProgressMode,
+) -> Result<DlqShow, OpsError> {
     let dlq_url = locator.dlq_url(queue).await?;
     let bar = mode.bar(None, format!("searching {queue} DLQ"));
-    let (messages, _) = peek(locator.client(), &dlq_url, SHOW_SCAN_LIMIT, &bar, |m| m.message_id() == Some(message_id)).await?;
+    let (messages, _) =
+        peek(locator.client(), &dlq_url, SHOW_SCAN_LIMIT, &bar, |m| m.message_id() == Some(message_id)).await?;
     bar.finish_and_clear();
     let found = messages.iter().find(|m| m.message_id() == Some(message_id)).ok_or_else(|| {
         OpsError::NotFound(format!(

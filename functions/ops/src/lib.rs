@@ -118,7 +118,11 @@ impl Context {
         let allow_standalone = match allow.as_deref() {
             None | Some("false" | "0" | "no") => false,
             Some("true" | "1" | "yes") => true,
-            Some(other) => return Err(OpsError::Invalid(format!("MONGODB_ALLOW_STANDALONE: expected true or false, got {other:?}"))),
+            Some(other) => {
+                return Err(OpsError::Invalid(format!(
+                    "MONGODB_ALLOW_STANDALONE: expected true or false, got {other:?}"
+                )));
+            }
         };
         Ok(MongoSettings {
             uri,
@@ -186,13 +190,15 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
     match command {
         Command::Publish(p) => {
             let request = match p {
-                PublishCommand::Completed { ids, completed_at, duration_seconds, request_id } => PublishRequest::completed(
-                    ids.interview_id,
-                    ids.organization_id,
-                    *completed_at,
-                    *duration_seconds,
-                    request_id.as_deref(),
-                ),
+                PublishCommand::Completed { ids, completed_at, duration_seconds, request_id } => {
+                    PublishRequest::completed(
+                        ids.interview_id,
+                        ids.organization_id,
+                        *completed_at,
+                        *duration_seconds,
+                        request_id.as_deref(),
+                    )
+                }
                 PublishCommand::Failed { ids, reason, failed_at, request_id } => PublishRequest::failed(
                     ids.interview_id,
                     ids.organization_id,
@@ -249,8 +255,12 @@ pub struct Rendered {
 /// `{"error": ..., "kind": ...}` on stdout, so scripts always get JSON).
 pub fn render(result: &Result<Outcome, OpsError>, json: bool) -> Rendered {
     match (result, json) {
-        (Ok(outcome), false) => Rendered { stdout: outcome.human(), stderr: String::new(), exit_code: outcome.exit_code() },
-        (Ok(outcome), true) => Rendered { stdout: outcome.to_json() + "\n", stderr: String::new(), exit_code: outcome.exit_code() },
+        (Ok(outcome), false) => {
+            Rendered { stdout: outcome.human(), stderr: String::new(), exit_code: outcome.exit_code() }
+        }
+        (Ok(outcome), true) => {
+            Rendered { stdout: outcome.to_json() + "\n", stderr: String::new(), exit_code: outcome.exit_code() }
+        }
         (Err(e), false) => Rendered { stdout: String::new(), stderr: format!("error: {e}\n"), exit_code: EXIT_ERROR },
         (Err(e), true) => {
             let body = serde_json::json!({"error": e.to_string(), "kind": error_kind(e)});

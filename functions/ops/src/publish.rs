@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 use sophia_contracts::{
-    DurationSeconds, EventType, InterviewCompleted, InterviewFailed, InterviewId, OrganizationId, ReportGenerate, RequestId,
-    Timestamp, to_body,
+    DurationSeconds, EventType, InterviewCompleted, InterviewFailed, InterviewId, OrganizationId, ReportGenerate,
+    RequestId, Timestamp, to_body,
 };
 use sophia_sqs_producer::{CompletedInput, FailedInput, PublishOutcome, QueueUrls, SqsProducer};
 
@@ -46,7 +46,8 @@ impl PublishRequest {
         failed_at: Option<Timestamp>,
         request_id: Option<&str>,
     ) -> Self {
-        let message = InterviewFailed::new(interview_id, organization_id, reason, failed_at.unwrap_or_else(Timestamp::now));
+        let message =
+            InterviewFailed::new(interview_id, organization_id, reason, failed_at.unwrap_or_else(Timestamp::now));
         Self::Failed { message, request_id: RequestId::from_caller(request_id) }
     }
 
@@ -80,7 +81,9 @@ impl PublishRequest {
 
     pub fn request_id(&self) -> &RequestId {
         match self {
-            Self::Completed { request_id, .. } | Self::Failed { request_id, .. } | Self::Report { request_id, .. } => request_id,
+            Self::Completed { request_id, .. } | Self::Failed { request_id, .. } | Self::Report { request_id, .. } => {
+                request_id
+            }
         }
     }
 }
@@ -137,13 +140,18 @@ pub async fn publish(locator: &QueueLocator, request: PublishRequest) -> Result<
             };
             producer.publish_interview_failed(input, &request_id).await?
         }
-        PublishRequest::Report { message, request_id } => producer.publish_report_generate(&message, &request_id).await?,
+        PublishRequest::Report { message, request_id } => {
+            producer.publish_report_generate(&message, &request_id).await?
+        }
     };
     let message_id = match outcome {
         PublishOutcome::Sent { message_id } => message_id,
         // The URL was resolved above, so the producer cannot skip; say so plainly if it ever does.
         PublishOutcome::Skipped { missing } => {
-            return Err(OpsError::NotConfigured { what: missing.to_owned(), hint: "the producer skipped the publish".into() });
+            return Err(OpsError::NotConfigured {
+                what: missing.to_owned(),
+                hint: "the producer skipped the publish".into(),
+            });
         }
     };
     Ok(PublishReport {

@@ -124,7 +124,9 @@ impl QueueLocator {
     }
 
     pub async fn arn(&self, url: &str) -> Result<String, OpsError> {
-        self.attribute(url, QueueAttributeName::QueueArn).await?.ok_or_else(|| OpsError::NotFound(format!("{url} has no QueueArn")))
+        self.attribute(url, QueueAttributeName::QueueArn)
+            .await?
+            .ok_or_else(|| OpsError::NotFound(format!("{url} has no QueueArn")))
     }
 
     /// One queue attribute (`None` when the queue does not have it).
@@ -158,12 +160,17 @@ impl QueueLocator {
 
     async fn dlq_from_redrive_policy(&self, source_url: &str) -> Result<String, OpsError> {
         let policy = self.attribute(source_url, QueueAttributeName::RedrivePolicy).await?.ok_or_else(|| {
-            OpsError::NotConfigured { what: format!("a DLQ for {source_url}"), hint: "the queue has no RedrivePolicy".into() }
+            OpsError::NotConfigured {
+                what: format!("a DLQ for {source_url}"),
+                hint: "the queue has no RedrivePolicy".into(),
+            }
         })?;
         let arn = serde_json::from_str::<serde_json::Value>(&policy)
             .ok()
             .and_then(|v| v["deadLetterTargetArn"].as_str().map(str::to_owned))
-            .ok_or_else(|| OpsError::Invalid(format!("RedrivePolicy of {source_url} has no deadLetterTargetArn: {policy}")))?;
+            .ok_or_else(|| {
+                OpsError::Invalid(format!("RedrivePolicy of {source_url} has no deadLetterTargetArn: {policy}"))
+            })?;
         // arn:aws:sqs:<region>:<account>:<name>
         let parts: Vec<&str> = arn.split(':').collect();
         let (Some(account), Some(name)) = (parts.get(4), parts.get(5)) else {

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{
-    BatchResultErrorEntry, DeleteMessageBatchRequestEntry, Message, MessageSystemAttributeName, MessageSystemAttributeNameForSends,
-    MessageSystemAttributeValue, SendMessageBatchRequestEntry,
+    BatchResultErrorEntry, DeleteMessageBatchRequestEntry, Message, MessageSystemAttributeName,
+    MessageSystemAttributeNameForSends, MessageSystemAttributeValue, SendMessageBatchRequestEntry,
 };
 use serde::Serialize;
 
@@ -70,7 +70,13 @@ pub struct RedriveOptions {
 
 impl Default for RedriveOptions {
     fn default() -> Self {
-        Self { max: None, dry_run: false, method: RedriveMethod::Auto, visibility: Duration::from_secs(120), progress: ProgressMode::Hidden }
+        Self {
+            max: None,
+            dry_run: false,
+            method: RedriveMethod::Auto,
+            visibility: Duration::from_secs(120),
+            progress: ProgressMode::Hidden,
+        }
     }
 }
 
@@ -182,7 +188,10 @@ impl BatchResult {
     fn from_sqs(succeeded: impl Iterator<Item = String>, failed: Vec<BatchResultErrorEntry>) -> Self {
         Self {
             succeeded: succeeded.collect(),
-            failed: failed.into_iter().map(|e| (e.id, format!("{}: {}", e.code, e.message.unwrap_or_default()))).collect(),
+            failed: failed
+                .into_iter()
+                .map(|e| (e.id, format!("{}: {}", e.code, e.message.unwrap_or_default())))
+                .collect(),
         }
     }
 }
@@ -190,8 +199,16 @@ impl BatchResult {
 /// The two writes of the fallback, as a seam: tests inject failures here. Entry ids that are in
 /// neither list of the result are treated as failed.
 pub trait MoveIo: Sync {
-    fn send_batch(&self, queue_url: &str, entries: Vec<SendMessageBatchRequestEntry>) -> impl Future<Output = Result<BatchResult, OpsError>> + Send;
-    fn delete_batch(&self, queue_url: &str, entries: Vec<DeleteMessageBatchRequestEntry>) -> impl Future<Output = Result<BatchResult, OpsError>> + Send;
+    fn send_batch(
+        &self,
+        queue_url: &str,
+        entries: Vec<SendMessageBatchRequestEntry>,
+    ) -> impl Future<Output = Result<BatchResult, OpsError>> + Send;
+    fn delete_batch(
+        &self,
+        queue_url: &str,
+        entries: Vec<DeleteMessageBatchRequestEntry>,
+    ) -> impl Future<Output = Result<BatchResult, OpsError>> + Send;
 }
 
 /// The real SQS calls.
@@ -199,7 +216,11 @@ pub trait MoveIo: Sync {
 pub struct SqsMoveIo(pub Client);
 
 impl MoveIo for SqsMoveIo {
-    async fn send_batch(&self, queue_url: &str, entries: Vec<SendMessageBatchRequestEntry>) -> Result<BatchResult, OpsError> {
+    async fn send_batch(
+        &self,
+        queue_url: &str,
+        entries: Vec<SendMessageBatchRequestEntry>,
+    ) -> Result<BatchResult, OpsError> {
         let out = self
             .0
             .send_message_batch()
@@ -211,7 +232,11 @@ impl MoveIo for SqsMoveIo {
         Ok(BatchResult::from_sqs(out.successful.into_iter().map(|e| e.id), out.failed))
     }
 
-    async fn delete_batch(&self, queue_url: &str, entries: Vec<DeleteMessageBatchRequestEntry>) -> Result<BatchResult, OpsError> {
+    async fn delete_batch(
+        &self,
+        queue_url: &str,
+        entries: Vec<DeleteMessageBatchRequestEntry>,
+    ) -> Result<BatchResult, OpsError> {
         let out = self
             .0
             .delete_message_batch()
@@ -225,7 +250,11 @@ impl MoveIo for SqsMoveIo {
 }
 
 /// Redrive with the real SQS writes.
-pub async fn redrive(locator: &QueueLocator, queue: QueueName, options: &RedriveOptions) -> Result<RedriveReport, OpsError> {
+pub async fn redrive(
+    locator: &QueueLocator,
+    queue: QueueName,
+    options: &RedriveOptions,
+) -> Result<RedriveReport, OpsError> {
     redrive_with(locator, queue, options, &SqsMoveIo(locator.client().clone())).await
 }
 
@@ -259,7 +288,9 @@ pub async fn redrive_with(
             false
         }
         (RedriveMethod::MoveTask, Some(_)) => {
-            return Err(OpsError::Invalid("StartMessageMoveTask cannot stop after --max messages; drop --max or use --method auto".into()));
+            return Err(OpsError::Invalid(
+                "StartMessageMoveTask cannot stop after --max messages; drop --max or use --method auto".into(),
+            ));
         }
         (RedriveMethod::Auto, Some(max)) => {
             report.fallback_reason = Some(format!("--max {max}: a move task always moves everything"));
@@ -346,7 +377,11 @@ async fn wait_for_move_task(
             .send()
             .await
             .map_err(|e| OpsError::sqs("ListMessageMoveTasks", &dlq.url, e))?;
-        let entry = out.results.unwrap_or_default().into_iter().find(|t| handle.is_empty() || t.task_handle() == Some(handle.as_str()));
+        let entry = out
+            .results
+            .unwrap_or_default()
+            .into_iter()
+            .find(|t| handle.is_empty() || t.task_handle() == Some(handle.as_str()));
         let Some(task) = entry else {
             return Err(OpsError::NotFound(format!("move task {handle} is not listed for {}", dlq.arn)));
         };
@@ -362,7 +397,11 @@ async fn wait_for_move_task(
             if status != "COMPLETED" {
                 report.stopped_early = Some(format!("the move task ended {status}"));
             }
-            report.task = Some(MoveTaskReport { task_handle: handle, status, failure_reason: task.failure_reason().map(str::to_owned) });
+            report.task = Some(MoveTaskReport {
+                task_handle: handle,
+                status,
+                failure_reason: task.failure_reason().map(str::to_owned),
+            });
             return Ok(());
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -391,7 +430,11 @@ fn send_entry(id: String, m: &Message) -> SendMessageBatchRequestEntry {
 }
 
 fn delete_entry(id: &str, receipt_handle: &str) -> DeleteMessageBatchRequestEntry {
-    DeleteMessageBatchRequestEntry::builder().id(id).receipt_handle(receipt_handle).build().expect("id and handle are set")
+    DeleteMessageBatchRequestEntry::builder()
+        .id(id)
+        .receipt_handle(receipt_handle)
+        .build()
+        .expect("id and handle are set")
 }
 
 /// The outcome of one batch call per entry id: `Ok` or the reason it failed.

@@ -80,7 +80,8 @@ fn sophia_ops(cwd: &Path, args: &[&str]) -> Output {
 }
 
 fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 async fn create(client: &aws_sdk_sqs::Client, name: &str) -> String {
@@ -113,7 +114,13 @@ async fn the_binary_publishes_lists_and_redrives_with_settings_from_an_env_file(
     assert_eq!(v["body"]["organizationId"], ORG);
 
     // A message in the DLQ is listed (and stays), then redriven back to the source.
-    client.send_message().queue_url(&dlq).message_body(format!(r#"{{"interviewId":"{INTERVIEW}","organizationId":"{ORG}"}}"#)).send().await.unwrap();
+    client
+        .send_message()
+        .queue_url(&dlq)
+        .message_body(format!(r#"{{"interviewId":"{INTERVIEW}","organizationId":"{ORG}"}}"#))
+        .send()
+        .await
+        .unwrap();
     let out = sophia_ops(&dir, &["--env-file", env_arg, "--json", "dlq", "list", "report-generate"]);
     assert_eq!(json(&out)["messages"].as_array().unwrap().len(), 1);
     let out = sophia_ops(&dir, &["--env-file", env_arg, "dlq", "redrive", "report-generate"]);

@@ -21,7 +21,9 @@ pub enum MongoError {
     BadUri(String),
     #[error("MongoDB is unreachable: {0}")]
     Unreachable(#[source] mongodb::error::Error),
-    #[error("MongoDB at {hosts} is a standalone server: settlement needs transactions (a replica set or mongos). Set MONGODB_ALLOW_STANDALONE=true only for local use")]
+    #[error(
+        "MongoDB at {hosts} is a standalone server: settlement needs transactions (a replica set or mongos). Set MONGODB_ALLOW_STANDALONE=true only for local use"
+    )]
     NoTransactions { hosts: String },
 }
 
@@ -128,5 +130,9 @@ impl Mongo {
 /// Driver errors about a URI can echo it; keep only the error kind's first clause.
 fn redacted(e: &mongodb::error::Error) -> String {
     let text = e.to_string();
-    if text.contains('@') { "invalid connection string (details withheld: it contains credentials)".to_owned() } else { text }
+    if text.contains('@') {
+        "invalid connection string (details withheld: it contains credentials)".to_owned()
+    } else {
+        text
+    }
 }

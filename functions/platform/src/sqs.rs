@@ -8,7 +8,8 @@ use aws_config::{BehaviorVersion, Region};
 use aws_sdk_sqs::config::Credentials;
 
 pub async fn client(explicit_endpoint: Option<&str>) -> aws_sdk_sqs::Client {
-    let env_endpoint = crate::config::optional("AWS_ENDPOINT_URL_SQS").or_else(|| crate::config::optional("AWS_ENDPOINT_URL"));
+    let env_endpoint =
+        crate::config::optional("AWS_ENDPOINT_URL_SQS").or_else(|| crate::config::optional("AWS_ENDPOINT_URL"));
     let local = explicit_endpoint.is_some() || env_endpoint.as_deref().is_some_and(is_loopback);
     let mut loader = aws_config::defaults(BehaviorVersion::latest());
     if let Some(url) = explicit_endpoint {

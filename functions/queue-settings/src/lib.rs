@@ -77,11 +77,14 @@ impl Declaration {
     /// check the stricter reading of both.
     pub fn check(&self) -> Result<(), SettingsError> {
         for q in &self.queues {
-            let f = self
-                .function(&q.consumer)
-                .ok_or_else(|| SettingsError::Invalid(format!("queue {} names unknown consumer {}", q.key, q.consumer)))?;
+            let f = self.function(&q.consumer).ok_or_else(|| {
+                SettingsError::Invalid(format!("queue {} names unknown consumer {}", q.key, q.consumer))
+            })?;
             if f.subscribed_to.as_deref() != Some(q.key.as_str()) {
-                return Err(SettingsError::Invalid(format!("function {} is not declared subscribed to {}", f.name, q.key)));
+                return Err(SettingsError::Invalid(format!(
+                    "function {} is not declared subscribed to {}",
+                    f.name, q.key
+                )));
             }
             let floor = 6 * (f.timeout_seconds + q.maximum_batching_window_seconds);
             if q.visibility_timeout_seconds < floor {
@@ -91,13 +94,19 @@ impl Declaration {
                 )));
             }
             if !(1..=10_000).contains(&q.batch_size) || q.max_receive_count == 0 {
-                return Err(SettingsError::Invalid(format!("queue {}: batch size or maxReceiveCount out of range", q.key)));
+                return Err(SettingsError::Invalid(format!(
+                    "queue {}: batch size or maxReceiveCount out of range",
+                    q.key
+                )));
             }
         }
         for f in &self.functions {
             for target in f.publishes_to.iter().chain(f.subscribed_to.iter()) {
                 if self.queue(target).is_none() {
-                    return Err(SettingsError::Invalid(format!("function {} refers to unknown queue {target}", f.name)));
+                    return Err(SettingsError::Invalid(format!(
+                        "function {} refers to unknown queue {target}",
+                        f.name
+                    )));
                 }
             }
         }
@@ -151,7 +160,11 @@ mod tests {
         let d = Declaration::embedded();
         for q in &d.queues {
             let f = d.function(&q.consumer).unwrap();
-            assert!(q.visibility_timeout_seconds >= 6 * (f.timeout_seconds + q.maximum_batching_window_seconds), "{}", q.key);
+            assert!(
+                q.visibility_timeout_seconds >= 6 * (f.timeout_seconds + q.maximum_batching_window_seconds),
+                "{}",
+                q.key
+            );
         }
     }
 

@@ -32,9 +32,13 @@ pub enum RetryOutcome {
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
-    #[error("interview {interview_id} not found in organization {organization_id} (absent, soft-deleted or another organization's)")]
+    #[error(
+        "interview {interview_id} not found in organization {organization_id} (absent, soft-deleted or another organization's)"
+    )]
     InterviewNotFound { interview_id: InterviewId, organization_id: OrganizationId },
-    #[error("the report has used its {attempts} attempts (max {MAX_ATTEMPTS}): a re-publish would be acknowledged without a retry; ask for an attempts reset")]
+    #[error(
+        "the report has used its {attempts} attempts (max {MAX_ATTEMPTS}): a re-publish would be acknowledged without a retry; ask for an attempts reset"
+    )]
     AttemptsExhausted { attempts: i32 },
     #[error("only a FAILED report's attempts can be reset; this one is {0}")]
     NotFailed(&'static str),
@@ -50,7 +54,11 @@ pub fn admin_request_id(interview_id: InterviewId) -> RequestId {
 }
 
 /// Re-publishes `report.generate` for one interview of one organization.
-pub async fn retry_report_generation<P, F, E>(db: &Database, request: RetryRequest, publish: P) -> Result<RetryOutcome, AdminError>
+pub async fn retry_report_generation<P, F, E>(
+    db: &Database,
+    request: RetryRequest,
+    publish: P,
+) -> Result<RetryOutcome, AdminError>
 where
     P: FnOnce(ReportGenerate, RequestId) -> F,
     F: Future<Output = Result<(), E>>,
@@ -71,12 +79,16 @@ where
             }
             attempts_reset = true;
         }
-        Some(r) if r.attempt_count >= MAX_ATTEMPTS => return Err(AdminError::AttemptsExhausted { attempts: r.attempt_count }),
+        Some(r) if r.attempt_count >= MAX_ATTEMPTS => {
+            return Err(AdminError::AttemptsExhausted { attempts: r.attempt_count });
+        }
         None if reset_attempts => return Err(AdminError::NotFailed("absent")),
         _ => {}
     }
     let request_id = admin_request_id(interview_id);
-    publish(ReportGenerate { interview_id, organization_id }, request_id.clone()).await.map_err(|e| AdminError::Publish(e.into()))?;
+    publish(ReportGenerate { interview_id, organization_id }, request_id.clone())
+        .await
+        .map_err(|e| AdminError::Publish(e.into()))?;
     tracing::info!(interviewId = %interview_id, organizationId = %organization_id, attemptsReset = attempts_reset, "report.generate re-published");
     Ok(RetryOutcome::Published { request_id, attempts_reset })
 }

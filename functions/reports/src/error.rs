@@ -16,7 +16,9 @@ pub enum Disposition {
 pub enum ReportError {
     /// No interview with this id in this organization, or it is soft-deleted. Nothing was
     /// written.
-    #[error("interview {interview_id} not found in organization {organization_id} (absent, soft-deleted or another organization's)")]
+    #[error(
+        "interview {interview_id} not found in organization {organization_id} (absent, soft-deleted or another organization's)"
+    )]
     InterviewNotFound { interview_id: InterviewId, organization_id: OrganizationId },
     /// The model call failed; the report was set `FAILED` with `lastError` first.
     #[error("attempt {attempt}: {source}")]

@@ -104,7 +104,8 @@ mod tests {
     #[test]
     fn only_candidate_turns_of_enough_words_count() {
         let short = "sorry, could you repeat the question?";
-        let t = [turn("interviewer", LONG), turn("candidate", short), turn("Candidate", LONG), turn("candidate", "yes")];
+        let t =
+            [turn("interviewer", LONG), turn("candidate", short), turn("Candidate", LONG), turn("candidate", "yes")];
         assert_eq!(assess(Some(600.0), &t), Some(Insufficient::TooFewAnswers { substantive_answers: 1 }));
         let t = [turn("candidate", LONG), turn(" CANDIDATE ", LONG)];
         assert_eq!(assess(Some(600.0), &t), None);

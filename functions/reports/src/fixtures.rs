@@ -65,7 +65,8 @@ impl InterviewFixture {
     }
 
     pub fn transcript(mut self, turns: &[(&str, &str)]) -> Self {
-        let turns: Vec<Bson> = turns.iter().map(|(speaker, text)| Bson::Document(doc! {"speaker": *speaker, "text": *text})).collect();
+        let turns: Vec<Bson> =
+            turns.iter().map(|(speaker, text)| Bson::Document(doc! {"speaker": *speaker, "text": *text})).collect();
         self.doc.insert("proctoring", doc! {"transcript": turns});
         self
     }

@@ -83,7 +83,11 @@ impl Turn {
 /// Loads the interview by `_id` and `organizationId`, excluding soft-deleted ones
 /// (`deletedAt` set). `None` covers "absent", "another organization's" and "deleted" alike, so
 /// the caller cannot leak which one it was.
-pub async fn load(db: &Database, interview_id: InterviewId, organization_id: OrganizationId) -> mongodb::error::Result<Option<Interview>> {
+pub async fn load(
+    db: &Database,
+    interview_id: InterviewId,
+    organization_id: OrganizationId,
+) -> mongodb::error::Result<Option<Interview>> {
     db.collection::<Interview>(INTERVIEWS)
         .find_one(doc! {
             "_id": interview_id.oid(),

@@ -21,8 +21,8 @@ use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::types::chat::{
     ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage, ChatCompletionRequestSystemMessageContent,
-    ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent, CreateChatCompletionRequest, FinishReason,
-    ResponseFormat, ResponseFormatJsonSchema,
+    ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent, CreateChatCompletionRequest,
+    FinishReason, ResponseFormat, ResponseFormatJsonSchema,
 };
 use sophia_platform::config::{self, ConfigError, DEFAULT_OPENAI_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL};
 
@@ -142,7 +142,9 @@ fn from_openai(e: OpenAIError) -> ModelError {
             message: bounded(&r.api_error.message, 300),
         },
         // The error's text holds the response body: keep only the parse position.
-        OpenAIError::JSONDeserialize(e, _) => ModelError::InvalidResponse(format!("{:?} error at line {} column {}", e.classify(), e.line(), e.column())),
+        OpenAIError::JSONDeserialize(e, _) => {
+            ModelError::InvalidResponse(format!("{:?} error at line {} column {}", e.classify(), e.line(), e.column()))
+        }
         other => ModelError::Request(bounded(&other.to_string(), 300)),
     }
 }
@@ -220,7 +222,11 @@ impl ReportModel {
 
     /// One chat completion, bounded by the configured timeout, and by `deadline` less
     /// [`FAILURE_RECORDING_MARGIN`] if that is sooner.
-    pub async fn generate(&self, prompt: &Prompt, deadline: Option<tokio::time::Instant>) -> Result<ModelReply, ModelError> {
+    pub async fn generate(
+        &self,
+        prompt: &Prompt,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<ModelReply, ModelError> {
         let timeout = match deadline {
             Some(d) => self
                 .timeout
@@ -234,7 +240,8 @@ impl ReportModel {
             .map_err(|_| ModelError::Timeout(timeout))?
             .map_err(from_openai)?;
         let latency = started.elapsed();
-        let choice = response.choices.into_iter().next().ok_or_else(|| ModelError::NoContent("none: no choices".into()))?;
+        let choice =
+            response.choices.into_iter().next().ok_or_else(|| ModelError::NoContent("none: no choices".into()))?;
         let finish = choice.finish_reason.map(|f| format!("{f:?}")).unwrap_or_else(|| "null".into());
         if let Some(refusal) = choice.message.refusal.filter(|r| !r.is_empty()) {
             return Err(ModelError::Refusal { refusal_chars: refusal.chars().count() });
@@ -243,8 +250,9 @@ impl ReportModel {
             return Err(ModelError::Incomplete(finish));
         }
         let content = choice.message.content.filter(|c| !c.trim().is_empty()).ok_or(ModelError::NoContent(finish))?;
-        let report: LlmReport = serde_json::from_str(&content)
-            .map_err(|e| ModelError::Malformed(format!("{:?} error at line {} column {}", e.classify(), e.line(), e.column())))?;
+        let report: LlmReport = serde_json::from_str(&content).map_err(|e| {
+            ModelError::Malformed(format!("{:?} error at line {} column {}", e.classify(), e.line(), e.column()))
+        })?;
         report.validate()?;
         let usage = response.usage.unwrap_or_default();
         Ok(ModelReply {

@@ -128,7 +128,10 @@ pub fn build(interview: &Interview) -> Prompt {
         notes.push(format!("{} transcript turn(s) cut to at most {MAX_TURN_CHARS} characters", t.turns_shortened));
     }
     if t.turns_omitted > 0 {
-        notes.push(format!("the last {} transcript turn(s) were left out (transcript limit {MAX_TRANSCRIPT_CHARS} characters)", t.turns_omitted));
+        notes.push(format!(
+            "the last {} transcript turn(s) were left out (transcript limit {MAX_TRANSCRIPT_CHARS} characters)",
+            t.turns_omitted
+        ));
     }
 
     let data = PromptData {

@@ -19,7 +19,8 @@ use crate::model::LlmReport;
 pub const SCHEMA_NAME: &str = "interview_report";
 
 /// Keywords a strict-mode schema node may carry here.
-pub const ALLOWED_KEYWORDS: &[&str] = &["type", "description", "properties", "required", "additionalProperties", "items", "enum", "anyOf"];
+pub const ALLOWED_KEYWORDS: &[&str] =
+    &["type", "description", "properties", "required", "additionalProperties", "items", "enum", "anyOf"];
 
 /// The strict-mode schema of the model's output.
 pub fn report_schema() -> Value {
@@ -86,8 +87,11 @@ fn walk(node: &Value, path: &str, problems: &mut Vec<String>) {
         match props {
             None => problems.push(format!("{path}: object without properties")),
             Some(props) => {
-                let required: Vec<&str> =
-                    obj.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+                let required: Vec<&str> = obj
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .map(|r| r.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
                 for name in props.keys() {
                     if !required.contains(&name.as_str()) {
                         problems.push(format!("{path}: property {name:?} is not required"));
@@ -124,10 +128,23 @@ mod tests {
         assert_eq!(check_strict(&schema), Vec::<String>::new(), "{schema:#}");
         let props = schema["properties"].as_object().unwrap();
         let names: Vec<&str> = props.keys().map(String::as_str).collect();
-        for f in ["overallScore", "recommendation", "summary", "strengths", "concerns", "skillAssessments", "questionAnalysis"] {
+        for f in [
+            "overallScore",
+            "recommendation",
+            "summary",
+            "strengths",
+            "concerns",
+            "skillAssessments",
+            "questionAnalysis",
+        ] {
             assert!(names.contains(&f), "{f} missing from {names:?}");
         }
-        assert!(schema["properties"]["recommendation"]["enum"].as_array().unwrap().contains(&json!("insufficient_evidence")));
+        assert!(
+            schema["properties"]["recommendation"]["enum"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("insufficient_evidence"))
+        );
         assert_eq!(schema["properties"]["skillAssessments"]["items"]["additionalProperties"], json!(false));
         assert_eq!(schema["properties"]["overallScore"]["type"], json!("integer"));
         assert!(!schema.to_string().contains("\"format\""), "no format keyword");
@@ -170,6 +187,9 @@ mod tests {
         parsed.validate().unwrap();
         let extra = json!({"overallScore": 1, "recommendation": "hire", "summary": "s", "strengths": [], "concerns": [],
             "skillAssessments": [], "questionAnalysis": [], "extra": 1});
-        assert!(serde_json::from_value::<LlmReport>(extra).is_err(), "additionalProperties false is enforced on parse too");
+        assert!(
+            serde_json::from_value::<LlmReport>(extra).is_err(),
+            "additionalProperties false is enforced on parse too"
+        );
     }
 }

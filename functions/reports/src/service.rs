@@ -84,7 +84,11 @@ impl ReportService {
     }
 
     /// [`generate_report_until`](Self::generate_report_until) without a deadline.
-    pub async fn generate_report(&self, interview_id: InterviewId, organization_id: OrganizationId) -> Result<Generated, ReportError> {
+    pub async fn generate_report(
+        &self,
+        interview_id: InterviewId,
+        organization_id: OrganizationId,
+    ) -> Result<Generated, ReportError> {
         self.generate_report_until(interview_id, organization_id, None).await
     }
 
@@ -165,7 +169,15 @@ impl ReportService {
                 generated_at: DateTime::now(),
             };
             let content = insufficient.report();
-            return self.finish(&lease, content, generation, interview.retention_expires_at, ReportSource::InsufficientEvidenceRule).await;
+            return self
+                .finish(
+                    &lease,
+                    content,
+                    generation,
+                    interview.retention_expires_at,
+                    ReportSource::InsufficientEvidenceRule,
+                )
+                .await;
         }
 
         // 7. The model.
@@ -225,7 +237,10 @@ impl ReportService {
 
     async fn exhausted(&self, interview_id: InterviewId) -> Result<Generated, ReportError> {
         if self.store.mark_exhausted(interview_id).await? {
-            tracing::warn!(maxAttempts = crate::store::MAX_ATTEMPTS, "report is out of attempts; left FAILED and the message acknowledged");
+            tracing::warn!(
+                maxAttempts = crate::store::MAX_ATTEMPTS,
+                "report is out of attempts; left FAILED and the message acknowledged"
+            );
             Ok(Generated::AttemptsExhausted)
         } else {
             // A live holder is on its last attempt, or it completed meanwhile.

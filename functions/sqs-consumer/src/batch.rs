@@ -145,11 +145,8 @@ impl SqsConsumer {
             for (index, outcome) in results.into_iter().flatten() {
                 outcomes[index] = Some(outcome);
             }
-            let outcomes: Vec<(String, Outcome)> = ids
-                .into_iter()
-                .zip(outcomes)
-                .map(|(id, o)| (id, o.expect("every record has an outcome")))
-                .collect();
+            let outcomes: Vec<(String, Outcome)> =
+                ids.into_iter().zip(outcomes).map(|(id, o)| (id, o.expect("every record has an outcome"))).collect();
             let mut response = SqsBatchResponse::default();
             response.batch_item_failures = outcomes
                 .iter()
@@ -235,17 +232,19 @@ where
     if let Some(attr) = meta.event_type_attribute.as_deref()
         && attr != message.event_type().as_str()
     {
-        span.in_scope(|| tracing::warn!(attribute = attr, "eventType attribute disagrees with the body; the body decides"));
+        span.in_scope(|| {
+            tracing::warn!(attribute = attr, "eventType attribute disagrees with the body; the body decides")
+        });
     }
     if meta.remaining().is_some_and(|left| left < margin) {
         span.record("outcome", Outcome::DeadlineSkipped.as_str());
-        span.in_scope(|| tracing::warn!(marginMs = margin.as_millis() as u64, "too close to the deadline; left for redelivery"));
+        span.in_scope(|| {
+            tracing::warn!(marginMs = margin.as_millis() as u64, "too close to the deadline; left for redelivery")
+        });
         return Outcome::DeadlineSkipped;
     }
     let started = Instant::now();
-    let result = AssertUnwindSafe(async { handler(message, meta).await }.instrument(span.clone()))
-        .catch_unwind()
-        .await;
+    let result = AssertUnwindSafe(async { handler(message, meta).await }.instrument(span.clone())).catch_unwind().await;
     let outcome = match &result {
         Ok(Ok(())) => Outcome::Processed,
         Ok(Err(Failure::Retry(_))) => Outcome::Failed,
@@ -257,7 +256,9 @@ where
     let _entered = span.enter();
     match result {
         Ok(Ok(())) => tracing::info!("record processed"),
-        Ok(Err(Failure::Retry(e))) => tracing::error!(error = %chain(e.as_ref()), "record failed; SQS will redeliver it"),
+        Ok(Err(Failure::Retry(e))) => {
+            tracing::error!(error = %chain(e.as_ref()), "record failed; SQS will redeliver it")
+        }
         Ok(Err(Failure::Drop(e))) => tracing::error!(error = %chain(e.as_ref()), "record failed permanently; dropped"),
         Err(panic) => tracing::error!(panic = %panic_text(&panic), "handler panicked; SQS will redeliver the record"),
     }

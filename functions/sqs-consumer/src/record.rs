@@ -20,18 +20,12 @@ pub struct RecordMeta {
 
 impl RecordMeta {
     pub(crate) fn from_record(message_id: String, record: &SqsMessage, deadline: Option<Instant>) -> Self {
-        let attr = |name: &str| {
-            record.message_attributes.get(name).and_then(|a| a.string_value.as_deref())
-        };
+        let attr = |name: &str| record.message_attributes.get(name).and_then(|a| a.string_value.as_deref());
         Self {
             message_id,
             request_id: RequestId::from_caller(attr(MessageAttributes::REQUEST_ID)),
             event_type_attribute: attr(MessageAttributes::EVENT_TYPE).map(|s| s.chars().take(64).collect()),
-            receive_count: record
-                .attributes
-                .get("ApproximateReceiveCount")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(1),
+            receive_count: record.attributes.get("ApproximateReceiveCount").and_then(|v| v.parse().ok()).unwrap_or(1),
             deadline,
         }
     }

@@ -99,7 +99,9 @@ async fn retry_row_setup_failure_fails_the_whole_invocation() {
 #[tokio::test]
 async fn failure_row_transient_error_is_retried_per_message() {
     let report = consumer()
-        .process_detailed(fixture_event(), ok_setup, |_m: InterviewQueueMessage, _| async { Err(Failure::retry(Transient)) })
+        .process_detailed(fixture_event(), ok_setup, |_m: InterviewQueueMessage, _| async {
+            Err(Failure::retry(Transient))
+        })
         .await
         .unwrap();
     assert_eq!(report.failed_ids(), [COMPLETED_ID, FAILED_ID]);
@@ -108,7 +110,9 @@ async fn failure_row_transient_error_is_retried_per_message() {
 #[tokio::test]
 async fn a_permanent_handler_error_is_logged_and_acknowledged() {
     let report = consumer()
-        .process_detailed(fixture_event(), ok_setup, |_m: InterviewQueueMessage, _| async { Err(Failure::drop(Transient)) })
+        .process_detailed(fixture_event(), ok_setup, |_m: InterviewQueueMessage, _| async {
+            Err(Failure::drop(Transient))
+        })
         .await
         .unwrap();
     assert_eq!(report.count(Outcome::DroppedByHandler), 2);
@@ -153,7 +157,12 @@ async fn record_meta_carries_the_attributes_and_receive_count() {
     let seen = Mutex::new(Vec::new());
     consumer()
         .process(fixture_event(), ok_setup, |_m: InterviewQueueMessage, meta: RecordMeta| {
-            seen.lock().unwrap().push((meta.message_id, meta.request_id.to_string(), meta.event_type_attribute, meta.receive_count));
+            seen.lock().unwrap().push((
+                meta.message_id,
+                meta.request_id.to_string(),
+                meta.event_type_attribute,
+                meta.receive_count,
+            ));
             async { Ok(()) }
         })
         .await
@@ -179,10 +188,14 @@ async fn records_past_the_deadline_margin_are_returned_as_failures_without_runni
         .as_millis() as u64;
     let calls = AtomicUsize::new(0);
     let report = consumer()
-        .process_detailed(LambdaEvent::new(serde_json::from_str(FIXTURE).unwrap(), context), ok_setup, |_m: InterviewQueueMessage, _| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            async { Ok(()) }
-        })
+        .process_detailed(
+            LambdaEvent::new(serde_json::from_str(FIXTURE).unwrap(), context),
+            ok_setup,
+            |_m: InterviewQueueMessage, _| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                async { Ok(()) }
+            },
+        )
         .await
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0);
@@ -199,7 +212,11 @@ async fn a_record_that_runs_into_the_margin_stops_later_records_of_its_group() {
         .as_millis() as u64;
     // Two records of one organization (same ordering key): the first takes 1 s, which leaves
     // less than the 1 s margin for the second.
-    let body = |i: &str| format!(r#"{{"interviewId":"{i}","organizationId":"65a1b2c3d4e5f60718293a4c","completedAt":"2026-12-02T17:30:00Z","durationSeconds":60}}"#);
+    let body = |i: &str| {
+        format!(
+            r#"{{"interviewId":"{i}","organizationId":"65a1b2c3d4e5f60718293a4c","completedAt":"2026-12-02T17:30:00Z","durationSeconds":60}}"#
+        )
+    };
     let mut event: SqsEvent = serde_json::from_str(FIXTURE).unwrap();
     event.records.truncate(2);
     event.records[0].body = Some(body("65a1b2c3d4e5f60718293a01"));
@@ -226,7 +243,10 @@ fn batch_of(bodies: &[String]) -> SqsEvent {
 }
 
 fn completed(interview: usize, org: usize) -> String {
-    format!(r#"{{"interviewId":"{interview:024x}","organizationId":"{:024x}","completedAt":"2026-12-02T17:30:00Z","durationSeconds":60}}"#, org + 0x1000)
+    format!(
+        r#"{{"interviewId":"{interview:024x}","organizationId":"{:024x}","completedAt":"2026-12-02T17:30:00Z","durationSeconds":60}}"#,
+        org + 0x1000
+    )
 }
 
 /// Records of one organization never overlap; records of different organizations do run
@@ -238,23 +258,27 @@ async fn same_organization_records_run_one_after_another_and_others_concurrently
     let max_parallel = Arc::new(AtomicUsize::new(0));
     let overlaps = Arc::new(AtomicUsize::new(0));
     let report = SqsConsumer::new(ConsumerOptions { concurrency: 8, ..ConsumerOptions::default() })
-        .process_detailed(LambdaEvent::new(batch_of(&bodies), Context::default()), ok_setup, |m: InterviewQueueMessage, _| {
-            let (running, max_parallel, overlaps) = (running.clone(), max_parallel.clone(), overlaps.clone());
-            async move {
-                let org = m.organization_id().to_string();
-                {
-                    let mut r = running.lock().unwrap();
-                    if r.contains(&org) {
-                        overlaps.fetch_add(1, Ordering::SeqCst);
+        .process_detailed(
+            LambdaEvent::new(batch_of(&bodies), Context::default()),
+            ok_setup,
+            |m: InterviewQueueMessage, _| {
+                let (running, max_parallel, overlaps) = (running.clone(), max_parallel.clone(), overlaps.clone());
+                async move {
+                    let org = m.organization_id().to_string();
+                    {
+                        let mut r = running.lock().unwrap();
+                        if r.contains(&org) {
+                            overlaps.fetch_add(1, Ordering::SeqCst);
+                        }
+                        r.push(org.clone());
+                        max_parallel.fetch_max(r.len(), Ordering::SeqCst);
                     }
-                    r.push(org.clone());
-                    max_parallel.fetch_max(r.len(), Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    running.lock().unwrap().retain(|o| o != &org);
+                    Ok(())
                 }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                running.lock().unwrap().retain(|o| o != &org);
-                Ok(())
-            }
-        })
+            },
+        )
         .await
         .unwrap();
     assert_eq!(report.count(Outcome::Processed), 8);
@@ -277,7 +301,13 @@ mod property {
     }
 
     fn planned() -> impl Strategy<Value = Planned> {
-        prop_oneof![Just(Planned::Succeed), Just(Planned::Retry), Just(Planned::Drop), Just(Planned::Panic), Just(Planned::Invalid)]
+        prop_oneof![
+            Just(Planned::Succeed),
+            Just(Planned::Retry),
+            Just(Planned::Drop),
+            Just(Planned::Panic),
+            Just(Planned::Invalid)
+        ]
     }
 
     proptest! {

@@ -53,7 +53,8 @@ fn record_lines_are_json_with_the_span_fields() {
     ))
     .unwrap();
     let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("every line is JSON")).collect();
+    let lines: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).expect("every line is JSON")).collect();
     let line = |message: &str| {
         lines.iter().find(|l| l["message"] == message).unwrap_or_else(|| panic!("no {message:?} line in {text}"))
     };

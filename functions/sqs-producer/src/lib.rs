@@ -33,9 +33,13 @@ impl QueueUrls {
 /// What a publish did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PublishOutcome {
-    Sent { message_id: String },
+    Sent {
+        message_id: String,
+    },
     /// The queue URL variable was not set; nothing was sent.
-    Skipped { missing: &'static str },
+    Skipped {
+        missing: &'static str,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -123,7 +127,12 @@ impl SqsProducer {
         self.send(url, REPORT_GENERATE_QUEUE_URL, &to_body(message), EventType::ReportGenerate, request_id).await
     }
 
-    async fn send_interview(&self, body: &str, event_type: EventType, request_id: &RequestId) -> Result<PublishOutcome, PublishError> {
+    async fn send_interview(
+        &self,
+        body: &str,
+        event_type: EventType,
+        request_id: &RequestId,
+    ) -> Result<PublishOutcome, PublishError> {
         let url = self.urls.interview_completed.as_deref();
         self.send(url, INTERVIEW_COMPLETED_QUEUE_URL, body, event_type, request_id).await
     }

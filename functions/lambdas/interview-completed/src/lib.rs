@@ -28,7 +28,12 @@ pub fn failure_of(e: CreditsError) -> Failure {
 /// The failed settlement of one record (shared with the `interview-failed` Lambda).
 pub async fn settle_failed(service: &SettlementService, m: &InterviewFailed, meta: &RecordMeta) -> Result<(), Failure> {
     service
-        .settle_failed_interview(m.interview_id, m.organization_id, m.failed_at, SettleContext::now_with_deadline(meta.deadline))
+        .settle_failed_interview(
+            m.interview_id,
+            m.organization_id,
+            m.failed_at,
+            SettleContext::now_with_deadline(meta.deadline),
+        )
         .await
         .map(|_| ())
         .map_err(failure_of)

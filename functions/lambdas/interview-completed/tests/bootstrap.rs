@@ -31,10 +31,18 @@ async fn the_binary_settles_an_interview_from_an_sqs_event() {
         ("MONGODB_ALLOW_STANDALONE".to_owned(), "true".to_owned()),
         ("LOG_LEVEL".to_owned(), "warn".to_owned()),
     ];
-    api.start_function(std::path::Path::new(env!("CARGO_BIN_EXE_interview-completed")), "interview-completed", 256, &env).unwrap();
+    api.start_function(
+        std::path::Path::new(env!("CARGO_BIN_EXE_interview-completed")),
+        "interview-completed",
+        256,
+        &env,
+    )
+    .unwrap();
     api.wait_ready(Duration::from_secs(20)).await.expect("the binary starts and polls for an event");
 
-    let body = format!(r#"{{"interviewId":"{interview}","organizationId":"{org}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":330}}"#);
+    let body = format!(
+        r#"{{"interviewId":"{interview}","organizationId":"{org}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":330}}"#
+    );
     let event = serde_json::json!({"Records": [{
         "messageId": "m-bootstrap",
         "receiptHandle": "r",

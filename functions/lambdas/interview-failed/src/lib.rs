@@ -30,7 +30,9 @@ impl Handler {
     pub async fn handle_detailed(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
         let setup = || async { self.mongo.ping().await.map_err(BoxError::from) };
         self.consumer
-            .process_detailed(event, setup, |m: InterviewFailed, meta| async move { settle_failed(&self.service, &m, &meta).await })
+            .process_detailed(event, setup, |m: InterviewFailed, meta| async move {
+                settle_failed(&self.service, &m, &meta).await
+            })
             .await
     }
 }

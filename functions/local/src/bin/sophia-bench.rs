@@ -7,7 +7,10 @@ use clap::Parser;
 use sophia_local::bench::{self, BenchOptions};
 
 #[derive(Parser)]
-#[command(name = "sophia-bench", about = "Zip sizes, cold starts, peak RSS, MongoDB round trips and batch latency of the Sophia functions")]
+#[command(
+    name = "sophia-bench",
+    about = "Zip sizes, cold starts, peak RSS, MongoDB round trips and batch latency of the Sophia functions"
+)]
 struct Cli {
     /// Release binaries (`cargo build --release`); default `<target>/release`.
     #[arg(long)]
@@ -40,7 +43,8 @@ async fn main() -> ExitCode {
         runs: cli.runs,
         batch_repeats: cli.batch_repeats,
     };
-    let json = if cli.json.is_absolute() { cli.json.clone() } else { sophia_local::servers::repo_root().join(&cli.json) };
+    let json =
+        if cli.json.is_absolute() { cli.json.clone() } else { sophia_local::servers::repo_root().join(&cli.json) };
     if cli.zips_only {
         let (zips, arch) = bench::zip_figures(&options);
         print!("{}", bench::zip_table(&zips, arch.as_deref()));

@@ -7,7 +7,10 @@ use clap::Parser;
 use sophia_local::load::{self, LoadOptions};
 
 #[derive(Parser)]
-#[command(name = "sophia-load", about = "Publish thousands of interview events through the local pipeline and audit the outcome")]
+#[command(
+    name = "sophia-load",
+    about = "Publish thousands of interview events through the local pipeline and audit the outcome"
+)]
 struct Cli {
     /// Messages published in total: 5% duplicates, 2% malformed, 1% failed, the rest completed.
     #[arg(long, default_value_t = 10_000)]
