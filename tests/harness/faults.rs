@@ -349,36 +349,7 @@ pub async fn depth(client: &aws_sdk_sqs::Client, url: &str) -> (i64, i64) {
     (n(QueueAttributeName::ApproximateNumberOfMessages), n(QueueAttributeName::ApproximateNumberOfMessagesNotVisible))
 }
 
-/// Receives (and deletes) everything visible on a queue within about a second of silence.
-pub async fn drain(client: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
-    let mut all = Vec::new();
-    loop {
-        let out = client
-            .receive_message()
-            .queue_url(url)
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .message_attribute_names("All")
-            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
-            .send()
-            .await
-            .expect("ReceiveMessage");
-        let batch = out.messages.unwrap_or_default();
-        if batch.is_empty() {
-            return all;
-        }
-        for m in &batch {
-            client
-                .delete_message()
-                .queue_url(url)
-                .receipt_handle(m.receipt_handle().unwrap_or_default())
-                .send()
-                .await
-                .expect("DeleteMessage");
-        }
-        all.extend(batch);
-    }
-}
+pub use crate::drain;
 
 /// Settings for a client of `uri`, database `database` (server selection given up after 1 s).
 pub fn mongo_settings(uri: &str, database: &str) -> MongoSettings {

@@ -95,3 +95,36 @@ pub async fn test_queues_fast(client: &aws_sdk_sqs::Client, visibility_timeout_s
         .await
         .expect("queues are created")
 }
+
+/// Receives (and deletes) every message of `url` until it is empty (hidden 60 s while held, so
+/// a short-visibility queue cannot hand one back mid-drain).
+pub async fn drain(client: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
+    let mut all = Vec::new();
+    loop {
+        let out = client
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .visibility_timeout(60)
+            .wait_time_seconds(1)
+            .message_attribute_names("All")
+            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+            .send()
+            .await
+            .expect("receive");
+        let batch = out.messages.unwrap_or_default();
+        if batch.is_empty() {
+            return all;
+        }
+        for m in &batch {
+            client
+                .delete_message()
+                .queue_url(url)
+                .receipt_handle(m.receipt_handle().unwrap())
+                .send()
+                .await
+                .expect("delete");
+        }
+        all.extend(batch);
+    }
+}

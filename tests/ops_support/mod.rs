@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::types::{Message, MessageAttributeValue, MessageSystemAttributeName};
+use aws_sdk_sqs::types::MessageAttributeValue;
 use sophia_local::queues::QueueSet;
 use sophia_ops::env::{self, Env};
 use sophia_ops::{Context, OpsError, Outcome, ProgressMode};
@@ -69,37 +69,7 @@ pub fn report_body(n: usize) -> String {
     format!(r#"{{"interviewId":"{:024x}","organizationId":"{ORG}"}}"#, 0x65a1_0000 + n)
 }
 
-/// Receives (and deletes) every message of `url` until it is empty.
-pub async fn drain(client: &Client, url: &str) -> Vec<Message> {
-    let mut all = Vec::new();
-    loop {
-        let out = client
-            .receive_message()
-            .queue_url(url)
-            .max_number_of_messages(10)
-            .visibility_timeout(60)
-            .wait_time_seconds(1)
-            .message_attribute_names("All")
-            .message_system_attribute_names(MessageSystemAttributeName::All)
-            .send()
-            .await
-            .expect("receive");
-        let batch = out.messages.unwrap_or_default();
-        if batch.is_empty() {
-            return all;
-        }
-        for m in &batch {
-            client
-                .delete_message()
-                .queue_url(url)
-                .receipt_handle(m.receipt_handle().unwrap())
-                .send()
-                .await
-                .expect("delete");
-        }
-        all.extend(batch);
-    }
-}
+pub use harness::drain;
 
 /// Visible messages of a queue, counted without receiving.
 pub async fn visible(client: &Client, url: &str) -> u64 {

@@ -47,6 +47,19 @@ pub struct EsmStats {
     pub batch_failures: AtomicU64,
 }
 
+impl EsmStats {
+    /// Invocations, records, deleted, item failures, batch failures.
+    pub fn snapshot(&self) -> [u64; 5] {
+        [
+            self.invocations.load(Ordering::Relaxed),
+            self.records.load(Ordering::Relaxed),
+            self.deleted.load(Ordering::Relaxed),
+            self.item_failures.load(Ordering::Relaxed),
+            self.batch_failures.load(Ordering::Relaxed),
+        ]
+    }
+}
+
 /// What one invocation did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvocationSummary {

@@ -489,22 +489,7 @@ impl Pipeline {
 
     /// Per function: invocations, records, deleted, item failures, batch failures.
     pub fn stats(&self) -> Vec<(String, [u64; 5])> {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.stats
-            .iter()
-            .map(|(f, s)| {
-                (
-                    f.clone(),
-                    [
-                        s.invocations.load(Relaxed),
-                        s.records.load(Relaxed),
-                        s.deleted.load(Relaxed),
-                        s.item_failures.load(Relaxed),
-                        s.batch_failures.load(Relaxed),
-                    ],
-                )
-            })
-            .collect()
+        self.stats.iter().map(|(f, s)| (f.clone(), s.snapshot())).collect()
     }
 
     pub async fn stop(mut self) {
