@@ -44,26 +44,6 @@ fn failed_body(i: InterviewId, o: OrganizationId) -> String {
     )
 }
 
-async fn received(client: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
-    let mut all = Vec::new();
-    loop {
-        let out = client
-            .receive_message()
-            .queue_url(url)
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .message_attribute_names("All")
-            .send()
-            .await
-            .unwrap();
-        let batch = out.messages.unwrap_or_default();
-        if batch.is_empty() {
-            return all;
-        }
-        all.extend(batch);
-    }
-}
-
 fn outcome_of(report: &sophia_sqs_consumer::BatchReport, id: &str) -> Outcome {
     report.outcomes.iter().find(|(m, _)| m == id).map(|(_, o)| *o).unwrap()
 }
@@ -110,7 +90,7 @@ async fn a_batch_is_routed_settled_published_once_and_answered() {
     let failures: Vec<&str> = response.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
     assert_eq!(failures, ["m-unknown"]);
 
-    let messages = received(&client, &queues.report_generate.source.url).await;
+    let messages = harness::drain(&client, &queues.report_generate.source.url).await;
     assert_eq!(
         messages.len(),
         1,
@@ -145,7 +125,7 @@ async fn a_failed_publish_fails_the_record_and_the_redelivery_publishes_it() {
         let again = fixed.handle(event(vec![record("m-1", &body, "interview.completed")])).await.unwrap();
         assert!(again.batch_item_failures.is_empty());
     }
-    assert_eq!(received(&client, &queues.report_generate.source.url).await.len(), 1, "flushed exactly once");
+    assert_eq!(harness::drain(&client, &queues.report_generate.source.url).await.len(), 1, "flushed exactly once");
     assert_eq!(w.outbox(interview).await.unwrap().status, OutboxStatus::Published);
     w.assert_invariants().await;
 }

@@ -43,6 +43,23 @@ pub trait Invoke: Send + Sync {
     ) -> BoxFuture<'_, Result<serde_json::Value, InvokeError>>;
 }
 
+/// The event and context as `lambda_runtime` hands them to a handler.
+fn lambda_event(event: serde_json::Value, context: InvokeContext) -> Result<LambdaEvent<SqsEvent>, InvokeError> {
+    let payload: SqsEvent =
+        serde_json::from_value(event).map_err(|e| InvokeError::Function(format!("event does not deserialise: {e}")))?;
+    let mut ctx = Context::default();
+    ctx.request_id = context.request_id;
+    ctx.deadline = context.deadline_ms;
+    ctx.invoked_function_arn = context.function_arn;
+    Ok(LambdaEvent::new(payload, ctx))
+}
+
+/// The handler's answer as the JSON Lambda would send back.
+fn response_json(result: Result<SqsBatchResponse, BoxError>) -> Result<serde_json::Value, InvokeError> {
+    let response = result.map_err(|e| InvokeError::Function(e.to_string()))?;
+    serde_json::to_value(response).map_err(|e| InvokeError::BadResponse(e.to_string()))
+}
+
 type Handler = dyn Fn(LambdaEvent<SqsEvent>) -> BoxFuture<'static, Result<SqsBatchResponse, BoxError>> + Send + Sync;
 
 /// Calls the handler code in this process, exactly as `lambda_runtime` would: the event is
@@ -68,18 +85,7 @@ impl Invoke for InProcess {
         event: serde_json::Value,
         context: InvokeContext,
     ) -> BoxFuture<'_, Result<serde_json::Value, InvokeError>> {
-        Box::pin(async move {
-            let payload: SqsEvent = serde_json::from_value(event)
-                .map_err(|e| InvokeError::Function(format!("event does not deserialise: {e}")))?;
-            let mut ctx = Context::default();
-            ctx.request_id = context.request_id;
-            ctx.deadline = context.deadline_ms;
-            ctx.invoked_function_arn = context.function_arn;
-            let response = (self.handler)(LambdaEvent::new(payload, ctx))
-                .await
-                .map_err(|e| InvokeError::Function(e.to_string()))?;
-            serde_json::to_value(response).map_err(|e| InvokeError::BadResponse(e.to_string()))
-        })
+        Box::pin(async move { response_json((self.handler)(lambda_event(event, context)?).await) })
     }
 }
 
@@ -137,16 +143,7 @@ impl Instances {
                         };
                         let Ok(job) = job else { return };
                         let answer = runtime.block_on(async {
-                            let payload: SqsEvent = serde_json::from_value(job.event)
-                                .map_err(|e| InvokeError::Function(format!("event does not deserialise: {e}")))?;
-                            let mut ctx = Context::default();
-                            ctx.request_id = job.context.request_id;
-                            ctx.deadline = job.context.deadline_ms;
-                            ctx.invoked_function_arn = job.context.function_arn;
-                            let response = call(&state, LambdaEvent::new(payload, ctx))
-                                .await
-                                .map_err(|e| InvokeError::Function(e.to_string()))?;
-                            serde_json::to_value(response).map_err(|e| InvokeError::BadResponse(e.to_string()))
+                            response_json(call(&state, lambda_event(job.event, job.context)?).await)
                         });
                         let _ = job.reply.send(answer);
                     }
