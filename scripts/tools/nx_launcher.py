@@ -16,8 +16,10 @@ neosqlite, the storage layer under nx-27017:
    translation of the filter, which misses ObjectId-valued fields and is not reliable with
    `null`. The patched `translate_match` answers "not translatable" (its own signal for the
    Python fallback), so every filter is evaluated by one matcher, the Python one. So that this
-   stays fast, a filter with a top-level `_id` equality or `$in` first narrows the rows by the
-   indexed `_id` column; the Python matcher still checks the whole filter.
+   stays fast on large collections, a filter with a top-level `_id` equality or `$in` first
+   narrows the rows by the indexed `_id` column, and one with a top-level ObjectId equality (e.g.
+   `{interviewId: ...}`) to the rows whose JSON text contains that hex string (SQLite `instr`, a
+   superset); the Python matcher still checks the whole filter.
 `tests/mongo_wire_gaps.rs` shows what the flow relies on. Production code is not bent to the
 server: this is test tooling only.
 
@@ -35,6 +37,7 @@ from neosqlite.collection.jsonb_support import json_data_column as _neosqlite_js
 from neosqlite.sql_utils import quote_table_name as _neosqlite_quote
 from neosqlite.collection import sql_translator_unified as _neosqlite_translator
 from neosqlite.collection.query_helper import utils as _neosqlite_utils
+from neosqlite.collection import datetime_query_processor as _neosqlite_datetime
 
 _neosqlite_utils.set_force_fallback(True)
 
@@ -145,13 +148,62 @@ def _id_prefilter(query):
     return f" WHERE _id IN ({', '.join('?' for _ in values)})", tuple(str(v) for v in values)
 
 
+def _is_object_id(value):
+    """An ObjectId, or its 24-hex form (neosqlite hands filters on with ObjectIds as strings).
+
+    Either way the stored JSON text of a matching document holds those 24 characters."""
+    text = str(value) if type(value).__name__ == "ObjectId" or isinstance(value, str) else ""
+    return len(text) == 24 and all(c in "0123456789abcdef" for c in text)
+
+
+def _object_id_anchors(query):
+    """Groups of ObjectId hex strings such that a matching document contains one of each group.
+
+    Only conjunctive positions count: a top-level field equal to an ObjectId (also `$eq`, or
+    `$in` of ObjectIds), and the same inside `$and`. Any document the filter matches stores those
+    hex strings in its JSON text, so `instr` on the text is a safe superset test; the Python
+    matcher still decides."""
+    groups = []
+    if not isinstance(query, dict):
+        return groups
+    for key, value in query.items():
+        if key == "$and" and isinstance(value, list):
+            for part in value:
+                groups.extend(_object_id_anchors(part))
+        elif key.startswith("$"):
+            continue
+        elif _is_object_id(value):
+            groups.append([str(value)])
+        elif isinstance(value, dict):
+            if "$eq" in value and _is_object_id(value["$eq"]):
+                groups.append([str(value["$eq"])])
+            wanted = value.get("$in")
+            if isinstance(wanted, list) and wanted and all(_is_object_id(v) for v in wanted):
+                groups.append([str(v) for v in wanted])
+    return groups
+
+
+def _prefilter(query, data_column):
+    """A SQL WHERE that keeps every row the filter can match (a superset), or None."""
+    by_id = _id_prefilter(query)
+    if by_id is not None:
+        return by_id
+    groups = _object_id_anchors(query)[:4]
+    if not groups:
+        return None
+    clauses = [
+        "(" + " OR ".join(f"instr({data_column}, ?) > 0" for _ in group) + ")" for group in groups
+    ]
+    return " WHERE " + " AND ".join(clauses), tuple(v for group in groups for v in group)
+
+
 def _python_fallback_by_id(self):
-    prefilter = _id_prefilter(self._filter)
+    jsonb = self._collection.query_engine.jsonb.jsonb_supported
+    prefilter = _prefilter(self._filter, _neosqlite_json_data_column(jsonb))
     if prefilter is None or self._min or self._max:
         yield from _original_python_fallback(self)
         return
     where, params = prefilter
-    jsonb = self._collection.query_engine.jsonb.jsonb_supported
     sort_clause = self._query_helpers._build_sort_clause(self._sort, self._collation)
     if sort_clause:
         self._sql_handled_sort = True
@@ -167,6 +219,26 @@ def _python_fallback_by_id(self):
 
 _original_python_fallback = _neosqlite_cursor.Cursor._handle_python_fallback
 _neosqlite_cursor.Cursor._handle_python_fallback = _python_fallback_by_id
+
+
+def _datetime_python_tier_prefiltered(self, query):
+    """Filters with a date (e.g. `leaseExpiresAt: {$lt: now}`) take this path, which loaded the
+    whole collection; the same prefilter narrows the rows first."""
+    data_column = _neosqlite_json_data_column(self.jsonb.jsonb_supported)
+    prefilter = _prefilter(query, data_column)
+    if prefilter is None:
+        return _original_datetime_python_tier(self, query)
+    where, params = prefilter
+    rows = self.db.execute(
+        f"SELECT id, _id, {data_column} as data FROM {_neosqlite_quote(self.collection.name)}{where} ORDER BY id",
+        params,
+    ).fetchall()
+    docs = (self.collection._load_with_stored_id(row[0], row[2], row[1]) for row in rows)
+    return [doc for doc in docs if self.helpers._apply_query(query, doc)]
+
+
+_original_datetime_python_tier = _neosqlite_datetime.DateTimeQueryProcessor._process_with_python_tier
+_neosqlite_datetime.DateTimeQueryProcessor._process_with_python_tier = _datetime_python_tier_prefiltered
 
 from nx_27017 import nx_27017  # noqa: E402  (must import after the switch)
 
