@@ -373,7 +373,7 @@ pub fn completed_instances(count: usize, mongo: MongoSettings, report_generate_u
             let (mongo, url, endpoint) = (mongo.clone(), url.clone(), endpoint.clone());
             async move {
                 let mongo = Mongo::connect(&mongo).await?;
-                let sqs = sophia_platform::sqs::client(Some(&endpoint)).await;
+                let sqs = sophia_platform::sqs::local_client(&endpoint);
                 let urls = QueueUrls { interview_completed: None, report_generate: Some(url) };
                 Ok::<_, BoxError>(interview_completed::Handler::new(
                     mongo,

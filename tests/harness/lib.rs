@@ -43,7 +43,7 @@ pub fn unique(prefix: &str) -> String {
 
 /// An SQS client for the local endpoint (a fresh one per test: each test has its own runtime).
 pub async fn sqs_client() -> aws_sdk_sqs::Client {
-    sophia_platform::sqs::client(Some(&sqs_endpoint())).await
+    sophia_platform::sqs::local_client(&sqs_endpoint())
 }
 
 /// The four queues of a pipeline, uniquely prefixed, with the declared attributes.

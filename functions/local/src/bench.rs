@@ -237,7 +237,7 @@ impl World {
     async fn start() -> Result<Self, BenchError> {
         let fauxqs = start_fauxqs(free_port())?;
         let nx = start_nx_mongo(free_port())?;
-        let sqs = sophia_platform::sqs::client(Some(&fauxqs.url())).await;
+        let sqs = sophia_platform::sqs::local_client(&fauxqs.url());
         let queues =
             create_queue_set_with(&sqs, "sophia-bench", Declaration::embedded(), &QueueOverrides::default()).await?;
         let settings = MongoSettings {

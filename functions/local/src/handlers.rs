@@ -105,7 +105,7 @@ pub async fn in_process(
                 let (settings, endpoint, urls) = (settings.clone(), endpoint.clone(), urls.clone());
                 async move {
                     let mongo = Mongo::connect(&settings).await?;
-                    let sqs = sophia_platform::sqs::client(Some(&endpoint)).await;
+                    let sqs = sophia_platform::sqs::local_client(&endpoint);
                     Ok::<_, BoxError>(InterviewCompletedHandler::new(
                         mongo,
                         SqsReportPublisher(SqsProducer::new(sqs, urls)),

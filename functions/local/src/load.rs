@@ -411,7 +411,7 @@ impl Pipeline {
         let decl = Declaration::embedded();
         let fauxqs = start_fauxqs(free_port()).map_err(setup)?;
         let nx = start_nx_mongo(free_port()).map_err(setup)?;
-        let sqs = sophia_platform::sqs::client(Some(&fauxqs.url())).await;
+        let sqs = sophia_platform::sqs::local_client(&fauxqs.url());
         let queues =
             create_queue_set_with(&sqs, "sophia-load", decl, &QueueOverrides::default()).await.map_err(setup)?;
         let settings = MongoSettings {
@@ -446,7 +446,7 @@ impl Pipeline {
                     let (settings, endpoint, urls) = (factory_settings.clone(), endpoint.clone(), urls.clone());
                     async move {
                         let mongo = Mongo::connect(&settings).await?;
-                        let sqs = sophia_platform::sqs::client(Some(&endpoint)).await;
+                        let sqs = sophia_platform::sqs::local_client(&endpoint);
                         let consumer = ConsumerOptions { concurrency, ..ConsumerOptions::default() };
                         Ok::<_, BoxError>(CompletedHandler::with_options(
                             mongo,

@@ -107,7 +107,7 @@ impl Runner {
         let decl = Declaration::embedded();
         let fauxqs = start_fauxqs(port_or_free(options.sqs_port))?;
         let nx_mongo = start_nx_mongo(port_or_free(options.mongo_port))?;
-        let sqs = sophia_platform::sqs::client(Some(&fauxqs.url())).await;
+        let sqs = sophia_platform::sqs::local_client(&fauxqs.url());
         let queues = create_queue_set_with(&sqs, &options.queue_prefix, decl, &options.overrides).await?;
         let settings = MongoSettings {
             uri: nx_mongo.url(),

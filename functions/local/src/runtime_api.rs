@@ -73,7 +73,9 @@ impl RuntimeApi {
         self.addr.to_string()
     }
 
-    /// Starts the function binary against this API with the Lambda environment variables.
+    /// Starts the function binary against this API with the environment variables Lambda sets,
+    /// including the execution role's credentials (placeholders here: nothing local checks
+    /// them), then `env`, which may override any of them.
     pub fn start_function(
         &mut self,
         binary: &Path,
@@ -89,6 +91,9 @@ impl RuntimeApi {
             .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{function_name}"))
             .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
             .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "local")
+            .env("AWS_SECRET_ACCESS_KEY", "local")
+            .env("AWS_SESSION_TOKEN", "local")
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .kill_on_drop(true);

@@ -131,7 +131,7 @@ async fn the_runner_brings_the_pipeline_up_and_the_demo_outcomes_hold_in_the_sto
         .unwrap();
     assert!(pending.is_empty(), "every report.generate was published: {pending:?}");
 
-    let sqs = sophia_platform::sqs::client(Some(&env["AWS_ENDPOINT_URL_SQS"])).await;
+    let sqs = sophia_platform::sqs::local_client(&env["AWS_ENDPOINT_URL_SQS"]);
     for key in [
         "INTERVIEW_COMPLETED_DLQ_URL",
         "REPORT_GENERATE_DLQ_URL",

@@ -88,7 +88,7 @@ impl Context {
             .find(|name| self.env.get(name).is_some())
             .filter(|name| self.env.from_file(name))
             .and_then(|name| self.env.get(name));
-        let client = sophia_platform::sqs::client(endpoint.as_deref()).await;
+        let client = sophia_platform::sqs::client_from_default_chain(endpoint.as_deref()).await;
         self.sqs.get_or_init(|| client).clone()
     }
 

@@ -92,7 +92,7 @@ async fn create(client: &aws_sdk_sqs::Client, name: &str) -> String {
 async fn the_binary_publishes_lists_and_redrives_with_settings_from_an_env_file() {
     let fauxqs = start_fauxqs();
     let endpoint = format!("http://127.0.0.1:{}", fauxqs.1);
-    let client = sophia_platform::sqs::client(Some(&endpoint)).await;
+    let client = sophia_platform::sqs::local_client(&endpoint);
     let prefix = format!("bin{}", std::process::id());
     let source = create(&client, &format!("{prefix}-report-generate")).await;
     let dlq = create(&client, &format!("{prefix}-report-generate-dlq")).await;

@@ -10,7 +10,7 @@ use sophia_sqs_producer::{QueueUrls, SqsProducer};
 async fn main() -> Result<(), lambda_runtime::Error> {
     sophia_platform::telemetry::init();
     let mongo = Mongo::from_env().await?;
-    let producer = SqsProducer::new(sophia_platform::sqs::client(None).await, QueueUrls::from_env());
+    let producer = SqsProducer::new(sophia_platform::sqs::client(None)?, QueueUrls::from_env());
     let handler = Handler::new(mongo, SqsReportPublisher(producer));
     let handler = &handler;
     lambda_runtime::run(service_fn(move |event| handler.handle(event))).await
