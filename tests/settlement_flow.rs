@@ -395,19 +395,26 @@ async fn nested_inc_updates_the_nested_field() {
 }
 
 /// Counts the database commands of one settlement with command monitoring: the read, the claim,
-/// the lots read, one update per lot, the organization, the ledger, the outbox, the commit.
+/// the lots read, ONE update command for all its lots, the organization, the ledger, the outbox,
+/// the commit.
 #[tokio::test]
 async fn a_settlement_takes_a_known_small_number_of_round_trips() {
     use std::sync::{Arc, Mutex};
 
+    use futures::TryStreamExt;
     use mongodb::event::EventHandler;
     use mongodb::event::command::CommandEvent;
-    use sophia_credits::settlement::ROUND_TRIPS_COMPLETED_ONE_LOT;
+    use sophia_credits::settlement::ROUND_TRIPS_COMPLETED;
 
     let w = world().await;
     let org = w.org_with_credits(100).await;
     let completed_interview = w.reserved_interview(org, 30).await;
     let failed_interview = w.reserved_interview(org, 30).await;
+    // A reservation over two lots: 5 credits on the lot expiring first, 15 on the later one.
+    let two_lot_org = seed::create_organization(&w.store, "Two lots").await.unwrap();
+    seed::grant_lot(&w.store, two_lot_org, 5, Utc::now() + Duration::days(10)).await.unwrap();
+    seed::grant_lot(&w.store, two_lot_org, 50, Utc::now() + Duration::days(30)).await.unwrap();
+    let two_lot_interview = w.reserved_interview(two_lot_org, 20).await;
 
     let commands: Arc<Mutex<Vec<String>>> = Arc::default();
     let seen = commands.clone();
@@ -426,11 +433,24 @@ async fn a_settlement_takes_a_known_small_number_of_round_trips() {
         .unwrap();
     let names = std::mem::take(&mut *commands.lock().unwrap());
     assert_eq!(names, ["find", "update", "find", "update", "update", "insert", "insert", "commitTransaction"]);
-    assert_eq!(names.len(), ROUND_TRIPS_COMPLETED_ONE_LOT);
+    assert_eq!(names.len(), ROUND_TRIPS_COMPLETED);
+
+    // Two lots: still one `update` command for the lots (one statement each).
+    service
+        .settle_completed_interview(two_lot_interview, two_lot_org, at("2026-12-02T17:30:00Z"), secs(600), ctx())
+        .await
+        .unwrap();
+    let names = std::mem::take(&mut *commands.lock().unwrap());
+    assert_eq!(names.len(), ROUND_TRIPS_COMPLETED, "{names:?}");
+    let lots: Vec<bson::Document> =
+        w.mongo.db.collection("creditLots").find(doc! {}).await.unwrap().try_collect().await.unwrap();
+    let two_lots: Vec<_> = lots.iter().filter(|l| l.get_object_id("organizationId") == Ok(two_lot_org.oid())).collect();
+    assert_eq!(two_lots.len(), 2);
+    assert!(two_lots.iter().all(|l| int(l, "reserved") == Some(0)), "both lots settled: {two_lots:?}");
 
     service.settle_failed_interview(failed_interview, org, at("2026-12-02T17:30:00Z"), ctx()).await.unwrap();
     let names = std::mem::take(&mut *commands.lock().unwrap());
-    assert_eq!(names.len(), ROUND_TRIPS_COMPLETED_ONE_LOT - 1, "no outbox insert: {names:?}");
+    assert_eq!(names.len(), ROUND_TRIPS_COMPLETED - 1, "no outbox insert: {names:?}");
 
     // A duplicate: one read, no transaction.
     service

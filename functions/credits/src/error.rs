@@ -39,6 +39,10 @@ pub enum CreditsError {
     Conflict { what: &'static str },
     #[error("MongoDB {op} failed: {source}")]
     Mongo { op: &'static str, source: MongoError },
+    /// A raw command's reply carried a write error (the typed API would have returned it as a
+    /// [`CreditsError::Mongo`]).
+    #[error("MongoDB {op} rejected a write (code {code}): {message}")]
+    WriteRejected { op: &'static str, code: i64, message: String },
     #[error("transaction gave up after {attempts} attempts: the deadline is too close to retry ({last})")]
     RetryBudgetExhausted { attempts: u32, last: Box<CreditsError> },
     #[error("publishing {kind} for interview {interview_id} failed: {source}")]
@@ -64,6 +68,7 @@ impl CreditsError {
             | Self::Inconsistent { .. }
             | Self::Conflict { .. }
             | Self::Mongo { .. }
+            | Self::WriteRejected { .. }
             | Self::RetryBudgetExhausted { .. }
             | Self::Publish { .. } => Disposition::Retry,
         }

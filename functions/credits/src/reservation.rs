@@ -11,7 +11,7 @@ use sophia_contracts::{InterviewId, OrganizationId};
 use crate::arithmetic::{Allocation, plan_reservation};
 use crate::error::CreditsError;
 use crate::model::{LedgerEntry, LedgerType, Reference, ReferenceKind};
-use crate::store::CreditsStore;
+use crate::store::{CreditsStore, LotWrite};
 use crate::txn::{Finish, RetryPolicy, run_transaction};
 
 /// Reserves `amount` credits for an unsettled interview without a reservation. Refuses with
@@ -50,17 +50,18 @@ pub async fn reserve_credits(
         let states: Vec<_> = lots.iter().map(|l| l.state()).collect();
         let allocations = plan_reservation(&states, amount, now)
             .map_err(|source| CreditsError::InsufficientCredits { organization_id: org, source })?;
-        for a in &allocations {
-            let lot = states.iter().find(|l| l.id == a.lot_id).expect("planned from these lots");
-            store
-                .update_lot_in(
-                    s,
-                    lot.id,
-                    (lot.reserved, lot.remaining),
-                    (lot.reserved + a.credits, lot.remaining, lot.status),
-                )
-                .await?;
-        }
+        let writes: Vec<LotWrite> = allocations
+            .iter()
+            .map(|a| {
+                let lot = states.iter().find(|l| l.id == a.lot_id).expect("planned from these lots");
+                LotWrite {
+                    lot_id: lot.id,
+                    before: (lot.reserved, lot.remaining),
+                    after: (lot.reserved + a.credits, lot.remaining, lot.status),
+                }
+            })
+            .collect();
+        store.update_lots_in(s, &writes).await?;
         store.inc_org_credits_in(s, org, -amount, amount, Some(amount)).await?;
         let reference = Reference { kind: ReferenceKind::Interview, id: interview };
         let entries: Vec<LedgerEntry> = allocations

@@ -3,7 +3,7 @@
 //! they were computed from) and report a [`CreditsError::Conflict`] when it does not match.
 
 use bson::oid::ObjectId;
-use bson::{DateTime, Document, doc};
+use bson::{Bson, DateTime, Document, doc};
 use futures::TryStreamExt;
 use mongodb::{ClientSession, Collection, Database};
 
@@ -13,6 +13,25 @@ use crate::model::{
     CREDIT_LEDGER, CREDIT_LOTS, CreditLot, INTERVIEWS, InterviewCreditsView, LedgerEntry, ORGANIZATIONS, OUTBOX,
     Organization, OutboxEntry,
 };
+
+/// One guarded lot write: `(reserved, remaining)` as read, and `(reserved, remaining, status)` to
+/// write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LotWrite {
+    pub lot_id: ObjectId,
+    pub before: (i64, i64),
+    pub after: (i64, i64, LotStatus),
+}
+
+impl From<&LotSettlement> for LotWrite {
+    fn from(lot: &LotSettlement) -> Self {
+        Self {
+            lot_id: lot.before.id,
+            before: (lot.before.reserved, lot.before.remaining),
+            after: (lot.reserved_after, lot.remaining_after, lot.status_after),
+        }
+    }
+}
 
 /// The credits collections of one database.
 #[derive(Debug, Clone)]
@@ -130,37 +149,45 @@ impl CreditsStore {
         Ok(r.matched_count == 1)
     }
 
-    /// Writes a lot's new `reserved`/`remaining`/`status`, guarded by the values they came from.
-    pub async fn update_lot_in(
-        &self,
-        s: &mut ClientSession,
-        lot_id: ObjectId,
-        (reserved_before, remaining_before): (i64, i64),
-        (reserved_after, remaining_after, status): (i64, i64, LotStatus),
-    ) -> Result<(), CreditsError> {
-        let r = self
-            .lots()
-            .update_one(
-                doc! {"_id": lot_id, "reserved": reserved_before, "remaining": remaining_before},
-                doc! {"$set": {"reserved": reserved_after, "remaining": remaining_after, "status": status.as_str()}},
-            )
+    /// A lot write's filter: the lot, still holding the values the new ones were computed from.
+    fn lot_guard(lot_id: ObjectId, (reserved_before, remaining_before): (i64, i64)) -> Document {
+        doc! {"_id": lot_id, "reserved": reserved_before, "remaining": remaining_before}
+    }
+
+    fn lot_update((reserved_after, remaining_after, status): (i64, i64, LotStatus)) -> Document {
+        doc! {"$set": {"reserved": reserved_after, "remaining": remaining_after, "status": status.as_str()}}
+    }
+
+    /// Lot writes (a reservation's or a settlement's) in ONE `update` command, a guarded
+    /// statement per lot: one round trip whatever the number of lots. (The driver's typed API sends one statement per
+    /// command, and its multi-statement `bulkWrite` needs MongoDB 8; the wire protocol's
+    /// `update` command takes an array of statements.) A statement matching nothing is a
+    /// [`CreditsError::Conflict`]; the caller's transaction then aborts.
+    pub async fn update_lots_in(&self, s: &mut ClientSession, writes: &[LotWrite]) -> Result<(), CreditsError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        let statements: Vec<Document> = writes
+            .iter()
+            .map(|w| {
+                doc! {
+                    "q": Self::lot_guard(w.lot_id, w.before),
+                    "u": Self::lot_update(w.after),
+                    "multi": false,
+                    "upsert": false,
+                }
+            })
+            .collect();
+        let reply = self
+            .db
+            .run_command(doc! {"update": CREDIT_LOTS, "updates": statements, "ordered": true})
             .session(s)
             .await
-            .map_err(CreditsError::mongo("update lot"))?;
-        if r.matched_count != 1 {
+            .map_err(CreditsError::mongo("update lots"))?;
+        if update_reply_matched(&reply)? != writes.len() as i64 {
             return Err(CreditsError::Conflict { what: "credit lot" });
         }
         Ok(())
-    }
-
-    pub async fn settle_lot_in(&self, s: &mut ClientSession, lot: &LotSettlement) -> Result<(), CreditsError> {
-        self.update_lot_in(
-            s,
-            lot.before.id,
-            (lot.before.reserved, lot.before.remaining),
-            (lot.reserved_after, lot.remaining_after, lot.status_after),
-        )
-        .await
     }
 
     /// `$inc` of the organization's balances; `guard_available` adds `credits.available >= n`.
@@ -274,5 +301,61 @@ impl CreditsStore {
             .try_collect()
             .await
             .map_err(CreditsError::mongo("find pending outbox entries"))
+    }
+}
+
+/// The number of documents an `update` command's statements matched (`n`), or its first write
+/// error (a raw command reports those in the reply, not as an `Err`).
+fn update_reply_matched(reply: &Document) -> Result<i64, CreditsError> {
+    if let Ok(errors) = reply.get_array("writeErrors")
+        && let Some(first) = errors.first().and_then(Bson::as_document)
+    {
+        return Err(CreditsError::WriteRejected {
+            op: "update lots",
+            code: first.get("code").and_then(as_i64).unwrap_or_default(),
+            message: first.get_str("errmsg").unwrap_or("no message").to_owned(),
+        });
+    }
+    reply.get("n").and_then(as_i64).ok_or_else(|| CreditsError::WriteRejected {
+        op: "update lots",
+        code: 0,
+        message: format!("the reply has no count of matched documents: {reply}"),
+    })
+}
+
+fn as_i64(value: &Bson) -> Option<i64> {
+    match value {
+        Bson::Int32(n) => Some(i64::from(*n)),
+        Bson::Int64(n) => Some(*n),
+        Bson::Double(n) if n.fract() == 0.0 => Some(*n as i64),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod reply_tests {
+    use super::*;
+
+    #[test]
+    fn an_update_reply_gives_its_matched_count_in_any_numeric_type() {
+        assert_eq!(update_reply_matched(&doc! {"n": 2_i32, "nModified": 2_i32, "ok": 1.0}).unwrap(), 2);
+        assert_eq!(update_reply_matched(&doc! {"n": 3_i64, "ok": 1.0}).unwrap(), 3);
+        assert_eq!(update_reply_matched(&doc! {"n": 1.0, "ok": 1.0}).unwrap(), 1);
+    }
+
+    #[test]
+    fn write_errors_and_a_missing_count_are_typed_errors() {
+        let reply = doc! {
+            "n": 0,
+            "writeErrors": [{"index": 0, "code": 121, "errmsg": "Document failed validation"}],
+            "ok": 1.0,
+        };
+        match update_reply_matched(&reply) {
+            Err(CreditsError::WriteRejected { code: 121, message, .. }) => {
+                assert_eq!(message, "Document failed validation")
+            }
+            other => panic!("expected WriteRejected, got {other:?}"),
+        }
+        assert!(matches!(update_reply_matched(&doc! {"ok": 1.0}), Err(CreditsError::WriteRejected { code: 0, .. })));
     }
 }
