@@ -117,6 +117,68 @@ async fn object_id_valued_fields_match_in_find_and_updates() {
     assert_eq!(many.matched_count, 2);
 }
 
+/// The launcher narrows rows by the ObjectIds a filter requires (SQLite `instr` on the stored
+/// JSON) before its matcher runs, also on the path filters with a date take (the report claim):
+/// the narrowing must only ever be a superset. An ObjectId held by another field, inside an
+/// array, under `$and` or `$in`, and next to a date comparison must all select exactly what
+/// MongoDB selects.
+#[tokio::test]
+async fn filters_anchored_on_object_ids_select_exactly_the_matching_documents() {
+    let coll = collection("gap_anchor").await;
+    let (a, b, c) = (ObjectId::new(), ObjectId::new(), ObjectId::new());
+    coll.insert_many([
+        doc! {"_id": 1, "k": a, "other": b, "lease": ms_from_now(-5_000), "status": "PROCESSING"},
+        doc! {"_id": 2, "k": b, "other": a, "lease": ms_from_now(60_000), "status": "PROCESSING"},
+        doc! {"_id": 3, "k": c, "list": [a, b], "status": "FAILED"},
+        doc! {"_id": 4, "k": c.to_hex(), "status": "FAILED"},
+    ])
+    .await
+    .unwrap();
+    let ids = |docs: Vec<Document>| docs.iter().map(|d| d.get_i32("_id").unwrap()).collect::<Vec<_>>();
+    assert_eq!(ids(found(&coll, doc! {"k": a}).await), [1], "b's document holds a in another field");
+    assert_eq!(ids(found(&coll, doc! {"list": a}).await), [3], "an array holding the ObjectId");
+    assert_eq!(ids(found(&coll, doc! {"k": {"$in": [a, b]}}).await), [1, 2]);
+    assert_eq!(ids(found(&coll, doc! {"$and": [{"k": c}, {"list": b}]}).await), [3]);
+    // A 24-hex string value is anchored too (neosqlite hands ObjectIds on as strings). nx-27017's
+    // matcher also counts the ObjectId c equal to its hex string (MongoDB does not); the flow
+    // never filters ObjectId fields with strings, so only the string's own document is asserted.
+    assert!(ids(found(&coll, doc! {"k": c.to_hex()}).await).contains(&4));
+    // The report claim's shape: an ObjectId, a status and a date under `$or`.
+    let claimable = doc! {
+        "k": {"$in": [a, b]},
+        "$or": [{"status": "FAILED"}, {"status": "PROCESSING", "lease": {"$lt": DateTime::now()}}],
+    };
+    assert_eq!(ids(found(&coll, claimable.clone()).await), [1], "only the expired lease");
+    let r = coll.update_many(claimable, doc! {"$set": {"reclaimed": true}}).await.unwrap();
+    assert_eq!(r.matched_count, 1);
+}
+
+/// A settlement writes all its lots with one `update` command carrying a statement per lot (the
+/// wire protocol's `updates` array): each statement applies, `n` counts the matches, and a
+/// statement whose guard no longer holds matches nothing.
+#[tokio::test]
+async fn an_update_command_with_several_statements_applies_each_and_counts_matches() {
+    let db = harness::test_mongo().await.db;
+    let coll = db.collection::<Document>("gap_multi_update");
+    coll.insert_many([doc! {"_id": 1, "reserved": 5}, doc! {"_id": 2, "reserved": 15}]).await.unwrap();
+    let update = |guard_2: i32| {
+        doc! {
+            "update": "gap_multi_update",
+            "updates": [
+                {"q": {"_id": 1, "reserved": 5}, "u": {"$set": {"reserved": 0}}, "multi": false, "upsert": false},
+                {"q": {"_id": 2, "reserved": guard_2}, "u": {"$set": {"reserved": 0}}, "multi": false, "upsert": false},
+            ],
+            "ordered": true,
+        }
+    };
+    let reply = db.run_command(update(15)).await.unwrap();
+    assert_eq!(int(&reply, "n"), Some(2), "{reply}");
+    let all = found(&coll, doc! {}).await;
+    assert!(all.iter().all(|d| int(d, "reserved") == Some(0)), "{all:?}");
+    let stale = db.run_command(update(15)).await.unwrap();
+    assert_eq!(int(&stale, "n"), Some(0), "the guards no longer hold: {stale}");
+}
+
 /// Balances are `$inc` of dotted paths (`credits.available`, `credits.reserved`): the nested
 /// fields must change (stock nx-27017 added a top-level key named `credits.available`), also
 /// with negative amounts, two paths at once, and a nested field that does not exist yet.
