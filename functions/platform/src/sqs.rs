@@ -40,7 +40,7 @@ pub enum SqsConfigError {
 /// The SQS client from the environment (see the module docs). Fails fast, before any request,
 /// when a non-local endpoint has no region or credentials.
 pub fn client(explicit_endpoint: Option<&str>) -> Result<aws_sdk_sqs::Client, SqsConfigError> {
-    let settings = Settings::from_lookup(explicit_endpoint, |name| optional(name))?;
+    let settings = Settings::from_lookup(explicit_endpoint, optional)?;
     let mut builder = aws_sdk_sqs::Config::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(settings.region))
