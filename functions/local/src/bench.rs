@@ -59,6 +59,10 @@ pub struct BenchOptions {
     pub runs: usize,
     /// Batches per concurrency setting for the batch latency.
     pub batch_repeats: usize,
+    /// A MongoDB that can run concurrent transactions (a replica set) instead of a local
+    /// nx-27017: the concurrent batch figure is only valid there. The figures go to a fresh
+    /// database (`sophia-bench-<time>`), dropped at the end.
+    pub mongo_uri: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -224,7 +228,8 @@ pub fn zip_figures(options: &BenchOptions) -> (Vec<ZipFigure>, Option<String>) {
 /// The local servers and what the functions need to reach them.
 struct World {
     fauxqs: LocalServer,
-    nx: LocalServer,
+    /// The local MongoDB, unless `BenchOptions::mongo_uri` names one.
+    nx: Option<LocalServer>,
     sqs: aws_sdk_sqs::Client,
     queues: QueueSet,
     mongo: Mongo,
@@ -234,17 +239,27 @@ struct World {
 }
 
 impl World {
-    async fn start() -> Result<Self, BenchError> {
+    async fn start(options: &BenchOptions) -> Result<Self, BenchError> {
         let fauxqs = start_fauxqs(free_port())?;
-        let nx = start_nx_mongo(free_port())?;
+        let (nx, uri, database) = match &options.mongo_uri {
+            Some(uri) => {
+                let at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+                (None, uri.clone(), format!("sophia-bench-{at}"))
+            }
+            None => {
+                let nx = start_nx_mongo(free_port())?;
+                let uri = nx.url();
+                (Some(nx), uri, "sophia-bench".to_owned())
+            }
+        };
         let sqs = sophia_platform::sqs::local_client(&fauxqs.url());
         let queues =
             create_queue_set_with(&sqs, "sophia-bench", Declaration::embedded(), &QueueOverrides::default()).await?;
         let settings = MongoSettings {
-            uri: nx.url(),
-            database: "sophia-bench".to_owned(),
+            uri: uri.clone(),
+            database,
             server_selection_timeout: Duration::from_secs(5),
-            allow_standalone: true,
+            allow_standalone: nx.is_some(),
         };
         let mongo = Mongo::connect(&settings).await?;
         mongo.check_deployment().await?;
@@ -257,9 +272,9 @@ impl World {
             ("AWS_SECRET_ACCESS_KEY".to_owned(), "local".to_owned()),
             (config::INTERVIEW_COMPLETED_QUEUE_URL.to_owned(), queues.interview_completed.source.url.clone()),
             (config::REPORT_GENERATE_QUEUE_URL.to_owned(), queues.report_generate.source.url.clone()),
-            (config::MONGODB_URI.to_owned(), nx.url()),
+            (config::MONGODB_URI.to_owned(), uri),
             (config::MONGODB_DATABASE.to_owned(), settings.database.clone()),
-            (config::MONGODB_ALLOW_STANDALONE.to_owned(), "true".to_owned()),
+            (config::MONGODB_ALLOW_STANDALONE.to_owned(), nx.is_some().to_string()),
             (config::OPENAI_BASE_URL.to_owned(), openai.base_url.clone()),
             (config::OPENAI_MODEL.to_owned(), openai.model.clone()),
             (config::OPENAI_API_KEY.to_owned(), openai.api_key.clone()),
@@ -396,10 +411,17 @@ impl World {
         .await
     }
 
-    fn stop(mut self) {
+    async fn stop(mut self) {
         self.openai.stop();
         self.fauxqs.stop();
-        self.nx.stop();
+        match self.nx.take() {
+            Some(mut nx) => nx.stop(),
+            None => {
+                if let Err(e) = self.mongo.db.drop().await {
+                    eprintln!("could not drop the bench database {}: {e}", self.settings.database);
+                }
+            }
+        }
     }
 }
 
@@ -654,7 +676,13 @@ pub async fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
     if zips.iter().any(|z| z.zip_bytes.is_none()) {
         notes.push(format!("some zips are missing under {}: run scripts/build", options.lambda_dir.display()));
     }
-    let world = World::start().await?;
+    notes.push(match &options.mongo_uri {
+        Some(_) => "MongoDB: the server of --mongo-uri (round trips and batch latency ran there)".to_owned(),
+        None => {
+            "MongoDB: a local nx-27017 (cannot commit concurrent transactions: see the concurrency-10 batch)".to_owned()
+        }
+    });
+    let world = World::start(options).await?;
     let result = async {
         let mut cold = Vec::new();
         for f in FUNCTIONS {
@@ -674,7 +702,7 @@ pub async fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
         Ok::<_, BenchError>((cold, trips, batches))
     }
     .await;
-    world.stop();
+    world.stop().await;
     let (cold_starts, round_trips, batch_latency) = result?;
     Ok(BenchReport {
         machine,

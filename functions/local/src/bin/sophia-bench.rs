@@ -27,6 +27,10 @@ struct Cli {
     /// Only the zip sizes: print them and update the `zips` of an existing JSON file.
     #[arg(long)]
     zips_only: bool,
+    /// Run the MongoDB figures against this server (a replica set, where concurrent
+    /// transactions commit) instead of a local nx-27017.
+    #[arg(long, env = "SOPHIA_BENCH_MONGODB_URI")]
+    mongo_uri: Option<String>,
     /// Where the JSON goes.
     #[arg(long, default_value = ".local/bench.json")]
     json: PathBuf,
@@ -42,6 +46,7 @@ async fn main() -> ExitCode {
         lambda_dir: cli.lambda_dir.unwrap_or_else(|| target.join("lambda")),
         runs: cli.runs,
         batch_repeats: cli.batch_repeats,
+        mongo_uri: cli.mongo_uri,
     };
     let json =
         if cli.json.is_absolute() { cli.json.clone() } else { sophia_local::servers::repo_root().join(&cli.json) };
