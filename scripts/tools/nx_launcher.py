@@ -188,6 +188,7 @@ def _prefilter(query, data_column):
     by_id = _id_prefilter(query)
     if by_id is not None:
         return by_id
+    # A few anchors narrow enough; more would only lengthen the SQL.
     groups = _object_id_anchors(query)[:4]
     if not groups:
         return None
@@ -195,6 +196,13 @@ def _prefilter(query, data_column):
         "(" + " OR ".join(f"instr({data_column}, ?) > 0" for _ in group) + ")" for group in groups
     ]
     return " WHERE " + " AND ".join(clauses), tuple(v for group in groups for v in group)
+
+
+def _rows(collection, data_column, clauses, params):
+    """`(id, _id, data)` rows of `collection` narrowed by the SQL `clauses` (WHERE, ORDER BY)."""
+    return collection.db.execute(
+        f"SELECT id, _id, {data_column} as data FROM {_neosqlite_quote(collection.name)}{clauses}", params
+    ).fetchall()
 
 
 def _python_fallback_by_id(self):
@@ -207,12 +215,8 @@ def _python_fallback_by_id(self):
     sort_clause = self._query_helpers._build_sort_clause(self._sort, self._collation)
     if sort_clause:
         self._sql_handled_sort = True
-    cmd = (
-        f"SELECT id, _id, {_neosqlite_json_data_column(jsonb)} as data "
-        f"FROM {_neosqlite_quote(self._collection.name)}{where}{sort_clause}"
-    )
-    db_cursor = self._collection.db.execute(cmd, params)
-    for doc in self._load_documents(db_cursor.fetchall()):
+    rows = _rows(self._collection, _neosqlite_json_data_column(jsonb), where + sort_clause, params)
+    for doc in self._load_documents(rows):
         if self._query_helpers._apply_query(self._filter, doc):
             yield doc
 
@@ -229,10 +233,7 @@ def _datetime_python_tier_prefiltered(self, query):
     if prefilter is None:
         return _original_datetime_python_tier(self, query)
     where, params = prefilter
-    rows = self.db.execute(
-        f"SELECT id, _id, {data_column} as data FROM {_neosqlite_quote(self.collection.name)}{where} ORDER BY id",
-        params,
-    ).fetchall()
+    rows = _rows(self.collection, data_column, where + " ORDER BY id", params)
     docs = (self.collection._load_with_stored_id(row[0], row[2], row[1]) for row in rows)
     return [doc for doc in docs if self.helpers._apply_query(query, doc)]
 

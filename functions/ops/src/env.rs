@@ -15,8 +15,7 @@ use sophia_platform::config;
 pub const DEFAULT_ENV_FILE: &str = ".local/sophia.env";
 pub const INTERVIEW_COMPLETED_DLQ_URL: &str = "INTERVIEW_COMPLETED_DLQ_URL";
 pub const REPORT_GENERATE_DLQ_URL: &str = "REPORT_GENERATE_DLQ_URL";
-pub const AWS_ENDPOINT_URL_SQS: &str = "AWS_ENDPOINT_URL_SQS";
-pub const AWS_ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
+pub use sophia_platform::sqs::{AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS};
 
 /// Variables that show the shell is already configured for some deployment.
 const TARGETING_VARIABLES: [&str; 7] = [

@@ -40,30 +40,22 @@ pub enum SqsConfigError {
 /// The SQS client from the environment (see the module docs). Fails fast, before any request,
 /// when a non-local endpoint has no region or credentials.
 pub fn client(explicit_endpoint: Option<&str>) -> Result<aws_sdk_sqs::Client, SqsConfigError> {
-    let settings = Settings::from_lookup(explicit_endpoint, optional)?;
-    let mut builder = aws_sdk_sqs::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new(settings.region))
-        .credentials_provider(settings.credentials)
-        .retry_config(RetryConfig::standard());
-    if let Some(url) = settings.endpoint {
-        builder = builder.endpoint_url(url);
-    }
-    Ok(aws_sdk_sqs::Client::from_conf(builder.build()))
+    Settings::from_lookup(explicit_endpoint, optional).map(Settings::client)
 }
 
 /// The client for a local SQS endpoint (fauxqs) used by the local pipeline, its tools and the
 /// tests: placeholder region and credentials whatever the environment holds, so a developer's AWS
 /// settings can never leak into a local run.
 pub fn local_client(endpoint: &str) -> aws_sdk_sqs::Client {
-    let config = aws_sdk_sqs::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("local", "local", None, None, "sophia-local"))
-        .retry_config(RetryConfig::standard())
-        .endpoint_url(endpoint)
-        .build();
-    aws_sdk_sqs::Client::from_conf(config)
+    Settings { endpoint: Some(endpoint.to_owned()), region: LOCAL_REGION.to_owned(), credentials: local_credentials() }
+        .client()
+}
+
+/// Region and credentials for a local endpoint that has none: nothing local checks them.
+const LOCAL_REGION: &str = "us-east-1";
+
+fn local_credentials() -> Credentials {
+    Credentials::new("local", "local", None, None, "sophia-local")
 }
 
 /// What [`client`] reads, resolved from a variable lookup (the environment, or a test's table).
@@ -86,15 +78,27 @@ impl Settings {
         let local = endpoint.as_deref().is_some_and(is_loopback);
         let region = match var(AWS_REGION).or_else(|| var(AWS_DEFAULT_REGION)) {
             Some(region) => region,
-            None if local => "us-east-1".to_owned(),
+            None if local => LOCAL_REGION.to_owned(),
             None => return Err(SqsConfigError::MissingRegion),
         };
         let credentials = match (var(AWS_ACCESS_KEY_ID), var(AWS_SECRET_ACCESS_KEY)) {
             (Some(key), Some(secret)) => Credentials::new(key, secret, var(AWS_SESSION_TOKEN), None, "environment"),
-            _ if local => Credentials::new("local", "local", None, None, "sophia-local"),
+            _ if local => local_credentials(),
             _ => return Err(SqsConfigError::MissingCredentials),
         };
         Ok(Self { endpoint, region, credentials })
+    }
+
+    fn client(self) -> aws_sdk_sqs::Client {
+        let mut builder = aws_sdk_sqs::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new(self.region))
+            .credentials_provider(self.credentials)
+            .retry_config(RetryConfig::standard());
+        if let Some(url) = self.endpoint {
+            builder = builder.endpoint_url(url);
+        }
+        aws_sdk_sqs::Client::from_conf(builder.build())
     }
 }
 
@@ -111,10 +115,10 @@ pub async fn client_from_default_chain(explicit_endpoint: Option<&str>) -> aws_s
     }
     if local {
         if optional(AWS_REGION).is_none() && optional(AWS_DEFAULT_REGION).is_none() {
-            loader = loader.region(Region::new("us-east-1"));
+            loader = loader.region(Region::new(LOCAL_REGION));
         }
         if optional(AWS_ACCESS_KEY_ID).is_none() {
-            loader = loader.credentials_provider(Credentials::new("local", "local", None, None, "sophia-local"));
+            loader = loader.credentials_provider(local_credentials());
         }
     }
     aws_sdk_sqs::Client::new(&loader.load().await)
