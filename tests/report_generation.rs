@@ -5,6 +5,7 @@
 mod report_support;
 
 use report_support::*;
+use sophia_reports::model::ReportStatus;
 
 #[tokio::test]
 async fn a_full_report_is_persisted_with_its_metadata_from_a_strict_schema_request() {
@@ -246,6 +247,21 @@ async fn an_expired_lease_is_reclaimed() {
     assert_eq!(env.fake.request_count(), 1);
 }
 
+/// A report document written by someone else before the first delivery (the API may create a
+/// NOT_STARTED placeholder): the insert-claim finds it there and the atomic claim takes it.
+#[tokio::test]
+async fn a_not_started_report_made_elsewhere_is_claimed_and_completed() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    seed_report(&env, ids, "NOT_STARTED", 0, None).await;
+    env.fake.push(Behaviour::Report);
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    let d = stored(&env, ids.0).await.unwrap();
+    assert_eq!((d.get_str("status").unwrap(), int(&d, "attemptCount")), ("COMPLETED", 1));
+    assert_eq!(env.fake.request_count(), 1);
+    assert_eq!(report_count(&env).await, 1);
+}
+
 #[tokio::test]
 async fn an_expired_lease_on_the_last_attempt_is_marked_failed_and_acknowledged() {
     let env = env().await;
@@ -292,9 +308,14 @@ async fn migrations_are_idempotent_and_enforce_one_report_per_interview() {
     migrations::apply(&env.mongo.db).await.unwrap();
     let ids = (InterviewId::new(bson::oid::ObjectId::new()), org());
     let store = sophia_reports::store::ReportStore::new(&env.mongo.db);
-    assert!(store.ensure_exists(ids.0, ids.1, None).await.unwrap());
-    assert!(!store.ensure_exists(ids.0, ids.1, None).await.unwrap(), "duplicate key tolerated");
+    let lease = Duration::from_secs(60);
+    let first = store.insert_claimed(ids.0, ids.1, None, lease).await.unwrap();
+    assert_eq!(first.map(|l| l.attempt), Some(1), "the first insert is the claim");
+    assert_eq!(store.insert_claimed(ids.0, ids.1, None, lease).await.unwrap(), None, "duplicate key tolerated");
     assert_eq!(report_count(&env).await, 1);
+    let stored = store.find(ids.0).await.unwrap().expect("the report");
+    assert_eq!(stored.status, ReportStatus::Processing);
+    assert_eq!((stored.attempt_count, stored.lease_id), (1, first.map(|l| l.id)));
 }
 
 /// An nx-27017 gap that `scripts/tools/nx_launcher.py` fix 4 (every filter evaluated by the Python

@@ -127,26 +127,28 @@ impl ReportService {
             return Err(ReportError::InterviewNotFound { interview_id, organization_id });
         };
 
-        // 2.-3. Already completed, or out of attempts.
-        match self.store.find(interview_id).await? {
-            Some(r) if r.status == ReportStatus::Completed => return Ok(Generated::AlreadyCompleted),
-            Some(r) if r.attempt_count >= crate::store::MAX_ATTEMPTS => return self.exhausted(interview_id).await,
-            Some(_) => {}
-            None => {
-                self.store.ensure_exists(interview_id, organization_id, interview.retention_expires_at).await?;
-            }
-        }
-
-        // 4.-5. The atomic claim; otherwise find out why not.
-        let Some(lease) = self.store.claim(interview_id, self.lease).await? else {
-            return match self.store.find(interview_id).await? {
-                Some(r) if r.status == ReportStatus::Completed => Ok(Generated::AlreadyCompleted),
-                Some(r) if r.attempt_count >= crate::store::MAX_ATTEMPTS => self.exhausted(interview_id).await,
-                _ => {
-                    tracing::info!("another worker holds a live lease on this report; skipped");
-                    Ok(Generated::HeldByAnother)
+        // 2.-5. The claim: a first delivery inserts the report already claimed (one write);
+        // otherwise the atomic claim of the existing report; otherwise one read says why not
+        // (already completed, out of attempts, or held under a live lease).
+        let lease = match self
+            .store
+            .insert_claimed(interview_id, organization_id, interview.retention_expires_at, self.lease)
+            .await?
+        {
+            Some(lease) => lease,
+            None => match self.store.claim(interview_id, self.lease).await? {
+                Some(lease) => lease,
+                None => {
+                    return match self.store.find(interview_id).await? {
+                        Some(r) if r.status == ReportStatus::Completed => Ok(Generated::AlreadyCompleted),
+                        Some(r) if r.attempt_count >= crate::store::MAX_ATTEMPTS => self.exhausted(interview_id).await,
+                        _ => {
+                            tracing::info!("another worker holds a live lease on this report; skipped");
+                            Ok(Generated::HeldByAnother)
+                        }
+                    };
                 }
-            };
+            },
         };
         let span = tracing::Span::current();
         span.record("attempt", lease.attempt);

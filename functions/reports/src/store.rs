@@ -1,17 +1,22 @@
 //! `interviewReports`: one document per interview (unique on `interviewId`, see
 //! [`crate::migrations`]), and every state transition as one conditional write.
 //!
-//! The claim is two atomic steps, each correct on its own under concurrency:
-//! 1. [`ReportStore::ensure_exists`]: insert a `NOT_STARTED` document; a duplicate-key error
-//!    (11000) means it already exists, which is fine (the unique index makes this an
-//!    insert-if-absent);
+//! The claim (the spec's "atomic update/upsert that increments `attemptCount`") is two atomic
+//! writes, each correct on its own under concurrency, the second only when the first finds the
+//! document already there:
+//! 1. [`ReportStore::insert_claimed`]: insert the report already `PROCESSING` under this
+//!    worker's lease with `attemptCount` 1. The unique index makes it an insert-if-absent: a
+//!    duplicate-key error (11000) means the report exists, and exactly one concurrent inserter
+//!    wins. On a first delivery this is the whole claim.
 //! 2. [`ReportStore::claim`]: one `findOneAndUpdate` (no upsert) that moves `NOT_STARTED`,
 //!    `FAILED`, or `PROCESSING` with an expired lease to `PROCESSING`, increments `attemptCount`
 //!    and sets a new lease (`leaseId`, `leaseExpiresAt`). Exactly one concurrent caller wins.
 //!
-//! This is the spec's "upsert on interviewId" split in two, so that it needs no `$setOnInsert`
-//! inside a `findOneAndUpdate` upsert. Later writes by the claimant are conditional on its
-//! `leaseId`, so a worker whose lease expired and was reclaimed cannot overwrite the new holder.
+//! Not a `findOneAndUpdate` upsert: it needs `$setOnInsert` (which nx-27017 ignores) and, when
+//! the existing report is not claimable, its insert would be stopped only by the unique index
+//! (which nx-27017 does not enforce on upserts), so it could not be tested here. Later writes by
+//! the claimant are conditional on its `leaseId`, so a worker whose lease expired and was
+//! reclaimed cannot overwrite the new holder.
 
 use std::time::Duration;
 
@@ -109,6 +114,10 @@ fn not_held(now: DateTime) -> Bson {
     ])
 }
 
+fn expiry(now: DateTime, lease: Duration) -> DateTime {
+    DateTime::from_millis(now.timestamp_millis().saturating_add(lease.as_millis() as i64))
+}
+
 fn bounded(s: &str) -> String {
     s.chars().take(MAX_LAST_ERROR_CHARS).collect()
 }
@@ -127,23 +136,26 @@ impl ReportStore {
         raw.map(|d| bson::from_document(d).map_err(mongodb::error::Error::from)).transpose()
     }
 
-    /// Step 1 of the claim: the `NOT_STARTED` document, unless one exists. Returns whether it
-    /// was inserted now.
-    pub async fn ensure_exists(
+    /// Step 1 of the claim: the report inserted already `PROCESSING` under a new lease
+    /// (`attemptCount` 1), unless one exists (`None`: go on with [`claim`](Self::claim)).
+    pub async fn insert_claimed(
         &self,
         interview_id: InterviewId,
         organization_id: OrganizationId,
         retention_expires_at: Option<DateTime>,
-    ) -> mongodb::error::Result<bool> {
+        lease: Duration,
+    ) -> mongodb::error::Result<Option<Lease>> {
         let now = DateTime::now();
-        let placeholder = doc! {
+        let claimed =
+            Lease { id: ObjectId::new(), interview_id: interview_id.oid(), attempt: 1, expires_at: expiry(now, lease) };
+        let report = doc! {
             "_id": ObjectId::new(),
             "interviewId": interview_id.oid(),
             "organizationId": organization_id.oid(),
-            "status": ReportStatus::NotStarted.as_str(),
-            "attemptCount": 0_i32,
-            "leaseId": Bson::Null,
-            "leaseExpiresAt": Bson::Null,
+            "status": ReportStatus::Processing.as_str(),
+            "attemptCount": claimed.attempt,
+            "leaseId": claimed.id,
+            "leaseExpiresAt": claimed.expires_at,
             "lastError": Bson::Null,
             "retentionExpiresAt": retention_expires_at.map_or(Bson::Null, Bson::DateTime),
             "report": Bson::Null,
@@ -151,9 +163,9 @@ impl ReportStore {
             "createdAt": now,
             "updatedAt": now,
         };
-        match self.reports.insert_one(placeholder).await {
-            Ok(_) => Ok(true),
-            Err(e) if is_duplicate_key(&e) => Ok(false),
+        match self.reports.insert_one(report).await {
+            Ok(_) => Ok(Some(claimed)),
+            Err(e) if is_duplicate_key(&e) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -162,7 +174,7 @@ impl ReportStore {
     /// out of attempts).
     pub async fn claim(&self, interview_id: InterviewId, lease: Duration) -> mongodb::error::Result<Option<Lease>> {
         let now = DateTime::now();
-        let expires_at = DateTime::from_millis(now.timestamp_millis() + lease.as_millis() as i64);
+        let expires_at = expiry(now, lease);
         let lease_id = ObjectId::new();
         let claimed = self
             .reports
