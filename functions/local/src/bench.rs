@@ -236,6 +236,8 @@ struct World {
     settings: MongoSettings,
     openai: OpenAiEndpoint,
     env: Vec<(String, String)>,
+    /// `RECORD_CONCURRENCY` of the binaries' first batches.
+    record_concurrency: usize,
 }
 
 impl World {
@@ -265,7 +267,7 @@ impl World {
         mongo.check_deployment().await?;
         handlers::migrate(&mongo).await.map_err(BenchError::Other)?;
         let openai = OpenAiEndpoint::start(None).await.map_err(BenchError::Other)?;
-        let env = vec![
+        let mut env = vec![
             ("AWS_ENDPOINT_URL_SQS".to_owned(), fauxqs.url()),
             ("AWS_REGION".to_owned(), "us-east-1".to_owned()),
             ("AWS_ACCESS_KEY_ID".to_owned(), "local".to_owned()),
@@ -280,7 +282,12 @@ impl World {
             (config::OPENAI_API_KEY.to_owned(), openai.api_key.clone()),
             ("LOG_LEVEL".to_owned(), "warn".to_owned()),
         ];
-        Ok(Self { fauxqs, nx, sqs, queues, mongo, settings, openai, env })
+        // nx-27017 cannot commit concurrent transactions: its first batches run one record at a
+        // time, as the runner's settlement does; a real server keeps the binaries' default.
+        let record_concurrency =
+            if nx.is_some() { 1 } else { sophia_sqs_consumer::ConsumerOptions::default().concurrency };
+        env.push((config::RECORD_CONCURRENCY.to_owned(), record_concurrency.to_string()));
+        Ok(Self { fauxqs, nx, sqs, queues, mongo, settings, openai, env, record_concurrency })
     }
 
     fn store(&self) -> CreditsStore {
@@ -491,7 +498,7 @@ async fn cold_start(world: &World, options: &BenchOptions, function: &str) -> Re
         first_event: if function == "report-generate" {
             "1 report (model path, offline endpoint)".into()
         } else {
-            "10 settlements, 10 organizations".into()
+            format!("10 settlements, 10 orgs, {} at once", world.record_concurrency)
         },
         first_event_ms_median: median(&first),
         first_event_ms_max: fmax,

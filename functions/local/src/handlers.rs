@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use interview_completed::{Handler as InterviewCompletedHandler, SqsReportPublisher};
+use interview_completed::{Handler as InterviewCompletedHandler, SqsReportPublisher, consumer_options};
 use report_generate::ReportGenerateHandler;
 use sophia_openai_fake::FakeOpenAi;
 use sophia_platform::config;
@@ -98,22 +98,30 @@ pub async fn in_process(
     let settings = mongo_settings(mongo, env);
     let endpoint = sqs_endpoint.to_owned();
     let invoker: Instances = match function {
-        "interview-completed" => Instances::spawn(
-            function,
-            instances,
-            move || {
-                let (settings, endpoint, urls) = (settings.clone(), endpoint.clone(), urls.clone());
-                async move {
-                    let mongo = Mongo::connect(&settings).await?;
-                    let sqs = sophia_platform::sqs::local_client(&endpoint);
-                    Ok::<_, BoxError>(InterviewCompletedHandler::new(
-                        mongo,
-                        SqsReportPublisher(SqsProducer::new(sqs, urls)),
-                    ))
-                }
-            },
-            |h, event| Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { e.to_string().into() }) }),
-        ),
+        "interview-completed" => {
+            let options = consumer_options(env.get(config::RECORD_CONCURRENCY).map(String::as_str))
+                .map_err(|e| format!("{function}: {e}"))?;
+            Instances::spawn(
+                function,
+                instances,
+                move || {
+                    let (settings, endpoint, urls, options) =
+                        (settings.clone(), endpoint.clone(), urls.clone(), options.clone());
+                    async move {
+                        let mongo = Mongo::connect(&settings).await?;
+                        let sqs = sophia_platform::sqs::local_client(&endpoint);
+                        Ok::<_, BoxError>(InterviewCompletedHandler::with_options(
+                            mongo,
+                            SqsReportPublisher(SqsProducer::new(sqs, urls)),
+                            options,
+                        ))
+                    }
+                },
+                |h, event| {
+                    Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { e.to_string().into() }) })
+                },
+            )
+        }
         "report-generate" => {
             let openai = openai.settings();
             Instances::spawn(

@@ -12,6 +12,8 @@ pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
 pub const OPENAI_MODEL: &str = "OPENAI_MODEL";
 pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
 pub const LOG_LEVEL: &str = "LOG_LEVEL";
+/// How many records of one batch the interview consumers work on at once.
+pub const RECORD_CONCURRENCY: &str = "RECORD_CONCURRENCY";
 pub const DEFAULT_DATABASE: &str = "sophia";
 pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4.1-mini";
 
@@ -50,5 +52,34 @@ pub fn millis(name: &'static str, default: Duration) -> Result<Duration, ConfigE
             .parse::<u64>()
             .map(Duration::from_millis)
             .map_err(|e| ConfigError::Invalid { name, reason: format!("expected milliseconds: {e}") }),
+    }
+}
+
+/// The value of `name` (from this process's environment, [`optional`], or a function
+/// environment held elsewhere) as a whole number of at least 1, or `default` when unset.
+pub fn positive(name: &'static str, value: Option<&str>, default: usize) -> Result<usize, ConfigError> {
+    let invalid = |reason: String| ConfigError::Invalid { name, reason };
+    match value.map(str::parse::<usize>) {
+        None => Ok(default),
+        Some(Ok(0)) => Err(invalid("must be at least 1, got 0".into())),
+        Some(Ok(n)) => Ok(n),
+        Some(Err(e)) => Err(invalid(format!("expected a whole number of at least 1: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_positive_count_is_its_value_or_the_default_and_zero_or_text_is_refused() {
+        assert_eq!(positive(RECORD_CONCURRENCY, None, 4), Ok(4));
+        assert_eq!(positive(RECORD_CONCURRENCY, Some("1"), 4), Ok(1));
+        assert_eq!(positive(RECORD_CONCURRENCY, Some("10"), 4), Ok(10));
+        let zero = positive(RECORD_CONCURRENCY, Some("0"), 4).unwrap_err();
+        assert_eq!(zero.to_string(), "environment variable RECORD_CONCURRENCY: must be at least 1, got 0");
+        let text = positive(RECORD_CONCURRENCY, Some("four"), 4).unwrap_err().to_string();
+        assert!(text.starts_with("environment variable RECORD_CONCURRENCY: expected a whole number"), "{text}");
+        assert!(positive(RECORD_CONCURRENCY, Some("-1"), 4).is_err());
     }
 }

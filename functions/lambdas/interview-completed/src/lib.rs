@@ -13,6 +13,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use sophia_contracts::{InterviewFailed, InterviewQueueMessage};
 use sophia_credits::{BoxError, CreditsError, Disposition, ReportPublisher, SettleContext, SettlementService};
+use sophia_platform::config::{self, ConfigError};
 use sophia_platform::mongo::Mongo;
 use sophia_sqs_consumer::{BatchError, BatchReport, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
 pub use sophia_sqs_producer::SqsReportPublisher;
@@ -23,6 +24,19 @@ pub fn failure_of(e: CreditsError) -> Failure {
         Disposition::Retry => Failure::retry(e),
         Disposition::Drop => Failure::drop(e),
     }
+}
+
+/// The consumer options of the interview consumers' binaries: the defaults, with
+/// `RECORD_CONCURRENCY` (records of one batch settled at once) from the environment.
+pub fn options_from_env() -> Result<ConsumerOptions, ConfigError> {
+    consumer_options(config::optional(config::RECORD_CONCURRENCY).as_deref())
+}
+
+/// [`options_from_env`] with the value of `RECORD_CONCURRENCY` given.
+pub fn consumer_options(record_concurrency: Option<&str>) -> Result<ConsumerOptions, ConfigError> {
+    let defaults = ConsumerOptions::default();
+    let concurrency = config::positive(config::RECORD_CONCURRENCY, record_concurrency, defaults.concurrency)?;
+    Ok(ConsumerOptions { concurrency, ..defaults })
 }
 
 /// The failed settlement of one record (shared with the `interview-failed` Lambda).

@@ -24,20 +24,26 @@ async fn the_binary_settles_an_interview_from_an_sqs_event() {
     seed::grant_lot(&store, org, 50, chrono_in_days(30)).await.unwrap();
     let interview = seed::reserved_interview(&client, &store, org, 20, doc! {}).await.unwrap();
 
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_interview-completed"));
+    let env = |record_concurrency: &str| {
+        [
+            ("MONGODB_URI".to_owned(), uri.clone()),
+            ("MONGODB_DATABASE".to_owned(), database.to_owned()),
+            ("MONGODB_ALLOW_STANDALONE".to_owned(), "true".to_owned()),
+            ("LOG_LEVEL".to_owned(), "warn".to_owned()),
+            ("RECORD_CONCURRENCY".to_owned(), record_concurrency.to_owned()),
+        ]
+    };
+
+    // The same environment with a bad RECORD_CONCURRENCY stops the function at init.
+    let mut refused = RuntimeApi::serve().await.unwrap();
+    refused.start_function(binary, "interview-completed", 256, &env("0")).unwrap();
+    let error = refused.wait_ready(Duration::from_secs(20)).await.expect_err("RECORD_CONCURRENCY=0 is refused");
+    refused.stop().await;
+    assert!(error.to_string().contains("exited during init"), "{error}");
+
     let mut api = RuntimeApi::serve().await.unwrap();
-    let env = [
-        ("MONGODB_URI".to_owned(), uri.clone()),
-        ("MONGODB_DATABASE".to_owned(), database.to_owned()),
-        ("MONGODB_ALLOW_STANDALONE".to_owned(), "true".to_owned()),
-        ("LOG_LEVEL".to_owned(), "warn".to_owned()),
-    ];
-    api.start_function(
-        std::path::Path::new(env!("CARGO_BIN_EXE_interview-completed")),
-        "interview-completed",
-        256,
-        &env,
-    )
-    .unwrap();
+    api.start_function(binary, "interview-completed", 256, &env("2")).unwrap();
     api.wait_ready(Duration::from_secs(20)).await.expect("the binary starts and polls for an event");
 
     let body = format!(

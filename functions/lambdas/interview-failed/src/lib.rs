@@ -19,8 +19,12 @@ pub struct Handler {
 
 impl Handler {
     pub fn new(mongo: Mongo) -> Self {
+        Self::with_options(mongo, ConsumerOptions::default())
+    }
+
+    pub fn with_options(mongo: Mongo, options: ConsumerOptions) -> Self {
         let service = SettlementService::new(mongo.client.clone(), mongo.db.clone());
-        Self { mongo, service, consumer: SqsConsumer::new(ConsumerOptions::default()) }
+        Self { mongo, service, consumer: SqsConsumer::new(options) }
     }
 
     pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, lambda_runtime::Error> {
