@@ -1,9 +1,10 @@
 //! The load test (`scripts/load-test`, binary `sophia-load`): thousands of interview events
 //! through the whole local pipeline, then a full audit of the outcome.
 //!
-//! 1. the runner's pipeline ([`Pipeline`]: fauxqs, nx-27017, the offline OpenAI endpoint, one
+//! 1. the runner's pipeline ([`Runner`]: fauxqs, nx-27017, the offline OpenAI endpoint, one
 //!    event-source-mapping emulator per function with in-process instances): report generation with
-//!    several pollers, settlement one transaction at a time (nx-27017's limit, see [`Pipeline`]);
+//!    several pollers, settlement one transaction at a time (nx-27017's limit, see
+//!    [`runner_options`]);
 //! 2. `orgs` organizations, two credit lots each, and one reserved interview per valid event, written
 //!    in bulk (`insert_many`) in the exact shape the library's reservation writes (organization
 //!    balances, lot `reserved`, `RESERVE` ledger entries, interview `credits.allocations`), so the
@@ -37,19 +38,7 @@ use sophia_credits::{CreditsStore, invariants};
 use sophia_platform::config;
 use sophia_sqs_producer::{CompletedInput, FailedInput, QueueUrls, SqsProducer};
 
-use std::sync::Arc;
-
-use interview_completed::{Handler as CompletedHandler, SqsReportPublisher};
-use sophia_platform::mongo::{Mongo, MongoSettings};
-use sophia_queue_settings::Declaration;
-use sophia_sqs_consumer::ConsumerOptions;
-use tokio::sync::watch;
-
-use crate::esm::{EsmStats, EventSourceMapping};
-use crate::handlers::{self, OpenAiEndpoint};
-use crate::invoke::{BoxError, Instances, Invoke};
-use crate::queues::{QueueOverrides, create_queue_set_with};
-use crate::servers::{LocalServer, free_port, start_fauxqs, start_nx_mongo};
+use crate::runner::{Runner, RunnerOptions};
 
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
@@ -59,7 +48,7 @@ pub struct LoadOptions {
     /// Pollers (function instances) of the report-generate mapping.
     pub pollers: usize,
     /// Pollers of the interview-completed mapping, and the consumer's concurrency in each: keep
-    /// both at 1 on nx-27017 (one transaction at a time; see [`Pipeline`]).
+    /// both at 1 on nx-27017 (one transaction at a time; see [`runner_options`]).
     pub settle_pollers: usize,
     pub settle_concurrency: usize,
     /// Concurrent `publish_*` calls.
@@ -389,119 +378,28 @@ async fn ids_where(collection: &mongodb::Collection<Document>, filter: Document)
     Ok(found.len())
 }
 
-/// The runner's pipeline, assembled here so that the settlement side can be limited to one
-/// transaction at a time: nx-27017 runs transactions as savepoints on one shared connection, and
-/// two at once make commits fail (measured: 389 `commitTransaction` failures in a 500-message run
-/// through `Runner` with 4 pollers and the consumer's default concurrency 4). Report generation
-/// has no transaction and runs with `pollers` instances.
-pub struct Pipeline {
-    pub mongo: Mongo,
-    pub sqs: aws_sdk_sqs::Client,
-    env: BTreeMap<String, String>,
-    stats: Vec<(String, Arc<EsmStats>)>,
-    shutdown: watch::Sender<bool>,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-    openai: OpenAiEndpoint,
-    fauxqs: LocalServer,
-    nx: LocalServer,
-}
-
-impl Pipeline {
-    pub async fn start(options: &LoadOptions) -> Result<Self, LoadError> {
-        let decl = Declaration::embedded();
-        let fauxqs = start_fauxqs(free_port()).map_err(setup)?;
-        let nx = start_nx_mongo(free_port()).map_err(setup)?;
-        let sqs = sophia_platform::sqs::local_client(&fauxqs.url());
-        let queues =
-            create_queue_set_with(&sqs, "sophia-load", decl, &QueueOverrides::default()).await.map_err(setup)?;
-        let settings = MongoSettings {
-            uri: nx.url(),
-            database: "sophia-load".to_owned(),
-            server_selection_timeout: Duration::from_secs(5),
-            allow_standalone: true,
-        };
-        let mongo = Mongo::connect(&settings).await.map_err(setup)?;
-        mongo.check_deployment().await.map_err(setup)?;
-        handlers::migrate(&mongo).await.map_err(LoadError::Setup)?;
-        let openai = OpenAiEndpoint::start(None).await.map_err(LoadError::Setup)?;
-        let mut env = BTreeMap::new();
-        env.insert(config::INTERVIEW_COMPLETED_QUEUE_URL.to_owned(), queues.interview_completed.source.url.clone());
-        env.insert(config::REPORT_GENERATE_QUEUE_URL.to_owned(), queues.report_generate.source.url.clone());
-        env.insert("INTERVIEW_COMPLETED_DLQ_URL".to_owned(), queues.interview_completed.dlq.url.clone());
-        env.insert("REPORT_GENERATE_DLQ_URL".to_owned(), queues.report_generate.dlq.url.clone());
-        env.insert(config::MONGODB_URI.to_owned(), nx.url());
-
-        let urls = QueueUrls {
-            interview_completed: Some(queues.interview_completed.source.url.clone()),
-            report_generate: Some(queues.report_generate.source.url.clone()),
-        };
-        let endpoint = fauxqs.url();
-        let concurrency = options.settle_concurrency.max(1);
-        let factory_settings = settings.clone();
-        let settle: Arc<dyn Invoke> = Arc::new(
-            Instances::spawn(
-                "interview-completed",
-                options.settle_pollers.max(1),
-                move || {
-                    let (settings, endpoint, urls) = (factory_settings.clone(), endpoint.clone(), urls.clone());
-                    async move {
-                        let mongo = Mongo::connect(&settings).await?;
-                        let sqs = sophia_platform::sqs::local_client(&endpoint);
-                        let consumer = ConsumerOptions { concurrency, ..ConsumerOptions::default() };
-                        Ok::<_, BoxError>(CompletedHandler::with_options(
-                            mongo,
-                            SqsReportPublisher(SqsProducer::new(sqs, urls)),
-                            consumer,
-                        ))
-                    }
-                },
-                |h, event| {
-                    Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { e.to_string().into() }) })
-                },
-            )
-            .map_err(setup)?,
-        );
-        let report =
-            handlers::in_process("report-generate", options.pollers.max(1), &mongo, &fauxqs.url(), &env, &openai)
-                .await
-                .map_err(LoadError::Setup)?;
-
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        let mut stats = Vec::new();
-        let mut tasks = Vec::new();
-        for (pair, invoker, pollers) in [
-            (&queues.interview_completed, settle, options.settle_pollers),
-            (&queues.report_generate, report, options.pollers),
-        ] {
-            let q = decl.queue(&pair.key).ok_or_else(|| LoadError::Setup(format!("{} is not declared", pair.key)))?;
-            let esm = EventSourceMapping::declared(sqs.clone(), pair.source.clone(), q, decl, invoker);
-            stats.push((q.consumer.clone(), esm.stats.clone()));
-            for _ in 0..pollers.max(1) {
-                tasks.push(tokio::spawn(esm.clone().run(shutdown_rx.clone())));
-            }
-        }
-        Ok(Self { mongo, sqs, env, stats, shutdown, tasks, openai, fauxqs, nx })
-    }
-
-    pub fn env(&self) -> &BTreeMap<String, String> {
-        &self.env
-    }
-
-    /// Per function: invocations, records, deleted, item failures, batch failures.
-    pub fn stats(&self) -> Vec<(String, [u64; 5])> {
-        self.stats.iter().map(|(f, s)| (f.clone(), s.snapshot())).collect()
-    }
-
-    pub async fn stop(mut self) {
-        let _ = self.shutdown.send(true);
-        for task in self.tasks.drain(..) {
-            let _ = tokio::time::timeout(Duration::from_secs(25), task).await;
-        }
-        self.openai.stop();
-        self.fauxqs.stop();
-        self.nx.stop();
+/// The options of the runner's pipeline for a load test. Settlement is limited by
+/// `settle_pollers` × `settle_concurrency` (`RECORD_CONCURRENCY`, as a deployed function reads
+/// it): nx-27017 runs transactions as savepoints on one shared connection, and two at once make
+/// commits fail (measured: 389 `commitTransaction` failures in a 500-message run with 4 pollers
+/// and the consumer's default concurrency 4). Report generation has no transaction and runs with
+/// `pollers` instances.
+pub fn runner_options(options: &LoadOptions) -> RunnerOptions {
+    RunnerOptions {
+        database: "sophia-load".to_owned(),
+        queue_prefix: "sophia-load".to_owned(),
+        env_file: None,
+        pollers: options.pollers.max(1),
+        function_pollers: BTreeMap::from([(INTERVIEW_COMPLETED.to_owned(), options.settle_pollers.max(1))]),
+        function_env: BTreeMap::from([(
+            config::RECORD_CONCURRENCY.to_owned(),
+            options.settle_concurrency.max(1).to_string(),
+        )]),
+        ..RunnerOptions::default()
     }
 }
+
+const INTERVIEW_COMPLETED: &str = "interview-completed";
 
 fn setup(e: impl fmt::Display) -> LoadError {
     LoadError::Setup(e.to_string())
@@ -511,7 +409,7 @@ fn setup(e: impl fmt::Display) -> LoadError {
 pub async fn run(options: &LoadOptions) -> Result<LoadReport, LoadError> {
     let mix = Mix::of(options.events);
     let orgs = options.orgs.max(1);
-    let pipeline = Pipeline::start(options).await?;
+    let pipeline = Runner::start(runner_options(options)).await.map_err(setup)?;
     let result = drive(&pipeline, options, mix, orgs).await;
     let stats = pipeline.stats();
     pipeline.stop().await;
@@ -520,7 +418,7 @@ pub async fn run(options: &LoadOptions) -> Result<LoadReport, LoadError> {
     Ok(report)
 }
 
-async fn drive(runner: &Pipeline, options: &LoadOptions, mix: Mix, orgs: usize) -> Result<LoadReport, LoadError> {
+async fn drive(runner: &Runner, options: &LoadOptions, mix: Mix, orgs: usize) -> Result<LoadReport, LoadError> {
     let mut rng = Rng::new(options.seed);
     let store = CreditsStore::new(runner.mongo.db.clone());
     let env = runner.env();
@@ -698,7 +596,7 @@ fn ms_between(from: SystemTime, to: SystemTime) -> f64 {
 }
 
 async fn audit(
-    runner: &Pipeline,
+    runner: &Runner,
     store: &CreditsStore,
     planned: &[Planned],
     published_at: &HashMap<usize, SystemTime>,

@@ -47,8 +47,14 @@ pub struct RunnerOptions {
     pub openai_api_key: Option<String>,
     pub overrides: QueueOverrides,
     pub env_file: Option<PathBuf>,
-    /// Pollers per mapping (Lambda scales out; 1 is enough for the demo).
+    /// Pollers per mapping (Lambda scales out; 1 is enough for the demo), each with its own
+    /// function instance.
     pub pollers: usize,
+    /// Pollers of one function's mapping instead of `pollers`.
+    pub function_pollers: BTreeMap<String, usize>,
+    /// More environment for the functions (not written to the env file), e.g.
+    /// `RECORD_CONCURRENCY`.
+    pub function_env: BTreeMap<String, String>,
 }
 
 impl Default for RunnerOptions {
@@ -63,6 +69,8 @@ impl Default for RunnerOptions {
             overrides: QueueOverrides::default(),
             env_file: Some(crate::envfile::default_path()),
             pollers: 1,
+            function_pollers: BTreeMap::new(),
+            function_env: BTreeMap::new(),
         }
     }
 }
@@ -87,6 +95,8 @@ pub struct Runner {
     pub mongo: Mongo,
     pub sqs: aws_sdk_sqs::Client,
     env: BTreeMap<String, String>,
+    /// `env` and the options' `function_env`: what the functions are started with.
+    function_env: BTreeMap<String, String>,
     env_file: Option<PathBuf>,
     stats: Vec<(String, Arc<EsmStats>)>,
     shutdown: watch::Sender<bool>,
@@ -135,6 +145,8 @@ impl Runner {
         if let Some(path) = &options.env_file {
             crate::envfile::write(path, &env)?;
         }
+        let mut function_env = env.clone();
+        function_env.extend(options.function_env.clone());
 
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut runner = Runner {
@@ -142,6 +154,7 @@ impl Runner {
             mongo,
             sqs,
             env,
+            function_env,
             env_file: options.env_file.clone(),
             stats: Vec::new(),
             shutdown,
@@ -154,10 +167,11 @@ impl Runner {
         let pairs: Vec<_> = runner.queues.pairs().into_iter().cloned().collect();
         for pair in &pairs {
             let settings = decl.queue(&pair.key).expect("declared");
-            let invoker = runner.invoker(&settings.consumer, &options.functions, options.pollers.max(1)).await?;
+            let pollers = options.function_pollers.get(&settings.consumer).copied().unwrap_or(options.pollers).max(1);
+            let invoker = runner.invoker(&settings.consumer, &options.functions, pollers).await?;
             let esm = EventSourceMapping::declared(runner.sqs.clone(), pair.source.clone(), settings, decl, invoker);
             runner.stats.push((settings.consumer.clone(), esm.stats.clone()));
-            for _ in 0..options.pollers.max(1) {
+            for _ in 0..pollers {
                 runner.tasks.push(tokio::spawn(esm.clone().run(shutdown_rx.clone())));
             }
         }
@@ -171,11 +185,16 @@ impl Runner {
         instances: usize,
     ) -> Result<Arc<dyn Invoke>, RunnerError> {
         match mode {
-            FunctionMode::InProcess => {
-                handlers::in_process(function, instances, &self.mongo, &self.fauxqs.url(), &self.env, &self.openai)
-                    .await
-                    .map_err(RunnerError::Setup)
-            }
+            FunctionMode::InProcess => handlers::in_process(
+                function,
+                instances,
+                &self.mongo,
+                &self.fauxqs.url(),
+                &self.function_env,
+                &self.openai,
+            )
+            .await
+            .map_err(RunnerError::Setup),
             FunctionMode::Bootstrap(dir) => {
                 let binary = [dir.join(function).join("bootstrap"), dir.join(function)]
                     .into_iter()
@@ -183,7 +202,8 @@ impl Runner {
                     .ok_or_else(|| RunnerError::Setup(format!("no built binary for {function} under {} (build with `cargo build --release -p {function}` or scripts/build x86_64)", dir.display())))?;
                 let decl = Declaration::embedded();
                 let memory = decl.function(function).map(|f| f.memory_mb).unwrap_or(256);
-                let mut env: Vec<(String, String)> = self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                let mut env: Vec<(String, String)> =
+                    self.function_env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                 env.push((config::OPENAI_API_KEY.to_owned(), self.openai.api_key.clone()));
                 env.push(("AWS_ACCESS_KEY_ID".to_owned(), "local".to_owned()));
                 env.push(("AWS_SECRET_ACCESS_KEY".to_owned(), "local".to_owned()));
