@@ -8,8 +8,8 @@
 //! - MongoDB round trips per settlement and per report, counted with the driver's command
 //!   monitoring around the library calls (`SettlementService`, `ReportService`), next to the
 //!   minimum the data model allows;
-//! - latency of one batch of 10 settlements of 10 organizations through the interview-completed
-//!   consumer with `concurrency: 10` and `concurrency: 1`.
+//! - latency of one batch of 10 settlements of 10 organizations through a warm release
+//!   `interview-completed` behind [`RuntimeApi`], with `RECORD_CONCURRENCY` 10 and 1.
 //!
 //! It starts its own fauxqs, nx-27017 and offline OpenAI endpoint (the runner's parts, without
 //! its pollers, so nothing else competes for the servers while a figure is taken).
@@ -19,9 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use aws_lambda_events::event::sqs::SqsEvent;
-use interview_completed::{Handler as CompletedHandler, SqsReportPublisher};
-use lambda_runtime::{Context, LambdaEvent};
+use interview_completed::SqsReportPublisher;
 use mongodb::event::EventHandler;
 use mongodb::event::command::CommandEvent;
 use serde::Serialize;
@@ -34,7 +32,6 @@ use sophia_platform::config;
 use sophia_platform::mongo::{Mongo, MongoSettings};
 use sophia_queue_settings::Declaration;
 use sophia_reports::{ReportModel, ReportService};
-use sophia_sqs_consumer::ConsumerOptions;
 use sophia_sqs_producer::{QueueUrls, SqsProducer};
 
 use crate::handlers::{self, OpenAiEndpoint};
@@ -445,17 +442,22 @@ fn item_failures(response: &serde_json::Value) -> usize {
     response.get("batchItemFailures").and_then(|f| f.as_array()).map_or(0, Vec::len)
 }
 
-/// Cold start, first event and peak RSS of one release binary, `runs` fresh processes.
-async fn cold_start(world: &World, options: &BenchOptions, function: &str) -> Result<ColdStart, BenchError> {
+/// One function's release binary, with its declared memory and timeout.
+fn release_function(options: &BenchOptions, function: &str) -> Result<(PathBuf, u32, Duration), String> {
     let binary = options.release_dir.join(function);
     if !binary.is_file() {
-        return Err(other(format!("no release binary {} (cargo build --release -p {function})", binary.display())));
+        return Err(format!("no release binary {} (cargo build --release -p {function})", binary.display()));
     }
-    let decl = Declaration::embedded();
-    let (memory, timeout) = decl
+    let (memory, timeout) = Declaration::embedded()
         .function(function)
         .map(|f| (f.memory_mb, Duration::from_secs(u64::from(f.timeout_seconds))))
         .unwrap_or((256, Duration::from_secs(30)));
+    Ok((binary, memory, timeout))
+}
+
+/// Cold start, first event and peak RSS of one release binary, `runs` fresh processes.
+async fn cold_start(world: &World, options: &BenchOptions, function: &str) -> Result<ColdStart, BenchError> {
+    let (binary, memory, timeout) = release_function(options, function).map_err(other)?;
     let orgs = world.orgs(10).await?;
     let (mut ready, mut first, mut rss) = (Vec::new(), Vec::new(), Vec::new());
     let (mut failures, mut records) = (0, 0);
@@ -648,33 +650,40 @@ const MIN_REPORT: &str = "find the interview (org-scoped, not deleted), the inse
      A findAndModify upsert claim would also be 3 but needs $setOnInsert and a unique index enforced on upserts, neither of which \
      nx-27017 has, so it could not be tested here";
 
-/// One batch of 10 settlements (10 organizations) through the interview-completed consumer.
-async fn batch_latency(world: &World, concurrency: usize, repeats: usize) -> Result<BatchLatency, BenchError> {
-    let mongo = Mongo::connect(&world.settings).await?;
-    let handler = CompletedHandler::with_options(
-        mongo,
-        SqsReportPublisher(world.producer()),
-        ConsumerOptions { concurrency, ..ConsumerOptions::default() },
-    );
+/// Batches of 10 settlements of 10 organizations through one warm release `interview-completed`
+/// behind the local Runtime API, with `RECORD_CONCURRENCY` = `concurrency`: a first batch warms
+/// its connection pool (as a warm Lambda's is), then `repeats` timed batches.
+async fn batch_latency(
+    world: &World,
+    options: &BenchOptions,
+    concurrency: usize,
+    repeats: usize,
+) -> Result<BatchLatency, BenchError> {
+    let function = "interview-completed";
+    let (binary, memory, timeout) = release_function(options, function).map_err(other)?;
     let orgs = world.orgs(10).await?;
-    // Warm the handler's connection pool as a warm Lambda's would be.
-    handler.service().store().interview(bson::oid::ObjectId::new()).await?;
+    let mut env = world.env.clone();
+    env.retain(|(k, _)| k != config::RECORD_CONCURRENCY);
+    env.push((config::RECORD_CONCURRENCY.to_owned(), concurrency.to_string()));
+    let mut api = RuntimeApi::serve().await.map_err(other)?;
+    api.start_function(&binary, function, memory, &env).map_err(other)?;
+    api.wait_ready(Duration::from_secs(30)).await.map_err(|e| other(format!("{function}: {e}")))?;
+    let warm_up = world.completed_batch(&orgs).await?;
+    api.invoke(warm_up, invoke_context(function, timeout)).await.map_err(|e| other(format!("{function}: {e}")))?;
     let mut times = Vec::new();
     let (mut failures, mut records) = (0, 0);
     for _ in 0..repeats.max(1) {
         let event = world.completed_batch(&orgs).await?;
-        let payload: SqsEvent = serde_json::from_value(event).map_err(other)?;
-        let mut ctx = Context::default();
-        ctx.request_id = format!("bench-{}", bson::oid::ObjectId::new());
-        ctx.deadline =
-            (SystemTime::now() + Duration::from_secs(30)).duration_since(UNIX_EPOCH).unwrap_or_default().as_millis()
-                as u64;
         let started = Instant::now();
-        let report = handler.handle_detailed(LambdaEvent::new(payload, ctx)).await.map_err(other)?;
+        let response = api
+            .invoke(event, invoke_context(function, timeout))
+            .await
+            .map_err(|e| other(format!("{function}: {e}")))?;
         times.push(ms(started.elapsed()));
-        failures += report.response.batch_item_failures.len();
+        failures += item_failures(&response);
         records += orgs.len();
     }
+    api.stop().await;
     let lo = times.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     Ok(BatchLatency {
@@ -719,7 +728,7 @@ pub async fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
         eprintln!("batch latency");
         let mut batches = Vec::new();
         for c in [10, 1] {
-            batches.push(batch_latency(&world, c, options.batch_repeats).await?);
+            batches.push(batch_latency(&world, options, c, options.batch_repeats).await?);
         }
         Ok::<_, BenchError>((cold, trips, batches))
     }
@@ -808,7 +817,10 @@ impl fmt::Display for BenchReport {
         }
         writeln!(f, "  minimum, settlement: {MIN_SETTLE}")?;
         writeln!(f, "  minimum, report: {MIN_REPORT}")?;
-        writeln!(f, "\nBatch of 10 settlements, 10 organizations, interview-completed consumer in-process (warm)")?;
+        writeln!(
+            f,
+            "\nBatch of 10 settlements, 10 organizations, warm release interview-completed behind the local Runtime API"
+        )?;
         for b in &self.batch_latency {
             writeln!(
                 f,
