@@ -8,6 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 
 import { defaultArtifactsDir, REPO_ROOT } from "./artifacts";
 import type { Settings } from "./settings";
+import { FUNCTION_WIRING } from "./wiring";
 
 export const CONFIG_NAMESPACE = "sophia";
 
@@ -26,6 +27,8 @@ export const DEFAULTS = {
 } as const;
 
 export const MAXIMUM_CONCURRENCY_RANGE = { min: 2, max: 1000 } as const;
+/** RECORD_CONCURRENCY: at least 1; more than SQS's largest batch (10) would change nothing. */
+export const RECORD_CONCURRENCY_RANGE = { min: 1, max: 10 } as const;
 const LAMBDA_MEMORY_RANGE = { min: 128, max: 10_240 } as const;
 /** The retention values CloudWatch Logs accepts. */
 export const LOG_RETENTION_DAYS = [
@@ -41,6 +44,7 @@ export const KEYS = {
   alarmTopicArn: "alarmTopicArn",
   logRetentionDays: "logRetentionDays",
   logLevel: "logLevel",
+  recordConcurrency: "recordConcurrency",
   mongodbDatabase: "mongodbDatabase",
   mongodbUri: "mongodbUri",
   openaiApiKey: "openaiApiKey",
@@ -63,6 +67,11 @@ export interface StageConfig {
   alarmTopicArn: string | undefined;
   logRetentionDays: number;
   logLevel: string;
+  /**
+   * RECORD_CONCURRENCY per function that reads it (see `FUNCTION_WIRING`); `undefined` leaves the
+   * binary's default (4).
+   */
+  recordConcurrency: Record<string, number | undefined>;
   mongodbDatabase: string;
   openaiModel: string;
   openaiBaseUrl: string | undefined;
@@ -208,6 +217,15 @@ export function loadStageConfig(
     problems,
   );
 
+  const recordConcurrency = perItem<number | undefined>(
+    readObject(config, KEYS.recordConcurrency, problems),
+    functionNames.filter((fn) => FUNCTION_WIRING[fn]?.recordConcurrency === true),
+    KEYS.recordConcurrency,
+    integerIn(RECORD_CONCURRENCY_RANGE.min, RECORD_CONCURRENCY_RANGE.max),
+    () => undefined,
+    problems,
+  );
+
   const retentionRaw = readObject(config, KEYS.logRetentionDays, problems) ?? DEFAULTS.logRetentionDays;
   let logRetentionDays: number = DEFAULTS.logRetentionDays;
   if (typeof retentionRaw === "number" && (LOG_RETENTION_DAYS as readonly number[]).includes(retentionRaw)) {
@@ -266,6 +284,7 @@ export function loadStageConfig(
     alarmTopicArn,
     logRetentionDays,
     logLevel,
+    recordConcurrency,
     mongodbDatabase,
     openaiModel,
     openaiBaseUrl,

@@ -15,6 +15,7 @@ export const ENV = {
   openaiModel: "OPENAI_MODEL",
   openaiBaseUrl: "OPENAI_BASE_URL",
   logLevel: "LOG_LEVEL",
+  recordConcurrency: "RECORD_CONCURRENCY",
 } as const;
 
 /**
@@ -30,6 +31,10 @@ export function functionEnvironment(
     [ENV.mongodbDatabase]: cfg.mongodbDatabase,
     [ENV.logLevel]: cfg.logLevel,
   };
+  const recordConcurrency = cfg.recordConcurrency[fn.name];
+  if (wiringFor(fn.name).recordConcurrency && recordConcurrency !== undefined) {
+    env[ENV.recordConcurrency] = String(recordConcurrency);
+  }
   if (wiringFor(fn.name).openai) {
     env[ENV.openaiApiKey] = cfg.secrets.openaiApiKey;
     env[ENV.openaiModel] = cfg.openaiModel;

@@ -10,12 +10,14 @@ export interface FunctionWiring {
   openai: boolean;
   /** Gets read/write on the configured resume bucket (the SST program linked it to the consumers). */
   resumeBucket: boolean;
+  /** Reads RECORD_CONCURRENCY (records of one batch settled at once; `sophia:recordConcurrency`). */
+  recordConcurrency: boolean;
 }
 
 export const FUNCTION_WIRING: Readonly<Record<string, FunctionWiring>> = {
-  "interview-completed": { openai: false, resumeBucket: true },
-  "report-generate": { openai: true, resumeBucket: true },
-  "interview-failed": { openai: false, resumeBucket: false },
+  "interview-completed": { openai: false, resumeBucket: true, recordConcurrency: true },
+  "report-generate": { openai: true, resumeBucket: true, recordConcurrency: false },
+  "interview-failed": { openai: false, resumeBucket: false, recordConcurrency: true },
 };
 
 /** Queues the API (Fargate service) sends to; the managed policy API_PUBLISH_POLICY_ARN covers exactly these. */

@@ -108,6 +108,27 @@ test("maximum concurrency above AWS's 1000 is refused", async () => {
   assert.match(e.message, /sophia:maxConcurrency\.interviewCompleted must be an integer in \[2, 1000\], got 1001/);
 });
 
+test("recordConcurrency: unset leaves the binaries' default; one number or a map, for the functions that read it", async () => {
+  const unset = await load("dev", { ...TEST_SECRETS });
+  assert.deepEqual(unset.recordConcurrency, { "interview-completed": undefined, "interview-failed": undefined });
+  const one = await load("dev", { ...TEST_SECRETS, "sophia:recordConcurrency": "1" });
+  assert.deepEqual(one.recordConcurrency, { "interview-completed": 1, "interview-failed": 1 });
+  const map = await load("dev", { ...TEST_SECRETS, "sophia:recordConcurrency": JSON.stringify({ "interview-completed": 10 }) });
+  assert.deepEqual(map.recordConcurrency, { "interview-completed": 10, "interview-failed": undefined });
+});
+
+test("recordConcurrency outside [1, 10], or for a function that does not read it, is refused", async () => {
+  const zero = await loadError("dev", { ...TEST_SECRETS, "sophia:recordConcurrency": "0" });
+  assert.match(zero.message, /sophia:recordConcurrency must be an integer in \[1, 10\], got 0/);
+  const e = await loadError("dev", {
+    ...TEST_SECRETS,
+    "sophia:recordConcurrency": JSON.stringify({ "report-generate": 2, "interview-completed": 11 }),
+  });
+  assert.match(e.message, /sophia:recordConcurrency has unknown key "report-generate" \(known: interview-completed, interview-failed\)/);
+  assert.match(e.message, /sophia:recordConcurrency\.interview-completed must be an integer in \[1, 10\], got 11/);
+  assert.equal(e.problems.length, 2);
+});
+
 // ---------------------------------------------------------------------------------------------
 // Stack files: what the Pulumi CLI would hand the program for each committed stage.
 

@@ -28,6 +28,7 @@ before(async () => {
       "sophia:resumeBucket": BUCKET,
       "sophia:logRetentionDays": "90",
       "sophia:logLevel": "warn",
+      "sophia:recordConcurrency": "2",
       "sophia:openaiModel": "gpt-4.1",
       "sophia:openaiBaseUrl": "https://llm-gateway.example.com/v1",
     },
@@ -103,6 +104,9 @@ test("plain settings reach the environment; OpenAI settings only reach report-ge
   for (const f of ["interview-completed", "interview-failed"]) {
     assert.deepEqual(Object.keys(vars(f)).filter((k) => k.startsWith("OPENAI_")), [], `${f} gets no OpenAI settings`);
   }
+  assert.equal(vars("interview-completed")["RECORD_CONCURRENCY"], "2");
+  assert.equal(vars("interview-failed")["RECORD_CONCURRENCY"], "2");
+  assert.equal(vars("report-generate")["RECORD_CONCURRENCY"], undefined, "batch size 1: nothing to run at once");
   for (const f of ["interview-completed", "report-generate", "interview-failed"]) {
     assert.equal(vars(f)["LOG_LEVEL"], "warn");
     assert.equal(vars(f)["MONGODB_DATABASE"], "sophia_prod");
