@@ -161,8 +161,8 @@ impl CreditsStore {
     /// Lot writes (a reservation's or a settlement's) in ONE `update` command, a guarded
     /// statement per lot: one round trip whatever the number of lots. (The driver's typed API
     /// sends one statement per command, and its multi-statement `bulkWrite` needs MongoDB 8; the
-    /// wire protocol's `update` command takes an array of statements.) A statement matching nothing is a
-    /// [`CreditsError::Conflict`]; the caller's transaction then aborts.
+    /// wire protocol's `update` command takes an array of statements.) A statement matching
+    /// nothing is a [`CreditsError::Conflict`]; the caller's transaction then aborts.
     pub async fn update_lots_in(&self, s: &mut ClientSession, writes: &[LotWrite]) -> Result<(), CreditsError> {
         if writes.is_empty() {
             return Ok(());

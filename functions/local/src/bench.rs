@@ -442,6 +442,11 @@ fn item_failures(response: &serde_json::Value) -> usize {
     response.get("batchItemFailures").and_then(|f| f.as_array()).map_or(0, Vec::len)
 }
 
+/// The smallest and largest of `v` (+inf, -inf when empty).
+fn min_max(v: &[f64]) -> (f64, f64) {
+    v.iter().copied().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)))
+}
+
 /// One function's release binary, with its declared memory and timeout.
 fn release_function(options: &BenchOptions, function: &str) -> Result<(PathBuf, u32, Duration), String> {
     let binary = options.release_dir.join(function);
@@ -486,11 +491,9 @@ async fn cold_start(world: &World, options: &BenchOptions, function: &str) -> Re
         }
         api.stop().await;
     }
-    let minmax =
-        |v: &[f64]| v.iter().copied().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)));
-    let (rmin, rmax) = minmax(&ready);
-    let (_, fmax) = minmax(&first);
-    let (_, smax) = minmax(&rss);
+    let (rmin, rmax) = min_max(&ready);
+    let (_, fmax) = min_max(&first);
+    let (_, smax) = min_max(&rss);
     Ok(ColdStart {
         function: function.to_owned(),
         runs: ready.len(),
@@ -684,8 +687,7 @@ async fn batch_latency(
         records += orgs.len();
     }
     api.stop().await;
-    let lo = times.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = min_max(&times);
     Ok(BatchLatency {
         concurrency,
         batches: times.len(),

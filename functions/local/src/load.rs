@@ -389,8 +389,8 @@ pub fn runner_options(options: &LoadOptions) -> RunnerOptions {
         database: "sophia-load".to_owned(),
         queue_prefix: "sophia-load".to_owned(),
         env_file: None,
-        pollers: options.pollers.max(1),
-        function_pollers: BTreeMap::from([(INTERVIEW_COMPLETED.to_owned(), options.settle_pollers.max(1))]),
+        pollers: options.pollers,
+        function_pollers: BTreeMap::from([(INTERVIEW_COMPLETED.to_owned(), options.settle_pollers)]),
         function_env: BTreeMap::from([(
             config::RECORD_CONCURRENCY.to_owned(),
             options.settle_concurrency.max(1).to_string(),
