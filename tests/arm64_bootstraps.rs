@@ -59,7 +59,8 @@ fn arm64_function(function: &str, test: &str) -> Option<PathBuf> {
     let path = sophia_local::servers::state_dir().join("test-skips.log");
     if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
         use std::io::Write;
-        let _ = writeln!(f, "{line}");
+        // One write per line (O_APPEND): concurrent tests cannot interleave their lines.
+        let _ = f.write_all(format!("{line}\n").as_bytes());
     }
     None
 }
