@@ -25,6 +25,7 @@ pub mod prompt;
 pub mod schema;
 pub mod service;
 pub mod store;
+pub mod validate;
 
 pub use error::{Disposition, ReportError};
 pub use model::{LlmReport, Recommendation, ReportStatus};
