@@ -14,6 +14,7 @@
 //! Never logged: resume text, transcript text, the model's reply, the API key.
 
 pub mod admin;
+pub mod budget;
 pub mod error;
 pub mod evidence;
 pub mod fixtures;
