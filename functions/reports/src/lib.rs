@@ -26,6 +26,7 @@ pub mod prompt;
 pub mod schema;
 pub mod service;
 pub mod store;
+pub mod transcript;
 pub mod validate;
 
 pub use error::{Disposition, ReportError};
