@@ -61,7 +61,7 @@ fn is_interviewer(speaker: &str) -> bool {
 pub fn render<S: AsRef<str>, T: AsRef<str>>(turns: &[(S, T)], selection: &Selection) -> String {
     let total = turns.len();
     let mut out = String::with_capacity(turns.iter().map(|(_, t)| t.as_ref().len() + 6).sum());
-    let mut line = |out: &mut String, (speaker, text): &(S, T)| {
+    let line = |out: &mut String, (speaker, text): &(S, T)| {
         let (speaker, text) = (speaker.as_ref(), text.as_ref());
         if is_candidate(speaker) {
             out.push(CANDIDATE);
