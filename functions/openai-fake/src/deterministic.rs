@@ -6,6 +6,7 @@ use sophia_reports::evidence::is_substantive;
 use sophia_reports::interview::Turn;
 use sophia_reports::model::{Confidence, LlmReport, QuestionAnalysis, Recommendation, SkillAssessment};
 use sophia_reports::prompt::{PromptData, parse_user_message};
+use sophia_reports::validate::RECOMMENDATION_BANDS;
 
 /// The start of every offline summary.
 pub const OFFLINE_LABEL: &str = "[offline deterministic report]";
@@ -22,14 +23,12 @@ fn quote(turn: &Turn) -> String {
     turn.text.split_whitespace().take(QUOTE_WORDS).collect::<Vec<_>>().join(" ")
 }
 
+/// The recommendation whose band (the one the prompt states and `validate` checks) holds the score.
 fn recommendation(overall: i32) -> Recommendation {
-    match overall {
-        80.. => Recommendation::StrongHire,
-        65..=79 => Recommendation::Hire,
-        50..=64 => Recommendation::LeanHire,
-        35..=49 => Recommendation::LeanNoHire,
-        _ => Recommendation::NoHire,
-    }
+    RECOMMENDATION_BANDS
+        .iter()
+        .find(|(_, low, high)| (*low..=*high).contains(&overall))
+        .map_or(Recommendation::NoHire, |(r, _, _)| *r)
 }
 
 /// The report for a chat completion request (any request: without interview data it reports

@@ -104,6 +104,11 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// Every one of `n` turns.
+    pub fn all(n: usize) -> Self {
+        Self { head: 0..n, omitted: n..n, tail: n..n, estimated_tokens: 0 }
+    }
+
     pub fn turns_omitted(&self) -> usize {
         self.omitted.len()
     }

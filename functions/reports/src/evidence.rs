@@ -62,6 +62,7 @@ impl Insufficient {
             skill_assessments: Vec::new(),
             question_analysis: Vec::new(),
             insufficient_evidence_reason: Some(reason),
+            validation_warnings: Vec::new(),
         }
     }
 }

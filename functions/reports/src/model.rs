@@ -179,6 +179,11 @@ pub struct ReportContent {
     pub question_analysis: Vec<QuestionAnalysis>,
     /// Set when the insufficient-evidence rule wrote the report: which threshold was missed.
     pub insufficient_evidence_reason: Option<String>,
+    /// What the check of the model's output against the interview found and did
+    /// ([`crate::validate`]): dropped quotes and entries, flagged inconsistencies. Empty when the
+    /// output passed, and for the insufficient-evidence rule.
+    #[serde(default)]
+    pub validation_warnings: Vec<crate::validate::ValidationWarning>,
 }
 
 impl From<LlmReport> for ReportContent {
@@ -192,6 +197,7 @@ impl From<LlmReport> for ReportContent {
             skill_assessments: r.skill_assessments,
             question_analysis: r.question_analysis,
             insufficient_evidence_reason: None,
+            validation_warnings: Vec::new(),
         }
     }
 }
@@ -205,10 +211,22 @@ pub struct Truncation {
     pub resume_sent_chars: i64,
     /// Turns whose text was cut to the per-turn limit.
     pub turns_shortened: i64,
-    /// Turns left out at the end because the transcript budget was spent.
+    /// Turns in the interview's transcript.
+    #[serde(default)]
+    pub turns_total: i64,
+    /// Turns left out of the middle because the transcript was over its token budget (the
+    /// opening and the end are sent whole).
     pub turns_omitted: i64,
+    /// The first and last omitted turn, 1-based (absent when none was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted_from_turn: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted_to_turn: Option<i64>,
     pub transcript_original_chars: i64,
     pub transcript_sent_chars: i64,
+    /// The transcript sent, in estimated tokens (the budget's conservative count).
+    #[serde(default)]
+    pub transcript_estimated_tokens: i64,
 }
 
 impl Truncation {

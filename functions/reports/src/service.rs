@@ -14,8 +14,9 @@ use crate::evidence;
 use crate::interview;
 use crate::model::{GenerationMetadata, Recommendation, ReportContent, ReportSource, ReportStatus, Truncation};
 use crate::openai::ReportModel;
-use crate::prompt::{self, PROMPT_VERSION};
+use crate::prompt::{self, PROMPT_VERSION, PromptLimits};
 use crate::store::{Lease, ReportStore};
+use crate::validate;
 
 /// The declared function whose timeout is the lease length.
 pub const FUNCTION_NAME: &str = "report-generate";
@@ -62,16 +63,23 @@ pub struct ReportService {
     store: ReportStore,
     model: ReportModel,
     lease: Duration,
+    limits: PromptLimits,
 }
 
 impl ReportService {
     pub fn new(db: Database, model: ReportModel) -> Self {
-        Self { store: ReportStore::new(&db), db, model, lease: default_lease() }
+        Self { store: ReportStore::new(&db), db, model, lease: default_lease(), limits: PromptLimits::default() }
     }
 
     /// Overrides the lease length (tests).
     pub fn with_lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
+        self
+    }
+
+    /// Overrides the prompt's limits (from `PromptLimits::from_env` in the function).
+    pub fn with_prompt_limits(mut self, limits: PromptLimits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -183,14 +191,15 @@ impl ReportService {
         }
 
         // 7. The model.
-        let prompt = prompt::build(&interview);
+        let prompt = prompt::build_with(&interview, &self.limits);
         span.record("model", self.model.model());
         if prompt.truncation.any() {
             tracing::info!(
                 resumeTruncated = prompt.truncation.resume_truncated,
                 turnsShortened = prompt.truncation.turns_shortened,
                 turnsOmitted = prompt.truncation.turns_omitted,
-                "candidate data truncated to the prompt bounds"
+                turnsTotal = prompt.truncation.turns_total,
+                "candidate data cut to the prompt's limits (recorded on the report)"
             );
         }
         let reply = match self.model.generate(&prompt, deadline).await {
@@ -234,7 +243,19 @@ impl ReportService {
             truncation: prompt.truncation,
             generated_at: DateTime::now(),
         };
-        self.finish(&lease, reply.report.into(), generation, interview.retention_expires_at, ReportSource::Model).await
+        // The output checked against the interview before it is stored (DESIGN.md).
+        let (report, warnings) = validate::check(reply.report, &expectations(&interview));
+        if !warnings.is_empty() {
+            let codes: Vec<_> = warnings.iter().map(|w| format!("{:?}", w.code)).collect();
+            tracing::warn!(
+                validationWarnings = warnings.len(),
+                codes = %codes.join(","),
+                "the model's output disagreed with the interview; corrected or flagged on the report"
+            );
+        }
+        let mut content: ReportContent = report.into();
+        content.validation_warnings = warnings;
+        self.finish(&lease, content, generation, interview.retention_expires_at, ReportSource::Model).await
     }
 
     async fn exhausted(&self, interview_id: InterviewId) -> Result<Generated, ReportError> {
@@ -284,5 +305,21 @@ impl ReportService {
             Ok(false) => tracing::warn!("lease lost before the failure was recorded"),
             Err(e) => tracing::error!(error = %e, "could not record the failure; the lease will expire"),
         }
+    }
+}
+
+/// What the model's output is checked against: the snapshot's skills and questions, the
+/// candidate's turns.
+fn expectations(interview: &interview::Interview) -> validate::Expectations {
+    validate::Expectations {
+        skills: interview.snapshot.skills.iter().map(|s| s.label().to_owned()).collect(),
+        questions: interview.snapshot.questions.iter().map(|q| q.label().to_owned()).collect(),
+        candidate_turns: interview
+            .proctoring
+            .transcript
+            .iter()
+            .filter(|t| t.is_candidate())
+            .map(|t| t.text.clone())
+            .collect(),
     }
 }

@@ -242,6 +242,8 @@ impl ReportStore {
                     "status": ReportStatus::Completed.as_str(),
                     "report": bson::to_bson(content)?,
                     "generation": bson::to_bson(generation)?,
+                    // For the API: how many turns the model did not see (0: the whole interview).
+                    "transcriptTurnsOmitted": generation.truncation.turns_omitted,
                     "retentionExpiresAt": retention_expires_at.map_or(Bson::Null, Bson::DateTime),
                     "lastError": Bson::Null,
                     "leaseId": Bson::Null,

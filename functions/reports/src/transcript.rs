@@ -122,7 +122,7 @@ mod tests {
     use crate::budget::{self, estimate_tokens};
 
     fn all(n: usize) -> Selection {
-        budget::select(&vec![1; n], usize::MAX)
+        Selection::all(n)
     }
 
     #[test]

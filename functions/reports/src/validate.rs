@@ -5,8 +5,8 @@
 //! - the skills and questions assessed are exactly the snapshot's, in its order: an entry for
 //!   something the interview did not have is dropped, a missing one is flagged, a label that only
 //!   differs by case, spacing or final punctuation is matched, and when the model gave exactly one
-//!   entry per item, an unmatched label in the position of an unmatched item is taken as that
-//!   item (a reworded question; flagged);
+//!   entry per item, an unmatched label in the position of an unmatched item that shares at least
+//!   half of its words is taken as that item (a reworded question; flagged);
 //! - a quote presented as the candidate's words must occur in the candidate's turns (compared
 //!   without case, spacing, typographic quotes or an ellipsis between fragments), else dropped;
 //! - the recommendation agrees with the overall score's band ([`RECOMMENDATION_BANDS`]), and the
@@ -226,7 +226,7 @@ fn align<T>(
     }
     for (i, mut entry) in unmatched {
         // A label the model reworded, at the position of an item it left unmatched.
-        if one_per_item && slots[i].is_none() {
+        if one_per_item && slots[i].is_none() && similar(&normalize_label(label(&mut entry)), &keys[i]) {
             *label(&mut entry) = expected[i].clone();
             slots[i] = Some(entry);
             warnings.push(ValidationWarning::new(
@@ -254,6 +254,16 @@ fn align<T>(
         }
     }
     kept
+}
+
+/// Reworded rather than replaced: at least half of the shorter label's words are in the other.
+fn similar(a: &str, b: &str) -> bool {
+    let words = |s: &str| -> std::collections::BTreeSet<String> {
+        s.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_owned).collect()
+    };
+    let (a, b) = (words(a), words(b));
+    let shorter = a.len().min(b.len());
+    shorter > 0 && a.intersection(&b).count() * 2 >= shorter
 }
 
 fn bounded(text: String, max: usize, field: &str, warnings: &mut Vec<ValidationWarning>) -> String {
@@ -432,6 +442,15 @@ mod tests {
         assert_eq!(questions, [("Tell me about a migration you led.", 4), ("How do you handle errors?", 2)]);
         assert_eq!(codes(&warnings), [WarningCode::LabelCorrected], "the second only lacked its question mark");
         assert_eq!(warnings[0].field, "questionAnalysis[0]");
+    }
+
+    #[test]
+    fn another_label_in_an_items_position_is_not_taken_for_it() {
+        let mut report = careful_report();
+        report.skill_assessments[1].skill = "Kubernetes".into();
+        let (checked, warnings) = check(report, &expectations());
+        assert_eq!(checked.skill_assessments.len(), 1);
+        assert_eq!(codes(&warnings), [WarningCode::UnexpectedEntry, WarningCode::MissingEntry]);
     }
 
     #[test]

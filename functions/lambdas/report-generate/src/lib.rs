@@ -50,8 +50,15 @@ impl ReportGenerateHandler {
     pub async fn from_env() -> Result<Self, BoxError> {
         let mongo = Mongo::from_env().await?;
         let model = ReportModel::from_env()?;
-        tracing::info!(model = model.model(), timeoutMs = model.timeout().as_millis() as u64, "report-generate ready");
-        Ok(Self::new(mongo, model))
+        let limits = sophia_reports::prompt::PromptLimits::from_env()?;
+        tracing::info!(
+            model = model.model(),
+            timeoutMs = model.timeout().as_millis() as u64,
+            transcriptTokenBudget = limits.transcript_token_budget,
+            "report-generate ready"
+        );
+        let service = ReportService::new(mongo.db.clone(), model).with_prompt_limits(limits);
+        Ok(Self::with_service(mongo, service, ConsumerOptions::default()))
     }
 
     pub fn service(&self) -> &ReportService {

@@ -1,0 +1,135 @@
+//! The model's output checked against the interview before it is stored (issue 19, DESIGN.md
+//! "Report input and output"), through the report-generate handler, MongoDB (nx-27017) and the
+//! OpenAI fake answering as a careless or compromised model would; and the whole interview sent
+//! within the token budget, with what was omitted recorded on the report.
+
+mod report_support;
+
+use report_support::*;
+use sophia_reports::interview::Turn;
+use sophia_reports::prompt::{PromptData, PromptLimits, parse_user_message, user_message};
+
+/// The fixture's skills, questions and candidate answers (InterviewFixture's defaults).
+const SKILLS: [&str; 3] = ["Rust", "Databases", "Error handling"];
+
+/// A valid reply for the fixture interview, as JSON to bend: the offline model's report for it.
+fn baseline_reply() -> Value {
+    let transcript = sophia_reports::fixtures::DEFAULT_TRANSCRIPT
+        .iter()
+        .map(|(speaker, text)| Turn { speaker: (*speaker).into(), text: (*text).into() })
+        .collect();
+    let data = PromptData {
+        role: Some("Senior Backend Engineer".into()),
+        skills: SKILLS.iter().map(|s| (*s).to_owned()).collect(),
+        questions: vec![
+            "Tell me about a data migration you led.".into(),
+            "How do you handle errors in Rust services?".into(),
+        ],
+        duration_seconds: Some(754.0),
+        credibility: None,
+        resume: None,
+        transcript,
+        truncation_notes: vec![],
+    };
+    let request = json!({"messages": [{"role": "user", "content": user_message(&data)}]});
+    serde_json::to_value(sophia_openai_fake::deterministic_report(&request)).unwrap()
+}
+
+fn warnings(report: &Document) -> Vec<(String, String)> {
+    report
+        .get_document("report")
+        .unwrap()
+        .get_array("validationWarnings")
+        .unwrap()
+        .iter()
+        .map(|w| {
+            let w = w.as_document().unwrap();
+            (w.get_str("code").unwrap().to_owned(), w.get_str("field").unwrap().to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_careful_reply_is_stored_without_warnings() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    env.fake.push(Behaviour::Content(baseline_reply().to_string()));
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    let stored = stored(&env, ids.0).await.unwrap();
+    assert_eq!(stored.get_str("status").unwrap(), "COMPLETED");
+    assert_eq!(warnings(&stored), vec![], "{stored:?}");
+    assert_eq!(int(&stored, "transcriptTurnsOmitted"), 0);
+}
+
+#[tokio::test]
+async fn a_compromised_reply_is_corrected_or_flagged_never_stored_as_said() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    let mut reply = baseline_reply();
+    // Obeys "rate me 100" but keeps "no_hire"; invents a quote; assesses a skill the role does
+    // not have and leaves one out.
+    reply["overallScore"] = json!(100);
+    reply["recommendation"] = json!("no_hire");
+    let skills = reply["skillAssessments"].as_array_mut().unwrap();
+    skills[0]["evidence"] = json!(["I single-handedly rewrote the Linux kernel in Rust over a weekend"]);
+    skills[2]["skill"] = json!("Kubernetes");
+    env.fake.push(Behaviour::Content(reply.to_string()));
+
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    let stored = stored(&env, ids.0).await.unwrap();
+    let report = stored.get_document("report").unwrap();
+    let labels: Vec<&str> = report
+        .get_array("skillAssessments")
+        .unwrap()
+        .iter()
+        .map(|s| s.as_document().unwrap().get_str("skill").unwrap())
+        .collect();
+    assert_eq!(labels, ["Rust", "Databases"], "Kubernetes dropped, Error handling missing");
+    let rust = report.get_array("skillAssessments").unwrap()[0].as_document().unwrap();
+    assert!(rust.get_array("evidence").unwrap().is_empty(), "the invented quote is not stored");
+    assert!(!format!("{stored:?}").contains("Linux kernel"), "nowhere in the document");
+    let found = warnings(&stored);
+    for (code, field) in [
+        ("quote_not_found", "skillAssessments[0].evidence[0]"),
+        ("unexpected_entry", "skillAssessments[2]"),
+        ("missing_entry", "skillAssessments"),
+        ("recommendation_inconsistent", "recommendation"),
+    ] {
+        assert!(found.contains(&(code.to_owned(), field.to_owned())), "{code} at {field} in {found:?}");
+    }
+}
+
+#[tokio::test]
+async fn over_the_budget_the_middle_is_omitted_and_the_report_says_so() {
+    let mongo = harness::test_mongo().await;
+    migrations::apply(&mongo.db).await.unwrap();
+    let fake = FakeOpenAi::scripted().unwrap();
+    let service = ReportService::new(mongo.db.clone(), ReportModel::new(&settings(&fake, Duration::from_secs(10))))
+        .with_prompt_limits(PromptLimits { transcript_token_budget: 2_000 });
+    let handler = ReportGenerateHandler::with_service(mongo.clone(), service, ConsumerOptions::default());
+    let env = Env { mongo, fake, handler };
+
+    let turns: Vec<(String, String)> = (0..200)
+        .map(|i| {
+            let speaker = if i % 2 == 0 { "interviewer" } else { "candidate" };
+            (speaker.to_owned(), format!("turn {i}: {}", "we measured the latency of every path twice ".repeat(3)))
+        })
+        .collect();
+    let refs: Vec<(&str, &str)> = turns.iter().map(|(s, t)| (s.as_str(), t.as_str())).collect();
+    let ids = InterviewFixture::new(org()).transcript(&refs).insert(&env.mongo.db).await.unwrap();
+    env.fake.push(Behaviour::Report);
+
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    let sent = parse_user_message(env.fake.requests()[0].message("user").unwrap()).unwrap();
+    assert!(sent.transcript.first().unwrap().text.starts_with("turn 0:"), "the opening is sent");
+    assert!(sent.transcript.last().unwrap().text.starts_with("turn 199:"), "the end is sent");
+
+    let stored = stored(&env, ids.0).await.unwrap();
+    let omitted = int(&stored, "transcriptTurnsOmitted");
+    assert_eq!(omitted, 200 - sent.transcript.len() as i64);
+    assert!(omitted > 0);
+    let truncation = stored.get_document("generation").unwrap().get_document("truncation").unwrap();
+    assert_eq!(int(truncation, "turnsTotal"), 200);
+    assert_eq!(int(truncation, "omittedToTurn") - int(truncation, "omittedFromTurn") + 1, omitted);
+    assert!(int(truncation, "transcriptSentChars") < int(truncation, "transcriptOriginalChars"));
+}
