@@ -48,7 +48,7 @@ test("aws-iam: MONGODB_URI is the password-less URI with MONGODB-AWS, in plain; 
     assert.equal(at(fn.inputs, ["environment", "variables", "MONGODB_URI"]).secret, false, `${f}: nothing secret in it`);
     assert.equal(vars["MONGODB_URI_SECRET_ARN"], undefined, f);
     const needsExtension = f === "report-generate";
-    assert.equal(plain(fn.inputs["layers"]).length, needsExtension ? 1 : 0, `${f} layers`);
+    assert.equal((plain(fn.inputs["layers"]) as string[]).length, needsExtension ? 1 : 0, `${f} layers`);
     assert.equal(vars["PARAMETERS_SECRETS_EXTENSION_HTTP_PORT"], needsExtension ? "2773" : undefined, f);
   }
 });
