@@ -369,6 +369,11 @@ export function loadStageConfig(
   const protectRaw = readObject(config, KEYS.protectData, problems) ?? (PROTECTED_STAGES as readonly string[]).includes(stage);
   if (typeof protectRaw !== "boolean") problems.push(`${CONFIG_NAMESPACE}:${KEYS.protectData} must be true or false`);
 
+  if (protectRaw === true && pulumi.runtime.getConfig("aws:allowedAccountIds") === undefined) {
+    problems.push(
+      `aws:allowedAccountIds must pin stack "${stage}" (protected data) to its AWS account: scripts/bootstrap-stage ${stage} sets it`,
+    );
+  }
   const alarmSubscription = parseAlarmSubscription(readObject(config, KEYS.alarmSubscription, problems), problems);
   if (alarmSubscription && alarmTopicArn) {
     problems.push(

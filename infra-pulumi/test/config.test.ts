@@ -285,10 +285,14 @@ test("alarmSubscription: email or https; not together with an external topic", a
   assert.match(both.message, /with sophia:alarmTopicArn set, subscribe that topic instead/);
 });
 
-test("protectData: on for prod by default, off for other stages, overridable", async () => {
-  assert.equal((await load("prod", { ...TEST_SECRETS })).protectData, true);
+const PINNED = { "aws:allowedAccountIds": JSON.stringify(["123456789012"]) };
+
+test("protectData: on for prod by default, off for other stages, overridable; a protected stage must pin its account", async () => {
+  assert.equal((await load("prod", { ...TEST_SECRETS, ...PINNED })).protectData, true);
+  const unpinned = await loadError("prod", { ...TEST_SECRETS });
+  assert.match(unpinned.message, /aws:allowedAccountIds must pin stack "prod" \(protected data\) to its AWS account: scripts\/bootstrap-stage prod sets it/);
   assert.equal((await load("staging", { ...TEST_SECRETS })).protectData, false);
-  assert.equal((await load("staging", { ...TEST_SECRETS, "sophia:protectData": "true" })).protectData, true);
+  assert.equal((await load("staging", { ...TEST_SECRETS, ...PINNED, "sophia:protectData": "true" })).protectData, true);
   assert.equal((await load("prod", { ...TEST_SECRETS, "sophia:protectData": "false" })).protectData, false);
 });
 

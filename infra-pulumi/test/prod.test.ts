@@ -20,6 +20,7 @@ before(async () => {
     stack: STAGE,
     entry: "stack",
     config: {
+      "aws:allowedAccountIds": JSON.stringify(["123456789012"]),
       "sophia:architecture": "x86_64",
       "sophia:memoryMb": JSON.stringify({ "report-generate": 1024 }),
       "sophia:maxConcurrency": JSON.stringify({ interviewCompleted: 10, reportGenerate: 4 }),
