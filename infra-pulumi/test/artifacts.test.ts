@@ -147,7 +147,7 @@ test("zips built for x86_64 on an arm64 stack: clear error naming both architect
 
 test("zips built for arm64 on an x86_64 stack: the command names x86_64", async () => {
   const dir = makeArtifactsDir({ architecture: "arm64" });
-  const { error } = await programError("prod", dir, { "sophia:architecture": "x86_64" });
+  const { error } = await programError("prod", dir, { "sophia:architecture": "x86_64", "aws:allowedAccountIds": '["123456789012"]' });
   assertClearError(error, "built for arm64", "deploys x86_64", "Run `scripts/build x86_64`");
 });
 
