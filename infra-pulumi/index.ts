@@ -21,3 +21,11 @@ export const REPORT_GENERATE_FUNCTION_NAME = output(stack, "REPORT_GENERATE_FUNC
 export const INTERVIEW_FAILED_FUNCTION_NAME = output(stack, "INTERVIEW_FAILED_FUNCTION_NAME");
 /** Attach to the API's task role: exactly sqs:SendMessage on the interview-completed queue. */
 export const API_PUBLISH_POLICY_ARN = output(stack, "API_PUBLISH_POLICY_ARN");
+/** Attach to the operator's role: sophia-ops on both queues and DLQs (send; receive/delete/move). */
+export const OPS_POLICY_ARN = output(stack, "OPS_POLICY_ARN");
+/** The SNS topic the alarms notify. */
+export const ALARM_TOPIC_ARN = output(stack, "ALARM_TOPIC_ARN");
+/** Function roles: the principals of Atlas AWS IAM database users (sophia:mongodbAuth aws-iam). */
+export const INTERVIEW_COMPLETED_ROLE_ARN = output(stack, "INTERVIEW_COMPLETED_ROLE_ARN");
+export const REPORT_GENERATE_ROLE_ARN = output(stack, "REPORT_GENERATE_ROLE_ARN");
+export const INTERVIEW_FAILED_ROLE_ARN = output(stack, "INTERVIEW_FAILED_ROLE_ARN");

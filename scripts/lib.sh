@@ -20,13 +20,15 @@ ensure_venv() {
   fi
 }
 
-# Installs a pinned requirements file into the venv once per content hash.
+# Installs a pinned requirements file into the venv once per content hash. A file that carries
+# --hash= lines is installed with --require-hashes (every wheel checked against its recorded hash).
 pip_install_pinned() {
-  local req="$1" stamp="$LOCAL_DIR/stamps/$(basename "$1").$(sha256sum "$1" | cut -c1-16)"
+  local req="$1" stamp="$LOCAL_DIR/stamps/$(basename "$1").$(sha256sum "$1" | cut -c1-16)" hashes=()
   ensure_venv
+  grep -q -- '--hash=' "$req" && hashes=(--require-hashes --only-binary=:all:)
   if [ ! -f "$stamp" ]; then
-    log "pip install -r ${req#"$REPO_ROOT"/}"
-    "$VENV/bin/pip" install -q -r "$req"
+    log "pip install ${hashes[*]:-} -r ${req#"$REPO_ROOT"/}"
+    "$VENV/bin/pip" install -q ${hashes[@]+"${hashes[@]}"} -r "$req"
     mkdir -p "$LOCAL_DIR/stamps" && touch "$stamp"
   fi
 }

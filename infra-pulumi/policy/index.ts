@@ -10,6 +10,7 @@ import { PolicyPack, type PolicyResource, type ReportViolation } from "@pulumi/p
 
 import {
   checkEsmReportsBatchItemFailures,
+  checkNoSecretValuesInFunctionEnv,
   checkSourceQueuesHaveDlq,
   checkVisibilityCoversTimeout,
   type ResourceLike,
@@ -46,6 +47,17 @@ new PolicyPack("sophia-queues", {
       description: "An SQS queue's visibility timeout is >= 6 x its consumer's timeout + the batching window.",
       validateStack: (args, reportViolation) =>
         report(checkVisibilityCoversTimeout(asResources(args.resources)), reportViolation),
+    },
+    {
+      // Validations see secret values decrypted: exactly what this rule needs, since a Pulumi
+      // secret in a function's environment is still readable with lambda:GetFunctionConfiguration.
+      name: "no-secret-values-in-function-env",
+      description:
+        "No Lambda environment value looks like a secret (URI with user:password@, sk- keys, *KEY*/*SECRET*/*PASSWORD*/*TOKEN* that is not an ARN).",
+      validateResource: (args, reportViolation) => {
+        if (args.type !== TYPES.function) return;
+        report(checkNoSecretValuesInFunctionEnv({ type: args.type, name: args.name, urn: args.urn, props: args.props }), reportViolation);
+      },
     },
     {
       // Validation policies receive secrets decrypted and unmarked (pulumi/pulumi-policy#241), so

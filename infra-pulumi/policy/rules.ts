@@ -280,6 +280,8 @@ const CONNECTION_NAME = /_(URI|URL|DSN)$/i;
 const URL_WITH_CREDENTIALS = /^[a-z][a-z0-9+.-]*:\/\/[^/@\s:]+:[^/@\s]+@/i;
 
 export function isSensitiveVariable(name: string, value: unknown): boolean {
+  // A secret's ARN (`*_SECRET_ARN`) and the extension's own settings name secrets without being one.
+  if (typeof value === "string" && (ARN.test(value) || EXTENSION_SETTINGS.test(name))) return false;
   if (SECRET_NAME.test(name)) return true;
   return CONNECTION_NAME.test(name) && typeof value === "string" && URL_WITH_CREDENTIALS.test(value);
 }
@@ -323,4 +325,53 @@ export function secretPlaintextVariables(functionProps: Record<string, unknown>)
   const vars = readPath(functionProps, ["environment", "variables"]).value as Record<string, unknown>;
   for (const name of names) vars[name] = new Secret(read(vars, name));
   return functionProps;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rule (mandatory): no secret VALUE in any function environment, wrapped as a Pulumi secret or not.
+// On AWS a secret is read from Secrets Manager at init; the environment carries only its ARN
+// (DESIGN.md "Secrets and candidate data"). Anyone with lambda:GetFunctionConfiguration reads an
+// environment, so even a Pulumi secret there is a leak.
+
+/** A name that announces a credential: a KEY, SECRET, PASSWORD or TOKEN word (plural too). */
+const CREDENTIAL_NAME = /(^|_)(API_?KEY|KEY|SECRETS?|PASSWORD|PASSWD|PASSPHRASE|TOKEN|CREDENTIALS?)($|_)/i;
+/** Settings of the AWS Parameters and Secrets Lambda Extension: names with SECRETS, values that are not. */
+const EXTENSION_SETTINGS = /^(PARAMETERS_SECRETS_EXTENSION_[A-Z_]+|SECRETS_MANAGER_(TTL|TIMEOUT_MILLIS)|SSM_PARAMETER_STORE_[A-Z_]+)$/;
+const ARN = /^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:\d{0,12}:\S+$/;
+/** userinfo with a password in any URI: `scheme://user:password@`. */
+const URI_PASSWORD = /[a-z][a-z0-9+.-]*:\/\/[^/@\s:]+:[^/@\s]+@/i;
+/** OpenAI secret keys (`sk-...`, `sk-proj-...`). */
+const OPENAI_KEY = /(^|[^A-Za-z0-9])sk-[A-Za-z0-9_-]{8,}/;
+
+/** Why a variable's value looks like a secret, or undefined. Never returns the value. */
+export function secretLookingReason(name: string, value: string): string | undefined {
+  if (URI_PASSWORD.test(value)) return "a URI with a password (user:password@)";
+  if (OPENAI_KEY.test(value)) return "an OpenAI key (sk-...)";
+  if (CREDENTIAL_NAME.test(name) && !EXTENSION_SETTINGS.test(name) && !ARN.test(value)) {
+    return "a credential name whose value is not an ARN";
+  }
+  return undefined;
+}
+
+export function checkNoSecretValuesInFunctionEnv(r: ResourceLike): Violation[] {
+  if (r.type !== TYPES.function) return [];
+  const vars = readPath(r.props, ["environment", "variables"]);
+  if (vars.unknown || typeof vars.value !== "object" || vars.value === null) return [];
+  const found: string[] = [];
+  for (const name of Object.keys(vars.value).sort()) {
+    const raw = reveal(read(vars.value, name));
+    if (isUnknownValue(raw) || typeof raw !== "string" || raw === "") continue;
+    const reason = secretLookingReason(name, raw);
+    if (reason) found.push(`${name} (${reason})`);
+  }
+  return found.length === 0
+    ? []
+    : [
+        {
+          resource: idOf(r),
+          message:
+            `Lambda function "${r.name}" has secret-looking values in its environment: ${found.join(", ")}. ` +
+            `Store the value in Secrets Manager and pass its ARN (<NAME>_SECRET_ARN); see infra-pulumi/README.md "Secrets".`,
+        },
+      ];
 }

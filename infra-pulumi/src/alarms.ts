@@ -1,6 +1,8 @@
 /**
- * CloudWatch alarms on the SQS metrics that say a pipeline is unhealthy: anything in a DLQ, and a
- * source queue whose oldest message is older than the stage's threshold.
+ * CloudWatch alarms: on the SQS metrics that say a pipeline is unhealthy (anything in a DLQ, a
+ * source queue whose oldest message is older than the stage's threshold) and on the functions
+ * (errors, throttles, report-generate's duration near its timeout). Alarm names are fixed, so a
+ * replacement deletes first.
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
@@ -11,9 +13,20 @@ const SQS_METRIC_PERIOD_SECONDS = 60;
 const OLDEST_MESSAGE_AGE_EVALUATION_PERIODS = 5;
 
 export interface AlarmTarget {
-  /** SNS topic ARNs notified on ALARM and OK; empty for console-only alarms. */
-  actions: string[];
+  /** SNS topic ARNs notified on ALARM and OK. */
+  actions: pulumi.Input<string>[];
   tags: Record<string, string>;
+}
+
+/** Above the threshold is bad; no data is fine; ALARM and OK go to the target's topics. */
+function notifying(target: AlarmTarget) {
+  return {
+    comparisonOperator: "GreaterThanThreshold",
+    treatMissingData: "notBreaching",
+    alarmActions: target.actions,
+    okActions: target.actions,
+    tags: target.tags,
+  };
 }
 
 export function dlqNotEmptyAlarm(
@@ -35,13 +48,9 @@ export function dlqNotEmptyAlarm(
       period: SQS_METRIC_PERIOD_SECONDS,
       evaluationPeriods: 1,
       threshold: 0,
-      comparisonOperator: "GreaterThanThreshold",
-      treatMissingData: "notBreaching",
-      alarmActions: target.actions,
-      okActions: target.actions,
-      tags: target.tags,
+      ...notifying(target),
     },
-    opts,
+    { ...opts, deleteBeforeReplace: true },
   );
 }
 
@@ -65,12 +74,56 @@ export function oldestMessageAgeAlarm(
       period: SQS_METRIC_PERIOD_SECONDS,
       evaluationPeriods: OLDEST_MESSAGE_AGE_EVALUATION_PERIODS,
       threshold: thresholdSeconds,
-      comparisonOperator: "GreaterThanThreshold",
-      treatMissingData: "notBreaching",
-      alarmActions: target.actions,
-      okActions: target.actions,
-      tags: target.tags,
+      ...notifying(target),
     },
-    opts,
+    { ...opts, deleteBeforeReplace: true },
+  );
+}
+
+/** Lambda publishes its metrics once a minute; errors and throttles are judged over 5 minutes. */
+const LAMBDA_METRIC_PERIOD_SECONDS = 300;
+/** The duration alarm fires at this share of the function's timeout. */
+export const DURATION_ALARM_FRACTION = 0.8;
+
+export type FunctionAlarmKind = "errors" | "throttles" | "duration";
+
+/**
+ * One alarm on a function's metric: `errors` (Sum of Errors > 0), `throttles` (Sum of Throttles > 0)
+ * or `duration` (Maximum Duration > DURATION_ALARM_FRACTION x timeout, in ms).
+ */
+export function functionAlarm(
+  name: string,
+  alarmName: string,
+  functionName: pulumi.Input<string>,
+  kind: FunctionAlarmKind,
+  timeoutSeconds: number,
+  target: AlarmTarget,
+  opts: pulumi.CustomResourceOptions,
+): aws.cloudwatch.MetricAlarm {
+  const spec = {
+    errors: { metricName: "Errors", statistic: "Sum", threshold: 0, what: "returned errors (a failed batch or init)" },
+    throttles: { metricName: "Throttles", statistic: "Sum", threshold: 0, what: "was throttled (concurrency exhausted)" },
+    duration: {
+      metricName: "Duration",
+      statistic: "Maximum",
+      threshold: Math.round(timeoutSeconds * 1000 * DURATION_ALARM_FRACTION),
+      what: `ran longer than ${DURATION_ALARM_FRACTION * 100}% of its ${timeoutSeconds} s timeout`,
+    },
+  }[kind];
+  return new aws.cloudwatch.MetricAlarm(
+    name,
+    {
+      name: alarmName,
+      alarmDescription: pulumi.interpolate`${functionName} ${spec.what}.`,
+      namespace: "AWS/Lambda",
+      metricName: spec.metricName,
+      dimensions: { FunctionName: functionName },
+      statistic: spec.statistic,
+      period: LAMBDA_METRIC_PERIOD_SECONDS,
+      evaluationPeriods: 1,
+      threshold: spec.threshold,
+      ...notifying(target),
+    },
+    { ...opts, deleteBeforeReplace: true },
   );
 }

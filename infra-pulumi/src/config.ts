@@ -52,7 +52,38 @@ export const KEYS = {
   openaiBaseUrl: "openaiBaseUrl",
   resumeBucket: "resumeBucket",
   artifactsDir: "artifactsDir",
+  mongodbAuth: "mongodbAuth",
+  secretsExtensionLayerArn: "secretsExtensionLayerArn",
+  secretsManagerTtlSeconds: "secretsManagerTtlSeconds",
+  resumeBucketAccess: "resumeBucketAccess",
+  resumeBucketPrefix: "resumeBucketPrefix",
+  invocableUnsubscribed: "invocableUnsubscribedFunctions",
+  alarmSubscription: "alarmSubscription",
+  protectData: "protectData",
+  vpc: "vpc",
 } as const;
+
+export const MONGODB_AUTH_MODES = ["password", "aws-iam"] as const;
+export type MongodbAuth = (typeof MONGODB_AUTH_MODES)[number];
+export const RESUME_BUCKET_ACCESS = ["none", "read", "read-write"] as const;
+export type ResumeBucketAccess = (typeof RESUME_BUCKET_ACCESS)[number];
+/** The extension's cache TTL range (SECRETS_MANAGER_TTL, seconds; 0 disables the cache). */
+export const SECRETS_MANAGER_TTL_RANGE = { min: 0, max: 300 } as const;
+/** Stages whose queues, DLQs, key and secrets are protected unless `sophia:protectData` says otherwise. */
+export const PROTECTED_STAGES = ["prod", "production"] as const;
+
+export interface AlarmSubscription {
+  protocol: "email" | "https";
+  endpoint: string;
+}
+
+export interface VpcPlacement {
+  vpcId: string;
+  subnetIds: string[];
+  securityGroupIds: string[];
+  /** Create interface endpoints for SQS and Secrets Manager in the subnets (no NAT needed for them). */
+  interfaceEndpoints: boolean;
+}
 
 export interface StageConfig {
   /** Stack name. */
@@ -78,6 +109,24 @@ export interface StageConfig {
   resumeBucket: string | undefined;
   /** Absolute directory holding `<bin>/bootstrap.zip` and `build-info.json`. */
   artifactsDir: string;
+  /** `aws:region`: the region of the stage (the KMS `kms:ViaService` condition names it). */
+  region: string;
+  /** `password`: the URI is a Secrets Manager secret; `aws-iam`: a password-less URI in plain env. */
+  mongodbAuth: MongodbAuth;
+  /** With `aws-iam`: the URI (no userinfo) with authMechanism=MONGODB-AWS and authSource=$external. */
+  mongodbIamUri: string | undefined;
+  /** AWS Parameters and Secrets Lambda Extension layer for the stage's region and architecture. */
+  secretsExtensionLayerArn: string;
+  secretsManagerTtlSeconds: number | undefined;
+  resumeBucketAccess: ResumeBucketAccess;
+  /** Object key prefix the grant is scoped to (ends with `/`). */
+  resumeBucketPrefix: string | undefined;
+  /** Functions without a queue may be invoked (otherwise reserved concurrency 0). */
+  invocableUnsubscribed: boolean;
+  alarmSubscription: AlarmSubscription | undefined;
+  /** protect + retainOnDelete on queues, DLQs, the KMS key and the secrets. */
+  protectData: boolean;
+  vpc: VpcPlacement | undefined;
   secrets: {
     mongodbUri: pulumi.Output<string>;
     openaiApiKey: pulumi.Output<string>;
@@ -244,7 +293,13 @@ export function loadStageConfig(
     DEFAULTS.mongodbDatabase;
   const openaiModel =
     optionalString(config, KEYS.openaiModel, /^[A-Za-z0-9._:\-]+$/, "a model id", problems) ?? DEFAULTS.openaiModel;
-  const openaiBaseUrl = optionalString(config, KEYS.openaiBaseUrl, /^https?:\/\/\S+$/, "an http(s) URL", problems);
+  const openaiBaseUrl = optionalString(
+    config,
+    KEYS.openaiBaseUrl,
+    /^(https:\/\/\S+|http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?(\/\S*)?)$/,
+    "an https URL (plain http only for a loopback gateway: localhost, 127.0.0.1, [::1])",
+    problems,
+  );
   const resumeBucket = optionalString(
     config,
     KEYS.resumeBucket,
@@ -264,6 +319,68 @@ export function loadStageConfig(
   const artifactsDir = configuredArtifacts
     ? path.resolve(repoRoot, configuredArtifacts)
     : defaultArtifactsDir(repoRoot, env);
+
+  const region = new pulumi.Config("aws").get("region") ?? "";
+  if (!/^[a-z]{2}(-[a-z]+)+-\d$/.test(region)) problems.push(`aws:region must be set to the stage's region, got ${JSON.stringify(region)}`);
+
+  const mongodbAuth = (config.get(KEYS.mongodbAuth) ?? "password") as MongodbAuth;
+  if (!(MONGODB_AUTH_MODES as readonly string[]).includes(mongodbAuth)) {
+    problems.push(`${CONFIG_NAMESPACE}:${KEYS.mongodbAuth} must be one of ${MONGODB_AUTH_MODES.join(", ")}, got "${mongodbAuth}"`);
+  }
+  let mongodbIamUri: string | undefined;
+  const rawUri = pulumi.runtime.getConfig(`${CONFIG_NAMESPACE}:${KEYS.mongodbUri}`);
+  if (mongodbAuth === "aws-iam" && rawUri !== undefined) {
+    const r = mongodbIamConnectionString(rawUri);
+    if (r.ok) mongodbIamUri = r.uri;
+    else problems.push(`${CONFIG_NAMESPACE}:${KEYS.mongodbUri} with ${KEYS.mongodbAuth} aws-iam ${r.problem}`);
+  }
+
+  const secretsExtensionLayerArn = checkLayerArn(config.get(KEYS.secretsExtensionLayerArn), region, arch, problems);
+  const ttlRaw = readObject(config, KEYS.secretsManagerTtlSeconds, problems);
+  let secretsManagerTtlSeconds: number | undefined;
+  if (ttlRaw !== undefined) {
+    const r = integerIn(SECRETS_MANAGER_TTL_RANGE.min, SECRETS_MANAGER_TTL_RANGE.max)(ttlRaw);
+    if (typeof r === "string") problems.push(`${CONFIG_NAMESPACE}:${KEYS.secretsManagerTtlSeconds} ${r}, got ${JSON.stringify(ttlRaw)}`);
+    else secretsManagerTtlSeconds = r;
+  }
+
+  const resumeBucketAccess = (config.get(KEYS.resumeBucketAccess) ?? "none") as ResumeBucketAccess;
+  if (!(RESUME_BUCKET_ACCESS as readonly string[]).includes(resumeBucketAccess)) {
+    problems.push(
+      `${CONFIG_NAMESPACE}:${KEYS.resumeBucketAccess} must be one of ${RESUME_BUCKET_ACCESS.join(", ")}, got "${resumeBucketAccess}"`,
+    );
+  }
+  const resumeBucketPrefix = optionalString(
+    config,
+    KEYS.resumeBucketPrefix,
+    /^[A-Za-z0-9!_.'()-]+(\/[A-Za-z0-9!_.'()-]+)*\/$/,
+    "an object key prefix ending in '/' (no '*'), e.g. resumes/",
+    problems,
+  );
+  if (resumeBucketAccess !== "none") {
+    if (!resumeBucket) problems.push(`${CONFIG_NAMESPACE}:${KEYS.resumeBucketAccess} ${resumeBucketAccess} needs ${CONFIG_NAMESPACE}:${KEYS.resumeBucket}`);
+    if (!resumeBucketPrefix) {
+      problems.push(`${CONFIG_NAMESPACE}:${KEYS.resumeBucketAccess} ${resumeBucketAccess} needs ${CONFIG_NAMESPACE}:${KEYS.resumeBucketPrefix} (the grant is scoped to it)`);
+    }
+  }
+
+  const invocable = readObject(config, KEYS.invocableUnsubscribed, problems) ?? false;
+  if (typeof invocable !== "boolean") problems.push(`${CONFIG_NAMESPACE}:${KEYS.invocableUnsubscribed} must be true or false`);
+  const protectRaw = readObject(config, KEYS.protectData, problems) ?? (PROTECTED_STAGES as readonly string[]).includes(stage);
+  if (typeof protectRaw !== "boolean") problems.push(`${CONFIG_NAMESPACE}:${KEYS.protectData} must be true or false`);
+
+  if (protectRaw === true && pulumi.runtime.getConfig("aws:allowedAccountIds") === undefined) {
+    problems.push(
+      `aws:allowedAccountIds must pin stack "${stage}" (protected data) to its AWS account: scripts/bootstrap-stage ${stage} sets it`,
+    );
+  }
+  const alarmSubscription = parseAlarmSubscription(readObject(config, KEYS.alarmSubscription, problems), problems);
+  if (alarmSubscription && alarmTopicArn) {
+    problems.push(
+      `${CONFIG_NAMESPACE}:${KEYS.alarmSubscription} subscribes the stack's own topic; with ${CONFIG_NAMESPACE}:${KEYS.alarmTopicArn} set, subscribe that topic instead`,
+    );
+  }
+  const vpc = parseVpc(readObject(config, KEYS.vpc, problems), problems);
 
   for (const secretKey of [KEYS.mongodbUri, KEYS.openaiApiKey]) {
     if (pulumi.runtime.getConfig(`${CONFIG_NAMESPACE}:${secretKey}`) === undefined) {
@@ -290,9 +407,111 @@ export function loadStageConfig(
     openaiBaseUrl,
     resumeBucket,
     artifactsDir,
+    region,
+    mongodbAuth,
+    mongodbIamUri,
+    secretsExtensionLayerArn: secretsExtensionLayerArn ?? "",
+    secretsManagerTtlSeconds,
+    resumeBucketAccess,
+    resumeBucketPrefix,
+    invocableUnsubscribed: invocable === true,
+    alarmSubscription,
+    protectData: protectRaw === true,
+    vpc,
     secrets: {
       mongodbUri: config.requireSecret(KEYS.mongodbUri),
       openaiApiKey: config.requireSecret(KEYS.openaiApiKey),
     },
+  };
+}
+
+/** The AWS-published extension layer: name per architecture (the x86_64 one has no suffix). */
+export const SECRETS_EXTENSION_LAYER_NAME: Record<Architecture, string> = {
+  arm64: "AWS-Parameters-and-Secrets-Lambda-Extension-Arm64",
+  x86_64: "AWS-Parameters-and-Secrets-Lambda-Extension",
+};
+const LAYER_ARN = /^arn:aws[a-z-]*:lambda:([a-z0-9-]+):(\d{12}):layer:([A-Za-z0-9_-]+):(\d+)$/;
+
+/**
+ * `sophia:secretsExtensionLayerArn` is required (AWS publishes one ARN per region, architecture and
+ * version; see README "Secrets"): a layer version ARN in the stage's region, and, when it is the
+ * AWS-published layer, the variant for the stage's architecture.
+ */
+function checkLayerArn(value: string | undefined, region: string, arch: string, problems: string[]): string | undefined {
+  const key = `${CONFIG_NAMESPACE}:${KEYS.secretsExtensionLayerArn}`;
+  const wanted = SECRETS_EXTENSION_LAYER_NAME[arch as Architecture] ?? SECRETS_EXTENSION_LAYER_NAME.arm64;
+  if (value === undefined || value === "") {
+    problems.push(
+      `${key} is not set: the AWS Parameters and Secrets Lambda Extension layer for ${region || "<region>"}/${arch} ` +
+        `(arn:aws:lambda:${region || "<region>"}:<AWS account of the region>:layer:${wanted}:<version>, see infra-pulumi/README.md "Secrets"): ` +
+        `pulumi config set ${key} <arn>`,
+    );
+    return undefined;
+  }
+  const m = LAYER_ARN.exec(value);
+  if (!m) {
+    problems.push(`${key} must be a Lambda layer version ARN (arn:aws:lambda:<region>:<account>:layer:<name>:<version>), got ${JSON.stringify(value)}`);
+    return undefined;
+  }
+  if (m[1] !== region) problems.push(`${key} is in ${m[1]}, but the stage deploys to ${region} (aws:region): a layer must be in the function's region`);
+  const name = m[3]!;
+  if (name.startsWith("AWS-Parameters-and-Secrets-Lambda-Extension") && name !== wanted) {
+    problems.push(`${key} names the layer ${name}, but the stage deploys ${arch}: use ${wanted}`);
+  }
+  return value;
+}
+
+/**
+ * The connection string for Atlas AWS IAM authentication: no userinfo (no password anywhere), and
+ * `authMechanism=MONGODB-AWS` + `authSource=$external` (added when absent; another mechanism is refused).
+ */
+export function mongodbIamConnectionString(uri: string): { ok: true; uri: string } | { ok: false; problem: string } {
+  const m = /^(mongodb(?:\+srv)?:\/\/)([^/?#]*)(\/[^?#]*)?(\?[^#]*)?$/.exec(uri);
+  if (!m) return { ok: false, problem: "must be a mongodb:// or mongodb+srv:// URI" };
+  if (m[2]!.includes("@")) return { ok: false, problem: "must not carry a user or password (the function role authenticates)" };
+  const params = (m[4] ?? "").replace(/^\?/, "").split("&").filter((p) => p !== "");
+  const value = (name: string) => params.find((p) => p.toLowerCase().startsWith(`${name.toLowerCase()}=`))?.split("=")[1];
+  const mechanism = value("authMechanism");
+  if (mechanism !== undefined && mechanism !== "MONGODB-AWS") return { ok: false, problem: `must use authMechanism=MONGODB-AWS, not ${mechanism}` };
+  if (mechanism === undefined) params.push("authMechanism=MONGODB-AWS");
+  if (value("authSource") === undefined) params.push("authSource=%24external");
+  return { ok: true, uri: `${m[1]}${m[2]}${m[3] ?? "/"}?${params.join("&")}` };
+}
+
+function parseAlarmSubscription(raw: unknown, problems: string[]): AlarmSubscription | undefined {
+  if (raw === undefined) return undefined;
+  const key = `${CONFIG_NAMESPACE}:${KEYS.alarmSubscription}`;
+  const o = (typeof raw === "object" && raw !== null ? raw : {}) as Record<string, unknown>;
+  const protocol = o["protocol"];
+  const endpoint = o["endpoint"];
+  if (protocol === "email" && typeof endpoint === "string" && /^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(endpoint)) {
+    return { protocol, endpoint };
+  }
+  if (protocol === "https" && typeof endpoint === "string" && /^https:\/\/\S+$/.test(endpoint)) return { protocol, endpoint };
+  problems.push(`${key} must be {protocol: email, endpoint: <address>} or {protocol: https, endpoint: https://...}`);
+  return undefined;
+}
+
+function parseVpc(raw: unknown, problems: string[]): VpcPlacement | undefined {
+  if (raw === undefined) return undefined;
+  const key = `${CONFIG_NAMESPACE}:${KEYS.vpc}`;
+  const o = (typeof raw === "object" && raw !== null ? raw : {}) as Record<string, unknown>;
+  const ids = (field: string, prefix: string): string[] => {
+    const v = o[field];
+    if (!Array.isArray(v) || v.length === 0 || v.some((x) => typeof x !== "string" || !new RegExp(`^${prefix}-[0-9a-f]{8,17}$`).test(x))) {
+      problems.push(`${key}.${field} must be a non-empty list of ${prefix}-... ids`);
+      return [];
+    }
+    return v as string[];
+  };
+  const vpcId = typeof o["vpcId"] === "string" && /^vpc-[0-9a-f]{8,17}$/.test(o["vpcId"]) ? o["vpcId"] : undefined;
+  if (!vpcId) problems.push(`${key}.vpcId must be a vpc-... id`);
+  const endpoints = o["interfaceEndpoints"] ?? false;
+  if (typeof endpoints !== "boolean") problems.push(`${key}.interfaceEndpoints must be true or false`);
+  return {
+    vpcId: vpcId ?? "",
+    subnetIds: ids("subnetIds", "subnet"),
+    securityGroupIds: ids("securityGroupIds", "sg"),
+    interfaceEndpoints: endpoints === true,
   };
 }

@@ -1,8 +1,11 @@
 /**
- * Environment variables of the functions (names fixed by DESIGN.md). Secrets stay Outputs marked
- * secret from `config.requireSecret`, so they are encrypted in the state and never printed.
+ * Environment variables of the functions (names fixed by DESIGN.md and the contract with the Rust
+ * side). On AWS no secret is an environment variable: a function gets the ARN of each Secrets
+ * Manager secret it needs (`*_SECRET_ARN`) and reads the value at init through the Parameters and
+ * Secrets Lambda Extension on localhost. With `sophia:mongodbAuth aws-iam` the MongoDB URI carries
+ * no password and is passed as plain `MONGODB_URI`.
  */
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 
 import type { StageConfig } from "./config";
 import type { FunctionSpec, QueueSpec } from "./settings";
@@ -10,35 +13,59 @@ import { wiringFor } from "./wiring";
 
 export const ENV = {
   mongodbUri: "MONGODB_URI",
+  mongodbUriSecretArn: "MONGODB_URI_SECRET_ARN",
   mongodbDatabase: "MONGODB_DATABASE",
-  openaiApiKey: "OPENAI_API_KEY",
+  openaiApiKeySecretArn: "OPENAI_API_KEY_SECRET_ARN",
   openaiModel: "OPENAI_MODEL",
   openaiBaseUrl: "OPENAI_BASE_URL",
   logLevel: "LOG_LEVEL",
   recordConcurrency: "RECORD_CONCURRENCY",
+  extensionHttpPort: "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT",
+  secretsManagerTtl: "SECRETS_MANAGER_TTL",
 } as const;
+
+/** The extension's default port, set explicitly so the Rust side and the layer agree. */
+export const SECRETS_EXTENSION_HTTP_PORT = 2773;
+
+/** Secret name suffixes (`sophia/<stage>/<suffix>`). */
+export const SECRET = { mongodbUri: "mongodb-uri", openaiApiKey: "openai-api-key" } as const;
+
+/** The secrets `fn` reads, by suffix (the IAM grant covers exactly these). */
+export function secretsOf(fn: FunctionSpec, cfg: StageConfig): string[] {
+  const out: string[] = [];
+  if (cfg.mongodbAuth === "password") out.push(SECRET.mongodbUri);
+  if (wiringFor(fn.name).openai) out.push(SECRET.openaiApiKey);
+  return out;
+}
 
 /**
  * @param publishTargets the queues `fn` publishes to, with their URLs
+ * @param secretArn the ARN of a stage secret by suffix
  */
 export function functionEnvironment(
   fn: FunctionSpec,
   cfg: StageConfig,
   publishTargets: { queue: QueueSpec; url: pulumi.Input<string> }[],
+  secretArn: (suffix: string) => pulumi.Input<string>,
 ): Record<string, pulumi.Input<string>> {
   const env: Record<string, pulumi.Input<string>> = {
-    [ENV.mongodbUri]: cfg.secrets.mongodbUri,
     [ENV.mongodbDatabase]: cfg.mongodbDatabase,
     [ENV.logLevel]: cfg.logLevel,
   };
+  if (cfg.mongodbAuth === "aws-iam") env[ENV.mongodbUri] = cfg.mongodbIamUri!;
+  else env[ENV.mongodbUriSecretArn] = secretArn(SECRET.mongodbUri);
   const recordConcurrency = cfg.recordConcurrency[fn.name];
   if (wiringFor(fn.name).recordConcurrency && recordConcurrency !== undefined) {
     env[ENV.recordConcurrency] = String(recordConcurrency);
   }
   if (wiringFor(fn.name).openai) {
-    env[ENV.openaiApiKey] = cfg.secrets.openaiApiKey;
+    env[ENV.openaiApiKeySecretArn] = secretArn(SECRET.openaiApiKey);
     env[ENV.openaiModel] = cfg.openaiModel;
     if (cfg.openaiBaseUrl !== undefined) env[ENV.openaiBaseUrl] = cfg.openaiBaseUrl;
+  }
+  if (secretsOf(fn, cfg).length > 0) {
+    env[ENV.extensionHttpPort] = String(SECRETS_EXTENSION_HTTP_PORT);
+    if (cfg.secretsManagerTtlSeconds !== undefined) env[ENV.secretsManagerTtl] = String(cfg.secretsManagerTtlSeconds);
   }
   for (const t of publishTargets) env[t.queue.queueUrlEnv] = t.url;
   return env;

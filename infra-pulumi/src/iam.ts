@@ -5,21 +5,47 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 
-export const SQS_CONSUME_ACTIONS = [
+/**
+ * What the Lambda event source mapping needs (it polls with the function's role). No
+ * `sqs:ChangeMessageVisibility`: no handler calls it (a failed record is reported in the batch
+ * response and comes back after the visibility timeout).
+ */
+export const SQS_CONSUME_ACTIONS = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"] as const;
+export const SQS_PUBLISH_ACTIONS = ["sqs:SendMessage"] as const;
+export const LOG_WRITE_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"] as const;
+export const S3_OBJECT_READ_ACTIONS = ["s3:GetObject"] as const;
+export const S3_OBJECT_READ_WRITE_ACTIONS = ["s3:GetObject", "s3:PutObject"] as const;
+export const SECRET_READ_ACTIONS = ["secretsmanager:GetSecretValue"] as const;
+export const KMS_DECRYPT_ACTIONS = ["kms:Decrypt"] as const;
+/** sophia-ops: publish/replay to the source queues. */
+export const OPS_QUEUE_ACTIONS = ["sqs:SendMessage", "sqs:GetQueueUrl", "sqs:GetQueueAttributes"] as const;
+/** sophia-ops: list/show/redrive on the DLQs (peeking releases with ChangeMessageVisibility 0). */
+export const OPS_DLQ_ACTIONS = [
   "sqs:ReceiveMessage",
   "sqs:DeleteMessage",
   "sqs:ChangeMessageVisibility",
+  "sqs:GetQueueUrl",
   "sqs:GetQueueAttributes",
+  "sqs:StartMessageMoveTask",
+  "sqs:ListMessageMoveTasks",
+  "sqs:CancelMessageMoveTask",
 ] as const;
-export const SQS_PUBLISH_ACTIONS = ["sqs:SendMessage"] as const;
-export const LOG_WRITE_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"] as const;
-export const S3_OBJECT_READ_WRITE_ACTIONS = ["s3:GetObject", "s3:PutObject"] as const;
+/** Lambda's ENI management in a VPC (what AWSLambdaVPCAccessExecutionRole allows, scoped where AWS can). */
+export const VPC_ENI_ACTIONS = [
+  "ec2:CreateNetworkInterface",
+  "ec2:DeleteNetworkInterface",
+  "ec2:AssignPrivateIpAddresses",
+  "ec2:UnassignPrivateIpAddresses",
+] as const;
+/** EC2 Describe calls support no resource-level permissions: the only actions allowed on `*`. */
+export const VPC_DESCRIBE_ACTIONS = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"] as const;
 
 export interface Statement {
   Sid: string;
   Effect: "Allow";
   Action: readonly string[];
   Resource: pulumi.Input<string>[];
+  Condition?: Record<string, Record<string, pulumi.Input<string>>>;
 }
 
 export interface PolicyDocument {
@@ -58,19 +84,65 @@ export function writeLogsStatement(logGroupArn: pulumi.Input<string>): Statement
   };
 }
 
-/** GetObject/PutObject on the objects of one existing bucket. */
-export function resumeBucketStatement(partition: pulumi.Input<string>, bucket: string): Statement {
+/** GetObject (read) or GetObject/PutObject (read-write) on the objects under one prefix of one bucket. */
+export function resumeBucketStatement(
+  partition: pulumi.Input<string>,
+  bucket: string,
+  prefix: string,
+  access: "read" | "read-write",
+): Statement {
   return {
-    Sid: "ReadWriteResumeBucket",
+    Sid: access === "read" ? "ReadResumeBucketPrefix" : "ReadWriteResumeBucketPrefix",
     Effect: "Allow",
-    Action: S3_OBJECT_READ_WRITE_ACTIONS,
-    Resource: [pulumi.interpolate`arn:${partition}:s3:::${bucket}/*`],
+    Action: access === "read" ? S3_OBJECT_READ_ACTIONS : S3_OBJECT_READ_WRITE_ACTIONS,
+    Resource: [pulumi.interpolate`arn:${partition}:s3:::${bucket}/${prefix}*`],
   };
+}
+
+/** GetSecretValue on exactly the given secrets. */
+export function readSecretsStatement(secretArns: pulumi.Input<string>[]): Statement {
+  return { Sid: "ReadOwnSecrets", Effect: "Allow", Action: SECRET_READ_ACTIONS, Resource: secretArns };
+}
+
+/** kms:Decrypt on the stage's key, only when Secrets Manager calls KMS on the function's behalf. */
+export function decryptViaSecretsManagerStatement(keyArn: pulumi.Input<string>, region: string): Statement {
+  return {
+    Sid: "DecryptSecretsViaSecretsManager",
+    Effect: "Allow",
+    Action: KMS_DECRYPT_ACTIONS,
+    Resource: [keyArn],
+    Condition: { StringEquals: { "kms:ViaService": `secretsmanager.${region}.amazonaws.com` } },
+  };
+}
+
+/** ENI management for a function placed in a VPC: scoped to the subnets, security groups and ENIs of the account. */
+export function vpcAccessStatements(
+  partition: pulumi.Input<string>,
+  region: string,
+  account: pulumi.Input<string>,
+  subnetIds: string[],
+  securityGroupIds: string[],
+): Statement[] {
+  const ec2 = (rest: string) => pulumi.interpolate`arn:${partition}:ec2:${region}:${account}:${rest}`;
+  return [
+    {
+      Sid: "ManageOwnNetworkInterfaces",
+      Effect: "Allow",
+      Action: VPC_ENI_ACTIONS,
+      Resource: [
+        ec2("network-interface/*"),
+        ...subnetIds.map((id) => ec2(`subnet/${id}`)),
+        ...securityGroupIds.map((id) => ec2(`security-group/${id}`)),
+      ],
+    },
+    { Sid: "DescribeNetwork", Effect: "Allow", Action: VPC_DESCRIBE_ACTIONS, Resource: ["*"] },
+  ];
 }
 
 /**
  * Throws unless every action is exact and every resource is a specific ARN. Allowed wildcard forms:
- * `<log group arn>:*` and `arn:<p>:s3:::<bucket>/*`.
+ * `<log group arn>:*`, `arn:<p>:s3:::<bucket>/<prefix>/*`, the account's `network-interface/*`, and
+ * a bare `*` only for the EC2 Describe actions, which have no resource-level permissions.
  */
 export function assertLeastPrivilege(doc: { Statement: { Action: readonly string[]; Resource: string[] }[] }): void {
   for (const s of doc.Statement) {
@@ -78,10 +150,12 @@ export function assertLeastPrivilege(doc: { Statement: { Action: readonly string
       if (a.includes("*")) throw new Error(`IAM action "${a}" contains a wildcard`);
     }
     for (const r of s.Resource) {
+      if (r === "*" && s.Action.every((a) => (VPC_DESCRIBE_ACTIONS as readonly string[]).includes(a))) continue;
       const allowed =
         !r.includes("*") ||
         /^arn:[a-z-]+:logs:[a-z0-9-]+:\d{12}:log-group:[^*]+:\*$/.test(r) ||
-        /^arn:[a-z-]+:s3:::[a-z0-9.-]+\/\*$/.test(r);
+        /^arn:[a-z-]+:s3:::[a-z0-9.-]+\/([^*/]+\/)*\*$/.test(r) ||
+        /^arn:[a-z-]+:ec2:[a-z0-9-]+:\d{12}:network-interface\/\*$/.test(r);
       if (!allowed || r === "*") throw new Error(`IAM resource "${r}" is not a specific ARN`);
     }
   }

@@ -28,6 +28,11 @@ export interface RustFunctionArgs {
   statements: Statement[];
   tags: Record<string, string>;
   description?: string;
+  /** Lambda layer version ARNs (the Parameters and Secrets extension). */
+  layers?: string[];
+  /** 0 = nobody can invoke it (an unsubscribed function that must not run); undefined = unreserved. */
+  reservedConcurrency?: number;
+  vpc?: { subnetIds: string[]; securityGroupIds: string[] };
 }
 
 export class RustFunction extends pulumi.ComponentResource {
@@ -45,7 +50,8 @@ export class RustFunction extends pulumi.ComponentResource {
     this.logGroup = new aws.cloudwatch.LogGroup(
       `${name}-logs`,
       { name: args.logGroupName, retentionInDays: args.logRetentionDays, tags: args.tags },
-      child,
+      // Fixed names: a replacement must delete the old one first, or AWS says "already exists".
+      { ...child, deleteBeforeReplace: true },
     );
 
     this.role = new aws.iam.Role(
@@ -56,7 +62,7 @@ export class RustFunction extends pulumi.ComponentResource {
         assumeRolePolicy: LAMBDA_ASSUME_ROLE_POLICY,
         tags: args.tags,
       },
-      child,
+      { ...child, deleteBeforeReplace: true },
     );
 
     this.rolePolicy = new aws.iam.RolePolicy(
@@ -66,7 +72,8 @@ export class RustFunction extends pulumi.ComponentResource {
         role: this.role.id,
         policy: policyJson([writeLogsStatement(this.logGroup.arn), ...args.statements]),
       },
-      child,
+      // PutRolePolicy overwrites: a create-first replacement would be deleted with the old one.
+      { ...child, deleteBeforeReplace: true },
     );
 
     this.function = new aws.lambda.Function(
@@ -82,12 +89,15 @@ export class RustFunction extends pulumi.ComponentResource {
         timeout: args.timeoutSeconds,
         code: new pulumi.asset.FileArchive(args.zipPath),
         environment: { variables: args.environment },
+        layers: args.layers ?? [],
+        ...(args.reservedConcurrency !== undefined ? { reservedConcurrentExecutions: args.reservedConcurrency } : {}),
+        ...(args.vpc ? { vpcConfig: { subnetIds: args.vpc.subnetIds, securityGroupIds: args.vpc.securityGroupIds } } : {}),
         // Naming the log group makes the function wait for it, so Lambda never creates it first.
         loggingConfig: { logFormat: "Text", logGroup: this.logGroup.name },
         tags: args.tags,
       },
       // The policy must exist before an event source mapping validates the role's SQS permissions.
-      { ...child, dependsOn: [this.rolePolicy, this.logGroup] },
+      { ...child, dependsOn: [this.rolePolicy, this.logGroup], deleteBeforeReplace: true },
     );
 
     this.name = this.function.name;

@@ -49,6 +49,15 @@ export class Naming {
     return this.checked(`${this.prefix}-${what}`, IAM_POLICY_NAME_MAX, "IAM policy");
   }
 
+  /** Secrets Manager names use `/`: `sophia/<stage>/<name>`. */
+  secretName(what: string): string {
+    return `${this.app}/${this.stage}/${what}`;
+  }
+
+  topicName(what: string): string {
+    return this.checked(`${this.prefix}-${what}`, 256, "SNS topic");
+  }
+
   alarmName(what: string): string {
     return `${this.prefix}-${what}`;
   }

@@ -20,3 +20,13 @@ export function queueOutputNames(q: QueueSpec): { url: string; arn: string; dlqU
 export function functionOutputName(fn: FunctionSpec): string {
   return `${fn.name.toUpperCase().replace(/-/g, "_")}_FUNCTION_NAME`;
 }
+
+/** Attach to the operator's role/user: sophia-ops's SQS calls on the queues and DLQs. */
+export const OPS_POLICY_ARN = "OPS_POLICY_ARN";
+/** The SNS topic the alarms notify (the stage's own, or `sophia:alarmTopicArn`). */
+export const ALARM_TOPIC_ARN = "ALARM_TOPIC_ARN";
+
+/** interview-failed -> INTERVIEW_FAILED_ROLE_ARN (the principal of an Atlas AWS IAM database user). */
+export function functionRoleOutputName(fn: FunctionSpec): string {
+  return `${fn.name.toUpperCase().replace(/-/g, "_")}_ROLE_ARN`;
+}

@@ -24,6 +24,8 @@ export interface ConsumerArgs {
   environment: Record<string, pulumi.Input<string>>;
   /** Statements besides consuming its own queue and writing its own logs. */
   statements: Statement[];
+  layers?: string[];
+  vpc?: { subnetIds: string[]; securityGroupIds: string[] };
 }
 
 export interface QueuePipelineArgs {
@@ -35,6 +37,8 @@ export interface QueuePipelineArgs {
   maximumConcurrency: number;
   oldestMessageAgeAlarmSeconds: number;
   alarms: AlarmTarget;
+  /** protect + retainOnDelete on the queue and its DLQ (they hold undelivered messages). */
+  protectQueues: boolean;
 }
 
 export class QueuePipeline extends pulumi.ComponentResource {
@@ -57,6 +61,12 @@ export class QueuePipeline extends pulumi.ComponentResource {
     const child = { parent: this };
     const { naming, queue: q, consumer: fn } = args;
     const tags = naming.tags;
+    // Fixed names: replace delete-first (else "already exists"); prod's queues are protected.
+    const queueOpts: pulumi.CustomResourceOptions = {
+      ...child,
+      deleteBeforeReplace: true,
+      ...(args.protectQueues ? { protect: true, retainOnDelete: true } : {}),
+    };
 
     if (fn.subscribedTo !== q.key || q.consumer !== fn.name) {
       throw new Error(`QueuePipeline ${name}: "${fn.name}" is not the declared consumer of queue "${q.key}"`);
@@ -74,7 +84,7 @@ export class QueuePipeline extends pulumi.ComponentResource {
         sqsManagedSseEnabled: true,
         tags,
       },
-      child,
+      queueOpts,
     );
 
     this.queue = new aws.sqs.Queue(
@@ -90,7 +100,7 @@ export class QueuePipeline extends pulumi.ComponentResource {
         }),
         tags,
       },
-      child,
+      queueOpts,
     );
 
     // Only this pipeline's source queue may use the DLQ (and redrive from it).
@@ -122,6 +132,8 @@ export class QueuePipeline extends pulumi.ComponentResource {
         environment: c.environment,
         statements: [consumeQueueStatement(this.queue.arn), ...c.statements],
         tags,
+        ...(c.layers ? { layers: c.layers } : {}),
+        ...(c.vpc ? { vpc: c.vpc } : {}),
       },
       child,
     );

@@ -6,16 +6,34 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
-import type { AlarmTarget } from "./alarms";
+import { type AlarmTarget, functionAlarm, type FunctionAlarmKind } from "./alarms";
 import { checkArtifacts } from "./artifacts";
 import { loadStageConfig, type StageConfig } from "./config";
-import { functionEnvironment } from "./environment";
-import { policyJson, publishStatement, resumeBucketStatement, type Statement } from "./iam";
+import { functionEnvironment, SECRET, secretsOf } from "./environment";
+import {
+  decryptViaSecretsManagerStatement,
+  OPS_DLQ_ACTIONS,
+  OPS_QUEUE_ACTIONS,
+  policyJson,
+  publishStatement,
+  readSecretsStatement,
+  resumeBucketStatement,
+  type Statement,
+  vpcAccessStatements,
+} from "./iam";
 import { RustFunction } from "./lambda";
 import { Naming } from "./naming";
-import { API_PUBLISH_POLICY_ARN, functionOutputName, queueOutputNames } from "./outputs";
+import {
+  ALARM_TOPIC_ARN,
+  API_PUBLISH_POLICY_ARN,
+  functionOutputName,
+  functionRoleOutputName,
+  OPS_POLICY_ARN,
+  queueOutputNames,
+} from "./outputs";
 import { QueuePipeline } from "./pipeline";
 import { type FunctionSpec, loadSettings, queueByKey, queuesInCreationOrder, type Settings } from "./settings";
+import { StageSecrets } from "./secrets";
 import { API_PUBLISHES_TO, checkWiring, wiringFor } from "./wiring";
 
 export interface SophiaStack {
@@ -24,6 +42,13 @@ export interface SophiaStack {
   pipelines: Record<string, QueuePipeline>;
   functions: Record<string, RustFunction>;
   apiPublishPolicy: aws.iam.Policy;
+  /** sophia-ops: send to both queues, receive/delete/move on the DLQs. */
+  opsPolicy: aws.iam.Policy;
+  secrets: StageSecrets;
+  /** The stage's own topic, unless `sophia:alarmTopicArn` names one. */
+  alarmTopic: aws.sns.Topic | undefined;
+  functionAlarms: aws.cloudwatch.MetricAlarm[];
+  vpcEndpoints: aws.ec2.VpcEndpoint[];
   /** Stack outputs by name (see outputs.ts). */
   outputs: Record<string, pulumi.Output<string>>;
 }
@@ -33,15 +58,44 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   checkWiring(settings);
   const config = loadStageConfig(settings);
   const naming = new Naming(settings.appName, config.stage);
-  const zips = checkArtifacts(
+  const { zips, warnings } = checkArtifacts(
     config.artifactsDir,
     config.architecture,
     settings.functions.map((f) => f.name),
     config.stage,
   );
+  for (const w of warnings) void pulumi.log.warn(w);
 
-  const alarms: AlarmTarget = { actions: config.alarmTopicArn ? [config.alarmTopicArn] : [], tags: naming.tags };
-  const partition = config.resumeBucket ? aws.getPartitionOutput().partition : undefined;
+  // Alarms reach a person: the stage's own SNS topic (optionally subscribed from config) unless a topic is given.
+  let alarmTopic: aws.sns.Topic | undefined;
+  if (!config.alarmTopicArn) {
+    alarmTopic = new aws.sns.Topic(
+      "alarms",
+      { name: naming.topicName("alarms"), displayName: `${naming.prefix} alarms`, tags: naming.tags },
+      { deleteBeforeReplace: true },
+    );
+    if (config.alarmSubscription) {
+      new aws.sns.TopicSubscription("alarms-subscription", {
+        topic: alarmTopic.arn,
+        protocol: config.alarmSubscription.protocol,
+        endpoint: config.alarmSubscription.endpoint,
+      });
+    }
+  }
+  const alarmTopicArn: pulumi.Input<string> = config.alarmTopicArn ?? alarmTopic!.arn;
+  const alarms: AlarmTarget = { actions: [alarmTopicArn], tags: naming.tags };
+  const needsPartition = config.resumeBucketAccess !== "none" || config.vpc !== undefined;
+  const partition = needsPartition ? aws.getPartitionOutput().partition : undefined;
+  const account = config.vpc ? aws.getCallerIdentityOutput().accountId : undefined;
+
+  const secrets = new StageSecrets("secrets", {
+    naming,
+    values:
+      config.mongodbAuth === "password"
+        ? { [SECRET.mongodbUri]: config.secrets.mongodbUri, [SECRET.openaiApiKey]: config.secrets.openaiApiKey }
+        : { [SECRET.openaiApiKey]: config.secrets.openaiApiKey },
+    protect: config.protectData,
+  });
 
   const pipelines: Record<string, QueuePipeline> = {};
 
@@ -50,8 +104,20 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     if (fn.publishesTo.length > 0) {
       statements.push(publishStatement(fn.publishesTo.map((k) => pipelines[k]!.queueArn)));
     }
-    if (config.resumeBucket && partition && wiringFor(fn.name).resumeBucket) {
-      statements.push(resumeBucketStatement(partition, config.resumeBucket));
+    if (config.resumeBucketAccess !== "none" && partition && wiringFor(fn.name).resumeBucket) {
+      statements.push(
+        resumeBucketStatement(partition, config.resumeBucket!, config.resumeBucketPrefix!, config.resumeBucketAccess),
+      );
+    }
+    const own = secretsOf(fn, config);
+    if (own.length > 0) {
+      statements.push(readSecretsStatement(own.map((x) => secrets.arn(x))));
+      statements.push(decryptViaSecretsManagerStatement(secrets.key.arn, config.region));
+    }
+    if (config.vpc && partition && account) {
+      statements.push(
+        ...vpcAccessStatements(partition, config.region, account, config.vpc.subnetIds, config.vpc.securityGroupIds),
+      );
     }
     return statements;
   };
@@ -60,8 +126,11 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
       fn,
       config,
       fn.publishesTo.map((k) => ({ queue: queueByKey(settings, k), url: pipelines[k]!.queueUrl })),
+      (suffix) => secrets.arn(suffix),
     );
   const common = (fn: FunctionSpec) => ({
+    ...(secretsOf(fn, config).length > 0 ? { layers: [config.secretsExtensionLayerArn] } : {}),
+    ...(config.vpc ? { vpc: { subnetIds: config.vpc.subnetIds, securityGroupIds: config.vpc.securityGroupIds } } : {}),
     zipPath: zips[fn.name]!,
     architecture: config.architecture,
     memoryMb: config.memoryMb[fn.name]!,
@@ -81,6 +150,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
       maximumConcurrency: config.maximumConcurrency[q.key]!,
       oldestMessageAgeAlarmSeconds: config.oldestMessageAgeAlarmSeconds[q.key]!,
       alarms,
+      protectQueues: config.protectData,
     });
   }
 
@@ -95,8 +165,46 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
       description: "Deployed, not subscribed to any queue",
       timeoutSeconds: fn.timeoutSeconds,
       tags: naming.tags,
+      // Invoking it releases reservations: nobody may, until a stack option says something must.
+      ...(config.invocableUnsubscribed ? {} : { reservedConcurrency: 0 }),
       ...common(fn),
     });
+  }
+
+  const functionAlarms: aws.cloudwatch.MetricAlarm[] = [];
+  for (const fn of settings.functions) {
+    const kinds: FunctionAlarmKind[] = ["errors", "throttles", ...(wiringFor(fn.name).durationAlarm ? ["duration" as const] : [])];
+    for (const kind of kinds) {
+      functionAlarms.push(
+        functionAlarm(
+          `${fn.name}-${kind}`,
+          naming.alarmName(`${fn.name}-${kind}`),
+          functions[fn.name]!.name,
+          kind,
+          fn.timeoutSeconds,
+          alarms,
+          {},
+        ),
+      );
+    }
+  }
+
+  // Optional VPC placement: interface endpoints so SQS and Secrets Manager are reached without NAT.
+  const vpcEndpoints: aws.ec2.VpcEndpoint[] = [];
+  if (config.vpc?.interfaceEndpoints) {
+    for (const service of ["sqs", "secretsmanager"]) {
+      vpcEndpoints.push(
+        new aws.ec2.VpcEndpoint(`${service}-endpoint`, {
+          vpcId: config.vpc.vpcId,
+          serviceName: `com.amazonaws.${config.region}.${service}`,
+          vpcEndpointType: "Interface",
+          subnetIds: config.vpc.subnetIds,
+          securityGroupIds: config.vpc.securityGroupIds,
+          privateDnsEnabled: true,
+          tags: { ...naming.tags, Name: `${naming.prefix}-${service}` },
+        }),
+      );
+    }
   }
 
   const apiPublishPolicy = new aws.iam.Policy("api-publish", {
@@ -104,7 +212,23 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     description: "Lets the Sophia API publish interview events (attach to the API task role).",
     policy: policyJson([publishStatement(API_PUBLISHES_TO.map((k) => pipelines[k]!.queueArn), "ApiPublish")]),
     tags: naming.tags,
-  });
+  }, { deleteBeforeReplace: true });
+
+  const queueArns = settings.queues.map((q) => pipelines[q.key]!.queueArn);
+  const dlqArns = settings.queues.map((q) => pipelines[q.key]!.dlqArn);
+  const opsPolicy = new aws.iam.Policy(
+    "ops",
+    {
+      name: naming.policyName("ops"),
+      description: "sophia-ops (operator CLI): publish to the queues; list, show and redrive the DLQs.",
+      policy: policyJson([
+        { Sid: "OpsQueues", Effect: "Allow", Action: OPS_QUEUE_ACTIONS, Resource: queueArns },
+        { Sid: "OpsDeadLetterQueues", Effect: "Allow", Action: OPS_DLQ_ACTIONS, Resource: dlqArns },
+      ]),
+      tags: naming.tags,
+    },
+    { deleteBeforeReplace: true },
+  );
 
   const outputs: Record<string, pulumi.Output<string>> = {};
   for (const q of settings.queues) {
@@ -117,8 +241,23 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   }
   for (const fn of settings.functions) outputs[functionOutputName(fn)] = functions[fn.name]!.name;
   outputs[API_PUBLISH_POLICY_ARN] = apiPublishPolicy.arn;
+  outputs[OPS_POLICY_ARN] = opsPolicy.arn;
+  outputs[ALARM_TOPIC_ARN] = pulumi.output(alarmTopicArn);
+  for (const fn of settings.functions) outputs[functionRoleOutputName(fn)] = functions[fn.name]!.role.arn;
 
-  return { settings, config, pipelines, functions, apiPublishPolicy, outputs };
+  return {
+    settings,
+    config,
+    pipelines,
+    functions,
+    apiPublishPolicy,
+    opsPolicy,
+    secrets,
+    alarmTopic,
+    functionAlarms,
+    vpcEndpoints,
+    outputs,
+  };
 }
 
 /** Looks up an output by name; throws when the name is not one this stack produces. */

@@ -12,12 +12,14 @@ export interface FunctionWiring {
   resumeBucket: boolean;
   /** Reads RECORD_CONCURRENCY (records of one batch settled at once; `sophia:recordConcurrency`). */
   recordConcurrency: boolean;
+  /** Gets an alarm when its duration nears its timeout (long OpenAI calls). */
+  durationAlarm: boolean;
 }
 
 export const FUNCTION_WIRING: Readonly<Record<string, FunctionWiring>> = {
-  "interview-completed": { openai: false, resumeBucket: true, recordConcurrency: true },
-  "report-generate": { openai: true, resumeBucket: true, recordConcurrency: false },
-  "interview-failed": { openai: false, resumeBucket: false, recordConcurrency: true },
+  "interview-completed": { openai: false, resumeBucket: true, recordConcurrency: true, durationAlarm: false },
+  "report-generate": { openai: true, resumeBucket: true, recordConcurrency: false, durationAlarm: true },
+  "interview-failed": { openai: false, resumeBucket: false, recordConcurrency: true, durationAlarm: false },
 };
 
 /** Queues the API (Fargate service) sends to; the managed policy API_PUBLISH_POLICY_ARN covers exactly these. */

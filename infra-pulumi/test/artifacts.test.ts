@@ -1,6 +1,8 @@
 /**
  * Build artifacts: the program must stop before registering anything, with a message naming
- * `scripts/build <arch>`, when a zip is missing or was built for the other architecture.
+ * `scripts/build <arch>`, when a zip is missing, is not the recorded build (checksum), or does not
+ * hold an executable `bootstrap` ELF for the stack's architecture. The fixtures are real zips
+ * (deflate, Unix modes) holding ELF headers, like cargo-lambda's.
  */
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -10,8 +12,8 @@ import { test } from "node:test";
 
 import * as pulumi from "@pulumi/pulumi";
 
-import { ArtifactError, checkArtifacts, defaultArtifactsDir, REPO_ROOT } from "../src/artifacts";
-import { baseConfig, FUNCTION_NAMES, makeArtifactsDir } from "./support/harness";
+import { ArtifactError, checkArtifacts, defaultArtifactsDir, headCommit, REPO_ROOT } from "../src/artifacts";
+import { baseConfig, elfBinary, FUNCTION_NAMES, makeArtifactsDir, writeBuildInfo, zipOf } from "./support/harness";
 import { createMocks, type RecordedResource } from "./support/mocks";
 
 /** Runs createSophiaStack() for `stack` with the given artifacts; returns the error it threw. */
@@ -40,12 +42,93 @@ function assertClearError(error: unknown, ...fragments: string[]): string {
   return error.message;
 }
 
-test("a complete build for the stack's architecture passes and yields each function's zip", () => {
-  const dir = makeArtifactsDir({ architecture: "arm64" });
-  assert.deepEqual(
-    checkArtifacts(dir, "arm64", FUNCTION_NAMES, "dev"),
-    Object.fromEntries(FUNCTION_NAMES.map((f) => [f, path.join(dir, f, "bootstrap.zip")])),
+const HEAD = "0123456789abcdef0123456789abcdef01234567";
+
+test("a complete build for the stack's architecture passes and yields each function's zip, no warning", () => {
+  for (const arch of ["arm64", "x86_64"] as const) {
+    const dir = makeArtifactsDir({ architecture: arch, gitCommit: HEAD });
+    assert.deepEqual(checkArtifacts(dir, arch, FUNCTION_NAMES, "dev", HEAD), {
+      zips: Object.fromEntries(FUNCTION_NAMES.map((f) => [f, path.join(dir, f, "bootstrap.zip")])),
+      warnings: [],
+    });
+  }
+});
+
+test("a zip that is not the one build-info.json records (sha256) is refused", () => {
+  const dir = makeArtifactsDir({ architecture: "arm64", gitCommit: HEAD });
+  // Same architecture, still a valid bootstrap, but other bytes: a stale or swapped zip.
+  fs.writeFileSync(path.join(dir, "report-generate", "bootstrap.zip"), zipOf([{ name: "bootstrap", data: elfBinary(183).fill(1, 64) }]));
+  assertClearError(
+    (() => {
+      try {
+        checkArtifacts(dir, "arm64", FUNCTION_NAMES, "dev", HEAD);
+      } catch (e) {
+        return e;
+      }
+      return assert.fail("should throw");
+    })(),
+    "report-generate/bootstrap.zip has sha256",
+    "it is not the recorded build",
   );
+});
+
+test("build-info.json without checksums (an older build) cannot be verified: refused", () => {
+  const dir = makeArtifactsDir({ architecture: "arm64", gitCommit: HEAD });
+  fs.writeFileSync(path.join(dir, "build-info.json"), JSON.stringify({ architecture: "arm64", functions: FUNCTION_NAMES }));
+  assert.throws(() => checkArtifacts(dir, "arm64", FUNCTION_NAMES, "dev", HEAD), /records no sha256 for interview-completed/);
+});
+
+function refusal(dir: string, arch: "arm64" | "x86_64" = "arm64"): string {
+  try {
+    checkArtifacts(dir, arch, FUNCTION_NAMES, "dev", HEAD);
+  } catch (e) {
+    assert.ok(e instanceof ArtifactError, String(e));
+    return e.message;
+  }
+  return assert.fail("should throw");
+}
+
+test("a bootstrap ELF for x86-64 (e_machine 62) labelled arm64 is refused, whatever build-info says", () => {
+  const dir = makeArtifactsDir({ architecture: "arm64", elfMachine: 62, gitCommit: HEAD });
+  assert.match(refusal(dir), /bootstrap is built for x86_64, not arm64 \(ELF e_machine 62, expected 183\)/);
+});
+
+test("a bootstrap for aarch64 on an x86_64 stack is refused (e_machine 183, expected 62)", () => {
+  const dir = makeArtifactsDir({ architecture: "x86_64", elfMachine: 183, gitCommit: HEAD });
+  assert.match(refusal(dir, "x86_64"), /bootstrap is built for arm64, not x86_64 \(ELF e_machine 183, expected 62\)/);
+});
+
+test("a bootstrap without execute bits is refused (Lambda could not start it)", () => {
+  const dir = makeArtifactsDir({ architecture: "arm64", mode: 0o644, gitCommit: HEAD });
+  assert.match(refusal(dir), /bootstrap is not executable/);
+});
+
+test("an empty zip, a zip without bootstrap, a non-ELF bootstrap, and a file that is no zip are refused", () => {
+  const dir = makeArtifactsDir({ architecture: "arm64", gitCommit: HEAD });
+  const write = (fn: string, bytes: Buffer) => fs.writeFileSync(path.join(dir, fn, "bootstrap.zip"), bytes);
+  write("interview-completed", Buffer.from([0x50, 0x4b, 0x05, 0x06, ...new Array<number>(18).fill(0)]));
+  write("report-generate", zipOf([{ name: "target/bootstrap", data: elfBinary(183) }]));
+  write("interview-failed", zipOf([{ name: "bootstrap", data: Buffer.from("#!/bin/sh\necho hi\n".padEnd(80, " ")) }]));
+  writeBuildInfo(dir, "arm64", FUNCTION_NAMES, HEAD);
+  const msg = refusal(dir);
+  assert.match(msg, /interview-completed\/bootstrap\.zip has no bootstrap at its root/);
+  assert.match(msg, /report-generate\/bootstrap\.zip has no bootstrap at its root/);
+  assert.match(msg, /interview-failed\/bootstrap\.zip: bootstrap is not an ELF binary/);
+  write("interview-failed", Buffer.from("not a zip at all"));
+  writeBuildInfo(dir, "arm64", FUNCTION_NAMES, HEAD);
+  assert.match(refusal(dir), /interview-failed\/bootstrap\.zip is not a zip archive/);
+});
+
+test("zips built from another commit than HEAD pass with a warning naming both commits", () => {
+  const dir = makeArtifactsDir({ architecture: "arm64", gitCommit: "feedfacefeedfacefeedfacefeedfacefeedface" });
+  const { warnings } = checkArtifacts(dir, "arm64", FUNCTION_NAMES, "dev", HEAD);
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0]!, /built from commit feedfacefeedfacefeedfacefeedfacefeedface, but HEAD is 0123456789abcdef/);
+  assert.equal(checkArtifacts(dir, "arm64", FUNCTION_NAMES, "dev", null).warnings.length, 0, "outside git: no claim");
+});
+
+test("headCommit() is this checkout's HEAD", () => {
+  assert.match(headCommit() ?? "", /^[0-9a-f]{40}$/);
 });
 
 test("missing zip: the program fails before registering anything and names `scripts/build arm64`", async () => {
@@ -64,7 +147,7 @@ test("zips built for x86_64 on an arm64 stack: clear error naming both architect
 
 test("zips built for arm64 on an x86_64 stack: the command names x86_64", async () => {
   const dir = makeArtifactsDir({ architecture: "arm64" });
-  const { error } = await programError("prod", dir, { "sophia:architecture": "x86_64" });
+  const { error } = await programError("prod", dir, { "sophia:architecture": "x86_64", "aws:allowedAccountIds": '["123456789012"]' });
   assertClearError(error, "built for arm64", "deploys x86_64", "Run `scripts/build x86_64`");
 });
 
@@ -77,7 +160,7 @@ test("no build-info.json (zips of unknown architecture): refused", async () => {
 test("an empty artifacts directory lists every missing zip at once", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-empty-"));
   try {
-    checkArtifacts(dir, "arm64", FUNCTION_NAMES, "dev");
+    checkArtifacts(dir, "arm64", FUNCTION_NAMES, "dev", HEAD);
     assert.fail("should throw");
   } catch (e) {
     const msg = assertClearError(e, "scripts/build arm64");
@@ -93,7 +176,7 @@ test("a zip that build-info.json does not list is stale", () => {
     path.join(dir, "build-info.json"),
     JSON.stringify({ architecture: "arm64", functions: ["interview-completed", "report-generate"] }),
   );
-  assert.throws(() => checkArtifacts(dir, "arm64", FUNCTION_NAMES, "dev"), /interview-failed\/bootstrap\.zip is not from the recorded build/);
+  assert.throws(() => checkArtifacts(dir, "arm64", FUNCTION_NAMES, "dev", HEAD), /interview-failed\/bootstrap\.zip is not from the recorded build/);
 });
 
 test("the default artifacts directory follows CARGO_TARGET_DIR like scripts/build", () => {

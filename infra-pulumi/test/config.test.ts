@@ -12,14 +12,17 @@ import * as yaml from "js-yaml";
 import { REPO_ROOT } from "../src/artifacts";
 import { ConfigError, loadStageConfig, type StageConfig } from "../src/config";
 import { loadSettings } from "../src/settings";
-import { TEST_SECRETS } from "./support/harness";
+import { TEST_LAYER_ARN, TEST_SECRETS } from "./support/harness";
 import { createMocks } from "./support/mocks";
 import { resolve } from "./support/values";
 
 const settings = loadSettings();
 
+/** What every stage sets besides the secrets: its region and the extension layer for it. */
+const BASE = { "aws:region": "eu-west-1", "sophia:secretsExtensionLayerArn": TEST_LAYER_ARN.arm64 };
+
 async function load(stack: string, config: Record<string, string>, env: NodeJS.ProcessEnv = {}): Promise<StageConfig> {
-  pulumi.runtime.setAllConfig(config, Object.keys(TEST_SECRETS));
+  pulumi.runtime.setAllConfig({ ...BASE, ...config }, Object.keys(TEST_SECRETS));
   await pulumi.runtime.setMocks(createMocks(false).mocks, "sophia", stack, false);
   return loadStageConfig(settings, env);
 }
@@ -50,6 +53,12 @@ test("defaults: arm64, queues.json memory, concurrency 2, age alarms at maxRecei
   assert.equal(c.resumeBucket, undefined);
   assert.equal(c.alarmTopicArn, undefined);
   assert.equal(c.artifactsDir, path.join(REPO_ROOT, "target", "lambda"));
+  assert.equal(c.mongodbAuth, "password");
+  assert.equal(c.resumeBucketAccess, "none", "no S3 grant unless asked for");
+  assert.equal(c.invocableUnsubscribed, false);
+  assert.equal(c.protectData, false, "dev is not protected");
+  assert.equal(c.vpc, undefined, "no VPC placement by default");
+  assert.equal(c.secretsManagerTtlSeconds, undefined);
 });
 
 test("secrets come back as secret Outputs", async () => {
@@ -95,7 +104,7 @@ test("every invalid key is reported in one error, with the command to set missin
     "sophia:logRetentionDays must be one of",
     "sophia:alarmTopicArn must be an SNS topic ARN",
     "sophia:resumeBucket must be an existing S3 bucket name",
-    "sophia:openaiBaseUrl must be an http(s) URL",
+    "sophia:openaiBaseUrl must be an https URL",
     "pulumi config set --secret sophia:mongodbUri <value> --stack staging",
     "pulumi config set --secret sophia:openaiApiKey <value> --stack staging",
   ];
@@ -186,4 +195,115 @@ test("Pulumi.yaml: project sophia, Node.js runtime, main infra-pulumi/ whose pac
   assert.ok(fs.existsSync(path.join(REPO_ROOT, "infra-pulumi", "index.ts")));
   const settings = loadSettings();
   assert.equal(settings.appName, project["name"], "the app name in queues.json is the project name");
+});
+
+test("openaiBaseUrl: https, or plain http only on loopback", async () => {
+  for (const ok of ["https://llm.example.com/v1", "http://127.0.0.1:8080/v1", "http://localhost:4010", "http://[::1]:9000/v1"]) {
+    assert.equal((await load("dev", { ...TEST_SECRETS, "sophia:openaiBaseUrl": ok })).openaiBaseUrl, ok);
+  }
+  for (const bad of ["http://llm.example.com/v1", "http://10.0.0.5/v1", "http://localhost.evil.com/v1"]) {
+    const e = await loadError("dev", { ...TEST_SECRETS, "sophia:openaiBaseUrl": bad });
+    assert.match(e.message, /sophia:openaiBaseUrl must be an https URL \(plain http only for a loopback gateway/);
+  }
+});
+
+test("secretsExtensionLayerArn: required, in the stage's region, the variant of its architecture", async () => {
+  const missing = await loadError("dev", { ...TEST_SECRETS, "sophia:secretsExtensionLayerArn": "" });
+  assert.match(missing.message, /sophia:secretsExtensionLayerArn is not set: .*eu-west-1\/arm64.*AWS-Parameters-and-Secrets-Lambda-Extension-Arm64.*pulumi config set sophia:secretsExtensionLayerArn <arn>/);
+  const region = await loadError("dev", {
+    ...TEST_SECRETS,
+    "sophia:secretsExtensionLayerArn": TEST_LAYER_ARN.arm64.replace("eu-west-1", "us-east-1"),
+  });
+  assert.match(region.message, /is in us-east-1, but the stage deploys to eu-west-1/);
+  const arch = await loadError("dev", { ...TEST_SECRETS, "sophia:secretsExtensionLayerArn": TEST_LAYER_ARN.x86_64 });
+  assert.match(arch.message, /names the layer AWS-Parameters-and-Secrets-Lambda-Extension, but the stage deploys arm64: use AWS-Parameters-and-Secrets-Lambda-Extension-Arm64/);
+  const x86 = await load("dev", { ...TEST_SECRETS, "sophia:architecture": "x86_64", "sophia:secretsExtensionLayerArn": TEST_LAYER_ARN.x86_64 });
+  assert.equal(x86.secretsExtensionLayerArn, TEST_LAYER_ARN.x86_64);
+  const junk = await loadError("dev", { ...TEST_SECRETS, "sophia:secretsExtensionLayerArn": "AWS-Parameters-and-Secrets-Lambda-Extension-Arm64" });
+  assert.match(junk.message, /must be a Lambda layer version ARN/);
+});
+
+test("mongodbAuth aws-iam: a password-less URI gets authMechanism=MONGODB-AWS and authSource=$external", async () => {
+  const c = await load("dev", {
+    ...TEST_SECRETS,
+    "sophia:mongodbAuth": "aws-iam",
+    "sophia:mongodbUri": "mongodb+srv://cluster0.example.mongodb.net/?retryWrites=true",
+  });
+  assert.equal(c.mongodbAuth, "aws-iam");
+  assert.equal(c.mongodbIamUri, "mongodb+srv://cluster0.example.mongodb.net/?retryWrites=true&authMechanism=MONGODB-AWS&authSource=%24external");
+  const given = await load("dev", {
+    ...TEST_SECRETS,
+    "sophia:mongodbAuth": "aws-iam",
+    "sophia:mongodbUri": "mongodb+srv://cluster0.example.mongodb.net/app?authSource=%24external&authMechanism=MONGODB-AWS",
+  });
+  assert.equal(given.mongodbIamUri, "mongodb+srv://cluster0.example.mongodb.net/app?authSource=%24external&authMechanism=MONGODB-AWS");
+});
+
+test("mongodbAuth aws-iam refuses a URI with a user or password, or another mechanism; unknown modes are refused", async () => {
+  const withPassword = await loadError("dev", { ...TEST_SECRETS, "sophia:mongodbAuth": "aws-iam" });
+  assert.match(withPassword.message, /sophia:mongodbUri with mongodbAuth aws-iam must not carry a user or password/);
+  assert.equal(withPassword.message.includes("not-a-real-password"), false, "the error never quotes the URI");
+  const scram = await loadError("dev", {
+    ...TEST_SECRETS,
+    "sophia:mongodbAuth": "aws-iam",
+    "sophia:mongodbUri": "mongodb://db.example.com/?authMechanism=SCRAM-SHA-256",
+  });
+  assert.match(scram.message, /must use authMechanism=MONGODB-AWS, not SCRAM-SHA-256/);
+  const mode = await loadError("dev", { ...TEST_SECRETS, "sophia:mongodbAuth": "x509" });
+  assert.match(mode.message, /sophia:mongodbAuth must be one of password, aws-iam, got "x509"/);
+});
+
+test("resumeBucketAccess: none by default; read/read-write need the bucket and a prefix; other values refused", async () => {
+  const e = await loadError("dev", { ...TEST_SECRETS, "sophia:resumeBucketAccess": "read" });
+  assert.match(e.message, /sophia:resumeBucketAccess read needs sophia:resumeBucket/);
+  assert.match(e.message, /sophia:resumeBucketAccess read needs sophia:resumeBucketPrefix/);
+  const bad = await loadError("dev", { ...TEST_SECRETS, "sophia:resumeBucketAccess": "all", "sophia:resumeBucketPrefix": "*" });
+  assert.match(bad.message, /sophia:resumeBucketAccess must be one of none, read, read-write, got "all"/);
+  assert.match(bad.message, /sophia:resumeBucketPrefix must be an object key prefix ending in '\/'/);
+  const c = await load("dev", {
+    ...TEST_SECRETS,
+    "sophia:resumeBucket": "b-resumes",
+    "sophia:resumeBucketAccess": "read",
+    "sophia:resumeBucketPrefix": "candidates/resumes/",
+  });
+  assert.deepEqual([c.resumeBucketAccess, c.resumeBucketPrefix], ["read", "candidates/resumes/"]);
+});
+
+test("alarmSubscription: email or https; not together with an external topic", async () => {
+  const c = await load("dev", { ...TEST_SECRETS, "sophia:alarmSubscription": JSON.stringify({ protocol: "email", endpoint: "oncall@example.com" }) });
+  assert.deepEqual(c.alarmSubscription, { protocol: "email", endpoint: "oncall@example.com" });
+  const e = await loadError("dev", {
+    ...TEST_SECRETS,
+    "sophia:alarmSubscription": JSON.stringify({ protocol: "https", endpoint: "http://hook.example.com" }),
+  });
+  assert.match(e.message, /sophia:alarmSubscription must be \{protocol: email/);
+  const both = await loadError("dev", {
+    ...TEST_SECRETS,
+    "sophia:alarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:ops",
+    "sophia:alarmSubscription": JSON.stringify({ protocol: "email", endpoint: "oncall@example.com" }),
+  });
+  assert.match(both.message, /with sophia:alarmTopicArn set, subscribe that topic instead/);
+});
+
+const PINNED = { "aws:allowedAccountIds": JSON.stringify(["123456789012"]) };
+
+test("protectData: on for prod by default, off for other stages, overridable; a protected stage must pin its account", async () => {
+  assert.equal((await load("prod", { ...TEST_SECRETS, ...PINNED })).protectData, true);
+  const unpinned = await loadError("prod", { ...TEST_SECRETS });
+  assert.match(unpinned.message, /aws:allowedAccountIds must pin stack "prod" \(protected data\) to its AWS account: scripts\/bootstrap-stage prod sets it/);
+  assert.equal((await load("staging", { ...TEST_SECRETS })).protectData, false);
+  assert.equal((await load("staging", { ...TEST_SECRETS, ...PINNED, "sophia:protectData": "true" })).protectData, true);
+  assert.equal((await load("prod", { ...TEST_SECRETS, "sophia:protectData": "false" })).protectData, false);
+});
+
+test("vpc: ids are checked; interface endpoints off unless asked", async () => {
+  const c = await load("dev", {
+    ...TEST_SECRETS,
+    "sophia:vpc": JSON.stringify({ vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111", "subnet-0bbb2222"], securityGroupIds: ["sg-0ccc3333"] }),
+  });
+  assert.deepEqual(c.vpc, { vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111", "subnet-0bbb2222"], securityGroupIds: ["sg-0ccc3333"], interfaceEndpoints: false });
+  const e = await loadError("dev", { ...TEST_SECRETS, "sophia:vpc": JSON.stringify({ subnetIds: [], securityGroupIds: ["default"] }) });
+  assert.match(e.message, /sophia:vpc.subnetIds must be a non-empty list of subnet-... ids/);
+  assert.match(e.message, /sophia:vpc.securityGroupIds must be a non-empty list of sg-... ids/);
+  assert.match(e.message, /sophia:vpc.vpcId must be a vpc-... id/);
 });

@@ -1,5 +1,6 @@
 /**
- * The `dev` stack, loaded through the real entry module (index.ts) under mocks.
+ * The `dev` stack, loaded through the real entry module (index.ts) under mocks, with the committed
+ * Pulumi.dev.yaml's real values (only the secrets and the artifacts directory are the tests').
  */
 import * as assert from "node:assert/strict";
 import { before, test } from "node:test";
@@ -19,14 +20,14 @@ import {
   SPEC,
   TYPE,
 } from "./support/expect";
-import { type ProgramRun, runProgram, TEST_SECRETS } from "./support/harness";
+import { type ProgramRun, runProgram, stackFileConfig, TEST_SECRETS } from "./support/harness";
 import { at, byName, containsPlaintext, ofType, plain, resolve } from "./support/values";
 
 const STAGE = "dev";
 let run: ProgramRun;
 
 before(async () => {
-  run = await runProgram({ stack: STAGE });
+  run = await runProgram({ stack: STAGE, stackFile: true });
 });
 
 test("registers the expected number of resources of each type", () => {
@@ -87,35 +88,49 @@ test("functions: provided.al2023, bootstrap, arm64 by default, memory/timeout fr
   });
 });
 
-test("function environments: secrets wrapped as secrets, plain settings, the URLs of the queues they publish to", () => {
+test("function environments: secret ARNs, never secret values; plain settings from Pulumi.dev.yaml; queue URLs", () => {
   const n = names(STAGE);
   const env = (f: string) => byName(run.resources, TYPE.function, n.fn(f)).inputs;
   const reportQueueUrl = arn.queueUrl(n.queue("report-generate"));
+  const mongo = arn.secret("sophia/dev/mongodb-uri");
+  const common = { MONGODB_URI_SECRET_ARN: mongo, MONGODB_DATABASE: "sophia_dev", LOG_LEVEL: "debug", PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: "2773" };
   const expected: Record<string, Record<string, string>> = {
-    "interview-completed": {
-      MONGODB_URI: TEST_SECRETS["sophia:mongodbUri"],
-      MONGODB_DATABASE: "sophia_dev",
-      LOG_LEVEL: "info",
-      REPORT_GENERATE_QUEUE_URL: reportQueueUrl,
-    },
-    "report-generate": {
-      MONGODB_URI: TEST_SECRETS["sophia:mongodbUri"],
-      MONGODB_DATABASE: "sophia_dev",
-      LOG_LEVEL: "info",
-      OPENAI_API_KEY: TEST_SECRETS["sophia:openaiApiKey"],
-      OPENAI_MODEL: "gpt-4.1-mini",
-    },
-    "interview-failed": {
-      MONGODB_URI: TEST_SECRETS["sophia:mongodbUri"],
-      MONGODB_DATABASE: "sophia_dev",
-      LOG_LEVEL: "info",
-    },
+    "interview-completed": { ...common, REPORT_GENERATE_QUEUE_URL: reportQueueUrl },
+    "report-generate": { ...common, OPENAI_API_KEY_SECRET_ARN: arn.secret("sophia/dev/openai-api-key"), OPENAI_MODEL: "gpt-4.1-mini" },
+    "interview-failed": common,
   };
   for (const [f, vars] of Object.entries(expected)) {
-    assert.deepEqual(plain(at(env(f), ["environment", "variables"]).value), vars, `${f} environment`);
-    assert.equal(at(env(f), ["environment", "variables", "MONGODB_URI"]).secret, true, `${f}: MONGODB_URI is a secret`);
+    const actual = plain(at(env(f), ["environment", "variables"]).value) as Record<string, string>;
+    assert.deepEqual(actual, vars, `${f} environment`);
+    assert.equal(actual["MONGODB_URI"], undefined, `${f}: no MONGODB_URI on AWS`);
+    assert.equal(actual["OPENAI_API_KEY"], undefined, `${f}: no OPENAI_API_KEY on AWS`);
+    assert.deepEqual(plain(env(f)["layers"]), [stackFileConfig("dev")["sophia:secretsExtensionLayerArn"]], `${f} has the extension layer`);
   }
-  assert.equal(at(env("report-generate"), ["environment", "variables", "OPENAI_API_KEY"]).secret, true);
+});
+
+test("secrets: one Secrets Manager secret per value under the stage's rotating KMS key, value = the Pulumi secret", () => {
+  const key = ofType(run.resources, TYPE.kmsKey);
+  assert.equal(key.length, 1);
+  assert.equal(key[0]!.inputs["enableKeyRotation"], true);
+  const alias = ofType(run.resources, TYPE.kmsAlias)[0]!;
+  assert.equal(alias.inputs["name"], "alias/sophia-dev-secrets");
+  const expected = { "sophia/dev/mongodb-uri": TEST_SECRETS["sophia:mongodbUri"], "sophia/dev/openai-api-key": TEST_SECRETS["sophia:openaiApiKey"] };
+  for (const [name, value] of Object.entries(expected)) {
+    const secret = byName(run.resources, TYPE.secret, name);
+    assert.equal(plain(secret.inputs["kmsKeyId"]), arn.key, `${name} uses the stage key`);
+    const versions = ofType(run.resources, TYPE.secretVersion).filter((v) => plain(v.inputs["secretId"]) === arn.secret(name));
+    assert.equal(versions.length, 1, name);
+    const s = at(versions[0]!.inputs, ["secretString"]);
+    assert.deepEqual([s.value, s.secret], [value, true], `${name} holds the raw value, as a Pulumi secret`);
+  }
+});
+
+test("interview-failed (no queue) cannot be invoked: reserved concurrency 0; the consumers are unreserved", () => {
+  const n = names(STAGE);
+  assert.equal(byName(run.resources, TYPE.function, n.fn("interview-failed")).inputs["reservedConcurrentExecutions"], 0);
+  for (const f of ["interview-completed", "report-generate"]) {
+    assert.equal(byName(run.resources, TYPE.function, n.fn(f)).inputs["reservedConcurrentExecutions"], undefined, f);
+  }
 });
 
 test("no secret value appears in plaintext in any resource's inputs or outputs, or in the stack outputs", async () => {
@@ -154,7 +169,7 @@ test("IAM: no wildcard action and no bare * resource in any policy document", ()
     ...ofType(run.resources, TYPE.rolePolicy).map((p) => parseDoc(p.inputs["policy"])),
     ...ofType(run.resources, TYPE.policy).map((p) => parseDoc(p.inputs["policy"])),
   ];
-  assert.equal(docs.length, 4);
+  assert.equal(docs.length, 5);
   for (const g of docs.flatMap(grants)) {
     const [action, resource] = g.split(" on ");
     assert.ok(!action!.includes("*"), g);
@@ -168,10 +183,41 @@ test("the API's managed policy grants exactly sqs:SendMessage on the interview-c
   assert.deepEqual(grants(parseDoc(policy.inputs["policy"])), grant(["sqs:SendMessage"], arn.queue("sophia-dev-interview-completed")));
 });
 
-test("alarms: DLQ has visible messages > 0; oldest message older than maxReceiveCount x visibility by default", () => {
+test("the ops policy (sophia-ops): send to both queues; receive, delete, release and move on the two DLQs only", () => {
+  const n = names(STAGE);
+  const policy = byName(run.resources, TYPE.policy, "sophia-dev-ops");
+  const queueActions = ["sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"];
+  const dlqActions = [
+    "sqs:CancelMessageMoveTask",
+    "sqs:ChangeMessageVisibility",
+    "sqs:DeleteMessage",
+    "sqs:GetQueueAttributes",
+    "sqs:GetQueueUrl",
+    "sqs:ListMessageMoveTasks",
+    "sqs:ReceiveMessage",
+    "sqs:StartMessageMoveTask",
+  ];
+  assert.deepEqual(
+    grants(parseDoc(policy.inputs["policy"])),
+    [
+      ...n.queues.flatMap((q) => grant(queueActions, arn.queue(q))),
+      ...n.dlqs.flatMap((q) => grant(dlqActions, arn.queue(q))),
+    ].sort(),
+  );
+});
+
+test("consumers get no sqs:ChangeMessageVisibility (no handler calls it)", () => {
+  for (const f of ["interview-completed", "report-generate"]) {
+    const g = grants(rolePolicyOf(run.resources, names(STAGE).fn(f)));
+    assert.ok(!g.some((x) => x.startsWith("sqs:ChangeMessageVisibility")), f);
+  }
+});
+
+test("alarms: DLQ depth, oldest message age (Pulumi.dev.yaml's thresholds), function errors/throttles, report-generate duration", () => {
   const alarms = ofType(run.resources, TYPE.alarm);
   const n = names(STAGE);
-  for (const spec of Object.values(SPEC)) {
+  const thresholds = JSON.parse(stackFileConfig("dev")["sophia:alarmOldestMessageAgeSeconds"]!) as Record<string, number>;
+  for (const [key, spec] of Object.entries(SPEC)) {
     const dlqAlarm = byName(run.resources, TYPE.alarm, `${n.dlq(spec.queue)}-not-empty`);
     assert.equal(dlqAlarm.inputs["namespace"], "AWS/SQS");
     assert.equal(dlqAlarm.inputs["metricName"], "ApproximateNumberOfMessagesVisible");
@@ -183,12 +229,26 @@ test("alarms: DLQ has visible messages > 0; oldest message older than maxReceive
     assert.equal(ageAlarm.inputs["metricName"], "ApproximateAgeOfOldestMessage");
     assert.deepEqual(plain(ageAlarm.inputs["dimensions"]), { QueueName: n.queue(spec.queue) });
     assert.equal(ageAlarm.inputs["comparisonOperator"], "GreaterThanThreshold");
-    assert.equal(ageAlarm.inputs["threshold"], spec.maxReceiveCount * spec.visibilityTimeoutSeconds);
+    assert.equal(ageAlarm.inputs["threshold"], thresholds[key]);
   }
+  for (const f of ["interview-completed", "report-generate", "interview-failed"]) {
+    for (const [kind, metric] of [["errors", "Errors"], ["throttles", "Throttles"]] as const) {
+      const a = byName(run.resources, TYPE.alarm, `${n.fn(f)}-${kind}`);
+      assert.deepEqual([a.inputs["namespace"], a.inputs["metricName"], a.inputs["statistic"], a.inputs["threshold"]], ["AWS/Lambda", metric, "Sum", 0]);
+      assert.deepEqual(plain(a.inputs["dimensions"]), { FunctionName: n.fn(f) });
+    }
+  }
+  const duration = byName(run.resources, TYPE.alarm, `${n.fn("report-generate")}-duration`);
+  assert.deepEqual([duration.inputs["metricName"], duration.inputs["statistic"], duration.inputs["threshold"]], ["Duration", "Maximum", 240_000]);
+  assert.equal(alarms.filter((a) => plain(a.inputs["metricName"]) === "Duration").length, 1, "only report-generate");
+  // No topic given in Pulumi.dev.yaml: the stage's own topic, notified on ALARM and OK.
+  const topic = byName(run.resources, TYPE.topic, "sophia-dev-alarms");
+  assert.ok(topic);
   for (const a of alarms) {
-    assert.deepEqual(a.inputs["alarmActions"], [], "no SNS topic configured for dev");
-    assert.deepEqual(a.inputs["okActions"], []);
+    assert.deepEqual(plain(a.inputs["alarmActions"]), [arn.topic("sophia-dev-alarms")], plain(a.inputs["name"]) as string);
+    assert.deepEqual(plain(a.inputs["okActions"]), [arn.topic("sophia-dev-alarms")]);
   }
+  assert.equal(ofType(run.resources, TYPE.subscription).length, 0, "no subscription configured in Pulumi.dev.yaml");
 });
 
 test("stack outputs: present, named for the API env, known, not secret, pointing at the resources", async () => {
@@ -201,5 +261,16 @@ test("stack outputs: present, named for the API env, known, not secret, pointing
     assert.equal(r.known, true, name);
     assert.equal(r.secret, false, name);
     assert.equal(r.value, expected[name], name);
+  }
+});
+
+test("every resource with a fixed physical name is replaced delete-first; dev's queues are not protected", () => {
+  const named = run.resources.filter(
+    (r) => r.custom && typeof plain(r.inputs["name"]) === "string" && r.type !== TYPE.secretVersion,
+  );
+  assert.ok(named.length >= 25, `named resources: ${named.length}`);
+  for (const r of named) assert.equal(r.options.deleteBeforeReplace, true, `${r.type} ${r.name}`);
+  for (const q of ofType(run.resources, TYPE.queue)) {
+    assert.deepEqual([q.options.protect, q.options.retainOnDelete], [false, false], `${q.name}: dev is disposable`);
   }
 });

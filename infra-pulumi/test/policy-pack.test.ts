@@ -110,7 +110,7 @@ after(() => {
   if (pack && pack.exitCode === null) pack.kill("SIGTERM");
 });
 
-test("the pack starts and declares its four policies with their enforcement levels", async () => {
+test("the pack starts and declares its five policies with their enforcement levels", async () => {
   const info = await call<any>("getAnalyzerInfo", new emptyPb.Empty());
   assert.equal(info.getName(), "sophia-queues");
   assert.equal(info.getVersion(), "0.1.0");
@@ -120,6 +120,7 @@ test("the pack starts and declares its four policies with their enforcement leve
     "sqs-source-queue-has-dlq": levels.MANDATORY,
     "sqs-esm-reports-batch-item-failures": levels.MANDATORY,
     "sqs-visibility-covers-function-timeout": levels.MANDATORY,
+    "no-secret-values-in-function-env": levels.MANDATORY,
     "no-plaintext-secrets-in-function-env": levels.REMEDIATE,
   });
 });
@@ -172,4 +173,19 @@ test("Remediate: the program's secret environments are left alone; a plaintext k
   const props = remediations[0].getProperties().toJavaScript();
   assert.deepEqual(props.environment.variables.OPENAI_API_KEY, { [SPECIAL_SIG_KEY]: SECRET_SIG, value: "sk-live-123" });
   assert.equal(props.environment.variables.LOG_LEVEL, "info");
+});
+
+test("Analyze: a function environment holding a secret value, even wrapped as a Pulumi secret, is a mandatory violation", async () => {
+  const fn = run.resources.find((r) => r.type === "aws:lambda/function:Function" && r.name === "report-generate")!;
+  const secret = (value: string) => ({ [SPECIAL_SIG_KEY]: SECRET_SIG, value });
+  const leaky = {
+    ...fn.inputs,
+    environment: { variables: { OPENAI_API_KEY: secret("sk-proj-abcdefghijklmnop"), MONGODB_URI: secret("mongodb+srv://u:p4ss@h/db") } },
+  };
+  const found = diagnostics(await call("analyze", analyzeRequest(fn, leaky)));
+  assert.equal(found.length, 1, JSON.stringify(found));
+  assert.equal(found[0].policy, "no-secret-values-in-function-env");
+  assert.equal(found[0].level, analyzerPb.EnforcementLevel.MANDATORY);
+  assert.match(found[0].message, /MONGODB_URI \(a URI with a password/);
+  assert.equal(found[0].message.includes("p4ss"), false);
 });

@@ -12,6 +12,7 @@ import { Secret } from "@pulumi/policy";
 import {
   checkEsmReportsBatchItemFailures,
   checkNoPlaintextSecrets,
+  checkNoSecretValuesInFunctionEnv,
   checkSourceQueuesHaveDlq,
   checkVisibilityCoversTimeout,
   deadLetterQueues,
@@ -77,6 +78,7 @@ test("the real program passes every rule", () => {
     assert.deepEqual(plaintextSecretVariables(sdkProps(r.inputs, "remediate")), [], r.name);
     assert.equal(secretPlaintextVariables(sdkProps(r.inputs, "remediate")), undefined, "nothing to remediate");
     assert.deepEqual(checkNoPlaintextSecrets({ ...r, props: r.inputs }), [], r.name);
+    assert.deepEqual(checkNoSecretValuesInFunctionEnv({ ...r, props: sdkProps(r.inputs, "validate") }), [], r.name);
   }
   // Not vacuous: the rules did find the DLQs and the two queue/function pairs of the program.
   assert.deepEqual(
@@ -221,9 +223,53 @@ test("remediation, through the policy SDK's own (de)serialization: plaintext bec
   assert.equal(out.environment.variables["LOG_LEVEL"], "info");
 });
 
-test("why the secrets rule is a remediation: validations receive secrets decrypted and unmarked", () => {
-  const fn = custom(run.resources).find((r) => r.type === TYPE.function && r.name === "report-generate")!;
-  // The same (correctly secret) environment: a remediation sees the secret, a validation cannot.
-  assert.deepEqual(plaintextSecretVariables(sdkProps(fn.inputs, "remediate")), []);
-  assert.deepEqual(plaintextSecretVariables(sdkProps(fn.inputs, "validate")), ["MONGODB_URI", "OPENAI_API_KEY"]);
+test("why the plaintext rule is a remediation: validations receive secrets decrypted and unmarked", () => {
+  // A (correctly wrapped) secret environment: a remediation sees the secret, a validation cannot.
+  const props = { name: "worker", environment: { variables: { OPENAI_API_KEY: wireSecret("sk-live-1234567890") } } };
+  assert.deepEqual(plaintextSecretVariables(sdkProps(props, "remediate")), []);
+  assert.deepEqual(plaintextSecretVariables(sdkProps(props, "validate")), ["OPENAI_API_KEY"]);
+});
+
+test("no-secret-values: the old program's environment (secret-wrapped URI and key) is rejected, naming variables, never values", () => {
+  // What the program used to register: MONGODB_URI / OPENAI_API_KEY as Pulumi secrets in the env.
+  const old = fnWithEnv({
+    MONGODB_URI: wireSecret("mongodb+srv://app:hunter2@cluster.example.net/db"),
+    OPENAI_API_KEY: wireSecret("sk-proj-abcdefghijklmnop"),
+    MONGODB_DATABASE: "sophia",
+  });
+  const v = checkNoSecretValuesInFunctionEnv({ ...old, props: sdkProps(old.props, "validate") });
+  assert.equal(v.length, 1);
+  assert.match(v[0]!.message, /MONGODB_URI \(a URI with a password \(user:password@\)\), OPENAI_API_KEY \(an OpenAI key \(sk-\.\.\.\)\)/);
+  assert.equal(v[0]!.message.includes("hunter2"), false);
+  assert.equal(v[0]!.message.includes("abcdefghijklmnop"), false);
+});
+
+test("no-secret-values: each shape is caught; ARNs, extension settings, password-less URIs and plain settings pass", () => {
+  const bad = {
+    ANY_URL: "https://user:pw@hooks.example.com/x",
+    SOMETHING: "prefix sk-abcdefghijkl",
+    STRIPE_SECRET: "whsec_123",
+    GITHUB_TOKEN: "ghp_x",
+    DB_PASSWORD: "z",
+    OPENAI_API_KEY: "not-even-sk",
+    SIGNING_KEY: "k",
+  };
+  const good = {
+    MONGODB_URI_SECRET_ARN: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:sophia/dev/mongodb-uri-AbCdEf",
+    OPENAI_API_KEY_SECRET_ARN: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:sophia/dev/openai-api-key-AbCdEf",
+    PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: "2773",
+    SECRETS_MANAGER_TTL: "300",
+    MONGODB_URI: "mongodb+srv://cluster0.example.net/?authMechanism=MONGODB-AWS&authSource=%24external",
+    REPORT_GENERATE_QUEUE_URL: "https://sqs.eu-west-1.amazonaws.com/123456789012/q",
+    OPENAI_MODEL: "gpt-4.1-mini",
+    MONKEY_BUSINESS: "x",
+    TASK_MASK: "y",
+    API_TOKEN: UNKNOWN,
+  };
+  const v = checkNoSecretValuesInFunctionEnv(fnWithEnv({ ...bad, ...good }));
+  assert.equal(v.length, 1);
+  const list = v[0]!.message.split(". Store")[0]!;
+  const named = [...list.matchAll(/([A-Z_]+) \(/g)].map((m) => m[1]);
+  assert.deepEqual(named, Object.keys(bad).sort());
+  assert.deepEqual(checkNoSecretValuesInFunctionEnv(fnWithEnv(good)), []);
 });

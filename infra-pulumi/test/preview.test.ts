@@ -40,9 +40,11 @@ test("values computed by AWS are unknown, not missing", () => {
   assert.ok(isUnknown(url.value) || isUnknown(plain(ic.inputs["environment"])), "queue URL in the environment");
 });
 
-test("secrets stay wrapped in a preview", () => {
+test("secret values stay wrapped in a preview (in the secret versions), and no function gets one", () => {
+  for (const v of ofType(run.resources, TYPE.secretVersion)) assert.equal(at(v.inputs, ["secretString"]).secret, true, v.name);
   for (const f of ofType(run.resources, TYPE.function)) {
-    assert.equal(at(f.inputs, ["environment", "variables", "MONGODB_URI"]).secret, true, f.name);
+    assert.equal(at(f.inputs, ["environment", "variables", "MONGODB_URI"]).value, undefined, f.name);
+    assert.ok(isUnknown(at(f.inputs, ["environment", "variables", "MONGODB_URI_SECRET_ARN"]).value) || isUnknown(plain(f.inputs["environment"])), f.name);
   }
 });
 

@@ -6,7 +6,7 @@ import * as assert from "node:assert/strict";
 import { before, test } from "node:test";
 
 import { checkCounts, checkFunctions, checkSixTimesRule, checkSpecNumbers } from "./support/checks";
-import { arn, expectedGrants, expectedOutputValues, grants, names, OUTPUT_NAMES, rolePolicyOf, TYPE } from "./support/expect";
+import { arn, expectedGrants, expectedOutputValues, grants, names, OUTPUT_NAMES, rolePolicyOf, S3_RW, TYPE } from "./support/expect";
 import { type ProgramRun, runProgram, TEST_SECRETS } from "./support/harness";
 import { at, byName, ofType, plain, resolve } from "./support/values";
 
@@ -20,12 +20,16 @@ before(async () => {
     stack: STAGE,
     entry: "stack",
     config: {
+      "aws:allowedAccountIds": JSON.stringify(["123456789012"]),
       "sophia:architecture": "x86_64",
       "sophia:memoryMb": JSON.stringify({ "report-generate": 1024 }),
       "sophia:maxConcurrency": JSON.stringify({ interviewCompleted: 10, reportGenerate: 4 }),
       "sophia:alarmOldestMessageAgeSeconds": "900",
       "sophia:alarmTopicArn": TOPIC,
       "sophia:resumeBucket": BUCKET,
+      "sophia:resumeBucketAccess": "read-write",
+      "sophia:resumeBucketPrefix": "resumes/",
+      "sophia:secretsManagerTtlSeconds": "0",
       "sophia:logRetentionDays": "90",
       "sophia:logLevel": "warn",
       "sophia:recordConcurrency": "2",
@@ -36,7 +40,7 @@ before(async () => {
 });
 
 test("same resources as dev, every name carrying the prod stage and none the dev one", () => {
-  checkCounts(run.resources);
+  checkCounts(run.resources, { [TYPE.topic]: -1 });
   const n = names(STAGE);
   assert.deepEqual(ofType(run.resources, TYPE.function).map((f) => plain(f.inputs["name"])).sort(), [...n.functions].sort());
   assert.deepEqual(
@@ -72,9 +76,10 @@ test("ESM maximum concurrency per queue from the stage config", () => {
   });
 });
 
-test("alarms notify the configured SNS topic and use the stage's age threshold", () => {
+test("alarms notify the configured SNS topic (no topic of its own) and use the stage's age threshold", () => {
   const alarms = ofType(run.resources, TYPE.alarm);
-  assert.equal(alarms.length, 4);
+  assert.equal(alarms.length, 11);
+  assert.equal(ofType(run.resources, TYPE.topic).length, 0, "sophia:alarmTopicArn given: no stage topic");
   for (const a of alarms) {
     assert.deepEqual(a.inputs["alarmActions"], [TOPIC]);
     assert.deepEqual(a.inputs["okActions"], [TOPIC]);
@@ -84,13 +89,30 @@ test("alarms notify the configured SNS topic and use the stage's age threshold",
   }
 });
 
-test("IAM: the resume bucket's objects are added for the two consumers only, nothing else changes", () => {
-  const expected = expectedGrants(STAGE, BUCKET);
+test("IAM: resumeBucketAccess read-write adds Get/PutObject under the prefix for the two consumers only", () => {
+  const expected = expectedGrants(STAGE, { bucket: BUCKET, prefix: "resumes/", actions: S3_RW });
   for (const f of Object.keys(expected)) {
     assert.deepEqual(grants(rolePolicyOf(run.resources, names(STAGE).fn(f))), expected[f], `grants of ${f}`);
   }
-  assert.ok(expected["interview-completed"]!.includes(`s3:GetObject on arn:aws:s3:::${BUCKET}/*`));
+  assert.ok(expected["interview-completed"]!.includes(`s3:PutObject on arn:aws:s3:::${BUCKET}/resumes/*`));
   assert.ok(!expected["interview-failed"]!.some((g) => g.startsWith("s3:")));
+});
+
+test("prod's queues, DLQs, KMS key and secrets are protected and retained on delete", () => {
+  const kept = [...ofType(run.resources, TYPE.queue), ...ofType(run.resources, TYPE.kmsKey), ...ofType(run.resources, TYPE.secret)];
+  assert.equal(kept.length, 4 + 1 + 2);
+  for (const r of kept) assert.deepEqual([r.options.protect, r.options.retainOnDelete], [true, true], `${r.type} ${r.name}`);
+  for (const f of ofType(run.resources, TYPE.function)) assert.equal(f.options.protect, false, "functions are replaceable");
+});
+
+test("x86_64 stage: the x86_64 extension layer; SECRETS_MANAGER_TTL from the stage", () => {
+  for (const f of ofType(run.resources, TYPE.function)) {
+    assert.deepEqual(plain(f.inputs["layers"]), [
+      "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension:11",
+    ]);
+    const vars = plain(at(f.inputs, ["environment", "variables"]).value) as Record<string, string>;
+    assert.equal(vars["SECRETS_MANAGER_TTL"], "0");
+  }
 });
 
 test("plain settings reach the environment; OpenAI settings only reach report-generate", () => {
@@ -113,20 +135,23 @@ test("plain settings reach the environment; OpenAI settings only reach report-ge
   }
 });
 
-test("the functions' environment Outputs are secret (and so encrypted in the state)", async () => {
+test("no function environment holds a secret value (only ARNs); the secret versions hold them, as secrets", async () => {
   const stack = run.stack!;
   for (const [name, fn] of Object.entries(stack.functions)) {
     const env = await resolve(fn.function.environment);
-    assert.equal(env.secret, true, `${name} environment is secret`);
-    assert.equal(env.value?.variables?.["MONGODB_URI"], TEST_SECRETS["sophia:mongodbUri"]);
+    const text = JSON.stringify(env.value);
+    for (const secret of Object.values(TEST_SECRETS)) assert.equal(text.includes(secret), false, `${name} environment`);
+    assert.equal(env.value?.variables?.["MONGODB_URI_SECRET_ARN"], arn.secret("sophia/prod/mongodb-uri"));
   }
-  assert.equal((await resolve(stack.config.secrets.mongodbUri)).secret, true);
-  assert.equal((await resolve(stack.config.secrets.openaiApiKey)).secret, true);
+  for (const [suffix, key] of [["mongodb-uri", "sophia:mongodbUri"], ["openai-api-key", "sophia:openaiApiKey"]] as const) {
+    const v = await resolve(stack.secrets.versions[suffix]!.secretString as never);
+    assert.deepEqual([v.value, v.secret], [TEST_SECRETS[key], true], suffix);
+  }
 });
 
 test("outputs carry the prod names", async () => {
   assert.deepEqual(Object.keys(run.outputs).sort(), OUTPUT_NAMES);
-  const expected = expectedOutputValues(STAGE);
+  const expected = expectedOutputValues(STAGE, TOPIC);
   for (const name of OUTPUT_NAMES) {
     assert.equal((await resolve(run.outputs[name] as never)).value, expected[name], name);
   }

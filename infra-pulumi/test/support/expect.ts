@@ -19,9 +19,21 @@ export const TYPE = {
   alarm: "aws:cloudwatch/metricAlarm:MetricAlarm",
   pipeline: "sophia:queues:QueuePipeline",
   rustFunction: "sophia:lambda:RustFunction",
+  kmsKey: "aws:kms/key:Key",
+  kmsAlias: "aws:kms/alias:Alias",
+  secret: "aws:secretsmanager/secret:Secret",
+  secretVersion: "aws:secretsmanager/secretVersion:SecretVersion",
+  stageSecrets: "sophia:secrets:StageSecrets",
+  topic: "aws:sns/topic:Topic",
+  subscription: "aws:sns/topicSubscription:TopicSubscription",
+  vpcEndpoint: "aws:ec2/vpcEndpoint:VpcEndpoint",
 } as const;
 
-/** queues.md: two pipelines, three functions (one not subscribed), one API policy. */
+/**
+ * queues.md: two pipelines, three functions (one not subscribed), the API and ops policies; the
+ * stage's KMS key and its two secrets; the stage's alarm topic; 4 queue alarms + errors and
+ * throttles per function + report-generate's duration.
+ */
 export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.queue]: 4,
   [TYPE.redriveAllow]: 2,
@@ -30,10 +42,16 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.logGroup]: 3,
   [TYPE.role]: 3,
   [TYPE.rolePolicy]: 3,
-  [TYPE.policy]: 1,
-  [TYPE.alarm]: 4,
+  [TYPE.policy]: 2,
+  [TYPE.alarm]: 11,
   [TYPE.pipeline]: 2,
   [TYPE.rustFunction]: 3,
+  [TYPE.kmsKey]: 1,
+  [TYPE.kmsAlias]: 1,
+  [TYPE.secret]: 2,
+  [TYPE.secretVersion]: 2,
+  [TYPE.stageSecrets]: 1,
+  [TYPE.topic]: 1,
 };
 
 export function countsByType(resources: RecordedResource[]): Record<string, number> {
@@ -83,9 +101,13 @@ export const arn = {
   role: (name: string) => `arn:${PARTITION}:iam::${ACCOUNT}:role/${name}`,
   logStreams: (fnName: string) => `arn:${PARTITION}:logs:${REGION}:${ACCOUNT}:log-group:/aws/lambda/${fnName}:*`,
   policy: (name: string) => `arn:${PARTITION}:iam::${ACCOUNT}:policy/${name}`,
+  secret: (name: string) => `arn:${PARTITION}:secretsmanager:${REGION}:${ACCOUNT}:secret:${name}-AbCdEf`,
+  key: `arn:${PARTITION}:kms:${REGION}:${ACCOUNT}:key/key-secrets-key`,
+  topic: (name: string) => `arn:${PARTITION}:sns:${REGION}:${ACCOUNT}:${name}`,
 };
 
-export const CONSUME = ["sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"];
+/** No sqs:ChangeMessageVisibility: no handler calls it. */
+export const CONSUME = ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"];
 export const LOGS = ["logs:CreateLogStream", "logs:PutLogEvents"];
 export const S3_RW = ["s3:GetObject", "s3:PutObject"];
 
@@ -100,18 +122,26 @@ export function parseDoc(policy: unknown): Doc {
   return JSON.parse(text as string) as Doc;
 }
 
-/** Every (action, resource) pair a document allows, as "action on resource", sorted. */
+/** Every (action, resource) pair a document allows, as "action on resource[ if condition]", sorted. */
 export function grants(doc: Doc): string[] {
   const out: string[] = [];
   for (const s of doc.Statement) {
     assert.equal(s.Effect, "Allow");
     assert.equal(s.Principal, undefined);
-    assert.equal(s.Condition, undefined);
     const actions = Array.isArray(s.Action) ? s.Action : [s.Action];
     const resources = Array.isArray(s.Resource) ? s.Resource : [s.Resource];
-    for (const a of actions) for (const r of resources) out.push(`${a} on ${r}`);
+    const cond = s.Condition === undefined ? "" : ` if ${JSON.stringify(s.Condition)}`;
+    for (const a of actions) for (const r of resources) out.push(`${a} on ${r}${cond}`);
   }
   return out.sort();
+}
+
+/** GetSecretValue on exactly these secrets + Decrypt on the stage key via Secrets Manager only. */
+export function secretGrants(stage: string, suffixes: string[]): string[] {
+  return [
+    ...suffixes.map((x) => `secretsmanager:GetSecretValue on ${arn.secret(`sophia/${stage}/${x}`)}`),
+    `kms:Decrypt on ${arn.key} if {"StringEquals":{"kms:ViaService":"secretsmanager.${REGION}.amazonaws.com"}}`,
+  ];
 }
 
 export function grant(actions: string[], resource: string): string[] {
@@ -130,45 +160,68 @@ export function rolePolicyOf(resources: RecordedResource[], functionName: string
   return parseDoc(policies[0]!.inputs["policy"]);
 }
 
-/** The grants each function must have: exactly these, nothing else. */
-export function expectedGrants(stage: string, resumeBucket?: string): Record<string, string[]> {
+/**
+ * The grants each function must have: exactly these, nothing else. `s3` is the expected resume
+ * bucket grant (actions on `arn:aws:s3:::<bucket>/<prefix>*`), none by default.
+ */
+export function expectedGrants(
+  stage: string,
+  s3?: { bucket: string; prefix: string; actions: string[] },
+  mongodbAuth: "password" | "aws-iam" = "password",
+): Record<string, string[]> {
   const n = names(stage);
-  const s3 = () => (resumeBucket ? grant(S3_RW, `arn:aws:s3:::${resumeBucket}/*`) : []);
+  const bucket = () => (s3 ? grant(s3.actions, `arn:aws:s3:::${s3.bucket}/${s3.prefix}*`) : []);
+  const mongo = mongodbAuth === "password" ? ["mongodb-uri"] : [];
   return {
     "interview-completed": [
       ...grant(LOGS, arn.logStreams(n.fn("interview-completed"))),
       ...grant(CONSUME, arn.queue(n.queue("interview-completed"))),
       ...grant(["sqs:SendMessage"], arn.queue(n.queue("report-generate"))),
-      ...s3(),
+      ...bucket(),
+      ...(mongo.length > 0 ? secretGrants(stage, mongo) : []),
     ].sort(),
     "report-generate": [
       ...grant(LOGS, arn.logStreams(n.fn("report-generate"))),
       ...grant(CONSUME, arn.queue(n.queue("report-generate"))),
-      ...s3(),
+      ...bucket(),
+      ...secretGrants(stage, [...mongo, "openai-api-key"]),
     ].sort(),
-    "interview-failed": [...grant(LOGS, arn.logStreams(n.fn("interview-failed")))].sort(),
+    "interview-failed": [
+      ...grant(LOGS, arn.logStreams(n.fn("interview-failed"))),
+      ...(mongo.length > 0 ? secretGrants(stage, mongo) : []),
+    ].sort(),
   };
 }
 
 /** Stack outputs the API's env config consumes, and the rest of what the stack exports. */
 export const OUTPUT_NAMES = [
+  "ALARM_TOPIC_ARN",
   "API_PUBLISH_POLICY_ARN",
   "INTERVIEW_COMPLETED_DLQ_ARN",
   "INTERVIEW_COMPLETED_DLQ_URL",
   "INTERVIEW_COMPLETED_FUNCTION_NAME",
   "INTERVIEW_COMPLETED_QUEUE_ARN",
   "INTERVIEW_COMPLETED_QUEUE_URL",
+  "INTERVIEW_COMPLETED_ROLE_ARN",
   "INTERVIEW_FAILED_FUNCTION_NAME",
+  "INTERVIEW_FAILED_ROLE_ARN",
+  "OPS_POLICY_ARN",
   "REPORT_GENERATE_DLQ_ARN",
   "REPORT_GENERATE_DLQ_URL",
   "REPORT_GENERATE_FUNCTION_NAME",
   "REPORT_GENERATE_QUEUE_ARN",
   "REPORT_GENERATE_QUEUE_URL",
+  "REPORT_GENERATE_ROLE_ARN",
 ];
 
-export function expectedOutputValues(stage: string): Record<string, string> {
+export function expectedOutputValues(stage: string, alarmTopicArn?: string): Record<string, string> {
   const n = names(stage);
   return {
+    ALARM_TOPIC_ARN: alarmTopicArn ?? arn.topic(`sophia-${stage}-alarms`),
+    OPS_POLICY_ARN: arn.policy(`sophia-${stage}-ops`),
+    INTERVIEW_COMPLETED_ROLE_ARN: arn.role(n.fn("interview-completed")),
+    REPORT_GENERATE_ROLE_ARN: arn.role(n.fn("report-generate")),
+    INTERVIEW_FAILED_ROLE_ARN: arn.role(n.fn("interview-failed")),
     API_PUBLISH_POLICY_ARN: arn.policy(`sophia-${stage}-api-publish`),
     INTERVIEW_COMPLETED_DLQ_ARN: arn.queue(n.dlq("interview-completed")),
     INTERVIEW_COMPLETED_DLQ_URL: arn.queueUrl(n.dlq("interview-completed")),

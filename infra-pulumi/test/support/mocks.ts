@@ -17,6 +17,38 @@ export interface RecordedResource {
   /** Inputs plus the computed outputs the mock returned (what a stack policy sees after deploy). */
   state: Record<string, unknown>;
   custom: boolean;
+  /** Resource options the engine receives (the mock API does not pass them on; see recordOptions). */
+  options: { protect: boolean; deleteBeforeReplace: boolean; retainOnDelete: boolean };
+}
+
+interface RegisterRequest {
+  getType(): string;
+  getName(): string;
+  getProtect(): boolean | undefined;
+  getDeletebeforereplace(): boolean;
+  getRetainondelete(): boolean | undefined;
+}
+const pendingOptions = new Map<string, RecordedResource["options"]>();
+let optionsPatched = false;
+
+/**
+ * Pulumi's MockMonitor drops the RegisterResource request's options before calling `newResource`;
+ * this wraps its `registerResource` (internal API, @pulumi/pulumi pinned) to keep protect,
+ * deleteBeforeReplace and retainOnDelete, so the tests can assert them.
+ */
+function recordOptions(): void {
+  if (optionsPatched) return;
+  optionsPatched = true;
+  const monitor = (require("@pulumi/pulumi/runtime/mocks") as { MockMonitor: { prototype: Record<string, unknown> } }).MockMonitor;
+  const original = monitor.prototype["registerResource"] as (this: unknown, req: RegisterRequest, cb: unknown) => Promise<void>;
+  monitor.prototype["registerResource"] = function (this: unknown, req: RegisterRequest, cb: unknown) {
+    pendingOptions.set(`${req.getType()}::${req.getName()}`, {
+      protect: req.getProtect() === true,
+      deleteBeforeReplace: req.getDeletebeforereplace(),
+      retainOnDelete: req.getRetainondelete() === true,
+    });
+    return original.call(this, req, cb);
+  };
 }
 
 export interface RecordedCall {
@@ -53,6 +85,13 @@ function computed(type: string, inputs: Record<string, unknown>, logical: string
       return { id: name, state: { arn: arn("cloudwatch", `alarm:${name}`) } };
     case "aws:lambda/eventSourceMapping:EventSourceMapping":
       return { id: `esm-${logical}`, state: { uuid: `esm-${logical}`, arn: arn("lambda", `event-source-mapping:esm-${logical}`) } };
+    case "aws:kms/key:Key":
+      return { id: `key-${logical}`, state: { arn: arn("kms", `key/key-${logical}`), keyId: `key-${logical}` } };
+    case "aws:secretsmanager/secret:Secret":
+      // AWS appends a random 6-character suffix to a secret's ARN.
+      return { id: arn("secretsmanager", `secret:${name}-AbCdEf`), state: { arn: arn("secretsmanager", `secret:${name}-AbCdEf`) } };
+    case "aws:sns/topic:Topic":
+      return { id: arn("sns", name), state: { arn: arn("sns", name) } };
     default:
       return { id: `${logical}-id`, state: {} };
   }
@@ -63,6 +102,7 @@ export function createMocks(preview: boolean): {
   resources: RecordedResource[];
   calls: RecordedCall[];
 } {
+  recordOptions();
   const resources: RecordedResource[] = [];
   const calls: RecordedCall[] = [];
   const mocks: pulumi.runtime.Mocks = {
@@ -70,7 +110,12 @@ export function createMocks(preview: boolean): {
       const inputs = args.inputs as Record<string, unknown>;
       const c = computed(args.type, inputs, args.name);
       const state = preview ? { ...inputs } : { ...inputs, ...c.state };
-      resources.push({ type: args.type, name: args.name, inputs, state, custom: args.custom ?? true });
+      const options = pendingOptions.get(`${args.type}::${args.name}`) ?? {
+        protect: false,
+        deleteBeforeReplace: false,
+        retainOnDelete: false,
+      };
+      resources.push({ type: args.type, name: args.name, inputs, state, custom: args.custom ?? true, options });
       return { id: preview ? undefined : c.id, state };
     },
     call(args: pulumi.runtime.MockCallArgs): Record<string, unknown> {
@@ -78,6 +123,8 @@ export function createMocks(preview: boolean): {
       switch (args.token) {
         case "aws:index/getPartition:getPartition":
           return { partition: PARTITION, dnsSuffix: "amazonaws.com", id: PARTITION, reverseDnsPrefix: "com.amazonaws" };
+        case "aws:index/getCallerIdentity:getCallerIdentity":
+          return { accountId: ACCOUNT, arn: `arn:${PARTITION}:iam::${ACCOUNT}:user/test`, id: ACCOUNT, userId: "AIDATEST" };
         default:
           throw new Error(`unexpected invoke ${args.token}`);
       }
