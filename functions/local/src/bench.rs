@@ -180,6 +180,8 @@ pub struct BenchReport {
     pub cold_starts: Vec<ColdStart>,
     pub round_trips: Vec<RoundTrip>,
     pub batch_latency: Vec<BatchLatency>,
+    /// The cost of one report, before and after the compact prompt and the token budget.
+    pub report_costs: Vec<crate::cost::ReportCost>,
     pub notes: Vec<String>,
     pub seconds: f64,
 }
@@ -715,6 +717,10 @@ pub async fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
             "MongoDB: a local nx-27017 (cannot commit concurrent transactions: see the concurrency-10 batch)".to_owned()
         }
     });
+    let report_costs = crate::cost::report_costs().unwrap_or_else(|e| {
+        notes.push(format!("cost of a report not computed: {e}"));
+        Vec::new()
+    });
     let world = World::start(options).await?;
     let result = async {
         let mut cold = Vec::new();
@@ -747,6 +753,7 @@ pub async fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
         cold_starts,
         round_trips,
         batch_latency,
+        report_costs,
         notes,
         seconds: started.elapsed().as_secs_f64(),
     })
@@ -842,6 +849,7 @@ impl fmt::Display for BenchReport {
                 }
             )?;
         }
+        write!(f, "{}", crate::cost::table(&self.report_costs))?;
         for n in &self.notes {
             writeln!(f, "note: {n}")?;
         }

@@ -11,6 +11,7 @@
 //!   endpoints for other tools; [`demo`]: the scenarios and their summary.
 
 pub mod bench;
+pub mod cost;
 pub mod demo;
 pub mod envfile;
 pub mod esm;

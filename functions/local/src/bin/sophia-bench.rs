@@ -27,6 +27,9 @@ struct Cli {
     /// Only the zip sizes: print them and update the `zips` of an existing JSON file.
     #[arg(long)]
     zips_only: bool,
+    /// Only the cost of a report (token counts and list-price cost, before and now).
+    #[arg(long)]
+    costs_only: bool,
     /// Run the MongoDB figures against this server (a replica set, where concurrent
     /// transactions commit) instead of a local nx-27017.
     #[arg(long, env = "SOPHIA_BENCH_MONGODB_URI")]
@@ -50,6 +53,18 @@ async fn main() -> ExitCode {
     };
     let json =
         if cli.json.is_absolute() { cli.json.clone() } else { sophia_local::servers::repo_root().join(&cli.json) };
+    if cli.costs_only {
+        return match sophia_local::cost::report_costs() {
+            Ok(rows) => {
+                print!("{}", sophia_local::cost::table(&rows));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if cli.zips_only {
         let (zips, arch) = bench::zip_figures(&options);
         print!("{}", bench::zip_table(&zips, arch.as_deref()));
