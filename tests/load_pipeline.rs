@@ -1,4 +1,4 @@
-//! The load test's whole path, small: `sophia_local::load::run` starts the runner's pipeline
+//! The load test's whole path, small: `sophia_perf::load::run` starts the runner's pipeline
 //! (fauxqs, nx-27017, the offline OpenAI endpoint, the event-source-mapping emulators with
 //! in-process instances) with the load test's options, publishes a shuffled mix with every kind
 //! of message (duplicates, the six malformed bodies, failed and completed interviews), waits, and
@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use sophia_local::load::{LoadOptions, Mix, run, runner_options};
+use sophia_perf::load::{LoadOptions, Mix, run, runner_options};
 use sophia_platform::config::RECORD_CONCURRENCY;
 
 #[tokio::test]

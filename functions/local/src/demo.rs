@@ -199,7 +199,7 @@ pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) ->
     let mut seeded = Vec::new();
     for scenario in order {
         let (reserve, _) = scenario.plan();
-        let mut extra = crate::load::transcript(scenario != Scenario::Short);
+        let mut extra = transcript(scenario != Scenario::Short);
         if scenario == Scenario::SoftDeleted {
             extra.insert("deletedAt", bson::DateTime::now());
         }
@@ -557,5 +557,33 @@ impl fmt::Display for DemoReport {
                 "Demo: SOME OUTCOMES DIFFER FROM THE EXPECTATION (see ✘)."
             }
         )
+    }
+}
+
+/// The interview fields report generation reads: a snapshot and a transcript whose candidate
+/// answers are substantive (or one-word, for insufficient evidence).
+pub fn transcript(substantive: bool) -> Document {
+    let answer = |topic: &str| {
+        if substantive {
+            format!(
+                "In my last role I owned the {topic}, measured it every week, and cut its cost by a third without losing reliability."
+            )
+        } else {
+            "Yes.".to_owned()
+        }
+    };
+    doc! {
+        "snapshot": {
+            "role": "Backend engineer",
+            "skills": ["Rust", "Distributed systems"],
+            "questions": ["Describe a system you scaled.", "How do you handle failures in queues?"],
+            "resumeText": "Eight years building payment and messaging back ends in Rust and Go.",
+        },
+        "proctoring": {"transcript": [
+            {"speaker": "interviewer", "text": "Describe a system you scaled."},
+            {"speaker": "candidate", "text": answer("ingestion pipeline")},
+            {"speaker": "interviewer", "text": "How do you handle failures in queues?"},
+            {"speaker": "candidate", "text": answer("dead-letter queue process with redrive tooling")},
+        ]},
     }
 }

@@ -10,14 +10,11 @@
 //! - [`runner`] / [`handlers`]: the whole pipeline, started and stopped as one; [`envfile`]: its
 //!   endpoints for other tools; [`demo`]: the scenarios and their summary.
 
-pub mod bench;
-pub mod cost;
 pub mod demo;
 pub mod envfile;
 pub mod esm;
 pub mod handlers;
 pub mod invoke;
-pub mod load;
 pub mod queues;
 pub mod runner;
 pub mod runtime_api;

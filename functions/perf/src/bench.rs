@@ -34,11 +34,11 @@ use sophia_queue_settings::Declaration;
 use sophia_reports::{ReportModel, ReportService};
 use sophia_sqs_producer::{QueueUrls, SqsProducer};
 
-use crate::handlers::{self, OpenAiEndpoint};
-use crate::invoke::{Invoke, InvokeContext};
-use crate::queues::{QueueOverrides, QueueSet, create_queue_set_with};
-use crate::runtime_api::RuntimeApi;
-use crate::servers::{LocalServer, free_port, start_fauxqs, start_nx_mongo};
+use sophia_local::handlers::{self, OpenAiEndpoint};
+use sophia_local::invoke::{Invoke, InvokeContext};
+use sophia_local::queues::{QueueOverrides, QueueSet, create_queue_set_with};
+use sophia_local::runtime_api::RuntimeApi;
+use sophia_local::servers::{LocalServer, free_port, start_fauxqs, start_nx_mongo};
 
 /// The deployed functions, in the order the table shows them.
 pub const FUNCTIONS: [&str; 3] = ["interview-completed", "report-generate", "interview-failed"];
@@ -65,9 +65,9 @@ pub struct BenchOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error("servers: {0}")]
-    Server(#[from] crate::servers::ServerError),
+    Server(#[from] sophia_local::servers::ServerError),
     #[error("queues: {0}")]
-    Queues(#[from] crate::queues::QueueSetupError),
+    Queues(#[from] sophia_local::queues::QueueSetupError),
     #[error("MongoDB: {0}")]
     Mongo(#[from] mongodb::error::Error),
     #[error("MongoDB: {0}")]
@@ -325,7 +325,8 @@ impl World {
     ) -> Result<InterviewId, BenchError> {
         let store = self.store();
         let id =
-            seed::reserved_interview(&self.mongo.client, &store, org, reserve, crate::load::transcript(true)).await?;
+            seed::reserved_interview(&self.mongo.client, &store, org, reserve, sophia_local::demo::transcript(true))
+                .await?;
         match completed_seconds {
             Some(s) => {
                 seed::mark_completed(&store, id, Timestamp::now(), DurationSeconds::new(s).unwrap_or_default()).await?
@@ -339,7 +340,7 @@ impl World {
     /// (with their real attributes), left in flight.
     async fn event_of(
         &self,
-        queue: &crate::queues::QueueRef,
+        queue: &sophia_local::queues::QueueRef,
         bodies: &[(String, sophia_contracts::EventType)],
     ) -> Result<serde_json::Value, BenchError> {
         let producer = self.producer();
@@ -378,7 +379,7 @@ impl World {
                 queue.name
             )));
         }
-        Ok(crate::esm::sqs_event(&messages, &queue.arn, "us-east-1"))
+        Ok(sophia_local::esm::sqs_event(&messages, &queue.arn, "us-east-1"))
     }
 
     async fn completed_batch(&self, orgs: &[OrganizationId]) -> Result<serde_json::Value, BenchError> {
@@ -862,9 +863,9 @@ pub fn target_dir() -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(d) => {
             let p = PathBuf::from(d);
-            if p.is_absolute() { p } else { crate::servers::repo_root().join(p) }
+            if p.is_absolute() { p } else { sophia_local::servers::repo_root().join(p) }
         }
-        None => crate::servers::repo_root().join("target"),
+        None => sophia_local::servers::repo_root().join("target"),
     }
 }
 

@@ -1,10 +1,10 @@
-//! `sophia-load`: the load test (see `scripts/load-test` and `sophia_local::load`).
+//! `sophia-load`: the load test (see `scripts/load-test` and `sophia_perf::load`).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use sophia_local::load::{self, LoadOptions};
+use sophia_perf::load::{self, LoadOptions};
 
 #[derive(Parser)]
 #[command(

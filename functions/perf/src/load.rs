@@ -38,7 +38,8 @@ use sophia_credits::{CreditsStore, invariants};
 use sophia_platform::config;
 use sophia_sqs_producer::{CompletedInput, FailedInput, QueueUrls, SqsProducer};
 
-use crate::runner::{Runner, RunnerOptions};
+use sophia_local::demo::transcript;
+use sophia_local::runner::{Runner, RunnerOptions};
 
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
@@ -218,34 +219,6 @@ pub struct LoadReport {
 impl LoadReport {
     pub fn ok(&self) -> bool {
         self.violations.is_empty() && !self.timed_out
-    }
-}
-
-/// The interview fields report generation reads: a snapshot and a transcript whose candidate
-/// answers are substantive (or one-word, for insufficient evidence).
-pub fn transcript(substantive: bool) -> Document {
-    let answer = |topic: &str| {
-        if substantive {
-            format!(
-                "In my last role I owned the {topic}, measured it every week, and cut its cost by a third without losing reliability."
-            )
-        } else {
-            "Yes.".to_owned()
-        }
-    };
-    doc! {
-        "snapshot": {
-            "role": "Backend engineer",
-            "skills": ["Rust", "Distributed systems"],
-            "questions": ["Describe a system you scaled.", "How do you handle failures in queues?"],
-            "resumeText": "Eight years building payment and messaging back ends in Rust and Go.",
-        },
-        "proctoring": {"transcript": [
-            {"speaker": "interviewer", "text": "Describe a system you scaled."},
-            {"speaker": "candidate", "text": answer("ingestion pipeline")},
-            {"speaker": "interviewer", "text": "How do you handle failures in queues?"},
-            {"speaker": "candidate", "text": answer("dead-letter queue process with redrive tooling")},
-        ]},
     }
 }
 

@@ -1,10 +1,10 @@
-//! `sophia-bench`: the benchmark table (see `scripts/bench` and `sophia_local::bench`).
+//! `sophia-bench`: the benchmark table (see `scripts/bench` and `sophia_perf::bench`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use sophia_local::bench::{self, BenchOptions};
+use sophia_perf::bench::{self, BenchOptions};
 
 #[derive(Parser)]
 #[command(
@@ -54,9 +54,9 @@ async fn main() -> ExitCode {
     let json =
         if cli.json.is_absolute() { cli.json.clone() } else { sophia_local::servers::repo_root().join(&cli.json) };
     if cli.costs_only {
-        return match sophia_local::cost::report_costs() {
+        return match sophia_perf::cost::report_costs() {
             Ok(rows) => {
-                print!("{}", sophia_local::cost::table(&rows));
+                print!("{}", sophia_perf::cost::table(&rows));
                 ExitCode::SUCCESS
             }
             Err(e) => {
