@@ -37,8 +37,10 @@ export interface SqsSender {
 export interface PublisherOptions {
   /** The interview queue's URL; `undefined` or empty: every publish is skipped with a warning. */
   queueUrl: string | undefined;
-  /** Default: a new `SQSClient({})` (region, credentials and `AWS_ENDPOINT_URL_SQS` from the environment). */
+  /** Default: {@link defaultSqsClient} of `env`. */
   client?: SqsSender;
+  /** Where the default client reads `AWS_ENDPOINT_URL_SQS` / `AWS_ENDPOINT_URL`. Default: `process.env`. */
+  env?: Record<string, string | undefined>;
   /** Default: `console`. */
   logger?: Logger;
   /** Default: `() => new Date()`; for the `completedAt` / `failedAt` defaults. */
@@ -110,17 +112,30 @@ export function interviewFailedBody(input: InterviewFailedInput, now: () => Date
   return body;
 }
 
+/**
+ * An `SQSClient` with region and credentials from the environment. With an endpoint override
+ * (`AWS_ENDPOINT_URL_SQS`, else `AWS_ENDPOINT_URL`: a local SQS such as fauxqs or LocalStack),
+ * requests go to that endpoint and not to the queue URL's host, which a local server may name
+ * without it resolving (fauxqs answers `http://sqs.us-east-1.localhost:<port>/...`).
+ */
+export function defaultSqsClient(env: Record<string, string | undefined> = process.env): SQSClient {
+  const endpoint = env["AWS_ENDPOINT_URL_SQS"]?.trim() || env["AWS_ENDPOINT_URL"]?.trim();
+  return new SQSClient(endpoint ? { endpoint, useQueueUrlAsEndpoint: false } : {});
+}
+
 export class InterviewQueuePublisher {
   private readonly queueUrl: string | undefined;
   private client: SqsSender | undefined;
   private readonly logger: Logger;
   private readonly now: () => Date;
+  private readonly env: Record<string, string | undefined>;
 
   constructor(options: PublisherOptions) {
     this.queueUrl = options.queueUrl?.trim() || undefined;
     this.client = options.client;
     this.logger = options.logger ?? console;
     this.now = options.now ?? (() => new Date());
+    this.env = options.env ?? process.env;
   }
 
   /** The queue URL from `INTERVIEW_COMPLETED_QUEUE_URL` (as the API's env.ts reads it). */
@@ -128,7 +143,7 @@ export class InterviewQueuePublisher {
     env: Record<string, string | undefined> = process.env,
     options: Omit<PublisherOptions, "queueUrl"> = {},
   ): InterviewQueuePublisher {
-    return new InterviewQueuePublisher({ ...options, queueUrl: env[INTERVIEW_COMPLETED_QUEUE_URL] });
+    return new InterviewQueuePublisher({ env, ...options, queueUrl: env[INTERVIEW_COMPLETED_QUEUE_URL] });
   }
 
   async publishInterviewCompleted(input: InterviewCompletedInput, context: PublishContext = {}): Promise<PublishResult> {
@@ -154,7 +169,7 @@ export class InterviewQueuePublisher {
       this.logger.warn(reason, { eventType, requestId, interviewId });
       return { status: "skipped", eventType, reason };
     }
-    this.client ??= new SQSClient({});
+    this.client ??= defaultSqsClient(this.env);
     const out = await this.client.send(
       new SendMessageCommand({
         QueueUrl: this.queueUrl,

@@ -4,7 +4,7 @@ import { test } from "node:test";
 
 import type { SendMessageCommand } from "@aws-sdk/client-sqs";
 
-import { ContractViolationError, InterviewQueuePublisher, type Logger, requestIdForPublish } from "../src/index";
+import { ContractViolationError, defaultSqsClient, InterviewQueuePublisher, type Logger, requestIdForPublish } from "../src/index";
 
 const I = "65a1b2c3d4e5f60718293a4b";
 const O = "65a1b2c3d4e5f60718293a4c";
@@ -113,4 +113,12 @@ test("requestIdForPublish: blank or absent is 'unknown'; long ids are cut to 256
   assert.equal(requestIdForPublish(undefined), "unknown");
   assert.equal(requestIdForPublish("   "), "unknown");
   assert.equal(requestIdForPublish("x".repeat(1000)).length, 256);
+});
+
+test("the default client sends to AWS_ENDPOINT_URL_SQS, not to the queue URL's host, when it is set", async () => {
+  const local = defaultSqsClient({ AWS_ENDPOINT_URL_SQS: "http://127.0.0.1:4566" });
+  assert.equal(local.config.useQueueUrlAsEndpoint, false);
+  const endpoint = await local.config.endpoint!();
+  assert.equal(`${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}`, "http://127.0.0.1:4566");
+  assert.notEqual(defaultSqsClient({}).config.useQueueUrlAsEndpoint, false, "on AWS the queue URL's host is used");
 });

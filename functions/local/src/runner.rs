@@ -261,6 +261,26 @@ impl Runner {
     }
 }
 
+/// The variables the API needs to publish into this pipeline and read what it writes: the
+/// interview queue's URL, the SQS endpoint, a region, placeholder credentials (fauxqs checks
+/// none) and MongoDB. `sophia-local up` prints them; the TypeScript contract test runs the
+/// package with exactly these.
+pub fn api_env(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut api: BTreeMap<String, String> = [
+        config::INTERVIEW_COMPLETED_QUEUE_URL,
+        "AWS_ENDPOINT_URL_SQS",
+        "AWS_REGION",
+        config::MONGODB_URI,
+        config::MONGODB_DATABASE,
+    ]
+    .into_iter()
+    .filter_map(|k| env.get(k).map(|v| (k.to_owned(), v.clone())))
+    .collect();
+    api.insert("AWS_ACCESS_KEY_ID".to_owned(), "local".to_owned());
+    api.insert("AWS_SECRET_ACCESS_KEY".to_owned(), "local".to_owned());
+    api
+}
+
 /// A Runtime API shared by several pollers.
 struct SharedApi(Arc<tokio::sync::Mutex<RuntimeApi>>);
 
