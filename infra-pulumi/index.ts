@@ -4,6 +4,7 @@
  *
  * The exported names are the stack outputs, named so they can be pasted into the API's env.
  */
+import { apiEnv as apiEnvOf } from "./src/outputs";
 import { createSophiaStack, output } from "./src/stack";
 
 const stack = createSophiaStack();
@@ -21,3 +22,5 @@ export const REPORT_GENERATE_FUNCTION_NAME = output(stack, "REPORT_GENERATE_FUNC
 export const INTERVIEW_FAILED_FUNCTION_NAME = output(stack, "INTERVIEW_FAILED_FUNCTION_NAME");
 /** Attach to the API's task role: exactly sqs:SendMessage on the interview-completed queue. */
 export const API_PUBLISH_POLICY_ARN = output(stack, "API_PUBLISH_POLICY_ARN");
+/** The API's environment as one object (`scripts/stack-env`, or a StackReference: README). */
+export const apiEnv = apiEnvOf(stack.settings, stack.outputs);

@@ -288,7 +288,7 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
     }
     let violations = sophia_credits::invariants::check_all(&store).await.unwrap();
     assert!(violations.is_empty(), "{violations:?}");
-    let dlq = harness::drain(&runner.sqs, &runner.queues.interview_completed.dlq.url).await;
+    let dlq = ops_support::drain(&runner.sqs, &runner.queues.interview_completed.dlq.url).await;
     assert!(dlq.is_empty(), "nothing reached the DLQ");
     runner.stop().await;
 }
@@ -366,7 +366,7 @@ async fn what_the_rust_producers_send_passes_the_typescript_validation() {
 
     let mut captured = Vec::new();
     for url in [&o.queues.interview_completed.source.url, &o.queues.report_generate.source.url] {
-        for m in harness::drain(&o.client, url).await {
+        for m in ops_support::drain(&o.client, url).await {
             let attributes: BTreeMap<String, String> = m
                 .message_attributes()
                 .unwrap_or(&Default::default())
