@@ -57,16 +57,18 @@ function buildAjv(): Ajv2020 {
   return ajv;
 }
 
-let compiled: Map<SchemaName, ValidateFunction> | undefined;
+let ajv: Ajv2020 | undefined;
+const compiled = new Map<SchemaName, ValidateFunction>();
 
+/** Compiled on first use, one schema at a time (a publish never depends on the other schemas). */
 function validator(schema: SchemaName): ValidateFunction {
-  if (!compiled) {
-    const ajv = buildAjv();
-    compiled = new Map(
-      (Object.keys(schemas) as SchemaName[]).map((name) => [name, ajv.compile(schemas[name] as object)]),
-    );
+  let validate = compiled.get(schema);
+  if (!validate) {
+    ajv ??= buildAjv();
+    validate = ajv.compile(schemas[schema] as object);
+    compiled.set(schema, validate);
   }
-  return compiled.get(schema)!;
+  return validate;
 }
 
 function issuesOf(errors: readonly ErrorObject[] | null | undefined): ContractIssue[] {

@@ -2,6 +2,7 @@
 import * as assert from "node:assert/strict";
 import { test } from "node:test";
 
+import { schemas, type SchemaName } from "../src/generated/schemas";
 import { check, checkWireMessage, interviewCompletedBody, interviewFailedBody, ContractViolationError } from "../src/index";
 
 const I = "65a1b2c3d4e5f60718293a4b";
@@ -75,4 +76,10 @@ test("checkWireMessage: attributes and the body its eventType names", () => {
     checkWireMessage(JSON.stringify({ interviewId: I, organizationId: O }), { requestId: "settlement-x", eventType: "report.generate" }),
     [],
   );
+});
+
+test("every contract schema compiles under ajv's strict mode (a new schema with an unknown keyword or format fails here)", () => {
+  for (const name of Object.keys(schemas) as SchemaName[]) {
+    assert.doesNotThrow(() => check(name, {}), name);
+  }
 });
