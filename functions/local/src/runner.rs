@@ -296,3 +296,40 @@ impl Invoke for SharedApi {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_gets_its_queue_endpoint_region_placeholder_credentials_and_mongodb_and_nothing_else() {
+        let env: BTreeMap<String, String> = [
+            ("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1"),
+            ("AWS_REGION", "us-east-1"),
+            ("INTERVIEW_COMPLETED_QUEUE_URL", "http://q"),
+            ("REPORT_GENERATE_QUEUE_URL", "http://r"),
+            ("INTERVIEW_COMPLETED_DLQ_URL", "http://d"),
+            ("MONGODB_URI", "mongodb://127.0.0.1:2/"),
+            ("MONGODB_DATABASE", "sophia"),
+            ("OPENAI_BASE_URL", "http://o/v1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let api = api_env(&env);
+        assert_eq!(
+            api.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "AWS_ACCESS_KEY_ID",
+                "AWS_ENDPOINT_URL_SQS",
+                "AWS_REGION",
+                "AWS_SECRET_ACCESS_KEY",
+                "INTERVIEW_COMPLETED_QUEUE_URL",
+                "MONGODB_DATABASE",
+                "MONGODB_URI"
+            ]
+        );
+        assert_eq!(api["INTERVIEW_COMPLETED_QUEUE_URL"], "http://q");
+        assert_eq!(api["AWS_ACCESS_KEY_ID"], "local");
+    }
+}
