@@ -4,6 +4,7 @@
  *
  * The exported names are the stack outputs, named so they can be pasted into the API's env.
  */
+import { apiEnv as apiEnvOf } from "./src/outputs";
 import { createSophiaStack, output } from "./src/stack";
 
 const stack = createSophiaStack();
@@ -29,3 +30,5 @@ export const ALARM_TOPIC_ARN = output(stack, "ALARM_TOPIC_ARN");
 export const INTERVIEW_COMPLETED_ROLE_ARN = output(stack, "INTERVIEW_COMPLETED_ROLE_ARN");
 export const REPORT_GENERATE_ROLE_ARN = output(stack, "REPORT_GENERATE_ROLE_ARN");
 export const INTERVIEW_FAILED_ROLE_ARN = output(stack, "INTERVIEW_FAILED_ROLE_ARN");
+/** The API's environment as one object (`scripts/stack-env`, or a StackReference: README). */
+export const apiEnv = apiEnvOf(stack.settings, stack.outputs);

@@ -2,9 +2,32 @@
  * Stack output names, chosen so they can be pasted into the API's environment as they are:
  * `<NAME>_QUEUE_URL` is the queue's `queueUrlEnv` from queues.json.
  */
-import type { FunctionSpec, QueueSpec } from "./settings";
+import * as pulumi from "@pulumi/pulumi";
+
+import { type FunctionSpec, queueByKey, type QueueSpec, type Settings } from "./settings";
+import { API_PUBLISHES_TO } from "./wiring";
 
 export const API_PUBLISH_POLICY_ARN = "API_PUBLISH_POLICY_ARN";
+/** The structured output: the API's environment variables, name -> value (scripts/stack-env). */
+export const API_ENV = "apiEnv";
+
+/**
+ * The variables the API's service needs, as one object: the `<NAME>_QUEUE_URL` of every queue the
+ * API publishes to (API_PUBLISHES_TO), with the same values as the flat outputs of those names.
+ * The publish policy is not an environment variable: it stays the flat API_PUBLISH_POLICY_ARN.
+ */
+export function apiEnv(
+  settings: Settings,
+  outputs: Record<string, pulumi.Output<string>>,
+): pulumi.Output<Record<string, string>> {
+  const entries = API_PUBLISHES_TO.map((key) => {
+    const name = queueByKey(settings, key).queueUrlEnv;
+    const value = outputs[name];
+    if (!value) throw new Error(`apiEnv: no flat output named ${name}`);
+    return [name, value] as const;
+  });
+  return pulumi.all(Object.fromEntries(entries)) as pulumi.Output<Record<string, string>>;
+}
 
 /** INTERVIEW_COMPLETED_QUEUE_URL -> INTERVIEW_COMPLETED */
 function queueStem(q: QueueSpec): string {

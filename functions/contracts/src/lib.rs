@@ -2,7 +2,7 @@
 //! `interview-completed` and `report-generate` queues, as typed values.
 //!
 //! Parsing is the only way to obtain a message from the wire, and it enforces what the API's Zod
-//! schemas enforce (24-hex ObjectIds, ISO-8601 datetimes, non-negative integral durations, the
+//! schemas enforce (24-hex ObjectIds, ISO-8601 datetimes, finite non-negative durations (fractions billed by floor), the
 //! `type` discriminator of the interview queue's union). After parsing, invalid states cannot be
 //! represented. Unknown extra fields are ignored, as Zod does.
 //!

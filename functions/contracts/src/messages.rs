@@ -30,59 +30,141 @@ fn keys(org: OrganizationId, interview: InterviewId) -> [OrderingKey; 2] {
     [OrderingKey::Organization(org), OrderingKey::Interview(interview)]
 }
 
-/// Seconds an interview lasted: a non-negative integer no larger than JavaScript's
-/// `Number.MAX_SAFE_INTEGER` (what Zod's `.int().nonnegative()` accepts). `120.0` is accepted
-/// as 120, as it is the same JSON number to JavaScript; `120.5`, `-1` and strings are not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct DurationSeconds(u64);
+/// Seconds an interview lasted: any finite, non-negative JSON number no larger than JavaScript's
+/// `Number.MAX_SAFE_INTEGER`, fractions included (the API computes `(end - start) / 1000`).
+/// Billing uses the whole seconds ([`DurationSeconds::get`], floored), and
+/// `floor(floor(s) / 60) == floor(s / 60)`, so minutes are `floor(durationSeconds / 60)`.
+/// Negative numbers, strings, `null` and other non-numbers are refused; `-0` is 0.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DurationSeconds(f64);
 
 impl DurationSeconds {
     pub const MAX: u64 = 9_007_199_254_740_991;
 
+    /// Whole seconds; `None` above [`Self::MAX`].
     pub fn new(seconds: u64) -> Option<Self> {
-        (seconds <= Self::MAX).then_some(Self(seconds))
+        (seconds <= Self::MAX).then_some(Self(seconds as f64))
     }
+
+    /// Any finite number of seconds in `0..=MAX`, fractions included; `None` otherwise
+    /// (negative, NaN, infinite, too large). `-0.0` becomes `0`.
+    pub fn from_secs_f64(seconds: f64) -> Option<Self> {
+        let ok = seconds.is_finite() && seconds >= 0.0 && seconds <= Self::MAX as f64;
+        // `+ 0.0` turns -0.0 into 0.0, so equal durations have equal bits.
+        ok.then_some(Self(seconds + 0.0))
+    }
+
+    /// The whole seconds (floored): what billing divides by 60.
     pub fn get(self) -> u64 {
+        self.0.floor() as u64
+    }
+
+    /// The duration as received, fraction included.
+    pub fn as_secs_f64(self) -> f64 {
         self.0
+    }
+
+    fn is_whole(self) -> bool {
+        self.0.fract() == 0.0
+    }
+}
+
+// The value is never NaN and never -0.0 (see the constructors), so bit equality is numeric
+// equality and the order is total.
+impl PartialEq for DurationSeconds {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+impl Eq for DurationSeconds {}
+impl std::hash::Hash for DurationSeconds {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state);
+    }
+}
+impl PartialOrd for DurationSeconds {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for DurationSeconds {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
     }
 }
 
 impl fmt::Display for DurationSeconds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        if self.is_whole() { self.get().fmt(f) } else { self.0.fmt(f) }
     }
 }
 
+/// A whole value is written as an integer (`754`, as JavaScript's `JSON.stringify` does), a
+/// fractional one as the shortest number that reads back the same (`119.5`).
 impl Serialize for DurationSeconds {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(self.0)
+        if self.is_whole() { s.serialize_u64(self.get()) } else { s.serialize_f64(self.0) }
     }
 }
 
 impl<'de> Deserialize<'de> for DurationSeconds {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
-        impl Visitor<'_> for V {
+        impl V {
+            // Refusals say what kind of value came, never the value itself (a string could be
+            // anything the producer put there).
+            fn refuse<E: de::Error>(&self, what: &str) -> E {
+                E::custom(format_args!("expected {}, got {what}", Expecting))
+            }
+        }
+        struct Expecting;
+        impl fmt::Display for Expecting {
+            fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a finite, non-negative number of seconds up to {}", DurationSeconds::MAX)
+            }
+        }
+        impl<'de> Visitor<'de> for V {
             type Value = DurationSeconds;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                write!(f, "a non-negative integer number of seconds up to {}", DurationSeconds::MAX)
+                write!(f, "{Expecting}")
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-                DurationSeconds::new(v).ok_or_else(|| E::invalid_value(de::Unexpected::Unsigned(v), &self))
+                DurationSeconds::new(v).ok_or_else(|| self.refuse("a number above the maximum"))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-                u64::try_from(v)
-                    .ok()
-                    .and_then(DurationSeconds::new)
-                    .ok_or_else(|| E::invalid_value(de::Unexpected::Signed(v), &self))
+                match u64::try_from(v) {
+                    Ok(v) => self.visit_u64(v),
+                    Err(_) => Err(self.refuse("a negative number")),
+                }
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-                let integral = v.is_finite() && v.fract() == 0.0 && v >= 0.0 && v <= DurationSeconds::MAX as f64;
-                if integral {
-                    Ok(DurationSeconds(v as u64))
-                } else {
-                    Err(E::invalid_value(de::Unexpected::Float(v), &self))
-                }
+                DurationSeconds::from_secs_f64(v).ok_or_else(|| {
+                    self.refuse(if v.is_nan() {
+                        "NaN"
+                    } else if v < 0.0 {
+                        "a negative number"
+                    } else {
+                        "a number above the maximum"
+                    })
+                })
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Err(self.refuse("a string"))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Err(self.refuse("a boolean"))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Err(self.refuse("null"))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Err(self.refuse("null"))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+                Err(self.refuse("an array"))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+                Err(self.refuse("an object"))
             }
         }
         d.deserialize_any(V)
@@ -322,17 +404,69 @@ mod tests {
         assert!(InterviewQueueMessage::parse(&body).is_ok());
     }
 
-    #[test]
-    fn duration_must_be_a_non_negative_safe_integer() {
-        assert!(InterviewQueueMessage::parse(&completed_body("120.0")).is_ok());
-        assert!(InterviewQueueMessage::parse(&completed_body("9007199254740991")).is_ok());
-        for bad in ["-1", "1.5", "\"60\"", "null", "9007199254740992", "1e400", "true"] {
-            let err = InterviewQueueMessage::parse(&completed_body(bad));
-            assert!(
-                matches!(err, Err(ContractError::Schema { .. }) | Err(ContractError::NotJson(_))),
-                "{bad}: {err:?}"
-            );
+    fn duration_of(body: &str) -> DurationSeconds {
+        match InterviewQueueMessage::parse(body) {
+            Ok(InterviewQueueMessage::Completed(m)) => m.duration_seconds,
+            other => panic!("{body}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn duration_accepts_any_finite_non_negative_number_up_to_max_safe_integer() {
+        // (wire value, whole seconds billed from, value as received)
+        let max = DurationSeconds::MAX as f64;
+        for (wire, whole, exact) in [
+            ("0", 0, 0.0),
+            ("-0.0", 0, 0.0),
+            ("59.999", 59, 59.999),
+            ("60", 60, 60.0),
+            ("119.5", 119, 119.5),
+            ("120.0", 120, 120.0),
+            ("1.2e2", 120, 120.0),
+            ("0.001", 0, 0.001),
+            ("9007199254740991", DurationSeconds::MAX, max),
+            ("86399.75", 86_399, 86_399.75),
+        ] {
+            let d = duration_of(&completed_body(wire));
+            assert_eq!((d.get(), d.as_secs_f64()), (whole, exact), "{wire}");
+            // Billing divides the whole seconds: floor(floor(s) / 60) == floor(s / 60).
+            assert_eq!(d.get() / 60, (d.as_secs_f64() / 60.0).floor() as u64, "{wire}");
+        }
+        assert_eq!(duration_of(&completed_body("-0.0")), DurationSeconds::new(0).unwrap(), "-0 is 0");
+    }
+
+    #[test]
+    fn a_fractional_duration_round_trips_and_a_whole_one_is_written_as_an_integer() {
+        for (wire, written) in [("119.5", "119.5"), ("59.999", "59.999"), ("120.0", "120"), ("0", "0"), ("-0.0", "0")] {
+            let m = InterviewQueueMessage::parse(&completed_body(wire)).unwrap();
+            assert_eq!(to_body(&m), completed_body(written), "{wire}");
+        }
+        assert_eq!(DurationSeconds::from_secs_f64(119.5).unwrap().to_string(), "119.5");
+        assert_eq!(DurationSeconds::new(754).unwrap().to_string(), "754");
+    }
+
+    #[test]
+    fn duration_refuses_negatives_non_numbers_and_values_beyond_max_safe_integer() {
+        for bad in ["-1", "-0.5", "\"60\"", "null", "true", "[60]", "{\"s\":60}", "9007199254740992", "1e300"] {
+            let err = InterviewQueueMessage::parse(&completed_body(bad)).unwrap_err();
+            let text = err.to_string();
+            assert!(matches!(err, ContractError::Schema { .. }), "{bad}: {err:?}");
+            assert!(text.contains("durationSeconds"), "the reason names the field: {text}");
+        }
+        // 1e400 is not a JSON number any parser keeps (JavaScript reads Infinity; JSON.stringify
+        // writes null): not JSON here.
+        assert!(matches!(InterviewQueueMessage::parse(&completed_body("1e400")), Err(ContractError::NotJson(_))));
+        for v in [f64::NAN, f64::INFINITY, -1.0, 9_007_199_254_740_992.0] {
+            assert_eq!(DurationSeconds::from_secs_f64(v), None, "{v}");
+        }
+    }
+
+    #[test]
+    fn a_refused_duration_never_echoes_a_string_value() {
+        let marker = "MARKER-candidate-said-something";
+        let err = InterviewQueueMessage::parse(&completed_body(&format!("\"{marker}\""))).unwrap_err().to_string();
+        assert!(!err.contains(marker), "{err}");
+        assert!(err.contains("durationSeconds") && err.contains("a string"), "{err}");
     }
 
     #[test]

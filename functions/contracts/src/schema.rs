@@ -36,7 +36,7 @@ inline_schema!(ObjectIdString, "ObjectId", {"type": "string", "pattern": OBJECT_
 inline_schema!(InterviewId, "InterviewId", {"type": "string", "pattern": OBJECT_ID_PATTERN, "description": "Interview _id, 24 hex characters"});
 inline_schema!(OrganizationId, "OrganizationId", {"type": "string", "pattern": OBJECT_ID_PATTERN, "description": "Organization _id, 24 hex characters"});
 inline_schema!(Timestamp, "Timestamp", {"type": "string", "format": "date-time", "description": "ISO-8601 datetime with a time zone, e.g. 2026-12-02T17:30:00.000Z"});
-inline_schema!(DurationSeconds, "DurationSeconds", {"type": "integer", "minimum": 0, "maximum": DurationSeconds::MAX});
+inline_schema!(DurationSeconds, "DurationSeconds", {"type": "number", "minimum": 0, "maximum": DurationSeconds::MAX, "description": "Seconds the interview lasted; fractions allowed, billed by floor(durationSeconds / 60)"});
 inline_schema!(FailedTag, "FailedTag", {"type": "string", "const": "interview.failed"});
 
 // The message structs' schemas follow their serde attributes field by field.

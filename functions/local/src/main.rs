@@ -100,6 +100,10 @@ async fn main() -> ExitCode {
                 runner.openai().describe(),
                 env_file.display()
             );
+            eprintln!("for the API (e.g. its .env) to publish into this pipeline and read its reports:");
+            for (k, v) in sophia_local::runner::api_env(runner.env()) {
+                eprintln!("  {k}={v}");
+            }
             let mut code = ExitCode::SUCCESS;
             if !no_demo {
                 match demo::run(&runner.mongo, &runner.sqs, runner.env()).await {

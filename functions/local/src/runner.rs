@@ -261,6 +261,26 @@ impl Runner {
     }
 }
 
+/// The variables the API needs to publish into this pipeline and read what it writes: the
+/// interview queue's URL, the SQS endpoint, a region, placeholder credentials (fauxqs checks
+/// none) and MongoDB. `sophia-local up` prints them; the TypeScript contract test runs the
+/// package with exactly these.
+pub fn api_env(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut api: BTreeMap<String, String> = [
+        config::INTERVIEW_COMPLETED_QUEUE_URL,
+        "AWS_ENDPOINT_URL_SQS",
+        "AWS_REGION",
+        config::MONGODB_URI,
+        config::MONGODB_DATABASE,
+    ]
+    .into_iter()
+    .filter_map(|k| env.get(k).map(|v| (k.to_owned(), v.clone())))
+    .collect();
+    api.insert("AWS_ACCESS_KEY_ID".to_owned(), "local".to_owned());
+    api.insert("AWS_SECRET_ACCESS_KEY".to_owned(), "local".to_owned());
+    api
+}
+
 /// A Runtime API shared by several pollers.
 struct SharedApi(Arc<tokio::sync::Mutex<RuntimeApi>>);
 
@@ -274,5 +294,42 @@ impl Invoke for SharedApi {
             let api = self.0.lock().await;
             api.invoke(event, context).await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_gets_its_queue_endpoint_region_placeholder_credentials_and_mongodb_and_nothing_else() {
+        let env: BTreeMap<String, String> = [
+            ("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1"),
+            ("AWS_REGION", "us-east-1"),
+            ("INTERVIEW_COMPLETED_QUEUE_URL", "http://q"),
+            ("REPORT_GENERATE_QUEUE_URL", "http://r"),
+            ("INTERVIEW_COMPLETED_DLQ_URL", "http://d"),
+            ("MONGODB_URI", "mongodb://127.0.0.1:2/"),
+            ("MONGODB_DATABASE", "sophia"),
+            ("OPENAI_BASE_URL", "http://o/v1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let api = api_env(&env);
+        assert_eq!(
+            api.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "AWS_ACCESS_KEY_ID",
+                "AWS_ENDPOINT_URL_SQS",
+                "AWS_REGION",
+                "AWS_SECRET_ACCESS_KEY",
+                "INTERVIEW_COMPLETED_QUEUE_URL",
+                "MONGODB_DATABASE",
+                "MONGODB_URI"
+            ]
+        );
+        assert_eq!(api["INTERVIEW_COMPLETED_QUEUE_URL"], "http://q");
+        assert_eq!(api["AWS_ACCESS_KEY_ID"], "local");
     }
 }

@@ -214,6 +214,9 @@ export const OUTPUT_NAMES = [
   "REPORT_GENERATE_ROLE_ARN",
 ];
 
+/** Every exported output: the flat names and the structured `apiEnv` (sorted as Object.keys().sort() is). */
+export const ALL_OUTPUT_NAMES = [...OUTPUT_NAMES, "apiEnv"].sort();
+
 export function expectedOutputValues(stage: string, alarmTopicArn?: string): Record<string, string> {
   const n = names(stage);
   return {

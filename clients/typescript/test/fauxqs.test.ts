@@ -1,0 +1,96 @@
+/**
+ * Against fauxqs (the project's local SQS) with the real @aws-sdk/client-sqs: what a publish
+ * reports is what lands on the queue, body and attributes; a queue that does not exist is an SDK
+ * error for the caller. Also checks the built package (dist/) loads from CommonJS and from ESM.
+ */
+import * as assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import * as path from "node:path";
+import { after, before, test } from "node:test";
+
+import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+
+import { InterviewQueuePublisher } from "../src/index";
+import { type Fauxqs, startFauxqs } from "./support/fauxqs";
+
+const I = "65a1b2c3d4e5f60718293a4b";
+const O = "65a1b2c3d4e5f60718293a4c";
+let fauxqs: Fauxqs;
+let sqs: SQSClient;
+
+before(async () => {
+  fauxqs = await startFauxqs();
+  sqs = new SQSClient({
+    endpoint: fauxqs.endpoint,
+    region: "us-east-1",
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+  });
+});
+
+after(() => {
+  sqs?.destroy();
+  fauxqs?.stop();
+});
+
+async function queue(name: string): Promise<string> {
+  const out = await sqs.send(new CreateQueueCommand({ QueueName: `${name}-${process.pid}-${Date.now()}` }));
+  return out.QueueUrl!;
+}
+
+async function receiveAll(url: string) {
+  const out = await sqs.send(
+    new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ["All"] }),
+  );
+  for (const m of out.Messages ?? []) await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
+  return out.Messages ?? [];
+}
+
+test("both publishes land on the queue with the body and attributes they report", async () => {
+  const url = await queue("ts-client");
+  const logs: string[] = [];
+  const publisher = new InterviewQueuePublisher({ queueUrl: url, client: sqs, logger: { warn: (m) => logs.push(m) } });
+  const completed = await publisher.publishInterviewCompleted(
+    { interviewId: I, organizationId: O, durationSeconds: 59.999 },
+    { requestId: "req-fauxqs" },
+  );
+  const failed = await publisher.publishInterviewFailed({ interviewId: I, organizationId: O, failureReason: "bot lost the call" });
+  assert.equal(completed.status, "sent");
+  assert.equal(failed.status, "sent");
+  const messages = await receiveAll(url);
+  assert.equal(messages.length, 2);
+  const byId = new Map(messages.map((m) => [m.MessageId, m]));
+  for (const [result, eventType, requestId] of [
+    [completed, "interview.completed", "req-fauxqs"],
+    [failed, "interview.failed", "unknown"],
+  ] as const) {
+    assert.ok(result.status === "sent");
+    const m = byId.get(result.messageId)!;
+    assert.equal(m.Body, result.body);
+    assert.equal(m.MessageAttributes!["eventType"]!.StringValue, eventType);
+    assert.equal(m.MessageAttributes!["requestId"]!.StringValue, requestId);
+  }
+  assert.deepEqual(logs, []);
+});
+
+test("a queue that does not exist is an SDK error for the caller", async () => {
+  const publisher = new InterviewQueuePublisher({
+    queueUrl: `${fauxqs.endpoint}/000000000000/does-not-exist-${process.pid}`,
+    client: sqs,
+    logger: { warn: () => {} },
+  });
+  await assert.rejects(publisher.publishInterviewCompleted({ interviewId: I, organizationId: O }), (e: Error) =>
+    /QueueDoesNotExist|does not exist/i.test(`${e.name} ${e.message}`),
+  );
+});
+
+test("the built package loads through its exports from CommonJS and ESM", () => {
+  const root = path.resolve(__dirname, "..");
+  const cjs = execFileSync(process.execPath, ["-e", `console.log(typeof require(${JSON.stringify(root)}).InterviewQueuePublisher)`]);
+  assert.equal(cjs.toString().trim(), "function");
+  const esm = execFileSync(process.execPath, [
+    "--input-type=module",
+    "-e",
+    `const m = await import(${JSON.stringify(path.join(root, "dist", "index.js"))}); console.log(typeof m.publishInterviewCompleted, typeof m.check);`,
+  ]);
+  assert.equal(esm.toString().trim(), "function function");
+});
