@@ -114,3 +114,34 @@ async fn concurrent_duplicate_deliveries_settle_and_publish_exactly_once() {
     assert_eq!(w.org_credits(org).await, (90, 0));
     w.assert_invariants().await;
 }
+
+/// Ten claims of one interview at once (the claim's filter and update, outside transactions) on
+/// a server that runs them concurrently: exactly one matches. This is the property every
+/// settlement's exactly-once rests on. (On nx-27017, which serialises every command, it could
+/// not fail, so it lives here.)
+#[tokio::test]
+async fn ten_concurrent_claims_on_a_replica_set_match_exactly_once() {
+    use sophia_credits::CreditsStore;
+
+    let w = world().await;
+    if !harness::requires_transactions(&w.mongo, "ten_concurrent_claims_on_a_replica_set_match_exactly_once").await {
+        return;
+    }
+    let org = w.org_with_credits(100).await;
+    let interview = w.reserved_interview(org, 30).await;
+    let coll = w.store.interview_documents();
+    let claims = (0..10).map(|n| {
+        let coll = coll.clone();
+        async move {
+            coll.update_one(
+                CreditsStore::claim_filter(interview.oid(), org.oid(), 30),
+                doc! {"$set": {"settledAt": bson::DateTime::now(), "claimedBy": n}},
+            )
+            .await
+            .unwrap()
+            .matched_count
+        }
+    });
+    let matched: u64 = futures::future::join_all(claims).await.into_iter().sum();
+    assert_eq!(matched, 1);
+}
