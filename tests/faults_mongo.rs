@@ -298,3 +298,94 @@ async fn report_generation_with_mongodb_unreachable_at_batch_start_is_retried_an
     assert_queues_empty(&sqs, &queues).await;
     w.assert_invariants().await;
 }
+
+/// Inconsistent data (`credits.reserved > 0` with no allocations: the reservation would be held
+/// for ever) through fauxqs and the event-source-mapping emulator: the record fails on each of
+/// its 3 receives and SQS moves the message to the DLQ, where an operator sees it; it is never
+/// dropped, and nothing is written.
+#[tokio::test]
+async fn a_reservation_without_allocations_is_retried_and_ends_in_the_dlq() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = bson::oid::ObjectId::new();
+    w.mongo
+        .db
+        .collection::<bson::Document>("interviews")
+        .insert_one(
+            doc! {"_id": interview, "organizationId": org.oid(), "credits": {"reserved": 10.0, "allocations": []}},
+        )
+        .await
+        .unwrap();
+    let interview = sophia_contracts::InterviewId::new(interview);
+    let before = w.snapshot().await;
+    let sqs = sqs_client().await;
+    let queues = test_queues_fast(&sqs, 1).await;
+    let body = completed_body(interview, org, 600);
+    harness::faults::send(&sqs, &queues.interview_completed.source.url, &body).await;
+    let mapping = interview_esm(&sqs, &queues, 1, w.settings());
+    let runs = harness::faults::poll_until(&mapping, Duration::from_secs(30), |runs| {
+        runs.iter().map(|r| r.failed_ids.len()).sum::<usize>() >= 3
+    })
+    .await;
+    assert!(runs.iter().all(|r| r.deleted == 0 && r.batch_error.is_none()), "retried, never acknowledged: {runs:?}");
+    // The fourth receive would exceed maxReceiveCount 3: SQS moves the message to the DLQ.
+    let mut moved = Vec::new();
+    for _ in 0..10 {
+        moved = drain(&sqs, &queues.interview_completed.dlq.url).await;
+        if !moved.is_empty() {
+            break;
+        }
+        let _ = mapping.poll_once(Duration::from_secs(1)).await.unwrap();
+    }
+    assert_eq!(moved.iter().map(|m| m.body().unwrap()).collect::<Vec<_>>(), [body.as_str()], "in the DLQ");
+    assert_eq!(depth(&sqs, &queues.interview_completed.source.url).await, (0, 0));
+    assert_eq!(w.snapshot().await, before, "nothing written");
+    assert!(!w.settled(interview).await);
+    w.assert_invariants().await;
+}
+
+/// MongoDB is lost right after `report.generate` was sent (the publisher kills the server, as
+/// a crash would): marking the outbox entry published fails, and the record is acknowledged
+/// anyway (failing it would only publish a second time); the entry stays pending, for the
+/// operator's flush once MongoDB is back.
+#[tokio::test]
+async fn a_failure_to_mark_the_outbox_entry_published_after_the_send_is_logged_and_acknowledged() {
+    let server = Arc::new(Mutex::new(DiskMongo::start(free_port())));
+    let uri = server.lock().unwrap().uri();
+    let db = database_name();
+    let w = World::new(mongo_at(&uri, &db).await).await;
+    let org = w.org_with_credits(40).await;
+    let interview = w.reserved_interview(org, 10).await;
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let publisher = sophia_credits::FnPublisher({
+        let (server, sent) = (server.clone(), sent.clone());
+        move |_m, _r| {
+            let (server, sent) = (server.clone(), sent.clone());
+            async move {
+                sent.fetch_add(1, Ordering::SeqCst);
+                server.lock().unwrap().kill();
+                Ok::<_, sophia_credits::BoxError>(sophia_credits::Published::Sent { message_id: "sqs-1".into() })
+            }
+        }
+    });
+    let message = sophia_contracts::InterviewCompleted {
+        interview_id: interview,
+        organization_id: org,
+        completed_at: harness::faults::COMPLETED_AT.parse().unwrap(),
+        duration_seconds: sophia_contracts::DurationSeconds::new(300).unwrap(),
+    };
+    let service = SettlementService::new(w.mongo.client.clone(), w.mongo.db.clone());
+    let result = service
+        .settle_completed_and_publish(&message, &publisher, SettleContext::now_with_deadline(None))
+        .await
+        .expect("acknowledged although the outbox mark failed");
+    assert!(result.outcome.settled());
+    assert_eq!(result.publish, sophia_credits::FlushOutcome::Published { message_id: "sqs-1".into() });
+    assert_eq!(sent.load(Ordering::SeqCst), 1, "published once");
+
+    server.lock().unwrap().restart();
+    let w = World::new(mongo_at(&uri, &db).await).await;
+    assert!(w.settled(interview).await, "the settlement was committed before the publish");
+    assert_eq!(w.outbox(interview).await.unwrap().status, OutboxStatus::Pending, "left for a later flush");
+    w.assert_invariants().await;
+}

@@ -83,12 +83,13 @@ async fn a_batch_is_routed_settled_published_once_and_answered() {
     assert_eq!(outcome_of(&report, "m-failed"), Outcome::Processed);
     assert_eq!(outcome_of(&report, "m-duplicate"), Outcome::Processed);
     assert_eq!(outcome_of(&report, "m-invalid"), Outcome::DroppedInvalid);
-    assert_eq!(outcome_of(&report, "m-wrong-org"), Outcome::DroppedByHandler);
+    // DESIGN.md: another organization's interview, like an unknown one, is retried (then the DLQ).
+    assert_eq!(outcome_of(&report, "m-wrong-org"), Outcome::Failed);
     assert_eq!(outcome_of(&report, "m-unknown"), Outcome::Failed);
-    // The same code path Lambda calls answers with the one record to retry.
+    // The same code path Lambda calls answers with the records to retry.
     let response = handler.handle(event(records)).await.unwrap();
     let failures: Vec<&str> = response.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
-    assert_eq!(failures, ["m-unknown"]);
+    assert_eq!(failures, ["m-wrong-org", "m-unknown"]);
 
     let messages = harness::drain(&client, &queues.report_generate.source.url).await;
     assert_eq!(

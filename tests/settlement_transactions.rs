@@ -1,6 +1,12 @@
 //! Guarantees that need real MongoDB transactions (a replica set): run where the MongoDB under
 //! test reports `setName` (e.g. the GitHub Actions workflow's `mongo:7 --replSet rs0`), and print
-//! a SKIPPED line on nx-27017, whose transactions are savepoints on one shared connection.
+//! a SKIPPED line on nx-27017, whose transactions are savepoints on one shared connection
+//! (`SOPHIA_REQUIRE_REPLICA_SET=1`, set by the workflow, turns the skip into a failure).
+//!
+//! The retry paths of `sophia_credits::txn` are driven here by the server's `failCommand` fail
+//! point (needs `--setParameter enableTestCommands=1`), scoped to a client of its own by
+//! `appName`, so parallel tests are not affected; the same branches are unit-tested against a
+//! scripted session in `functions/credits/src/txn.rs`.
 
 mod settlement_common;
 
@@ -112,5 +118,167 @@ async fn concurrent_duplicate_deliveries_settle_and_publish_exactly_once() {
         "published; a delivery that finds the entry still pending while the winner publishes may publish it again, which is harmless (DESIGN.md)"
     );
     assert_eq!(w.org_credits(org).await, (90, 0));
+    w.assert_invariants().await;
+}
+
+/// Ten claims of one interview at once (the claim's filter and update, outside transactions) on
+/// a server that runs them concurrently: exactly one matches. This is the property every
+/// settlement's exactly-once rests on. (On nx-27017, which serialises every command, it could
+/// not fail, so it lives here.)
+#[tokio::test]
+async fn ten_concurrent_claims_on_a_replica_set_match_exactly_once() {
+    use sophia_credits::CreditsStore;
+
+    let w = world().await;
+    if !harness::requires_transactions(&w.mongo, "ten_concurrent_claims_on_a_replica_set_match_exactly_once").await {
+        return;
+    }
+    let org = w.org_with_credits(100).await;
+    let interview = w.reserved_interview(org, 30).await;
+    let coll = w.store.interview_documents();
+    let claims = (0..10).map(|n| {
+        let coll = coll.clone();
+        async move {
+            coll.update_one(
+                CreditsStore::claim_filter(interview.oid(), org.oid(), 30),
+                doc! {"$set": {"settledAt": bson::DateTime::now(), "claimedBy": n}},
+            )
+            .await
+            .unwrap()
+            .matched_count
+        }
+    });
+    let matched: u64 = futures::future::join_all(claims).await.into_iter().sum();
+    assert_eq!(matched, 1);
+}
+
+/// A settlement service on a client named `app_name` (the fail point's scope) that records the
+/// names of the commands it starts.
+async fn service_named(
+    w: &settlement_common::World,
+    app_name: &str,
+) -> (sophia_credits::SettlementService, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use mongodb::event::EventHandler;
+    use mongodb::event::command::CommandEvent;
+
+    let commands: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let seen = commands.clone();
+    let mut options = mongodb::options::ClientOptions::parse(harness::mongo_uri()).await.unwrap();
+    options.app_name = Some(app_name.to_owned());
+    options.command_event_handler = Some(EventHandler::callback(move |e: CommandEvent| {
+        if let CommandEvent::Started(s) = e {
+            seen.lock().unwrap().push(s.command_name);
+        }
+    }));
+    let client = mongodb::Client::with_options(options).unwrap();
+    (sophia_credits::SettlementService::new(client.clone(), client.database(w.mongo.db.name())), commands)
+}
+
+/// Arms `failCommand` for the client named `app_name`: `command` fails `times` times (or always
+/// with `times` 0) with `code` and `labels`.
+async fn fail_point(
+    w: &settlement_common::World,
+    app_name: &str,
+    command: &str,
+    times: i32,
+    code: i32,
+    labels: &[&str],
+) {
+    let mode = if times == 0 { bson::Bson::from("alwaysOn") } else { bson::Bson::from(doc! {"times": times}) };
+    w.mongo
+        .client
+        .database("admin")
+        .run_command(doc! {
+            "configureFailPoint": "failCommand",
+            "mode": mode,
+            "data": {"failCommands": [command], "errorCode": code, "errorLabels": labels, "appName": app_name},
+        })
+        .await
+        .expect("failCommand is available (mongod --setParameter enableTestCommands=1)");
+}
+
+async fn fail_point_off(w: &settlement_common::World) {
+    w.mongo
+        .client
+        .database("admin")
+        .run_command(doc! {"configureFailPoint": "failCommand", "mode": "off"})
+        .await
+        .expect("fail point off");
+}
+
+fn count(commands: &std::sync::Mutex<Vec<String>>, name: &str) -> usize {
+    commands.lock().unwrap().iter().filter(|c| *c == name).count()
+}
+
+/// The server's own errors reach every branch of the retry policy: a `TransientTransactionError`
+/// in the body (a write conflict on the lots update), an `UnknownTransactionCommitResult` at
+/// commit (the commit alone is retried), a `TransientTransactionError` at commit (the whole
+/// transaction again); each settles exactly once with the invariants intact.
+#[tokio::test]
+async fn fail_points_drive_every_retry_branch_and_each_settles_exactly_once() {
+    let w = world().await;
+    if !harness::requires_transactions(&w.mongo, "fail_points_drive_every_retry_branch_and_each_settles_exactly_once")
+        .await
+    {
+        return;
+    }
+    let org = w.org_with_credits(100).await;
+    // (command, times, code, labels, expected count of that command)
+    let cases: [(&str, i32, i32, &[&str], usize); 3] = [
+        ("update", 1, 112, &["TransientTransactionError"], 4),
+        ("commitTransaction", 2, 50, &["UnknownTransactionCommitResult"], 3),
+        ("commitTransaction", 1, 251, &["TransientTransactionError"], 2),
+    ];
+    for (n, (command, times, code, labels, expected)) in cases.into_iter().enumerate() {
+        let interview = w.reserved_interview(org, 10).await;
+        let app = harness::unique(&format!("failpoint-{n}"));
+        let (service, commands) = service_named(&w, &app).await;
+        fail_point(&w, &app, command, times, code, labels).await;
+        let outcome =
+            service.settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(300), ctx()).await;
+        fail_point_off(&w).await;
+        assert!(
+            matches!(outcome, Ok(SettleOutcome::Settled(ref s)) if s.consumed == 5),
+            "{command}/{labels:?}: {outcome:?}"
+        );
+        assert!(count(&commands, command) >= expected, "{command}/{labels:?}: retried: {:?}", commands.lock().unwrap());
+        assert_eq!(w.ledger_sum(interview, LedgerType::Settle).await, 5, "{command}: settled once");
+        assert_eq!(w.ledger(interview).await.len(), 3, "{command}: RESERVE, SETTLE, RELEASE once each");
+    }
+    assert_eq!(w.org_credits(org).await, (100 - 3 * 5, 0));
+    w.assert_invariants().await;
+}
+
+/// A commit whose result stays unknown until the record's deadline: the policy gives up in
+/// time with a retryable error, and nothing is committed.
+#[tokio::test]
+async fn a_commit_that_keeps_failing_gives_up_before_the_deadline_and_commits_nothing() {
+    let w = world().await;
+    if !harness::requires_transactions(
+        &w.mongo,
+        "a_commit_that_keeps_failing_gives_up_before_the_deadline_and_commits_nothing",
+    )
+    .await
+    {
+        return;
+    }
+    let org = w.org_with_credits(100).await;
+    let interview = w.reserved_interview(org, 10).await;
+    let app = harness::unique("failpoint-always");
+    let (service, _) = service_named(&w, &app).await;
+    fail_point(&w, &app, "commitTransaction", 0, 50, &["UnknownTransactionCommitResult"]).await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(4);
+    let context = sophia_credits::SettleContext { deadline: Some(deadline), now: chrono::Utc::now() };
+    let outcome =
+        service.settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(300), context).await;
+    fail_point_off(&w).await;
+    let err = outcome.unwrap_err();
+    assert!(
+        matches!(err, CreditsError::RetryBudgetExhausted { .. } | CreditsError::DeadlineExceeded { .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.disposition(), Disposition::Retry);
+    assert!(w.store.interview(interview.oid()).await.unwrap().unwrap().settled_at.is_none(), "nothing committed");
+    assert_eq!(w.ledger_sum(interview, LedgerType::Settle).await, 0);
     w.assert_invariants().await;
 }

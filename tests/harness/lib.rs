@@ -63,13 +63,31 @@ pub async fn test_mongo() -> Mongo {
     Mongo::connect(&settings).await.expect("MongoDB client builds")
 }
 
+/// `SOPHIA_REQUIRE_REPLICA_SET=1`: a test that needs a replica set fails instead of skipping
+/// (the replica-set workflow sets it, so a mis-configured URI cannot skip silently there).
+pub const REQUIRE_REPLICA_SET: &str = "SOPHIA_REQUIRE_REPLICA_SET";
+
+/// Whether [`REQUIRE_REPLICA_SET`] asks for a replica set (`1` or `true`).
+pub fn replica_set_required(value: Option<&str>) -> bool {
+    matches!(value.map(str::trim), Some("1" | "true"))
+}
+
 /// For tests that need real transaction semantics: true on a replica set or mongos; otherwise
 /// prints a loud SKIPPED line (visible with `--nocapture` and in the test summary's stdout) and
-/// returns false.
+/// returns false, or fails the test when [`REQUIRE_REPLICA_SET`] is set.
 pub async fn requires_transactions(mongo: &Mongo, test: &str) -> bool {
     match mongo.topology().await.expect("hello answers") {
         Topology::ReplicaSet | Topology::Sharded => true,
         Topology::Standalone => {
+            assert!(
+                !replica_set_required(std::env::var(REQUIRE_REPLICA_SET).ok().as_deref()),
+                "{test}: {REQUIRE_REPLICA_SET} is set but the MongoDB under test ({}) is standalone",
+                if std::env::var("SOPHIA_TEST_MONGODB_URI").is_ok_and(|u| !u.is_empty()) {
+                    "SOPHIA_TEST_MONGODB_URI"
+                } else {
+                    "nx-27017: SOPHIA_TEST_MONGODB_URI is not set"
+                }
+            );
             let line = format!(
                 "SKIPPED {test}: needs a MongoDB replica set (set SOPHIA_TEST_MONGODB_URI); the server under test is standalone (nx-27017)"
             );
@@ -126,5 +144,39 @@ pub async fn drain(client: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::
                 .expect("delete");
         }
         all.extend(batch);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_replica_set_requirement_is_read_from_its_variable() {
+        assert!(replica_set_required(Some("1")));
+        assert!(replica_set_required(Some("true")));
+        assert!(!replica_set_required(None));
+        assert!(!replica_set_required(Some("0")));
+        assert!(!replica_set_required(Some("")));
+    }
+
+    /// With the requirement set, a standalone server fails the test instead of skipping it.
+    #[tokio::test]
+    async fn a_required_replica_set_turns_the_skip_into_a_failure() {
+        let mongo = test_mongo().await;
+        if !matches!(mongo.topology().await.expect("hello answers"), Topology::Standalone) {
+            return; // A real replica set under test: nothing to skip.
+        }
+        // SAFETY (edition 2024 `set_var`): this unit-test binary has no other test reading the
+        // variable; it is restored at once.
+        let previous = std::env::var(REQUIRE_REPLICA_SET).ok();
+        unsafe { std::env::set_var(REQUIRE_REPLICA_SET, "1") };
+        let outcome = tokio::spawn(async move { requires_transactions(&mongo, "probe").await }).await;
+        match previous {
+            Some(v) => unsafe { std::env::set_var(REQUIRE_REPLICA_SET, v) },
+            None => unsafe { std::env::remove_var(REQUIRE_REPLICA_SET) },
+        }
+        let panic = outcome.expect_err("a standalone server fails the test");
+        assert!(panic.is_panic());
     }
 }

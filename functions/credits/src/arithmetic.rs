@@ -73,6 +73,7 @@ impl LotState {
 #[serde(rename_all = "camelCase")]
 pub struct Allocation {
     pub lot_id: ObjectId,
+    #[serde(deserialize_with = "sophia_documents::int::i64")]
     pub credits: i64,
 }
 
@@ -166,8 +167,20 @@ pub enum PlanError {
     LotTooSmall { lot: ObjectId, allocated: i64, reserved: i64, remaining: i64 },
     #[error("allocation of {0} credits is not positive")]
     NonPositive(i64),
-    #[error("the allocations hold {allocated} credits but the interview says {reserved} are reserved")]
+    #[error("`credits.allocations` hold {allocated} credits but `credits.reserved` says {reserved}")]
     ReservationMismatch { allocated: i64, reserved: i64 },
+    #[error("`credits.reserved` says {reserved} credits are reserved but `credits.allocations` is empty")]
+    NoAllocations { reserved: i64 },
+    #[error("the credit amounts of `{0}` add up to more than a 64-bit integer holds")]
+    SumOverflow(&'static str),
+}
+
+/// The interview field the allocations are stored in (named by errors).
+pub const ALLOCATIONS: &str = "credits.allocations";
+
+/// The sum of stored credit amounts, `None` on overflow (stored data is not trusted to be small).
+pub fn checked_sum(amounts: impl IntoIterator<Item = i64>) -> Option<i64> {
+    amounts.into_iter().try_fold(0_i64, i64::checked_add)
 }
 
 /// The settlement walk. `consumed` must already be capped (see [`billed_credits`]); allocations
@@ -185,11 +198,11 @@ pub fn plan_settlement(
             return Err(PlanError::NonPositive(a.credits));
         }
         match merged.iter_mut().find(|m| m.lot_id == a.lot_id) {
-            Some(m) => m.credits += a.credits,
+            Some(m) => m.credits = m.credits.checked_add(a.credits).ok_or(PlanError::SumOverflow(ALLOCATIONS))?,
             None => merged.push(*a),
         }
     }
-    let reserved: i64 = merged.iter().map(|a| a.credits).sum();
+    let reserved = checked_sum(merged.iter().map(|a| a.credits)).ok_or(PlanError::SumOverflow(ALLOCATIONS))?;
     let mut left = consumed.clamp(0, reserved);
     let consumed = left;
     let mut out = Vec::with_capacity(merged.len());
@@ -376,6 +389,20 @@ mod tests {
             plan_settlement(&[Allocation { lot_id: a.id, credits: 0 }], &[a], 0, now()),
             Err(PlanError::NonPositive(0))
         );
+    }
+
+    #[test]
+    fn allocations_whose_sum_overflows_are_inconsistent_data_naming_the_field() {
+        let a = lot(1, i64::MAX, i64::MAX, i64::MAX, 10);
+        let b = lot(2, 10, 10, 10, 10);
+        let huge = [Allocation { lot_id: a.id, credits: i64::MAX }, Allocation { lot_id: b.id, credits: 10 }];
+        let e = plan_settlement(&huge, &[a, b], 0, now()).unwrap_err();
+        assert_eq!(e, PlanError::SumOverflow("credits.allocations"));
+        assert!(e.to_string().contains("`credits.allocations`"), "{e}");
+        let twice = [Allocation { lot_id: a.id, credits: i64::MAX }, Allocation { lot_id: a.id, credits: 1 }];
+        assert_eq!(plan_settlement(&twice, &[a], 0, now()), Err(PlanError::SumOverflow("credits.allocations")));
+        assert_eq!(checked_sum([i64::MAX, 1]), None);
+        assert_eq!(checked_sum([2, 3]), Some(5));
     }
 
     #[test]

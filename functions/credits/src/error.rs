@@ -2,6 +2,7 @@
 
 use bson::oid::ObjectId;
 use mongodb::error::{Error as MongoError, ErrorKind, WriteFailure};
+use sophia_documents::DocumentError;
 
 use crate::arithmetic::{Insufficient, PlanError};
 
@@ -22,8 +23,6 @@ pub enum CreditsError {
     InterviewNotFound { interview_id: ObjectId },
     #[error("interview {interview_id} belongs to organization {actual}, not to {claimed} as the message says")]
     WrongOrganization { interview_id: ObjectId, claimed: ObjectId, actual: ObjectId },
-    #[error("interview {interview_id} has no credit reservation")]
-    NoReservation { interview_id: ObjectId },
     #[error("interview {interview_id} already holds a reservation")]
     AlreadyReserved { interview_id: ObjectId },
     #[error("interview {interview_id} is already settled")]
@@ -34,6 +33,22 @@ pub enum CreditsError {
     InsufficientCredits { organization_id: ObjectId, source: Insufficient },
     #[error("interview {interview_id}: credit data is inconsistent: {source}")]
     Inconsistent { interview_id: ObjectId, source: PlanError },
+    /// A stored document (interview, lot, organization) that cannot be read as the model says:
+    /// a fractional credit amount, a wrong type, a sum that overflows. The error names the
+    /// field, never its value.
+    #[error("inconsistent data: {0}")]
+    Unreadable(#[from] DocumentError),
+    /// The message's completion or failure time is outside its window (DESIGN.md, "Message
+    /// contract decisions"); retention is computed from it, so it is not trusted.
+    #[error("interview {interview_id}: the message's `{field}` is {why}")]
+    AnchorOutOfWindow { interview_id: ObjectId, field: &'static str, why: &'static str },
+    /// An operation did not finish before the record's time ran out.
+    #[error("{op} did not finish before the record's deadline")]
+    DeadlineExceeded { op: &'static str },
+    /// Too little time was left to publish after the commit: the outbox entry stays pending and
+    /// the redelivery publishes it.
+    #[error("too little time left to publish {kind} for interview {interview_id}; its outbox entry stays pending")]
+    PublishDeferred { kind: &'static str, interview_id: ObjectId },
     /// A guarded write matched nothing: another writer changed the document since it was read.
     #[error("{what} changed concurrently")]
     Conflict { what: &'static str },
@@ -51,26 +66,31 @@ pub enum CreditsError {
 
 impl CreditsError {
     /// Retry or drop, by kind (see the crate docs for the reasoning):
-    /// - MongoDB errors, conflicts, an exhausted retry budget and a failed publish: retry;
-    /// - an interview that is not (yet) there: retry, so the message ends in the DLQ rather than
-    ///   being lost if it never appears;
-    /// - inconsistent credit data: retry, so the message waits in the DLQ for an operator fix;
-    /// - wrong organization, no reservation: drop (the message contradicts immutable data).
+    /// - MongoDB errors, conflicts, deadlines, an exhausted retry budget and a failed publish:
+    ///   retry;
+    /// - an interview that is not (yet) there, or of another organization: retry, so the message
+    ///   ends in the DLQ where an operator sees it, rather than being lost (DESIGN.md);
+    /// - inconsistent or unreadable credit data, an anchor outside its window: retry, so the
+    ///   message waits in the DLQ for an operator fix;
+    /// - the reservation-side refusals (already reserved or settled, insufficient credits): drop.
     pub fn disposition(&self) -> Disposition {
         match self {
-            Self::WrongOrganization { .. }
-            | Self::NoReservation { .. }
-            | Self::AlreadyReserved { .. }
-            | Self::AlreadySettled { .. }
-            | Self::InsufficientCredits { .. } => Disposition::Drop,
+            Self::AlreadyReserved { .. } | Self::AlreadySettled { .. } | Self::InsufficientCredits { .. } => {
+                Disposition::Drop
+            }
             Self::InterviewNotFound { .. }
+            | Self::WrongOrganization { .. }
             | Self::OrganizationNotFound { .. }
             | Self::Inconsistent { .. }
+            | Self::Unreadable(_)
+            | Self::AnchorOutOfWindow { .. }
             | Self::Conflict { .. }
             | Self::Mongo { .. }
             | Self::WriteRejected { .. }
+            | Self::DeadlineExceeded { .. }
             | Self::RetryBudgetExhausted { .. }
-            | Self::Publish { .. } => Disposition::Retry,
+            | Self::Publish { .. }
+            | Self::PublishDeferred { .. } => Disposition::Retry,
         }
     }
 
@@ -108,18 +128,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_errors_that_contradict_immutable_data_are_dropped() {
+    fn only_the_reservation_side_refusals_are_dropped() {
         let id = ObjectId::new();
         assert_eq!(
             CreditsError::WrongOrganization { interview_id: id, claimed: id, actual: id }.disposition(),
-            Disposition::Drop
+            Disposition::Retry,
+            "DESIGN.md: another organization's interview is retried, then the DLQ"
         );
-        assert_eq!(CreditsError::NoReservation { interview_id: id }.disposition(), Disposition::Drop);
+        assert_eq!(CreditsError::AlreadyReserved { interview_id: id }.disposition(), Disposition::Drop);
         assert_eq!(CreditsError::InterviewNotFound { interview_id: id }.disposition(), Disposition::Retry);
         assert_eq!(CreditsError::Conflict { what: "x" }.disposition(), Disposition::Retry);
+        let unreadable = DocumentError::invalid("creditLots", id, "remaining", "an integer");
+        assert_eq!(CreditsError::from(unreadable).disposition(), Disposition::Retry);
+        let anchor = CreditsError::AnchorOutOfWindow { interview_id: id, field: "completedAt", why: "in the future" };
+        assert_eq!(anchor.disposition(), Disposition::Retry);
+        assert_eq!(CreditsError::DeadlineExceeded { op: "find" }.disposition(), Disposition::Retry);
         assert!(CreditsError::Conflict { what: "x" }.is_transient_transaction_error());
         assert!(!CreditsError::InterviewNotFound { interview_id: id }.is_transient_transaction_error());
         let publish = CreditsError::Publish { kind: "report.generate", interview_id: id, source: "down".into() };
         assert!(publish.is_retryable());
+        assert!(CreditsError::PublishDeferred { kind: "report.generate", interview_id: id }.is_retryable());
     }
 }

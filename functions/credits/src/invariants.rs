@@ -9,18 +9,21 @@
 //!    reference, and `sum(SETTLE) == credits.consumed`.
 //!
 //! Sums are computed here, in Rust, from the documents (no aggregation), so the check does not
-//! depend on the server's numeric types.
+//! depend on the server's numeric types; documents are read leniently (`sophia_documents`: a
+//! balance an operator fixed by hand in the mongo shell is a double) and a sum that would
+//! overflow saturates, which the comparison then reports.
 
 use std::collections::HashMap;
 
+use bson::doc;
 use bson::oid::ObjectId;
-use bson::{Document, doc};
-use futures::TryStreamExt;
-use serde::de::DeserializeOwned;
 
 use crate::arithmetic::LotStatus;
 use crate::error::CreditsError;
-use crate::model::{CreditLot, InterviewCreditsView, LedgerEntry, LedgerType, Organization, ReferenceKind};
+use crate::model::{
+    CREDIT_LEDGER, CREDIT_LOTS, CreditLot, INTERVIEWS, InterviewCreditsView, LedgerEntry, LedgerType, ORGANIZATIONS,
+    Organization, ReferenceKind,
+};
 use crate::store::CreditsStore;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,41 +61,34 @@ impl Violation {
     }
 }
 
-async fn all<T: DeserializeOwned + Send + Sync>(
-    coll: mongodb::Collection<T>,
-    filter: Document,
-) -> Result<Vec<T>, CreditsError> {
-    coll.find(filter)
-        .await
-        .map_err(CreditsError::mongo("invariants: find"))?
-        .try_collect()
-        .await
-        .map_err(CreditsError::mongo("invariants: read"))
-}
-
 /// The invariants of one organization.
 pub async fn check_organization(
     store: &CreditsStore,
     organization_id: ObjectId,
 ) -> Result<Vec<Violation>, CreditsError> {
-    let orgs = all(store.organizations(), doc! {"_id": organization_id}).await?;
+    let orgs: Vec<Organization> = store.all(ORGANIZATIONS, doc! {"_id": organization_id}).await?;
     if orgs.is_empty() {
         return Err(CreditsError::OrganizationNotFound { organization_id });
     }
     let by_org = doc! {"organizationId": organization_id};
-    let lots = all(store.lots(), by_org.clone()).await?;
-    let ledger = all(store.ledger(), by_org.clone()).await?;
-    let interviews = all(store.interviews(), by_org).await?;
+    let lots: Vec<CreditLot> = store.all(CREDIT_LOTS, by_org.clone()).await?;
+    let ledger: Vec<LedgerEntry> = store.all(CREDIT_LEDGER, by_org.clone()).await?;
+    let interviews: Vec<InterviewCreditsView> = store.all(INTERVIEWS, by_org).await?;
     Ok(check(&orgs, &lots, &ledger, &interviews))
 }
 
 /// The invariants of every organization in the database.
 pub async fn check_all(store: &CreditsStore) -> Result<Vec<Violation>, CreditsError> {
-    let orgs = all(store.organizations(), doc! {}).await?;
-    let lots = all(store.lots(), doc! {}).await?;
-    let ledger = all(store.ledger(), doc! {}).await?;
-    let interviews = all(store.interviews(), doc! {}).await?;
+    let orgs: Vec<Organization> = store.all(ORGANIZATIONS, doc! {}).await?;
+    let lots: Vec<CreditLot> = store.all(CREDIT_LOTS, doc! {}).await?;
+    let ledger: Vec<LedgerEntry> = store.all(CREDIT_LEDGER, doc! {}).await?;
+    let interviews: Vec<InterviewCreditsView> = store.all(INTERVIEWS, doc! {}).await?;
     Ok(check(&orgs, &lots, &ledger, &interviews))
+}
+
+/// A saturating sum: stored amounts are not trusted to be small.
+fn sum(amounts: impl Iterator<Item = i64>) -> i64 {
+    amounts.fold(0, i64::saturating_add)
 }
 
 /// The pure check over loaded documents (documents of organizations not in `orgs` are ignored).
@@ -106,12 +102,14 @@ pub fn check(
     for org in orgs {
         let id = org.id;
         let own_lots: Vec<&CreditLot> = lots.iter().filter(|l| l.organization_id == id).collect();
-        let reserved: i64 = own_lots.iter().map(|l| l.reserved).sum();
+        let reserved = sum(own_lots.iter().map(|l| l.reserved));
         if org.credits.reserved != reserved {
             violations.push(Violation::Reserved { organization_id: id, org: org.credits.reserved, lots: reserved });
         }
-        let free: i64 =
-            own_lots.iter().filter(|l| l.status != LotStatus::Expired).map(|l| l.remaining - l.reserved).sum();
+        let free = sum(own_lots
+            .iter()
+            .filter(|l| l.status != LotStatus::Expired)
+            .map(|l| l.remaining.saturating_sub(l.reserved)));
         if org.credits.available != free {
             violations.push(Violation::Available { organization_id: id, org: org.credits.available, lots: free });
         }
@@ -125,12 +123,11 @@ pub fn check(
                 });
             }
         }
-        let lost: i64 = own_lots.iter().map(|l| l.granted - l.remaining).sum();
-        let settled_or_forfeited: i64 = ledger
+        let lost = sum(own_lots.iter().map(|l| l.granted.saturating_sub(l.remaining)));
+        let settled_or_forfeited = sum(ledger
             .iter()
             .filter(|e| e.organization_id == id && matches!(e.kind, LedgerType::Settle | LedgerType::Forfeit))
-            .map(|e| e.amount)
-            .sum();
+            .map(|e| e.amount));
         if lost != settled_or_forfeited {
             violations.push(Violation::Consumption { organization_id: id, lots: lost, ledger: settled_or_forfeited });
         }
@@ -145,11 +142,11 @@ pub fn check(
             LedgerType::Release => 2,
             LedgerType::Forfeit => 3,
         };
-        sums[slot] += e.amount;
+        sums[slot] = sums[slot].saturating_add(e.amount);
     }
     for i in interviews.iter().filter(|i| i.settled_at.is_some() && org_ids.contains(&i.organization_id)) {
         let [reserve, settle, release, forfeit] = per_interview.get(&i.id).copied().unwrap_or_default();
-        if reserve != settle + release + forfeit {
+        if reserve != settle.saturating_add(release).saturating_add(forfeit) {
             violations.push(Violation::InterviewBalance { interview_id: i.id, reserve, settle, release, forfeit });
         }
         if i.credits.consumed != Some(settle) {
@@ -208,6 +205,7 @@ mod tests {
             credits: InterviewCredits { reserved: 4, consumed, allocations: vec![] },
             settled_at: Some(DateTime::now()),
             retention_expires_at: None,
+            created_at: None,
         };
         (vec![org], vec![lot], ledger, vec![interview])
     }

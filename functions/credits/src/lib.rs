@@ -11,26 +11,28 @@
 //! - [`reservation`], [`seed`]: the API's reservation and fixtures;
 //! - [`invariants`]: the five invariants of DESIGN.md; [`migrations`]: the indexes.
 //!
-//! # Retry or drop ([`CreditsError::disposition`])
+//! # Retry or drop ([`CreditsError::disposition`], DESIGN.md "Settlement decisions")
 //! The rule: retry when a later attempt can succeed or when an operator must look at the message
-//! (SQS moves it to the DLQ after 3 receives and keeps it 14 days); drop only when the message
-//! contradicts data that can never change.
+//! (SQS moves it to the DLQ after 3 receives and keeps it 14 days); a settlement never drops a
+//! message (only the reservation side refuses for good: already reserved, insufficient credits).
 //! - MongoDB errors (unreachable, timeouts, transient transaction errors beyond the deadline,
-//!   unknown commit results), guarded-write conflicts: **retry**.
-//! - Interview not found: **retry**. The API writes the interview long before it publishes, so
-//!   this should not happen; if it does (a read before the write is visible, a restore, a wrong
-//!   database), dropping would lose a billing event for good, while retrying ends in the DLQ
-//!   where it can be redriven.
-//! - Inconsistent credit data (an allocation naming a missing lot, a lot holding less than the
-//!   allocation) and a missing organization: **retry**, to park the message in the DLQ until the
-//!   data is repaired.
-//! - Wrong organization (the interview belongs to another one): **drop** with an error log. The
-//!   owner of an interview never changes, so no retry can succeed, and settling it would charge
-//!   the wrong organization.
-//! - No reservation: **drop** with an error log: reservations are made when the interview is
-//!   scheduled, never after it ended.
+//!   unknown commit results), guarded-write conflicts, an operation or publish the record's
+//!   deadline leaves no time for: **retry**.
+//! - Interview not found, or of another organization than the message says: **retry**. The API
+//!   writes the interview before it publishes, so absence means a lagging read or a wrong id;
+//!   dropping would lose a billing event for good (or hide a bug in the producer), while
+//!   retrying ends in the DLQ where an operator sees it and can redrive it.
+//! - Inconsistent credit data (`credits.reserved > 0` without allocations, allocations that do
+//!   not add up or overflow, an allocation naming a missing lot, a lot holding less than the
+//!   allocation), a stored document that cannot be read (a fractional credit amount: the error
+//!   names the field, never the value), a completion/failure time outside its window, a missing
+//!   organization: **retry**, to park the message in the DLQ until the data is repaired.
+//! - Nothing reserved (`credits.reserved` 0, absent or `null`, no allocations): not an error;
+//!   the interview is settled with `consumed` 0 and no credit writes.
+//! - A soft-deleted interview is settled like any other (the minutes were used).
 //! - A failed `report.generate` publish after a committed settlement: **retry**; the
-//!   redelivery finds the interview settled and only flushes the pending outbox entry.
+//!   redelivery finds the interview settled and only flushes the pending outbox entry. A send
+//!   that succeeded but could not be marked published is acknowledged (logged; flushed later).
 //! - An invalid body is dropped by the consumer wrapper before it reaches this crate.
 //!
 //! # Exactly once

@@ -1,10 +1,13 @@
-//! The documents of the credits model (DESIGN.md), as stored. Integers are written as Int64;
-//! they are read with serde's integer widening, so an Int32 reads as well (some servers return
-//! small Int64 values as Int32).
+//! The documents of the credits model (DESIGN.md), as stored. Integers are written as Int64.
+//! Other writers store them differently (the mongo shell as doubles, Mongoose as Int32; absent
+//! and `null` alike): every read goes through `sophia_documents` ([`crate::store`] fetches raw
+//! documents and decodes them), whose integer readers accept any BSON numeric holding an integral
+//! value and reject a fractional one with an error that names the field.
 
 use bson::oid::ObjectId;
 use bson::{DateTime, Document};
 use serde::{Deserialize, Serialize};
+use sophia_documents::{int, null_as_default};
 
 use crate::arithmetic::{Allocation, LotState, LotStatus};
 
@@ -16,7 +19,9 @@ pub const OUTBOX: &str = "outbox";
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrgCredits {
+    #[serde(default, deserialize_with = "int::i64_or_zero")]
     pub available: i64,
+    #[serde(default, deserialize_with = "int::i64_or_zero")]
     pub reserved: i64,
 }
 
@@ -25,9 +30,9 @@ pub struct OrgCredits {
 pub struct Organization {
     #[serde(rename = "_id")]
     pub id: ObjectId,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub credits: OrgCredits,
 }
 
@@ -37,8 +42,11 @@ pub struct CreditLot {
     #[serde(rename = "_id")]
     pub id: ObjectId,
     pub organization_id: ObjectId,
+    #[serde(deserialize_with = "int::i64")]
     pub granted: i64,
+    #[serde(deserialize_with = "int::i64")]
     pub remaining: i64,
+    #[serde(default, deserialize_with = "int::i64_or_zero")]
     pub reserved: i64,
     pub expires_at: DateTime,
     pub status: LotStatus,
@@ -104,6 +112,7 @@ pub struct LedgerEntry {
     pub lot_id: ObjectId,
     #[serde(rename = "type")]
     pub kind: LedgerType,
+    #[serde(deserialize_with = "int::i64")]
     pub amount: i64,
     pub reference: Reference,
     pub created_at: DateTime,
@@ -125,11 +134,12 @@ impl LedgerEntry {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InterviewCredits {
-    #[serde(default)]
+    /// Absent or `null`: nothing reserved.
+    #[serde(default, deserialize_with = "int::i64_or_zero")]
     pub reserved: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "int::opt_i64", skip_serializing_if = "Option::is_none")]
     pub consumed: Option<i64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub allocations: Vec<Allocation>,
 }
 
@@ -142,12 +152,16 @@ pub struct InterviewCreditsView {
     pub organization_id: ObjectId,
     #[serde(default)]
     pub status: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub credits: InterviewCredits,
     #[serde(default)]
     pub settled_at: Option<DateTime>,
     #[serde(default)]
     pub retention_expires_at: Option<DateTime>,
+    /// When the API created the interview (Mongoose `timestamps`); absent on older documents.
+    /// A completion or failure anchor before it is inconsistent data (DESIGN.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,7 +185,7 @@ pub struct OutboxEntry {
     pub request_id: String,
     pub status: OutboxStatus,
     pub created_at: DateTime,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "int::i64_or_zero")]
     pub attempts: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published_at: Option<DateTime>,

@@ -14,9 +14,11 @@ use std::future::Future;
 use bson::DateTime;
 use chrono::Utc;
 use sophia_contracts::{InterviewId, OrganizationId, ReportGenerate, RequestId};
+use tokio::time::Instant;
 
 use crate::error::{BoxError, CreditsError};
 use crate::model::OutboxEntry;
+use crate::settlement::PUBLISH_MIN_TIME;
 use crate::store::CreditsStore;
 
 /// What a publisher did with one message.
@@ -75,6 +77,14 @@ pub enum FlushOutcome {
 
 /// Publishes one entry and marks it published. A publish error is recorded on the entry and
 /// returned as [`CreditsError::Publish`] (retryable).
+///
+/// With a store bounded by a deadline ([`CreditsStore::with_deadline`]), the publish is not
+/// started with less than [`PUBLISH_MIN_TIME`] left and is abandoned at the deadline: both return
+/// [`CreditsError::PublishDeferred`] with the entry still pending (the redelivery flushes it).
+///
+/// Once the message is sent, failing to mark the entry published is logged and the call
+/// succeeds: failing the record would only publish a second time on redelivery, and the entry
+/// stays pending for the operator's flush (a duplicate `report.generate` is harmless).
 pub async fn publish_entry(
     store: &CreditsStore,
     entry: &OutboxEntry,
@@ -85,10 +95,37 @@ pub async fn publish_entry(
         organization_id: OrganizationId::new(entry.organization_id),
     };
     let request_id = RequestId::from_caller(Some(&entry.request_id));
-    match publisher.publish(&message, &request_id).await {
+    let deferred =
+        || CreditsError::PublishDeferred { kind: OutboxEntry::REPORT_GENERATE, interview_id: entry.interview_id };
+    let published = match store.deadline() {
+        None => publisher.publish(&message, &request_id).await,
+        Some(deadline) => {
+            if deadline.saturating_duration_since(Instant::now()) < PUBLISH_MIN_TIME {
+                tracing::warn!(outboxId = %entry.id, "too little time left to publish; the outbox entry stays pending");
+                return Err(deferred());
+            }
+            match tokio::time::timeout_at(deadline, publisher.publish(&message, &request_id)).await {
+                Ok(published) => published,
+                Err(_) => {
+                    tracing::warn!(outboxId = %entry.id, "the publish did not finish before the record's deadline; the outbox entry stays pending");
+                    return Err(deferred());
+                }
+            }
+        }
+    };
+    match published {
         Ok(Published::Sent { message_id }) => {
-            let was_pending = store.mark_published(&entry.id, &message_id, DateTime::from_chrono(Utc::now())).await?;
-            tracing::info!(outboxId = %entry.id, sqsMessageId = %message_id, wasPending = was_pending, "outbox entry published");
+            match store.mark_published(&entry.id, &message_id, DateTime::from_chrono(Utc::now())).await {
+                Ok(was_pending) => {
+                    tracing::info!(outboxId = %entry.id, sqsMessageId = %message_id, wasPending = was_pending, "outbox entry published")
+                }
+                Err(e) => tracing::warn!(
+                    outboxId = %entry.id,
+                    sqsMessageId = %message_id,
+                    error = %e,
+                    "report.generate sent but the outbox entry could not be marked published; it stays pending for a later flush"
+                ),
+            }
             Ok(FlushOutcome::Published { message_id })
         }
         Ok(Published::Skipped { reason }) => {
@@ -143,6 +180,7 @@ pub async fn flush_pending_outbox(
             Ok(FlushOutcome::Published { .. }) => report.published += 1,
             Ok(FlushOutcome::LeftPending { .. } | FlushOutcome::NothingPending) => report.left_pending += 1,
             Err(CreditsError::Publish { source, .. }) => report.failed.push((entry.id.clone(), source.to_string())),
+            Err(e @ CreditsError::PublishDeferred { .. }) => report.failed.push((entry.id.clone(), e.to_string())),
             Err(e) => return Err(e),
         }
     }

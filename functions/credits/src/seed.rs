@@ -52,7 +52,9 @@ pub async fn grant_lot(
 }
 
 /// A `SCHEDULED` interview without a reservation. `extra` is merged into the document
-/// (e.g. `snapshot`, `proctoring`, `durationSeconds`) and may override the defaults.
+/// (e.g. `snapshot`, `proctoring`, `durationSeconds`, `createdAt`) and may override the
+/// defaults. No `createdAt` unless given: the fixtures' fixed completion times (e.g.
+/// `2026-12-02T17:30Z`) would otherwise precede it, which settlement refuses as inconsistent.
 pub async fn create_interview(
     store: &CreditsStore,
     organization_id: OrganizationId,
@@ -65,7 +67,6 @@ pub async fn create_interview(
         "status": "SCHEDULED",
         "credits": {"reserved": 0_i64, "allocations": []},
         "settledAt": null,
-        "createdAt": DateTime::now(),
     };
     for (k, v) in extra {
         d.insert(k, v);

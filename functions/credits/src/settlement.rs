@@ -1,8 +1,12 @@
 //! The settlement service: `settle_completed_interview` and `settle_failed_interview`.
 //!
 //! One settlement is one transaction, in this order:
-//! 1. (before the transaction) read the interview: missing, wrong organization, already settled
-//!    and no reservation are decided here without starting a transaction;
+//! 1. (before the transaction) read the interview: missing, wrong organization, already settled,
+//!    inconsistent reservation and an anchor outside its window are decided here without starting
+//!    a transaction (DESIGN.md, "Settlement decisions"). An interview with nothing reserved
+//!    (`credits.reserved` 0, absent or `null`, no allocations) is still settled: claimed,
+//!    `consumed` 0, retention, the outbox entry, and no credit writes. A soft-deleted interview
+//!    is settled like any other (the minutes were used; its report is not generated);
 //! 2. the claim: `{_id, organizationId, settledAt: null, credits.reserved: R}` -> `$set
 //!    settledAt, credits.consumed, retentionExpiresAt`. Only the call whose claim matched goes
 //!    on; a claim that matches nothing aborts (the first settlement won). The claim is what makes
@@ -27,15 +31,17 @@
 
 use bson::oid::ObjectId;
 use bson::{DateTime, doc};
+use std::time::Duration;
+
 use chrono::Utc;
 use mongodb::{Client, ClientSession, Database};
 use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, RequestId, Timestamp};
 use tokio::time::Instant;
 
-use crate::arithmetic::{SettlementPlan, billed_credits, plan_settlement};
+use crate::arithmetic::{ALLOCATIONS, PlanError, SettlementPlan, billed_credits, checked_sum, plan_settlement};
 use crate::error::CreditsError;
 use crate::model::{
-    InterviewCreditsView, LedgerEntry, LedgerType, OutboxEntry, OutboxStatus, Reference, ReferenceKind,
+    INTERVIEWS, InterviewCreditsView, LedgerEntry, LedgerType, OutboxEntry, OutboxStatus, Reference, ReferenceKind,
 };
 use crate::store::{CreditsStore, LotWrite};
 use crate::txn::{Finish, RetryPolicy, run_transaction};
@@ -46,6 +52,19 @@ pub const ROUND_TRIPS_COMPLETED: usize = 8;
 
 /// Days from the completion (or failure) anchor to `retentionExpiresAt`.
 pub const RETENTION_DAYS: i64 = 60;
+
+/// How far in the future a completion or failure anchor may be (DESIGN.md): the API's clock and
+/// Lambda's may disagree by seconds, never by minutes; retention is computed from the anchor.
+pub const ANCHOR_FUTURE_TOLERANCE: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
+
+/// Every MongoDB operation and the `report.generate` publish of a record must finish this long
+/// before the invocation's deadline: the consumer wrapper cancels a record 1 s before it, and the
+/// record should fail with its own error rather than be cancelled.
+pub const OPERATION_MARGIN: Duration = Duration::from_millis(1500);
+
+/// A publish is not started with less than this left before its bound: it would likely be cut
+/// off, and a publish that cannot finish leaves the entry pending for the redelivery anyway.
+pub const PUBLISH_MIN_TIME: Duration = Duration::from_secs(1);
 
 /// What happens to an interview.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +78,13 @@ impl SettleKind {
         match self {
             Self::Completed { completed_at, .. } => *completed_at,
             Self::Failed { failed_at } => *failed_at,
+        }
+    }
+    /// The message field the anchor comes from (named by errors).
+    fn anchor_field(&self) -> &'static str {
+        match self {
+            Self::Completed { .. } => "completedAt",
+            Self::Failed { .. } => "failedAt",
         }
     }
     fn name(&self) -> &'static str {
@@ -80,6 +106,12 @@ pub struct SettleContext {
 impl SettleContext {
     pub fn now_with_deadline(deadline: Option<Instant>) -> Self {
         Self { deadline, now: Utc::now() }
+    }
+
+    /// When every MongoDB operation and the publish must have finished: the record's deadline
+    /// less [`OPERATION_MARGIN`].
+    pub fn operation_deadline(&self) -> Option<Instant> {
+        self.deadline.map(|d| d.checked_sub(OPERATION_MARGIN).unwrap_or(d))
     }
 }
 
@@ -229,35 +261,23 @@ impl SettlementService {
         kind: SettleKind,
         ctx: SettleContext,
     ) -> Result<SettleOutcome, CreditsError> {
-        match self.prepare(interview_id, organization_id, kind).await? {
+        let store = self.store.with_deadline(ctx.operation_deadline());
+        match prepare_with(&store, interview_id, organization_id, kind).await? {
             Some(prepared) => self.execute(prepared, ctx).await,
             None => Ok(SettleOutcome::AlreadySettled),
         }
     }
 
     /// Step 1 (no transaction): reads the interview and decides what a settlement would do.
-    /// `None`: already settled. Errors: not found, wrong organization, no reservation.
+    /// `None`: already settled. Errors: not found, wrong organization, inconsistent reservation,
+    /// unreadable document, anchor outside its window.
     pub async fn prepare(
         &self,
         interview_id: ObjectId,
         organization_id: ObjectId,
         kind: SettleKind,
     ) -> Result<Option<Prepared>, CreditsError> {
-        let interview =
-            self.store.interview(interview_id).await?.ok_or(CreditsError::InterviewNotFound { interview_id })?;
-        let Some(reserved) = check_settleable(&interview, organization_id)? else { return Ok(None) };
-        let consumed = match kind {
-            SettleKind::Completed { duration_seconds, .. } => billed_credits(duration_seconds.get(), reserved),
-            SettleKind::Failed { .. } => 0,
-        };
-        Ok(Some(Prepared {
-            interview_id,
-            organization_id,
-            kind,
-            reserved,
-            consumed,
-            allocations: interview.credits.allocations,
-        }))
+        prepare_with(&self.store, interview_id, organization_id, kind).await
     }
 
     /// Step 2: the transaction, whose claim decides whether this call settles. Between
@@ -267,23 +287,36 @@ impl SettlementService {
         let Prepared { interview_id, organization_id, kind, reserved, consumed, allocations } = prepared;
         let now = DateTime::from_chrono(ctx.now);
         let retention = DateTime::from_chrono(kind.anchor().as_datetime() + chrono::Duration::days(RETENTION_DAYS));
-        let policy = RetryPolicy::with_deadline(ctx.deadline);
-        let store = &self.store;
+        let policy = RetryPolicy::with_deadline(ctx.operation_deadline());
+        let store = &self.store.with_deadline(ctx.operation_deadline());
         let attempt = run_transaction(&self.client, &policy, async |s: &mut ClientSession| {
-            let set = doc! {"settledAt": now, "credits.consumed": consumed, "retentionExpiresAt": retention};
+            let mut set = doc! {"settledAt": now, "retentionExpiresAt": retention};
+            if reserved == 0 {
+                // Nothing reserved: `credits` may be absent or `null` (a `$set` of
+                // `credits.consumed` fails on a `null` parent), so it is written whole.
+                set.insert("credits", doc! {"reserved": 0_i64, "consumed": consumed, "allocations": []});
+            } else {
+                set.insert("credits.consumed", consumed);
+            }
             if !store.claim_interview_in(s, interview_id, organization_id, reserved, set).await? {
                 return Ok(Finish::Abort(Attempt::ClaimLost));
             }
-            let lot_ids: Vec<ObjectId> = allocations.iter().map(|a| a.lot_id).collect();
-            let lots: Vec<_> =
-                store.lots_by_id_in(s, organization_id, &lot_ids).await?.iter().map(|l| l.state()).collect();
-            let plan = plan_settlement(&allocations, &lots, consumed, ctx.now)
-                .map_err(|source| CreditsError::Inconsistent { interview_id, source })?;
-            store.update_lots_in(s, &plan.lots.iter().map(LotWrite::from).collect::<Vec<_>>()).await?;
-            store
-                .inc_org_credits_in(s, organization_id, plan.org_available_delta(), plan.org_reserved_delta(), None)
-                .await?;
-            store.insert_ledger_in(s, &ledger_entries(&plan, organization_id, interview_id, now)).await?;
+            // Nothing reserved: no lots, no organization change, no ledger entries.
+            let plan = if allocations.is_empty() {
+                SettlementPlan { reserved: 0, consumed: 0, lots: Vec::new() }
+            } else {
+                let lot_ids: Vec<ObjectId> = allocations.iter().map(|a| a.lot_id).collect();
+                let lots: Vec<_> =
+                    store.lots_by_id_in(s, organization_id, &lot_ids).await?.iter().map(|l| l.state()).collect();
+                let plan = plan_settlement(&allocations, &lots, consumed, ctx.now)
+                    .map_err(|source| CreditsError::Inconsistent { interview_id, source })?;
+                store.update_lots_in(s, &plan.lots.iter().map(LotWrite::from).collect::<Vec<_>>()).await?;
+                store
+                    .inc_org_credits_in(s, organization_id, plan.org_available_delta(), plan.org_reserved_delta(), None)
+                    .await?;
+                store.insert_ledger_in(s, &ledger_entries(&plan, organization_id, interview_id, now)).await?;
+                plan
+            };
             let outbox = match kind {
                 SettleKind::Completed { .. } => {
                     let entry = report_outbox_entry(interview_id, organization_id, now);
@@ -300,7 +333,7 @@ impl SettlementService {
             Attempt::ClaimLost => {
                 // Another delivery settled it between our read and our claim, or the reservation
                 // changed (then a retry will see the new one).
-                let now_settled = self.store.interview(interview_id).await?.is_some_and(|i| i.settled_at.is_some());
+                let now_settled = store.interview(interview_id).await?.is_some_and(|i| i.settled_at.is_some());
                 if now_settled {
                     Ok(SettleOutcome::AlreadySettled)
                 } else {
@@ -322,7 +355,31 @@ pub struct Prepared {
     pub allocations: Vec<crate::arithmetic::Allocation>,
 }
 
-/// `Ok(None)`: already settled; `Ok(Some(reserved))`: can be settled.
+/// Step 1 over a store (bounded by the record's deadline when the store is).
+async fn prepare_with(
+    store: &CreditsStore,
+    interview_id: ObjectId,
+    organization_id: ObjectId,
+    kind: SettleKind,
+) -> Result<Option<Prepared>, CreditsError> {
+    let interview = store.interview(interview_id).await?.ok_or(CreditsError::InterviewNotFound { interview_id })?;
+    let Some(reserved) = check_settleable(&interview, organization_id)? else { return Ok(None) };
+    check_anchor(&interview, kind, Utc::now())?;
+    let consumed = match kind {
+        SettleKind::Completed { duration_seconds, .. } => billed_credits(duration_seconds.get(), reserved),
+        SettleKind::Failed { .. } => 0,
+    };
+    Ok(Some(Prepared {
+        interview_id,
+        organization_id,
+        kind,
+        reserved,
+        consumed,
+        allocations: interview.credits.allocations,
+    }))
+}
+
+/// `Ok(None)`: already settled; `Ok(Some(reserved))`: can be settled (0: nothing reserved).
 fn check_settleable(interview: &InterviewCreditsView, organization_id: ObjectId) -> Result<Option<i64>, CreditsError> {
     let interview_id = interview.id;
     if interview.organization_id != organization_id {
@@ -335,20 +392,47 @@ fn check_settleable(interview: &InterviewCreditsView, organization_id: ObjectId)
     if interview.settled_at.is_some() {
         return Ok(None);
     }
-    let allocated: i64 = interview.credits.allocations.iter().map(|a| a.credits).sum();
-    if interview.credits.reserved <= 0 || interview.credits.allocations.is_empty() {
-        return Err(CreditsError::NoReservation { interview_id });
-    }
-    if allocated != interview.credits.reserved {
-        return Err(CreditsError::Inconsistent {
+    let (reserved, allocations) = (interview.credits.reserved, &interview.credits.allocations);
+    if reserved < 0 {
+        return Err(sophia_documents::DocumentError::invalid(
+            INTERVIEWS,
             interview_id,
-            source: crate::arithmetic::PlanError::ReservationMismatch {
-                allocated,
-                reserved: interview.credits.reserved,
-            },
-        });
+            "credits.reserved",
+            "a non-negative integer",
+        )
+        .into());
     }
-    Ok(Some(interview.credits.reserved))
+    if reserved == 0 && allocations.is_empty() {
+        return Ok(Some(0));
+    }
+    let inconsistent = |source| CreditsError::Inconsistent { interview_id, source };
+    if allocations.is_empty() {
+        return Err(inconsistent(PlanError::NoAllocations { reserved }));
+    }
+    let allocated =
+        checked_sum(allocations.iter().map(|a| a.credits)).ok_or(inconsistent(PlanError::SumOverflow(ALLOCATIONS)))?;
+    if allocated != reserved {
+        return Err(inconsistent(PlanError::ReservationMismatch { allocated, reserved }));
+    }
+    Ok(Some(reserved))
+}
+
+/// The completion or failure anchor must lie in its window (DESIGN.md): not before the
+/// interview's `createdAt` (when it has one), not more than [`ANCHOR_FUTURE_TOLERANCE`] ahead.
+fn check_anchor(
+    interview: &InterviewCreditsView,
+    kind: SettleKind,
+    now: chrono::DateTime<Utc>,
+) -> Result<(), CreditsError> {
+    let anchor = kind.anchor().as_datetime();
+    let out = |why| CreditsError::AnchorOutOfWindow { interview_id: interview.id, field: kind.anchor_field(), why };
+    if interview.created_at.is_some_and(|created| anchor < created.to_chrono()) {
+        return Err(out("earlier than the interview's createdAt"));
+    }
+    if anchor > now + ANCHOR_FUTURE_TOLERANCE {
+        return Err(out("more than 5 minutes in the future"));
+    }
+    Ok(())
 }
 
 /// SETTLE / RELEASE / FORFEIT per lot (amounts > 0), plus the LOT_EXPIRY forfeit of a lot this
@@ -414,7 +498,9 @@ pub struct CompletedResult {
 impl SettlementService {
     /// The interview-completed record: settle, then publish `report.generate` from the outbox.
     /// Only a call that settled, or that finds the interview's entry still pending, publishes.
-    /// A failed publish is an error (retryable) although the settlement is committed.
+    /// A failed publish is an error (retryable) although the settlement is committed; so is a
+    /// publish that the record's deadline leaves no time for (the entry stays pending and the
+    /// redelivery flushes it).
     pub async fn settle_completed_and_publish(
         &self,
         message: &sophia_contracts::InterviewCompleted,
@@ -430,11 +516,12 @@ impl SettlementService {
                 ctx,
             )
             .await?;
+        let store = self.store.with_deadline(ctx.operation_deadline());
         let publish = match &outcome {
             SettleOutcome::Settled(SettledSummary { outbox: Some(entry), .. }) => {
-                crate::outbox::publish_entry(&self.store, entry, publisher).await?
+                crate::outbox::publish_entry(&store, entry, publisher).await?
             }
-            _ => crate::outbox::publish_pending_for_interview(&self.store, message.interview_id, publisher).await?,
+            _ => crate::outbox::publish_pending_for_interview(&store, message.interview_id, publisher).await?,
         };
         Ok(CompletedResult { outcome, publish })
     }

@@ -1,11 +1,26 @@
 //! The MongoDB repository: typed collections and the individual reads and writes of the credits
 //! flow. Writes that must not lose a concurrent update carry a guard in their filter (the values
 //! they were computed from) and report a [`CreditsError::Conflict`] when it does not match.
+//!
+//! Reads of documents other writers also write (interviews, lots, organizations) fetch raw
+//! documents and decode them with `sophia_documents` (any integral numeric type, absent = `null`,
+//! errors that name the field and never quote its value: [`CreditsError::Unreadable`]).
+//!
+//! A store made [`with_deadline`](CreditsStore::with_deadline) bounds every operation by that
+//! instant: finds carry `maxTimeMS` from the time left, and every operation is abandoned at the
+//! deadline with [`CreditsError::DeadlineExceeded`] (the driver's own time limits are per
+//! connection, not per record).
+
+use std::future::IntoFuture;
+use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
 use futures::TryStreamExt;
+use mongodb::error::Error as MongoError;
 use mongodb::{ClientSession, Collection, Database};
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
 
 use crate::arithmetic::{Allocation, LotSettlement, LotStatus};
 use crate::error::CreditsError;
@@ -37,11 +52,90 @@ impl From<&LotSettlement> for LotWrite {
 #[derive(Debug, Clone)]
 pub struct CreditsStore {
     db: Database,
+    /// When every operation must have finished (see the module docs).
+    deadline: Option<Instant>,
 }
 
 impl CreditsStore {
     pub fn new(db: Database) -> Self {
-        Self { db }
+        Self { db, deadline: None }
+    }
+
+    /// The same store with every operation bounded by `deadline` (`None`: unbounded).
+    pub fn with_deadline(&self, deadline: Option<Instant>) -> Self {
+        Self { db: self.db.clone(), deadline }
+    }
+
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// The server-side time limit of a read: what is left before the deadline.
+    fn max_time(&self) -> Option<Duration> {
+        self.deadline.map(|d| d.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)))
+    }
+
+    /// Runs one driver operation, abandoned at the deadline.
+    async fn bounded<T>(
+        &self,
+        op: &'static str,
+        action: impl IntoFuture<Output = Result<T, MongoError>>,
+    ) -> Result<T, CreditsError> {
+        match self.deadline {
+            None => action.await.map_err(CreditsError::mongo(op)),
+            Some(deadline) => match tokio::time::timeout_at(deadline, action.into_future()).await {
+                Ok(result) => result.map_err(CreditsError::mongo(op)),
+                Err(_) => Err(CreditsError::DeadlineExceeded { op }),
+            },
+        }
+    }
+
+    /// Finds and decodes documents of `collection` (raw, then `sophia_documents::decode`).
+    async fn find_decoded<T: DeserializeOwned>(
+        &self,
+        s: Option<&mut ClientSession>,
+        collection: &'static str,
+        filter: Document,
+        sort: Option<Document>,
+    ) -> Result<Vec<T>, CreditsError> {
+        let coll = self.db.collection::<Document>(collection);
+        let mut find = coll.find(filter);
+        if let Some(sort) = sort {
+            find = find.sort(sort);
+        }
+        if let Some(t) = self.max_time() {
+            find = find.max_time(t);
+        }
+        let raw: Vec<Document> = match s {
+            Some(s) => {
+                let mut cursor = self.bounded("find", find.session(&mut *s)).await?;
+                self.bounded("find", cursor.stream(s).try_collect()).await?
+            }
+            None => {
+                let cursor = self.bounded("find", find).await?;
+                self.bounded("find", cursor.try_collect()).await?
+            }
+        };
+        raw.into_iter().map(|d| sophia_documents::decode(collection, d).map_err(CreditsError::from)).collect()
+    }
+
+    async fn find_one_decoded<T: DeserializeOwned>(
+        &self,
+        s: Option<&mut ClientSession>,
+        collection: &'static str,
+        op: &'static str,
+        filter: Document,
+    ) -> Result<Option<T>, CreditsError> {
+        let coll = self.db.collection::<Document>(collection);
+        let mut find = coll.find_one(filter);
+        if let Some(t) = self.max_time() {
+            find = find.max_time(t);
+        }
+        let raw = match s {
+            Some(s) => self.bounded(op, find.session(s)).await?,
+            None => self.bounded(op, find).await?,
+        };
+        raw.map(|d| sophia_documents::decode(collection, d)).transpose().map_err(CreditsError::from)
     }
     pub fn db(&self) -> &Database {
         &self.db
@@ -69,7 +163,7 @@ impl CreditsStore {
 
     /// Reads an interview outside any transaction.
     pub async fn interview(&self, id: ObjectId) -> Result<Option<InterviewCreditsView>, CreditsError> {
-        self.interviews().find_one(doc! {"_id": id}).await.map_err(CreditsError::mongo("find interview"))
+        self.find_one_decoded(None, INTERVIEWS, "find interview", doc! {"_id": id}).await
     }
 
     pub async fn interview_in(
@@ -77,7 +171,7 @@ impl CreditsStore {
         s: &mut ClientSession,
         id: ObjectId,
     ) -> Result<Option<InterviewCreditsView>, CreditsError> {
-        self.interviews().find_one(doc! {"_id": id}).session(s).await.map_err(CreditsError::mongo("find interview"))
+        self.find_one_decoded(Some(s), INTERVIEWS, "find interview", doc! {"_id": id}).await
     }
 
     pub async fn organization_in(
@@ -85,11 +179,16 @@ impl CreditsStore {
         s: &mut ClientSession,
         id: ObjectId,
     ) -> Result<Option<Organization>, CreditsError> {
-        self.organizations()
-            .find_one(doc! {"_id": id})
-            .session(s)
-            .await
-            .map_err(CreditsError::mongo("find organization"))
+        self.find_one_decoded(Some(s), ORGANIZATIONS, "find organization", doc! {"_id": id}).await
+    }
+
+    /// Every document of `collection` matching `filter`, decoded (the invariant checker).
+    pub async fn all<T: DeserializeOwned>(
+        &self,
+        collection: &'static str,
+        filter: Document,
+    ) -> Result<Vec<T>, CreditsError> {
+        self.find_decoded(None, collection, filter, None).await
     }
 
     /// Lots by id, restricted to the organization (a lot of another organization is "missing").
@@ -99,13 +198,8 @@ impl CreditsStore {
         organization_id: ObjectId,
         ids: &[ObjectId],
     ) -> Result<Vec<CreditLot>, CreditsError> {
-        let mut cursor = self
-            .lots()
-            .find(doc! {"_id": {"$in": ids.to_vec()}, "organizationId": organization_id})
-            .session(&mut *s)
-            .await
-            .map_err(CreditsError::mongo("find lots"))?;
-        cursor.stream(s).try_collect().await.map_err(CreditsError::mongo("find lots"))
+        let filter = doc! {"_id": {"$in": ids.to_vec()}, "organizationId": organization_id};
+        self.find_decoded(Some(s), CREDIT_LOTS, filter, None).await
     }
 
     /// The organization's active lots, oldest expiry first.
@@ -114,19 +208,15 @@ impl CreditsStore {
         s: &mut ClientSession,
         organization_id: ObjectId,
     ) -> Result<Vec<CreditLot>, CreditsError> {
-        let mut cursor = self
-            .lots()
-            .find(doc! {"organizationId": organization_id, "status": LotStatus::Active.as_str()})
-            .sort(doc! {"expiresAt": 1, "_id": 1})
-            .session(&mut *s)
-            .await
-            .map_err(CreditsError::mongo("find active lots"))?;
-        cursor.stream(s).try_collect().await.map_err(CreditsError::mongo("find active lots"))
+        let filter = doc! {"organizationId": organization_id, "status": LotStatus::Active.as_str()};
+        self.find_decoded(Some(s), CREDIT_LOTS, filter, Some(doc! {"expiresAt": 1, "_id": 1})).await
     }
 
     /// The claim's filter: the interview, of this organization, unsettled, with the reservation
-    /// the settlement was computed from.
+    /// the settlement was computed from (0 also matches an absent or `null` reservation; MongoDB
+    /// compares numbers across types, so a reservation stored as a double matches too).
     pub fn claim_filter(interview_id: ObjectId, organization_id: ObjectId, reserved: i64) -> Document {
+        let reserved = if reserved == 0 { Bson::from(doc! {"$in": [0_i64, Bson::Null]}) } else { Bson::from(reserved) };
         doc! {"_id": interview_id, "organizationId": organization_id, "settledAt": null, "credits.reserved": reserved}
     }
 
@@ -140,12 +230,10 @@ impl CreditsStore {
         reserved: i64,
         set: Document,
     ) -> Result<bool, CreditsError> {
-        let r = self
-            .interview_documents()
-            .update_one(Self::claim_filter(interview_id, organization_id, reserved), doc! {"$set": set})
-            .session(s)
-            .await
-            .map_err(CreditsError::mongo("claim interview"))?;
+        let coll = self.interview_documents();
+        let claim =
+            coll.update_one(Self::claim_filter(interview_id, organization_id, reserved), doc! {"$set": set}).session(s);
+        let r = self.bounded("claim interview", claim).await?;
         Ok(r.matched_count == 1)
     }
 
@@ -178,12 +266,9 @@ impl CreditsStore {
                 }
             })
             .collect();
-        let reply = self
-            .db
-            .run_command(doc! {"update": CREDIT_LOTS, "updates": statements, "ordered": true})
-            .session(s)
-            .await
-            .map_err(CreditsError::mongo("update lots"))?;
+        let command =
+            self.db.run_command(doc! {"update": CREDIT_LOTS, "updates": statements, "ordered": true}).session(s);
+        let reply = self.bounded("update lots", command).await?;
         if update_reply_matched(&reply)? != writes.len() as i64 {
             return Err(CreditsError::Conflict { what: "credit lot" });
         }
@@ -203,12 +288,11 @@ impl CreditsStore {
         if let Some(n) = guard_available {
             filter.insert("credits.available", doc! {"$gte": n});
         }
-        let r = self
-            .organizations()
+        let coll = self.organizations();
+        let update = coll
             .update_one(filter, doc! {"$inc": {"credits.available": available, "credits.reserved": reserved}})
-            .session(s)
-            .await
-            .map_err(CreditsError::mongo("update organization credits"))?;
+            .session(s);
+        let r = self.bounded("update organization credits", update).await?;
         if r.matched_count != 1 {
             return Err(if guard_available.is_some() {
                 CreditsError::Conflict { what: "organization credits" }
@@ -223,12 +307,12 @@ impl CreditsStore {
         if entries.is_empty() {
             return Ok(());
         }
-        self.ledger().insert_many(entries).session(s).await.map_err(CreditsError::mongo("insert ledger entries"))?;
+        self.bounded("insert ledger entries", self.ledger().insert_many(entries).session(s)).await?;
         Ok(())
     }
 
     pub async fn insert_outbox_in(&self, s: &mut ClientSession, entry: &OutboxEntry) -> Result<(), CreditsError> {
-        self.outbox().insert_one(entry).session(s).await.map_err(CreditsError::mongo("insert outbox entry"))?;
+        self.bounded("insert outbox entry", self.outbox().insert_one(entry).session(s)).await?;
         Ok(())
     }
 
@@ -258,35 +342,31 @@ impl CreditsStore {
 
     /// The pending outbox entry of an interview's `report.generate`, if any.
     pub async fn pending_report_entry(&self, interview_id: ObjectId) -> Result<Option<OutboxEntry>, CreditsError> {
-        self.outbox()
-            .find_one(doc! {"_id": OutboxEntry::report_generate_id(interview_id), "status": "PENDING"})
-            .await
-            .map_err(CreditsError::mongo("find outbox entry"))
+        let coll = self.outbox();
+        let find = coll.find_one(doc! {"_id": OutboxEntry::report_generate_id(interview_id), "status": "PENDING"});
+        self.bounded("find outbox entry", find).await
     }
 
     /// Marks an entry published (only if still pending). Returns whether it was pending.
     pub async fn mark_published(&self, id: &str, sqs_message_id: &str, at: DateTime) -> Result<bool, CreditsError> {
-        let r = self
-            .outbox()
-            .update_one(
-                doc! {"_id": id, "status": "PENDING"},
-                doc! {"$set": {"status": "PUBLISHED", "publishedAt": at, "sqsMessageId": sqs_message_id}, "$inc": {"attempts": 1_i64}},
-            )
-            .await
-            .map_err(CreditsError::mongo("mark outbox entry published"))?;
+        let coll = self.outbox();
+        let update = coll.update_one(
+            doc! {"_id": id, "status": "PENDING"},
+            doc! {"$set": {"status": "PUBLISHED", "publishedAt": at, "sqsMessageId": sqs_message_id}, "$inc": {"attempts": 1_i64}},
+        );
+        let r = self.bounded("mark outbox entry published", update).await?;
         Ok(r.matched_count == 1)
     }
 
     /// Counts a failed publish attempt on a pending entry (best effort).
     pub async fn record_publish_failure(&self, id: &str, error: &str) -> Result<(), CreditsError> {
         let error: String = error.chars().take(1000).collect();
-        self.outbox()
-            .update_one(
-                doc! {"_id": id, "status": "PENDING"},
-                doc! {"$set": {"lastError": error}, "$inc": {"attempts": 1_i64}},
-            )
-            .await
-            .map_err(CreditsError::mongo("record outbox publish failure"))?;
+        let coll = self.outbox();
+        let update = coll.update_one(
+            doc! {"_id": id, "status": "PENDING"},
+            doc! {"$set": {"lastError": error}, "$inc": {"attempts": 1_i64}},
+        );
+        self.bounded("record outbox publish failure", update).await?;
         Ok(())
     }
 

@@ -12,7 +12,10 @@
 //! SDK's own environment loader reads). A loopback endpoint (fauxqs) gets harmless placeholder
 //! region and credentials when none are set, so no AWS account is needed locally.
 
+use std::time::Duration;
+
 use aws_sdk_sqs::config::retry::RetryConfig;
+use aws_sdk_sqs::config::timeout::TimeoutConfig;
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 
 use crate::config::optional;
@@ -49,6 +52,22 @@ pub fn client(explicit_endpoint: Option<&str>) -> Result<aws_sdk_sqs::Client, Sq
 pub fn local_client(endpoint: &str) -> aws_sdk_sqs::Client {
     Settings { endpoint: Some(endpoint.to_owned()), region: LOCAL_REGION.to_owned(), credentials: local_credentials() }
         .client()
+}
+
+/// Time limits of every SQS call (the SDK has none by default): a `SendMessage` that hangs must
+/// not run a record into the function's timeout. An attempt gets 3 s (a healthy send takes tens
+/// of milliseconds), the whole operation with its retries 8 s, well inside the 30 s function;
+/// callers with a record deadline bound the call by it as well.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+pub const OPERATION_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(8);
+
+fn timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(OPERATION_ATTEMPT_TIMEOUT)
+        .operation_timeout(OPERATION_TIMEOUT)
+        .build()
 }
 
 /// Region and credentials for a local endpoint that has none: nothing local checks them.
@@ -94,7 +113,8 @@ impl Settings {
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new(self.region))
             .credentials_provider(self.credentials)
-            .retry_config(RetryConfig::standard());
+            .retry_config(RetryConfig::standard())
+            .timeout_config(timeouts());
         if let Some(url) = self.endpoint {
             builder = builder.endpoint_url(url);
         }
@@ -191,6 +211,15 @@ mod tests {
             assert_eq!(s.region, "us-east-1");
             assert_eq!(s.credentials.provide_credentials().await.unwrap().access_key_id(), "local");
         }
+    }
+
+    #[test]
+    fn every_call_has_a_time_limit() {
+        let client = local_client("http://127.0.0.1:1");
+        let t = client.config().timeout_config().expect("a timeout config");
+        assert_eq!(t.operation_timeout(), Some(OPERATION_TIMEOUT));
+        assert_eq!(t.operation_attempt_timeout(), Some(OPERATION_ATTEMPT_TIMEOUT));
+        assert_eq!(t.connect_timeout(), Some(CONNECT_TIMEOUT));
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub struct ConsumerOptions {
     pub concurrency: usize,
     /// A record is not started when less than this is left before the invocation's deadline.
     pub deadline_margin: Duration,
+    /// A record still running this long before the invocation's deadline is cancelled and
+    /// reported as a batch item failure, so that the partial batch response is always sent
+    /// (DESIGN.md, "Settlement decisions": a Lambda timeout would redeliver the whole batch).
+    pub cancel_margin: Duration,
     /// At most this much of an invalid body is logged (bodies carry no candidate text; the
     /// preview lets an operator recover a dropped message from the logs).
     pub invalid_body_preview_chars: usize,
@@ -36,7 +40,12 @@ pub struct ConsumerOptions {
 
 impl Default for ConsumerOptions {
     fn default() -> Self {
-        Self { concurrency: 4, deadline_margin: Duration::from_secs(5), invalid_body_preview_chars: 1024 }
+        Self {
+            concurrency: 4,
+            deadline_margin: Duration::from_secs(5),
+            cancel_margin: Duration::from_secs(1),
+            invalid_body_preview_chars: 1024,
+        }
     }
 }
 
@@ -129,13 +138,13 @@ impl SqsConsumer {
                 }
             }
             let handler = &handler;
-            let margin = self.options.deadline_margin;
+            let margins = (self.options.deadline_margin, self.options.cancel_margin);
             let results: Vec<Vec<(usize, Outcome)>> = futures::stream::iter(group_by_ordering_keys(parsed))
                 .map(|group| async move {
                     let mut done = Vec::with_capacity(group.len());
                     for record in group {
                         let index = record.index;
-                        done.push((index, run_record(record, handler, margin).await));
+                        done.push((index, run_record(record, handler, margins).await));
                     }
                     done
                 })
@@ -221,7 +230,7 @@ fn parse_record<M: QueueMessage>(record: &SqsMessage, meta: &RecordMeta, options
     }
 }
 
-async fn run_record<M, H, HF>(record: Parsed<M>, handler: &H, margin: Duration) -> Outcome
+async fn run_record<M, H, HF>(record: Parsed<M>, handler: &H, (margin, cancel_margin): (Duration, Duration)) -> Outcome
 where
     M: QueueMessage,
     H: Fn(M, RecordMeta) -> HF,
@@ -244,7 +253,25 @@ where
         return Outcome::DeadlineSkipped;
     }
     let started = Instant::now();
-    let result = AssertUnwindSafe(async { handler(message, meta).await }.instrument(span.clone())).catch_unwind().await;
+    let cancel_at = meta.deadline.map(|d| d.checked_sub(cancel_margin).unwrap_or(d));
+    let run = AssertUnwindSafe(async { handler(message, meta).await }.instrument(span.clone())).catch_unwind();
+    let result = match cancel_at {
+        None => run.await,
+        Some(at) => match tokio::time::timeout_at(at, run).await {
+            Ok(result) => result,
+            Err(_) => {
+                span.record("outcome", Outcome::DeadlineCancelled.as_str());
+                span.record("durationMs", started.elapsed().as_millis() as u64);
+                span.in_scope(|| {
+                    tracing::error!(
+                        cancelMarginMs = cancel_margin.as_millis() as u64,
+                        "record still running at the invocation's deadline; cancelled, SQS will redeliver it"
+                    )
+                });
+                return Outcome::DeadlineCancelled;
+            }
+        },
+    };
     let outcome = match &result {
         Ok(Ok(())) => Outcome::Processed,
         Ok(Err(Failure::Retry(_))) => Outcome::Failed,

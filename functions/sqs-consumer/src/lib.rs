@@ -9,8 +9,10 @@
 //!    (acknowledged), as no retry can fix it;
 //! 4. runs the handler per record, concurrently up to a bound, but one after another for records
 //!    that share an ordering key (same organization or interview);
-//! 5. returns as batch item failures exactly the records whose handler asked for a retry,
-//!    panicked, or were not started because the invocation's deadline was too close.
+//! 5. cancels a record still running shortly before the invocation's deadline
+//!    ([`ConsumerOptions::cancel_margin`], 1 s), so the partial batch response is always sent;
+//! 6. returns as batch item failures exactly the records whose handler asked for a retry,
+//!    panicked, were cancelled at the deadline, or were not started because it was too close.
 //!
 //! Each record is processed inside one `tracing` span carrying `messageId`, `requestId`,
 //! `eventType` and `receiveCount`, and ends with one `record processed` event with its

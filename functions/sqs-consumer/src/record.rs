@@ -51,12 +51,15 @@ pub enum Outcome {
     Panicked,
     /// Not started because the invocation's deadline was too close: reported as a failure.
     DeadlineSkipped,
+    /// Still running shortly before the invocation's deadline: cancelled and reported as a
+    /// failure, so the invocation answers in time.
+    DeadlineCancelled,
 }
 
 impl Outcome {
     /// Whether SQS must redeliver the record.
     pub fn is_batch_item_failure(self) -> bool {
-        matches!(self, Self::Failed | Self::Panicked | Self::DeadlineSkipped)
+        matches!(self, Self::Failed | Self::Panicked | Self::DeadlineSkipped | Self::DeadlineCancelled)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -67,6 +70,7 @@ impl Outcome {
             Self::Failed => "failed_retry",
             Self::Panicked => "panicked_retry",
             Self::DeadlineSkipped => "deadline_retry",
+            Self::DeadlineCancelled => "deadline_cancelled_retry",
         }
     }
 }

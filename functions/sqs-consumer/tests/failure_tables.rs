@@ -221,7 +221,12 @@ async fn a_record_that_runs_into_the_margin_stops_later_records_of_its_group() {
     event.records.truncate(2);
     event.records[0].body = Some(body("65a1b2c3d4e5f60718293a01"));
     event.records[1].body = Some(body("65a1b2c3d4e5f60718293a02"));
-    let options = ConsumerOptions { deadline_margin: Duration::from_secs(1), ..ConsumerOptions::default() };
+    // Cancellation 100 ms before the deadline: the first record (1 s) finishes before it.
+    let options = ConsumerOptions {
+        deadline_margin: Duration::from_secs(1),
+        cancel_margin: Duration::from_millis(100),
+        ..ConsumerOptions::default()
+    };
     let report = SqsConsumer::new(options)
         .process_detailed(LambdaEvent::new(event, context), ok_setup, |_m: InterviewQueueMessage, _| async {
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -231,6 +236,39 @@ async fn a_record_that_runs_into_the_margin_stops_later_records_of_its_group() {
         .unwrap();
     assert_eq!(report.outcomes[0].1, Outcome::Processed);
     assert_eq!(report.outcomes[1].1, Outcome::DeadlineSkipped);
+}
+
+/// A handler that never returns (a MongoDB primary or SQS endpoint that stopped answering):
+/// the record is cancelled shortly before the deadline and reported as a failure, the other
+/// records keep their outcomes, and the invocation answers before its deadline.
+#[tokio::test]
+async fn a_record_still_running_near_the_deadline_is_cancelled_and_the_batch_is_answered() {
+    let mut context = Context::default();
+    let deadline = std::time::SystemTime::now() + Duration::from_millis(2500);
+    context.deadline = deadline.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let options = ConsumerOptions {
+        deadline_margin: Duration::from_millis(500),
+        cancel_margin: Duration::from_millis(1000),
+        ..ConsumerOptions::default()
+    };
+    let report = SqsConsumer::new(options)
+        .process_detailed(
+            LambdaEvent::new(serde_json::from_str(FIXTURE).unwrap(), context),
+            ok_setup,
+            |m: InterviewQueueMessage, _| async move {
+                match m {
+                    InterviewQueueMessage::Completed(_) => std::future::pending::<Result<(), Failure>>().await,
+                    InterviewQueueMessage::Failed(_) => Ok(()),
+                }
+            },
+        )
+        .await
+        .unwrap();
+    assert!(std::time::SystemTime::now() < deadline, "answered before the invocation's deadline");
+    assert_eq!(report.outcomes[0], (COMPLETED_ID.to_owned(), Outcome::DeadlineCancelled));
+    assert_eq!(report.outcomes[1], (FAILED_ID.to_owned(), Outcome::Processed));
+    assert_eq!(report.outcomes[2].1, Outcome::DroppedInvalid);
+    assert_eq!(report.failed_ids(), [COMPLETED_ID]);
 }
 
 fn batch_of(bodies: &[String]) -> SqsEvent {
