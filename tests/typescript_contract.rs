@@ -195,7 +195,7 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
     seed::grant_lot(&store, org, 100, chrono::Utc::now() + chrono::Duration::days(30)).await.unwrap();
     let mut ids: Vec<InterviewId> = Vec::new();
     for case in &CASES {
-        let extra = sophia_local::load::transcript(true);
+        let extra = sophia_local::demo::transcript(true);
         ids.push(seed::reserved_interview(&runner.mongo.client, &store, org, case.reserved, extra).await.unwrap());
     }
     // What the API writes before it publishes; the anchor is after every interview's createdAt.
