@@ -29,8 +29,9 @@ pub struct ConsumerOptions {
     pub concurrency: usize,
     /// A record is not started when less than this is left before the invocation's deadline.
     pub deadline_margin: Duration,
-    /// At most this much of an invalid body is logged (bodies carry no candidate text; the
-    /// preview lets an operator recover a dropped message from the logs).
+    /// At most this much of an invalid body's redacted preview is logged (its keys, ids,
+    /// timestamps and numbers, with every other string replaced by its length: see
+    /// `preview`), so an operator can see what was dropped and replay it.
     pub invalid_body_preview_chars: usize,
 }
 
@@ -209,7 +210,7 @@ fn parse_record<M: QueueMessage>(record: &SqsMessage, meta: &RecordMeta, options
             let span = record_span(meta, meta.event_type_attribute.as_deref().unwrap_or("unknown"));
             let _entered = span.enter();
             span.record("outcome", Outcome::DroppedInvalid.as_str());
-            let preview: String = body.chars().take(options.invalid_body_preview_chars).collect();
+            let preview = crate::preview::redacted(body, options.invalid_body_preview_chars);
             tracing::error!(
                 reason = %reason,
                 bodyBytes = body.len(),
