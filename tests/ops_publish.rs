@@ -84,7 +84,7 @@ async fn a_missing_queue_url_is_a_clear_error_in_text_and_json() {
     let client = harness::sqs_client().await;
     let ctx =
         Context::new(Env::from_pairs(Vec::<(String, String)>::new()), None, ProgressMode::Hidden).with_sqs(client);
-    let result = run(&ctx, &["publish", "completed", INTERVIEW, ORG]).await;
+    let result = run(&ctx, &["publish", "completed", INTERVIEW, ORG, "--duration-seconds", "60"]).await;
     let err = result.as_ref().unwrap_err();
     assert!(matches!(err, OpsError::NotConfigured { .. }), "{err:?}");
     assert!(err.to_string().contains("INTERVIEW_COMPLETED_QUEUE_URL"), "{err}");
@@ -110,7 +110,8 @@ async fn invalid_ids_timestamps_and_durations_are_refused_before_anything_is_sen
     assert!(err.contains("24-character hexadecimal ObjectId"), "{err}");
 }
 
-/// `--stage` finds the queues by name (`sophia-<stage>-...`) with no URL in the environment.
+/// `--stage` finds the queues by name (`sophia-<stage>-...`) with no URL in the environment (a
+/// stage is never local: `--yes` and MongoDB for the interview's state, see `ops_confirm.rs`).
 #[tokio::test]
 async fn stage_resolves_queues_by_name() {
     let client = harness::sqs_client().await;
@@ -123,7 +124,9 @@ async fn stage_resolves_queues_by_name() {
     .await
     .unwrap();
     let ctx = Context::new(Env::from_pairs(Vec::<(String, String)>::new()), Some(stage), ProgressMode::Hidden)
-        .with_sqs(client.clone());
+        .with_sqs(client.clone())
+        .with_mongo(harness::test_mongo().await)
+        .confirmed_by(true);
     let Outcome::Publish(report) = run(&ctx, &["publish", "report", INTERVIEW, ORG]).await.unwrap() else { panic!() };
     assert_eq!(report.queue_url, queues.report_generate.source.url);
     assert_eq!(drain(&client, &queues.report_generate.source.url).await.len(), 1);

@@ -7,6 +7,7 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 
 import { defaultArtifactsDir, REPO_ROOT } from "./artifacts";
+import { checkMongoBudget } from "./mongo-budget";
 import type { Settings } from "./settings";
 import { FUNCTION_WIRING } from "./wiring";
 
@@ -390,6 +391,7 @@ export function loadStageConfig(
     }
   }
 
+  problems.push(...checkMongoBudget(config, maximumConcurrency));
   if (problems.length > 0) throw new ConfigError(stage, problems);
 
   return {

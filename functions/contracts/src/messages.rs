@@ -236,20 +236,72 @@ fn from_object<T: DeserializeOwned>(
     schema: &'static str,
     map: serde_json::Map<String, Value>,
 ) -> Result<T, ContractError> {
-    serde_path_to_error::deserialize(Value::Object(map)).map_err(|e| {
+    let value = Value::Object(map);
+    serde_path_to_error::deserialize(&value).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
-        // Missing-field errors are reported at the object (`.`) and name the field; every other
-        // error gets the field's path prefixed (serde's invalid-type text quotes the value in
-        // backticks, so backticks do not mean the field is named).
-        let reason = if path == "." { inner } else { format!("{path}: {inner}") };
+        // Missing-field errors are reported at the object (`.`) and name the field only. Every
+        // other error names the field's path, what was expected and the kind of value found,
+        // never the value: a message's strings can be candidate text (DESIGN.md).
+        let reason = if path == "." && inner.starts_with("missing field") {
+            inner
+        } else {
+            let found = pointer(&value, &path).map_or_else(|| "an invalid value".to_owned(), kind_of);
+            format!("{path}: {}, got {found}", expected(&inner))
+        };
         ContractError::Schema { schema, reason }
     })
 }
 
+/// The "expected ..." clause of a serde error, which comes from the types' own descriptions:
+/// serde's `invalid type: <value>, expected <what>` (the value comes first, so the last
+/// `, expected ` starts the clause) or the contract types' `expected <what>, got <value>`.
+fn expected(message: &str) -> String {
+    let clause = if message.starts_with("expected ") {
+        message.split(", got ").next().unwrap_or(message)
+    } else if let Some(at) = message.rfind(", expected ") {
+        &message[at + 2..]
+    } else {
+        "expected a valid value"
+    };
+    clause.chars().take(160).collect()
+}
+
+/// The value at a serde path (`a.b[0]`), if there is one.
+fn pointer<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut current = value;
+    for segment in path.split('.').filter(|s| !s.is_empty()) {
+        let (key, indexes) = segment.split_once('[').map_or((segment, ""), |(k, rest)| (k, rest));
+        if !key.is_empty() {
+            current = current.get(key)?;
+        }
+        for index in indexes.split('[').filter(|s| !s.is_empty()) {
+            current = current.get(index.trim_end_matches(']').parse::<usize>().ok()?)?;
+        }
+    }
+    Some(current)
+}
+
+/// What a JSON value is, without its content: `a string of 12 characters`, `a number`, ...
+pub fn kind_of(v: &Value) -> String {
+    match v {
+        Value::Null => "null".to_owned(),
+        Value::Bool(_) => "a boolean".to_owned(),
+        Value::Number(n) if n.is_f64() => "a fractional or out-of-range number".to_owned(),
+        Value::Number(n) if n.as_i64().is_some_and(|i| i < 0) => "a negative number".to_owned(),
+        Value::Number(_) => "a number".to_owned(),
+        Value::String(s) => format!("a string of {} characters", s.chars().count()),
+        Value::Array(a) => format!("an array of {} items", a.len()),
+        Value::Object(o) => format!("an object with {} keys", o.len()),
+    }
+}
+
+/// A `type` value: named when it is one of the contract's event types, else only its kind.
 fn describe(v: &Value) -> String {
-    let s = v.to_string();
-    if s.chars().count() > 64 { format!("{}…", s.chars().take(64).collect::<String>()) } else { s }
+    match v {
+        Value::String(s) if crate::EventType::ALL.iter().any(|t| t.as_str() == s) => format!("{s:?}"),
+        other => kind_of(other),
+    }
 }
 
 impl InterviewCompleted {
@@ -356,6 +408,8 @@ pub fn to_body<T: Serialize>(message: &T) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     const I: &str = "65a1b2c3d4e5f60718293a4b";
@@ -492,6 +546,65 @@ mod tests {
         let m = ReportGenerate::parse(&body).unwrap();
         assert_eq!(to_body(&m), body);
         assert_eq!(m.ordering_keys()[0], OrderingKey::Organization(O.parse().unwrap()));
+    }
+
+    /// DESIGN.md: errors name the field, never its value. A marker in every position where a
+    /// producer could put free text, with every wrong type, never reaches the error.
+    #[test]
+    fn schema_errors_name_the_field_and_what_was_expected_never_the_value() {
+        const MARKER: &str = "Jane Doe said MARKER-7f3a";
+        let long = format!("{MARKER} {}", "x".repeat(100));
+        let cases: Vec<(Value, &str, &str)> = vec![
+            (
+                json!({"interviewId": MARKER}),
+                "interviewId: expected a 24-character hexadecimal ObjectId",
+                "a string of 25 characters",
+            ),
+            (
+                json!({"organizationId": long}),
+                "organizationId: expected a 24-character hexadecimal ObjectId",
+                "a string of",
+            ),
+            (json!({"completedAt": MARKER}), "completedAt: expected an ISO-8601 datetime", "a string of 25"),
+            (json!({"durationSeconds": MARKER}), "durationSeconds: expected a non-negative", "a string of 25"),
+            (json!({"durationSeconds": [MARKER]}), "durationSeconds: expected", "an array of 1 items"),
+            (json!({"durationSeconds": {"k": MARKER}}), "durationSeconds: expected", "an object with 1 keys"),
+            (json!({"durationSeconds": -5}), "durationSeconds: expected", "a negative number"),
+        ];
+        let base =
+            json!({"interviewId": I, "organizationId": O, "completedAt": "2026-12-02T17:30:00Z", "durationSeconds": 1});
+        for (patch, says, found) in cases {
+            let mut body = base.clone();
+            for (k, v) in patch.as_object().unwrap() {
+                body[k] = v.clone();
+            }
+            let err = InterviewQueueMessage::parse(&body.to_string()).unwrap_err().to_string();
+            assert!(!err.contains("MARKER"), "the value leaked: {err}");
+            assert!(err.contains(says) && err.contains(found), "{err:?} should say {says:?} and {found:?}");
+        }
+        let failed = |reason: Value, kind: Value| {
+            json!({"type": kind, "interviewId": I, "organizationId": O, "failureReason": reason, "failedAt": MARKER})
+                .to_string()
+        };
+        for body in [
+            failed(json!(MARKER), json!("interview.failed")),
+            failed(json!([MARKER]), json!("interview.failed")),
+            failed(json!({"text": MARKER}), json!("interview.failed")),
+            failed(json!(MARKER), json!(MARKER)),
+            failed(json!(MARKER), json!({"t": MARKER})),
+        ] {
+            let err = InterviewQueueMessage::parse(&body).unwrap_err().to_string();
+            assert!(!err.contains("MARKER"), "the value leaked: {err}");
+        }
+        let err = InterviewQueueMessage::parse(&failed(json!(1), json!("interview.failed"))).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "body does not match the interview.failed schema: failureReason: expected a string, got a number"
+        );
+        let err = InterviewQueueMessage::parse(&failed(json!("x"), json!(MARKER))).unwrap_err().to_string();
+        assert!(err.ends_with("got a string of 25 characters"), "{err}");
+        let err = InterviewQueueMessage::parse(&failed(json!("x"), json!("report.generate"))).unwrap_err().to_string();
+        assert!(err.ends_with(r#"got "report.generate""#), "a known event type is named: {err}");
     }
 
     #[test]

@@ -32,6 +32,11 @@ pub struct Cli {
     /// Find queues by name for this stage (`sophia-<stage>-...`) instead of the *_URL variables.
     #[arg(long, global = true, value_name = "STAGE")]
     pub stage: Option<String>,
+    /// Confirm a command that publishes, redrives or resets against a queue that is not local
+    /// (without it, such a command prints the interview's current state and what it would send,
+    /// and exits non-zero; stdin is never read).
+    #[arg(long, global = true)]
+    pub yes: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -74,12 +79,15 @@ pub enum PublishCommand {
         /// ISO-8601 with a zone, e.g. 2026-12-02T17:30:00Z (default: now).
         #[arg(long)]
         completed_at: Option<Timestamp>,
-        /// Whole seconds the interview lasted (default: 0).
+        /// Whole seconds the interview lasted: what is billed (required, no default).
         #[arg(long, value_parser = parse_duration_seconds)]
-        duration_seconds: Option<DurationSeconds>,
+        duration_seconds: DurationSeconds,
         /// The requestId attribute (default: unknown).
         #[arg(long)]
         request_id: Option<String>,
+        /// Print the body, attributes, queue URL and the interview's state; send nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// interview.failed to the interview-completed queue.
     Failed {
@@ -93,6 +101,9 @@ pub enum PublishCommand {
         failed_at: Option<Timestamp>,
         #[arg(long)]
         request_id: Option<String>,
+        /// Print the body, attributes, queue URL and the interview's state; send nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// report.generate to the report-generate queue.
     Report {
@@ -100,6 +111,9 @@ pub enum PublishCommand {
         ids: Ids,
         #[arg(long)]
         request_id: Option<String>,
+        /// Print the body, attributes, queue URL and the interview's state; send nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -153,6 +167,9 @@ pub enum ReportCommand {
         /// Reset a FAILED report's attempt count first.
         #[arg(long)]
         reset_attempts: bool,
+        /// Print what would be published and the interview's state; change nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -235,6 +252,11 @@ mod tests {
             let err = Cli::try_parse_from(std::iter::once("sophia-ops").chain(args.iter().copied())).unwrap_err();
             assert_ne!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{args:?}");
         }
+        let no_duration =
+            ["sophia-ops", "publish", "completed", "65a1b2c3d4e5f60718293a4b", "65a1b2c3d4e5f60718293a4c"];
+        let err = Cli::try_parse_from(no_duration).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::MissingRequiredArgument, "the billed duration has no default");
+        assert!(err.to_string().contains("--duration-seconds"), "{err}");
         let alias = [
             "sophia-ops",
             "publish",

@@ -36,13 +36,24 @@ pub enum EnvError {
     Syntax { path: String, line: usize, text: String },
 }
 
-/// The process environment overlaid on an optional env file.
-#[derive(Debug, Clone, Default)]
+/// The process environment overlaid on an optional env file. `Debug` lists the file's keys,
+/// never its values (`MONGODB_URI` holds a password).
+#[derive(Clone, Default)]
 pub struct Env {
     file: Option<PathBuf>,
     values: BTreeMap<String, String>,
     /// For tests: ignore the process environment entirely.
     isolated: bool,
+}
+
+impl std::fmt::Debug for Env {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Env")
+            .field("file", &self.file)
+            .field("keys", &self.values.keys().collect::<Vec<_>>())
+            .field("isolated", &self.isolated)
+            .finish()
+    }
 }
 
 impl Env {
@@ -141,6 +152,13 @@ mod tests {
     fn malformed_lines_are_reported_with_their_number() {
         assert_eq!(parse_env_file("A=1\nnot a pair\n").unwrap_err().0, 2);
         assert_eq!(parse_env_file("BAD KEY=1\n").unwrap_err().0, 1);
+    }
+
+    #[test]
+    fn debug_shows_keys_never_values() {
+        let env = Env::from_pairs([("MONGODB_URI", "mongodb://sophia:hunter2@h/")]);
+        let text = format!("{env:?}");
+        assert!(text.contains("MONGODB_URI") && !text.contains("hunter2"), "{text}");
     }
 
     #[test]

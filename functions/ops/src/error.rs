@@ -29,6 +29,13 @@ pub enum OpsError {
     Domain { context: &'static str, message: String },
     #[error("cannot write output: {0}")]
     Io(#[from] std::io::Error),
+    /// A command that moves money, against a queue that is not local, without `--yes`.
+    #[error(
+        "{}not sent: {} is not a local queue. Check the state above, then re-run with --yes to confirm (or --dry-run to only print this)",
+        .0.human(),
+        .0.queue_url
+    )]
+    ConfirmationRequired(Box<crate::confirm::Plan>),
 }
 
 impl From<sophia_sqs_producer::PublishError> for OpsError {

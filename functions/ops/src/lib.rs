@@ -17,6 +17,7 @@
 
 pub mod admin;
 pub mod cli;
+pub mod confirm;
 pub mod dlq;
 pub mod env;
 mod error;
@@ -25,7 +26,7 @@ pub mod publish;
 pub mod queues;
 pub mod redrive;
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use serde::Serialize;
 use sophia_platform::config;
@@ -35,10 +36,14 @@ pub use cli::Cli;
 pub use error::OpsError;
 pub use progress::ProgressMode;
 
+use sophia_contracts::{InterviewId, RequestId};
+
 use crate::cli::{Command, DlqCommand, InvariantsCommand, OutboxCommand, PublishCommand, ReportCommand};
+use crate::confirm::{Gate, Plan};
 use crate::env::Env;
 use crate::publish::PublishRequest;
 use crate::queues::QueueLocator;
+use crate::queues::QueueName;
 use crate::redrive::RedriveOptions;
 
 pub const EXIT_OK: i32 = 0;
@@ -54,6 +59,10 @@ pub struct Context {
     pub progress: ProgressMode,
     sqs: OnceLock<aws_sdk_sqs::Client>,
     mongo: OnceLock<Mongo>,
+    /// `--yes`: commands that move money may run against a non-local queue.
+    confirmed: bool,
+    /// Printed on stderr before the result (e.g. the plan a confirmed command ran).
+    notes: Mutex<Vec<String>>,
 }
 
 impl Context {
@@ -64,7 +73,36 @@ impl Context {
     /// From the parsed command line: env file, stage, progress mode.
     pub fn from_cli(cli: &Cli) -> Result<Self, OpsError> {
         let env = Env::load(cli.env_file.as_deref(), !cli.no_env_file)?;
-        Ok(Self::new(env, cli.stage.clone(), ProgressMode::for_cli(cli.json)))
+        Ok(Self::new(env, cli.stage.clone(), ProgressMode::for_cli(cli.json)).confirmed_by(cli.yes))
+    }
+
+    /// `--yes` (see [`confirm`]).
+    pub fn confirmed_by(mut self, yes: bool) -> Self {
+        self.confirmed = yes;
+        self
+    }
+
+    pub fn confirmed(&self) -> bool {
+        self.confirmed
+    }
+
+    /// The local pipeline: no `--stage`, and a loopback queue URL.
+    pub fn is_local(&self, queue_url: &str) -> bool {
+        self.stage.is_none() && confirm::is_local_url(queue_url)
+    }
+
+    /// Whether MongoDB is configured (or injected).
+    pub fn has_mongo(&self) -> bool {
+        self.mongo.get().is_some() || self.env.get(config::MONGODB_URI).is_some()
+    }
+
+    pub fn note(&self, text: String) {
+        self.notes.lock().expect("notes lock").push(text);
+    }
+
+    /// What was noted so far, taken.
+    pub fn take_notes(&self) -> String {
+        self.notes.lock().expect("notes lock").drain(..).collect()
     }
 
     pub fn with_sqs(self, client: aws_sdk_sqs::Client) -> Self {
@@ -145,6 +183,8 @@ pub enum Outcome {
     ReportRetry(admin::ReportRetryReport),
     InvariantsCheck(admin::InvariantsReport),
     Migrate(admin::MigrateReport),
+    /// `--dry-run`: what would have been sent; nothing was.
+    DryRun(confirm::Plan),
 }
 
 impl Outcome {
@@ -158,6 +198,7 @@ impl Outcome {
             Self::ReportRetry(r) => r.human(),
             Self::InvariantsCheck(r) => r.human(),
             Self::Migrate(r) => r.human(),
+            Self::DryRun(plan) => format!("dry run, nothing sent:\n{}", plan.human()),
         }
     }
 
@@ -189,30 +230,43 @@ where
 pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsError> {
     match command {
         Command::Publish(p) => {
-            let request = match p {
-                PublishCommand::Completed { ids, completed_at, duration_seconds, request_id } => {
+            let (request, dry_run) = match p {
+                PublishCommand::Completed { ids, completed_at, duration_seconds, request_id, dry_run } => (
                     PublishRequest::completed(
                         ids.interview_id,
                         ids.organization_id,
                         *completed_at,
-                        *duration_seconds,
+                        Some(*duration_seconds),
                         request_id.as_deref(),
-                    )
-                }
-                PublishCommand::Failed { ids, reason, failed_at, request_id } => PublishRequest::failed(
-                    ids.interview_id,
-                    ids.organization_id,
-                    reason.clone(),
-                    *failed_at,
-                    request_id.as_deref(),
+                    ),
+                    *dry_run,
                 ),
-                PublishCommand::Report { ids, request_id } => PublishRequest::report(
-                    ids.interview_id,
-                    ids.organization_id,
-                    sophia_contracts::RequestId::from_caller(request_id.as_deref()),
+                PublishCommand::Failed { ids, reason, failed_at, request_id, dry_run } => (
+                    PublishRequest::failed(
+                        ids.interview_id,
+                        ids.organization_id,
+                        reason.clone(),
+                        *failed_at,
+                        request_id.as_deref(),
+                    ),
+                    *dry_run,
+                ),
+                PublishCommand::Report { ids, request_id, dry_run } => (
+                    PublishRequest::report(
+                        ids.interview_id,
+                        ids.organization_id,
+                        sophia_contracts::RequestId::from_caller(request_id.as_deref()),
+                    ),
+                    *dry_run,
                 ),
             };
-            Ok(Outcome::Publish(publish::publish(&ctx.locator().await, request).await?))
+            let locator = ctx.locator().await;
+            let plan = request.plan(ctx, locator.source_url(request.queue()).await?);
+            let interview = request.interview_id();
+            if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &[interview], dry_run).await? {
+                return Ok(Outcome::DryRun(plan));
+            }
+            Ok(Outcome::Publish(publish::publish(&locator, request).await?))
         }
         Command::Dlq(DlqCommand::List { queue, max }) => {
             Ok(Outcome::DlqList(dlq::list(&ctx.locator().await, *queue, *max, ctx.progress).await?))
@@ -221,6 +275,22 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
             Ok(Outcome::DlqShow(dlq::show(&ctx.locator().await, *queue, message_id, ctx.progress).await?))
         }
         Command::Dlq(DlqCommand::Redrive { queue, max, dry_run, method, visibility_timeout }) => {
+            if !dry_run {
+                let locator = ctx.locator().await;
+                let (source, dlq) = (locator.source_url(*queue).await?, locator.dlq_url(*queue).await?);
+                let mut plan = Plan::new(ctx, format!("redrive the {queue} DLQ ({dlq})"), source);
+                let peeked = dlq::list(&locator, *queue, 10, ProgressMode::Hidden).await?;
+                plan.effects.push(format!(
+                    "about {} message(s) move back to the source queue{}",
+                    peeked.approximate_visible.map_or("?".into(), |n| n.to_string()),
+                    max.map_or(String::new(), |m| format!(" (at most {m})"))
+                ));
+                let ids: Vec<InterviewId> = peeked.messages.iter().filter_map(|m| interview_of(&m.body)).collect();
+                if !plan.local && ids.len() < peeked.messages.len() {
+                    plan.effects.push("some peeked messages name no interview (see `dlq list`)".into());
+                }
+                confirm::gate(ctx, plan, &ids, false).await?;
+            }
             let options = RedriveOptions {
                 max: *max,
                 dry_run: *dry_run,
@@ -231,11 +301,27 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
             Ok(Outcome::DlqRedrive(redrive::redrive(&ctx.locator().await, *queue, &options).await?))
         }
         Command::Outbox(OutboxCommand::Flush { older_than, limit }) => {
+            let url = ctx.locator().await.source_url(QueueName::ReportGenerate).await?;
+            let mut plan = Plan::new(ctx, "publish pending report.generate outbox entries", url);
+            plan.effects.push(format!("entries created more than {}s ago, at most {limit}", older_than.as_secs()));
+            confirm::gate(ctx, plan, &[], false).await?;
             Ok(Outcome::OutboxFlush(admin::outbox_flush(ctx, *older_than, *limit).await?))
         }
-        Command::Report(ReportCommand::Retry { ids, reset_attempts }) => Ok(Outcome::ReportRetry(
-            admin::report_retry(ctx, ids.interview_id, ids.organization_id, *reset_attempts).await?,
-        )),
+        Command::Report(ReportCommand::Retry { ids, reset_attempts, dry_run }) => {
+            let request = PublishRequest::report(ids.interview_id, ids.organization_id, RequestId::from_caller(None));
+            let mut plan = request.plan(ctx, ctx.locator().await.source_url(QueueName::ReportGenerate).await?);
+            plan.action = "re-publish report.generate (report retry)".into();
+            plan.attributes.remove("requestId");
+            if *reset_attempts {
+                plan.effects.push("resets the FAILED report's attemptCount to 0 first".into());
+            }
+            if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &[ids.interview_id], *dry_run).await? {
+                return Ok(Outcome::DryRun(plan));
+            }
+            Ok(Outcome::ReportRetry(
+                admin::report_retry(ctx, ids.interview_id, ids.organization_id, *reset_attempts).await?,
+            ))
+        }
         Command::Invariants(InvariantsCommand::Check { org }) => {
             Ok(Outcome::InvariantsCheck(admin::invariants_check(ctx, *org).await?))
         }
@@ -280,7 +366,13 @@ fn error_kind(e: &OpsError) -> &'static str {
         OpsError::Unavailable { .. } => "not-yet-available",
         OpsError::Domain { .. } => "domain",
         OpsError::Io(_) => "io",
+        OpsError::ConfirmationRequired(_) => "confirmation-required",
     }
+}
+
+/// The `interviewId` of a message body, if it names one.
+fn interview_of(body: &str) -> Option<InterviewId> {
+    serde_json::from_str::<serde_json::Value>(body).ok()?.get("interviewId")?.as_str()?.parse().ok()
 }
 
 /// Parses nothing: runs an already parsed command line end to end (env file, clients, command,
@@ -292,7 +384,9 @@ pub async fn run(cli: &Cli) -> Rendered {
             if let Some(file) = ctx.env.file().filter(|_| !cli.json) {
                 note = format!("(settings completed from {})\n", file.display());
             }
-            execute(&cli.command, &ctx).await
+            let result = execute(&cli.command, &ctx).await;
+            note.push_str(&ctx.take_notes());
+            result
         }
         Err(e) => Err(e),
     };

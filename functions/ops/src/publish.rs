@@ -3,13 +3,14 @@
 
 use serde::Serialize;
 use sophia_contracts::{
-    DurationSeconds, EventType, InterviewCompleted, InterviewFailed, InterviewId, OrganizationId, ReportGenerate,
-    RequestId, Timestamp, to_body,
+    DurationSeconds, EventType, InterviewCompleted, InterviewFailed, InterviewId, MessageAttributes, OrganizationId,
+    ReportGenerate, RequestId, Timestamp, to_body,
 };
 use sophia_sqs_producer::{CompletedInput, FailedInput, PublishOutcome, QueueUrls, SqsProducer};
 
-use crate::OpsError;
+use crate::confirm::Plan;
 use crate::queues::{QueueLocator, QueueName};
+use crate::{Context, OpsError};
 
 /// A message to publish, already validated by the contract types.
 #[derive(Debug, Clone)]
@@ -77,6 +78,31 @@ impl PublishRequest {
             Self::Failed { message, .. } => to_body(message),
             Self::Report { message, .. } => to_body(message),
         }
+    }
+
+    pub fn interview_id(&self) -> InterviewId {
+        match self {
+            Self::Completed { message, .. } => message.interview_id,
+            Self::Failed { message, .. } => message.interview_id,
+            Self::Report { message, .. } => message.interview_id,
+        }
+    }
+
+    /// What publishing it to `queue_url` would send (see [`crate::confirm`]).
+    pub fn plan(&self, ctx: &Context, queue_url: String) -> Plan {
+        let mut plan = Plan::new(ctx, format!("publish {}", self.event_type()), queue_url);
+        plan.body = serde_json::from_str(&self.body()).ok();
+        plan.attributes.insert(MessageAttributes::EVENT_TYPE.to_owned(), self.event_type().to_string());
+        plan.attributes.insert(MessageAttributes::REQUEST_ID.to_owned(), self.request_id().to_string());
+        match self {
+            Self::Completed { message, .. } => plan.effects.push(format!(
+                "settles the interview: {} second(s) billed, the rest of the reservation released",
+                message.duration_seconds
+            )),
+            Self::Failed { .. } => plan.effects.push("releases the interview's whole reservation".into()),
+            Self::Report { .. } => plan.effects.push("generates the report (an OpenAI call)".into()),
+        }
+        plan
     }
 
     pub fn request_id(&self) -> &RequestId {

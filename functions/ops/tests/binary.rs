@@ -157,6 +157,10 @@ fn errors_have_exit_codes_and_json_errors_parse() {
     let out = sophia_ops(&dir, &["publish", "report", "not-an-id", ORG]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("24-character hexadecimal ObjectId"));
+    // The billed duration has no default: refused before anything is configured or sent.
+    let out = sophia_ops(&dir, &["publish", "completed", INTERVIEW, ORG]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--duration-seconds"));
     // An unreadable env file is an error, not silently ignored.
     let out = sophia_ops(&dir, &["--env-file", "missing.env", "publish", "report", INTERVIEW, ORG]);
     assert_eq!(out.status.code(), Some(1));

@@ -4,5 +4,6 @@
 
 pub mod config;
 pub mod mongo;
+pub mod secrets;
 pub mod sqs;
 pub mod telemetry;

@@ -63,11 +63,13 @@ impl fmt::Debug for OpenAiSettings {
 }
 
 impl OpenAiSettings {
-    /// From `OPENAI_API_KEY`, `OPENAI_MODEL` (default `gpt-4.1-mini`), `OPENAI_BASE_URL` and
+    /// From `OPENAI_API_KEY` (or what `sophia_platform::secrets::load` read from
+    /// `OPENAI_API_KEY_SECRET_ARN` at init), `OPENAI_MODEL` (default `gpt-4.1-mini`), `OPENAI_BASE_URL` and
     /// `OPENAI_TIMEOUT_MS` (default 120 s). The key is required unless a base URL is set.
     pub fn from_env() -> Result<Self, ConfigError> {
         let settings = Self {
-            api_key: config::optional(OPENAI_API_KEY),
+            api_key: sophia_platform::secrets::get(sophia_platform::secrets::Secret::OpenAiApiKey)
+                .map(|k| k.into_inner()),
             model: config::optional(OPENAI_MODEL).unwrap_or_else(|| DEFAULT_OPENAI_MODEL.to_owned()),
             base_url: config::optional(OPENAI_BASE_URL),
             timeout: config::millis(OPENAI_TIMEOUT_MS, DEFAULT_TIMEOUT)?,

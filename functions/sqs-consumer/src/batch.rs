@@ -33,8 +33,9 @@ pub struct ConsumerOptions {
     /// reported as a batch item failure, so that the partial batch response is always sent
     /// (DESIGN.md, "Settlement decisions": a Lambda timeout would redeliver the whole batch).
     pub cancel_margin: Duration,
-    /// At most this much of an invalid body is logged (bodies carry no candidate text; the
-    /// preview lets an operator recover a dropped message from the logs).
+    /// At most this much of an invalid body's redacted preview is logged (its keys, ids,
+    /// timestamps and numbers, with every other string replaced by its length: see
+    /// `preview`), so an operator can see what was dropped and replay it.
     pub invalid_body_preview_chars: usize,
 }
 
@@ -218,7 +219,7 @@ fn parse_record<M: QueueMessage>(record: &SqsMessage, meta: &RecordMeta, options
             let span = record_span(meta, meta.event_type_attribute.as_deref().unwrap_or("unknown"));
             let _entered = span.enter();
             span.record("outcome", Outcome::DroppedInvalid.as_str());
-            let preview: String = body.chars().take(options.invalid_body_preview_chars).collect();
+            let preview = crate::preview::redacted(body, options.invalid_body_preview_chars);
             tracing::error!(
                 reason = %reason,
                 bodyBytes = body.len(),

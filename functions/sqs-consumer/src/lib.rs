@@ -5,7 +5,8 @@
 //!    AWS fail the whole batch silently, so the invocation fails explicitly instead);
 //! 2. runs the per-batch setup (e.g. verifying the MongoDB connection); its failure fails the
 //!    invocation, so SQS retries the whole batch;
-//! 3. parses every body into the queue's message type; an invalid body is logged and dropped
+//! 3. parses every body into the queue's message type; an invalid body is logged (the reason, naming
+//!    the field, and a redacted preview: see [`preview`]) and dropped
 //!    (acknowledged), as no retry can fix it;
 //! 4. runs the handler per record, concurrently up to a bound, but one after another for records
 //!    that share an ordering key (same organization or interview);
@@ -20,6 +21,7 @@
 
 mod batch;
 mod failure;
+pub mod preview;
 mod record;
 
 pub use batch::{BatchError, BatchReport, ConsumerOptions, SqsConsumer};

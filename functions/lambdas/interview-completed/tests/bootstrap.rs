@@ -79,3 +79,74 @@ async fn the_binary_settles_an_interview_from_an_sqs_event() {
 fn chrono_in_days(days: i64) -> chrono::DateTime<chrono::Utc> {
     chrono::Utc::now() + chrono::Duration::days(days)
 }
+
+/// A stand-in for the AWS Parameters and Secrets Lambda Extension: answers every request with
+/// `status` and `body`, and keeps each request's head (request line and headers).
+async fn fake_extension(status: &'static str, body: String) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match socket.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            kept.lock().unwrap().push(String::from_utf8_lossy(&head).into_owned());
+            let reply = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(reply.as_bytes()).await;
+        }
+    });
+    (port, seen)
+}
+
+/// On AWS the stack sets `MONGODB_URI_SECRET_ARN`, not the URI: the binary reads the URI through
+/// the extension at init (with the session token Lambda sets) and starts; a refused read stops it
+/// at init.
+#[tokio::test]
+async fn the_binary_reads_its_mongodb_uri_through_the_secrets_extension() {
+    let server = start_nx_mongo(free_port()).expect("nx-27017 starts (scripts/setup-tools)");
+    let arn = "arn:aws:secretsmanager:us-east-1:000000000000:secret:sophia-local/mongodb-uri-AbCdEf";
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_interview-completed"));
+    let env = |port: u16| {
+        [
+            // Blank: unset for the binary, whatever the test process has.
+            ("MONGODB_URI".to_owned(), String::new()),
+            ("MONGODB_URI_SECRET_ARN".to_owned(), arn.to_owned()),
+            ("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT".to_owned(), port.to_string()),
+            ("SECRETS_EXTENSION_TIMEOUT_MS".to_owned(), "3000".to_owned()),
+            ("MONGODB_ALLOW_STANDALONE".to_owned(), "true".to_owned()),
+            ("LOG_LEVEL".to_owned(), "warn".to_owned()),
+        ]
+    };
+
+    let answer = serde_json::json!({"ARN": arn, "Name": "sophia-local/mongodb-uri", "SecretString": server.url(),
+        "VersionId": "v1", "VersionStages": ["AWSCURRENT"]});
+    let (port, seen) = fake_extension("200 OK", answer.to_string()).await;
+    let mut api = RuntimeApi::serve().await.unwrap();
+    api.start_function(binary, "interview-completed", 256, &env(port)).unwrap();
+    api.wait_ready(Duration::from_secs(20)).await.expect("init read the URI through the extension");
+    api.stop().await;
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1, "read once: {requests:?}");
+    let request = requests[0].to_ascii_lowercase();
+    assert!(request.starts_with("get /secretsmanager/get?secretid=arn%3aaws%3asecretsmanager%3a"), "{request}");
+    assert!(request.contains("x-aws-parameters-secrets-token: local"), "{request}");
+
+    let denied = r#"{"__type":"AccessDeniedException","message":"not authorized"}"#.to_owned();
+    let (port, _) = fake_extension("400 Bad Request", denied).await;
+    let mut refused = RuntimeApi::serve().await.unwrap();
+    refused.start_function(binary, "interview-completed", 256, &env(port)).unwrap();
+    let error = refused.wait_ready(Duration::from_secs(20)).await.expect_err("a refused secret stops init");
+    refused.stop().await;
+    assert!(error.to_string().contains("exited during init"), "{error}");
+}

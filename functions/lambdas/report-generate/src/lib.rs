@@ -46,9 +46,11 @@ impl ReportGenerateHandler {
     }
 
     /// From the environment: `MONGODB_*` (see `sophia_platform::mongo`) and `OPENAI_*` (see
-    /// `sophia_reports::openai::OpenAiSettings::from_env`).
+    /// `sophia_reports::openai::OpenAiSettings::from_env`); on AWS both secrets are read once,
+    /// here, through the secrets extension (`sophia_platform::secrets`).
     pub async fn from_env() -> Result<Self, BoxError> {
         let mongo = Mongo::from_env().await?;
+        sophia_platform::secrets::load(sophia_platform::secrets::Secret::OpenAiApiKey).await?;
         let model = ReportModel::from_env()?;
         let limits = sophia_reports::prompt::PromptLimits::from_env()?;
         tracing::info!(
