@@ -3,6 +3,7 @@
 //! invocation reuses.
 
 pub mod config;
+pub mod deferred;
 pub mod mongo;
 pub mod secrets;
 pub mod sqs;

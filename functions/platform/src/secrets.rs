@@ -9,8 +9,9 @@
 //!
 //! Lambda starts the function's init right after the extension registered, so its HTTP server
 //! may not answer yet: connection errors, 5xx and the extension's "not ready" 400 are retried
-//! with a short back-off until a budget (`SECRETS_EXTENSION_TIMEOUT_MS`, default 10 s) is spent;
-//! any other answer fails at once. Every error names the variable and the ARN, never the value
+//! with a short back-off until a budget (`SECRETS_EXTENSION_TIMEOUT_MS`, default 3 s) is spent;
+//! any other answer fails at once. When the budget runs out during init, the function builds its
+//! clients at the first invocation instead ([`crate::deferred`]). Every error names the variable and the ARN, never the value
 //! (nor any body the extension sent). The HTTP client is hyper's, already linked into every
 //! binary by `lambda_runtime`: no AWS SDK client and no TLS for a loopback call.
 //!
@@ -40,7 +41,9 @@ pub const PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: &str = "PARAMETERS_SECRETS_EXT
 /// How long init may wait for the extension, in milliseconds (all attempts together).
 pub const SECRETS_EXTENSION_TIMEOUT_MS: &str = "SECRETS_EXTENSION_TIMEOUT_MS";
 pub const DEFAULT_EXTENSION_PORT: u16 = 2773;
-pub const DEFAULT_EXTENSION_BUDGET: Duration = Duration::from_secs(10);
+/// Short: init as a whole must end within Lambda's 10 s, and when the extension has not started
+/// serving by then the clients are built at the first invocation ([`crate::deferred`]).
+pub const DEFAULT_EXTENSION_BUDGET: Duration = Duration::from_secs(3);
 /// One request may take this long (the extension itself calls Secrets Manager on a cache miss).
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
 const BACKOFF: Duration = Duration::from_millis(50);

@@ -150,3 +150,91 @@ async fn the_binary_reads_its_mongodb_uri_through_the_secrets_extension() {
     refused.stop().await;
     assert!(error.to_string().contains("exited during init"), "{error}");
 }
+
+/// A stand-in for the extension that answers "not ready" (HTTP 400, as the real one does while it
+/// starts) until `serving` is set, then `body`.
+async fn starting_extension(body: String) -> (u16, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let serving = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = serving.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match socket.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let (status, body) = if flag.load(Ordering::SeqCst) {
+                ("200 OK", body.clone())
+            } else {
+                ("400 Bad Request", "not ready to serve traffic, please wait".to_owned())
+            };
+            let reply =
+                format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+            let _ = socket.write_all(reply.as_bytes()).await;
+        }
+    });
+    (port, serving)
+}
+
+/// The extension may not serve during the function's init (Lambda starts the function's init as
+/// soon as the extension registered): init goes on without the clients, and the first invocation
+/// reads the secret, connects and settles.
+#[tokio::test]
+async fn an_extension_not_serving_during_init_defers_the_clients_to_the_first_invocation() {
+    let server = start_nx_mongo(free_port()).expect("nx-27017 starts (scripts/setup-tools)");
+    let database = "bootstrap_deferred";
+    let client = mongodb::Client::with_uri_str(server.url()).await.unwrap();
+    let db = client.database(database);
+    migrations::apply(&db).await.unwrap();
+    let store = CreditsStore::new(db.clone());
+    let org = seed::create_organization(&store, "Deferred").await.unwrap();
+    seed::grant_lot(&store, org, 50, chrono_in_days(30)).await.unwrap();
+    let interview = seed::reserved_interview(&client, &store, org, 20, doc! {}).await.unwrap();
+
+    let arn = "arn:aws:secretsmanager:us-east-1:000000000000:secret:sophia-local/mongodb-uri-AbCdEf";
+    let answer = serde_json::json!({"ARN": arn, "SecretString": server.url(), "VersionStages": ["AWSCURRENT"]});
+    let (port, serving) = starting_extension(answer.to_string()).await;
+    let env = [
+        ("MONGODB_URI".to_owned(), String::new()),
+        ("MONGODB_URI_SECRET_ARN".to_owned(), arn.to_owned()),
+        ("MONGODB_DATABASE".to_owned(), database.to_owned()),
+        ("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT".to_owned(), port.to_string()),
+        ("SECRETS_EXTENSION_TIMEOUT_MS".to_owned(), "500".to_owned()),
+        ("MONGODB_ALLOW_STANDALONE".to_owned(), "true".to_owned()),
+        ("RECORD_CONCURRENCY".to_owned(), "1".to_owned()),
+        ("LOG_LEVEL".to_owned(), "warn".to_owned()),
+    ];
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_interview-completed"));
+    let mut api = RuntimeApi::serve().await.unwrap();
+    api.start_function(binary, "interview-completed", 256, &env).unwrap();
+    api.wait_ready(Duration::from_secs(20)).await.expect("init goes on although the extension does not serve yet");
+
+    serving.store(true, std::sync::atomic::Ordering::SeqCst);
+    let body = format!(
+        r#"{{"interviewId":"{interview}","organizationId":"{org}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":120}}"#
+    );
+    let event = serde_json::json!({"Records": [{
+        "messageId": "m-deferred", "receiptHandle": "r", "body": body,
+        "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
+        "eventSource": "aws:sqs", "awsRegion": "us-east-1",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:sophia-local-interview-completed"
+    }]});
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    let context = InvokeContext {
+        request_id: "req-deferred".into(),
+        deadline_ms: now_ms + 30_000,
+        function_arn: "arn:aws:lambda:us-east-1:000000000000:function:interview-completed".into(),
+    };
+    let response = api.invoke(event, context).await.expect("the first invocation builds the clients and answers");
+    api.stop().await;
+    assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}");
+    let settled = store.interview(interview.oid()).await.unwrap().unwrap();
+    assert_eq!(settled.credits.consumed, Some(2), "settled by the first invocation");
+}

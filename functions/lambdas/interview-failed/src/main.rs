@@ -1,14 +1,24 @@
-//! The `interview-failed` Lambda binary (not subscribed; see the library docs).
+//! The `interview-failed` Lambda binary (not subscribed; see the library docs); its client is
+//! built at init, or at the first invocation when the secrets extension is not serving yet.
 
 use interview_completed::options_from_env;
 use interview_failed::Handler;
-use lambda_runtime::service_fn;
+use lambda_runtime::{LambdaEvent, service_fn};
+use sophia_platform::deferred::{BoxError, Deferred};
 use sophia_platform::mongo::Mongo;
+
+async fn build() -> Result<Handler, BoxError> {
+    let options = options_from_env()?;
+    Ok(Handler::with_options(Mongo::from_env().await?, options))
+}
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     sophia_platform::telemetry::init();
-    let handler = Handler::with_options(Mongo::from_env().await?, options_from_env()?);
+    let handler = Deferred::at_init(build).await?;
     let handler = &handler;
-    lambda_runtime::run(service_fn(move |event| handler.handle(event))).await
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<_>| async move {
+        handler.get().await?.handle(event).await.map_err(lambda_runtime::Error::from)
+    }))
+    .await
 }
