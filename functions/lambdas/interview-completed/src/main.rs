@@ -20,8 +20,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     sophia_platform::telemetry::init();
     let handler = Deferred::at_init(build).await?;
     let handler = &handler;
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<_>| async move {
-        handler.get().await?.handle(event).await.map_err(lambda_runtime::Error::from)
-    }))
+    lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<_>| async move { handler.get().await?.handle(event).await },
+    ))
     .await
 }
