@@ -166,7 +166,7 @@ async fn bad_bodies_are_dropped_with_a_clear_log_line_and_nothing_is_written() {
     let mut dropped: HashMap<String, Value> = HashMap::new();
     for v in logs.lines() {
         if v["message"] == "invalid message dropped" {
-            assert_eq!(v["level"], "ERROR");
+            assert_eq!(v["level"], "WARN", "an expected outcome, not one that needs a person");
             dropped.insert(v["span"]["messageId"].as_str().unwrap().to_owned(), v);
         }
     }

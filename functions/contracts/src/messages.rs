@@ -566,7 +566,7 @@ mod tests {
                 "a string of",
             ),
             (json!({"completedAt": MARKER}), "completedAt: expected an ISO-8601 datetime", "a string of 25"),
-            (json!({"durationSeconds": MARKER}), "durationSeconds: expected a non-negative", "a string of 25"),
+            (json!({"durationSeconds": MARKER}), "durationSeconds: expected a finite, non-negative", "a string of 25"),
             (json!({"durationSeconds": [MARKER]}), "durationSeconds: expected", "an array of 1 items"),
             (json!({"durationSeconds": {"k": MARKER}}), "durationSeconds: expected", "an object with 1 keys"),
             (json!({"durationSeconds": -5}), "durationSeconds: expected", "a negative number"),

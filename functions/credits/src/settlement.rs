@@ -248,7 +248,9 @@ impl SettlementService {
             }
             Err(e) => {
                 span.record("settled", false);
-                tracing::error!(settled = false, error = %e, retryable = e.is_retryable(), "settlement failed");
+                // WARN: the consumer logs the record's end at the level it deserves (ERROR on the
+                // last receive, when the message goes to the DLQ).
+                tracing::warn!(settled = false, error = %e, retryable = e.is_retryable(), "settlement failed");
             }
         }
         result

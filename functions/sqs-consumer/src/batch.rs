@@ -37,6 +37,15 @@ pub struct ConsumerOptions {
     /// timestamps and numbers, with every other string replaced by its length: see
     /// `preview`), so an operator can see what was dropped and replay it.
     pub invalid_body_preview_chars: usize,
+    /// The queue's maxReceiveCount: a record failing on this receive goes to the DLQ, which needs
+    /// a person, so it is logged at ERROR; earlier failures, which SQS retries, at WARN.
+    pub max_receive_count: u32,
+}
+
+/// The smallest maxReceiveCount of the declared queues (`infra-pulumi/queues.json`).
+fn declared_max_receive_count() -> u32 {
+    let d = sophia_queue_settings::Declaration::embedded();
+    d.interview_completed().max_receive_count.min(d.report_generate().max_receive_count)
 }
 
 impl Default for ConsumerOptions {
@@ -46,6 +55,7 @@ impl Default for ConsumerOptions {
             deadline_margin: Duration::from_secs(5),
             cancel_margin: Duration::from_secs(1),
             invalid_body_preview_chars: 1024,
+            max_receive_count: declared_max_receive_count(),
         }
     }
 }
@@ -139,7 +149,7 @@ impl SqsConsumer {
                 }
             }
             let handler = &handler;
-            let margins = (self.options.deadline_margin, self.options.cancel_margin);
+            let margins = (self.options.deadline_margin, self.options.cancel_margin, self.options.max_receive_count);
             let results: Vec<Vec<(usize, Outcome)>> = futures::stream::iter(group_by_ordering_keys(parsed))
                 .map(|group| async move {
                     let mut done = Vec::with_capacity(group.len());
@@ -220,7 +230,9 @@ fn parse_record<M: QueueMessage>(record: &SqsMessage, meta: &RecordMeta, options
             let _entered = span.enter();
             span.record("outcome", Outcome::DroppedInvalid.as_str());
             let preview = crate::preview::redacted(body, options.invalid_body_preview_chars);
-            tracing::error!(
+            // WARN: the drop is the contract (queues.md); a producer that keeps sending what the
+            // contract rejects shows in the dropped-invalid count.
+            tracing::warn!(
                 reason = %reason,
                 bodyBytes = body.len(),
                 bodyPreview = %preview,
@@ -231,7 +243,11 @@ fn parse_record<M: QueueMessage>(record: &SqsMessage, meta: &RecordMeta, options
     }
 }
 
-async fn run_record<M, H, HF>(record: Parsed<M>, handler: &H, (margin, cancel_margin): (Duration, Duration)) -> Outcome
+async fn run_record<M, H, HF>(
+    record: Parsed<M>,
+    handler: &H,
+    (margin, cancel_margin, max_receive_count): (Duration, Duration, u32),
+) -> Outcome
 where
     M: QueueMessage,
     H: Fn(M, RecordMeta) -> HF,
@@ -239,6 +255,9 @@ where
 {
     let Parsed { message, meta, .. } = record;
     let span = record_span(&meta, message.event_type().as_str());
+    // Log levels mean something: ERROR only when a person is needed (the message is going to the
+    // DLQ, or the code panicked); a failure SQS will retry is a WARN.
+    let last_receive = meta.receive_count >= max_receive_count;
     if let Some(attr) = meta.event_type_attribute.as_deref()
         && attr != message.event_type().as_str()
     {
@@ -264,10 +283,18 @@ where
                 span.record("outcome", Outcome::DeadlineCancelled.as_str());
                 span.record("durationMs", started.elapsed().as_millis() as u64);
                 span.in_scope(|| {
-                    tracing::error!(
-                        cancelMarginMs = cancel_margin.as_millis() as u64,
-                        "record still running at the invocation's deadline; cancelled, SQS will redeliver it"
-                    )
+                    if last_receive {
+                        tracing::error!(
+                            cancelMarginMs = cancel_margin.as_millis() as u64,
+                            maxReceiveCount = max_receive_count,
+                            "record still running at the invocation's deadline on its last receive; cancelled, it goes to the DLQ"
+                        )
+                    } else {
+                        tracing::warn!(
+                            cancelMarginMs = cancel_margin.as_millis() as u64,
+                            "record still running at the invocation's deadline; cancelled, SQS will redeliver it"
+                        )
+                    }
                 });
                 return Outcome::DeadlineCancelled;
             }
@@ -284,10 +311,16 @@ where
     let _entered = span.enter();
     match result {
         Ok(Ok(())) => tracing::info!("record processed"),
+        Ok(Err(Failure::Retry(e))) if last_receive => tracing::error!(
+            error = %chain(e.as_ref()),
+            maxReceiveCount = max_receive_count,
+            "record failed on its last receive; it goes to the DLQ"
+        ),
         Ok(Err(Failure::Retry(e))) => {
-            tracing::error!(error = %chain(e.as_ref()), "record failed; SQS will redeliver it")
+            tracing::warn!(error = %chain(e.as_ref()), "record failed; SQS will redeliver it")
         }
-        Ok(Err(Failure::Drop(e))) => tracing::error!(error = %chain(e.as_ref()), "record failed permanently; dropped"),
+        // An expected end (e.g. a report for a soft-deleted interview): nothing for a person to do.
+        Ok(Err(Failure::Drop(e))) => tracing::warn!(error = %chain(e.as_ref()), "record not processed; dropped"),
         Err(panic) => tracing::error!(panic = %panic_text(&panic), "handler panicked; SQS will redeliver the record"),
     }
     outcome

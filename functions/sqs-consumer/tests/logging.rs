@@ -27,8 +27,8 @@ impl Write for Buffer {
 #[error("settlement store timed out")]
 struct Timeout;
 
-#[test]
-fn record_lines_are_json_with_the_span_fields() {
+/// The JSON lines the consumer logs for `event`, whose failed interviews fail with a retry.
+fn lines_for(event: SqsEvent) -> Vec<serde_json::Value> {
     let buffer = Buffer::default();
     let writer = buffer.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -39,7 +39,6 @@ fn record_lines_are_json_with_the_span_fields() {
         .with_writer(move || writer.clone())
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
-    let event: SqsEvent = serde_json::from_str(include_str!("fixtures/interview-completed-batch.json")).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(SqsConsumer::new(ConsumerOptions::default()).process(
         LambdaEvent::new(event, Context::default()),
@@ -53,8 +52,17 @@ fn record_lines_are_json_with_the_span_fields() {
     ))
     .unwrap();
     let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
-    let lines: Vec<serde_json::Value> =
-        text.lines().map(|l| serde_json::from_str(l).expect("every line is JSON")).collect();
+    text.lines().map(|l| serde_json::from_str(l).expect("every line is JSON")).collect()
+}
+
+fn fixture() -> SqsEvent {
+    serde_json::from_str(include_str!("fixtures/interview-completed-batch.json")).unwrap()
+}
+
+#[test]
+fn record_lines_are_json_with_the_span_fields() {
+    let lines = lines_for(fixture());
+    let text = format!("{lines:#?}");
     let line = |message: &str| {
         lines.iter().find(|l| l["message"] == message).unwrap_or_else(|| panic!("no {message:?} line in {text}"))
     };
@@ -69,8 +77,30 @@ fn record_lines_are_json_with_the_span_fields() {
     assert_eq!(failed["span"]["eventType"], "interview.failed");
     assert_eq!(failed["span"]["receiveCount"], 2);
     assert_eq!(failed["error"], "settlement store timed out");
+    // Levels mean something: a retry SQS will make and a dropped invalid body need nobody.
+    assert_eq!(processed["level"], "INFO");
+    assert_eq!(failed["level"], "WARN");
     let invalid = line("invalid message dropped");
     assert_eq!(invalid["span"]["messageId"], "a7d5c9e2-1b3f-4c6d-9e8f-0a1b2c3d4e5f");
     assert_eq!(invalid["span"]["requestId"], "unknown");
     assert!(invalid["reason"].as_str().unwrap().contains("interviewId"), "{invalid}");
+    assert_eq!(invalid["level"], "WARN");
+}
+
+/// A failure on the queue's last receive (maxReceiveCount, 3) sends the message to the DLQ: that
+/// needs a person, so it is the one failure logged at ERROR.
+#[test]
+fn a_failure_on_the_last_receive_is_an_error() {
+    let mut event = serde_json::to_value(fixture()).unwrap();
+    for record in event["Records"].as_array_mut().unwrap() {
+        record["attributes"]["ApproximateReceiveCount"] = serde_json::json!("3");
+    }
+    let lines = lines_for(serde_json::from_value(event).unwrap());
+    let last = lines
+        .iter()
+        .find(|l| l["message"] == "record failed on its last receive; it goes to the DLQ")
+        .unwrap_or_else(|| panic!("no last-receive line in {lines:#?}"));
+    assert_eq!(last["level"], "ERROR");
+    assert_eq!(last["maxReceiveCount"], 3);
+    assert!(!lines.iter().any(|l| l["message"] == "record failed; SQS will redeliver it"));
 }
