@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use tracing::{Instrument, field};
 
 use crate::failure::chain;
+use crate::metrics::{Metric, Metrics};
 use crate::{BoxError, Failure, Outcome, RecordMeta};
 
 /// How an invocation fails as a whole (so SQS retries every record of the batch).
@@ -178,11 +179,31 @@ impl SqsConsumer {
                 })
                 .collect();
             tracing::info!(failures = response.batch_item_failures.len(), "batch processed");
+            batch_metrics(&outcomes, deadline).emit();
             Ok(BatchReport { outcomes, response })
         }
         .instrument(batch_span)
         .await
     }
+}
+
+/// The batch's EMF line: records by outcome, the batch size, the time left.
+fn batch_metrics(outcomes: &[(String, Outcome)], deadline: Option<Instant>) -> Metrics {
+    let mut m = Metrics::from_env();
+    m.add(Metric::BatchSize, outcomes.len() as f64);
+    for (_, outcome) in outcomes {
+        let metric = match outcome {
+            Outcome::Processed => Metric::RecordsProcessed,
+            Outcome::DroppedInvalid => Metric::RecordsDroppedInvalid,
+            Outcome::DroppedByHandler => Metric::RecordsDropped,
+            _ => Metric::RecordsFailed,
+        };
+        m.add(metric, 1.0);
+    }
+    if let Some(deadline) = deadline {
+        m.add(Metric::TimeLeftMs, deadline.saturating_duration_since(Instant::now()).as_millis() as f64);
+    }
+    m
 }
 
 fn message_ids(records: &[SqsMessage]) -> Result<Vec<String>, BatchError> {

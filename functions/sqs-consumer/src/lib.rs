@@ -17,10 +17,12 @@
 //!
 //! Each record is processed inside one `tracing` span carrying `messageId`, `requestId`,
 //! `eventType` and `receiveCount`, and ends with one `record processed` event with its
-//! `outcome` and `durationMs`.
+//! `outcome` and `durationMs`. Each batch also writes one line of metrics in CloudWatch Embedded
+//! Metric Format ([`metrics`]): records by outcome, batch size, time left.
 
 mod batch;
 mod failure;
+pub mod metrics;
 pub mod preview;
 mod record;
 

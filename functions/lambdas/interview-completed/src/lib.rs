@@ -12,9 +12,12 @@
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use sophia_contracts::{InterviewFailed, InterviewQueueMessage};
-use sophia_credits::{BoxError, CreditsError, Disposition, ReportPublisher, SettleContext, SettlementService};
+use sophia_credits::{
+    BoxError, CreditsError, Disposition, ReportPublisher, SettleContext, SettleOutcome, SettlementService,
+};
 use sophia_platform::config::{self, ConfigError};
 use sophia_platform::mongo::Mongo;
+use sophia_sqs_consumer::metrics::{Metric, Metrics};
 use sophia_sqs_consumer::{BatchError, BatchReport, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
 pub use sophia_sqs_producer::SqsReportPublisher;
 
@@ -49,8 +52,25 @@ pub async fn settle_failed(service: &SettlementService, m: &InterviewFailed, met
             SettleContext::now_with_deadline(meta.deadline),
         )
         .await
-        .map(|_| ())
+        .map(|outcome| settlement_metrics(&outcome).emit())
         .map_err(failure_of)
+}
+
+/// A settlement's EMF line: settled or already settled, and the credits it moved.
+pub fn settlement_metrics(outcome: &SettleOutcome) -> Metrics {
+    let mut m = Metrics::from_env();
+    match outcome {
+        SettleOutcome::Settled(s) => {
+            m.add(Metric::InterviewsSettled, 1.0)
+                .add(Metric::CreditsConsumed, s.consumed as f64)
+                .add(Metric::CreditsReleased, s.released as f64)
+                .add(Metric::CreditsForfeited, (s.forfeited + s.expiry_forfeited) as f64);
+        }
+        SettleOutcome::AlreadySettled => {
+            m.add(Metric::InterviewsAlreadySettled, 1.0);
+        }
+    }
+    m
 }
 
 /// The per-process state of the function.
@@ -94,7 +114,7 @@ impl<P: ReportPublisher> Handler<P> {
                 .service
                 .settle_completed_and_publish(&m, &self.publisher, SettleContext::now_with_deadline(meta.deadline))
                 .await
-                .map(|_| ())
+                .map(|result| settlement_metrics(&result.outcome).emit())
                 .map_err(failure_of),
         }
     }
