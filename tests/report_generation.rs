@@ -60,7 +60,7 @@ async fn a_full_report_is_persisted_with_its_metadata_from_a_strict_schema_reque
     assert_eq!(generation.get_str("source").unwrap(), "model");
     assert_eq!(generation.get_str("model").unwrap(), FAKE_MODEL);
     assert_eq!(generation.get_str("requestedModel").unwrap(), MODEL);
-    assert_eq!(generation.get_str("promptVersion").unwrap(), PROMPT_VERSION);
+    assert_eq!(generation.get_str("promptVersion").unwrap(), prompt_version());
     assert!(generation.get_str("completionId").unwrap().starts_with("chatcmpl-"));
     assert!(int(generation, "promptTokens") > 100);
     assert!(int(generation, "completionTokens") > 10);
@@ -103,7 +103,7 @@ async fn insufficient_evidence_by_duration_completes_without_a_model_call() {
     let generation = d.get_document("generation").unwrap();
     assert_eq!(generation.get_str("source").unwrap(), "insufficient_evidence_rule");
     assert_eq!(generation.get("model"), Some(&Bson::Null));
-    assert_eq!(generation.get_str("promptVersion").unwrap(), PROMPT_VERSION);
+    assert_eq!(generation.get_str("promptVersion").unwrap(), prompt_version());
 }
 
 #[tokio::test]
@@ -141,8 +141,11 @@ async fn a_completed_report_redelivered_is_a_no_op() {
     assert_eq!(report_count(&env).await, 1);
 }
 
+/// DESIGN.md: every attempt's error is returned, the third included (SQS then moves the message
+/// to the DLQ); only a delivery that finds the report already FAILED at 3 attempts is
+/// acknowledged, without a model call.
 #[tokio::test]
-async fn three_failures_leave_the_report_failed_and_the_third_is_acknowledged() {
+async fn three_failures_leave_the_report_failed_and_every_one_is_returned_for_the_dlq() {
     let env = env().await;
     let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
     // async-openai retries a 5xx or 429 itself (up to CLIENT_RETRIES times, backing off from
@@ -154,13 +157,13 @@ async fn three_failures_leave_the_report_failed_and_the_third_is_acknowledged() 
         env.fake.push(Behaviour::RateLimited);
     }
     env.fake.push(Behaviour::MalformedJson);
-    let expected =
-        [("HTTP 500", Outcome::Failed), ("HTTP 429", Outcome::Failed), ("does not parse", Outcome::Processed)];
-    for (attempt, (error, outcome)) in (1..=MAX_ATTEMPTS).zip(expected) {
-        assert_eq!(deliver(&env, ids).await, outcome, "attempt {attempt}: retried by SQS, the last one acknowledged");
+    let expected = [("HTTP 500", "server_error"), ("HTTP 429", "rate_limited"), ("not JSON", "invalid_output")];
+    for (attempt, (error, kind)) in (1..=MAX_ATTEMPTS).zip(expected) {
+        assert_eq!(deliver(&env, ids).await, Outcome::Failed, "attempt {attempt}: returned for SQS, the last one too");
         let d = stored(&env, ids.0).await.unwrap();
         assert_eq!(d.get_str("status").unwrap(), "FAILED", "FAILED before the error was returned");
         assert_eq!(int(&d, "attemptCount"), i64::from(attempt));
+        assert_eq!(d.get_str("errorKind").unwrap(), kind, "attempt {attempt}");
         let last_error = d.get_str("lastError").unwrap();
         assert!(last_error.contains(error), "attempt {attempt}: {last_error}");
         assert!(!last_error.contains("The candidate"), "no model content in lastError");

@@ -33,6 +33,6 @@ async fn logs_carry_the_generation_fields_and_never_candidate_text_or_the_key() 
     assert_eq!(span["organizationId"], ids.1.to_string());
     assert_eq!(span["attempt"], 3);
     assert_eq!(span["model"], MODEL);
-    assert!(lines.iter().any(|l| l["message"] == "report generation failed" && l["kind"] == "malformed"));
+    assert!(lines.iter().any(|l| l["message"] == "report generation failed" && l["kind"] == "invalid_output"));
     assert!(lines.iter().any(|l| l["message"] == "report generation failed" && l["kind"] == "refusal"));
 }

@@ -26,7 +26,7 @@ pub mod schema;
 pub mod service;
 pub mod store;
 
-pub use error::{Disposition, ReportError};
+pub use error::{Disposition, ErrorKind, ReportError};
 pub use model::{LlmReport, Recommendation, ReportStatus};
 pub use openai::{ModelError, OpenAiSettings, ReportModel};
 pub use service::{Generated, ReportService};
