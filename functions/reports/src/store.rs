@@ -376,9 +376,12 @@ impl ReportStore {
         let r = self
             .reports
             .update_one(
+                // `$nin` rather than `$ne`: the same on MongoDB, and nx-27017 (whose date-filter
+                // path misses documents lacking the date field under `$ne`) matches it too
+                // (tests/mongo_wire_gaps.rs).
                 doc! {
                     "interviewId": interview_id.oid(),
-                    "status": {"$ne": ReportStatus::Completed.as_str()},
+                    "status": {"$nin": [ReportStatus::Completed.as_str()]},
                     "$or": [{"leaseExpiresAt": Bson::Null}, {"leaseExpiresAt": {"$lt": now}}],
                 },
                 failure_update(now, &error.to_string(), ErrorKind::InvalidDocument, None),
