@@ -3,6 +3,7 @@
 //! invocation reuses.
 
 pub mod config;
+pub mod indexes;
 pub mod mongo;
 pub mod sqs;
 pub mod telemetry;
