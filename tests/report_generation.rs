@@ -68,6 +68,9 @@ async fn a_full_report_is_persisted_with_its_metadata_from_a_strict_schema_reque
     assert!(int(generation, "latencyMs") >= 0);
     assert!(!generation.get_document("truncation").unwrap().get_bool("resumeTruncated").unwrap());
 
+    // Exactly the layout of the checked-in schema (`ReportDocument` denies unknown fields).
+    let typed: sophia_reports::model::ReportDocument = bson::from_document(d.clone()).expect("the documented layout");
+    assert_eq!((typed.status, typed.error_kind), (ReportStatus::Completed, None));
     println!("PERSISTED REPORT DOCUMENT:\n{:#}", Bson::Document(d).into_relaxed_extjson());
     println!("REQUEST BODY:\n{:#}", r.body);
 }
@@ -194,8 +197,12 @@ async fn a_refusal_and_an_out_of_range_report_are_failures_to_retry() {
     let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
     env.fake.push(Behaviour::Refusal);
     assert_eq!(deliver(&env, ids).await, Outcome::Failed);
-    let last_error = stored(&env, ids.0).await.unwrap().get_str("lastError").unwrap().to_owned();
+    let failed = stored(&env, ids.0).await.unwrap();
+    let last_error = failed.get_str("lastError").unwrap().to_owned();
     assert!(last_error.contains("refused") && !last_error.contains("I'm sorry"), "{last_error}");
+    let typed: sophia_reports::model::ReportDocument = bson::from_document(failed).expect("the documented layout");
+    assert_eq!(typed.error_kind, Some(sophia_reports::ErrorKind::Refusal));
+    assert_eq!(typed.refusal.as_deref(), Some("I'm sorry, but I can't help with that request."), "kept on the report");
 
     let out_of_range = json!({
         "overallScore": 140, "recommendation": "hire", "summary": "s", "strengths": [], "concerns": [],
@@ -211,6 +218,7 @@ async fn a_refusal_and_an_out_of_range_report_are_failures_to_retry() {
     let d = stored(&env, ids.0).await.unwrap();
     assert_eq!((d.get_str("status").unwrap(), int(&d, "attemptCount")), ("COMPLETED", 3));
     assert_eq!(d.get("lastError"), Some(&Bson::Null));
+    assert!(d.get("errorKind").is_none() && d.get("refusal").is_none(), "the failure's fields are cleared: {d}");
 }
 
 #[tokio::test]
