@@ -119,6 +119,17 @@ async fn interviews_written_by_other_services_are_read_as_they_are_written() {
             Expect::Model { attempt: 1 },
         ),
         ("Int64 duration", interview(|d| drop(d.insert("durationSeconds", 754_i64))), Expect::Model { attempt: 1 }),
+        (
+            "a Chinese transcript (no spaces between words)",
+            interview(|d| {
+                let zh = Bson::String("我们把账单表从MySQL迁移到Postgres，并且每晚核对每个租户的校验和。".into());
+                d.insert(
+                    "proctoring",
+                    doc! {"transcript": turns(&[("candidate".into(), zh.clone()), ("candidate".into(), zh)])},
+                );
+            }),
+            Expect::Model { attempt: 1 },
+        ),
         ("credibility absent", interview(|d| drop(d.remove("credibility"))), Expect::Model { attempt: 1 }),
         ("snapshot null", interview(|d| drop(d.insert("snapshot", Bson::Null))), Expect::Model { attempt: 1 }),
         ("snapshot absent", interview(|d| drop(d.remove("snapshot"))), Expect::Model { attempt: 1 }),
@@ -242,6 +253,11 @@ async fn report_documents_written_by_other_services_are_claimed_or_left_as_they_
             "attemptCount a string",
             doc! {"status": "FAILED", "attemptCount": "two MARKER", "updatedAt": hours_ago(1)},
             Expect::InvalidDocument { field: "attemptCount" },
+        ),
+        (
+            "COMPLETED with an unreadable attemptCount: done",
+            doc! {"status": "COMPLETED", "attemptCount": "one", "report": {"summary": "legacy"}, "updatedAt": hours_ago(1)},
+            Expect::Untouched { outcome: Outcome::Processed },
         ),
         (
             "an unknown status",

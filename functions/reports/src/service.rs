@@ -15,7 +15,7 @@ use crate::interview;
 use crate::model::{GenerationMetadata, Recommendation, ReportContent, ReportSource, ReportStatus, Truncation};
 use crate::openai::ReportModel;
 use crate::prompt::{self, prompt_version};
-use crate::store::{Lease, MAX_ATTEMPTS, ReportStore, StoreError};
+use crate::store::{INTERVIEW_REPORTS, Lease, MAX_ATTEMPTS, ReportStore, StoredReport};
 
 /// The declared function whose timeout is the lease length.
 pub const FUNCTION_NAME: &str = "report-generate";
@@ -237,24 +237,29 @@ impl ReportService {
     /// model call: DESIGN.md's only acknowledged failure), held by a live worker, or unreadable
     /// (recorded on the report and returned as `invalid_document`).
     async fn not_claimed(&self, interview_id: InterviewId) -> Result<Generated, ReportError> {
-        let report = match self.store.find(interview_id).await {
+        let Some(raw) = self.store.find_raw(interview_id).await? else {
+            // Deleted between the claim and this read: the next delivery starts afresh.
+            tracing::info!("the report disappeared while being claimed; skipped");
+            return Ok(Generated::HeldByAnother);
+        };
+        // A COMPLETED report is done, whatever else it holds.
+        if raw.get_str("status").ok() == Some(ReportStatus::Completed.as_str()) {
+            return Ok(Generated::AlreadyCompleted);
+        }
+        let report: StoredReport = match sophia_documents::decode(INTERVIEW_REPORTS, raw) {
             Ok(report) => report,
-            Err(StoreError::Mongo(e)) => return Err(ReportError::Mongo(e)),
-            Err(StoreError::Document(e)) => {
+            Err(e) => {
                 if let Err(write) = self.store.fail_unreadable(interview_id, &e).await {
                     tracing::error!(error = %write, "could not record the unreadable report");
                 }
                 return Err(ReportError::Document(e));
             }
         };
-        match report {
-            Some(r) if r.status == ReportStatus::Completed => Ok(Generated::AlreadyCompleted),
-            Some(r) if r.attempt_count >= MAX_ATTEMPTS => self.exhausted(interview_id).await,
-            _ => {
-                tracing::info!("another worker holds a live lease on this report; skipped");
-                Ok(Generated::HeldByAnother)
-            }
+        if report.attempt_count >= MAX_ATTEMPTS {
+            return self.exhausted(interview_id).await;
         }
+        tracing::info!("another worker holds a live lease on this report; skipped");
+        Ok(Generated::HeldByAnother)
     }
 
     async fn exhausted(&self, interview_id: InterviewId) -> Result<Generated, ReportError> {

@@ -192,8 +192,13 @@ impl ReportStore {
     /// The report's head, decoded with the read model (an unreadable one is a
     /// [`StoreError::Document`] naming the field).
     pub async fn find(&self, interview_id: InterviewId) -> Result<Option<StoredReport>, StoreError> {
-        let raw = self.reports.find_one(doc! {"interviewId": interview_id.oid()}).await?;
+        let raw = self.find_raw(interview_id).await?;
         Ok(raw.map(|d| sophia_documents::decode(INTERVIEW_REPORTS, d)).transpose()?)
+    }
+
+    /// The report document as stored.
+    pub async fn find_raw(&self, interview_id: InterviewId) -> mongodb::error::Result<Option<Document>> {
+        self.reports.find_one(doc! {"interviewId": interview_id.oid()}).await
     }
 
     /// Step 1 of the claim: the report inserted already `PROCESSING` under a new lease
