@@ -87,6 +87,16 @@ pub const UNSUPPORTED_KEYWORDS: &[&str] = &[
     "uniqueItems",
 ];
 
+/// The most output tokens of the models this project may be configured with (OPENAI.md and
+/// OpenAI's model pages); `max_completion_tokens` above it is rejected as the API does.
+pub const MODEL_MAX_OUTPUT_TOKENS: &[(&str, u64)] = &[
+    ("gpt-4.1-mini", 32_768),
+    ("gpt-4.1", 32_768),
+    ("gpt-4.1-nano", 32_768),
+    ("gpt-4o-mini", 16_384),
+    ("gpt-4o", 16_384),
+];
+
 pub const MAX_PROPERTIES: usize = 5_000;
 pub const MAX_NESTING: usize = 10;
 pub const MAX_ENUM_VALUES: usize = 1_000;
@@ -155,6 +165,19 @@ pub fn check_request(body: &Value) -> Result<(), Rejection> {
             "Invalid 'max_completion_tokens': integer below minimum value. Expected a value >= 1.",
             Some("max_completion_tokens"),
             Some("integer_below_min_value"),
+        ));
+    }
+    let model = obj.get("model").and_then(Value::as_str).unwrap_or_default();
+    let limit = MODEL_MAX_OUTPUT_TOKENS.iter().find(|(m, _)| *m == model).map(|(_, l)| *l);
+    if let (Some(limit), Some(n)) = (limit, obj.get("max_completion_tokens").and_then(Value::as_u64))
+        && n > limit
+    {
+        return Err(Rejection::new(
+            format!(
+                "max_tokens is too large: {n}. This model supports at most {limit} completion tokens, whereas you provided {n}."
+            ),
+            Some("max_tokens"),
+            Some("invalid_value"),
         ));
     }
     if let Some(format) = obj.get("response_format") {
@@ -447,6 +470,11 @@ mod tests {
         zero["max_completion_tokens"] = json!(0);
         assert_eq!(check_request(&zero).unwrap_err().param.as_deref(), Some("max_completion_tokens"));
         assert!(check_request(&json!({"model": "m", "messages": []})).is_err());
+        let mut long = ok.clone();
+        (long["model"], long["max_completion_tokens"]) = (json!("gpt-4.1-mini"), json!(40_000));
+        assert!(check_request(&long).unwrap_err().message.contains("at most 32768 completion tokens"));
+        long["max_completion_tokens"] = json!(32_768);
+        assert_eq!(check_request(&long), Ok(()));
         assert!(check_request(&json!([1, 2])).is_err());
     }
 }
