@@ -6,7 +6,7 @@
 //! Each case ends with the state of the queues and the database, and the five invariants.
 //! In-process versions of some of these exist (`settlement_handler.rs`:
 //! `a_failed_publish_fails_the_record_and_the_redelivery_publishes_it`; `report_generation.rs`:
-//! `three_failures_leave_the_report_failed_and_the_third_is_acknowledged`,
+//! `three_failures_leave_the_report_failed_and_every_one_is_returned_for_the_dlq`,
 //! `an_expired_lease_is_reclaimed`); here the same guarantees are shown end to end over SQS.
 
 use std::time::Duration;
@@ -23,12 +23,12 @@ use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_credits::model::OutboxStatus;
 use sophia_local::esm::{EventSourceMapping, InvocationSummary};
 use sophia_local::queues::QueueSet;
-use sophia_openai_fake::{Behaviour, FakeOpenAi};
+use sophia_openai_fake::{ApiError, Behaviour, FakeOpenAi};
 use sophia_reports::store::MAX_ATTEMPTS;
 use sophia_sqs_consumer::ConsumerOptions;
 
-/// async-openai 0.43 retries a 429 or a 5xx itself, 3 times, inside one attempt.
-const CLIENT_RETRIES: usize = 3;
+/// The client retries a 429 (not a quota error) or a 5xx itself, 3 times, inside one attempt.
+const CLIENT_RETRIES: usize = sophia_reports::openai::MAX_RETRIES;
 
 fn report_mapping(
     sqs: &aws_sdk_sqs::Client,
@@ -113,29 +113,155 @@ async fn a_failed_report_publish_after_commit_keeps_the_settlement_and_the_redel
     w.assert_invariants().await;
 }
 
-/// Delivers `report.generate` through SQS until three attempts have run: the first two fail and
-/// are retried by SQS, the third (the last attempt) is acknowledged; nothing reaches the DLQ.
-async fn three_attempts_the_last_acknowledged(
+/// Delivers `report.generate` through SQS until the message is in the report DLQ: three
+/// receives, each a failed attempt whose error the handler returned (DESIGN.md: the third
+/// included), then SQS moves the message to the DLQ on the next receive.
+async fn three_failed_attempts_then_the_dlq(
     sqs: &aws_sdk_sqs::Client,
     queues: &QueueSet,
     reports: &EventSourceMapping,
 ) -> Vec<InvocationSummary> {
     let runs = poll_until(reports, Duration::from_secs(30), |s| s.len() >= 3).await;
     let shape: Vec<(usize, usize)> = runs.iter().map(|r| (r.failed_ids.len(), r.deleted)).collect();
-    assert_eq!(shape, [(1, 0), (1, 0), (0, 1)], "retried twice, then acknowledged: {runs:?}");
+    assert_eq!(shape, [(1, 0), (1, 0), (1, 0)], "every attempt returned for retry: {runs:?}");
     assert!(reports.poll_once(Duration::from_secs(2)).await.unwrap().is_none(), "no fourth delivery");
-    assert_eq!(depth(sqs, &queues.report_generate.dlq.url).await, (0, 0), "nothing in the DLQ");
+    assert_eq!(depth(sqs, &queues.report_generate.dlq.url).await, (1, 0), "the message is in the report DLQ");
     assert_eq!(depth(sqs, &queues.report_generate.source.url).await, (0, 0));
     runs
 }
 
-/// HTTP 429 and 500 (each answered again on the client's own retries) and a reply slower than
-/// the client timeout: three attempts over three SQS receives, the report FAILED with
-/// attemptCount 3 and the last delivery acknowledged (DESIGN.md: "at attemptCount >= 3 it stays
-/// FAILED and the message is acknowledged"); a later duplicate is acknowledged without a model
-/// call, and there is never a second report document.
+/// `sophia-ops` wired to these queues and this database, as an operator would run it.
+fn ops_context(queues: &QueueSet, w: &World, sqs: &aws_sdk_sqs::Client) -> sophia_ops::Context {
+    use sophia_ops::env::{self, Env};
+    let pairs = vec![
+        (env::AWS_ENDPOINT_URL_SQS, harness::sqs_endpoint()),
+        ("INTERVIEW_COMPLETED_QUEUE_URL", queues.interview_completed.source.url.clone()),
+        ("REPORT_GENERATE_QUEUE_URL", queues.report_generate.source.url.clone()),
+        (env::INTERVIEW_COMPLETED_DLQ_URL, queues.interview_completed.dlq.url.clone()),
+        (env::REPORT_GENERATE_DLQ_URL, queues.report_generate.dlq.url.clone()),
+        ("MONGODB_URI", harness::mongo_uri()),
+        ("MONGODB_DATABASE", w.mongo.db.name().to_owned()),
+        ("MONGODB_ALLOW_STANDALONE", "true".to_owned()),
+    ];
+    sophia_ops::Context::new(Env::from_pairs(pairs), None, sophia_ops::ProgressMode::Hidden)
+        .with_sqs(sqs.clone())
+        .with_mongo(w.mongo.clone())
+}
+
+async fn ops(ctx: &sophia_ops::Context, args: &[&str]) -> sophia_ops::Outcome {
+    let cli = sophia_ops::parse(std::iter::once("sophia-ops").chain(args.iter().copied())).expect("command line");
+    sophia_ops::execute(&cli.command, ctx).await.expect("sophia-ops")
+}
+
+/// One failure mode end to end: the fake answers every call with `answers` (in order), three
+/// receives run three failed attempts, the message lands in the report DLQ, the report is FAILED
+/// (attemptCount 3) with `errorKind` `kind` and a `lastError` containing `error`, and
+/// `sophia-ops dlq show` shows the message with that report state. A later duplicate is
+/// acknowledged without a model call.
+async fn a_failure_reaches_the_report_dlq(answers: Vec<Behaviour>, kind: &str, error: &str) -> Document {
+    let (w, org, interview, sqs, queues) = setup(50, 10).await;
+    let fake = FakeOpenAi::scripted().unwrap();
+    let calls = answers.len();
+    for answer in answers {
+        fake.push(answer);
+    }
+    let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_secs(10));
+    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+
+    three_failed_attempts_then_the_dlq(&sqs, &queues, &reports).await;
+    let stored = reports_of(&w.mongo.db, interview).await;
+    assert_eq!(stored.len(), 1, "one report document");
+    let report = stored[0].clone();
+    assert_eq!(status(&report), ("FAILED", i64::from(MAX_ATTEMPTS)));
+    assert_eq!(report.get_str("errorKind").unwrap(), kind, "{report}");
+    let last_error = report.get_str("lastError").unwrap().to_owned();
+    assert!(last_error.contains(error), "{error:?} not in {last_error:?}");
+    assert_eq!((fake.request_count(), fake.pending()), (calls, 0), "every scripted answer used, no more");
+
+    let ctx = ops_context(&queues, &w, &sqs);
+    let sophia_ops::Outcome::DlqList(listing) = ops(&ctx, &["dlq", "list", "report-generate"]).await else {
+        panic!("dlq list")
+    };
+    assert_eq!(listing.messages.len(), 1);
+    let id = listing.messages[0].message_id.clone();
+    let sophia_ops::Outcome::DlqShow(shown) = ops(&ctx, &["dlq", "show", "report-generate", &id]).await else {
+        panic!("dlq show")
+    };
+    assert_eq!(shown.message.body, report_body(interview, org));
+    assert_eq!(
+        shown.report,
+        Some(sophia_ops::dlq::ReportState::Found {
+            status: "FAILED".into(),
+            attempt_count: MAX_ATTEMPTS,
+            error_kind: Some(kind.into()),
+            last_error: Some(last_error.clone()),
+        })
+    );
+    let human = sophia_ops::Outcome::DlqShow(shown).human();
+    assert!(human.contains(&format!("errorKind {kind}")), "{human}");
+
+    // A duplicate (or a redrive without --reset-attempts): acknowledged, no model call.
+    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+    let again = reports.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
+    assert_eq!((again.failed_ids.len(), again.deleted), (0, 1), "acknowledged: {again:?}");
+    assert_eq!(fake.request_count(), calls, "no model call");
+    drain(&sqs, &queues.report_generate.dlq.url).await;
+    assert_queues_empty(&sqs, &queues).await;
+    w.assert_invariants().await;
+    report
+}
+
+fn times(n: usize, b: Behaviour) -> Vec<Behaviour> {
+    vec![b; n]
+}
+
+/// HTTP 500 on every call: each attempt retries it MAX_RETRIES times itself, then fails.
 #[tokio::test]
-async fn rate_limits_server_errors_and_timeouts_fail_the_report_after_three_attempts_and_the_message_is_acknowledged() {
+async fn http_500_on_every_call_reaches_the_report_dlq_as_server_error() {
+    let answers = times(3 * (CLIENT_RETRIES + 1), Behaviour::ServerError);
+    a_failure_reaches_the_report_dlq(answers, "server_error", "HTTP 500").await;
+}
+
+#[tokio::test]
+async fn http_401_invalid_api_key_reaches_the_report_dlq_as_auth() {
+    let answers = times(3, Behaviour::Error(ApiError::invalid_api_key()));
+    let report = a_failure_reaches_the_report_dlq(answers, "auth", "HTTP 401").await;
+    assert!(report.get_str("lastError").unwrap().contains("invalid_api_key"));
+}
+
+/// A 429 `insufficient_quota` is not a rate limit: no retry within the attempt.
+#[tokio::test]
+async fn http_429_insufficient_quota_reaches_the_report_dlq_as_quota() {
+    let answers = times(3, Behaviour::Error(ApiError::insufficient_quota()));
+    a_failure_reaches_the_report_dlq(answers, "quota", "insufficient_quota").await;
+}
+
+#[tokio::test]
+async fn finish_reason_length_reaches_the_report_dlq_as_truncated() {
+    a_failure_reaches_the_report_dlq(times(3, Behaviour::Length), "truncated", "finish_reason length").await;
+}
+
+/// The refusal's text is kept on the report (never in lastError or the logs).
+#[tokio::test]
+async fn a_refusal_reaches_the_report_dlq_and_its_text_is_kept_on_the_report() {
+    let refusal = "I can't help with evaluating this person.";
+    let answers = times(3, Behaviour::RefusalText(refusal.into()));
+    let report = a_failure_reaches_the_report_dlq(answers, "refusal", "refused").await;
+    assert_eq!(report.get_str("refusal").unwrap(), refusal);
+    assert!(!report.get_str("lastError").unwrap().contains(refusal));
+}
+
+#[tokio::test]
+async fn content_that_is_not_json_reaches_the_report_dlq_as_invalid_output() {
+    a_failure_reaches_the_report_dlq(times(3, Behaviour::MalformedJson), "invalid_output", "not JSON").await;
+}
+
+/// HTTP 429 and 500 (each answered again on the client's own retries) and a reply slower than
+/// the client timeout: three failed attempts over three SQS receives, then the report DLQ; the
+/// report is FAILED with attemptCount 3 and the last attempt's kind; a later duplicate is
+/// acknowledged without a model call, and there is never a second report document.
+#[tokio::test]
+async fn rate_limits_server_errors_and_timeouts_fail_the_report_after_three_attempts_and_the_message_reaches_the_dlq() {
     let (w, org, interview, sqs, queues) = setup(50, 10).await;
     let fake = FakeOpenAi::scripted().unwrap();
     for _ in 0..=CLIENT_RETRIES {
@@ -149,11 +275,12 @@ async fn rate_limits_server_errors_and_timeouts_fail_the_report_after_three_atte
     let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_secs(2));
     send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
 
-    three_attempts_the_last_acknowledged(&sqs, &queues, &reports).await;
+    three_failed_attempts_then_the_dlq(&sqs, &queues, &reports).await;
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!(stored.len(), 1, "one report document");
     assert_eq!(status(&stored[0]), ("FAILED", i64::from(MAX_ATTEMPTS)));
     assert!(stored[0].get_str("lastError").unwrap().contains("timed out"), "{}", stored[0]);
+    assert_eq!(stored[0].get_str("errorKind").unwrap(), "timeout");
     assert_eq!(fake.request_count(), 2 * (CLIENT_RETRIES + 1) + 1);
     assert_eq!(fake.pending(), 0);
 
@@ -164,8 +291,38 @@ async fn rate_limits_server_errors_and_timeouts_fail_the_report_after_three_atte
     assert_eq!(fake.request_count(), 2 * (CLIENT_RETRIES + 1) + 1, "no model call");
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!((stored.len(), status(&stored[0])), (1, ("FAILED", i64::from(MAX_ATTEMPTS))));
+    drain(&sqs, &queues.report_generate.dlq.url).await;
     assert_queues_empty(&sqs, &queues).await;
     w.assert_invariants().await;
+}
+
+/// An interview the API wrote with a transcript the read model cannot read (a string where turns
+/// are expected, carrying candidate text): never a database error; the report is FAILED with
+/// `invalid_document` naming the field (not its value), and the message reaches the DLQ.
+#[tokio::test]
+async fn an_unreadable_interview_reaches_the_report_dlq_as_invalid_document() {
+    let (w, org, interview, sqs, queues) = setup(50, 10).await;
+    w.mongo
+        .db
+        .collection::<Document>("interviews")
+        .update_one(
+            doc! {"_id": interview.oid()},
+            doc! {"$set": {"proctoring": {"transcript": "CANDIDATE-TEXT-MARKER all in one string"}}},
+        )
+        .await
+        .unwrap();
+    let fake = FakeOpenAi::scripted().unwrap();
+    let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_secs(10));
+    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+    three_failed_attempts_then_the_dlq(&sqs, &queues, &reports).await;
+    let stored = reports_of(&w.mongo.db, interview).await;
+    assert_eq!(status(&stored[0]), ("FAILED", i64::from(MAX_ATTEMPTS)));
+    assert_eq!(stored[0].get_str("errorKind").unwrap(), "invalid_document");
+    let last_error = stored[0].get_str("lastError").unwrap();
+    assert!(last_error.contains("proctoring.transcript") && !last_error.contains("MARKER"), "{last_error}");
+    assert_eq!(fake.request_count(), 0, "no model call");
+    drain(&sqs, &queues.report_generate.dlq.url).await;
+    assert_queues_empty(&sqs, &queues).await;
 }
 
 /// A malformed completion and a refusal fail two attempts over two receives; the third

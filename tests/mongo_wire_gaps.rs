@@ -244,3 +244,59 @@ async fn known_gap_on_nx_count_and_aggregate_match_on_object_id_fields_find_noth
         assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 3, "an unfiltered count is right");
     }
 }
+
+/// The report claim and the records of a failure match reports other writers left (DESIGN.md,
+/// "Documents written by other services"): `attemptCount` absent (`$exists: false`) or any
+/// numeric type below 3 (`$lt` across Int32, Int64 and Double), a lease absent or `null`
+/// (`{leaseExpiresAt: null}`) combined with an `updatedAt` comparison, and a status other than
+/// COMPLETED (`$ne`), in `update_one` filters as in `find`.
+#[tokio::test]
+async fn report_claim_filters_match_documents_lacking_fields_and_any_numeric_type() {
+    let coll = collection("gap_claim").await;
+    let old = ms_from_now(-3_600_000);
+    coll.insert_many([
+        doc! {"_id": "absent", "status": "NOT_STARTED"},
+        doc! {"_id": "double", "status": "FAILED", "attemptCount": 2.0},
+        doc! {"_id": "long", "status": "FAILED", "attemptCount": 2_i64},
+        doc! {"_id": "spent", "status": "FAILED", "attemptCount": 3.0},
+        doc! {"_id": "text", "status": "FAILED", "attemptCount": "two"},
+        doc! {"_id": "stale", "status": "PROCESSING", "attemptCount": 1, "updatedAt": old},
+        doc! {"_id": "fresh", "status": "PROCESSING", "attemptCount": 1, "leaseExpiresAt": Bson::Null, "updatedAt": DateTime::now()},
+        doc! {"_id": "done", "status": "COMPLETED", "attemptCount": 1},
+    ])
+    .await
+    .unwrap();
+    let ids = |docs: Vec<Document>| {
+        let mut v: Vec<String> = docs.iter().map(|d| d.get_str("_id").unwrap().to_owned()).collect();
+        v.sort();
+        v
+    };
+    let left = doc! {"$or": [{"attemptCount": {"$lt": 3}}, {"attemptCount": {"$exists": false}}]};
+    assert_eq!(ids(found(&coll, left.clone()).await), ["absent", "done", "double", "fresh", "long", "stale"]);
+    let lease_less_stale =
+        doc! {"status": "PROCESSING", "leaseExpiresAt": Bson::Null, "updatedAt": {"$lt": ms_from_now(-60_000)}};
+    assert_eq!(ids(found(&coll, lease_less_stale.clone()).await), ["stale"]);
+    let r = coll.update_one(lease_less_stale, doc! {"$set": {"claimed": true}}).await.unwrap();
+    assert_eq!(r.matched_count, 1, "the same filter in an update");
+    // The record of an unreadable report: not COMPLETED, lease absent/null or expired. Written
+    // with `$nin`: on nx-27017 the same filter with `$ne` (or with the `$or` alone) misses the
+    // document lacking `leaseExpiresAt` (its date-filter path); MongoDB matches all three forms.
+    let unreadable = doc! {
+        "_id": {"$in": ["text", "done"]},
+        "status": {"$nin": ["COMPLETED"]},
+        "$or": [{"leaseExpiresAt": Bson::Null}, {"leaseExpiresAt": {"$lt": DateTime::now()}}],
+    };
+    assert_eq!(ids(found(&coll, unreadable.clone()).await), ["text"]);
+    let r = coll.update_one(unreadable, doc! {"$set": {"marked": true}}).await.unwrap();
+    assert_eq!(r.matched_count, 1, "the same filter in an update");
+    let r = coll
+        .update_one(doc! {"_id": "absent", "attemptCount": {"$exists": false}}, doc! {"$inc": {"attemptCount": 1}})
+        .await
+        .unwrap();
+    assert_eq!(r.modified_count, 1);
+    assert_eq!(
+        int(&coll.find_one(doc! {"_id": "absent"}).await.unwrap().unwrap(), "attemptCount"),
+        Some(1),
+        "$inc of an absent field starts at 0"
+    );
+}

@@ -60,7 +60,7 @@ async fn a_full_report_is_persisted_with_its_metadata_from_a_strict_schema_reque
     assert_eq!(generation.get_str("source").unwrap(), "model");
     assert_eq!(generation.get_str("model").unwrap(), FAKE_MODEL);
     assert_eq!(generation.get_str("requestedModel").unwrap(), MODEL);
-    assert_eq!(generation.get_str("promptVersion").unwrap(), PROMPT_VERSION);
+    assert_eq!(generation.get_str("promptVersion").unwrap(), prompt_version());
     assert!(generation.get_str("completionId").unwrap().starts_with("chatcmpl-"));
     assert!(int(generation, "promptTokens") > 100);
     assert!(int(generation, "completionTokens") > 10);
@@ -68,6 +68,9 @@ async fn a_full_report_is_persisted_with_its_metadata_from_a_strict_schema_reque
     assert!(int(generation, "latencyMs") >= 0);
     assert!(!generation.get_document("truncation").unwrap().get_bool("resumeTruncated").unwrap());
 
+    // Exactly the layout of the checked-in schema (`ReportDocument` denies unknown fields).
+    let typed: sophia_reports::model::ReportDocument = bson::from_document(d.clone()).expect("the documented layout");
+    assert_eq!((typed.status, typed.error_kind), (ReportStatus::Completed, None));
     println!("PERSISTED REPORT DOCUMENT:\n{:#}", Bson::Document(d).into_relaxed_extjson());
     println!("REQUEST BODY:\n{:#}", r.body);
 }
@@ -103,7 +106,7 @@ async fn insufficient_evidence_by_duration_completes_without_a_model_call() {
     let generation = d.get_document("generation").unwrap();
     assert_eq!(generation.get_str("source").unwrap(), "insufficient_evidence_rule");
     assert_eq!(generation.get("model"), Some(&Bson::Null));
-    assert_eq!(generation.get_str("promptVersion").unwrap(), PROMPT_VERSION);
+    assert_eq!(generation.get_str("promptVersion").unwrap(), prompt_version());
 }
 
 #[tokio::test]
@@ -141,8 +144,11 @@ async fn a_completed_report_redelivered_is_a_no_op() {
     assert_eq!(report_count(&env).await, 1);
 }
 
+/// DESIGN.md: every attempt's error is returned, the third included (SQS then moves the message
+/// to the DLQ); only a delivery that finds the report already FAILED at 3 attempts is
+/// acknowledged, without a model call.
 #[tokio::test]
-async fn three_failures_leave_the_report_failed_and_the_third_is_acknowledged() {
+async fn three_failures_leave_the_report_failed_and_every_one_is_returned_for_the_dlq() {
     let env = env().await;
     let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
     // async-openai retries a 5xx or 429 itself (up to CLIENT_RETRIES times, backing off from
@@ -154,13 +160,13 @@ async fn three_failures_leave_the_report_failed_and_the_third_is_acknowledged() 
         env.fake.push(Behaviour::RateLimited);
     }
     env.fake.push(Behaviour::MalformedJson);
-    let expected =
-        [("HTTP 500", Outcome::Failed), ("HTTP 429", Outcome::Failed), ("does not parse", Outcome::Processed)];
-    for (attempt, (error, outcome)) in (1..=MAX_ATTEMPTS).zip(expected) {
-        assert_eq!(deliver(&env, ids).await, outcome, "attempt {attempt}: retried by SQS, the last one acknowledged");
+    let expected = [("HTTP 500", "server_error"), ("HTTP 429", "rate_limited"), ("not JSON", "invalid_output")];
+    for (attempt, (error, kind)) in (1..=MAX_ATTEMPTS).zip(expected) {
+        assert_eq!(deliver(&env, ids).await, Outcome::Failed, "attempt {attempt}: returned for SQS, the last one too");
         let d = stored(&env, ids.0).await.unwrap();
         assert_eq!(d.get_str("status").unwrap(), "FAILED", "FAILED before the error was returned");
         assert_eq!(int(&d, "attemptCount"), i64::from(attempt));
+        assert_eq!(d.get_str("errorKind").unwrap(), kind, "attempt {attempt}");
         let last_error = d.get_str("lastError").unwrap();
         assert!(last_error.contains(error), "attempt {attempt}: {last_error}");
         assert!(!last_error.contains("The candidate"), "no model content in lastError");
@@ -191,8 +197,12 @@ async fn a_refusal_and_an_out_of_range_report_are_failures_to_retry() {
     let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
     env.fake.push(Behaviour::Refusal);
     assert_eq!(deliver(&env, ids).await, Outcome::Failed);
-    let last_error = stored(&env, ids.0).await.unwrap().get_str("lastError").unwrap().to_owned();
+    let failed = stored(&env, ids.0).await.unwrap();
+    let last_error = failed.get_str("lastError").unwrap().to_owned();
     assert!(last_error.contains("refused") && !last_error.contains("I'm sorry"), "{last_error}");
+    let typed: sophia_reports::model::ReportDocument = bson::from_document(failed).expect("the documented layout");
+    assert_eq!(typed.error_kind, Some(sophia_reports::ErrorKind::Refusal));
+    assert_eq!(typed.refusal.as_deref(), Some("I'm sorry, but I can't help with that request."), "kept on the report");
 
     let out_of_range = json!({
         "overallScore": 140, "recommendation": "hire", "summary": "s", "strengths": [], "concerns": [],
@@ -208,6 +218,7 @@ async fn a_refusal_and_an_out_of_range_report_are_failures_to_retry() {
     let d = stored(&env, ids.0).await.unwrap();
     assert_eq!((d.get_str("status").unwrap(), int(&d, "attemptCount")), ("COMPLETED", 3));
     assert_eq!(d.get("lastError"), Some(&Bson::Null));
+    assert!(d.get("errorKind").is_none() && d.get("refusal").is_none(), "the failure's fields are cleared: {d}");
 }
 
 #[tokio::test]

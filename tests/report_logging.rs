@@ -33,6 +33,98 @@ async fn logs_carry_the_generation_fields_and_never_candidate_text_or_the_key() 
     assert_eq!(span["organizationId"], ids.1.to_string());
     assert_eq!(span["attempt"], 3);
     assert_eq!(span["model"], MODEL);
-    assert!(lines.iter().any(|l| l["message"] == "report generation failed" && l["kind"] == "malformed"));
+    assert!(lines.iter().any(|l| l["message"] == "report generation failed" && l["kind"] == "invalid_output"));
     assert!(lines.iter().any(|l| l["message"] == "report generation failed" && l["kind"] == "refusal"));
+}
+
+/// A fresh stage whose migrations never ran: the first invocation of a cold start logs one
+/// ERROR per missing required unique index (not one per batch); after `sophia-ops migrate`'s
+/// step, a new cold start logs none.
+#[tokio::test]
+async fn a_missing_unique_index_is_logged_as_an_error_once_per_cold_start() {
+    let logs = LogCapture::global();
+    let mongo = harness::test_mongo().await;
+    let database = mongo.db.name().to_owned();
+    let fake = FakeOpenAi::scripted().unwrap();
+    let cold_start = || {
+        let service = ReportService::new(mongo.db.clone(), ReportModel::new(&settings(&fake, Duration::from_secs(5))));
+        ReportGenerateHandler::with_service(mongo.clone(), service, ConsumerOptions::default())
+    };
+    let errors = || {
+        logs.lines()
+            .into_iter()
+            .filter(|l| l["level"] == "ERROR" && l["database"] == database.as_str())
+            .filter(|l| l["message"].as_str().is_some_and(|m| m.starts_with("required unique index missing")))
+            .collect::<Vec<_>>()
+    };
+    let absent = (InterviewId::new(bson::oid::ObjectId::new()), org());
+    let handler = cold_start();
+    for _ in 0..3 {
+        handler.handle_detailed(event(&[absent])).await.expect("no batch error");
+    }
+    let lines = errors();
+    assert_eq!(lines.len(), 1, "once per cold start: {lines:#?}");
+    assert_eq!(lines[0]["index"], "interviewReports(interviewId)");
+    assert_eq!(lines[0]["function"], "report-generate");
+
+    migrations::apply(&mongo.db).await.unwrap();
+    cold_start().handle_detailed(event(&[absent])).await.expect("no batch error");
+    assert_eq!(errors().len(), 1, "nothing more once the index exists");
+}
+
+/// Issue 21: candidate text and OpenAI error bodies never reach a log line or a stored field
+/// other than the interview itself. The marker is in the transcript, the resume and the
+/// credibility, and in every error body and non-conforming reply of the fake.
+#[tokio::test]
+async fn a_marker_in_candidate_data_and_openai_error_bodies_reaches_no_log_line_and_no_stored_field() {
+    const MARKER: &str = "ZZ-MARKER-7f3c-CANDIDATE";
+    let logs = LogCapture::global();
+    let env = env().await;
+    let answer = format!("{MARKER} I migrated the billing tables with dual writes and nightly checksums per tenant.");
+    let fixture = InterviewFixture::new(org()).resume(&format!("Resume {MARKER} phone 555-0199")).transcript(&[
+        ("candidate", answer.as_str()),
+        ("interviewer", MARKER),
+        ("candidate", answer.as_str()),
+    ]);
+    let mut raw = fixture.document().clone();
+    raw.insert("credibility", doc! {"score": 40_i32, "notes": format!("{MARKER} looked away")});
+    env.mongo.db.collection::<Document>("interviews").insert_one(&raw).await.unwrap();
+    let ids = (fixture.interview_id(), fixture.organization_id());
+
+    let body = format!("upstream said: {MARKER}");
+    for _ in 0..=CLIENT_RETRIES {
+        env.fake.push(Behaviour::Error(sophia_openai_fake::ApiError::server_error().with_message(body.clone())));
+    }
+    env.fake.push(Behaviour::Error(sophia_openai_fake::ApiError::invalid_api_key().with_message(body.clone())));
+    let not_json = format!("Sure! The candidate said \"{MARKER}\" {{");
+    env.fake.push(Behaviour::Content(not_json));
+    for _ in 0..MAX_ATTEMPTS {
+        assert_eq!(deliver(&env, ids).await, Outcome::Failed);
+    }
+    let wrong = json!({"skillAssessments": [{"skill": MARKER, "evidence": [MARKER], "rationale": MARKER, "score": MARKER, "confidence": "low"}],
+        "questionAnalysis": [], "strengths": [MARKER], "concerns": [], "summary": MARKER, "overallScore": 1, "recommendation": "no_hire"});
+    let store = sophia_reports::store::ReportStore::new(&env.mongo.db);
+    store.reset_attempts(ids.0).await.unwrap();
+    env.fake.push(Behaviour::Content(wrong.to_string()));
+    assert_eq!(deliver(&env, ids).await, Outcome::Failed);
+
+    let d = stored(&env, ids.0).await.unwrap();
+    assert_eq!(d.get_str("errorKind").unwrap(), "invalid_output");
+    assert!(d.get_str("lastError").unwrap().contains("skillAssessments[0].score"), "{d}");
+    assert!(!d.to_string().contains(MARKER), "the marker is stored on the report: {d}");
+    for collection in env.mongo.db.list_collection_names().await.unwrap() {
+        let docs: Vec<Document> = futures::TryStreamExt::try_collect(
+            env.mongo.db.collection::<Document>(&collection).find(doc! {}).await.unwrap(),
+        )
+        .await
+        .unwrap();
+        for doc in docs {
+            let is_the_input = collection == "interviews" && doc.get_object_id("_id").ok() == Some(ids.0.oid());
+            assert!(is_the_input || !doc.to_string().contains(MARKER), "marker stored in {collection}: {doc}");
+        }
+    }
+    let text = logs.text();
+    assert!(!text.contains(MARKER), "the marker was logged: {}", text.lines().find(|l| l.contains(MARKER)).unwrap());
+    assert!(!text.contains("555-0199"));
+    assert_eq!(env.fake.pending(), 0);
 }

@@ -414,12 +414,9 @@ pub fn report_instance(
 
 /// OpenAI settings for the fake: key `test-key`, model `gpt-4.1-mini`, client timeout `timeout`.
 pub fn fake_openai(fake: &sophia_openai_fake::FakeOpenAi, timeout: Duration) -> OpenAiSettings {
-    OpenAiSettings {
-        api_key: Some("test-key".into()),
-        model: "gpt-4.1-mini".into(),
-        base_url: Some(fake.base_url()),
-        timeout,
-    }
+    let mut settings = OpenAiSettings::for_endpoint(fake.base_url(), "gpt-4.1-mini");
+    (settings.api_key, settings.timeout) = (Some("test-key".into()), timeout);
+    settings
 }
 
 /// The interview-completed handler as production builds it, for in-process calls on the test's

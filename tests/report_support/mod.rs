@@ -13,15 +13,15 @@ pub use sophia_contracts::{InterviewId, OrganizationId};
 pub use sophia_openai_fake::{Behaviour, FAKE_MODEL, FakeOpenAi, OFFLINE_LABEL};
 pub use sophia_platform::mongo::Mongo;
 pub use sophia_reports::fixtures::InterviewFixture;
-pub use sophia_reports::prompt::{DATA_CLOSE, DATA_OPEN, PROMPT_VERSION};
+pub use sophia_reports::prompt::{DATA_CLOSE, DATA_OPEN, prompt_version};
 pub use sophia_reports::schema::{SCHEMA_NAME, report_schema};
 pub use sophia_reports::store::{INTERVIEW_REPORTS, MAX_ATTEMPTS};
 pub use sophia_reports::{Generated, OpenAiSettings, ReportModel, ReportService, migrations};
 pub use sophia_sqs_consumer::{BatchReport, ConsumerOptions, Outcome};
 
 pub const MODEL: &str = "gpt-4.1-mini";
-/// async-openai 0.43's built-in retries of a 429, a 5xx or a connect error, per chat completion.
-pub const CLIENT_RETRIES: usize = 3;
+/// The client's retries of a 429 (not a quota error), a 5xx or a connect error within one attempt.
+pub const CLIENT_RETRIES: usize = sophia_reports::openai::MAX_RETRIES;
 pub const SECRET_ANSWER: &str = "I moved our billing tables from MySQL to Postgres with dual writes";
 
 pub struct Env {
@@ -31,7 +31,7 @@ pub struct Env {
 }
 
 pub fn settings(fake: &FakeOpenAi, timeout: Duration) -> OpenAiSettings {
-    OpenAiSettings { api_key: Some("test-key".into()), model: MODEL.into(), base_url: Some(fake.base_url()), timeout }
+    harness::faults::fake_openai(fake, timeout)
 }
 
 pub async fn env_with_timeout(timeout: Duration) -> Env {

@@ -51,19 +51,25 @@ pub fn deterministic_report(request: &Value) -> LlmReport {
             match (mentioned, fallback) {
                 (Some(t), _) => SkillAssessment {
                     skill: skill.clone(),
-                    score: 4,
                     evidence: vec![quote(t)],
+                    rationale: format!("An answer names {skill} (scored by keyword offline)."),
+                    score: 4,
                     confidence: Confidence::High,
                 },
                 (None, Some(t)) => SkillAssessment {
                     skill: skill.clone(),
-                    score: 3,
                     evidence: vec![quote(t)],
+                    rationale: format!("No answer names {skill}; a substantive answer is quoted (offline)."),
+                    score: 3,
                     confidence: Confidence::Low,
                 },
-                (None, None) => {
-                    SkillAssessment { skill: skill.clone(), score: 1, evidence: vec![], confidence: Confidence::Low }
-                }
+                (None, None) => SkillAssessment {
+                    skill: skill.clone(),
+                    evidence: vec![],
+                    rationale: "No substantive answer (offline).".to_owned(),
+                    score: 1,
+                    confidence: Confidence::Low,
+                },
             }
         })
         .collect();

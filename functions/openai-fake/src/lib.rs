@@ -3,6 +3,14 @@
 //! `choices[].message.{role,content,refusal}`, `finish_reason`, `usage`), and OpenAI's error
 //! body (`{"error": {"message", "type", "param", "code"}}`) for failures.
 //!
+//! As strict as OpenAI ([`strict`]): every request is first checked as the real API checks it
+//! (unknown parameters, a missing model or messages, a strict `json_schema` that breaks the
+//! strict-mode rules and limits) and rejected with HTTP 400 and OpenAI's error body, whatever
+//! was scripted. Scripted [`Behaviour`]s then cover every documented failure: 400, 401, 403,
+//! 404 `model_not_found`, 429 `rate_limit_exceeded` with `Retry-After`, 429
+//! `insufficient_quota`, 500, 503, slow answers, `finish_reason` `length` and `content_filter`,
+//! a refusal, content that is not JSON and JSON that does not match the schema.
+//!
 //! Two modes:
 //! - [`Mode::Scripted`] (tests): each request takes the next [`Behaviour`] from a queue; an
 //!   unscripted request gets an HTTP 500 that says so. Every request is recorded.
@@ -19,6 +27,7 @@
 //! ```
 
 mod deterministic;
+pub mod strict;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -40,7 +49,109 @@ pub use deterministic::{OFFLINE_LABEL, deterministic_report};
 /// The `model` of every response.
 pub const FAKE_MODEL: &str = "sophia-offline-fake";
 
-/// What the server does with one request.
+/// An HTTP error answer with OpenAI's error body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub status: u16,
+    pub message: String,
+    pub error_type: String,
+    pub param: Option<String>,
+    pub code: Option<String>,
+    /// Sent as `retry-after` (whole seconds, rounded up) and `retry-after-ms`.
+    pub retry_after: Option<Duration>,
+}
+
+impl ApiError {
+    fn new(status: u16, message: &str, error_type: &str, code: Option<&str>) -> Self {
+        Self {
+            status,
+            message: message.to_owned(),
+            error_type: error_type.to_owned(),
+            param: None,
+            code: code.map(str::to_owned),
+            retry_after: None,
+        }
+    }
+
+    /// The same error with this `message` (e.g. one carrying a marker, for leak tests).
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
+    pub fn with_retry_after(mut self, after: Duration) -> Self {
+        self.retry_after = Some(after);
+        self
+    }
+
+    pub fn bad_request() -> Self {
+        let mut e =
+            Self::new(400, "Invalid value for 'messages[1].content'.", "invalid_request_error", Some("invalid_value"));
+        e.param = Some("messages[1].content".into());
+        e
+    }
+
+    pub fn invalid_api_key() -> Self {
+        Self::new(
+            401,
+            "Incorrect API key provided: sk-proj-****abcd. You can find your API key at https://platform.openai.com/account/api-keys.",
+            "invalid_request_error",
+            Some("invalid_api_key"),
+        )
+    }
+
+    pub fn unsupported_region() -> Self {
+        Self::new(
+            403,
+            "Country, region, or territory not supported",
+            "request_forbidden",
+            Some("unsupported_country_region_territory"),
+        )
+    }
+
+    pub fn model_not_found(model: &str) -> Self {
+        Self::new(
+            404,
+            &format!("The model `{model}` does not exist or you do not have access to it."),
+            "invalid_request_error",
+            Some("model_not_found"),
+        )
+    }
+
+    pub fn rate_limited(after: Duration) -> Self {
+        Self::new(
+            429,
+            "Rate limit reached for gpt-4.1-mini in organization org-fake on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.",
+            "requests",
+            Some("rate_limit_exceeded"),
+        )
+        .with_retry_after(after)
+    }
+
+    pub fn insufficient_quota() -> Self {
+        Self::new(
+            429,
+            "You exceeded your current quota, please check your plan and billing details.",
+            "insufficient_quota",
+            Some("insufficient_quota"),
+        )
+    }
+
+    pub fn server_error() -> Self {
+        Self::new(500, "The server had an error while processing your request. Sorry about that!", "server_error", None)
+    }
+
+    pub fn overloaded() -> Self {
+        Self::new(
+            503,
+            "The engine is currently overloaded, please try again later.",
+            "service_unavailable_error",
+            Some("server_is_overloaded"),
+        )
+    }
+}
+
+/// What the server does with one request (after the request passed the [`strict`] checks).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Behaviour {
     /// A valid report derived from the request's transcript (as in deterministic mode).
@@ -49,12 +160,22 @@ pub enum Behaviour {
     Content(String),
     /// Content that is not JSON (a report cut off mid-object), `finish_reason: "stop"`.
     MalformedJson,
+    /// Valid JSON that does not match the report schema (fields missing, a score as a string).
+    WrongSchema,
     /// `content: null` and a `refusal` message.
     Refusal,
-    /// HTTP 429 with OpenAI's rate-limit error body.
+    /// `content: null` and this `refusal` text.
+    RefusalText(String),
+    /// The report cut off at the token limit, `finish_reason: "length"`.
+    Length,
+    /// `finish_reason: "content_filter"`, no content.
+    ContentFilter,
+    /// HTTP 429 `rate_limit_exceeded` without `Retry-After`.
     RateLimited,
     /// HTTP 500 with OpenAI's server error body.
     ServerError,
+    /// Any HTTP error answer (see the [`ApiError`] constructors).
+    Error(ApiError),
     /// Waits, then behaves as `then` (for client timeouts).
     Slow { delay: Duration, then: Box<Behaviour> },
 }
@@ -192,9 +313,17 @@ impl Drop for FakeOpenAi {
     }
 }
 
-fn error_response(status: StatusCode, message: &str, kind: &str, code: Option<&str>) -> Response {
-    (status, axum::Json(json!({"error": {"message": message, "type": kind, "param": null, "code": code}})))
-        .into_response()
+fn error_response(e: &ApiError) -> Response {
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = json!({"error": {"message": e.message, "type": e.error_type, "param": e.param, "code": e.code}});
+    let mut response = (status, axum::Json(body)).into_response();
+    if let Some(after) = e.retry_after {
+        let headers = response.headers_mut();
+        let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+        headers.insert("retry-after", secs.into());
+        headers.insert("retry-after-ms", (after.as_millis() as u64).into());
+    }
+    response
 }
 
 fn approx_tokens(chars: usize) -> u64 {
@@ -208,13 +337,10 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap,
         authorization: headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned),
         body: json_body.clone(),
     });
-    if !json_body["messages"].is_array() || !json_body["model"].is_string() {
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            "The request body must be JSON with 'model' and 'messages'.",
-            "invalid_request_error",
-            None,
-        );
+    if let Err(r) = strict::check_request(&json_body) {
+        let mut e = ApiError::new(400, &r.message, "invalid_request_error", r.code.as_deref());
+        e.param = r.param;
+        return error_response(&e);
     }
     let next = shared.script.lock().expect("script lock").pop_front();
     let behaviour = match (next, shared.mode) {
@@ -222,10 +348,8 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap,
         (None, Mode::Deterministic) => Behaviour::Report,
         (None, Mode::Scripted) => {
             return error_response(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "sophia-openai-fake: no behaviour was scripted for this request",
-                "server_error",
-                None,
+                &ApiError::server_error()
+                    .with_message("sophia-openai-fake: no behaviour was scripted for this request"),
             );
         }
     };
@@ -245,27 +369,33 @@ async fn respond(mut behaviour: Behaviour, request: &Value, n: u64) -> Response 
         }
         Behaviour::Content(c) => (Some(c), None, "stop"),
         Behaviour::MalformedJson => (
-            Some(r#"{"overallScore": 71, "recommendation": "hire", "summary": "The candidate"#.to_owned()),
+            Some(r#"Here is the assessment: {"skillAssessments": [], "summary": "The candidate"#.to_owned()),
+            None,
+            "stop",
+        ),
+        Behaviour::WrongSchema => (
+            Some(
+                r#"{"overallScore": "high", "recommendation": "hire", "summary": "The candidate did well."}"#
+                    .to_owned(),
+            ),
             None,
             "stop",
         ),
         Behaviour::Refusal => (None, Some("I'm sorry, but I can't help with that request.".to_owned()), "stop"),
+        Behaviour::RefusalText(text) => (None, Some(text), "stop"),
+        Behaviour::Length => {
+            let full = serde_json::to_string(&deterministic_report(request)).expect("report serialises");
+            let cut: String = full.chars().take(full.chars().count() / 2).collect();
+            (Some(cut), None, "length")
+        }
+        Behaviour::ContentFilter => (None, None, "content_filter"),
         Behaviour::RateLimited => {
-            return error_response(
-                StatusCode::TOO_MANY_REQUESTS,
-                "Rate limit reached for gpt-4.1-mini on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s.",
-                "requests",
-                Some("rate_limit_exceeded"),
-            );
+            let mut e = ApiError::rate_limited(Duration::ZERO);
+            e.retry_after = None;
+            return error_response(&e);
         }
-        Behaviour::ServerError => {
-            return error_response(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "The server had an error while processing your request. Sorry about that!",
-                "server_error",
-                None,
-            );
-        }
+        Behaviour::ServerError => return error_response(&ApiError::server_error()),
+        Behaviour::Error(e) => return error_response(&e),
         Behaviour::Slow { .. } => unreachable!("unwrapped above"),
     };
     let prompt_chars: usize = request["messages"]

@@ -58,7 +58,7 @@ pub enum Command {
     /// The credit invariants of DESIGN.md.
     #[command(subcommand)]
     Invariants(InvariantsCommand),
-    /// Create the indexes the flow relies on (idempotent; run once per stage after a deploy).
+    /// Create the indexes the flow relies on (idempotent; `scripts/deploy` runs it before `pulumi up`).
     Migrate,
 }
 

@@ -154,6 +154,59 @@ pub struct DlqShow {
     pub queue: QueueName,
     pub dlq_url: String,
     pub message: DlqMessage,
+    /// For a `report.generate` message, when MongoDB is configured: the report it was for, which
+    /// says why generation failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report: Option<ReportState>,
+}
+
+/// The state of the report a `report.generate` DLQ message was for.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub enum ReportState {
+    /// The report document as stored (its `lastError` names fields, never candidate text).
+    Found { status: String, attempt_count: i32, error_kind: Option<String>, last_error: Option<String> },
+    /// No report document for the interview.
+    Absent,
+    /// It could not be looked up (MongoDB unreachable, or an unreadable document).
+    Unavailable(String),
+}
+
+impl ReportState {
+    fn human(&self) -> String {
+        match self {
+            Self::Found { status, attempt_count, error_kind, last_error } => format!(
+                "  report:        {status} after {attempt_count} attempt(s); errorKind {}; lastError: {}\n",
+                error_kind.as_deref().unwrap_or("-"),
+                last_error.as_deref().unwrap_or("-")
+            ),
+            Self::Absent => "  report:        none written\n".to_owned(),
+            Self::Unavailable(why) => format!("  report:        not looked up ({why})\n"),
+        }
+    }
+}
+
+/// Looks up the report of a `report.generate` DLQ message when `MONGODB_URI` is configured
+/// (never fails the command: a lookup problem is shown instead).
+pub async fn attach_report(shown: &mut DlqShow, ctx: &crate::Context) {
+    if shown.queue != QueueName::ReportGenerate || ctx.env.get(sophia_platform::config::MONGODB_URI).is_none() {
+        return;
+    }
+    let Ok(message) = ReportGenerate::parse(&shown.message.body) else { return };
+    let state = match ctx.mongo().await {
+        Err(e) => ReportState::Unavailable(e.to_string()),
+        Ok(mongo) => match sophia_reports::store::ReportStore::new(&mongo.db).find(message.interview_id).await {
+            Ok(Some(r)) => ReportState::Found {
+                status: r.status.as_str().to_owned(),
+                attempt_count: r.attempt_count,
+                error_kind: r.error_kind.map(|k| k.as_str().to_owned()),
+                last_error: r.last_error,
+            },
+            Ok(None) => ReportState::Absent,
+            Err(e) => ReportState::Unavailable(e.to_string()),
+        },
+    };
+    shown.report = Some(state);
 }
 
 impl DlqShow {
@@ -171,6 +224,9 @@ impl DlqShow {
             .and_then(|v| serde_json::to_string_pretty(&v).ok())
             .unwrap_or_else(|| m.body.clone());
         s.push_str(&format!("  body:\n{}\n", indent(&pretty, "    ")));
+        if let Some(report) = &self.report {
+            s.push_str(&report.human());
+        }
         s
     }
 }
@@ -321,5 +377,5 @@ pub async fn show(
             messages.len()
         ))
     })?;
-    Ok(DlqShow { queue, dlq_url, message: DlqMessage::from_sqs(queue, found) })
+    Ok(DlqShow { queue, dlq_url, message: DlqMessage::from_sqs(queue, found), report: None })
 }

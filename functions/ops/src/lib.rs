@@ -272,7 +272,9 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
             Ok(Outcome::DlqList(dlq::list(&ctx.locator().await, *queue, *max, ctx.progress).await?))
         }
         Command::Dlq(DlqCommand::Show { queue, message_id }) => {
-            Ok(Outcome::DlqShow(dlq::show(&ctx.locator().await, *queue, message_id, ctx.progress).await?))
+            let mut shown = dlq::show(&ctx.locator().await, *queue, message_id, ctx.progress).await?;
+            dlq::attach_report(&mut shown, ctx).await;
+            Ok(Outcome::DlqShow(shown))
         }
         Command::Dlq(DlqCommand::Redrive { queue, max, dry_run, method, visibility_timeout }) => {
             if !dry_run {

@@ -156,9 +156,7 @@ pub fn report_costs() -> Result<Vec<ReportCost>, String> {
         let request = json!({"messages": [{"role": "user", "content": now.user}]});
         let output =
             count(&serde_json::to_string(&sophia_openai_fake::deterministic_report(&request)).unwrap_or_default());
-        for (label, user, sent) in
-            [("report-v1 (before)", v1_user, v1_sent), (prompt::PROMPT_VERSION, now.user.clone(), now_sent)]
-        {
+        for (label, user, sent) in [("report-v1 (before)", v1_user, v1_sent), ("now", now.user.clone(), now_sent)] {
             let input = static_tokens + count(&user) + TOKENS_PER_MESSAGE + REPLY_PRIMING;
             let cached_tokens = cached(static_tokens);
             rows.push(ReportCost {
@@ -181,7 +179,8 @@ pub fn report_costs() -> Result<Vec<ReportCost>, String> {
 /// The table printed by the bench.
 pub fn table(rows: &[ReportCost]) -> String {
     let mut out = format!(
-        "\nCost of one report (gpt-4.1-mini list prices: input ${INPUT_PER_MILLION}/M, cached ${CACHED_INPUT_PER_MILLION}/M, output ${OUTPUT_PER_MILLION}/M; o200k counts)\n"
+        "\nCost of one report (gpt-4.1-mini list prices: input ${INPUT_PER_MILLION}/M, cached ${CACHED_INPUT_PER_MILLION}/M, output ${OUTPUT_PER_MILLION}/M; o200k counts; now = {})\n",
+        prompt::prompt_version()
     );
     out += &format!(
         "  {:<22} {:<20} {:>11} {:>8} {:>8} {:>7} {:>10} {:>10}\n",
@@ -214,10 +213,10 @@ mod tests {
         let row = |interview: &str, prompt: &str| {
             rows.iter().find(|r| r.interview.starts_with(interview) && r.prompt.starts_with(prompt)).unwrap().clone()
         };
-        let (before, now) = (row("4-hour", "report-v1"), row("4-hour", prompt::PROMPT_VERSION));
+        let (before, now) = (row("4-hour", "report-v1"), row("4-hour", "now"));
         assert_eq!(now.turns_sent, 960);
         assert!(before.turns_sent < 300, "v1 kept only the beginning: {}", before.turns_sent);
-        let (before30, now30) = (row("30-minute", "report-v1"), row("30-minute", prompt::PROMPT_VERSION));
+        let (before30, now30) = (row("30-minute", "report-v1"), row("30-minute", "now"));
         assert_eq!((before30.turns_sent, now30.turns_sent), (80, 80));
         assert!(now30.input_tokens < before30.input_tokens, "the compact form is smaller: {now30:?} vs {before30:?}");
         assert!(now30.cached_tokens >= CACHE_MINIMUM, "the static prefix is long enough to be cached");

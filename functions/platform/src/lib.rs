@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod deferred;
+pub mod indexes;
 pub mod mongo;
 pub mod secrets;
 pub mod sqs;

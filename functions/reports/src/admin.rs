@@ -10,7 +10,7 @@ use sophia_contracts::{InterviewId, OrganizationId, ReportGenerate, RequestId};
 
 use crate::interview;
 use crate::model::ReportStatus;
-use crate::store::{MAX_ATTEMPTS, ReportStore};
+use crate::store::{MAX_ATTEMPTS, ReportStore, StoreError};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -44,6 +44,10 @@ pub enum AdminError {
     NotFailed(&'static str),
     #[error("MongoDB: {0}")]
     Mongo(#[from] mongodb::error::Error),
+    /// The report document cannot be read (its `lastError` names the field once a delivery
+    /// has tried).
+    #[error("{0}")]
+    Store(#[from] StoreError),
     #[error("publishing report.generate failed: {0}")]
     Publish(BoxError),
 }
@@ -65,7 +69,7 @@ where
     E: Into<BoxError>,
 {
     let RetryRequest { interview_id, organization_id, reset_attempts } = request;
-    if interview::load(db, interview_id, organization_id).await?.is_none() {
+    if interview::load_raw(db, interview_id, organization_id).await?.is_none() {
         return Err(AdminError::InterviewNotFound { interview_id, organization_id });
     }
     let store = ReportStore::new(db);

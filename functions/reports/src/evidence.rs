@@ -1,6 +1,8 @@
 //! The insufficient-evidence rule: an interview too short to judge gets a COMPLETED
 //! `insufficient_evidence` report without a model call (DESIGN.md, "Report generation").
 
+use unicode_segmentation::UnicodeSegmentation;
+
 use crate::interview::Turn;
 use crate::model::{Recommendation, ReportContent};
 
@@ -15,10 +17,54 @@ pub const MIN_SUBSTANTIVE_ANSWERS: usize = 2;
 /// Why 8: replies below it are acknowledgements, refusals or clarification requests ("yes",
 /// "I don't know", "sorry, could you repeat the question?" is 6 words) and carry nothing to
 /// assess; eight words is about the shortest sentence that states an approach, a fact or an
-/// example ("I used Rust to rewrite our billing service"). Counting words rather than characters
-/// keeps the rule language-neutral for space-separated languages and immune to padding with
-/// punctuation.
+/// example ("I used Rust to rewrite our billing service"). Words are counted by [`word_count`]
+/// (Unicode word segmentation), so the rule holds for every script, not only for languages that
+/// separate words with spaces, and punctuation never counts.
 pub const SUBSTANTIVE_ANSWER_MIN_WORDS: usize = 8;
+
+/// Han and Hiragana characters per word. Unicode word segmentation (UAX #29) has no dictionary:
+/// it splits Chinese and Japanese into one segment per character. Chinese words average about 1.5
+/// to 2 characters; counting every character as a word would make "对不起，你能重复一下问题吗？"
+/// ("sorry, could you repeat the question?", 12 characters) substantive.
+pub const CHARS_PER_WORD_HAN_KANA: usize = 2;
+
+/// Segments per word for Thai, Lao, Khmer and Myanmar, written without spaces: UAX #29 without a
+/// dictionary yields about one segment per letter (with its marks), and their words average
+/// about three of them.
+pub const SEGMENTS_PER_WORD_SOUTHEAST_ASIAN: usize = 3;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Script {
+    /// Han and Hiragana: one segment per character.
+    HanKana,
+    /// Thai, Lao, Khmer, Myanmar: about one segment per letter.
+    SoutheastAsian,
+    /// Everything else, Katakana runs included (one segment is one word).
+    Spaced,
+}
+
+fn script(c: char) -> Script {
+    match u32::from(c) {
+        0x3040..=0x309F | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x3134F => Script::HanKana,
+        0x0E00..=0x0EFF | 0x1000..=0x109F | 0x1780..=0x17FF => Script::SoutheastAsian,
+        _ => Script::Spaced,
+    }
+}
+
+/// The number of words in `text`, in any script: Unicode word segments (UAX #29, which skips
+/// punctuation and spaces); segments of scripts written without spaces are converted to words
+/// by [`CHARS_PER_WORD_HAN_KANA`] and [`SEGMENTS_PER_WORD_SOUTHEAST_ASIAN`] (rounded up).
+pub fn word_count(text: &str) -> usize {
+    let (mut words, mut han_kana, mut southeast_asian) = (0_usize, 0_usize, 0_usize);
+    for segment in text.unicode_words() {
+        match segment.chars().next().map_or(Script::Spaced, script) {
+            Script::HanKana => han_kana += segment.chars().count(),
+            Script::SoutheastAsian => southeast_asian += 1,
+            Script::Spaced => words += 1,
+        }
+    }
+    words + han_kana.div_ceil(CHARS_PER_WORD_HAN_KANA) + southeast_asian.div_ceil(SEGMENTS_PER_WORD_SOUTHEAST_ASIAN)
+}
 
 /// Why an interview cannot be judged.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,7 +114,7 @@ impl Insufficient {
 }
 
 pub fn is_substantive(turn: &Turn) -> bool {
-    turn.is_candidate() && turn.text.split_whitespace().count() >= SUBSTANTIVE_ANSWER_MIN_WORDS
+    turn.is_candidate() && word_count(&turn.text) >= SUBSTANTIVE_ANSWER_MIN_WORDS
 }
 
 /// The rule. `None`: enough evidence, ask the model.
@@ -118,6 +164,34 @@ mod tests {
         let eight = "one two three four five six seven eight";
         assert!(!is_substantive(&turn("candidate", seven)));
         assert!(is_substantive(&turn("candidate", eight)));
+    }
+
+    #[test]
+    fn punctuation_is_not_a_word() {
+        assert_eq!(word_count("yes - ... !!! ok"), 2);
+        assert_eq!(word_count("I don't know."), 3);
+        assert!(!is_substantive(&turn("candidate", "a, b, c, d, e, f, g")));
+    }
+
+    /// Fixtures in Chinese, Japanese and Thai: a real answer is substantive, a short reply or a
+    /// request to repeat is not (whitespace splitting counted each answer as one or two words).
+    #[test]
+    fn answers_in_scripts_without_spaces_are_counted_by_word_segmentation() {
+        let substantive = [
+            "我们把账单表从MySQL迁移到Postgres，并且每晚核对每个租户的校验和。",
+            "請求処理を並列化して、レイテンシを半分にしました。毎晩チェックサムを比較しました。",
+            "ผมย้ายตารางบิลลิ่งจาก MySQL ไป Postgres และตรวจสอบข้อมูลทุกคืนเป็นเวลาสองสัปดาห์",
+        ];
+        for answer in substantive {
+            assert!(answer.split_whitespace().count() < SUBSTANTIVE_ANSWER_MIN_WORDS, "the old count: {answer}");
+            assert!(is_substantive(&turn("candidate", answer)), "{} words: {answer}", word_count(answer));
+        }
+        let short = ["我不知道。", "对不起，你能重复一下问题吗？", "わかりません。", "ไม่ทราบครับ"];
+        for answer in short {
+            assert!(!is_substantive(&turn("candidate", answer)), "{} words: {answer}", word_count(answer));
+        }
+        let t: Vec<Turn> = substantive.iter().map(|a| turn("candidate", a)).collect();
+        assert_eq!(assess(Some(600.0), &t), None, "a CJK/Thai interview is assessed by the model");
     }
 
     #[test]

@@ -1,11 +1,18 @@
 //! The part of an interview document (`interviews`, DESIGN.md) that report generation reads.
 //! Read-only: this crate never writes interviews.
+//!
+//! A read model of a document the API writes (DESIGN.md, "Documents written by other
+//! services"), decoded with [`sophia_documents::decode`]: every optional field may be absent or
+//! `null` (`snapshot` and its fields, `proctoring`, `proctoring.transcript`, a turn's `speaker`
+//! and `text`, `durationSeconds`, `credibility`), `durationSeconds` may be any BSON numeric, and
+//! unknown fields are ignored. What still cannot be read is a [`DocumentError`] naming the field.
 
 use bson::oid::ObjectId;
-use bson::{Bson, doc};
+use bson::{Bson, Document, doc};
 use mongodb::Database;
 use serde::{Deserialize, Serialize};
 use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_documents::{DocumentError, null_as_default};
 
 pub const INTERVIEWS: &str = "interviews";
 
@@ -32,21 +39,28 @@ impl Labelled {
 #[serde(rename_all = "camelCase", default)]
 pub struct Snapshot {
     pub role: Option<String>,
+    #[serde(deserialize_with = "null_as_default")]
     pub skills: Vec<Labelled>,
+    #[serde(deserialize_with = "null_as_default")]
     pub questions: Vec<Labelled>,
     pub resume_text: Option<String>,
 }
 
-/// One turn of the proctoring transcript.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One turn of the proctoring transcript. A `null` or absent `speaker` or `text` reads as empty
+/// (such a turn is neither the candidate's nor substantive).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Turn {
+    #[serde(deserialize_with = "null_as_default")]
     pub speaker: String,
+    #[serde(deserialize_with = "null_as_default")]
     pub text: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Proctoring {
+    #[serde(deserialize_with = "null_as_default")]
     pub transcript: Vec<Turn>,
 }
 
@@ -62,9 +76,9 @@ pub struct Interview {
     pub duration_seconds: Option<f64>,
     #[serde(default)]
     pub retention_expires_at: Option<bson::DateTime>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub snapshot: Snapshot,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub proctoring: Proctoring,
     /// Proctoring's credibility assessment, passed to the model as data as stored.
     #[serde(default)]
@@ -81,14 +95,16 @@ impl Turn {
 }
 
 /// Loads the interview by `_id` and `organizationId`, excluding soft-deleted ones
-/// (`deletedAt` set). `None` covers "absent", "another organization's" and "deleted" alike, so
-/// the caller cannot leak which one it was.
-pub async fn load(
+/// (`deletedAt` absent or `null`), as the raw document: decode it with [`decode`] (after the
+/// report is claimed, so that an unreadable interview is recorded on its report). `None` covers
+/// "absent", "another organization's" and "deleted" alike, so the caller cannot leak which one
+/// it was.
+pub async fn load_raw(
     db: &Database,
     interview_id: InterviewId,
     organization_id: OrganizationId,
-) -> mongodb::error::Result<Option<Interview>> {
-    db.collection::<Interview>(INTERVIEWS)
+) -> mongodb::error::Result<Option<Document>> {
+    db.collection::<Document>(INTERVIEWS)
         .find_one(doc! {
             "_id": interview_id.oid(),
             "organizationId": organization_id.oid(),
@@ -101,4 +117,18 @@ pub async fn load(
             "snapshot": 1, "proctoring": 1, "credibility": 1,
         })
         .await
+}
+
+/// The read model of a raw interview document.
+pub fn decode(raw: Document) -> Result<Interview, DocumentError> {
+    sophia_documents::decode(INTERVIEWS, raw)
+}
+
+/// `retentionExpiresAt` of a raw document if it is a date (read before the full decode: the
+/// claim copies it to the report).
+pub fn retention_of(raw: &Document) -> Option<bson::DateTime> {
+    match raw.get("retentionExpiresAt") {
+        Some(Bson::DateTime(d)) => Some(*d),
+        _ => None,
+    }
 }

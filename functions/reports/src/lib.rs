@@ -29,7 +29,7 @@ pub mod store;
 pub mod transcript;
 pub mod validate;
 
-pub use error::{Disposition, ReportError};
+pub use error::{Disposition, ErrorKind, ReportError};
 pub use model::{LlmReport, Recommendation, ReportStatus};
 pub use openai::{ModelError, OpenAiSettings, ReportModel};
 pub use service::{Generated, ReportService};

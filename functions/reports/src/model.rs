@@ -2,8 +2,8 @@
 //!
 //! - [`LlmReport`]: what the model must return. Its JSON schema is generated from this type
 //!   (see [`crate::schema`]) and sent with `strict: true`; the reply is parsed into it and then
-//!   [validated](LlmReport::validate) (ranges are checked here, not in the schema, because
-//!   strict mode's support for numeric keywords varies by model).
+//!   [validated](LlmReport::validate) (the schema states the ranges as `minimum`/`maximum`,
+//!   which strict mode supports; they are checked again after parsing).
 //! - [`ReportContent`] and [`GenerationMetadata`]: what is stored in `interviewReports`, whether
 //!   the report came from the model or from the insufficient-evidence rule.
 //! - [`ReportStatus`]: the lifecycle `NOT_STARTED -> PROCESSING -> COMPLETED | FAILED`.
@@ -53,21 +53,25 @@ pub enum Confidence {
     High,
 }
 
-/// The assessment of one skill of the role.
+/// The assessment of one skill of the role. Fields are in the order the model writes them:
+/// the evidence and the reasoning first, then the score they justify.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SkillAssessment {
     /// The skill, as named in the role's skill list.
     pub skill: String,
-    /// Integer score from 1 (no demonstrated ability) to 5 (expert).
-    pub score: i32,
-    /// Short verbatim quotes from the candidate's answers that support the score.
+    /// Short verbatim quotes from the candidate's answers that bear on this skill.
     pub evidence: Vec<String>,
+    /// One or two sentences: what the evidence shows about the skill, and why that earns the score.
+    pub rationale: String,
+    /// Integer score from 1 (no demonstrated ability) to 5 (expert), justified by the rationale.
+    #[schemars(range(min = 1, max = 5))]
+    pub score: i32,
     /// How much evidence the transcript gives for this skill.
     pub confidence: Confidence,
 }
 
-/// The analysis of one interview question.
+/// The analysis of one interview question: the analysis first, then its score.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct QuestionAnalysis {
@@ -75,31 +79,35 @@ pub struct QuestionAnalysis {
     pub question: String,
     /// Whether the candidate gave an answer to this question.
     pub answered: bool,
-    /// Integer score of the answer from 1 (poor or missing) to 5 (excellent).
-    pub score: i32,
     /// A neutral one- or two-sentence analysis of the answer.
     pub analysis: String,
+    /// Integer score of the answer from 1 (poor or missing) to 5 (excellent), justified by the analysis.
+    #[schemars(range(min = 1, max = 5))]
+    pub score: i32,
 }
 
-/// The structured output the model must produce. Every field is required (strict mode).
+/// The structured output the model must produce. Every field is required (strict mode). The
+/// order is the order of writing: observations and per-item assessments first, then the summary,
+/// then the overall score and the recommendation they lead to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(title = "InterviewReport")]
 pub struct LlmReport {
-    /// Integer overall score from 0 (no evidence of fit) to 100 (exceptional fit for the role).
-    pub overall_score: i32,
-    /// The hiring recommendation; `insufficient_evidence` when the transcript does not allow a judgement.
-    pub recommendation: Recommendation,
-    /// A neutral summary of the interview in at most five sentences.
-    pub summary: String,
+    /// One entry per skill of the role, in the given order.
+    pub skill_assessments: Vec<SkillAssessment>,
+    /// One entry per interview question, in the given order.
+    pub question_analysis: Vec<QuestionAnalysis>,
     /// Observed strengths, each one sentence.
     pub strengths: Vec<String>,
     /// Observed concerns or gaps, each one sentence.
     pub concerns: Vec<String>,
-    /// One entry per skill of the role.
-    pub skill_assessments: Vec<SkillAssessment>,
-    /// One entry per interview question.
-    pub question_analysis: Vec<QuestionAnalysis>,
+    /// A neutral summary of the interview in at most five sentences.
+    pub summary: String,
+    /// Integer overall score from 0 (no evidence of fit) to 100 (exceptional fit for the role), justified by the assessments above.
+    #[schemars(range(min = 0, max = 100))]
+    pub overall_score: i32,
+    /// The hiring recommendation; `insufficient_evidence` when the transcript does not allow a judgement.
+    pub recommendation: Recommendation,
 }
 
 /// Why a model reply, although it parsed, is not an acceptable report.
@@ -135,7 +143,7 @@ impl LlmReport {
 }
 
 /// The lifecycle of a report document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ReportStatus {
     NotStarted,
@@ -156,7 +164,7 @@ impl ReportStatus {
 }
 
 /// Where a stored report came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportSource {
     /// The chat completion.
@@ -166,10 +174,11 @@ pub enum ReportSource {
 }
 
 /// The report as stored (`interviewReports.report`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReportContent {
-    /// 0..=100; `None` when there was not enough evidence to score.
+    /// 0..=100; `null` when there was not enough evidence to score.
+    #[schemars(range(min = 0, max = 100))]
     pub overall_score: Option<i32>,
     pub recommendation: Recommendation,
     pub summary: String,
@@ -203,7 +212,7 @@ impl From<LlmReport> for ReportContent {
 }
 
 /// What was cut from the candidate data before it was sent (see [`crate::prompt`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Truncation {
     pub resume_truncated: bool,
@@ -236,7 +245,7 @@ impl Truncation {
 }
 
 /// How the stored report was produced (`interviewReports.generation`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GenerationMetadata {
     pub source: ReportSource,
@@ -246,11 +255,116 @@ pub struct GenerationMetadata {
     pub requested_model: Option<String>,
     /// The chat completion's `id`.
     pub completion_id: Option<String>,
+    /// [`crate::prompt::prompt_version`]: changes whenever the instructions or the schema do.
     pub prompt_version: String,
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
     pub total_tokens: i64,
     pub latency_ms: i64,
     pub truncation: Truncation,
+    #[schemars(with = "BsonDate")]
     pub generated_at: bson::DateTime,
+}
+
+/// Stands for a BSON date in the stored document's JSON Schema.
+pub struct BsonDate;
+
+impl JsonSchema for BsonDate {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "BsonDate".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "format": "date-time",
+            "description": "A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)"
+        })
+    }
+}
+
+/// Stands for a BSON ObjectId in the stored document's JSON Schema.
+pub struct BsonObjectId;
+
+impl JsonSchema for BsonObjectId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "BsonObjectId".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^[0-9a-fA-F]{24}$",
+            "description": "A BSON ObjectId (24 hex characters as a string)"
+        })
+    }
+}
+
+/// One `interviewReports` document as this service writes it: the layout the API reads
+/// (`functions/contracts/schemas/interview-report-document.schema.json` is generated from this
+/// type). Fields marked optional are absent until the state that sets them; `null` and absent
+/// mean the same.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(title = "InterviewReportDocument")]
+pub struct ReportDocument {
+    #[serde(rename = "_id")]
+    #[schemars(with = "BsonObjectId")]
+    pub id: bson::oid::ObjectId,
+    /// The interview (unique: one report per interview).
+    #[schemars(with = "BsonObjectId")]
+    pub interview_id: bson::oid::ObjectId,
+    #[schemars(with = "BsonObjectId")]
+    pub organization_id: bson::oid::ObjectId,
+    /// `NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`.
+    pub status: ReportStatus,
+    /// Generation attempts so far (at most 3 unless an operator resets them).
+    #[schemars(range(min = 0))]
+    pub attempt_count: i32,
+    /// The claim of the worker generating it (`PROCESSING` only).
+    #[serde(default)]
+    #[schemars(with = "Option<BsonObjectId>")]
+    pub lease_id: Option<bson::oid::ObjectId>,
+    /// When that claim expires; a `PROCESSING` report past it is claimed again.
+    #[serde(default)]
+    #[schemars(with = "Option<BsonDate>")]
+    pub lease_expires_at: Option<bson::DateTime>,
+    /// Why the last attempt failed (`FAILED`; cleared on completion). Names fields, statuses and
+    /// codes, never candidate text.
+    #[serde(default)]
+    pub last_error: Option<String>,
+    /// The kind of the last failure (`FAILED`; cleared on completion).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<crate::error::ErrorKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<BsonDate>")]
+    pub last_error_at: Option<bson::DateTime>,
+    /// The model's refusal text when the last attempt was refused (`errorKind: refusal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
+    /// When the report must be deleted (copied from the interview).
+    #[serde(default)]
+    #[schemars(with = "Option<BsonDate>")]
+    pub retention_expires_at: Option<bson::DateTime>,
+    /// The report (`COMPLETED` only).
+    #[serde(default)]
+    pub report: Option<ReportContent>,
+    /// How it was produced (`COMPLETED` only).
+    #[serde(default)]
+    pub generation: Option<GenerationMetadata>,
+    #[schemars(with = "BsonDate")]
+    pub created_at: bson::DateTime,
+    #[schemars(with = "BsonDate")]
+    pub updated_at: bson::DateTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<BsonDate>")]
+    pub completed_at: Option<bson::DateTime>,
+    /// Set by `sophia-ops report retry --reset-attempts`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<BsonDate>")]
+    pub attempts_reset_at: Option<bson::DateTime>,
 }

@@ -1,40 +1,61 @@
 //! The model call: one chat completion with `response_format: json_schema` (`strict: true`),
-//! through `async-openai`, against OpenAI or any compatible endpoint (`OPENAI_BASE_URL`; the
-//! tests and the offline local runner point it at `sophia-openai-fake`).
+//! against OpenAI or any compatible endpoint (`OPENAI_BASE_URL`; the tests and the offline local
+//! runner point it at `sophia-openai-fake`).
 //!
-//! No trait: the only other "implementation" is an HTTP server, so tests exercise this very
-//! client over HTTP.
+//! The request and response bodies are async-openai's types; the HTTP exchange is done here with
+//! the reqwest client async-openai itself uses, so that:
+//! - every failure is classified from the real API's documented shapes (status and
+//!   `error.type` / `error.code`, `finish_reason`, `message.refusal`) into an [`ErrorKind`];
+//! - a 429's `Retry-After` (or `retry-after-ms`) is honoured only inside the time the invocation
+//!   has left: a wait that would end past the deadline is not started, the attempt fails as
+//!   `rate_limited` at once;
+//! - no library logs a response body (async-openai's client logs whole error and unparsable
+//!   bodies, which can quote candidate text).
 //!
-//! One attempt is one chat completion. async-openai 0.43 itself retries a `429` (except
-//! `insufficient_quota`), a `5xx` or a connect error up to 3 times, backing off from 100 ms
-//! (or by `Retry-After`); the whole call, retries included, is bounded by the timeout here.
-//! Only what is left after that fails the attempt (and goes back to SQS).
+//! Within one attempt, `rate_limited` and `server_error` answers are retried up to
+//! [`MAX_RETRIES`] times (after `Retry-After`, else a 100 ms doubling backoff); everything else
+//! fails the attempt at once and goes back to SQS.
 //!
-//! Nothing here logs or returns candidate text: errors carry statuses, OpenAI's own error
-//! messages, and parse positions, never the reply's content.
+//! Nothing here logs or returns candidate text, model output or the key: errors carry statuses,
+//! OpenAI's `type`/`code`/`param` identifiers (never its `message`, which can quote the request),
+//! and parse positions or schema paths.
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use async_openai::Client;
-use async_openai::config::OpenAIConfig;
-use async_openai::error::OpenAIError;
 use async_openai::types::chat::{
     ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage, ChatCompletionRequestSystemMessageContent,
     ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent, CreateChatCompletionRequest,
-    FinishReason, ResponseFormat, ResponseFormatJsonSchema,
+    CreateChatCompletionResponse, FinishReason, ResponseFormat, ResponseFormatJsonSchema,
 };
+use serde_json::Value;
 use sophia_platform::config::{self, ConfigError, DEFAULT_OPENAI_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL};
 
+use crate::error::ErrorKind;
 use crate::model::{LlmReport, OutOfRange};
 use crate::prompt::Prompt;
 use crate::schema::{SCHEMA_NAME, report_schema};
 
-/// Milliseconds one chat completion may take, end to end.
+/// Milliseconds one attempt (its chat completions and their waits) may take, end to end.
 pub const OPENAI_TIMEOUT_MS: &str = "OPENAI_TIMEOUT_MS";
-/// Default request timeout: well inside the 300 s function timeout, leaving time to record a
+/// `max_completion_tokens` of the request.
+pub const OPENAI_MAX_COMPLETION_TOKENS: &str = "OPENAI_MAX_COMPLETION_TOKENS";
+/// `temperature` of the request (0 to 2).
+pub const OPENAI_TEMPERATURE: &str = "OPENAI_TEMPERATURE";
+
+/// Default attempt timeout: well inside the 300 s function timeout, leaving time to record a
 /// failure before the invocation ends.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default `max_completion_tokens`: a report for a role of 15 skills and 15 questions with their
+/// reasoning is about 3,000 tokens; 8,000 leaves room without letting a runaway reply cost more
+/// than a few cents (gpt-4.1-mini allows 32,768).
+pub const DEFAULT_MAX_COMPLETION_TOKENS: u32 = 8_000;
+/// Default temperature: low, for consistent scoring of the same transcript.
+pub const DEFAULT_TEMPERATURE: f32 = 0.2;
+/// Chat completions retried within one attempt after a `rate_limited` or `server_error` answer.
+pub const MAX_RETRIES: usize = 3;
+/// First backoff when the answer has no `Retry-After` (doubled each time, at most 8 s).
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Time kept back from the invocation's deadline so that a timed-out attempt can still be
 /// recorded as FAILED before the invocation ends.
@@ -49,6 +70,8 @@ pub struct OpenAiSettings {
     /// e.g. `http://127.0.0.1:PORT/v1`; `None` is OpenAI.
     pub base_url: Option<String>,
     pub timeout: Duration,
+    pub max_completion_tokens: u32,
+    pub temperature: f32,
 }
 
 impl fmt::Debug for OpenAiSettings {
@@ -58,14 +81,36 @@ impl fmt::Debug for OpenAiSettings {
             .field("model", &self.model)
             .field("base_url", &self.base_url)
             .field("timeout", &self.timeout)
+            .field("max_completion_tokens", &self.max_completion_tokens)
+            .field("temperature", &self.temperature)
             .finish()
+    }
+}
+
+fn parse_max_tokens(value: Option<&str>) -> Result<u32, ConfigError> {
+    let invalid = |reason: &str| ConfigError::Invalid { name: OPENAI_MAX_COMPLETION_TOKENS, reason: reason.into() };
+    match value.map(str::parse::<u32>) {
+        None => Ok(DEFAULT_MAX_COMPLETION_TOKENS),
+        Some(Ok(n)) if (1..=1_000_000).contains(&n) => Ok(n),
+        Some(_) => Err(invalid("expected a whole number of tokens from 1 to 1000000")),
+    }
+}
+
+fn parse_temperature(value: Option<&str>) -> Result<f32, ConfigError> {
+    match value.map(str::parse::<f32>) {
+        None => Ok(DEFAULT_TEMPERATURE),
+        Some(Ok(t)) if (0.0..=2.0).contains(&t) => Ok(t),
+        Some(_) => {
+            Err(ConfigError::Invalid { name: OPENAI_TEMPERATURE, reason: "expected a number from 0 to 2".into() })
+        }
     }
 }
 
 impl OpenAiSettings {
     /// From `OPENAI_API_KEY` (or what `sophia_platform::secrets::load` read from
-    /// `OPENAI_API_KEY_SECRET_ARN` at init), `OPENAI_MODEL` (default `gpt-4.1-mini`), `OPENAI_BASE_URL` and
-    /// `OPENAI_TIMEOUT_MS` (default 120 s). The key is required unless a base URL is set.
+    /// `OPENAI_API_KEY_SECRET_ARN`), `OPENAI_MODEL` (default `gpt-4.1-mini`), `OPENAI_BASE_URL`,
+    /// `OPENAI_TIMEOUT_MS` (default 120 s), `OPENAI_MAX_COMPLETION_TOKENS` (default 8000) and
+    /// `OPENAI_TEMPERATURE` (default 0.2). The key is required unless a base URL is set.
     pub fn from_env() -> Result<Self, ConfigError> {
         let settings = Self {
             api_key: sophia_platform::secrets::get(sophia_platform::secrets::Secret::OpenAiApiKey)
@@ -73,6 +118,8 @@ impl OpenAiSettings {
             model: config::optional(OPENAI_MODEL).unwrap_or_else(|| DEFAULT_OPENAI_MODEL.to_owned()),
             base_url: config::optional(OPENAI_BASE_URL),
             timeout: config::millis(OPENAI_TIMEOUT_MS, DEFAULT_TIMEOUT)?,
+            max_completion_tokens: parse_max_tokens(config::optional(OPENAI_MAX_COMPLETION_TOKENS).as_deref())?,
+            temperature: parse_temperature(config::optional(OPENAI_TEMPERATURE).as_deref())?,
         };
         if settings.api_key.is_none() && settings.base_url.is_none() {
             return Err(ConfigError::Missing(OPENAI_API_KEY));
@@ -80,31 +127,88 @@ impl OpenAiSettings {
         Ok(settings)
     }
 
-    /// A compatible endpoint (e.g. the local fake) without a key.
+    /// A compatible endpoint (e.g. the local fake) without a key, with the defaults.
     pub fn for_endpoint(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        Self { api_key: None, model: model.into(), base_url: Some(base_url.into()), timeout: DEFAULT_TIMEOUT }
+        Self {
+            api_key: None,
+            model: model.into(),
+            base_url: Some(base_url.into()),
+            timeout: DEFAULT_TIMEOUT,
+            max_completion_tokens: DEFAULT_MAX_COMPLETION_TOKENS,
+            temperature: DEFAULT_TEMPERATURE,
+        }
     }
 }
 
-/// Why the model did not produce a report. Every kind is worth a retry.
+/// An identifier from an OpenAI error body (`type`, `code`, `param`), kept only if it looks like
+/// one: short, no spaces or quotes (a `message` is never kept; it can quote the request).
+fn identifier(v: &Value) -> Option<String> {
+    let s = v.as_str()?;
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'[' | b']'));
+    ok.then(|| s.to_owned())
+}
+
+/// The billing codes OpenAI returns with a 429 whose `type` is `insufficient_quota`.
+const QUOTA_CODES: &[&str] = &[
+    "insufficient_quota",
+    "credit_balance_exhausted",
+    "organization_spend_limit_exceeded",
+    "project_spend_limit_exceeded",
+    "organization_usage_limit_exceeded",
+];
+
+/// The kind of an HTTP error answer, from its status and OpenAI's `error.type` / `error.code`
+/// (<https://platform.openai.com/docs/guides/error-codes>).
+pub fn classify_status(status: u16, error_type: Option<&str>, code: Option<&str>) -> ErrorKind {
+    match status {
+        401 | 403 => ErrorKind::Auth,
+        404 if code == Some("model_not_found") => ErrorKind::ModelNotFound,
+        408 => ErrorKind::Timeout,
+        429 if error_type == Some("insufficient_quota") || code.is_some_and(|c| QUOTA_CODES.contains(&c)) => {
+            ErrorKind::Quota
+        }
+        429 => ErrorKind::RateLimited,
+        500..=599 => ErrorKind::ServerError,
+        _ => ErrorKind::BadRequest,
+    }
+}
+
+/// Why the model did not produce a report.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
     #[error("chat completion timed out after {0:?}")]
     Timeout(Duration),
-    #[error("chat completion transport error: {0}")]
-    Transport(String),
-    #[error("OpenAI API error: HTTP {status}: {message}")]
-    Api { status: u16, kind: Option<String>, code: Option<String>, message: String },
-    #[error("the chat completion response is not a chat completion ({0})")]
-    InvalidResponse(String),
-    #[error("the model refused to answer ({refusal_chars} characters of refusal text withheld)")]
-    Refusal { refusal_chars: usize },
+    #[error("the OpenAI endpoint could not be reached ({0})")]
+    Unreachable(&'static str),
+    /// An HTTP error answer. OpenAI's `message` is not kept (it can quote the request).
+    #[error("OpenAI API error: HTTP {status} (type {}, code {}{})",
+        error_type.as_deref().unwrap_or("-"), code.as_deref().unwrap_or("-"),
+        param.as_deref().map(|p| format!(", param {p}")).unwrap_or_default())]
+    Api {
+        status: u16,
+        kind: ErrorKind,
+        error_type: Option<String>,
+        code: Option<String>,
+        param: Option<String>,
+        retry_after: Option<Duration>,
+    },
+    #[error("the HTTP 200 answer is not a chat completion ({0})")]
+    NotACompletion(String),
+    /// The refusal's text is kept on the report, never in this message.
+    #[error("the model refused to answer ({} characters of refusal text, kept on the report as `refusal`)", text.chars().count())]
+    Refusal { text: String },
+    #[error("the completion was cut off at max_completion_tokens {max_completion_tokens} (finish_reason length)")]
+    Truncated { max_completion_tokens: u32 },
+    #[error("the completion was stopped by the content filter (finish_reason content_filter)")]
+    ContentFilter,
     #[error("the completion has no choice or no content (finish_reason {0})")]
     NoContent(String),
-    #[error("the completion was cut off (finish_reason {0})")]
-    Incomplete(String),
-    #[error("the report does not parse: {0}")]
-    Malformed(String),
+    #[error("the content is not JSON: {0}")]
+    NotJson(String),
+    #[error("the content does not match the report schema: {0}")]
+    SchemaMismatch(String),
     #[error("the report is out of range: {0}")]
     OutOfRange(#[from] OutOfRange),
     #[error("the chat completion request could not be built: {0}")]
@@ -112,42 +216,75 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    /// A short stable label for logs and metrics.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::Timeout(_) => "timeout",
-            Self::Transport(_) => "transport",
-            Self::Api { status: 429, .. } => "rate_limited",
-            Self::Api { .. } => "api",
-            Self::InvalidResponse(_) => "invalid_response",
-            Self::Refusal { .. } => "refusal",
-            Self::NoContent(_) => "no_content",
-            Self::Incomplete(_) => "incomplete",
-            Self::Malformed(_) => "malformed",
-            Self::OutOfRange(_) => "out_of_range",
-            Self::Request(_) => "request",
+            Self::Timeout(_) => ErrorKind::Timeout,
+            Self::Unreachable(_) | Self::NotACompletion(_) => ErrorKind::ServerError,
+            Self::Api { kind, .. } => *kind,
+            Self::Refusal { .. } => ErrorKind::Refusal,
+            Self::Truncated { .. } => ErrorKind::Truncated,
+            Self::ContentFilter => ErrorKind::ContentFilter,
+            Self::NoContent(_) | Self::NotJson(_) | Self::SchemaMismatch(_) | Self::OutOfRange(_) => {
+                ErrorKind::InvalidOutput
+            }
+            Self::Request(_) => ErrorKind::BadRequest,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Api { retry_after, .. } => *retry_after,
+            _ => None,
         }
     }
 }
 
-fn bounded(s: &str, max: usize) -> String {
-    if s.chars().count() > max { format!("{}…", s.chars().take(max).collect::<String>()) } else { s.to_owned() }
+/// `retry-after-ms` (OpenAI's, milliseconds) or `Retry-After` (seconds), as sent.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let number = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
+    let secs = number("retry-after-ms").map(|ms| ms / 1000.0).or_else(|| number("retry-after"))?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
 }
 
-fn from_openai(e: OpenAIError) -> ModelError {
-    match e {
-        OpenAIError::Reqwest(e) => ModelError::Transport(bounded(&e.to_string(), 300)),
-        OpenAIError::ApiError(r) => ModelError::Api {
-            status: r.status_code.as_u16(),
-            kind: r.api_error.r#type,
-            code: r.api_error.code,
-            message: bounded(&r.api_error.message, 300),
-        },
-        // The error's text holds the response body: keep only the parse position.
-        OpenAIError::JSONDeserialize(e, _) => {
-            ModelError::InvalidResponse(format!("{:?} error at line {} column {}", e.classify(), e.line(), e.column()))
+fn transport(e: &reqwest::Error) -> ModelError {
+    if e.is_timeout() {
+        ModelError::Timeout(Duration::ZERO)
+    } else if e.is_connect() {
+        ModelError::Unreachable("connection failed")
+    } else if e.is_body() || e.is_decode() {
+        ModelError::Unreachable("the answer's body could not be read")
+    } else {
+        ModelError::Unreachable("request failed")
+    }
+}
+
+/// A serde_json error as a position or a schema path, without the data it quotes.
+fn content_error(e: serde_path_to_error::Error<serde_json::Error>) -> ModelError {
+    let inner = e.inner();
+    let position = format!("line {} column {}", inner.line(), inner.column());
+    match inner.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+            ModelError::NotJson(format!("{:?} error at {position}", inner.classify()))
         }
-        other => ModelError::Request(bounded(&other.to_string(), 300)),
+        _ => {
+            let message = inner.to_string();
+            let what = if let Some(rest) = message.strip_prefix("missing field `") {
+                format!("missing field `{}`", rest.split('`').next().unwrap_or_default())
+            } else if message.starts_with("unknown field") {
+                "a field the schema does not have".to_owned()
+            } else if message.starts_with("unknown variant") {
+                "a value outside the enum".to_owned()
+            } else {
+                message
+                    .rsplit_once(", expected ")
+                    .map(|(_, expected)| {
+                        let expected: String = expected.chars().take(80).collect();
+                        format!("expected {}", expected.split(" at line ").next().unwrap_or_default())
+                    })
+                    .unwrap_or_else(|| "a value of the wrong type".to_owned())
+            };
+            ModelError::SchemaMismatch(format!("at `{}`: {what} ({position})", e.path()))
+        }
     }
 }
 
@@ -161,26 +298,47 @@ pub struct ModelReply {
     pub prompt_tokens: u32,
     pub completion_tokens: u32,
     pub total_tokens: u32,
+    /// Prompt tokens served from OpenAI's prompt cache.
+    pub cached_tokens: u32,
     pub latency: Duration,
+    /// Chat completions retried within this attempt (rate limits, server errors).
+    pub retries: usize,
 }
 
 /// The report model client, built once per process.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ReportModel {
-    client: Client<OpenAIConfig>,
+    http: reqwest::Client,
+    endpoint: String,
+    api_key: Option<String>,
     model: String,
     timeout: Duration,
+    max_completion_tokens: u32,
+    temperature: f32,
+}
+
+impl fmt::Debug for ReportModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReportModel")
+            .field("endpoint", &self.endpoint)
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ReportModel {
     pub fn new(settings: &OpenAiSettings) -> Self {
-        let mut config = OpenAIConfig::new().with_api_key(settings.api_key.clone().unwrap_or_default());
-        if let Some(base) = &settings.base_url {
-            config = config.with_api_base(base.trim_end_matches('/'));
-        } else {
-            config = config.with_api_base("https://api.openai.com/v1");
+        let base = settings.base_url.as_deref().unwrap_or("https://api.openai.com/v1").trim_end_matches('/');
+        Self {
+            http: reqwest::Client::new(),
+            endpoint: format!("{base}/chat/completions"),
+            api_key: settings.api_key.clone(),
+            model: settings.model.clone(),
+            timeout: settings.timeout,
+            max_completion_tokens: settings.max_completion_tokens,
+            temperature: settings.temperature,
         }
-        Self { client: Client::with_config(config), model: settings.model.clone(), timeout: settings.timeout }
     }
 
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -194,6 +352,10 @@ impl ReportModel {
 
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    pub fn max_completion_tokens(&self) -> u32 {
+        self.max_completion_tokens
     }
 
     /// The request body (exactly what is sent).
@@ -217,43 +379,110 @@ impl ReportModel {
                     strict: Some(true),
                 },
             }),
-            temperature: Some(0.2),
+            temperature: Some(self.temperature),
+            max_completion_tokens: Some(self.max_completion_tokens),
             ..Default::default()
         }
     }
 
-    /// One chat completion, bounded by the configured timeout, and by `deadline` less
-    /// [`FAILURE_RECORDING_MARGIN`] if that is sooner.
+    /// One attempt: a chat completion (retried on `rate_limited` / `server_error` while time is
+    /// left), bounded by the configured timeout and by `deadline` less
+    /// [`FAILURE_RECORDING_MARGIN`], whichever is sooner.
     pub async fn generate(
         &self,
         prompt: &Prompt,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<ModelReply, ModelError> {
-        let timeout = match deadline {
-            Some(d) => self
-                .timeout
-                .min(d.saturating_duration_since(tokio::time::Instant::now()).saturating_sub(FAILURE_RECORDING_MARGIN)),
-            None => self.timeout,
-        };
-        let request = self.request(prompt);
+        let now = tokio::time::Instant::now();
+        let mut end = now + self.timeout;
+        if let Some(d) = deadline {
+            end = end.min(d.checked_sub(FAILURE_RECORDING_MARGIN).unwrap_or(now).max(now));
+        }
+        // The time this attempt has: a timeout reports it.
+        let budget = end.saturating_duration_since(now);
+        if budget.is_zero() {
+            return Err(ModelError::Timeout(budget));
+        }
+        let body = serde_json::to_vec(&self.request(prompt)).map_err(|e| ModelError::Request(e.to_string()))?;
         let started = Instant::now();
-        let response = tokio::time::timeout(timeout, self.client.chat().create(request))
-            .await
-            .map_err(|_| ModelError::Timeout(timeout))?
-            .map_err(from_openai)?;
-        let latency = started.elapsed();
+        let mut retries = 0;
+        loop {
+            let left = end.saturating_duration_since(tokio::time::Instant::now());
+            let error = match tokio::time::timeout(left, self.once(&body)).await {
+                Ok(Ok(response)) => return self.reply(response, started.elapsed(), retries),
+                Ok(Err(ModelError::Timeout(_))) | Err(_) => return Err(ModelError::Timeout(budget)),
+                Ok(Err(e)) => e,
+            };
+            if !error.kind().is_transient() || retries >= MAX_RETRIES {
+                return Err(error);
+            }
+            let wait = error.retry_after().unwrap_or_else(|| {
+                FIRST_BACKOFF.saturating_mul(2_u32.saturating_pow(retries as u32)).min(Duration::from_secs(8))
+            });
+            if tokio::time::Instant::now() + wait >= end {
+                tracing::warn!(
+                    kind = %error.kind(),
+                    waitMs = wait.as_millis() as u64,
+                    "the wait the API asked for does not fit in the time left; the attempt fails now"
+                );
+                return Err(error);
+            }
+            tracing::info!(kind = %error.kind(), waitMs = wait.as_millis() as u64, retry = retries + 1, "chat completion retried");
+            tokio::time::sleep(wait).await;
+            retries += 1;
+        }
+    }
+
+    /// One HTTP exchange.
+    async fn once(&self, body: &[u8]) -> Result<CreateChatCompletionResponse, ModelError> {
+        let mut request = self
+            .http
+            .post(&self.endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(|e| transport(&e))?;
+        let status = response.status().as_u16();
+        let retry_after = retry_after(response.headers());
+        let bytes = response.bytes().await.map_err(|e| transport(&e))?;
+        if !(200..300).contains(&status) {
+            let error = serde_json::from_slice::<Value>(&bytes).ok().map(|v| v["error"].clone()).unwrap_or_default();
+            let (error_type, code, param) =
+                (identifier(&error["type"]), identifier(&error["code"]), identifier(&error["param"]));
+            let kind = classify_status(status, error_type.as_deref(), code.as_deref());
+            return Err(ModelError::Api { status, kind, error_type, code, param, retry_after });
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            ModelError::NotACompletion(format!("{:?} error at line {} column {}", e.classify(), e.line(), e.column()))
+        })
+    }
+
+    fn reply(
+        &self,
+        response: CreateChatCompletionResponse,
+        latency: Duration,
+        retries: usize,
+    ) -> Result<ModelReply, ModelError> {
         let choice =
             response.choices.into_iter().next().ok_or_else(|| ModelError::NoContent("none: no choices".into()))?;
         let finish = choice.finish_reason.map(|f| format!("{f:?}")).unwrap_or_else(|| "null".into());
-        if let Some(refusal) = choice.message.refusal.filter(|r| !r.is_empty()) {
-            return Err(ModelError::Refusal { refusal_chars: refusal.chars().count() });
+        if let Some(text) = choice.message.refusal.filter(|r| !r.trim().is_empty()) {
+            return Err(ModelError::Refusal { text });
         }
-        if let Some(FinishReason::Length | FinishReason::ContentFilter) = choice.finish_reason {
-            return Err(ModelError::Incomplete(finish));
+        match choice.finish_reason {
+            Some(FinishReason::Length) => {
+                return Err(ModelError::Truncated { max_completion_tokens: self.max_completion_tokens });
+            }
+            Some(FinishReason::ContentFilter) => return Err(ModelError::ContentFilter),
+            _ => {}
         }
         let content = choice.message.content.filter(|c| !c.trim().is_empty()).ok_or(ModelError::NoContent(finish))?;
-        let report: LlmReport = serde_json::from_str(&content).map_err(|e| {
-            ModelError::Malformed(format!("{:?} error at line {} column {}", e.classify(), e.line(), e.column()))
+        let mut json = serde_json::Deserializer::from_str(&content);
+        let report: LlmReport = serde_path_to_error::deserialize(&mut json).map_err(content_error)?;
+        json.end().map_err(|e| {
+            ModelError::NotJson(format!("trailing characters at line {} column {}", e.line(), e.column()))
         })?;
         report.validate()?;
         let usage = response.usage.unwrap_or_default();
@@ -264,7 +493,9 @@ impl ReportModel {
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
             total_tokens: usage.total_tokens,
+            cached_tokens: usage.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0),
             latency,
+            retries,
         })
     }
 }
@@ -277,8 +508,65 @@ mod tests {
     fn settings_never_print_the_key() {
         let mut s = OpenAiSettings::for_endpoint("http://127.0.0.1:1/v1", "gpt-4.1-mini");
         s.api_key = Some("sk-secret-value".into());
-        let printed = format!("{s:?}");
+        let printed = format!("{s:?} {:?}", ReportModel::new(&s));
         assert!(!printed.contains("sk-secret-value") && printed.contains("<redacted>"), "{printed}");
+    }
+
+    #[test]
+    fn max_tokens_and_temperature_are_configurable_and_checked() {
+        assert_eq!(parse_max_tokens(None), Ok(DEFAULT_MAX_COMPLETION_TOKENS));
+        assert_eq!(parse_max_tokens(Some("1200")), Ok(1200));
+        assert!(parse_max_tokens(Some("0")).is_err() && parse_max_tokens(Some("lots")).is_err());
+        assert_eq!(parse_temperature(None), Ok(DEFAULT_TEMPERATURE));
+        assert_eq!(parse_temperature(Some("0")), Ok(0.0));
+        assert!(parse_temperature(Some("2.5")).is_err() && parse_temperature(Some("-1")).is_err());
+        let mut s = OpenAiSettings::for_endpoint("http://127.0.0.1:1/v1", "m");
+        (s.max_completion_tokens, s.temperature) = (1234, 0.7);
+        let prompt = Prompt { system: "s".into(), user: "u".into(), truncation: Default::default() };
+        let body = serde_json::to_value(ReportModel::new(&s).request(&prompt)).unwrap();
+        assert_eq!(body["max_completion_tokens"], 1234);
+        assert!((body["temperature"].as_f64().unwrap() - 0.7).abs() < 1e-6);
+    }
+
+    #[test]
+    fn statuses_and_codes_map_to_kinds_as_openai_documents_them() {
+        use ErrorKind::*;
+        let cases = [
+            (401, Some("invalid_request_error"), Some("invalid_api_key"), Auth),
+            (403, None, Some("unsupported_country_region_territory"), Auth),
+            (404, Some("invalid_request_error"), Some("model_not_found"), ModelNotFound),
+            (404, None, None, BadRequest),
+            (400, Some("invalid_request_error"), None, BadRequest),
+            (429, Some("requests"), Some("rate_limit_exceeded"), RateLimited),
+            (429, Some("rate_limit_error"), Some("slow_down"), RateLimited),
+            (429, Some("insufficient_quota"), Some("insufficient_quota"), Quota),
+            (429, Some("insufficient_quota"), Some("project_spend_limit_exceeded"), Quota),
+            (429, None, Some("credit_balance_exhausted"), Quota),
+            (500, Some("server_error"), None, ServerError),
+            (503, Some("service_unavailable_error"), Some("server_is_overloaded"), ServerError),
+            (408, None, None, Timeout),
+        ];
+        for (status, t, c, kind) in cases {
+            assert_eq!(classify_status(status, t, c), kind, "{status} {t:?} {c:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_milliseconds() {
+        let mut h = reqwest::header::HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", "2".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", "250".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn identifiers_from_an_error_body_are_kept_and_prose_is_not() {
+        assert_eq!(identifier(&Value::from("invalid_api_key")), Some("invalid_api_key".into()));
+        assert_eq!(identifier(&Value::from("messages[1].content")), Some("messages[1].content".into()));
+        assert_eq!(identifier(&Value::from("Incorrect API key provided: sk-abc")), None);
+        assert_eq!(identifier(&Value::Null), None);
     }
 
     #[tokio::test]

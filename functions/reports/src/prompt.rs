@@ -21,9 +21,48 @@ use crate::interview::{Interview, Turn};
 use crate::model::Truncation;
 use crate::transcript::{self, Line};
 
-/// Bump whenever the instructions, the data layout or the schema change: it is stored with
-/// every report.
-pub const PROMPT_VERSION: &str = "report-v2";
+/// The prefix of [`prompt_version`].
+pub const PROMPT_VERSION_PREFIX: &str = "report-";
+
+/// The layout of the user message around the data (part of what the version covers).
+const USER_TEMPLATE: &str = "Interview data to assess:\n";
+
+/// 64-bit FNV-1a: a stable content hash (not for security), the same on every platform and
+/// Rust version, unlike `std`'s hasher.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.iter().chain(&[0xff]) {
+            hash ^= u64::from(*b);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// The version of a prompt made of these instructions and this response schema: a hash of their
+/// content (and of the data layout), so that any change to either is a new version.
+pub fn version_of(system: &str, schema: &serde_json::Value) -> String {
+    let schema = serde_json::to_string(schema).expect("a JSON value serialises");
+    let hash = fnv1a(&[
+        system.as_bytes(),
+        schema.as_bytes(),
+        crate::schema::SCHEMA_NAME.as_bytes(),
+        USER_TEMPLATE.as_bytes(),
+        TRANSCRIPT_HEADING.as_bytes(),
+        crate::transcript::FORM_DESCRIPTION.as_bytes(),
+        DATA_OPEN.as_bytes(),
+        DATA_CLOSE.as_bytes(),
+    ]);
+    format!("{PROMPT_VERSION_PREFIX}{hash:016x}")
+}
+
+/// The version stored with every report: [`version_of`] the [`SYSTEM_PROMPT`] and the
+/// [`report_schema`](crate::schema::report_schema). Never edited by hand.
+pub fn prompt_version() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| version_of(SYSTEM_PROMPT, &crate::schema::report_schema()))
+}
 
 /// The transcript budget in estimated tokens (environment variable; a whole number >= 1000).
 pub const REPORT_TRANSCRIPT_TOKEN_BUDGET: &str = "REPORT_TRANSCRIPT_TOKEN_BUDGET";
@@ -63,6 +102,8 @@ the resume are not evidence of ability.
 no_hire 0-39; insufficient_evidence when the transcript does not allow a judgement.
 - Write exactly one skillAssessments entry per skill of the role and one questionAnalysis entry per question, in the given \
 order, with the skill or question copied exactly as given.
+- Write in the schema's order: for each skill, first the evidence and the rationale, then the score they support; for each \
+question, the analysis before its score; the overall score and the recommendation last, consistent with what you wrote before.
 - Set confidence by how much of the transcript bears on the skill.
 - Do not consider or mention age, gender, ethnicity, religion, disability, nationality or any other protected characteristic.
 - If turns were omitted or text was truncated, assess only what is present and do not guess what was said.
@@ -212,7 +253,7 @@ fn escape_markers(s: &str) -> String {
 
 fn user_message_with(data: &PromptData, transcript_lines: &str) -> String {
     let header = escape_markers(&serde_json::to_string(data).expect("prompt data always serialises"));
-    format!("Interview data to assess:\n{DATA_OPEN}\n{header}\n{TRANSCRIPT_HEADING}\n{transcript_lines}{DATA_CLOSE}")
+    format!("{USER_TEMPLATE}{DATA_OPEN}\n{header}\n{TRANSCRIPT_HEADING}\n{transcript_lines}{DATA_CLOSE}")
 }
 
 /// The user message of `data` (its transcript whole, in the compact form).
@@ -350,6 +391,26 @@ mod tests {
         assert!(PromptLimits::from_env().unwrap_err().contains(REPORT_TRANSCRIPT_TOKEN_BUDGET));
         unsafe { std::env::remove_var(REPORT_TRANSCRIPT_TOKEN_BUDGET) };
         assert_eq!(PromptLimits::from_env().unwrap(), PromptLimits::default());
+    }
+
+    #[test]
+    fn the_prompt_version_is_a_hash_of_the_instructions_and_the_schema() {
+        let schema = crate::schema::report_schema();
+        let v = prompt_version();
+        assert_eq!(v, version_of(SYSTEM_PROMPT, &schema), "derived, not written by hand");
+        assert!(v.starts_with(PROMPT_VERSION_PREFIX) && v.len() == PROMPT_VERSION_PREFIX.len() + 16, "{v}");
+        let edited_prompt = format!("{SYSTEM_PROMPT} ");
+        assert_ne!(version_of(&edited_prompt, &schema), v, "a changed instruction is a new version");
+        let mut edited_schema = schema.clone();
+        edited_schema["properties"]["summary"]["description"] = "A summary.".into();
+        assert_ne!(version_of(SYSTEM_PROMPT, &edited_schema), v, "a changed schema is a new version");
+        let mut reordered = schema.clone();
+        let props = reordered["properties"].as_object_mut().unwrap();
+        let first = props.keys().next().unwrap().clone();
+        let moved = props.remove(&first).unwrap();
+        props.insert(first, moved);
+        assert_ne!(version_of(SYSTEM_PROMPT, &reordered), v, "a reordered schema is a new version");
+        assert_eq!(version_of(SYSTEM_PROMPT, &schema), v, "stable for the same content");
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //!
 //! - subschemas are inlined (no `$ref`/`$defs`);
 //! - every object lists all its properties in `required` and has `additionalProperties: false`;
-//! - only keywords of the strict subset are kept ([`ALLOWED_KEYWORDS`]); schemars' `format`,
-//!   `minimum`, `maximum`, `$schema`, `title`, `default`... are removed. Numeric and length
-//!   keywords are not relied on (their support in strict mode varies by model); the scales are in
-//!   the descriptions and [`LlmReport::validate`] enforces them after parsing.
+//! - only keywords of the strict subset are kept ([`ALLOWED_KEYWORDS`]): the scores' `minimum`
+//!   and `maximum` stay (strict mode supports them, OPENAI.md); schemars' `format` (`int32`),
+//!   `$schema`, `title`, `default`... are removed. [`LlmReport::validate`] checks the ranges
+//!   again after parsing;
+//! - properties keep the order of the Rust fields, which is the order the model writes them in:
+//!   evidence and reasoning before the scores they justify.
 //!
 //! [`check_strict`] verifies those rules; a unit test runs it on the generated schema.
 
@@ -19,14 +21,41 @@ use crate::model::LlmReport;
 pub const SCHEMA_NAME: &str = "interview_report";
 
 /// Keywords a strict-mode schema node may carry here.
-pub const ALLOWED_KEYWORDS: &[&str] =
-    &["type", "description", "properties", "required", "additionalProperties", "items", "enum", "anyOf"];
+pub const ALLOWED_KEYWORDS: &[&str] = &[
+    "type",
+    "description",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "anyOf",
+    "minimum",
+    "maximum",
+];
 
 /// The strict-mode schema of the model's output.
 pub fn report_schema() -> Value {
     let generator = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true).into_generator();
     let mut schema = generator.into_root_schema_for::<LlmReport>().to_value();
     make_strict(&mut schema);
+    schema
+}
+
+/// The file, under `functions/contracts/schemas/`, that holds [`report_document_schema`]: the
+/// API team generates its TypeScript types from it.
+pub const REPORT_DOCUMENT_SCHEMA_FILE: &str = "interview-report-document.schema.json";
+
+/// The JSON Schema of one `interviewReports` document as this service writes it, generated from
+/// [`ReportDocument`](crate::model::ReportDocument) (BSON dates as `date-time` strings, ObjectIds
+/// as 24-hex strings, as in extended JSON). Checked in and drift-tested
+/// (`SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-reports` regenerates it).
+pub fn report_document_schema() -> Value {
+    let mut schema = schemars::schema_for!(crate::model::ReportDocument).to_value();
+    schema["description"] = Value::from(
+        "One interviewReports document (one per interview, unique on interviewId), as written by the report-generate \
+function. Optional fields may be absent or null (both mean unset).",
+    );
     schema
 }
 
@@ -149,6 +178,83 @@ mod tests {
         assert_eq!(schema["properties"]["overallScore"]["type"], json!("integer"));
         assert!(!schema.to_string().contains("\"format\""), "no format keyword");
         assert!(!schema.to_string().contains("$ref"), "subschemas inlined");
+        assert_eq!(
+            (
+                schema["properties"]["overallScore"]["minimum"].as_f64(),
+                schema["properties"]["overallScore"]["maximum"].as_f64()
+            ),
+            (Some(0.0), Some(100.0))
+        );
+        let skill = &schema["properties"]["skillAssessments"]["items"];
+        assert_eq!(
+            (skill["properties"]["score"]["minimum"].as_f64(), skill["properties"]["score"]["maximum"].as_f64()),
+            (Some(1.0), Some(5.0))
+        );
+    }
+
+    fn order(node: &Value) -> Vec<&str> {
+        node["properties"].as_object().unwrap().keys().map(String::as_str).collect()
+    }
+
+    fn before(keys: &[&str], first: &str, then: &str) -> bool {
+        let at = |k: &str| keys.iter().position(|x| *x == k).unwrap_or_else(|| panic!("{k} not in {keys:?}"));
+        at(first) < at(then)
+    }
+
+    /// The model writes in the schema's order: what justifies a score must come before it.
+    #[test]
+    fn reasoning_fields_come_before_the_scores_they_justify() {
+        let schema = report_schema();
+        let root = order(&schema);
+        for reasoning in ["skillAssessments", "questionAnalysis", "strengths", "concerns", "summary"] {
+            assert!(before(&root, reasoning, "overallScore"), "{reasoning} after overallScore: {root:?}");
+            assert!(before(&root, reasoning, "recommendation"), "{reasoning} after recommendation: {root:?}");
+        }
+        let skill = order(&schema["properties"]["skillAssessments"]["items"]);
+        assert!(before(&skill, "evidence", "score") && before(&skill, "rationale", "score"), "{skill:?}");
+        let question = order(&schema["properties"]["questionAnalysis"]["items"]);
+        assert!(before(&question, "analysis", "score"), "{question:?}");
+    }
+
+    /// The checked-in schema of the stored document is the one generated from the type.
+    #[test]
+    fn the_checked_in_report_document_schema_matches_the_type() {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../contracts/schemas");
+        let path = dir.join(REPORT_DOCUMENT_SCHEMA_FILE);
+        let want = sophia_contracts::schema::render(&report_document_schema());
+        if std::env::var_os("SOPHIA_BLESS_SCHEMAS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+            return;
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!("{} is missing ({e}); run SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-reports", path.display())
+        });
+        assert_eq!(
+            have, want,
+            "{REPORT_DOCUMENT_SCHEMA_FILE} drifted from ReportDocument; regenerate with SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-reports and review the diff"
+        );
+    }
+
+    #[test]
+    fn the_report_document_schema_states_the_states_the_kinds_and_what_is_required() {
+        let schema = report_document_schema();
+        let text = schema.to_string();
+        for kind in crate::error::ErrorKind::ALL {
+            assert!(text.contains(&format!("\"{kind}\"")), "{kind} missing");
+            assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
+        }
+        for status in ["NOT_STARTED", "PROCESSING", "COMPLETED", "FAILED"] {
+            assert!(text.contains(status), "{status} missing");
+        }
+        let required: Vec<&str> = schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        for field in ["_id", "interviewId", "organizationId", "status", "attemptCount", "createdAt", "updatedAt"] {
+            assert!(required.contains(&field), "{field} not required: {required:?}");
+        }
+        for optional in ["errorKind", "refusal", "completedAt", "report", "leaseExpiresAt"] {
+            assert!(!required.contains(&optional), "{optional} must be optional: {required:?}");
+        }
+        assert_eq!(schema["properties"]["interviewId"]["pattern"], "^[0-9a-fA-F]{24}$");
+        assert_eq!(schema["properties"]["createdAt"]["format"], "date-time");
     }
 
     #[test]
@@ -156,7 +262,7 @@ mod tests {
         let bad = json!({
             "type": "object",
             "properties": {
-                "a": {"type": "integer", "minimum": 0},
+                "a": {"type": "string", "minLength": 1},
                 "b": {"type": "object", "properties": {"c": {"type": "string"}}, "required": [], "additionalProperties": true},
                 "d": {"$ref": "#/$defs/D"}
             },
@@ -167,7 +273,7 @@ mod tests {
         for expected in [
             "$: additionalProperties is not false",
             "$: property \"b\" is not required",
-            "$.a: unsupported keyword \"minimum\"",
+            "$.a: unsupported keyword \"minLength\"",
             "$.b: property \"c\" is not required",
             "$.b: additionalProperties is not false",
             "$.d: unsupported keyword \"$ref\"",
@@ -180,7 +286,7 @@ mod tests {
     fn the_schema_describes_what_the_reply_parses_into() {
         let sample = json!({
             "overallScore": 72, "recommendation": "hire", "summary": "s", "strengths": ["a"], "concerns": [],
-            "skillAssessments": [{"skill": "Rust", "score": 4, "evidence": ["q"], "confidence": "high"}],
+            "skillAssessments": [{"skill": "Rust", "score": 4, "evidence": ["q"], "rationale": "r", "confidence": "high"}],
             "questionAnalysis": [{"question": "q", "answered": true, "score": 3, "analysis": "a"}]
         });
         let parsed: LlmReport = serde_json::from_value(sample).unwrap();

@@ -9,13 +9,13 @@ use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_queue_settings::Declaration;
 use tracing::{Instrument, field};
 
-use crate::error::ReportError;
+use crate::error::{ErrorKind, ReportError};
 use crate::evidence;
 use crate::interview;
 use crate::model::{GenerationMetadata, Recommendation, ReportContent, ReportSource, ReportStatus, Truncation};
 use crate::openai::ReportModel;
-use crate::prompt::{self, PROMPT_VERSION, PromptLimits};
-use crate::store::{Lease, ReportStore};
+use crate::prompt::{self, PromptLimits, prompt_version};
+use crate::store::{INTERVIEW_REPORTS, Lease, MAX_ATTEMPTS, ReportStore, StoredReport};
 use crate::validate;
 
 /// The declared function whose timeout is the lease length.
@@ -35,7 +35,9 @@ pub enum Generated {
     Completed { recommendation: Recommendation, source: ReportSource, attempt: i32 },
     /// The report was already COMPLETED: nothing to do (no model call).
     AlreadyCompleted,
-    /// `attemptCount >= MAX_ATTEMPTS`: the report is (now) FAILED and stays so.
+    /// The report was found out of attempts (`attemptCount >= MAX_ATTEMPTS`) before claiming:
+    /// it is (now) FAILED and stays so; no model call. A failing last attempt is not this: its
+    /// error is returned (SQS moves the message to the DLQ).
     AttemptsExhausted,
     /// Another worker holds a live PROCESSING lease: skipped.
     HeldByAnother,
@@ -130,37 +132,34 @@ impl ReportService {
         organization_id: OrganizationId,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<Generated, ReportError> {
-        // 1. The interview, org-scoped and not soft-deleted.
-        let Some(interview) = interview::load(&self.db, interview_id, organization_id).await? else {
+        // 1. The interview, org-scoped and not soft-deleted (decoded after the claim, so that an
+        // unreadable one is recorded on its report).
+        let Some(raw) = interview::load_raw(&self.db, interview_id, organization_id).await? else {
             return Err(ReportError::InterviewNotFound { interview_id, organization_id });
         };
 
         // 2.-5. The claim: a first delivery inserts the report already claimed (one write);
         // otherwise the atomic claim of the existing report; otherwise one read says why not
-        // (already completed, out of attempts, or held under a live lease).
+        // (already completed, out of attempts, held under a live lease, or unreadable).
         let lease = match self
             .store
-            .insert_claimed(interview_id, organization_id, interview.retention_expires_at, self.lease)
+            .insert_claimed(interview_id, organization_id, interview::retention_of(&raw), self.lease)
             .await?
         {
             Some(lease) => lease,
             None => match self.store.claim(interview_id, self.lease).await? {
                 Some(lease) => lease,
-                None => {
-                    return match self.store.find(interview_id).await? {
-                        Some(r) if r.status == ReportStatus::Completed => Ok(Generated::AlreadyCompleted),
-                        Some(r) if r.attempt_count >= crate::store::MAX_ATTEMPTS => self.exhausted(interview_id).await,
-                        _ => {
-                            tracing::info!("another worker holds a live lease on this report; skipped");
-                            Ok(Generated::HeldByAnother)
-                        }
-                    };
-                }
+                None => return self.not_claimed(interview_id).await,
             },
         };
         let span = tracing::Span::current();
         span.record("attempt", lease.attempt);
         tracing::info!(leaseExpiresAt = %lease.expires_at, "report claimed");
+
+        let interview = match interview::decode(raw) {
+            Ok(interview) => interview,
+            Err(e) => return Err(self.failed(&lease, ReportError::Document(e)).await),
+        };
 
         // 6. Insufficient evidence: a COMPLETED report without a model call.
         if let Some(insufficient) = evidence::assess(interview.duration_seconds, &interview.proctoring.transcript) {
@@ -170,7 +169,7 @@ impl ReportService {
                 model: None,
                 requested_model: None,
                 completion_id: None,
-                prompt_version: PROMPT_VERSION.to_owned(),
+                prompt_version: prompt_version().to_owned(),
                 prompt_tokens: 0,
                 completion_tokens: 0,
                 total_tokens: 0,
@@ -190,7 +189,8 @@ impl ReportService {
                 .await;
         }
 
-        // 7. The model.
+        // 7. The model. Every failure is recorded on the report and returned, the last
+        // attempt's included (DESIGN.md): SQS retries it, then moves it to the DLQ.
         let prompt = prompt::build_with(&interview, &self.limits);
         span.record("model", self.model.model());
         if prompt.truncation.any() {
@@ -206,20 +206,14 @@ impl ReportService {
             Ok(reply) => reply,
             Err(source) => {
                 let error = ReportError::Model { attempt: lease.attempt, source };
-                self.record_failure(&lease, &error).await;
-                if lease.attempt >= crate::store::MAX_ATTEMPTS {
-                    // DESIGN.md: at attemptCount >= 3 the report stays FAILED and the message is
-                    // acknowledged. Doing it on the last failure itself, not on a fourth
-                    // delivery (which maxReceiveCount 3 never makes), keeps the DLQ for messages
-                    // a redrive can still help. `sophia-ops report retry --reset-attempts` tries again.
+                if lease.attempt >= MAX_ATTEMPTS {
                     tracing::error!(
-                        error = %error,
-                        maxAttempts = crate::store::MAX_ATTEMPTS,
-                        "report generation failed on its last attempt; left FAILED and the message acknowledged"
+                        kind = error.kind(),
+                        maxAttempts = MAX_ATTEMPTS,
+                        "report generation failed on its last attempt; the report stays FAILED and the message goes to the DLQ"
                     );
-                    return Ok(Generated::AttemptsExhausted);
                 }
-                return Err(error);
+                return Err(self.failed(&lease, error).await);
             }
         };
         tracing::info!(
@@ -227,6 +221,8 @@ impl ReportService {
             promptTokens = reply.prompt_tokens,
             completionTokens = reply.completion_tokens,
             totalTokens = reply.total_tokens,
+            cachedTokens = reply.cached_tokens,
+            retries = reply.retries,
             latencyMs = reply.latency.as_millis() as u64,
             "chat completion received"
         );
@@ -235,7 +231,7 @@ impl ReportService {
             model: Some(reply.model),
             requested_model: Some(self.model.model().to_owned()),
             completion_id: Some(reply.completion_id),
-            prompt_version: PROMPT_VERSION.to_owned(),
+            prompt_version: prompt_version().to_owned(),
             prompt_tokens: i64::from(reply.prompt_tokens),
             completion_tokens: i64::from(reply.completion_tokens),
             total_tokens: i64::from(reply.total_tokens),
@@ -258,17 +254,46 @@ impl ReportService {
         self.finish(&lease, content, generation, interview.retention_expires_at, ReportSource::Model).await
     }
 
+    /// Why the report could not be claimed: completed, out of attempts (acknowledged without a
+    /// model call: DESIGN.md's only acknowledged failure), held by a live worker, or unreadable
+    /// (recorded on the report and returned as `invalid_document`).
+    async fn not_claimed(&self, interview_id: InterviewId) -> Result<Generated, ReportError> {
+        let Some(raw) = self.store.find_raw(interview_id).await? else {
+            // Deleted between the claim and this read: the next delivery starts afresh.
+            tracing::info!("the report disappeared while being claimed; skipped");
+            return Ok(Generated::HeldByAnother);
+        };
+        // A COMPLETED report is done, whatever else it holds.
+        if raw.get_str("status").ok() == Some(ReportStatus::Completed.as_str()) {
+            return Ok(Generated::AlreadyCompleted);
+        }
+        let report: StoredReport = match sophia_documents::decode(INTERVIEW_REPORTS, raw) {
+            Ok(report) => report,
+            Err(e) => {
+                if let Err(write) = self.store.fail_unreadable(interview_id, &e).await {
+                    tracing::error!(error = %write, "could not record the unreadable report");
+                }
+                return Err(ReportError::Document(e));
+            }
+        };
+        if report.attempt_count >= MAX_ATTEMPTS {
+            return self.exhausted(interview_id).await;
+        }
+        tracing::info!("another worker holds a live lease on this report; skipped");
+        Ok(Generated::HeldByAnother)
+    }
+
     async fn exhausted(&self, interview_id: InterviewId) -> Result<Generated, ReportError> {
-        if self.store.mark_exhausted(interview_id).await? {
+        if self.store.mark_exhausted(interview_id, self.lease).await? {
             tracing::warn!(
-                maxAttempts = crate::store::MAX_ATTEMPTS,
+                maxAttempts = MAX_ATTEMPTS,
                 "report is out of attempts; left FAILED and the message acknowledged"
             );
             Ok(Generated::AttemptsExhausted)
         } else {
             // A live holder is on its last attempt, or it completed meanwhile.
-            match self.store.find(interview_id).await? {
-                Some(r) if r.status == ReportStatus::Completed => Ok(Generated::AlreadyCompleted),
+            match self.store.find(interview_id).await {
+                Ok(Some(r)) if r.status == ReportStatus::Completed => Ok(Generated::AlreadyCompleted),
                 _ => Ok(Generated::HeldByAnother),
             }
         }
@@ -289,22 +314,21 @@ impl ReportService {
                 tracing::warn!("lease lost before the report was written (expired and reclaimed); result discarded");
                 Ok(Generated::LeaseLost)
             }
-            Err(e) => {
-                let error = ReportError::Mongo(e);
-                self.record_failure(lease, &error).await;
-                Err(error)
-            }
+            Err(e) => Err(self.failed(lease, ReportError::Mongo(e)).await),
         }
     }
 
-    /// FAILED with `lastError`, before the error is returned. If even that write fails, the
-    /// lease expires on its own and the retry reclaims the report.
-    async fn record_failure(&self, lease: &Lease, error: &ReportError) {
-        match self.store.fail(lease, &error.to_string()).await {
+    /// FAILED with `lastError` and `errorKind` (and a refusal's text), before the error is
+    /// returned. If even that write fails, the lease expires on its own and the retry reclaims
+    /// the report.
+    async fn failed(&self, lease: &Lease, error: ReportError) -> ReportError {
+        let kind = error.error_kind().unwrap_or(ErrorKind::Database);
+        match self.store.fail(lease, &error.to_string(), kind, error.refusal()).await {
             Ok(true) => {}
             Ok(false) => tracing::warn!("lease lost before the failure was recorded"),
             Err(e) => tracing::error!(error = %e, "could not record the failure; the lease will expire"),
         }
+        error
     }
 }
 

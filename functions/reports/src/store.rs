@@ -9,8 +9,10 @@
 //!    duplicate-key error (11000) means the report exists, and exactly one concurrent inserter
 //!    wins. On a first delivery this is the whole claim.
 //! 2. [`ReportStore::claim`]: one `findOneAndUpdate` (no upsert) that moves `NOT_STARTED`,
-//!    `FAILED`, or `PROCESSING` with an expired lease to `PROCESSING`, increments `attemptCount`
-//!    and sets a new lease (`leaseId`, `leaseExpiresAt`). Exactly one concurrent caller wins.
+//!    `FAILED`, or `PROCESSING` with an expired lease (or, written before leases existed, none
+//!    and an `updatedAt`/`createdAt` older than the lease length) to `PROCESSING`, increments
+//!    `attemptCount` (absent counts as 0) and sets a new lease (`leaseId`, `leaseExpiresAt`).
+//!    Exactly one concurrent caller wins.
 //!
 //! Not a `findOneAndUpdate` upsert: it needs `$setOnInsert` (which nx-27017 ignores) and, when
 //! the existing report is not claimable, its insert would be stopped only by the unique index
@@ -24,10 +26,12 @@ use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
 use mongodb::options::ReturnDocument;
 use mongodb::{Collection, Database};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_documents::{DocumentError, int};
 
-use crate::model::{GenerationMetadata, ReportContent, ReportStatus};
+use crate::error::ErrorKind;
+use crate::model::{GenerationMetadata, ReportContent, ReportDocument, ReportStatus};
 
 pub const INTERVIEW_REPORTS: &str = "interviewReports";
 
@@ -37,27 +41,22 @@ pub const MAX_ATTEMPTS: i32 = 3;
 /// `lastError` is bounded to this many characters.
 pub const MAX_LAST_ERROR_CHARS: usize = 1_000;
 
-fn de_count<'de, D: Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
-    // Written as Int32 here; a JavaScript writer stores doubles; a server may widen to Int64.
-    match Bson::deserialize(d)? {
-        Bson::Int32(n) => Ok(n),
-        Bson::Int64(n) => i32::try_from(n).map_err(serde::de::Error::custom),
-        Bson::Double(f) if f.fract() == 0.0 && f >= 0.0 && f <= f64::from(i32::MAX) => Ok(f as i32),
-        Bson::Null => Ok(0),
-        other => Err(serde::de::Error::custom(format!("attemptCount is not a count: {other}"))),
-    }
-}
-
-/// A report document as read back.
+/// The head of a report document as read back: a read model of a document the API may also
+/// write (DESIGN.md, "Documents written by other services"), decoded with
+/// [`sophia_documents::decode`]. `attemptCount` absent or `null` is 0 and may be any integral
+/// numeric; `organizationId` and the lease may be absent; unknown fields are ignored. The
+/// report's content is not read here (see [`ReportDocument`](crate::model::ReportDocument) for
+/// the written layout).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredReport {
     #[serde(rename = "_id")]
     pub id: ObjectId,
     pub interview_id: ObjectId,
-    pub organization_id: ObjectId,
+    #[serde(default)]
+    pub organization_id: Option<ObjectId>,
     pub status: ReportStatus,
-    #[serde(deserialize_with = "de_count", default)]
+    #[serde(default, deserialize_with = "int::i32_or_zero")]
     pub attempt_count: i32,
     #[serde(default)]
     pub lease_id: Option<ObjectId>,
@@ -66,17 +65,30 @@ pub struct StoredReport {
     #[serde(default)]
     pub last_error: Option<String>,
     #[serde(default)]
+    pub error_kind: Option<ErrorKind>,
+    #[serde(default)]
+    pub refusal: Option<String>,
+    #[serde(default)]
     pub retention_expires_at: Option<DateTime>,
     #[serde(default)]
-    pub report: Option<ReportContent>,
+    pub created_at: Option<DateTime>,
     #[serde(default)]
-    pub generation: Option<GenerationMetadata>,
+    pub updated_at: Option<DateTime>,
 }
 
 impl StoredReport {
-    /// `PROCESSING` under a lease that has not expired at `now`.
-    pub fn is_live(&self, now: DateTime) -> bool {
-        self.status == ReportStatus::Processing && self.lease_expires_at.is_some_and(|l| l > now)
+    /// When the current holder's claim ends: `leaseExpiresAt`, or for a `PROCESSING` report
+    /// written before leases existed, `updatedAt` (else `createdAt`) + `lease`.
+    pub fn held_until(&self, lease: Duration) -> Option<DateTime> {
+        if self.status != ReportStatus::Processing {
+            return None;
+        }
+        self.lease_expires_at.or_else(|| self.updated_at.or(self.created_at).map(|t| expiry(t, lease)))
+    }
+
+    /// `PROCESSING` under a claim that has not ended at `now`.
+    pub fn is_live(&self, now: DateTime, lease: Duration) -> bool {
+        self.held_until(lease).is_some_and(|until| until > now)
     }
 }
 
@@ -105,13 +117,29 @@ fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
     }
 }
 
-/// The `$or` of states no live worker holds at `now`: NOT_STARTED, FAILED, or PROCESSING
-/// under an expired lease.
-fn not_held(now: DateTime) -> Bson {
+/// The `$or` of states no live worker holds at `now`: NOT_STARTED, FAILED, PROCESSING under an
+/// expired lease, or PROCESSING without a lease (written before leases existed) last updated
+/// (else created) more than `lease` ago. `{field: null}` matches an absent field and a `null`
+/// alike, on MongoDB and on nx-27017.
+fn not_held(now: DateTime, lease: Duration) -> Bson {
+    let stale = DateTime::from_millis(now.timestamp_millis().saturating_sub(lease.as_millis() as i64));
+    let processing = ReportStatus::Processing.as_str();
     bson::bson!([
         {"status": {"$in": [ReportStatus::NotStarted.as_str(), ReportStatus::Failed.as_str()]}},
-        {"status": ReportStatus::Processing.as_str(), "leaseExpiresAt": {"$lt": now}},
+        {"status": processing, "leaseExpiresAt": {"$lt": now}},
+        {"status": processing, "leaseExpiresAt": Bson::Null, "updatedAt": {"$lt": stale}},
+        {"status": processing, "leaseExpiresAt": Bson::Null, "updatedAt": Bson::Null, "createdAt": {"$lt": stale}},
+        {"status": processing, "leaseExpiresAt": Bson::Null, "updatedAt": Bson::Null, "createdAt": Bson::Null},
     ])
+}
+
+/// `attemptCount` below the maximum, or absent (a report the API wrote: 0 attempts). A `null`
+/// is not matched: `$inc` refuses it; [`ReportStore::claim`] sets it to 0 first.
+fn attempts_left() -> Document {
+    doc! {"$or": [
+        {"attemptCount": {"$lt": MAX_ATTEMPTS}},
+        {"attemptCount": {"$exists": false}},
+    ]}
 }
 
 fn expiry(now: DateTime, lease: Duration) -> DateTime {
@@ -120,6 +148,36 @@ fn expiry(now: DateTime, lease: Duration) -> DateTime {
 
 fn bounded(s: &str) -> String {
     s.chars().take(MAX_LAST_ERROR_CHARS).collect()
+}
+
+/// A store operation failed: MongoDB itself, or a stored report that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("MongoDB: {0}")]
+    Mongo(#[from] mongodb::error::Error),
+    #[error("{0}")]
+    Document(#[from] DocumentError),
+}
+
+/// The `$set` of a failure record: FAILED, why (bounded, no candidate text), its kind, and the
+/// refusal's text when the model refused (removed otherwise).
+fn failure_update(now: DateTime, error: &str, kind: ErrorKind, refusal: Option<&str>) -> Document {
+    let mut set = doc! {
+        "status": ReportStatus::Failed.as_str(),
+        "lastError": bounded(error),
+        "errorKind": kind.as_str(),
+        "lastErrorAt": now,
+        "leaseId": Bson::Null,
+        "leaseExpiresAt": Bson::Null,
+        "updatedAt": now,
+    };
+    match refusal {
+        Some(text) => {
+            set.insert("refusal", text);
+            doc! {"$set": set}
+        }
+        None => doc! {"$set": set, "$unset": {"refusal": ""}},
+    }
 }
 
 impl ReportStore {
@@ -131,9 +189,16 @@ impl ReportStore {
         &self.reports
     }
 
-    pub async fn find(&self, interview_id: InterviewId) -> mongodb::error::Result<Option<StoredReport>> {
-        let raw = self.reports.find_one(doc! {"interviewId": interview_id.oid()}).await?;
-        raw.map(|d| bson::from_document(d).map_err(mongodb::error::Error::from)).transpose()
+    /// The report's head, decoded with the read model (an unreadable one is a
+    /// [`StoreError::Document`] naming the field).
+    pub async fn find(&self, interview_id: InterviewId) -> Result<Option<StoredReport>, StoreError> {
+        let raw = self.find_raw(interview_id).await?;
+        Ok(raw.map(|d| sophia_documents::decode(INTERVIEW_REPORTS, d)).transpose()?)
+    }
+
+    /// The report document as stored.
+    pub async fn find_raw(&self, interview_id: InterviewId) -> mongodb::error::Result<Option<Document>> {
+        self.reports.find_one(doc! {"interviewId": interview_id.oid()}).await
     }
 
     /// Step 1 of the claim: the report inserted already `PROCESSING` under a new lease
@@ -148,31 +213,56 @@ impl ReportStore {
         let now = DateTime::now();
         let claimed =
             Lease { id: ObjectId::new(), interview_id: interview_id.oid(), attempt: 1, expires_at: expiry(now, lease) };
-        let report = doc! {
-            "_id": ObjectId::new(),
-            "interviewId": interview_id.oid(),
-            "organizationId": organization_id.oid(),
-            "status": ReportStatus::Processing.as_str(),
-            "attemptCount": claimed.attempt,
-            "leaseId": claimed.id,
-            "leaseExpiresAt": claimed.expires_at,
-            "lastError": Bson::Null,
-            "retentionExpiresAt": retention_expires_at.map_or(Bson::Null, Bson::DateTime),
-            "report": Bson::Null,
-            "generation": Bson::Null,
-            "createdAt": now,
-            "updatedAt": now,
+        let report = ReportDocument {
+            id: ObjectId::new(),
+            interview_id: interview_id.oid(),
+            organization_id: organization_id.oid(),
+            status: ReportStatus::Processing,
+            attempt_count: claimed.attempt,
+            lease_id: Some(claimed.id),
+            lease_expires_at: Some(claimed.expires_at),
+            last_error: None,
+            error_kind: None,
+            last_error_at: None,
+            refusal: None,
+            retention_expires_at,
+            report: None,
+            generation: None,
+            created_at: now,
+            updated_at: now,
+            completed_at: None,
+            attempts_reset_at: None,
         };
-        match self.reports.insert_one(report).await {
+        match self.reports.insert_one(bson::to_document(&report)?).await {
             Ok(_) => Ok(Some(claimed)),
             Err(e) if is_duplicate_key(&e) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    /// Step 2 of the claim. `None`: not claimable now (completed, held under a live lease, or
-    /// out of attempts).
+    /// Step 2 of the claim. `None`: not claimable now (completed, held under a live lease, out
+    /// of attempts, or unreadable: the caller reads it to say which).
     pub async fn claim(&self, interview_id: InterviewId, lease: Duration) -> mongodb::error::Result<Option<Lease>> {
+        if let Some(claimed) = self.claim_once(interview_id, lease).await? {
+            return Ok(Some(claimed));
+        }
+        // `attemptCount: null` (a writer's explicit null) means 0 but `$inc` refuses it: make it
+        // 0 if the report is otherwise claimable, then claim again. Rare, so only on this path.
+        let now = DateTime::now();
+        let normalized = self
+            .reports
+            .update_one(
+                doc! {"interviewId": interview_id.oid(), "attemptCount": Bson::Null, "$or": not_held(now, lease)},
+                doc! {"$set": {"attemptCount": 0_i32}},
+            )
+            .await?;
+        if normalized.modified_count == 0 {
+            return Ok(None);
+        }
+        self.claim_once(interview_id, lease).await
+    }
+
+    async fn claim_once(&self, interview_id: InterviewId, lease: Duration) -> mongodb::error::Result<Option<Lease>> {
         let now = DateTime::now();
         let expires_at = expiry(now, lease);
         let lease_id = ObjectId::new();
@@ -181,8 +271,7 @@ impl ReportStore {
             .find_one_and_update(
                 doc! {
                     "interviewId": interview_id.oid(),
-                    "attemptCount": {"$lt": MAX_ATTEMPTS},
-                    "$or": not_held(now),
+                    "$and": [attempts_left(), {"$or": not_held(now, lease)}],
                 },
                 doc! {
                     "$set": {
@@ -197,13 +286,18 @@ impl ReportStore {
             .return_document(ReturnDocument::After)
             .await?;
         let Some(claimed) = claimed else { return Ok(None) };
-        let stored: StoredReport = bson::from_document(claimed)?;
-        Ok(Some(Lease { id: lease_id, interview_id: stored.interview_id, attempt: stored.attempt_count, expires_at }))
+        // Only the count is read back: the rest of the document is not this step's business.
+        let attempt = claimed
+            .get("attemptCount")
+            .and_then(|v| int::from_bson(v).ok())
+            .and_then(|n| i32::try_from(n).ok())
+            .unwrap_or(MAX_ATTEMPTS);
+        Ok(Some(Lease { id: lease_id, interview_id: interview_id.oid(), attempt, expires_at }))
     }
 
     /// Step 3 of the spec: out of attempts -> `FAILED` (unless completed, or a live holder is
     /// still working on its last attempt). Returns whether the document was marked.
-    pub async fn mark_exhausted(&self, interview_id: InterviewId) -> mongodb::error::Result<bool> {
+    pub async fn mark_exhausted(&self, interview_id: InterviewId, lease: Duration) -> mongodb::error::Result<bool> {
         let now = DateTime::now();
         let r = self
             .reports
@@ -211,7 +305,7 @@ impl ReportStore {
                 doc! {
                     "interviewId": interview_id.oid(),
                     "attemptCount": {"$gte": MAX_ATTEMPTS},
-                    "$or": not_held(now),
+                    "$or": not_held(now, lease),
                 },
                 doc! {"$set": {
                     "status": ReportStatus::Failed.as_str(),
@@ -238,39 +332,66 @@ impl ReportStore {
             .reports
             .update_one(
                 doc! {"interviewId": lease.interview_id, "leaseId": lease.id, "status": ReportStatus::Processing.as_str()},
-                doc! {"$set": {
-                    "status": ReportStatus::Completed.as_str(),
-                    "report": bson::to_bson(content)?,
-                    "generation": bson::to_bson(generation)?,
-                    // For the API: how many turns the model did not see (0: the whole interview).
-                    "transcriptTurnsOmitted": generation.truncation.turns_omitted,
-                    "retentionExpiresAt": retention_expires_at.map_or(Bson::Null, Bson::DateTime),
-                    "lastError": Bson::Null,
-                    "leaseId": Bson::Null,
-                    "leaseExpiresAt": Bson::Null,
-                    "completedAt": now,
-                    "updatedAt": now,
-                }},
+                doc! {
+                    "$set": {
+                        "status": ReportStatus::Completed.as_str(),
+                        "report": bson::to_bson(content)?,
+                        "generation": bson::to_bson(generation)?,
+                        // For the API: how many turns the model did not see (0: the whole interview).
+                        "transcriptTurnsOmitted": generation.truncation.turns_omitted,
+                        "retentionExpiresAt": retention_expires_at.map_or(Bson::Null, Bson::DateTime),
+                        "lastError": Bson::Null,
+                        "leaseId": Bson::Null,
+                        "leaseExpiresAt": Bson::Null,
+                        "completedAt": now,
+                        "updatedAt": now,
+                    },
+                    "$unset": {"errorKind": "", "lastErrorAt": "", "refusal": ""},
+                },
             )
             .await?;
         Ok(r.matched_count == 1)
     }
 
-    /// `PROCESSING` -> `FAILED` with `lastError`, under the caller's lease.
-    pub async fn fail(&self, lease: &Lease, error: &str) -> mongodb::error::Result<bool> {
-        let now = DateTime::now();
+    /// `PROCESSING` -> `FAILED` with `lastError`, `errorKind` (and the refusal's text), under the
+    /// caller's lease.
+    pub async fn fail(
+        &self,
+        lease: &Lease,
+        error: &str,
+        kind: ErrorKind,
+        refusal: Option<&str>,
+    ) -> mongodb::error::Result<bool> {
         let r = self
             .reports
             .update_one(
                 doc! {"interviewId": lease.interview_id, "leaseId": lease.id, "status": ReportStatus::Processing.as_str()},
-                doc! {"$set": {
-                    "status": ReportStatus::Failed.as_str(),
-                    "lastError": bounded(error),
-                    "lastErrorAt": now,
-                    "leaseId": Bson::Null,
-                    "leaseExpiresAt": Bson::Null,
-                    "updatedAt": now,
-                }},
+                failure_update(DateTime::now(), error, kind, refusal),
+            )
+            .await?;
+        Ok(r.matched_count == 1)
+    }
+
+    /// A report document that cannot be read (so cannot be claimed): `FAILED` with the reason,
+    /// unless it is `COMPLETED` or under a live lease. Returns whether it was marked.
+    pub async fn fail_unreadable(
+        &self,
+        interview_id: InterviewId,
+        error: &DocumentError,
+    ) -> mongodb::error::Result<bool> {
+        let now = DateTime::now();
+        let r = self
+            .reports
+            .update_one(
+                // `$nin` rather than `$ne`: the same on MongoDB, and nx-27017 (whose date-filter
+                // path misses documents lacking the date field under `$ne`) matches it too
+                // (tests/mongo_wire_gaps.rs).
+                doc! {
+                    "interviewId": interview_id.oid(),
+                    "status": {"$nin": [ReportStatus::Completed.as_str()]},
+                    "$or": [{"leaseExpiresAt": Bson::Null}, {"leaseExpiresAt": {"$lt": now}}],
+                },
+                failure_update(now, &error.to_string(), ErrorKind::InvalidDocument, None),
             )
             .await?;
         Ok(r.matched_count == 1)

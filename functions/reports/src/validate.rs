@@ -46,7 +46,7 @@ pub const RECOMMENDATION_BANDS: &[(Recommendation, i32, i32)] = &[
 ];
 
 /// What a check found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WarningCode {
     /// An assessed skill or question that the interview did not have: dropped.
@@ -72,7 +72,7 @@ pub enum WarningCode {
 }
 
 /// One finding, as stored in the report's `validationWarnings`. Never holds candidate text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ValidationWarning {
     pub code: WarningCode,
@@ -184,6 +184,14 @@ pub fn check(mut report: LlmReport, expected: &Expectations) -> (LlmReport, Vec<
     report.summary = bounded(std::mem::take(&mut report.summary), MAX_SUMMARY_CHARS, "summary", &mut warnings);
     report.strengths = bounded_list(std::mem::take(&mut report.strengths), "strengths", &mut warnings);
     report.concerns = bounded_list(std::mem::take(&mut report.concerns), "concerns", &mut warnings);
+    for (i, skill) in report.skill_assessments.iter_mut().enumerate() {
+        skill.rationale = bounded(
+            std::mem::take(&mut skill.rationale),
+            MAX_SENTENCE_CHARS,
+            &format!("skillAssessments[{i}].rationale"),
+            &mut warnings,
+        );
+    }
     for (i, q) in report.question_analysis.iter_mut().enumerate() {
         q.analysis = bounded(
             std::mem::take(&mut q.analysis),
@@ -361,6 +369,7 @@ mod tests {
             skill: name.to_owned(),
             score,
             evidence: evidence.iter().map(|e| (*e).to_owned()).collect(),
+            rationale: "Shown in the answers.".to_owned(),
             confidence: Confidence::Medium,
         }
     }

@@ -5,6 +5,8 @@ export type { InterviewFailed } from "./interview-failed.js"; // interview-faile
 export type * as InterviewFailedSchema from "./interview-failed.js";
 export type { InterviewQueueMessage } from "./interview-queue-message.js"; // interview-queue-message.schema.json
 export type * as InterviewQueueMessageSchema from "./interview-queue-message.js";
+export type { InterviewReportDocument } from "./interview-report-document.js"; // interview-report-document.schema.json
+export type * as InterviewReportDocumentSchema from "./interview-report-document.js";
 export type { MessageAttributes } from "./message-attributes.js"; // message-attributes.schema.json
 export type * as MessageAttributesSchema from "./message-attributes.js";
 export type { ReportGenerate } from "./report-generate.js"; // report-generate.schema.json

@@ -160,6 +160,635 @@ export const schemas = {
       }
     ]
   },
+  "interview-report-document": {
+    "type": "object",
+    "additionalProperties": false,
+    "properties": {
+      "_id": {
+        "type": "string",
+        "pattern": "^[0-9a-fA-F]{24}$",
+        "description": "A BSON ObjectId (24 hex characters as a string)"
+      },
+      "interviewId": {
+        "type": "string",
+        "pattern": "^[0-9a-fA-F]{24}$",
+        "description": "The interview (unique: one report per interview)."
+      },
+      "organizationId": {
+        "type": "string",
+        "pattern": "^[0-9a-fA-F]{24}$",
+        "description": "A BSON ObjectId (24 hex characters as a string)"
+      },
+      "status": {
+        "$ref": "#/$defs/ReportStatus",
+        "description": "`NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`."
+      },
+      "attemptCount": {
+        "type": "integer",
+        "format": "int32",
+        "description": "Generation attempts so far (at most 3 unless an operator resets them).",
+        "minimum": 0
+      },
+      "leaseId": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "pattern": "^[0-9a-fA-F]{24}$",
+        "description": "The claim of the worker generating it (`PROCESSING` only).",
+        "default": null
+      },
+      "leaseExpiresAt": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time",
+        "description": "When that claim expires; a `PROCESSING` report past it is claimed again.",
+        "default": null
+      },
+      "lastError": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "description": "Why the last attempt failed (`FAILED`; cleared on completion). Names fields, statuses and\ncodes, never candidate text.",
+        "default": null
+      },
+      "errorKind": {
+        "anyOf": [
+          {
+            "$ref": "#/$defs/ErrorKind"
+          },
+          {
+            "type": "null"
+          }
+        ],
+        "description": "The kind of the last failure (`FAILED`; cleared on completion)."
+      },
+      "lastErrorAt": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time",
+        "description": "A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)"
+      },
+      "refusal": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "description": "The model's refusal text when the last attempt was refused (`errorKind: refusal`)."
+      },
+      "retentionExpiresAt": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time",
+        "description": "When the report must be deleted (copied from the interview).",
+        "default": null
+      },
+      "report": {
+        "anyOf": [
+          {
+            "$ref": "#/$defs/ReportContent"
+          },
+          {
+            "type": "null"
+          }
+        ],
+        "description": "The report (`COMPLETED` only).",
+        "default": null
+      },
+      "generation": {
+        "anyOf": [
+          {
+            "$ref": "#/$defs/GenerationMetadata"
+          },
+          {
+            "type": "null"
+          }
+        ],
+        "description": "How it was produced (`COMPLETED` only).",
+        "default": null
+      },
+      "createdAt": {
+        "type": "string",
+        "format": "date-time",
+        "description": "A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)"
+      },
+      "updatedAt": {
+        "type": "string",
+        "format": "date-time",
+        "description": "A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)"
+      },
+      "completedAt": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time",
+        "description": "A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)"
+      },
+      "attemptsResetAt": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time",
+        "description": "Set by `sophia-ops report retry --reset-attempts`."
+      }
+    },
+    "required": [
+      "_id",
+      "interviewId",
+      "organizationId",
+      "status",
+      "attemptCount",
+      "createdAt",
+      "updatedAt"
+    ],
+    "title": "InterviewReportDocument",
+    "description": "One interviewReports document (one per interview, unique on interviewId), as written by the report-generate function. Optional fields may be absent or null (both mean unset).",
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$defs": {
+      "ReportStatus": {
+        "type": "string",
+        "enum": [
+          "NOT_STARTED",
+          "PROCESSING",
+          "COMPLETED",
+          "FAILED"
+        ],
+        "description": "The lifecycle of a report document."
+      },
+      "ErrorKind": {
+        "oneOf": [
+          {
+            "type": "string",
+            "const": "rate_limited",
+            "description": "HTTP 429 other than a quota error (`rate_limit_exceeded`, `slow_down`)."
+          },
+          {
+            "type": "string",
+            "const": "server_error",
+            "description": "HTTP 5xx, an unreachable endpoint, or a 200 whose body is not a chat completion."
+          },
+          {
+            "type": "string",
+            "const": "timeout",
+            "description": "No answer within the client timeout or the invocation's remaining time."
+          },
+          {
+            "type": "string",
+            "const": "auth",
+            "description": "HTTP 401 (invalid or revoked key, IP not allowed) or 403 (region not supported)."
+          },
+          {
+            "type": "string",
+            "const": "quota",
+            "description": "HTTP 429 `insufficient_quota` and its billing codes (credits exhausted, spend limit)."
+          },
+          {
+            "type": "string",
+            "const": "bad_request",
+            "description": "Another HTTP 4xx: the request was rejected (a schema the API refuses, a bad parameter)."
+          },
+          {
+            "type": "string",
+            "const": "model_not_found",
+            "description": "HTTP 404 `model_not_found`: the configured model does not exist or is not available."
+          },
+          {
+            "type": "string",
+            "const": "refusal",
+            "description": "The model refused (`message.refusal`); the refusal's text is kept on the report."
+          },
+          {
+            "type": "string",
+            "const": "truncated",
+            "description": "`finish_reason: \"length\"`: the JSON was cut off at `max_completion_tokens`."
+          },
+          {
+            "type": "string",
+            "const": "content_filter",
+            "description": "`finish_reason: \"content_filter\"`."
+          },
+          {
+            "type": "string",
+            "const": "invalid_output",
+            "description": "The content is not JSON, does not match the schema, or breaks a bound of the report."
+          },
+          {
+            "type": "string",
+            "const": "invalid_document",
+            "description": "The interview or report document cannot be read (a field of a type no reader expects)."
+          },
+          {
+            "type": "string",
+            "const": "database",
+            "description": "MongoDB failed (unreachable, timed out, a write error)."
+          }
+        ],
+        "description": "Why an attempt failed, as stored on the report (`interviewReports.errorKind`) and logged\n(`kind`). Decided from the error's type and OpenAI's documented status and `error.type` /\n`error.code`, never from a message's text."
+      },
+      "ReportContent": {
+        "type": "object",
+        "properties": {
+          "overallScore": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "format": "int32",
+            "description": "0..=100; `null` when there was not enough evidence to score.",
+            "minimum": 0,
+            "maximum": 100
+          },
+          "recommendation": {
+            "$ref": "#/$defs/Recommendation"
+          },
+          "summary": {
+            "type": "string"
+          },
+          "strengths": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "concerns": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            }
+          },
+          "skillAssessments": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/SkillAssessment"
+            }
+          },
+          "questionAnalysis": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/QuestionAnalysis"
+            }
+          },
+          "insufficientEvidenceReason": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "Set when the insufficient-evidence rule wrote the report: which threshold was missed."
+          },
+          "validationWarnings": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/ValidationWarning"
+            },
+            "description": "What the check of the model's output against the interview found and did\n([`crate::validate`]): dropped quotes and entries, flagged inconsistencies. Empty when the\noutput passed, and for the insufficient-evidence rule.",
+            "default": []
+          }
+        },
+        "required": [
+          "recommendation",
+          "summary",
+          "strengths",
+          "concerns",
+          "skillAssessments",
+          "questionAnalysis"
+        ],
+        "description": "The report as stored (`interviewReports.report`)."
+      },
+      "Recommendation": {
+        "type": "string",
+        "enum": [
+          "strong_hire",
+          "hire",
+          "lean_hire",
+          "lean_no_hire",
+          "no_hire",
+          "insufficient_evidence"
+        ],
+        "description": "The hiring recommendation. `insufficient_evidence` is also what the rule writes when the\ninterview was too short to judge (and the model may choose it too)."
+      },
+      "SkillAssessment": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "skill": {
+            "type": "string",
+            "description": "The skill, as named in the role's skill list."
+          },
+          "evidence": {
+            "type": "array",
+            "items": {
+              "type": "string"
+            },
+            "description": "Short verbatim quotes from the candidate's answers that bear on this skill."
+          },
+          "rationale": {
+            "type": "string",
+            "description": "One or two sentences: what the evidence shows about the skill, and why that earns the score."
+          },
+          "score": {
+            "type": "integer",
+            "format": "int32",
+            "description": "Integer score from 1 (no demonstrated ability) to 5 (expert), justified by the rationale.",
+            "minimum": 1,
+            "maximum": 5
+          },
+          "confidence": {
+            "$ref": "#/$defs/Confidence",
+            "description": "How much evidence the transcript gives for this skill."
+          }
+        },
+        "required": [
+          "skill",
+          "evidence",
+          "rationale",
+          "score",
+          "confidence"
+        ],
+        "description": "The assessment of one skill of the role. Fields are in the order the model writes them:\nthe evidence and the reasoning first, then the score they justify."
+      },
+      "Confidence": {
+        "type": "string",
+        "enum": [
+          "low",
+          "medium",
+          "high"
+        ],
+        "description": "How sure the assessment is, given the evidence in the transcript."
+      },
+      "QuestionAnalysis": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "question": {
+            "type": "string",
+            "description": "The question, as asked."
+          },
+          "answered": {
+            "type": "boolean",
+            "description": "Whether the candidate gave an answer to this question."
+          },
+          "analysis": {
+            "type": "string",
+            "description": "A neutral one- or two-sentence analysis of the answer."
+          },
+          "score": {
+            "type": "integer",
+            "format": "int32",
+            "description": "Integer score of the answer from 1 (poor or missing) to 5 (excellent), justified by the analysis.",
+            "minimum": 1,
+            "maximum": 5
+          }
+        },
+        "required": [
+          "question",
+          "answered",
+          "analysis",
+          "score"
+        ],
+        "description": "The analysis of one interview question: the analysis first, then its score."
+      },
+      "ValidationWarning": {
+        "type": "object",
+        "properties": {
+          "code": {
+            "$ref": "#/$defs/WarningCode"
+          },
+          "field": {
+            "type": "string",
+            "description": "The field of the model's output, e.g. `skillAssessments[2].evidence[0]`."
+          },
+          "message": {
+            "type": "string",
+            "description": "What was done, in words that hold no candidate text."
+          }
+        },
+        "required": [
+          "code",
+          "field",
+          "message"
+        ],
+        "description": "One finding, as stored in the report's `validationWarnings`. Never holds candidate text."
+      },
+      "WarningCode": {
+        "oneOf": [
+          {
+            "type": "string",
+            "const": "unexpected_entry",
+            "description": "An assessed skill or question that the interview did not have: dropped."
+          },
+          {
+            "type": "string",
+            "const": "duplicate_entry",
+            "description": "A second entry for the same skill or question: dropped."
+          },
+          {
+            "type": "string",
+            "const": "missing_entry",
+            "description": "A skill or question of the interview that the model did not assess."
+          },
+          {
+            "type": "string",
+            "const": "label_corrected",
+            "description": "An entry whose label did not match, taken as the interview's entry at that position."
+          },
+          {
+            "type": "string",
+            "const": "quote_not_found",
+            "description": "A quote that does not occur in the candidate's turns: dropped."
+          },
+          {
+            "type": "string",
+            "const": "recommendation_inconsistent",
+            "description": "The recommendation is outside the overall score's band."
+          },
+          {
+            "type": "string",
+            "const": "overall_score_inconsistent",
+            "description": "The overall score is far from what the skill scores say."
+          },
+          {
+            "type": "string",
+            "const": "score_without_evidence",
+            "description": "A high skill score with no quote left to support it."
+          },
+          {
+            "type": "string",
+            "const": "too_many_items",
+            "description": "A list longer than its bound: cut."
+          },
+          {
+            "type": "string",
+            "const": "too_long",
+            "description": "A text longer than its bound: cut."
+          }
+        ],
+        "description": "What a check found."
+      },
+      "GenerationMetadata": {
+        "type": "object",
+        "properties": {
+          "source": {
+            "$ref": "#/$defs/ReportSource"
+          },
+          "model": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The model that answered (as the API reported it); `None` for the rule."
+          },
+          "requestedModel": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The model that was asked for (configuration)."
+          },
+          "completionId": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The chat completion's `id`."
+          },
+          "promptVersion": {
+            "type": "string",
+            "description": "[`crate::prompt::prompt_version`]: changes whenever the instructions or the schema do."
+          },
+          "promptTokens": {
+            "type": "integer",
+            "format": "int64"
+          },
+          "completionTokens": {
+            "type": "integer",
+            "format": "int64"
+          },
+          "totalTokens": {
+            "type": "integer",
+            "format": "int64"
+          },
+          "latencyMs": {
+            "type": "integer",
+            "format": "int64"
+          },
+          "truncation": {
+            "$ref": "#/$defs/Truncation"
+          },
+          "generatedAt": {
+            "type": "string",
+            "format": "date-time",
+            "description": "A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)"
+          }
+        },
+        "required": [
+          "source",
+          "promptVersion",
+          "promptTokens",
+          "completionTokens",
+          "totalTokens",
+          "latencyMs",
+          "truncation",
+          "generatedAt"
+        ],
+        "description": "How the stored report was produced (`interviewReports.generation`)."
+      },
+      "ReportSource": {
+        "oneOf": [
+          {
+            "type": "string",
+            "const": "model",
+            "description": "The chat completion."
+          },
+          {
+            "type": "string",
+            "const": "insufficient_evidence_rule",
+            "description": "The insufficient-evidence rule (no model call)."
+          }
+        ],
+        "description": "Where a stored report came from."
+      },
+      "Truncation": {
+        "type": "object",
+        "properties": {
+          "resumeTruncated": {
+            "type": "boolean"
+          },
+          "resumeOriginalChars": {
+            "type": "integer",
+            "format": "int64"
+          },
+          "resumeSentChars": {
+            "type": "integer",
+            "format": "int64"
+          },
+          "turnsShortened": {
+            "type": "integer",
+            "format": "int64",
+            "description": "Turns whose text was cut to the per-turn limit."
+          },
+          "turnsTotal": {
+            "type": "integer",
+            "format": "int64",
+            "description": "Turns in the interview's transcript.",
+            "default": 0
+          },
+          "turnsOmitted": {
+            "type": "integer",
+            "format": "int64",
+            "description": "Turns left out of the middle because the transcript was over its token budget (the\nopening and the end are sent whole)."
+          },
+          "omittedFromTurn": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "format": "int64",
+            "description": "The first and last omitted turn, 1-based (absent when none was)."
+          },
+          "omittedToTurn": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "format": "int64"
+          },
+          "transcriptOriginalChars": {
+            "type": "integer",
+            "format": "int64"
+          },
+          "transcriptSentChars": {
+            "type": "integer",
+            "format": "int64"
+          },
+          "transcriptEstimatedTokens": {
+            "type": "integer",
+            "format": "int64",
+            "description": "The transcript sent, in estimated tokens (the budget's conservative count).",
+            "default": 0
+          }
+        },
+        "required": [
+          "resumeTruncated",
+          "resumeOriginalChars",
+          "resumeSentChars",
+          "turnsShortened",
+          "turnsOmitted",
+          "transcriptOriginalChars",
+          "transcriptSentChars"
+        ],
+        "description": "What was cut from the candidate data before it was sent (see [`crate::prompt`])."
+      }
+    }
+  },
   "message-attributes": {
     "type": "object",
     "properties": {

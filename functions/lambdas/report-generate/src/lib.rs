@@ -4,9 +4,12 @@
 //! organization run one after another, the rest concurrently).
 //!
 //! Per record: `Ok` -> acknowledged (completed, already completed, out of attempts, held by
-//! another worker); an error is retried or dropped by its [`Disposition`]. The per-batch setup
-//! pings MongoDB (failure: the whole batch is retried). Indexes are created by the explicit
-//! migration step (`sophia-ops migrate`), never by the handler.
+//! another worker); an error is retried or dropped by its [`Disposition`] (decided by the
+//! error's kind: every generation failure is retried, so the third reaches the DLQ). The
+//! per-batch setup pings MongoDB (failure: the whole batch is retried). Indexes are created by
+//! the explicit migration step (`sophia-ops migrate`, run by `scripts/deploy`), never by the
+//! handler; its first invocation checks the required unique index and logs an ERROR if it is
+//! missing (once per cold start).
 //!
 //! Tests call [`ReportGenerateHandler::handle_detailed`] in-process with
 //! `LambdaEvent::new(event, Context::default())`.
@@ -14,8 +17,9 @@
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use sophia_contracts::ReportGenerate;
+use sophia_platform::indexes::log_missing_unique_indexes;
 use sophia_platform::mongo::Mongo;
-use sophia_reports::{Disposition, ReportError, ReportModel, ReportService};
+use sophia_reports::{Disposition, ReportError, ReportModel, ReportService, migrations};
 use sophia_sqs_consumer::{BatchError, BatchReport, BoxError, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
 
 /// The consumer's decision for an error: retry (SQS redelivers) or drop (logged, acknowledged).
@@ -32,6 +36,8 @@ pub struct ReportGenerateHandler {
     mongo: Mongo,
     service: ReportService,
     consumer: SqsConsumer,
+    /// The required unique indexes, checked once per process (cold start).
+    index_check: tokio::sync::OnceCell<()>,
 }
 
 impl ReportGenerateHandler {
@@ -42,7 +48,7 @@ impl ReportGenerateHandler {
 
     /// With a prepared service (e.g. a shorter lease) and consumer options.
     pub fn with_service(mongo: Mongo, service: ReportService, options: ConsumerOptions) -> Self {
-        Self { mongo, service, consumer: SqsConsumer::new(options) }
+        Self { mongo, service, consumer: SqsConsumer::new(options), index_check: tokio::sync::OnceCell::new() }
     }
 
     /// From the environment: `MONGODB_*` (see `sophia_platform::mongo`) and `OPENAI_*` (see
@@ -76,6 +82,11 @@ impl ReportGenerateHandler {
     pub async fn handle_detailed(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
         let setup = || async {
             self.mongo.ping().await?;
+            self.index_check
+                .get_or_init(|| async {
+                    log_missing_unique_indexes(&self.mongo.db, "report-generate", migrations::REQUIRED).await;
+                })
+                .await;
             Ok::<(), BoxError>(())
         };
         let handler = |message: ReportGenerate, meta: RecordMeta| async move {
