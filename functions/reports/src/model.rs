@@ -356,6 +356,11 @@ pub struct ReportDocument {
     /// How it was produced (`COMPLETED` only).
     #[serde(default)]
     pub generation: Option<GenerationMetadata>,
+    /// Transcript turns the model did not see, omitted from the middle to fit the token budget
+    /// (`COMPLETED` only; 0: the whole interview was assessed). The range is in
+    /// `generation.truncation` (`omittedFromTurn`, `omittedToTurn`).
+    #[serde(default)]
+    pub transcript_turns_omitted: Option<i64>,
     #[schemars(with = "BsonDate")]
     pub created_at: bson::DateTime,
     #[schemars(with = "BsonDate")]

@@ -228,6 +228,7 @@ impl ReportStore {
             retention_expires_at,
             report: None,
             generation: None,
+            transcript_turns_omitted: None,
             created_at: now,
             updated_at: now,
             completed_at: None,

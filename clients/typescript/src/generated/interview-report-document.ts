@@ -106,6 +106,12 @@ export interface InterviewReportDocument {
    */
   generation?: GenerationMetadata | null;
   /**
+   * Transcript turns the model did not see, omitted from the middle to fit the token budget
+   * (`COMPLETED` only; 0: the whole interview was assessed). The range is in
+   * `generation.truncation` (`omittedFromTurn`, `omittedToTurn`).
+   */
+  transcriptTurnsOmitted?: number | null;
+  /**
    * A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)
    */
   createdAt: string;

@@ -274,6 +274,15 @@ export const schemas = {
         "description": "How it was produced (`COMPLETED` only).",
         "default": null
       },
+      "transcriptTurnsOmitted": {
+        "type": [
+          "integer",
+          "null"
+        ],
+        "format": "int64",
+        "description": "Transcript turns the model did not see, omitted from the middle to fit the token budget\n(`COMPLETED` only; 0: the whole interview was assessed). The range is in\n`generation.truncation` (`omittedFromTurn`, `omittedToTurn`).",
+        "default": null
+      },
       "createdAt": {
         "type": "string",
         "format": "date-time",
