@@ -22,6 +22,8 @@ export const ENV = {
   recordConcurrency: "RECORD_CONCURRENCY",
   extensionHttpPort: "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT",
   secretsManagerTtl: "SECRETS_MANAGER_TTL",
+  /** The Stage dimension of the functions' EMF metrics (`sophia_sqs_consumer::metrics`). */
+  stage: "SOPHIA_STAGE",
 } as const;
 
 /** The extension's default port, set explicitly so the Rust side and the layer agree. */
@@ -51,6 +53,7 @@ export function functionEnvironment(
   const env: Record<string, pulumi.Input<string>> = {
     [ENV.mongodbDatabase]: cfg.mongodbDatabase,
     [ENV.logLevel]: cfg.logLevel,
+    [ENV.stage]: cfg.stage,
   };
   if (cfg.mongodbAuth === "aws-iam") env[ENV.mongodbUri] = cfg.mongodbIamUri!;
   else env[ENV.mongodbUriSecretArn] = secretArn(SECRET.mongodbUri);

@@ -13,7 +13,7 @@ import { REPO_ROOT } from "../src/artifacts";
 import { ConfigError, loadStageConfig } from "../src/config";
 import { DEFAULT_MONGO_POOL_SIZE, mongoBudgetProblems, mongoConnections } from "../src/mongo-budget";
 import { loadSettings } from "../src/settings";
-import { TEST_SECRETS } from "./support/harness";
+import { TEST_LAYER_ARN, TEST_SECRETS } from "./support/harness";
 import { createMocks } from "./support/mocks";
 
 test("the pool size is the binaries' default (functions/platform/src/mongo.rs)", () => {
@@ -44,9 +44,16 @@ test("a budget is checked only when set, and must be a whole number", () => {
 
 test("the stage configuration refuses a budget the concurrency exceeds", async () => {
   const settings = loadSettings();
-  const config = { ...TEST_SECRETS, "sophia:maxConcurrency": "50", "sophia:mongoMaxConnections": "100" };
+  // Every stage also sets its region and the extension layer (see config.test.ts).
+  const config = {
+    ...TEST_SECRETS,
+    "aws:region": "eu-west-1",
+    "sophia:secretsExtensionLayerArn": TEST_LAYER_ARN.arm64,
+    "sophia:maxConcurrency": "50",
+    "sophia:mongoMaxConnections": "100",
+  };
   pulumi.runtime.setAllConfig(config, Object.keys(TEST_SECRETS));
-  await pulumi.runtime.setMocks(createMocks(false).mocks, "sophia", "prod", false);
+  await pulumi.runtime.setMocks(createMocks(false).mocks, "sophia", "dev", false);
   assert.throws(
     () => loadStageConfig(settings, {}),
     (e: unknown) =>
