@@ -26,10 +26,8 @@ async fn a_batch_and_its_settlements_write_emf_lines_with_numbers_only() {
     let kept = lines.clone();
     metrics::set_sink(Some(Arc::new(move |l: &str| kept.lock().unwrap().push(l.to_owned()))));
 
-    let producer = SqsProducer::new(
-        harness::sqs_client().await,
-        QueueUrls { interview_completed: None, report_generate: None },
-    );
+    let producer =
+        SqsProducer::new(harness::sqs_client().await, QueueUrls { interview_completed: None, report_generate: None });
     let handler = Handler::new(w.mongo.clone(), SqsReportPublisher(producer));
     let body = |s: &str| serde_json::Value::String(s.to_owned());
     let records = vec![

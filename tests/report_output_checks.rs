@@ -133,3 +133,37 @@ async fn over_the_budget_the_middle_is_omitted_and_the_report_says_so() {
     assert_eq!(int(truncation, "omittedToTurn") - int(truncation, "omittedFromTurn") + 1, omitted);
     assert!(int(truncation, "transcriptSentChars") < int(truncation, "transcriptOriginalChars"));
 }
+
+/// The request as OpenAI's prompt caching needs it: the static prefix (instructions, then the
+/// schema) byte-identical for two different interviews, one `prompt_cache_key` per prompt
+/// version; the second report records the cached tokens the answer reports.
+#[tokio::test]
+async fn the_static_prefix_is_cacheable_and_cached_tokens_are_recorded() {
+    let env = env().await;
+    let a = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    let b = InterviewFixture::new(org()).resume("Another candidate's resume").insert(&env.mongo.db).await.unwrap();
+    env.fake.push(Behaviour::Report);
+    env.fake.push(Behaviour::Report);
+    assert_eq!(deliver(&env, a).await, Outcome::Processed);
+    assert_eq!(deliver(&env, b).await, Outcome::Processed);
+
+    let requests = env.fake.requests();
+    let (first, second) = (&requests[0].body, &requests[1].body);
+    let version = sophia_reports::prompt::prompt_version();
+    assert_eq!(first["prompt_cache_key"], version);
+    assert_eq!(second["prompt_cache_key"], version);
+    assert_eq!(first["messages"][0], second["messages"][0], "the instructions are byte-identical");
+    assert_eq!(first["response_format"], second["response_format"], "the schema is byte-identical");
+    assert_ne!(first["messages"][1], second["messages"][1], "only the data differs");
+
+    let cached = |ids: (InterviewId, OrganizationId)| {
+        let env = &env;
+        async move {
+            let stored = stored(env, ids.0).await.unwrap();
+            int(stored.get_document("generation").unwrap(), "cachedTokens")
+        }
+    };
+    assert_eq!(cached(a).await, 0, "a first request has nothing cached");
+    let second_cached = cached(b).await;
+    assert!(second_cached >= 1024 && second_cached % 128 == 0, "{second_cached}");
+}

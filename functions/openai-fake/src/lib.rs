@@ -214,6 +214,9 @@ struct Shared {
     script: Mutex<VecDeque<Behaviour>>,
     requests: Mutex<Vec<RecordedRequest>>,
     counter: AtomicU64,
+    /// Static prefixes (system message and response format) already seen, per
+    /// `prompt_cache_key`: a repeat is served "from the cache", as OpenAI's prompt caching does.
+    cached_prefixes: Mutex<std::collections::HashSet<String>>,
 }
 
 /// A running fake server.
@@ -253,6 +256,7 @@ impl FakeOpenAi {
             script: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
             counter: AtomicU64::new(0),
+            cached_prefixes: Mutex::new(std::collections::HashSet::new()),
         });
         let (tx, rx) = oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -330,6 +334,22 @@ fn approx_tokens(chars: usize) -> u64 {
     (chars as u64).div_ceil(4)
 }
 
+/// Prompt caching as OpenAI documents it: an exact prefix seen before (here: the system message
+/// and the response format, under the same `prompt_cache_key`) is served from the cache from
+/// 1,024 tokens on, in steps of 128.
+fn cached_tokens(shared: &Shared, request: &Value) -> u64 {
+    let system = request["messages"]
+        .as_array()
+        .and_then(|ms| ms.iter().find(|m| m["role"] == "system"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let format = request["response_format"].to_string();
+    let key = format!("{}\u{0}{system}\u{0}{format}", request["prompt_cache_key"]);
+    let tokens = approx_tokens(system.len() + format.len());
+    let seen = !shared.cached_prefixes.lock().expect("cache lock").insert(key);
+    if seen && tokens >= 1024 { tokens / 128 * 128 } else { 0 }
+}
+
 async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let json_body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     shared.requests.lock().expect("requests lock").push(RecordedRequest {
@@ -354,10 +374,11 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap,
         }
     };
     let n = shared.counter.fetch_add(1, Ordering::Relaxed) + 1;
-    respond(behaviour, &json_body, n).await
+    let cached = cached_tokens(&shared, &json_body);
+    respond(behaviour, &json_body, n, cached).await
 }
 
-async fn respond(mut behaviour: Behaviour, request: &Value, n: u64) -> Response {
+async fn respond(mut behaviour: Behaviour, request: &Value, n: u64, cached: u64) -> Response {
     while let Behaviour::Slow { delay, then } = behaviour {
         tokio::time::sleep(delay).await;
         behaviour = *then;
@@ -403,7 +424,9 @@ async fn respond(mut behaviour: Behaviour, request: &Value, n: u64) -> Response 
         .map(|ms| ms.iter().filter_map(|m| m["content"].as_str()).map(str::len).sum())
         .unwrap_or(0);
     let completion_tokens = approx_tokens(content.as_deref().or(refusal.as_deref()).map_or(0, str::len));
-    let prompt_tokens = approx_tokens(prompt_chars);
+    // OpenAI counts the response format's schema as input too.
+    let format_chars = request.get("response_format").map_or(0, |f| f.to_string().len());
+    let prompt_tokens = approx_tokens(prompt_chars + format_chars);
     let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     axum::Json(json!({
         "id": format!("chatcmpl-fake{n:06}"),
@@ -420,7 +443,7 @@ async fn respond(mut behaviour: Behaviour, request: &Value, n: u64) -> Response 
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": cached.min(prompt_tokens), "audio_tokens": 0},
             "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
         },
         "service_tier": "default",

@@ -258,6 +258,9 @@ pub struct GenerationMetadata {
     /// [`crate::prompt::prompt_version`]: changes whenever the instructions or the schema do.
     pub prompt_version: String,
     pub prompt_tokens: i64,
+    /// Of the prompt tokens, those served from OpenAI's prompt cache (billed at a quarter).
+    #[serde(default)]
+    pub cached_tokens: i64,
     pub completion_tokens: i64,
     pub total_tokens: i64,
     pub latency_ms: i64,

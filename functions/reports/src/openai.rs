@@ -381,6 +381,9 @@ impl ReportModel {
             }),
             temperature: Some(self.temperature),
             max_completion_tokens: Some(self.max_completion_tokens),
+            // One key per prompt version: requests that share the static prefix (instructions and
+            // schema) are routed to the same cache (OPENAI.md, "Prompt caching").
+            prompt_cache_key: Some(crate::prompt::prompt_version().to_owned()),
             ..Default::default()
         }
     }

@@ -236,6 +236,10 @@ export interface GenerationMetadata {
    */
   promptVersion: string;
   promptTokens: number;
+  /**
+   * Of the prompt tokens, those served from OpenAI's prompt cache (billed at a quarter).
+   */
+  cachedTokens?: number;
   completionTokens: number;
   totalTokens: number;
   latencyMs: number;

@@ -677,6 +677,12 @@ export const schemas = {
             "type": "integer",
             "format": "int64"
           },
+          "cachedTokens": {
+            "type": "integer",
+            "format": "int64",
+            "description": "Of the prompt tokens, those served from OpenAI's prompt cache (billed at a quarter).",
+            "default": 0
+          },
           "completionTokens": {
             "type": "integer",
             "format": "int64"
