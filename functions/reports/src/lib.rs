@@ -32,4 +32,4 @@ pub mod validate;
 pub use error::{Disposition, ErrorKind, ReportError};
 pub use model::{LlmReport, Recommendation, ReportStatus};
 pub use openai::{ModelError, OpenAiSettings, ReportModel};
-pub use service::{Generated, ReportService};
+pub use service::{Generated, ReportService, Usage};

@@ -28,11 +28,20 @@ pub fn default_lease() -> Duration {
     Duration::from_secs(u64::from(f.timeout_seconds))
 }
 
+/// What a completed report cost (zero for the insufficient-evidence rule): for the metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: i64,
+    pub cached_tokens: i64,
+    pub completion_tokens: i64,
+    pub latency_ms: i64,
+}
+
 /// How a successful `generate_report` ended. Every variant means "acknowledge the message".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Generated {
     /// This call wrote the COMPLETED report.
-    Completed { recommendation: Recommendation, source: ReportSource, attempt: i32 },
+    Completed { recommendation: Recommendation, source: ReportSource, attempt: i32, usage: Usage },
     /// The report was already COMPLETED: nothing to do (no model call).
     AlreadyCompleted,
     /// The report was found out of attempts (`attemptCount >= MAX_ATTEMPTS`) before claiming:
@@ -311,7 +320,17 @@ impl ReportService {
     ) -> Result<Generated, ReportError> {
         let recommendation = content.recommendation;
         match self.store.complete(lease, &content, &generation, retention_expires_at).await {
-            Ok(true) => Ok(Generated::Completed { recommendation, source, attempt: lease.attempt }),
+            Ok(true) => Ok(Generated::Completed {
+                recommendation,
+                source,
+                attempt: lease.attempt,
+                usage: Usage {
+                    prompt_tokens: generation.prompt_tokens,
+                    cached_tokens: generation.cached_tokens,
+                    completion_tokens: generation.completion_tokens,
+                    latency_ms: generation.latency_ms,
+                },
+            }),
             Ok(false) => {
                 tracing::warn!("lease lost before the report was written (expired and reclaimed); result discarded");
                 Ok(Generated::LeaseLost)

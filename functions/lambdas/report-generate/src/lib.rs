@@ -19,7 +19,8 @@ use lambda_runtime::LambdaEvent;
 use sophia_contracts::ReportGenerate;
 use sophia_platform::indexes::log_missing_unique_indexes;
 use sophia_platform::mongo::Mongo;
-use sophia_reports::{Disposition, ReportError, ReportModel, ReportService, migrations};
+use sophia_reports::{Disposition, Generated, ReportError, ReportModel, ReportService, migrations};
+use sophia_sqs_consumer::metrics::{Dimension, Metric, Metrics};
 use sophia_sqs_consumer::{BatchError, BatchReport, BoxError, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
 
 /// The consumer's decision for an error: retry (SQS redelivers) or drop (logged, acknowledged).
@@ -90,12 +91,79 @@ impl ReportGenerateHandler {
             Ok::<(), BoxError>(())
         };
         let handler = |message: ReportGenerate, meta: RecordMeta| async move {
-            self.service
-                .generate_report_until(message.interview_id, message.organization_id, meta.deadline)
-                .await
-                .map(|_| ())
-                .map_err(to_failure)
+            let result =
+                self.service.generate_report_until(message.interview_id, message.organization_id, meta.deadline).await;
+            report_metrics(&result).emit();
+            result.map(|_| ()).map_err(to_failure)
         };
         self.consumer.process_detailed(event, setup, handler).await
+    }
+}
+
+/// A report's EMF line: completed (with its tokens and the model's latency) or failed, by error
+/// kind (a third dimension, `ErrorKind`, a fixed word).
+pub fn report_metrics(result: &Result<Generated, ReportError>) -> Metrics {
+    match result {
+        Ok(Generated::Completed { usage, .. }) => {
+            let mut m = Metrics::from_env();
+            m.add(Metric::ReportsCompleted, 1.0);
+            if usage.prompt_tokens > 0 {
+                m.add(Metric::PromptTokens, usage.prompt_tokens as f64)
+                    .add(Metric::CachedTokens, usage.cached_tokens as f64)
+                    .add(Metric::CompletionTokens, usage.completion_tokens as f64)
+                    .add(Metric::ModelLatencyMs, usage.latency_ms as f64);
+            }
+            m
+        }
+        Ok(_) => Metrics::from_env(),
+        Err(e) => {
+            let kind = e.error_kind().map_or("interview_not_found", |k| k.as_str());
+            let mut m = Metrics::from_env().with_dimension(Dimension { name: "ErrorKind", value: kind });
+            m.add(Metric::ReportsFailed, 1.0);
+            m
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sophia_reports::Usage;
+    use sophia_reports::model::{Recommendation, ReportSource};
+
+    use super::*;
+
+    #[test]
+    fn a_completed_report_counts_its_tokens_and_a_failure_its_kind() {
+        let usage = Usage { prompt_tokens: 6_000, cached_tokens: 1_152, completion_tokens: 900, latency_ms: 4_200 };
+        let completed = Ok(Generated::Completed {
+            recommendation: Recommendation::Hire,
+            source: ReportSource::Model,
+            attempt: 1,
+            usage,
+        });
+        let doc = report_metrics(&completed).to_emf(0);
+        assert_eq!(doc["ReportsCompleted"], 1.0);
+        assert_eq!((doc["PromptTokens"].as_f64(), doc["CachedTokens"].as_f64()), (Some(6_000.0), Some(1_152.0)));
+        assert_eq!(doc["CompletionTokens"], 900.0);
+        assert_eq!(doc["ModelLatencyMs"], 4_200.0);
+
+        let rule = Ok(Generated::Completed {
+            recommendation: Recommendation::InsufficientEvidence,
+            source: ReportSource::InsufficientEvidenceRule,
+            attempt: 1,
+            usage: Usage::default(),
+        });
+        let doc = report_metrics(&rule).to_emf(0);
+        assert_eq!(doc["ReportsCompleted"], 1.0);
+        assert!(doc.get("PromptTokens").is_none(), "no model call, no tokens");
+
+        let failed: Result<Generated, ReportError> = Err(ReportError::InterviewNotFound {
+            interview_id: "6751a0c2e4b0a1b2c3d4e5f6".parse().unwrap(),
+            organization_id: "6751a0c2e4b0a1b2c3d4e5f7".parse().unwrap(),
+        });
+        let doc = report_metrics(&failed).to_emf(0);
+        assert_eq!(doc["ReportsFailed"], 1.0);
+        assert_eq!(doc["ErrorKind"], "interview_not_found");
+        assert_eq!(doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0][2], "ErrorKind");
     }
 }
