@@ -127,3 +127,34 @@ export function functionAlarm(
     { ...opts, deleteBeforeReplace: true },
   );
 }
+
+/**
+ * Invalid messages dropped (the functions' EMF metric `RecordsDroppedInvalid` above zero): the
+ * drop is the contract, but it means a producer sends what the contract rejects, and the
+ * message is gone (its redacted preview is in the function's log, for a replay).
+ */
+export function droppedInvalidAlarm(
+  name: string,
+  alarmName: string,
+  stage: string,
+  functionName: string,
+  target: AlarmTarget,
+  opts: pulumi.CustomResourceOptions,
+): aws.cloudwatch.MetricAlarm {
+  return new aws.cloudwatch.MetricAlarm(
+    name,
+    {
+      name: alarmName,
+      alarmDescription: `${functionName} dropped messages its contract rejects: a producer sends invalid bodies (see the "invalid message dropped" log lines).`,
+      namespace: "Sophia",
+      metricName: "RecordsDroppedInvalid",
+      dimensions: { Stage: stage, Function: functionName },
+      statistic: "Sum",
+      period: LAMBDA_METRIC_PERIOD_SECONDS,
+      evaluationPeriods: 1,
+      threshold: 0,
+      ...notifying(target),
+    },
+    { ...opts, deleteBeforeReplace: true },
+  );
+}

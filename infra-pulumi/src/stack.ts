@@ -6,7 +6,8 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
-import { type AlarmTarget, functionAlarm, type FunctionAlarmKind } from "./alarms";
+import { type AlarmTarget, droppedInvalidAlarm, functionAlarm, type FunctionAlarmKind } from "./alarms";
+import { dashboard } from "./dashboard";
 import { checkArtifacts } from "./artifacts";
 import { loadStageConfig, type StageConfig } from "./config";
 import { functionEnvironment, SECRET, secretsOf } from "./environment";
@@ -48,6 +49,8 @@ export interface SophiaStack {
   /** The stage's own topic, unless `sophia:alarmTopicArn` names one. */
   alarmTopic: aws.sns.Topic | undefined;
   functionAlarms: aws.cloudwatch.MetricAlarm[];
+  /** The stage's CloudWatch dashboard (`sophia-<stage>`). */
+  dashboard: aws.cloudwatch.Dashboard;
   vpcEndpoints: aws.ec2.VpcEndpoint[];
   /** Stack outputs by name (see outputs.ts). */
   outputs: Record<string, pulumi.Output<string>>;
@@ -189,6 +192,29 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     }
   }
 
+  // Producers sending what the contract rejects: the functions' EMF metric, per function.
+  for (const fn of settings.functions) {
+    functionAlarms.push(
+      droppedInvalidAlarm(
+        `${fn.name}-dropped-invalid`,
+        naming.alarmName(`${fn.name}-dropped-invalid`),
+        config.stage,
+        naming.functionName(fn.name),
+        alarms,
+        {},
+      ),
+    );
+  }
+
+  const stageDashboard = dashboard("dashboard", naming.prefix, {
+    stage: config.stage,
+    region: config.region,
+    queues: settings.queues.map((q) => ({ queue: naming.queueName(q.name), dlq: naming.queueName(q.dlqName) })),
+    functions: settings.functions.map((f) => naming.functionName(f.name)),
+    settlementFunctions: settings.functions.filter((f) => wiringFor(f.name).recordConcurrency).map((f) => naming.functionName(f.name)),
+    reportFunctions: settings.functions.filter((f) => wiringFor(f.name).openai).map((f) => naming.functionName(f.name)),
+  });
+
   // Optional VPC placement: interface endpoints so SQS and Secrets Manager are reached without NAT.
   const vpcEndpoints: aws.ec2.VpcEndpoint[] = [];
   if (config.vpc?.interfaceEndpoints) {
@@ -255,6 +281,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     secrets,
     alarmTopic,
     functionAlarms,
+    dashboard: stageDashboard,
     vpcEndpoints,
     outputs,
   };

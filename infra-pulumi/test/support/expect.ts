@@ -27,6 +27,7 @@ export const TYPE = {
   topic: "aws:sns/topic:Topic",
   subscription: "aws:sns/topicSubscription:TopicSubscription",
   vpcEndpoint: "aws:ec2/vpcEndpoint:VpcEndpoint",
+  dashboard: "aws:cloudwatch/dashboard:Dashboard",
 } as const;
 
 /**
@@ -43,7 +44,10 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.role]: 3,
   [TYPE.rolePolicy]: 3,
   [TYPE.policy]: 2,
-  [TYPE.alarm]: 11,
+  // 2 DLQ + 2 age + 7 function alarms (errors and throttles of 3, report-generate's duration),
+  // and one "invalid messages dropped" per function (the EMF metric).
+  [TYPE.alarm]: 14,
+  [TYPE.dashboard]: 1,
   [TYPE.pipeline]: 2,
   [TYPE.rustFunction]: 3,
   [TYPE.kmsKey]: 1,
