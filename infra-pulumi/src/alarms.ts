@@ -141,20 +141,22 @@ export function droppedInvalidAlarm(
   target: AlarmTarget,
   opts: pulumi.CustomResourceOptions,
 ): aws.cloudwatch.MetricAlarm {
+  const description = `${functionName} dropped messages its contract rejects: a producer sends invalid bodies (see the "invalid message dropped" log lines).`;
+  return sumAboveZero(name, alarmName, description, { namespace: "Sophia", metricName: "RecordsDroppedInvalid", dimensions: { Stage: stage, Function: functionName } }, target, opts);
+}
+
+/** An alarm on the Sum of a metric above zero over five minutes. */
+function sumAboveZero(
+  name: string,
+  alarmName: string,
+  alarmDescription: pulumi.Input<string>,
+  metric: { namespace: string; metricName: string; dimensions: Record<string, pulumi.Input<string>> },
+  target: AlarmTarget,
+  opts: pulumi.CustomResourceOptions,
+): aws.cloudwatch.MetricAlarm {
   return new aws.cloudwatch.MetricAlarm(
     name,
-    {
-      name: alarmName,
-      alarmDescription: `${functionName} dropped messages its contract rejects: a producer sends invalid bodies (see the "invalid message dropped" log lines).`,
-      namespace: "Sophia",
-      metricName: "RecordsDroppedInvalid",
-      dimensions: { Stage: stage, Function: functionName },
-      statistic: "Sum",
-      period: LAMBDA_METRIC_PERIOD_SECONDS,
-      evaluationPeriods: 1,
-      threshold: 0,
-      ...notifying(target),
-    },
+    { name: alarmName, alarmDescription, ...metric, statistic: "Sum", period: LAMBDA_METRIC_PERIOD_SECONDS, evaluationPeriods: 1, threshold: 0, ...notifying(target) },
     { ...opts, deleteBeforeReplace: true },
   );
 }

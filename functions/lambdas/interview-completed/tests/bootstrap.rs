@@ -83,11 +83,22 @@ fn chrono_in_days(days: i64) -> chrono::DateTime<chrono::Utc> {
 /// A stand-in for the AWS Parameters and Secrets Lambda Extension: answers every request with
 /// `status` and `body`, and keeps each request's head (request line and headers).
 async fn fake_extension(status: &'static str, body: String) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    let port = serve_extension(move |head| {
+        kept.lock().unwrap().push(head);
+        (status, body.clone())
+    })
+    .await;
+    (port, seen)
+}
+
+/// Serves the extension's HTTP on a free 127.0.0.1 port: `answer` gets each request's head and
+/// returns the status line and the body.
+async fn serve_extension(answer: impl Fn(String) -> (&'static str, String) + Send + 'static) -> u16 {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let kept = seen.clone();
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             let mut head = Vec::new();
@@ -98,7 +109,7 @@ async fn fake_extension(status: &'static str, body: String) -> (u16, std::sync::
                     Ok(n) => head.extend_from_slice(&buf[..n]),
                 }
             }
-            kept.lock().unwrap().push(String::from_utf8_lossy(&head).into_owned());
+            let (status, body) = answer(String::from_utf8_lossy(&head).into_owned());
             let reply = format!(
                 "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
@@ -106,7 +117,7 @@ async fn fake_extension(status: &'static str, body: String) -> (u16, std::sync::
             let _ = socket.write_all(reply.as_bytes()).await;
         }
     });
-    (port, seen)
+    port
 }
 
 /// On AWS the stack sets `MONGODB_URI_SECRET_ARN`, not the URI: the binary reads the URI through
@@ -154,32 +165,16 @@ async fn the_binary_reads_its_mongodb_uri_through_the_secrets_extension() {
 /// A stand-in for the extension that answers "not ready" (HTTP 400, as the real one does while it
 /// starts) until `serving` is set, then `body`.
 async fn starting_extension(body: String) -> (u16, std::sync::Arc<std::sync::atomic::AtomicBool>) {
-    use std::sync::atomic::Ordering;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     let serving = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = serving.clone();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let mut head = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                match socket.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&buf[..n]),
-                }
-            }
-            let (status, body) = if flag.load(Ordering::SeqCst) {
-                ("200 OK", body.clone())
-            } else {
-                ("400 Bad Request", "not ready to serve traffic, please wait".to_owned())
-            };
-            let reply =
-                format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-            let _ = socket.write_all(reply.as_bytes()).await;
+    let port = serve_extension(move |_| {
+        if flag.load(std::sync::atomic::Ordering::SeqCst) {
+            ("200 OK", body.clone())
+        } else {
+            ("400 Bad Request", "not ready to serve traffic, please wait".to_owned())
         }
-    });
+    })
+    .await;
     (port, serving)
 }
 
