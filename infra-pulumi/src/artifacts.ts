@@ -28,6 +28,8 @@ export interface BuildInfo {
   builtAt?: string;
   gitCommit?: string;
   functions?: string[];
+  /** Cargo features the functions were built with (`scripts/build`: aws-iam-auth for `mongodbAuth aws-iam`). */
+  features?: string[];
   zips?: Record<string, { bytes?: number; sha256?: string }>;
 }
 
@@ -156,6 +158,8 @@ export function checkArtifacts(
   stage: string,
   /** HEAD's commit; null when unknown (no warning). */
   head: string | null = headCommit() ?? null,
+  /** Cargo features the stack needs in the binaries (e.g. aws-iam-auth for Atlas AWS IAM). */
+  requiredFeatures: string[] = [],
 ): { zips: Record<string, string>; warnings: string[] } {
   const buildCommand = `scripts/build ${architecture}`;
   const problems: string[] = [];
@@ -167,6 +171,15 @@ export function checkArtifacts(
       `the zips in ${artifactsDir} were built for ${info.architecture}, but stack "${stage}" deploys ${architecture} ` +
         `(config sophia:architecture); either rebuild, or run \`pulumi config set sophia:architecture ${info.architecture} --stack ${stage}\``,
     );
+  }
+  if (typeof info !== "string") {
+    const missing = requiredFeatures.filter((f) => !(info.features ?? []).includes(f));
+    if (missing.length > 0) {
+      problems.push(
+        `the zips in ${artifactsDir} were built without the feature(s) ${missing.join(", ")} that stack "${stage}" needs ` +
+          `(aws-iam-auth: sophia:mongodbAuth aws-iam, the driver's MONGODB-AWS); build with \`scripts/build --stage ${stage}\``,
+      );
+    }
   }
   const warnings: string[] = [];
   if (typeof info !== "string" && head !== null && info.gitCommit !== head) {

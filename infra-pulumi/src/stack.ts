@@ -66,6 +66,8 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     config.architecture,
     settings.functions.map((f) => f.name),
     config.stage,
+    undefined,
+    config.mongodbAuth === "aws-iam" ? ["aws-iam-auth"] : [],
   );
   for (const w of warnings) void pulumi.log.warn(w);
 

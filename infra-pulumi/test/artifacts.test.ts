@@ -185,3 +185,15 @@ test("the default artifacts directory follows CARGO_TARGET_DIR like scripts/buil
   assert.equal(defaultArtifactsDir("/repo", { CARGO_TARGET_DIR: "build/t" }), "/repo/build/t/lambda");
   assert.equal(REPO_ROOT, path.resolve(__dirname, "..", ".."));
 });
+
+test("a stack on Atlas AWS IAM refuses zips built without aws-iam-auth, and takes those built with it", () => {
+  const without = makeArtifactsDir({ architecture: "arm64", gitCommit: HEAD });
+  assert.throws(
+    () => checkArtifacts(without, "arm64", FUNCTION_NAMES, "dev", HEAD, ["aws-iam-auth"]),
+    (e: unknown) => e instanceof Error && e.message.includes("without the feature(s) aws-iam-auth") && e.message.includes("scripts/build --stage dev"),
+  );
+  const withIt = makeArtifactsDir({ architecture: "arm64", gitCommit: HEAD, features: ["aws-iam-auth"] });
+  assert.equal(checkArtifacts(withIt, "arm64", FUNCTION_NAMES, "dev", HEAD, ["aws-iam-auth"]).warnings.length, 0);
+  // A password stack needs no feature: either build passes.
+  assert.equal(checkArtifacts(withIt, "arm64", FUNCTION_NAMES, "dev", HEAD, []).warnings.length, 0);
+});

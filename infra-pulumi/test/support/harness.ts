@@ -44,6 +44,8 @@ export interface FakeBuild {
   mode?: number;
   /** Commit recorded in build-info.json (default: HEAD). */
   gitCommit?: string;
+  /** Cargo features recorded in build-info.json (default none). */
+  features?: string[];
 }
 
 const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
@@ -114,7 +116,13 @@ export function zipOf(files: { name: string; data: Buffer; mode?: number }[]): B
 }
 
 /** Writes build-info.json for the zips in `dir` as scripts/build does (sha256 of each zip). */
-export function writeBuildInfo(dir: string, architecture: string, functions: string[], gitCommit: string | undefined): void {
+export function writeBuildInfo(
+  dir: string,
+  architecture: string,
+  functions: string[],
+  gitCommit: string | undefined,
+  features: string[] = [],
+): void {
   const zips = Object.fromEntries(
     functions
       .filter((f) => fs.existsSync(path.join(dir, f, "bootstrap.zip")))
@@ -125,7 +133,7 @@ export function writeBuildInfo(dir: string, architecture: string, functions: str
   );
   fs.writeFileSync(
     path.join(dir, "build-info.json"),
-    JSON.stringify({ architecture, builtAt: new Date().toISOString(), gitCommit, functions, zips }),
+    JSON.stringify({ architecture, builtAt: new Date().toISOString(), gitCommit, functions, features, zips }),
   );
 }
 
@@ -145,7 +153,9 @@ export function makeArtifactsDir(build: FakeBuild): string {
     const zip = zipOf([{ name: "bootstrap", data: elfBinary(machine), mode: 0o100000 | (build.mode ?? 0o755) }]);
     fs.writeFileSync(path.join(dir, fn, "bootstrap.zip"), zip);
   }
-  if (build.buildInfo ?? true) writeBuildInfo(dir, build.architecture, functions, build.gitCommit ?? headCommit());
+  if (build.buildInfo ?? true) {
+    writeBuildInfo(dir, build.architecture, functions, build.gitCommit ?? headCommit(), build.features);
+  }
   return dir;
 }
 
@@ -217,7 +227,9 @@ export async function runProgram(opts: RunOptions): Promise<ProgramRun> {
   const preview = opts.preview ?? false;
   const config = { ...(opts.stackFile ? stackFileConfig(opts.stack) : {}), ...opts.config };
   const architecture = opts.build?.architecture ?? ((config["sophia:architecture"] ?? "arm64") as "arm64" | "x86_64");
-  const artifactsDir = makeArtifactsDir({ architecture, ...opts.build });
+  // As scripts/build --stage does: the aws-iam-auth feature for Atlas AWS IAM authentication.
+  const features = config["sophia:mongodbAuth"] === "aws-iam" ? ["aws-iam-auth"] : [];
+  const artifactsDir = makeArtifactsDir({ architecture, features, ...opts.build });
   const { mocks, resources, calls } = createMocks(preview);
 
   pulumi.runtime.setAllConfig(baseConfig(opts.stack, artifactsDir, config), Object.keys(TEST_SECRETS));
