@@ -57,7 +57,9 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    sophia_platform::telemetry::init_for_cli("info,sophia_sqs_consumer=warn");
+    // The runner's own lines at INFO; the functions running in it only when something needs a
+    // look (WARN and up), as their CloudWatch logs would be read. LOG_LEVEL overrides it.
+    sophia_platform::telemetry::init_for_cli("warn,sophia_local=info");
     let cli = Cli::parse();
     match cli.command {
         Command::Up {

@@ -94,6 +94,8 @@ impl RuntimeApi {
             .env("AWS_ACCESS_KEY_ID", "local")
             .env("AWS_SECRET_ACCESS_KEY", "local")
             .env("AWS_SESSION_TOKEN", "local")
+            // No EMF metric lines on a local console (a caller's `env` may turn them back on).
+            .env("SOPHIA_METRICS", "off")
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .kill_on_drop(true);

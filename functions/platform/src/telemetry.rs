@@ -30,7 +30,9 @@ pub fn init() {
 
 /// Human-readable logs for command-line tools (to stderr).
 pub fn init_for_cli(default_level: &str) {
-    let human = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Compact: one short line per event (no span lists or targets), so a tool's own output (the
+    // demo summary, a table) is not lost among its logs.
+    let human = tracing_subscriber::fmt::layer().compact().with_target(false).with_writer(std::io::stderr);
     let _ = tracing_subscriber::registry()
         .with(human)
         .with(filter(optional(LOG_LEVEL).as_deref(), default_level))
