@@ -139,9 +139,13 @@ pub fn set_sink(sink: Option<Sink>) {
     *sink_slot().lock().unwrap_or_else(|e| e.into_inner()) = sink;
 }
 
+/// Read once per process.
 fn enabled_by_env() -> bool {
-    std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some()
-        && std::env::var(SOPHIA_METRICS).map(|v| v != "off").unwrap_or(true)
+    static ENABLED: OnceLock<bool> = OnceLock::new();
+    *ENABLED.get_or_init(|| {
+        std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some()
+            && std::env::var(SOPHIA_METRICS).map(|v| v != "off").unwrap_or(true)
+    })
 }
 
 /// Keeps `[A-Za-z0-9._-]`, at most 128 characters: a name from configuration, never free text.
@@ -162,11 +166,16 @@ pub struct Metrics {
 
 impl Metrics {
     /// Dimensions Stage (`SOPHIA_STAGE`, else `local`) and Function (`AWS_LAMBDA_FUNCTION_NAME`).
+    /// Read once per process: every record's line reuses them.
     pub fn from_env() -> Self {
-        Self::new(
-            &std::env::var(SOPHIA_STAGE).unwrap_or_else(|_| "local".to_owned()),
-            &std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".to_owned()),
-        )
+        static DIMENSIONS: OnceLock<(String, String)> = OnceLock::new();
+        let (stage, function) = DIMENSIONS.get_or_init(|| {
+            (
+                clean(&std::env::var(SOPHIA_STAGE).unwrap_or_else(|_| "local".to_owned())),
+                clean(&std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".to_owned())),
+            )
+        });
+        Self { stage: stage.clone(), function: function.clone(), extra: None, values: BTreeMap::new() }
     }
 
     pub fn new(stage: &str, function: &str) -> Self {

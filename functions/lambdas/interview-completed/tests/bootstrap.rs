@@ -49,8 +49,21 @@ async fn the_binary_settles_an_interview_from_an_sqs_event() {
     let body = format!(
         r#"{{"interviewId":"{interview}","organizationId":"{org}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":330}}"#
     );
+    let response = invoke_one(&mut api, "m-bootstrap", &body).await;
+    api.stop().await;
+    assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}");
+
+    let settled = store.interview(interview.oid()).await.unwrap().unwrap();
+    assert!(settled.settled_at.is_some());
+    assert_eq!(settled.credits.consumed, Some(5));
+    let violations = invariants::check_all(&store).await.unwrap();
+    assert!(violations.is_empty(), "{violations:?}");
+}
+
+/// Sends one SQS record with `body` to the function behind `api` (30 s deadline); its answer.
+async fn invoke_one(api: &mut RuntimeApi, message_id: &str, body: &str) -> serde_json::Value {
     let event = serde_json::json!({"Records": [{
-        "messageId": "m-bootstrap",
+        "messageId": message_id,
         "receiptHandle": "r",
         "body": body,
         "attributes": {"ApproximateReceiveCount": "1"},
@@ -61,19 +74,11 @@ async fn the_binary_settles_an_interview_from_an_sqs_event() {
     }]});
     let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
     let context = InvokeContext {
-        request_id: "req-bootstrap".into(),
+        request_id: format!("req-{message_id}"),
         deadline_ms: now_ms + 30_000,
         function_arn: "arn:aws:lambda:us-east-1:000000000000:function:interview-completed".into(),
     };
-    let response = api.invoke(event, context).await.expect("the binary answers");
-    api.stop().await;
-    assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}");
-
-    let settled = store.interview(interview.oid()).await.unwrap().unwrap();
-    assert!(settled.settled_at.is_some());
-    assert_eq!(settled.credits.consumed, Some(5));
-    let violations = invariants::check_all(&store).await.unwrap();
-    assert!(violations.is_empty(), "{violations:?}");
+    api.invoke(event, context).await.expect("the binary answers")
 }
 
 fn chrono_in_days(days: i64) -> chrono::DateTime<chrono::Utc> {
@@ -215,19 +220,8 @@ async fn an_extension_not_serving_during_init_defers_the_clients_to_the_first_in
     let body = format!(
         r#"{{"interviewId":"{interview}","organizationId":"{org}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":120}}"#
     );
-    let event = serde_json::json!({"Records": [{
-        "messageId": "m-deferred", "receiptHandle": "r", "body": body,
-        "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
-        "eventSource": "aws:sqs", "awsRegion": "us-east-1",
-        "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:sophia-local-interview-completed"
-    }]});
-    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
-    let context = InvokeContext {
-        request_id: "req-deferred".into(),
-        deadline_ms: now_ms + 30_000,
-        function_arn: "arn:aws:lambda:us-east-1:000000000000:function:interview-completed".into(),
-    };
-    let response = api.invoke(event, context).await.expect("the first invocation builds the clients and answers");
+    // The first invocation builds the clients, then answers.
+    let response = invoke_one(&mut api, "m-deferred", &body).await;
     api.stop().await;
     assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}");
     let settled = store.interview(interview.oid()).await.unwrap().unwrap();
