@@ -9,3 +9,4 @@ pub mod mongo;
 pub mod secrets;
 pub mod sqs;
 pub mod telemetry;
+pub mod tls;

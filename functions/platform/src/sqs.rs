@@ -114,7 +114,8 @@ impl Settings {
             .region(Region::new(self.region))
             .credentials_provider(self.credentials)
             .retry_config(RetryConfig::standard())
-            .timeout_config(timeouts());
+            .timeout_config(timeouts())
+            .http_client(crate::tls::sqs_http_client());
         if let Some(url) = self.endpoint {
             builder = builder.endpoint_url(url);
         }

@@ -330,6 +330,8 @@ impl fmt::Debug for ReportModel {
 impl ReportModel {
     pub fn new(settings: &OpenAiSettings) -> Self {
         let base = settings.base_url.as_deref().unwrap_or("https://api.openai.com/v1").trim_end_matches('/');
+        // reqwest is built without a crypto provider of its own: it takes the process default.
+        sophia_platform::tls::install_default_provider();
         Self {
             http: reqwest::Client::new(),
             endpoint: format!("{base}/chat/completions"),
