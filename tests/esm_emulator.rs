@@ -121,6 +121,9 @@ async fn partial_failures_come_back_after_the_visibility_timeout_and_poison_reac
         }
     }
     assert_eq!(poison_receives, ["1", "2", "3"], "exactly three receives before the DLQ");
+    // The mapping's receive-count histogram (the load test's picture) counts the same deliveries:
+    // both records once at receive 1, the poison again at 2 and 3.
+    assert_eq!(esm.stats.receive_counts(), std::collections::BTreeMap::from([(1, 2), (2, 1), (3, 1)]));
     let ok_deliveries = seen
         .lock()
         .unwrap()

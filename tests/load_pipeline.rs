@@ -34,6 +34,14 @@ async fn a_small_load_run_settles_every_interview_once_and_passes_the_audit() {
     let [_, records, deleted, item_failures, batch_failures] = settle.1;
     assert_eq!((records, deleted), (options.events as u64, options.events as u64), "every message consumed once");
     assert_eq!((item_failures, batch_failures), (0, 0), "one transaction at a time: no failed commit");
+
+    // What the picture draws: every record delivered once, every settlement and report in a window.
+    let receives = report.receive_counts.iter().find(|(f, _)| f == "interview-completed").expect("histogram");
+    assert_eq!(receives.1, std::collections::BTreeMap::from([(1, options.events as u64)]), "no retry");
+    assert_eq!(report.timeline.iter().map(|w| w.settled).sum::<usize>(), mix.interviews());
+    assert_eq!(report.timeline.iter().map(|w| w.reports).sum::<usize>(), mix.completed);
+    let svg = sophia_perf::charts::load_svg(&report).expect("the picture draws");
+    assert!(svg.contains("audit passed"), "the picture's title carries the verdict");
 }
 
 /// The runner options of a load run: settlement limited to what nx-27017 can commit, through the

@@ -9,9 +9,9 @@
 //! RedrivePolicy moves them to the DLQ after maxReceiveCount receives. A response that names an
 //! empty or unknown itemIdentifier, an error or a timeout fails the whole batch, as on AWS.
 
-use std::collections::HashSet;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_sqs::Client;
@@ -37,7 +37,7 @@ pub struct EventSourceMapping {
     pub stats: Arc<EsmStats>,
 }
 
-/// Counters, for the runner's status line and the tests.
+/// Counters, for the runner's status line, the load test's report and the tests.
 #[derive(Debug, Default)]
 pub struct EsmStats {
     pub invocations: AtomicU64,
@@ -45,6 +45,9 @@ pub struct EsmStats {
     pub deleted: AtomicU64,
     pub item_failures: AtomicU64,
     pub batch_failures: AtomicU64,
+    /// Records delivered by their `ApproximateReceiveCount` (1 = first delivery): how often the
+    /// pipeline needed a retry, the load test's receive-count histogram.
+    receive_counts: Mutex<BTreeMap<u32, u64>>,
 }
 
 impl EsmStats {
@@ -58,6 +61,27 @@ impl EsmStats {
             self.batch_failures.load(Ordering::Relaxed),
         ]
     }
+
+    /// Records delivered, by receive count.
+    pub fn receive_counts(&self) -> BTreeMap<u32, u64> {
+        self.receive_counts.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    fn count_receives(&self, messages: &[Message]) {
+        let Ok(mut counts) = self.receive_counts.lock() else { return };
+        for m in messages {
+            *counts.entry(receive_count(m)).or_default() += 1;
+        }
+    }
+}
+
+/// A message's `ApproximateReceiveCount` (1 when SQS did not say).
+fn receive_count(message: &Message) -> u32 {
+    message
+        .attributes()
+        .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
 }
 
 /// What one invocation did.
@@ -184,6 +208,7 @@ impl EventSourceMapping {
         };
         self.stats.invocations.fetch_add(1, Ordering::Relaxed);
         self.stats.records.fetch_add(messages.len() as u64, Ordering::Relaxed);
+        self.stats.count_receives(&messages);
         let ids: Vec<String> = messages.iter().map(|m| m.message_id().unwrap_or_default().to_owned()).collect();
         let result = tokio::time::timeout(self.function_timeout, self.invoker.invoke(event, context))
             .await

@@ -243,6 +243,11 @@ impl Runner {
         self.stats.iter().map(|(f, s)| (f.clone(), s.snapshot())).collect()
     }
 
+    /// Per function: records delivered by `ApproximateReceiveCount`.
+    pub fn receive_counts(&self) -> Vec<(String, BTreeMap<u32, u64>)> {
+        self.stats.iter().map(|(f, s)| (f.clone(), s.receive_counts())).collect()
+    }
+
     /// Stops the pollers, the function processes and the servers; removes the env file.
     pub async fn stop(mut self) {
         let _ = self.shutdown.send(true);

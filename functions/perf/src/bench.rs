@@ -869,6 +869,16 @@ pub fn target_dir() -> PathBuf {
     }
 }
 
+/// The run recorded at `path` (the previous one), copied to `<stem>.previous.json` before this
+/// run replaces it; `None` when there is none or it is not JSON.
+pub fn keep_previous(path: &Path) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let value = serde_json::from_str(&text).ok()?;
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("bench");
+    let _ = std::fs::write(path.with_file_name(format!("{stem}.previous.json")), &text);
+    Some(value)
+}
+
 /// Writes the report as JSON (creating the directory).
 pub fn write_json(report: &BenchReport, path: &Path) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {

@@ -4,8 +4,10 @@
 //!   events of every kind through the runner's pipeline, then a full audit;
 //! - [`bench`]: the benchmarks (`scripts/bench`, binary `sophia-bench`): zip sizes, cold starts,
 //!   peak memory, MongoDB round trips, batch latency;
+//! - [`charts`]: the SVG pictures of both;
 //! - [`cost`]: the cost of one report in tokens and dollars, before and after the compact prompt.
 
 pub mod bench;
+pub mod charts;
 pub mod cost;
 pub mod load;

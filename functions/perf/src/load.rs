@@ -212,9 +212,72 @@ pub struct LoadReport {
     pub insufficient_evidence_reports: usize,
     pub ledger_entries: usize,
     pub esm: Vec<(String, [u64; 5])>,
+    /// Per function: records delivered by `ApproximateReceiveCount` (1 = first delivery).
+    pub receive_counts: Vec<(String, BTreeMap<u32, u64>)>,
+    /// Settlements and reports over the run, in windows of equal width.
+    pub timeline: Vec<Window>,
     pub violations: Vec<String>,
     pub timed_out: bool,
 }
+
+/// One window of the run: what finished in it, and the latency of what finished.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Window {
+    /// Seconds from the first publish.
+    pub start_s: f64,
+    pub end_s: f64,
+    /// Interviews settled in the window (by `settledAt`) and their publish -> settledAt latency.
+    pub settled: usize,
+    pub settle_p50_ms: f64,
+    pub settle_p99_ms: f64,
+    /// Reports finished in the window and their publish -> report latency.
+    pub reports: usize,
+    pub report_p50_ms: f64,
+    pub report_p99_ms: f64,
+}
+
+impl Window {
+    pub fn seconds(&self) -> f64 {
+        self.end_s - self.start_s
+    }
+}
+
+/// The run cut into at most `max_windows` windows of whole seconds (at least one second each).
+/// Samples are `(seconds from the first publish when it finished, latency ms)`.
+pub fn timeline(settled: &[(f64, f64)], reports: &[(f64, f64)], max_windows: usize) -> Vec<Window> {
+    let end = settled.iter().chain(reports).map(|s| s.0).fold(0.0_f64, f64::max);
+    if settled.is_empty() && reports.is_empty() {
+        return Vec::new();
+    }
+    let width = (end / max_windows.max(1) as f64).ceil().max(1.0);
+    let count = ((end / width).floor() as usize + 1).min(max_windows.max(1));
+    let bucket = |samples: &[(f64, f64)]| {
+        let mut out = vec![Vec::new(); count];
+        for &(at, ms) in samples {
+            out[((at.max(0.0) / width).floor() as usize).min(count - 1)].push(ms);
+        }
+        out
+    };
+    let (settle, report) = (bucket(settled), bucket(reports));
+    (0..count)
+        .map(|i| {
+            let (s, r) = (Latency::of(settle[i].clone()), Latency::of(report[i].clone()));
+            Window {
+                start_s: i as f64 * width,
+                end_s: (i + 1) as f64 * width,
+                settled: s.count,
+                settle_p50_ms: s.p50_ms,
+                settle_p99_ms: s.p99_ms,
+                reports: r.count,
+                report_p50_ms: r.p50_ms,
+                report_p99_ms: r.p99_ms,
+            }
+        })
+        .collect()
+}
+
+/// Windows of the timeline: a picture of 60 bars stays readable.
+pub const TIMELINE_WINDOWS: usize = 60;
 
 impl LoadReport {
     pub fn ok(&self) -> bool {
@@ -385,9 +448,11 @@ pub async fn run(options: &LoadOptions) -> Result<LoadReport, LoadError> {
     let pipeline = Runner::start(runner_options(options)).await.map_err(setup)?;
     let result = drive(&pipeline, options, mix, orgs).await;
     let stats = pipeline.stats();
+    let receive_counts = pipeline.receive_counts();
     pipeline.stop().await;
     let mut report = result?;
     report.esm = stats;
+    report.receive_counts = receive_counts;
     Ok(report)
 }
 
@@ -737,21 +802,24 @@ async fn audit(
     }
 
     // Figures.
-    let mut settle_ms = Vec::new();
-    let mut report_ms = Vec::new();
+    let mut settle_samples = Vec::new();
+    let mut report_samples = Vec::new();
     let mut last_settled = first_publish;
     let mut last_report = first_publish;
     for (i, p) in planned.iter().enumerate() {
         let Some(&sent) = published_at.get(&i) else { continue };
         if let Some(&t) = settled_at.get(&p.id) {
-            settle_ms.push(ms_between(sent, t));
+            settle_samples.push((ms_between(first_publish, t) / 1000.0, ms_between(sent, t)));
             last_settled = last_settled.max(t);
         }
         if let Some(&t) = report_done_at.get(&p.id) {
-            report_ms.push(ms_between(sent, t));
+            report_samples.push((ms_between(first_publish, t) / 1000.0, ms_between(sent, t)));
             last_report = last_report.max(t);
         }
     }
+    let timeline = timeline(&settle_samples, &report_samples, TIMELINE_WINDOWS);
+    let settle_ms = settle_samples.iter().map(|s| s.1).collect();
+    let report_ms = report_samples.iter().map(|s| s.1).collect();
     let settle_seconds = ms_between(first_publish, last_settled) / 1000.0;
     let report_seconds = ms_between(first_publish, last_report) / 1000.0;
     let settled = settled_at.len();
@@ -775,6 +843,8 @@ async fn audit(
         insufficient_evidence_reports: insufficient,
         ledger_entries: ledger.len(),
         esm: Vec::new(),
+        receive_counts: Vec::new(),
+        timeline,
         violations,
         timed_out: false,
     })
@@ -867,6 +937,10 @@ impl fmt::Display for LoadReport {
                 "  {function}: {invocations} invocations, {records} records, {deleted} deleted, {item_failures} item failures, {batch_failures} batch failures"
             )?;
         }
+        for (function, counts) in &self.receive_counts {
+            let counts: Vec<String> = counts.iter().map(|(times, n)| format!("{n} received {times}x")).collect();
+            writeln!(f, "  {function} records by receive count: {}", counts.join(", "))?;
+        }
         if self.timed_out {
             writeln!(f, "✘ timed out before everything was settled and reported")?;
         }
@@ -898,6 +972,30 @@ mod tests {
         let m = Mix::of(10_000);
         assert_eq!((m.completed, m.failed, m.duplicates, m.malformed), (9_200, 100, 500, 200));
         assert_eq!(m.interviews() + m.duplicates + m.malformed, 10_000);
+    }
+
+    #[test]
+    fn the_timeline_cuts_the_run_into_windows_of_whole_seconds() {
+        // 150 s of settlements, two per second, latency = the second they finished in.
+        let settled: Vec<(f64, f64)> = (0..300).map(|i| (f64::from(i) / 2.0, f64::from(i / 2))).collect();
+        let reports = [(10.5, 900.0), (149.9, 100.0)];
+        let t = timeline(&settled, &reports, 60);
+        // 149.9 s / 60 -> 3 s windows, 50 of them.
+        assert_eq!(t.len(), 50);
+        assert_eq!((t[0].start_s, t[0].end_s, t[0].seconds()), (0.0, 3.0, 3.0));
+        assert!(t.iter().all(|w| w.settled == 6), "two settlements a second, three seconds a window");
+        assert_eq!((t[0].settle_p50_ms, t[0].settle_p99_ms), (1.0, 2.0));
+        assert_eq!((t[3].reports, t[3].report_p50_ms), (1, 900.0));
+        assert_eq!((t[49].reports, t[49].report_p99_ms), (1, 100.0));
+        assert_eq!(t.iter().map(|w| w.reports).sum::<usize>(), 2);
+    }
+
+    #[test]
+    fn a_short_run_has_one_second_windows_and_an_empty_run_none() {
+        let t = timeline(&[(0.2, 5.0), (2.7, 7.0)], &[], 60);
+        assert_eq!(t.iter().map(|w| w.settled).collect::<Vec<_>>(), [1, 0, 1]);
+        assert_eq!(t[1].settle_p99_ms, 0.0, "an empty window has no latency");
+        assert!(timeline(&[], &[], 60).is_empty());
     }
 
     #[test]

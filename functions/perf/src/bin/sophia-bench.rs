@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use sophia_perf::bench::{self, BenchOptions};
+use sophia_perf::charts;
 
 #[derive(Parser)]
 #[command(
@@ -34,9 +35,13 @@ struct Cli {
     /// transactions commit) instead of a local nx-27017.
     #[arg(long, env = "SOPHIA_BENCH_MONGODB_URI")]
     mongo_uri: Option<String>,
-    /// Where the JSON goes.
+    /// Where the JSON goes. The one found there is kept as `<name>.previous.json`, and the
+    /// picture compares with it.
     #[arg(long, default_value = ".local/bench.json")]
     json: PathBuf,
+    /// Where the picture goes (SVG): each figure per function, this run beside the previous one.
+    #[arg(long, default_value = ".local/bench.svg")]
+    svg: PathBuf,
 }
 
 #[tokio::main]
@@ -51,8 +56,8 @@ async fn main() -> ExitCode {
         batch_repeats: cli.batch_repeats,
         mongo_uri: cli.mongo_uri,
     };
-    let json =
-        if cli.json.is_absolute() { cli.json.clone() } else { sophia_local::servers::repo_root().join(&cli.json) };
+    let in_repo = |p: &PathBuf| if p.is_absolute() { p.clone() } else { sophia_local::servers::repo_root().join(p) };
+    let (json, svg) = (in_repo(&cli.json), in_repo(&cli.svg));
     if cli.costs_only {
         return match sophia_perf::cost::report_costs() {
             Ok(rows) => {
@@ -81,9 +86,17 @@ async fn main() -> ExitCode {
     match bench::run(&options).await {
         Ok(report) => {
             println!("{report}");
+            let previous = bench::keep_previous(&json);
             match bench::write_json(&report, &json) {
                 Ok(()) => eprintln!("JSON: {}", json.display()),
                 Err(e) => eprintln!("could not write {}: {e}", json.display()),
+            }
+            let now = serde_json::to_value(&report).map(|v| charts::BenchFigures::from_json(&v)).unwrap_or_default();
+            let previous = previous.as_ref().map(charts::BenchFigures::from_json);
+            match charts::bench_svg(&now, previous.as_ref()).map(|picture| std::fs::write(&svg, picture)) {
+                Ok(Ok(())) => eprintln!("picture: {}", svg.display()),
+                Ok(Err(e)) => eprintln!("could not write {}: {e}", svg.display()),
+                Err(e) => eprintln!("no picture: {e}"),
             }
             ExitCode::SUCCESS
         }

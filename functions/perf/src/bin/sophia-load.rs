@@ -40,6 +40,10 @@ struct Cli {
     /// Also write the figures as JSON here.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// Also draw the run as an SVG picture here (latency and throughput over the run, receive
+    /// counts, outcomes).
+    #[arg(long)]
+    svg: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -63,7 +67,17 @@ async fn main() -> ExitCode {
             println!("{report}");
             println!("  whole run (pipeline start to audit end): {:.1} s", started.elapsed().as_secs_f64());
             if let Some(path) = cli.json {
-                let _ = std::fs::write(&path, serde_json::to_string_pretty(&report).expect("report serialises"));
+                match std::fs::write(&path, serde_json::to_string_pretty(&report).expect("report serialises")) {
+                    Ok(()) => eprintln!("JSON: {}", path.display()),
+                    Err(e) => eprintln!("could not write {}: {e}", path.display()),
+                }
+            }
+            if let Some(path) = cli.svg {
+                match sophia_perf::charts::load_svg(&report).map(|svg| std::fs::write(&path, svg)) {
+                    Ok(Ok(())) => eprintln!("picture: {}", path.display()),
+                    Ok(Err(e)) => eprintln!("could not write {}: {e}", path.display()),
+                    Err(e) => eprintln!("no picture: {e}"),
+                }
             }
             if report.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
         }
