@@ -53,7 +53,9 @@ fn bar_chart(
 ) -> Result<(), ChartError> {
     let n = categories.len().max(1);
     let max = series.iter().flat_map(|s| s.values.iter().flatten()).copied().fold(0.0_f64, f64::max);
-    let top = if max > 0.0 { max * 1.18 } else { 1.0 };
+    // Room above the tallest bar for its value, and for the legend box when there is one.
+    let headroom = if series.len() > 1 { 1.45 } else { 1.18 };
+    let top = if max > 0.0 { max * headroom } else { 1.0 };
     let mut chart = ChartBuilder::on(area)
         .caption(title, (FONT, 20))
         .margin(10)

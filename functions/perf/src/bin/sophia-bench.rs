@@ -31,6 +31,9 @@ struct Cli {
     /// Only the cost of a report (token counts and list-price cost, before and now).
     #[arg(long)]
     costs_only: bool,
+    /// Only redraw the picture from the recorded JSON (and `<name>.previous.json`, if any).
+    #[arg(long)]
+    picture_only: bool,
     /// Run the MongoDB figures against this server (a replica set, where concurrent
     /// transactions commit) instead of a local nx-27017.
     #[arg(long, env = "SOPHIA_BENCH_MONGODB_URI")]
@@ -70,6 +73,17 @@ async fn main() -> ExitCode {
             }
         };
     }
+    if cli.picture_only {
+        let read = |path: &std::path::Path| {
+            std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        };
+        let Some(now) = read(&json) else {
+            eprintln!("error: no bench run recorded in {} (run scripts/bench first)", json.display());
+            return ExitCode::FAILURE;
+        };
+        let previous = read(&bench::previous_path(&json)).map(|v| charts::BenchFigures::from_json(&v));
+        return draw_bench(&charts::BenchFigures::from_json(&now), previous.as_ref(), &svg);
+    }
     if cli.zips_only {
         let (zips, arch) = bench::zip_figures(&options);
         print!("{}", bench::zip_table(&zips, arch.as_deref()));
@@ -93,15 +107,28 @@ async fn main() -> ExitCode {
             }
             let now = serde_json::to_value(&report).map(|v| charts::BenchFigures::from_json(&v)).unwrap_or_default();
             let previous = previous.as_ref().map(charts::BenchFigures::from_json);
-            match charts::bench_svg(&now, previous.as_ref()).map(|picture| std::fs::write(&svg, picture)) {
-                Ok(Ok(())) => eprintln!("picture: {}", svg.display()),
-                Ok(Err(e)) => eprintln!("could not write {}: {e}", svg.display()),
-                Err(e) => eprintln!("no picture: {e}"),
-            }
-            ExitCode::SUCCESS
+            draw_bench(&now, previous.as_ref(), &svg)
         }
         Err(e) => {
             eprintln!("benchmarks failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Draws the bench's picture to `path`; a picture that cannot be drawn or written is an error.
+fn draw_bench(now: &charts::BenchFigures, previous: Option<&charts::BenchFigures>, path: &std::path::Path) -> ExitCode {
+    match charts::bench_svg(now, previous).map(|picture| std::fs::write(path, picture)) {
+        Ok(Ok(())) => {
+            eprintln!("picture: {}", path.display());
+            ExitCode::SUCCESS
+        }
+        Ok(Err(e)) => {
+            eprintln!("could not write {}: {e}", path.display());
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("no picture: {e}");
             ExitCode::FAILURE
         }
     }
