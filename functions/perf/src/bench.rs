@@ -43,8 +43,9 @@ use sophia_local::servers::{LocalServer, free_port, start_fauxqs, start_nx_mongo
 /// The deployed functions, in the order the table shows them.
 pub const FUNCTIONS: [&str; 3] = ["interview-completed", "report-generate", "interview-failed"];
 
-/// Zip goal of the issue.
+/// Zip goals: under 4 MB (issue 6, met), 3 MB or less (issue 19, met by interview-failed only).
 pub const ZIP_GOAL_BYTES: u64 = 4_000_000;
+pub const ZIP_TARGET_BYTES: u64 = 3_000_000;
 
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
@@ -762,16 +763,23 @@ pub async fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
 
 /// The zip table (also printed alone by `sophia-bench --zips-only`).
 pub fn zip_table(zips: &[ZipFigure], architecture: Option<&str>) -> String {
-    let mut out = format!("\nZip size (goal < 4 MB; {} build)\n", architecture.unwrap_or("no"));
-    out += &format!("  {:<22} {:>10} {:>8} {:>20}\n", "function", "zip", "goal", "host release binary");
+    let mut out = format!("\nZip size ({} build)\n", architecture.unwrap_or("no"));
+    out +=
+        &format!("  {:<22} {:>10} {:>8} {:>8} {:>20}\n", "function", "zip", "< 4 MB", "<= 3 MB", "host release binary");
+    let mark = |bytes: Option<u64>, ok: fn(u64) -> bool| match bytes {
+        Some(b) if ok(b) => "✔",
+        Some(_) => "✘",
+        None => "-",
+    };
     for z in zips {
-        let goal = match z.zip_bytes {
-            Some(b) if b < ZIP_GOAL_BYTES => "✔",
-            Some(_) => "✘",
-            None => "-",
-        };
-        out +=
-            &format!("  {:<22} {:>10} {:>8} {:>20}\n", z.function, mb(z.zip_bytes), goal, mb(z.release_binary_bytes));
+        out += &format!(
+            "  {:<22} {:>10} {:>8} {:>8} {:>20}\n",
+            z.function,
+            mb(z.zip_bytes),
+            mark(z.zip_bytes, |b| b < ZIP_GOAL_BYTES),
+            mark(z.zip_bytes, |b| b <= ZIP_TARGET_BYTES),
+            mb(z.release_binary_bytes)
+        );
     }
     out
 }
