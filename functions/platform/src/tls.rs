@@ -11,10 +11,13 @@
 //!   [`install_default_provider`] sets (idempotent; the reports crate calls it before building its
 //!   client, so no binary can forget it).
 //!
-//! What ring does not offer: the post-quantum hybrid key exchange (X25519MLKEM768) that aws-lc
-//! negotiates with AWS endpoints. TLS 1.3 with X25519 remains; the traffic is short-lived
-//! (message ids, interview ids, report text over minutes), which is what the trade was weighed
-//! against.
+//! What ring does not offer: the post-quantum hybrid key exchange (X25519MLKEM768) that rustls
+//! offers first with aws-lc, and that endpoints such as OpenAI's accept. TLS 1.3 with X25519
+//! remains, which protects the traffic today; what is given up is protection against a future
+//! quantum computer decrypting recorded traffic, and report-generate sends candidate transcripts
+//! to OpenAI. That is a decision for the team (README, "Zip size"): the way back for the OpenAI
+//! call alone is reqwest's `rustls` feature in sophia-reports without
+//! [`install_default_provider`] (report-generate's zip grows by about 0.2 MB).
 
 use aws_sdk_sqs::config::SharedHttpClient;
 use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
