@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, SanType};
 use report_support::*;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use sophia_local::servers::{free_port, start_nx_mongo};
 use sophia_platform::mongo::MongoSettings;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -100,11 +101,8 @@ impl Drop for TlsFront {
     }
 }
 
-/// `host:port` of a URL such as `mongodb://127.0.0.1:1234/db` or `http://127.0.0.1:1234/v1`.
-fn backend(url: &str) -> SocketAddr {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
-    rest.split(['/', '?']).next().unwrap_or("").parse().unwrap_or_else(|e| panic!("{url}: {e}"))
+fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], port))
 }
 
 fn write_temp(name: &str, text: &str) -> PathBuf {
@@ -123,8 +121,10 @@ async fn every_client_of_the_functions_speaks_tls_through_ring_and_refuses_an_un
     // SAFETY: the only test of this binary, and no thread reads the environment yet.
     unsafe { std::env::set_var("SSL_CERT_FILE", &ca_file) };
 
-    // MongoDB: the driver's rustls with ring, roots from tlsCAFile.
-    let nx = backend(&harness::mongo_uri());
+    // MongoDB: the driver's rustls with ring, roots from tlsCAFile. An nx-27017 of this test's
+    // own, whatever SOPHIA_TEST_MONGODB_URI says: the front needs one plain address behind it.
+    let nx_server = start_nx_mongo(free_port()).expect("nx-27017 starts (run scripts/setup-tools)");
+    let nx = loopback(nx_server.port());
     let mongo_front = TlsFront::start(&trusted, nx).await;
     let mongo_settings = |front: &TlsFront| MongoSettings {
         uri: format!("mongodb://{}/?tls=true&tlsCAFile={}&directConnection=true", front.address, ca_file.display()),
@@ -148,7 +148,7 @@ async fn every_client_of_the_functions_speaks_tls_through_ring_and_refuses_an_un
     assert_eq!(mongo_stranger.handshakes(), 0);
 
     // SQS: the functions' client (aws-smithy-http-client's rustls connector in ring mode).
-    let fauxqs = backend(&harness::sqs_endpoint());
+    let fauxqs = loopback(harness::fauxqs().port());
     let sqs_front = TlsFront::start(&trusted, fauxqs).await;
     let sqs = sophia_platform::sqs::client(Some(&format!("https://{}", sqs_front.address))).expect("client");
     let queue = sqs.create_queue().queue_name(harness::unique("tls")).send().await.expect("CreateQueue over TLS");
@@ -167,7 +167,7 @@ async fn every_client_of_the_functions_speaks_tls_through_ring_and_refuses_an_un
 
     // OpenAI: reqwest with ring as the process default, through the whole report handler.
     let fake = FakeOpenAi::scripted().expect("fake starts");
-    let openai_front = TlsFront::start(&trusted, backend(&fake.base_url())).await;
+    let openai_front = TlsFront::start(&trusted, fake.addr()).await;
     let handler = |front: &TlsFront| {
         let mut openai = settings(&fake, Duration::from_secs(10));
         openai.base_url = Some(format!("https://{}/v1", front.address));
@@ -187,7 +187,7 @@ async fn every_client_of_the_functions_speaks_tls_through_ring_and_refuses_an_un
     assert_eq!(fake.requests().len(), 1, "the chat completion reached the fake through TLS");
     assert!(openai_front.handshakes() >= 1);
 
-    let openai_stranger = TlsFront::start(&stranger, backend(&fake.base_url())).await;
+    let openai_stranger = TlsFront::start(&stranger, fake.addr()).await;
     let ids = InterviewFixture::new(org()).insert(&mongo.db).await.unwrap();
     let batch = handler(&openai_stranger).handle_detailed(event(&[ids])).await.expect("no batch error");
     assert_eq!(batch.outcomes[0].1, Outcome::Failed, "retried: SQS redelivers it");
