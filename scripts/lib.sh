@@ -10,6 +10,15 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 need() { command -v "$1" >/dev/null 2>&1 || die "$1 is required: $2"; }
 
+# The Lambda functions infra-pulumi/queues.json declares, one name per line (the one list the
+# Pulumi program, the build and the lint share).
+lambda_functions() {
+  python3 -c '
+import json, sys
+for f in json.load(open(sys.argv[1]))["functions"]:
+    print(f["name"])' "$REPO_ROOT/infra-pulumi/queues.json"
+}
+
 # Creates the project's Python venv (idempotent).
 ensure_venv() {
   need python3 "install Python 3 (Debian: apt-get install python3 python3-venv)"
