@@ -880,10 +880,14 @@ pub fn target_dir() -> PathBuf {
 /// The run recorded at `path` (the previous one), copied to `<stem>.previous.json` before this
 /// run replaces it; `None` when there is none or it is not JSON.
 pub fn keep_previous(path: &Path) -> Option<serde_json::Value> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let value = serde_json::from_str(&text).ok()?;
-    let _ = std::fs::write(previous_path(path), &text);
+    let value = read_run(path)?;
+    let _ = std::fs::copy(path, previous_path(path));
     Some(value)
+}
+
+/// A run recorded as JSON at `path`; `None` when there is none or it is not JSON.
+pub fn read_run(path: &Path) -> Option<serde_json::Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
 /// Where [`keep_previous`] keeps the previous run: `<stem>.previous.json` beside `path`.

@@ -86,19 +86,22 @@ fn bar_chart(
     let value_style = TextStyle::from((FONT, 14).into_font()).pos(Pos::new(HPos::Center, VPos::Bottom));
     for (k, s) in series.iter().enumerate() {
         let color = s.color;
-        let bars = s.values.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i, v))).map(move |(i, v)| {
-            let x0 = i as f64 - group / 2.0 + k as f64 * width;
-            Rectangle::new([(x0 + width * 0.06, 0.0), (x0 + width * 0.94, v)], color.filled())
-        });
+        // (left edge of this series' bar in category i, value), for the categories with a value.
+        let points: Vec<(f64, f64)> = s
+            .values
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.map(|v| (i as f64 - group / 2.0 + k as f64 * width, v)))
+            .collect();
+        let bars = points
+            .iter()
+            .map(|&(x0, v)| Rectangle::new([(x0 + width * 0.06, 0.0), (x0 + width * 0.94, v)], color.filled()));
         chart
             .draw_series(bars)
             .map_err(chart_error)?
             .label(s.name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
-        let texts = s.values.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i, v))).map(|(i, v)| {
-            let x = i as f64 - group / 2.0 + (k as f64 + 0.5) * width;
-            Text::new(format(v), (x, v), value_style.clone())
-        });
+        let texts = points.iter().map(|&(x0, v)| Text::new(format(v), (x0 + width / 2.0, v), value_style.clone()));
         chart.draw_series(texts).map_err(chart_error)?;
     }
     if series.len() > 1 {

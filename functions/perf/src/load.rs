@@ -258,10 +258,12 @@ pub fn timeline(settled: &[(f64, f64)], reports: &[(f64, f64)], max_windows: usi
         }
         out
     };
-    let (settle, report) = (bucket(settled), bucket(reports));
-    (0..count)
-        .map(|i| {
-            let (s, r) = (Latency::of(settle[i].clone()), Latency::of(report[i].clone()));
+    bucket(settled)
+        .into_iter()
+        .zip(bucket(reports))
+        .enumerate()
+        .map(|(i, (settle, report))| {
+            let (s, r) = (Latency::of(settle), Latency::of(report));
             Window {
                 start_s: i as f64 * width,
                 end_s: (i + 1) as f64 * width,

@@ -74,14 +74,11 @@ async fn main() -> ExitCode {
         };
     }
     if cli.picture_only {
-        let read = |path: &std::path::Path| {
-            std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        };
-        let Some(now) = read(&json) else {
+        let Some(now) = bench::read_run(&json) else {
             eprintln!("error: no bench run recorded in {} (run scripts/bench first)", json.display());
             return ExitCode::FAILURE;
         };
-        let previous = read(&bench::previous_path(&json)).map(|v| charts::BenchFigures::from_json(&v));
+        let previous = bench::read_run(&bench::previous_path(&json)).map(|v| charts::BenchFigures::from_json(&v));
         return draw_bench(&charts::BenchFigures::from_json(&now), previous.as_ref(), &svg);
     }
     if cli.zips_only {
