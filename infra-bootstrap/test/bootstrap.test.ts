@@ -1,0 +1,170 @@
+/**
+ * The bootstrap program under Pulumi's mocks, for an account holding `dev` (previewed by pull
+ * requests) and `prod`, with the S3 backend: what it creates and how each role is trusted and scoped.
+ * A real `pulumi up` of it needs an AWS account: docs/deploy.md gives the command and the checks.
+ */
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { before, test } from "node:test";
+
+import * as pulumi from "@pulumi/pulumi";
+
+import type { Bootstrap } from "../src/bootstrap";
+
+const ACCOUNT = "012345678901";
+const REPO = "acme/sophia-async-jobs";
+interface Recorded {
+  type: string;
+  name: string;
+  inputs: Record<string, unknown>;
+}
+const resources: Recorded[] = [];
+let bootstrap: Bootstrap;
+let repoRoot: string;
+
+const LAYER = "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:19";
+
+function unwrap<T>(o: pulumi.Output<T>): Promise<T> {
+  return new Promise((resolve) => o.apply((v) => resolve(v)));
+}
+const ofType = (t: string) => resources.filter((r) => r.type === t);
+const byName = (t: string, n: string) => {
+  const r = resources.find((x) => x.type === t && x.name === n);
+  assert.ok(r, `${t} ${n}`);
+  return r;
+};
+
+before(async () => {
+  // A repository root with the two stage files the bootstrap reads.
+  repoRoot = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-bootstrap-repo-"));
+  fs.writeFileSync(path.join(repoRoot, "Pulumi.dev.yaml"), `config:\n  aws:region: eu-west-1\n  sophia:secretsExtensionLayerArn: ${LAYER}\n`);
+  fs.writeFileSync(
+    path.join(repoRoot, "Pulumi.prod.yaml"),
+    `config:\n  aws:region: eu-west-1\n  sophia:secretsExtensionLayerArn: ${LAYER}\n  sophia:vpc:\n    vpcId: vpc-0abc1234\n`,
+  );
+  process.env["SOPHIA_BOOTSTRAP_REPO_ROOT"] = repoRoot;
+  pulumi.runtime.setAllConfig({
+    "aws:region": "eu-west-1",
+    "sophia-bootstrap:githubRepository": REPO,
+    "sophia-bootstrap:stages": JSON.stringify(["dev", "prod"]),
+    "sophia-bootstrap:protect": "false",
+  });
+  await pulumi.runtime.setMocks(
+    {
+      newResource(args) {
+        resources.push({ type: args.type, name: args.name, inputs: args.inputs as Record<string, unknown> });
+        const name = (args.inputs["name"] ?? args.inputs["bucket"] ?? args.name) as string;
+        const state: Record<string, unknown> = { ...args.inputs };
+        if (args.type === "aws:iam/openIdConnectProvider:OpenIdConnectProvider") state["arn"] = `arn:aws:iam::${ACCOUNT}:oidc-provider/token.actions.githubusercontent.com`;
+        if (args.type === "aws:iam/role:Role") state["arn"] = `arn:aws:iam::${ACCOUNT}:role/${name}`;
+        if (args.type === "aws:kms/key:Key") Object.assign(state, { arn: `arn:aws:kms:eu-west-1:${ACCOUNT}:key/${args.name}`, keyId: args.name });
+        if (args.type === "aws:s3/bucket:Bucket") Object.assign(state, { arn: `arn:aws:s3:::${name}`, bucket: name });
+        return { id: `${args.name}-id`, state };
+      },
+      call(args) {
+        if (args.token === "aws:index/getCallerIdentity:getCallerIdentity") return { accountId: ACCOUNT, arn: "arn:aws:iam::012345678901:user/admin", id: ACCOUNT, userId: "AIDA" };
+        if (args.token === "aws:index/getPartition:getPartition") return { partition: "aws", dnsSuffix: "amazonaws.com", id: "aws" };
+        throw new Error(`unexpected invoke ${args.token}`);
+      },
+    },
+    "sophia-bootstrap",
+    "account-main",
+    false,
+  );
+  const { createBootstrap } = require("../src/bootstrap") as typeof import("../src/bootstrap");
+  bootstrap = createBootstrap();
+  await (pulumi.runtime as unknown as { waitForRPCs(): Promise<void> }).waitForRPCs();
+});
+
+test("the GitHub OIDC provider: GitHub's issuer, audience sts.amazonaws.com", () => {
+  const p = ofType("aws:iam/openIdConnectProvider:OpenIdConnectProvider");
+  assert.equal(p.length, 1);
+  assert.equal(p[0]!.inputs["url"], "https://token.actions.githubusercontent.com");
+  assert.deepEqual(p[0]!.inputs["clientIdLists"], ["sts.amazonaws.com"]);
+});
+
+test("one deploy role per stage, trusted only for that stage's GitHub environment (prod: production)", async () => {
+  for (const [stage, env] of [["dev", "dev"], ["prod", "production"]] as const) {
+    const role = byName("aws:iam/role:Role", `${stage}-deploy`);
+    assert.equal(role.inputs["name"], `sophia-${stage}-deploy`);
+    const trust = JSON.parse(role.inputs["assumeRolePolicy"] as string);
+    assert.equal(trust.Statement.length, 1);
+    assert.deepEqual(trust.Statement[0].Principal, { Federated: `arn:aws:iam::${ACCOUNT}:oidc-provider/token.actions.githubusercontent.com` });
+    assert.equal(trust.Statement[0].Action, "sts:AssumeRoleWithWebIdentity");
+    assert.deepEqual(trust.Statement[0].Condition, {
+      StringEquals: { "token.actions.githubusercontent.com:aud": "sts.amazonaws.com", "token.actions.githubusercontent.com:sub": `repo:${REPO}:environment:${env}` },
+    });
+  }
+});
+
+test("the deploy policy: the table for its stage, its own state objects and secrets-provider key", () => {
+  const doc = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "dev-deploy-policy").inputs["policy"] as string);
+  const grants = (action: string) => doc.Statement.filter((s: { Action: string[] }) => s.Action.includes(action)).flatMap((s: { Resource: string[] }) => s.Resource);
+  assert.deepEqual(grants("lambda:GetLayerVersion"), [LAYER], "the layer of Pulumi.dev.yaml");
+  assert.deepEqual(grants("cloudwatch:PutDashboard"), [`arn:aws:cloudwatch::${ACCOUNT}:dashboard/sophia-dev`]);
+  assert.ok(grants("s3:PutObject").includes(`arn:aws:s3:::sophia-pulumi-state-${ACCOUNT}-eu-west-1/.pulumi/stacks/sophia/dev.json`));
+  assert.deepEqual(grants("kms:Encrypt"), [`arn:aws:kms:eu-west-1:${ACCOUNT}:key/dev-pulumi-secrets`]);
+  assert.equal(grants("ec2:CreateVpcEndpoint").length, 0, "dev has no sophia:vpc");
+  assert.doesNotMatch(JSON.stringify(doc), /sophia-prod|sophia\/prod|prod-pulumi-secrets/);
+  const prod = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "prod-deploy-policy").inputs["policy"] as string);
+  assert.ok(JSON.stringify(prod).includes("ec2:CreateVpcEndpoint"), "prod sets sophia:vpc");
+  assert.doesNotMatch(JSON.stringify(prod), /sophia-dev|sophia\/dev|dev-pulumi-secrets/);
+});
+
+test("the preview role: pull_request tokens only; reads dev's state and decrypts dev's config, nothing else", () => {
+  const role = byName("aws:iam/role:Role", "preview");
+  const trust = JSON.parse(role.inputs["assumeRolePolicy"] as string);
+  assert.equal(trust.Statement[0].Condition.StringEquals["token.actions.githubusercontent.com:sub"], `repo:${REPO}:pull_request`);
+  const doc = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "preview-policy").inputs["policy"] as string);
+  const actions = [...new Set(doc.Statement.flatMap((s: { Action: string[] }) => s.Action))].sort();
+  assert.deepEqual(actions, ["kms:Decrypt", "s3:GetObject", "s3:ListBucket"]);
+  const decrypt = doc.Statement.filter((s: { Action: string[] }) => s.Action.includes("kms:Decrypt")).flatMap((s: { Resource: string[] }) => s.Resource);
+  assert.deepEqual(decrypt.sort(), [`arn:aws:kms:eu-west-1:${ACCOUNT}:key/dev-pulumi-secrets`, `arn:aws:kms:eu-west-1:${ACCOUNT}:key/state-key`]);
+  assert.doesNotMatch(JSON.stringify(doc), /prod/, "never prod's state or key");
+});
+
+test("the state bucket: versioning, SSE-KMS with its own key, public access blocked, owner-enforced, TLS only", () => {
+  const bucket = ofType("aws:s3/bucket:Bucket");
+  assert.equal(bucket.length, 1);
+  assert.equal(bucket[0]!.inputs["bucket"], `sophia-pulumi-state-${ACCOUNT}-eu-west-1`);
+  assert.deepEqual(ofType("aws:s3/bucketVersioning:BucketVersioning")[0]!.inputs["versioningConfiguration"], { status: "Enabled" });
+  const sse = ofType("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration")[0]!.inputs["rules"] as Record<string, unknown>[];
+  assert.deepEqual(sse[0]!["applyServerSideEncryptionByDefault"], { sseAlgorithm: "aws:kms", kmsMasterKeyId: `arn:aws:kms:eu-west-1:${ACCOUNT}:key/state-key` });
+  const pab = ofType("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")[0]!.inputs;
+  for (const k of ["blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"]) assert.equal(pab[k], true, k);
+  assert.deepEqual(ofType("aws:s3/bucketOwnershipControls:BucketOwnershipControls")[0]!.inputs["rule"], { objectOwnership: "BucketOwnerEnforced" });
+  const policy = JSON.parse(ofType("aws:s3/bucketPolicy:BucketPolicy")[0]!.inputs["policy"] as string);
+  assert.deepEqual(policy.Statement[0].Condition, { Bool: { "aws:SecureTransport": "false" } });
+  assert.equal(policy.Statement[0].Effect, "Deny");
+});
+
+test("one secrets-provider key per stage, rotation on, alias named for `pulumi stack init --secrets-provider`", async () => {
+  const aliases = ofType("aws:kms/alias:Alias").map((a) => a.inputs["name"]).sort();
+  assert.deepEqual(aliases, ["alias/sophia-dev-pulumi-secrets", "alias/sophia-prod-pulumi-secrets", "alias/sophia-pulumi-state"]);
+  for (const k of ofType("aws:kms/key:Key")) assert.equal(k.inputs["enableKeyRotation"], true, k.name);
+  assert.equal(await unwrap(bootstrap.outputs["DEV_SECRETS_PROVIDER"]!), "awskms://alias/sophia-dev-pulumi-secrets?region=eu-west-1");
+  assert.equal(await unwrap(bootstrap.outputs["PULUMI_BACKEND_URL"]!), `s3://sophia-pulumi-state-${ACCOUNT}-eu-west-1?region=eu-west-1`);
+});
+
+test("stage files are checked: a missing file, another region, a missing layer are all reported", () => {
+  const { stageFacts } = require("../src/bootstrap") as typeof import("../src/bootstrap");
+  assert.deepEqual(stageFacts("staging", "eu-west-1", {}, repoRoot), ["no Pulumi.staging.yaml at the repository root: write the stage's file first (docs/deploy.md, step 1)"]);
+  fs.writeFileSync(path.join(repoRoot, "Pulumi.qa.yaml"), "config:\n  aws:region: us-east-1\n");
+  const problems = stageFacts("qa", "eu-west-1", {}, repoRoot) as string[];
+  assert.equal(problems.length, 2);
+  assert.match(problems[0]!, /deploys to us-east-1, but this bootstrap stack is in eu-west-1/);
+  assert.match(problems[1]!, /sophia:secretsExtensionLayerArn must be a layer version ARN/);
+});
+
+test("a protected stage cannot be the previewed one (a pull request's code reads the previewed stage's config)", () => {
+  const { loadBootstrapConfig } = require("../src/bootstrap") as typeof import("../src/bootstrap");
+  pulumi.runtime.setAllConfig({
+    "aws:region": "eu-west-1",
+    "sophia-bootstrap:githubRepository": REPO,
+    "sophia-bootstrap:stages": JSON.stringify(["prod"]),
+    "sophia-bootstrap:previewStage": "prod",
+  });
+  assert.throws(() => loadBootstrapConfig(), /previewStage must not be a protected stage/);
+});

@@ -1,0 +1,160 @@
+/**
+ * The deploy role's table (deploy-permissions.json) and the preview role's actions, checked as
+ * policy documents rendered for a stage. The other direction (every resource type the stage program
+ * creates has a row) is infra-pulumi/test/deploy-permissions.test.ts, which runs the stage program.
+ */
+import * as assert from "node:assert/strict";
+import { test } from "node:test";
+
+import {
+  deployStatements,
+  loadPermissions,
+  type PolicyStatement,
+  secretsProviderStatement,
+  type StageScope,
+  stateStatements,
+} from "../src/policies";
+
+const table = loadPermissions();
+const LAYER = "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:19";
+const scope = (stage: string, vpc = false): StageScope => ({ partition: "aws", region: "eu-west-1", account: "012345678901", stage, layerArn: LAYER, vpc });
+const dev = deployStatements(scope("dev"));
+const devVpc = deployStatements(scope("dev", true));
+const allows = (statements: PolicyStatement[], action: string) => statements.filter((s) => s.Effect === "Allow" && s.Action.includes(action));
+
+/** The Service Authorization Reference page of every service prefix the table uses. */
+const SAR: Record<string, string> = {
+  sqs: "list_amazonsqs.html",
+  lambda: "list_awslambda.html",
+  iam: "list_awsidentityandaccessmanagementiam.html",
+  logs: "list_amazoncloudwatchlogs.html",
+  cloudwatch: "list_amazoncloudwatch.html",
+  sns: "list_amazonsns.html",
+  kms: "list_awskeymanagementservice.html",
+  secretsmanager: "list_awssecretsmanager.html",
+  ec2: "list_amazonec2.html",
+  s3: "list_amazons3.html",
+};
+/** Actions AWS authorizes on no resource type (Resource must be "*"), or scoped by a condition instead. */
+const STAR_ALLOWED: Record<string, string> = {
+  "logs:DescribeLogGroups": "lists by name prefix; no log group ARN",
+  "ec2:DescribeSecurityGroups": "EC2 Describe: no resource-level permissions",
+  "ec2:DescribeSubnets": "EC2 Describe",
+  "ec2:DescribeVpcs": "EC2 Describe",
+  "ec2:DescribeVpcEndpoints": "EC2 Describe",
+  "ec2:DescribeVpcEndpointServices": "EC2 Describe",
+  "ec2:DescribePrefixLists": "EC2 Describe",
+  "kms:ListAliases": "no resource type",
+  "kms:CreateKey": "a new key has no ARN; aws:RequestTag/stage condition",
+  "kms:TagResource": "tags given with CreateKey; aws:RequestTag/stage condition",
+  "lambda:CreateEventSourceMapping": "no resource type; lambda:FunctionArn condition",
+};
+
+test("every row cites the Service Authorization Reference page of its service", () => {
+  for (const [type, row] of Object.entries(table.resourceTypes)) {
+    assert.match(row.source, /^https:\/\/docs\.aws\.amazon\.com\/service-authorization\/latest\/reference\/list_[a-z0-9]+\.html$/, type);
+    const services = new Set([...row.statements, ...(row.deny ?? [])].flatMap((s) => s.actions.map((a) => a.split(":")[0]!)));
+    for (const svc of services) assert.ok(SAR[svc], `${type}: ${svc} has no known reference page`);
+    const own = type.split(":")[1]!.split("/")[0]!;
+    const expected = { sqs: "sqs", lambda: "lambda", iam: "iam", cloudwatch: type.includes("logGroup") ? "logs" : "cloudwatch", sns: "sns", kms: "kms", secretsmanager: "secretsmanager", ec2: "ec2" }[own];
+    assert.ok(expected, `${type}: unknown provider module ${own}`);
+    assert.ok(row.source.endsWith(SAR[expected]!), `${type} cites ${row.source}`);
+  }
+});
+
+test("no wildcard action, no kms:*, and '*' only for actions AWS authorizes on no resource (or a tag/function condition)", () => {
+  for (const s of devVpc) {
+    for (const a of s.Action) assert.doesNotMatch(a, /\*/, `${s.Sid}: ${a}`);
+    if (s.Effect === "Allow" && s.Resource.includes("*")) {
+      for (const a of s.Action) assert.ok(STAR_ALLOWED[a], `${s.Sid}: ${a} on *`);
+      if (s.Action.some((a) => ["kms:CreateKey", "kms:TagResource", "lambda:CreateEventSourceMapping"].includes(a))) {
+        assert.ok(s.Condition, `${s.Sid}: ${s.Action.join(",")} on * must be conditioned`);
+      }
+    }
+  }
+});
+
+test("the issue's gaps: dashboard, alarm tags, ListTags, the layer's GetLayerVersion, DescribeLogGroups on *", () => {
+  for (const a of ["cloudwatch:PutDashboard", "cloudwatch:GetDashboard", "cloudwatch:DeleteDashboards"]) {
+    assert.deepEqual(allows(dev, a).flatMap((s) => s.Resource), ["arn:aws:cloudwatch::012345678901:dashboard/sophia-dev"], a);
+  }
+  for (const a of ["cloudwatch:TagResource", "cloudwatch:UntagResource", "cloudwatch:ListTagsForResource"]) {
+    assert.deepEqual(allows(dev, a).flatMap((s) => s.Resource), ["arn:aws:cloudwatch:eu-west-1:012345678901:alarm:sophia-dev-*"], a);
+  }
+  assert.ok(allows(dev, "lambda:ListTags").some((s) => s.Resource.includes("arn:aws:lambda:eu-west-1:012345678901:function:sophia-dev-*")));
+  assert.deepEqual(allows(dev, "lambda:GetLayerVersion").flatMap((s) => s.Resource), [LAYER], "exactly the extension's layer version");
+  assert.deepEqual(allows(dev, "logs:DescribeLogGroups").flatMap((s) => s.Resource), ["*"]);
+  assert.deepEqual(allows(dev, "lambda:InvokeFunction").flatMap((s) => s.Resource), ["arn:aws:lambda:eu-west-1:012345678901:function:sophia-dev-interview-completed"], "only the migration function");
+});
+
+test("KMS: create and tag only with this stage's tag; manage only keys tagged with it; never re-tag another stage's key", () => {
+  for (const a of ["kms:CreateKey", "kms:TagResource"]) {
+    const s = allows(dev, a);
+    assert.equal(s.length, 1, a);
+    assert.deepEqual(s[0]!.Condition!["StringEquals"], { "aws:RequestTag/stage": "dev" }, a);
+  }
+  for (const s of dev.filter((x) => x.Effect === "Allow" && x.Action.some((a) => a.startsWith("kms:")) && !x.Resource.includes("*"))) {
+    const aliasOnly = s.Resource.every((r) => r.includes(":alias/sophia-dev-"));
+    if (!aliasOnly) assert.deepEqual(s.Condition?.["StringEquals"]?.["aws:ResourceTag/stage"], "dev", s.Sid);
+  }
+  const deny = dev.filter((s) => s.Effect === "Deny");
+  assert.deepEqual(deny.map((s) => [s.Action, s.Condition]), [
+    [["kms:TagResource", "kms:UntagResource"], { Null: { "aws:ResourceTag/stage": "false" }, StringNotEquals: { "aws:ResourceTag/stage": "dev" } }],
+  ]);
+  const crypto = allows(dev, "kms:Decrypt");
+  assert.equal(crypto.length, 1);
+  assert.equal(crypto[0]!.Condition!["StringEquals"]!["kms:ViaService"], "secretsmanager.eu-west-1.amazonaws.com", "decrypt only through Secrets Manager");
+});
+
+test("every ARN of the dev role names dev's resources (or the layer, or a tag-conditioned key), never another stage", () => {
+  for (const s of dev.filter((x) => x.Effect === "Allow")) {
+    for (const r of s.Resource) {
+      if (r === "*" || r === LAYER) continue;
+      const named = /sophia-dev\b|sophia-dev-|sophia\/dev\//.test(r);
+      const tagged =
+        s.Condition?.["StringEquals"]?.["aws:ResourceTag/stage"] === "dev" ||
+        s.Condition?.["StringEqualsIfExists"]?.["aws:ResourceTag/stage"] === "dev" ||
+        s.Condition?.["ArnLike"]?.["lambda:FunctionArn"]?.includes("sophia-dev-");
+      assert.ok(named || tagged, `${s.Sid}: ${r}`);
+    }
+  }
+  assert.doesNotMatch(JSON.stringify(dev), /prod/);
+});
+
+test("VPC statements only for a stage with sophia:vpc", () => {
+  assert.equal(allows(dev, "ec2:CreateVpcEndpoint").length, 0);
+  assert.equal(allows(dev, "ec2:DescribeSubnets").length, 0);
+  assert.ok(allows(devVpc, "ec2:CreateVpcEndpoint").length > 0);
+  assert.ok(allows(devVpc, "ec2:DescribeSubnets").length > 0, "a function with a VpcConfig");
+});
+
+test("the preview role has no action that writes: every action is Read or List in the reference (kms:Decrypt: filed as Write, changes nothing)", () => {
+  const preview = [...stateStatements("aws", "sophia-pulumi-state-012345678901-eu-west-1", "dev", false), secretsProviderStatement("arn:aws:kms:eu-west-1:012345678901:key/k", false)];
+  for (const s of preview) {
+    assert.equal(s.Effect, "Allow");
+    for (const a of s.Action) {
+      const known = table.previewActions[a];
+      assert.ok(known, `${a} is not a declared preview action`);
+      assert.ok(known.accessLevel === "Read" || known.accessLevel === "List" || known.changesNothing === true, `${a}: ${known.accessLevel}`);
+      assert.match(a, /^[a-z0-9]+:(Get|List|Describe|Decrypt)/, a);
+    }
+  }
+  for (const [a, v] of Object.entries(table.previewActions)) {
+    assert.ok(v.source.endsWith(SAR[a.split(":")[0]!]!), `${a} cites its service's page`);
+    assert.doesNotMatch(a, /:(Put|Create|Delete|Update|Tag|Untag|Set|Encrypt|GenerateDataKey)/, a);
+  }
+  const write = stateStatements("aws", "b", "dev", true).flatMap((s) => s.Action);
+  assert.ok(write.includes("s3:PutObject"), "the deploy role writes the state; the preview role does not");
+  assert.ok(!preview.flatMap((s) => s.Action).includes("s3:PutObject"));
+});
+
+test("the state objects are the stage's own (checkpoint, history, backups, lock)", () => {
+  const [own] = stateStatements("aws", "bucket", "dev", true);
+  assert.deepEqual(own!.Resource, [
+    "arn:aws:s3:::bucket/.pulumi/stacks/sophia/dev.json",
+    "arn:aws:s3:::bucket/.pulumi/stacks/sophia/dev.json.*",
+    "arn:aws:s3:::bucket/.pulumi/history/sophia/dev/*",
+    "arn:aws:s3:::bucket/.pulumi/backups/sophia/dev/*",
+    "arn:aws:s3:::bucket/.pulumi/locks/sophia/dev/*",
+  ]);
+});
