@@ -39,6 +39,11 @@ export interface QueuePipelineArgs {
   alarms: AlarmTarget;
   /** protect + retainOnDelete on the queue and its DLQ (they hold undelivered messages). */
   protectQueues: boolean;
+  /**
+   * What must exist before the event source mapping delivers the first message (the migration
+   * invocation, see `stack.ts`): the mapping waits for it (a promise, since it may be created later).
+   */
+  beforeTraffic?: pulumi.Input<pulumi.Resource>[];
 }
 
 export class QueuePipeline extends pulumi.ComponentResource {
@@ -150,7 +155,7 @@ export class QueuePipeline extends pulumi.ComponentResource {
         scalingConfig: { maximumConcurrency: args.maximumConcurrency },
         tags,
       },
-      { ...child, dependsOn: [this.consumer.rolePolicy] },
+      { ...child, dependsOn: [this.consumer.rolePolicy, ...(args.beforeTraffic ?? [])] },
     );
 
     this.dlqAlarm = dlqNotEmptyAlarm(

@@ -10,8 +10,15 @@ import * as pulumi from "@pulumi/pulumi";
 
 import type { Naming } from "./naming";
 
-/** Secrets Manager keeps a deleted secret this long (its name stays taken meanwhile). */
+/**
+ * Secrets Manager keeps a deleted secret this long (its name stays taken meanwhile): 7 days (its
+ * minimum) on a protected stage; 0 (delete without recovery) on the others, so that `pulumi destroy`
+ * then `pulumi up` works at once ("This value can be 0 to force deletion without recovery",
+ * https://www.pulumi.com/registry/packages/aws/api-docs/secretsmanager/secret/; DeleteSecret's
+ * ForceDeleteWithoutRecovery, https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_DeleteSecret.html).
+ */
 export const SECRET_RECOVERY_WINDOW_DAYS = 7;
+export const UNPROTECTED_SECRET_RECOVERY_WINDOW_DAYS = 0;
 export const KMS_DELETION_WINDOW_DAYS = 30;
 
 export interface StageSecretsArgs {
@@ -57,7 +64,7 @@ export class StageSecrets extends pulumi.ComponentResource {
           name: naming.secretName(suffix),
           description: `${suffix} of ${naming.prefix} (read at init through the Parameters and Secrets extension)`,
           kmsKeyId: this.key.arn,
-          recoveryWindowInDays: SECRET_RECOVERY_WINDOW_DAYS,
+          recoveryWindowInDays: args.protect ? SECRET_RECOVERY_WINDOW_DAYS : UNPROTECTED_SECRET_RECOVERY_WINDOW_DAYS,
           tags: naming.tags,
         },
         { ...child, ...kept, deleteBeforeReplace: true },

@@ -3,6 +3,9 @@
  * is not subscribed, the API's publish policy, and the outputs. Checks (settings, config, build
  * artifacts) all run before the first resource is registered.
  */
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
@@ -35,7 +38,7 @@ import {
 import { QueuePipeline } from "./pipeline";
 import { type FunctionSpec, loadSettings, queueByKey, queuesInCreationOrder, type Settings } from "./settings";
 import { StageSecrets } from "./secrets";
-import { API_PUBLISHES_TO, checkWiring, wiringFor } from "./wiring";
+import { API_PUBLISHES_TO, checkWiring, MIGRATION_FUNCTION, MIGRATION_PAYLOAD, wiringFor } from "./wiring";
 
 export interface SophiaStack {
   settings: Settings;
@@ -52,6 +55,8 @@ export interface SophiaStack {
   /** The stage's CloudWatch dashboard (`sophia-<stage>`). */
   dashboard: aws.cloudwatch.Dashboard;
   vpcEndpoints: aws.ec2.VpcEndpoint[];
+  /** The one-shot `{"sophiaOps":"migrate"}` invocation every event source mapping waits for. */
+  migration: aws.lambda.Invocation;
   /** Stack outputs by name (see outputs.ts). */
   outputs: Record<string, pulumi.Output<string>>;
 }
@@ -103,6 +108,11 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   });
 
   const pipelines: Record<string, QueuePipeline> = {};
+  // The migration runs inside the stage (it reaches the database the functions reach, whatever the
+  // access list) and before traffic: every event source mapping waits for it. The invocation needs
+  // the migrating function, which one of the pipelines creates: hence a promise settled below.
+  let migrationCreated!: (r: pulumi.Resource) => void;
+  const migrationDone = new Promise<pulumi.Resource>((resolve) => (migrationCreated = resolve));
 
   const extraStatements = (fn: FunctionSpec): Statement[] => {
     const statements: Statement[] = [];
@@ -156,6 +166,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
       oldestMessageAgeAlarmSeconds: config.oldestMessageAgeAlarmSeconds[q.key]!,
       alarms,
       protectQueues: config.protectData,
+      beforeTraffic: [migrationDone],
     });
   }
 
@@ -175,6 +186,30 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
       ...common(fn),
     });
   }
+
+  // Invoked on create and whenever its triggers change: new code (new migrations), another
+  // database, another connection string. A FunctionError fails `pulumi up` before any mapping is
+  // created or updated. lambda:InvokeFunction on this one function is all the deploy role needs
+  // (infra-bootstrap/deploy-permissions.json); Pulumi: https://www.pulumi.com/registry/packages/aws/api-docs/lambda/invocation/
+  const migrating = functions[MIGRATION_FUNCTION];
+  if (!migrating) throw new Error(`the migration function ${MIGRATION_FUNCTION} is not in queues.json`);
+  const zipSha256 = crypto.createHash("sha256").update(fs.readFileSync(zips[MIGRATION_FUNCTION]!)).digest("hex");
+  const migration = new aws.lambda.Invocation(
+    "migrate",
+    {
+      functionName: migrating.name,
+      input: JSON.stringify(MIGRATION_PAYLOAD),
+      triggers: {
+        codeSha256: zipSha256,
+        database: config.mongodbDatabase,
+        // The connection string's secret version (or the plain IAM URI): a new cluster gets its indexes too.
+        connection:
+          config.mongodbAuth === "password" ? secrets.versions[SECRET.mongodbUri]!.versionId : pulumi.output(config.mongodbIamUri ?? ""),
+      },
+    },
+    { dependsOn: [migrating.function] },
+  );
+  migrationCreated(migration);
 
   const functionAlarms: aws.cloudwatch.MetricAlarm[] = [];
   for (const fn of settings.functions) {
@@ -285,6 +320,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     functionAlarms,
     dashboard: stageDashboard,
     vpcEndpoints,
+    migration,
     outputs,
   };
 }

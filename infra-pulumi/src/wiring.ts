@@ -22,6 +22,15 @@ export const FUNCTION_WIRING: Readonly<Record<string, FunctionWiring>> = {
   "interview-failed": { openai: false, resumeBucket: false, recordConcurrency: true, durationAlarm: false },
 };
 
+/**
+ * The function the stack invokes once per deploy with `{"sophiaOps":"migrate"}` to create the
+ * MongoDB indexes before any event source mapping delivers a message (it links both domains'
+ * migrations, the same ones `sophia-ops migrate` runs). infra-bootstrap grants the deploy role
+ * lambda:InvokeFunction on this function only (deploy-permissions.json, `migrateFunction`).
+ */
+export const MIGRATION_FUNCTION = "interview-completed";
+export const MIGRATION_PAYLOAD = { sophiaOps: "migrate" } as const;
+
 /** Queues the API (Fargate service) sends to; the managed policy API_PUBLISH_POLICY_ARN covers exactly these. */
 export const API_PUBLISHES_TO: readonly string[] = ["interviewCompleted"];
 

@@ -103,6 +103,7 @@ test("prod's queues, DLQs, KMS key and secrets are protected and retained on del
   assert.equal(kept.length, 4 + 1 + 2);
   for (const r of kept) assert.deepEqual([r.options.protect, r.options.retainOnDelete], [true, true], `${r.type} ${r.name}`);
   for (const f of ofType(run.resources, TYPE.function)) assert.equal(f.options.protect, false, "functions are replaceable");
+  for (const s of ofType(run.resources, TYPE.secret)) assert.equal(s.inputs["recoveryWindowInDays"], 7, `${s.name}: a protected secret keeps AWS's shortest recovery window`);
 });
 
 test("x86_64 stage: the x86_64 extension layer; SECRETS_MANAGER_TTL from the stage", () => {

@@ -28,6 +28,7 @@ export const TYPE = {
   subscription: "aws:sns/topicSubscription:TopicSubscription",
   vpcEndpoint: "aws:ec2/vpcEndpoint:VpcEndpoint",
   dashboard: "aws:cloudwatch/dashboard:Dashboard",
+  invocation: "aws:lambda/invocation:Invocation",
 } as const;
 
 /**
@@ -56,6 +57,8 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.secretVersion]: 2,
   [TYPE.stageSecrets]: 1,
   [TYPE.topic]: 1,
+  // The migration step: one `{"sophiaOps":"migrate"}` invocation before any mapping delivers.
+  [TYPE.invocation]: 1,
 };
 
 export function countsByType(resources: RecordedResource[]): Record<string, number> {

@@ -18,7 +18,7 @@ export interface RecordedResource {
   state: Record<string, unknown>;
   custom: boolean;
   /** Resource options the engine receives (the mock API does not pass them on; see recordOptions). */
-  options: { protect: boolean; deleteBeforeReplace: boolean; retainOnDelete: boolean };
+  options: { protect: boolean; deleteBeforeReplace: boolean; retainOnDelete: boolean; dependsOn: string[] };
 }
 
 interface RegisterRequest {
@@ -27,6 +27,7 @@ interface RegisterRequest {
   getProtect(): boolean | undefined;
   getDeletebeforereplace(): boolean;
   getRetainondelete(): boolean | undefined;
+  getDependenciesList(): string[];
 }
 const pendingOptions = new Map<string, RecordedResource["options"]>();
 let optionsPatched = false;
@@ -46,6 +47,7 @@ function recordOptions(): void {
       protect: req.getProtect() === true,
       deleteBeforeReplace: req.getDeletebeforereplace(),
       retainOnDelete: req.getRetainondelete() === true,
+      dependsOn: req.getDependenciesList(),
     });
     return original.call(this, req, cb);
   };
@@ -90,6 +92,8 @@ function computed(type: string, inputs: Record<string, unknown>, logical: string
     case "aws:secretsmanager/secret:Secret":
       // AWS appends a random 6-character suffix to a secret's ARN.
       return { id: arn("secretsmanager", `secret:${name}-AbCdEf`), state: { arn: arn("secretsmanager", `secret:${name}-AbCdEf`) } };
+    case "aws:secretsmanager/secretVersion:SecretVersion":
+      return { id: `${logical}|v1`, state: { versionId: `version-of-${logical}` } };
     case "aws:sns/topic:Topic":
       return { id: arn("sns", name), state: { arn: arn("sns", name) } };
     default:
@@ -114,6 +118,7 @@ export function createMocks(preview: boolean): {
         protect: false,
         deleteBeforeReplace: false,
         retainOnDelete: false,
+        dependsOn: [],
       };
       resources.push({ type: args.type, name: args.name, inputs, state, custom: args.custom ?? true, options });
       return { id: preview ? undefined : c.id, state };
