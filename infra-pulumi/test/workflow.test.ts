@@ -262,5 +262,79 @@ test("the scripts the workflow and the README call exist and are executable", ()
   const deploy = read("scripts/deploy");
   assert.match(deploy, /command -v pulumi/, "deploy checks for the Pulumi CLI");
   assert.match(deploy, /scripts\/build --stage "\$stage"/);
-  assert.match(deploy, /pulumi up --stack "\$stage"/);
+  assert.match(deploy, /pulumi up --stack "\$stack"/);
+  assert.match(deploy, /stack="\$\{PULUMI_ORG:\+\$PULUMI_ORG\/\}\$stage"/, "the stack name CI uses");
+  assert.match(deploy, /node infra-pulumi\/ci\/check-stack-file\.cjs "\$stage"/);
+});
+
+/** Every `secrets.NAME` a job's steps reference. */
+const secretsOf = (job: Job) => [...new Set([...JSON.stringify(job.steps).matchAll(/secrets\.([A-Z0-9_]+)/g)].map((m) => m[1]!))].sort();
+const DEPLOY_SECRETS = ["PULUMI_ACCESS_TOKEN", "PULUMI_CONFIG_PASSPHRASE"];
+
+test("previews cannot touch deploy secrets: own read-only names, no environment; deploy secrets only in the dev/production environments", () => {
+  const preview = jobs["preview"]!;
+  assert.equal(preview.environment, undefined, "no environment: the environments' secrets are out of its reach");
+  assert.deepEqual(secretsOf(preview), ["PULUMI_PREVIEW_ACCESS_TOKEN", "PULUMI_PREVIEW_CONFIG_PASSPHRASE"]);
+  assert.deepEqual(pulumiStep(preview).env, {
+    PULUMI_ACCESS_TOKEN: "${{ secrets.PULUMI_PREVIEW_ACCESS_TOKEN }}",
+    PULUMI_CONFIG_PASSPHRASE: "${{ secrets.PULUMI_PREVIEW_CONFIG_PASSPHRASE }}",
+  });
+  for (const { file, name, job } of allJobs) {
+    const used = secretsOf(job).filter((s) => DEPLOY_SECRETS.includes(s));
+    if (used.length === 0) continue;
+    const env = typeof job.environment === "string" ? job.environment : job.environment?.name;
+    assert.ok(env === "dev" || env === "production", `${file} ${name} reads ${used.join(", ")} outside the dev/production environments`);
+  }
+  for (const name of ["deploy-dev", "deploy-prod"]) {
+    assert.deepEqual(secretsOf(jobs[name]!), DEPLOY_SECRETS, `${name} uses the deploy credentials, never the preview ones`);
+  }
+  const roles = [preview, jobs["deploy-dev"]!, jobs["deploy-prod"]!].map((j) => uses(j, "aws-actions/configure-aws-credentials")[0]!.with!["role-to-assume"]);
+  assert.equal(new Set(roles).size, 3, "three different roles");
+});
+
+test("every preview and deploy checks the committed stack file before pulumi runs", () => {
+  for (const [name, stage] of [["preview", "dev"], ["deploy-dev", "dev"], ["deploy-prod", "prod"]] as const) {
+    const job = jobs[name]!;
+    const check = job.steps.findIndex((s) => s.run === `node infra-pulumi/ci/check-stack-file.cjs ${stage}`);
+    assert.ok(check >= 0, `${name} checks Pulumi.${stage}.yaml`);
+    assert.ok(check < job.steps.indexOf(pulumiStep(job)), `${name}: before pulumi`);
+  }
+});
+
+test("check-stack-file names every missing key, and a number-stored account id", () => {
+  const { spawnSync } = require("node:child_process") as typeof import("node:child_process");
+  const os = require("node:os") as typeof import("node:os");
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-stack-file-"));
+  const check = (stage: string, content: string) => {
+    const file = path.join(dir, `Pulumi.${stage}.yaml`);
+    fs.writeFileSync(file, content);
+    return spawnSync("node", [path.join(REPO_ROOT, "infra-pulumi", "ci", "check-stack-file.cjs"), stage, "--file", file], { encoding: "utf8" });
+  };
+  try {
+    const bare = check("prod", "config:\n  aws:region: eu-west-1\n");
+    assert.equal(bare.status, 1);
+    const errors = bare.stdout.trim().split("\n");
+    assert.equal(errors.length, 4, bare.stdout);
+    for (const key of ["sophia:mongodbUri", "sophia:openaiApiKey", "sophia:secretsExtensionLayerArn", "aws:allowedAccountIds"]) {
+      assert.ok(errors.some((e) => e.startsWith("::error file=Pulumi.prod.yaml::") && e.includes(key)), `${key}: ${bare.stdout}`);
+    }
+    const complete = [
+      "config:",
+      "  aws:region: eu-west-1",
+      '  aws:allowedAccountIds: ["012345678901"]',
+      "  sophia:secretsExtensionLayerArn: arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:19",
+      "  sophia:mongodbUri:\n    secure: v1:abc",
+      "  sophia:openaiApiKey:\n    secure: v1:def",
+      "",
+    ].join("\n");
+    const ok = check("prod", complete);
+    assert.equal(ok.status, 0, ok.stdout);
+    const numeric = check("prod", complete.replace('["012345678901"]', "[12345678901]"));
+    assert.equal(numeric.status, 1);
+    assert.match(numeric.stdout, /aws:allowedAccountIds holds 12345678901: account ids are 12-digit strings/);
+    const dev = check("dev", complete.replace('  aws:allowedAccountIds: ["012345678901"]\n', ""));
+    assert.equal(dev.status, 0, "dev needs no pin");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+/**
+ * Checks a committed stack file before CI previews or deploys it: every key the program requires is
+ * there (the two secrets as ciphertext, the region, the extension layer; the account pin on a
+ * protected stage), so a stage bootstrapped without committing `Pulumi.<stage>.yaml` fails here,
+ * naming each missing key and the command that sets it, instead of deep inside `pulumi up`.
+ *
+ *   node infra-pulumi/ci/check-stack-file.cjs <stage> [--file Pulumi.<stage>.yaml]
+ *
+ * Exit 0 when complete; 1 with one `::error::` line per missing key (GitHub annotations). Needs
+ * js-yaml (infra-pulumi's devDependencies: `scripts/test-infra --install-only`).
+ */
+"use strict";
+const fs = require("node:fs");
+const path = require("node:path");
+const yaml = require("js-yaml");
+
+const PROTECTED = ["prod", "production"];
+
+/** Returns the problems of a stack file's `config:` (an empty list when complete). */
+function missingKeys(stage, doc) {
+  const config = (doc && doc.config) || {};
+  const problems = [];
+  const secure = (v) => typeof v === "object" && v !== null && typeof v.secure === "string" && v.secure.length > 0;
+  for (const key of ["sophia:mongodbUri", "sophia:openaiApiKey"]) {
+    if (!secure(config[key])) {
+      problems.push(`${key} is missing (or not encrypted): scripts/bootstrap-stage ${stage}, then commit Pulumi.${stage}.yaml`);
+    }
+  }
+  if (typeof config["aws:region"] !== "string" || config["aws:region"] === "") {
+    problems.push(`aws:region is missing: pulumi config set aws:region <region> --stack ${stage}`);
+  }
+  if (typeof config["sophia:secretsExtensionLayerArn"] !== "string") {
+    problems.push(`sophia:secretsExtensionLayerArn is missing: see docs/deploy.md, "The extension layer"`);
+  }
+  const protectedStage = config["sophia:protectData"] === true || (config["sophia:protectData"] === undefined && PROTECTED.includes(stage));
+  const pin = config["aws:allowedAccountIds"];
+  if (protectedStage && !(Array.isArray(pin) && pin.length > 0)) {
+    problems.push(`aws:allowedAccountIds is missing on a protected stage: scripts/bootstrap-stage ${stage}`);
+  }
+  if (Array.isArray(pin)) {
+    for (const id of pin) {
+      if (typeof id !== "string" || !/^\d{12}$/.test(id)) {
+        problems.push(`aws:allowedAccountIds holds ${JSON.stringify(id)}: account ids are 12-digit strings (pulumi config set --path --type string 'aws:allowedAccountIds[0]' <id> --stack ${stage})`);
+      }
+    }
+  }
+  return problems;
+}
+
+function main(argv) {
+  const stage = argv[0];
+  if (!stage || !/^[a-z0-9][a-z0-9-]*$/.test(stage)) {
+    console.error("usage: check-stack-file.cjs <stage> [--file Pulumi.<stage>.yaml]");
+    return 2;
+  }
+  const i = argv.indexOf("--file");
+  const file = i >= 0 ? argv[i + 1] : path.join(__dirname, "..", "..", `Pulumi.${stage}.yaml`);
+  if (!fs.existsSync(file)) {
+    console.log(`::error::no ${path.basename(file)}: the stage has not been set up (docs/deploy.md)`);
+    return 1;
+  }
+  const problems = missingKeys(stage, yaml.load(fs.readFileSync(file, "utf8")));
+  for (const p of problems) console.log(`::error file=${path.basename(file)}::${p}`);
+  if (problems.length === 0) console.log(`${path.basename(file)}: every required key is there`);
+  return problems.length === 0 ? 0 : 1;
+}
+
+module.exports = { missingKeys };
+if (require.main === module) process.exit(main(process.argv.slice(2)));
