@@ -5,6 +5,10 @@
 //! publish from the outbox. The consumer wrapper does the rest (invalid bodies dropped, per-batch
 //! MongoDB ping, ordering by organization and interview, batch item failures).
 //!
+//! Besides SQS batches it answers the deploy's one-shot `{"sophiaOps":"migrate"}` ([`ops`]), and
+//! its first batch checks the ledger's unique index ([`ops::REQUIRED_INDEXES`]) once per cold start,
+//! logging an ERROR when it is missing (as report-generate does for its own).
+//!
 //! `main` builds one [`Handler`] per process (one MongoDB client, one SQS producer); tests build
 //! the same [`Handler`] and call [`Handler::handle`] with `LambdaEvent::new(event,
 //! Context::default())`, the code path Lambda calls.
@@ -16,10 +20,13 @@ use sophia_credits::{
     BoxError, CreditsError, Disposition, ReportPublisher, SettleContext, SettleOutcome, SettlementService,
 };
 use sophia_platform::config::{self, ConfigError};
+use sophia_platform::indexes::log_missing_unique_indexes;
 use sophia_platform::mongo::Mongo;
 use sophia_sqs_consumer::metrics::{Metric, Metrics};
 use sophia_sqs_consumer::{BatchError, BatchReport, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
 pub use sophia_sqs_producer::SqsReportPublisher;
+
+pub mod ops;
 
 /// The consumer's answer for a settlement error, by kind (see `sophia_credits` docs).
 pub fn failure_of(e: CreditsError) -> Failure {
@@ -80,6 +87,8 @@ pub struct Handler<P> {
     service: SettlementService,
     publisher: P,
     consumer: SqsConsumer,
+    /// The required unique index, checked once per process (cold start), shared by clones.
+    index_check: std::sync::Arc<tokio::sync::OnceCell<()>>,
 }
 
 impl<P: ReportPublisher> Handler<P> {
@@ -89,11 +98,22 @@ impl<P: ReportPublisher> Handler<P> {
 
     pub fn with_options(mongo: Mongo, publisher: P, options: ConsumerOptions) -> Self {
         let service = SettlementService::new(mongo.client.clone(), mongo.db.clone());
-        Self { mongo, service, publisher, consumer: SqsConsumer::new(options) }
+        Self { mongo, service, publisher, consumer: SqsConsumer::new(options), index_check: Default::default() }
     }
 
     pub fn service(&self) -> &SettlementService {
         &self.service
+    }
+
+    /// One invocation of any kind, as Lambda calls the binary: an SQS batch, or an ops request.
+    pub async fn invoke(&self, event: LambdaEvent<ops::Invocation>) -> Result<ops::Answer, lambda_runtime::Error> {
+        let (payload, context) = event.into_parts();
+        match payload {
+            ops::Invocation::Sqs(batch) => Ok(ops::Answer::Sqs(self.handle(LambdaEvent::new(batch, context)).await?)),
+            ops::Invocation::Ops(ops::OpsRequest { command: ops::OpsCommand::Migrate }) => {
+                Ok(ops::Answer::Migrated(ops::migrate(&self.mongo.db).await?))
+            }
+        }
     }
 
     /// One invocation, as Lambda calls it.
@@ -103,7 +123,15 @@ impl<P: ReportPublisher> Handler<P> {
 
     /// One invocation with every record's outcome (tests, the local runner).
     pub async fn handle_detailed(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
-        let setup = || async { self.mongo.ping().await.map_err(BoxError::from) };
+        let setup = || async {
+            self.mongo.ping().await.map_err(BoxError::from)?;
+            self.index_check
+                .get_or_init(|| async {
+                    log_missing_unique_indexes(&self.mongo.db, "interview-completed", ops::REQUIRED_INDEXES).await;
+                })
+                .await;
+            Ok::<(), BoxError>(())
+        };
         self.consumer.process_detailed(event, setup, |m, meta| self.handle_record(m, meta)).await
     }
 

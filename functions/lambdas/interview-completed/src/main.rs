@@ -1,6 +1,7 @@
 //! The `interview-completed` Lambda binary: one MongoDB client (checked for transactions) and one
 //! SQS producer per process, reused by every invocation; built at init, or at the first
-//! invocation when the secrets extension is not serving yet (`sophia_platform::deferred`).
+//! invocation when the secrets extension is not serving yet (`sophia_platform::deferred`). It
+//! answers SQS batches and the deploy's `{"sophiaOps":"migrate"}` (`interview_completed::ops`).
 
 use interview_completed::{Handler, SqsReportPublisher, options_from_env};
 use lambda_runtime::{LambdaEvent, service_fn};
@@ -21,7 +22,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let handler = Deferred::at_init(build).await?;
     let handler = &handler;
     lambda_runtime::run(service_fn(
-        move |event: LambdaEvent<_>| async move { handler.get().await?.handle(event).await },
+        move |event: LambdaEvent<_>| async move { handler.get().await?.invoke(event).await },
     ))
     .await
 }
