@@ -236,7 +236,7 @@ test("deny.toml checks advisories, bans, licenses and sources; crates.io only", 
 test("Dependabot covers cargo, npm and GitHub Actions", () => {
   const dependabot = yaml.load(read(".github/dependabot.yml")) as { updates: { "package-ecosystem": string; directory: string }[] };
   const ecosystems = dependabot.updates.map((u) => `${u["package-ecosystem"]} ${u.directory}`);
-  for (const e of ["cargo /", "npm /infra-pulumi", "github-actions /"]) assert.ok(ecosystems.includes(e), e);
+  for (const e of ["cargo /", "npm /infra-pulumi", "npm /infra-bootstrap", "github-actions /"]) assert.ok(ecosystems.includes(e), e);
 });
 
 test("build tools come from hash-checked requirements; every cargo call of the build and deploy path is --locked", () => {
