@@ -223,9 +223,10 @@ async fn http_500_on_every_call_reaches_the_report_dlq_as_server_error() {
 }
 
 #[tokio::test]
-async fn http_401_invalid_api_key_reaches_the_report_dlq_as_auth() {
+async fn http_401_invalid_api_key_reaches_the_report_dlq_as_credentials_refused() {
+    // A plain OPENAI_API_KEY (no secret ARN): nothing to read again, each attempt fails.
     let answers = times(3, Behaviour::Error(ApiError::invalid_api_key()));
-    let report = a_failure_reaches_the_report_dlq(answers, "auth", "HTTP 401").await;
+    let report = a_failure_reaches_the_report_dlq(answers, "credentials_refused", "HTTP 401").await;
     assert!(report.get_str("lastError").unwrap().contains("invalid_api_key"));
 }
 

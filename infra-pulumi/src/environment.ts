@@ -1,7 +1,7 @@
 /**
  * Environment variables of the functions (names fixed by DESIGN.md and the contract with the Rust
  * side). On AWS no secret is an environment variable: a function gets the ARN of each Secrets
- * Manager secret it needs (`*_SECRET_ARN`) and reads the value at init through the Parameters and
+ * Manager secret it needs (`*_SECRET_ARN`) and reads the value at its first invocation through the Parameters and
  * Secrets Lambda Extension on localhost. With `sophia:mongodbAuth aws-iam` the MongoDB URI carries
  * no password and is passed as plain `MONGODB_URI`.
  */
@@ -28,6 +28,17 @@ export const ENV = {
 
 /** The extension's default port, set explicitly so the Rust side and the layer agree. */
 export const SECRETS_EXTENSION_HTTP_PORT = 2773;
+
+/**
+ * The extension's cache TTL when `sophia:secretsManagerTtlSeconds` is unset: 0, no cache. Each
+ * execution environment has its own extension and cache
+ * (https://docs.aws.amazon.com/secretsmanager/latest/userguide/retrieving-secrets_lambda.html),
+ * and a function reads each secret once per process, so the cache saves nothing; without it, the
+ * read a function makes after a refused credential (docs/secrets.md) reaches Secrets Manager
+ * instead of the cached old value. 0 disables the cache
+ * (https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.aws_lambda.ParamsAndSecretsOptions.html).
+ */
+export const DEFAULT_SECRETS_MANAGER_TTL_SECONDS = 0;
 
 /** Secret name suffixes (`sophia/<stage>/<suffix>`). */
 export const SECRET = { mongodbUri: "mongodb-uri", openaiApiKey: "openai-api-key" } as const;
@@ -68,7 +79,7 @@ export function functionEnvironment(
   }
   if (secretsOf(fn, cfg).length > 0) {
     env[ENV.extensionHttpPort] = String(SECRETS_EXTENSION_HTTP_PORT);
-    if (cfg.secretsManagerTtlSeconds !== undefined) env[ENV.secretsManagerTtl] = String(cfg.secretsManagerTtlSeconds);
+    env[ENV.secretsManagerTtl] = String(cfg.secretsManagerTtlSeconds ?? DEFAULT_SECRETS_MANAGER_TTL_SECONDS);
   }
   for (const t of publishTargets) env[t.queue.queueUrlEnv] = t.url;
   return env;

@@ -94,7 +94,7 @@ test("function environments: secret ARNs, never secret values; plain settings fr
   const env = (f: string) => byName(run.resources, TYPE.function, n.fn(f)).inputs;
   const reportQueueUrl = arn.queueUrl(n.queue("report-generate"));
   const mongo = arn.secret("sophia/dev/mongodb-uri");
-  const common = { MONGODB_URI_SECRET_ARN: mongo, MONGODB_DATABASE: "sophia_dev", LOG_LEVEL: "debug", PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: "2773", SOPHIA_STAGE: "dev" };
+  const common = { MONGODB_URI_SECRET_ARN: mongo, MONGODB_DATABASE: "sophia_dev", LOG_LEVEL: "debug", PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: "2773", SECRETS_MANAGER_TTL: "0", SOPHIA_STAGE: "dev" };
   const expected: Record<string, Record<string, string>> = {
     "interview-completed": { ...common, REPORT_GENERATE_QUEUE_URL: reportQueueUrl },
     "report-generate": { ...common, OPENAI_API_KEY_SECRET_ARN: arn.secret("sophia/dev/openai-api-key"), OPENAI_MODEL: "gpt-4.1-mini" },

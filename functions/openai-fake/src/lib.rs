@@ -217,6 +217,9 @@ struct Shared {
     /// Static prefixes (system message and response format) already seen, per
     /// `prompt_cache_key`: a repeat is served "from the cache", as OpenAI's prompt caching does.
     cached_prefixes: Mutex<std::collections::HashSet<String>>,
+    /// When set, a request without `Authorization: Bearer <this key>` is answered HTTP 401
+    /// `invalid_api_key`, as OpenAI answers a revoked key.
+    accepted_key: Mutex<Option<String>>,
 }
 
 /// A running fake server.
@@ -257,6 +260,7 @@ impl FakeOpenAi {
             requests: Mutex::new(Vec::new()),
             counter: AtomicU64::new(0),
             cached_prefixes: Mutex::new(std::collections::HashSet::new()),
+            accepted_key: Mutex::new(None),
         });
         let (tx, rx) = oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -301,6 +305,13 @@ impl FakeOpenAi {
 
     pub fn request_count(&self) -> usize {
         self.shared.requests.lock().expect("requests lock").len()
+    }
+
+    /// Accepts only this API key from now on (`None`: any key, the default); other keys get HTTP
+    /// 401 `invalid_api_key` (a key rotation: the old key revoked).
+    pub fn accept_only_key(&self, key: Option<&str>) -> &Self {
+        *self.shared.accepted_key.lock().expect("key lock") = key.map(str::to_owned);
+        self
     }
 
     /// Behaviours scripted but not yet used.
@@ -357,6 +368,13 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap,
         authorization: headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned),
         body: json_body.clone(),
     });
+    let accepted = shared.accepted_key.lock().expect("key lock").clone();
+    if let Some(key) = accepted {
+        let given = headers.get("authorization").and_then(|v| v.to_str().ok());
+        if given != Some(format!("Bearer {key}").as_str()) {
+            return error_response(&ApiError::invalid_api_key());
+        }
+    }
     if let Err(r) = strict::check_request(&json_body) {
         let mut e = ApiError::new(400, &r.message, "invalid_request_error", r.code.as_deref());
         e.param = r.param;

@@ -94,7 +94,7 @@ async fn the_client_classifies_every_scripted_answer() {
     let model = model(&fake);
     let cases: Vec<(Behaviour, ErrorKind)> = vec![
         (Behaviour::Error(ApiError::bad_request()), ErrorKind::BadRequest),
-        (Behaviour::Error(ApiError::invalid_api_key()), ErrorKind::Auth),
+        (Behaviour::Error(ApiError::invalid_api_key()), ErrorKind::CredentialsRefused),
         (Behaviour::Error(ApiError::unsupported_region()), ErrorKind::Auth),
         (Behaviour::Error(ApiError::model_not_found("gpt-4.1-mini")), ErrorKind::ModelNotFound),
         (Behaviour::Error(ApiError::insufficient_quota()), ErrorKind::Quota),

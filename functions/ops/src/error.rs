@@ -17,6 +17,14 @@ pub enum OpsError {
     Publish(Box<sophia_sqs_producer::PublishError>),
     #[error(transparent)]
     Mongo(Box<sophia_platform::mongo::MongoError>),
+    /// MongoDB refused the credentials of `MONGODB_URI` (`errorKind` `credentials_refused`): a
+    /// rotated secret, an old value in the operator's environment (docs/secrets.md).
+    #[error(
+        "MongoDB refused the credentials of MONGODB_URI (credentials_refused): the secret was probably rotated. \
+         Take its current version: aws secretsmanager get-secret-value --secret-id sophia/<stage>/mongodb-uri \
+         --query SecretString --output text"
+    )]
+    CredentialsRefused,
     #[error("{0}")]
     NotFound(String),
     #[error("invalid input: {0}")]
@@ -46,6 +54,9 @@ impl From<sophia_sqs_producer::PublishError> for OpsError {
 
 impl From<sophia_platform::mongo::MongoError> for OpsError {
     fn from(e: sophia_platform::mongo::MongoError) -> Self {
+        if sophia_platform::mongo::credentials_refused(&e) {
+            return Self::CredentialsRefused;
+        }
         Self::Mongo(Box::new(e))
     }
 }
@@ -78,5 +89,24 @@ impl OpsError {
 
     pub fn domain(context: &'static str, e: impl std::fmt::Display) -> Self {
         Self::Domain { context, message: e.to_string() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sophia_platform::mongo::MongoError;
+
+    use super::*;
+
+    #[test]
+    fn refused_mongodb_credentials_say_so_and_how_to_take_the_current_secret() {
+        let reply = bson::doc! {"code": 18, "codeName": "AuthenticationFailed", "errmsg": "Authentication failed."};
+        let command: mongodb::error::CommandError = bson::from_document(reply).unwrap();
+        let refused = mongodb::error::Error::from(mongodb::error::ErrorKind::Command(command));
+        let e = OpsError::from(MongoError::Unreachable(refused));
+        assert!(matches!(e, OpsError::CredentialsRefused), "{e}");
+        assert!(e.to_string().contains("credentials_refused") && e.to_string().contains("get-secret-value"), "{e}");
+        let other = OpsError::from(MongoError::BadUri("x".into()));
+        assert!(matches!(other, OpsError::Mongo(_)), "{other}");
     }
 }

@@ -363,6 +363,7 @@ fn error_kind(e: &OpsError) -> &'static str {
         OpsError::NotConfigured { .. } => "not-configured",
         OpsError::Sqs { .. } | OpsError::Publish(_) => "sqs",
         OpsError::Mongo(_) => "mongodb",
+        OpsError::CredentialsRefused => "credentials-refused",
         OpsError::NotFound(_) => "not-found",
         OpsError::Invalid(_) => "invalid-input",
         OpsError::Unavailable { .. } => "not-yet-available",

@@ -152,6 +152,25 @@ pub struct ColdStart {
     pub peak_rss_kib_max: u64,
 }
 
+/// Cold start and first event of one release binary with its secrets as plain variables, or
+/// in Secrets Manager behind a stand-in for the Parameters and Secrets extension that answers
+/// HTTP 400 "not ready to serve traffic, please wait" until the function asks for its first
+/// event (as the real one is reported to do during init).
+#[derive(Debug, Clone, Serialize)]
+pub struct SecretStart {
+    pub function: String,
+    /// `plain` or `secrets-manager`.
+    pub case: String,
+    pub runs: usize,
+    pub ready_ms_median: f64,
+    pub ready_ms_max: f64,
+    pub first_event_ms_median: f64,
+    pub first_event_ms_max: f64,
+    /// Requests to the extension before the first `/next`, the most over the runs.
+    pub extension_reads_during_init: usize,
+    pub first_events_ok: bool,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct RoundTrip {
     pub case: String,
@@ -179,6 +198,9 @@ pub struct BenchReport {
     pub lambda_architecture: Option<String>,
     pub zips: Vec<ZipFigure>,
     pub cold_starts: Vec<ColdStart>,
+    /// Plain variables vs Secrets Manager behind an extension not ready during init.
+    #[serde(default)]
+    pub secret_starts: Vec<SecretStart>,
     pub round_trips: Vec<RoundTrip>,
     pub batch_latency: Vec<BatchLatency>,
     /// The cost of one report, before and after the compact prompt and the token budget.
@@ -519,6 +541,119 @@ async fn cold_start(world: &World, options: &BenchOptions, function: &str) -> Re
     })
 }
 
+pub const SECRET_ARNS: [(&str, &str); 2] = [
+    (config::MONGODB_URI, "arn:aws:secretsmanager:us-east-1:000000000000:secret:sophia-bench/mongodb-uri-AbCdEf"),
+    (config::OPENAI_API_KEY, "arn:aws:secretsmanager:us-east-1:000000000000:secret:sophia-bench/openai-api-key-AbCdEf"),
+];
+
+/// The functions whose secrets the bench moves to Secrets Manager.
+pub const SECRET_FUNCTIONS: [&str; 2] = ["interview-completed", "report-generate"];
+
+/// [`SecretStart`] of `function`, `runs` fresh processes per case.
+async fn secret_starts(world: &World, options: &BenchOptions, function: &str) -> Result<Vec<SecretStart>, BenchError> {
+    use sophia_platform::stand_in::ExtensionStandIn;
+    let (binary, memory, timeout) = release_function(options, function).map_err(other)?;
+    let orgs = world.orgs(10).await?;
+    let mut out = Vec::new();
+    for case in ["plain", "secrets-manager"] {
+        let (mut ready, mut first) = (Vec::new(), Vec::new());
+        let (mut reads_during_init, mut failures) = (0, 0);
+        for _ in 0..options.runs.max(1) {
+            let event = match function {
+                "interview-completed" => world.completed_batch(&orgs).await?,
+                _ => world.report_batch(orgs[0]).await?,
+            };
+            let extension = ExtensionStandIn::start(true).await.map_err(other)?;
+            let mut env = world.env.clone();
+            if case == "secrets-manager" {
+                for (var, arn) in SECRET_ARNS {
+                    let Some(entry) = env.iter_mut().find(|(k, _)| k.as_str() == var) else { continue };
+                    extension.put(arn, &entry.1);
+                    // Blank: unset for the binary.
+                    entry.1 = String::new();
+                    env.push((format!("{var}_SECRET_ARN"), arn.to_owned()));
+                }
+                env.push(("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT".to_owned(), extension.port().to_string()));
+            }
+            let mut api = RuntimeApi::serve().await.map_err(other)?;
+            let started = Instant::now();
+            api.start_function(&binary, function, memory, &env).map_err(other)?;
+            api.wait_ready(Duration::from_secs(30)).await.map_err(|e| other(format!("{function}: {e}")))?;
+            ready.push(ms(started.elapsed()));
+            reads_during_init = reads_during_init.max(extension.heads().len());
+            extension.serve_from_now();
+            let invoked = Instant::now();
+            let response = api.invoke(event, invoke_context(function, timeout)).await;
+            first.push(ms(invoked.elapsed()));
+            failures += response.as_ref().map_or(1, item_failures);
+            api.stop().await;
+        }
+        let (_, rmax) = min_max(&ready);
+        let (_, fmax) = min_max(&first);
+        out.push(SecretStart {
+            function: function.to_owned(),
+            case: case.to_owned(),
+            runs: ready.len(),
+            ready_ms_median: median(&ready),
+            ready_ms_max: rmax,
+            first_event_ms_median: median(&first),
+            first_event_ms_max: fmax,
+            extension_reads_during_init: reads_during_init,
+            first_events_ok: failures == 0,
+        });
+    }
+    Ok(out)
+}
+
+/// The secrets table: each function's plain and Secrets Manager rows, with the ratio of their
+/// ready times and the first event's extra time.
+pub fn secrets_table(rows: &[SecretStart]) -> String {
+    let mut out = String::from(
+        "\nSecrets: plain variables vs Secrets Manager through an extension answering \"not ready\" until the first /next\n",
+    );
+    out += &format!(
+        "  {:<22} {:<16} {:>5} {:>12} {:>10} {:>12} {:>14} {:>16}\n",
+        "function", "case", "runs", "ready p50", "x plain", "first p50", "+first event", "init ext. calls"
+    );
+    for r in rows {
+        let plain = rows.iter().find(|p| p.function == r.function && p.case == "plain");
+        let ratio = plain.map_or(f64::NAN, |p| r.ready_ms_median / p.ready_ms_median);
+        let extra = plain.map_or(f64::NAN, |p| r.first_event_ms_median - p.first_event_ms_median);
+        out += &format!(
+            "  {:<22} {:<16} {:>5} {:>9.1} ms {:>9.2}x {:>9.1} ms {:>11.1} ms {:>16}{}\n",
+            r.function,
+            r.case,
+            r.runs,
+            r.ready_ms_median,
+            ratio,
+            r.first_event_ms_median,
+            extra,
+            r.extension_reads_during_init,
+            if r.first_events_ok { "" } else { "  (first events failed)" }
+        );
+    }
+    out
+}
+
+/// Only the secrets figures (`sophia-bench --secrets-only`).
+pub async fn run_secrets(options: &BenchOptions) -> Result<Vec<SecretStart>, BenchError> {
+    let world = World::start(options).await?;
+    let mut rows = Vec::new();
+    let mut result = Ok(());
+    for f in SECRET_FUNCTIONS {
+        eprintln!("secrets: {f} ({} runs per case)", options.runs);
+        match secret_starts(&world, options, f).await {
+            Ok(r) => rows.extend(r),
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    world.stop().await;
+    result.map(|()| rows)
+}
+
 /// A client whose every command name is recorded.
 async fn monitored_client(uri: &str) -> Result<(mongodb::Client, Arc<Mutex<Vec<String>>>), BenchError> {
     let commands: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -733,6 +868,14 @@ pub async fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
                 Err(e) => notes.push(format!("cold start of {f} not measured: {e}")),
             }
         }
+        let mut secrets = Vec::new();
+        for f in SECRET_FUNCTIONS {
+            eprintln!("secrets: {f} ({} runs per case)", options.runs);
+            match secret_starts(&world, options, f).await {
+                Ok(rows) => secrets.extend(rows),
+                Err(e) => notes.push(format!("secrets figures of {f} not measured: {e}")),
+            }
+        }
         eprintln!("round trips");
         let trips = round_trips(&world).await?;
         eprintln!("batch latency");
@@ -743,16 +886,17 @@ pub async fn run(options: &BenchOptions) -> Result<BenchReport, BenchError> {
                 Err(e) => notes.push(format!("batch latency with RECORD_CONCURRENCY={c} not measured: {e}")),
             }
         }
-        Ok::<_, BenchError>((cold, trips, batches))
+        Ok::<_, BenchError>((cold, secrets, trips, batches))
     }
     .await;
     world.stop().await;
-    let (cold_starts, round_trips, batch_latency) = result?;
+    let (cold_starts, secret_starts, round_trips, batch_latency) = result?;
     Ok(BenchReport {
         machine,
         lambda_architecture,
         zips,
         cold_starts,
+        secret_starts,
         round_trips,
         batch_latency,
         report_costs,
@@ -831,6 +975,7 @@ impl fmt::Display for BenchReport {
                 }
             )?;
         }
+        write!(f, "{}", secrets_table(&self.secret_starts))?;
         writeln!(f, "\nMongoDB round trips (driver command monitoring)")?;
         writeln!(f, "  {:<72} {:>6} {:>8}  commands", "case", "count", "minimum")?;
         for r in &self.round_trips {

@@ -1,23 +1,28 @@
-//! What a function builds once per process: at init, or at the first invocation when a secret
-//! cannot be read yet.
+//! What a function builds once per process: at init when its secrets are plain variables, at the
+//! first invocation when they come from Secrets Manager.
 //!
-//! Lambda starts the function's init as soon as the Parameters and Secrets extension has
-//! registered, before the extension has finished its own init (the vault-lambda-extension
-//! maintainers had this confirmed by AWS), and AWS's guides describe reading the extension from
-//! the handler. So init tries, for a short budget ([`crate::secrets`]); when the extension has
-//! not answered (`SecretError::Unavailable`), the clients are built at the first invocation
-//! instead, where the extension serves. Any other error (no such secret, access denied, a bad
-//! setting) still stops init at once, with its message, as it should.
+//! The AWS Parameters and Secrets extension is reported to answer HTTP 400 "not ready to serve
+//! traffic, please wait" to calls made during init (aws-sdk-rust#905,
+//! Kralizek/AWSSecretsManagerConfigurationExtensions#87): Lambda starts the function's init as
+//! soon as the extension has registered, before it serves (the vault-lambda-extension maintainers
+//! had this confirmed by AWS, hashicorp/vault-lambda-extension#31), and AWS's guides read the
+//! extension from the handler. Waiting for it at init cost 2.8 s of billed init per cold start
+//! with a stand-in that behaves so. So a function whose secrets come from an ARN does not call
+//! the extension at init at all: its clients are built at the first invocation, where the
+//! extension serves, and init takes what it takes with plain variables (docs/secrets.md has the
+//! figures, from `scripts/bench`). With plain variables (local runs) the clients are built at
+//! init, as before.
 //!
 //! A build that fails at an invocation fails that invocation (the whole batch comes back, as when
-//! MongoDB is down at batch start), and the next invocation tries again.
+//! MongoDB is down at batch start), and the next invocation tries again. One that fails at init
+//! (a bad setting) stops init with its message.
 
 use std::future::Future;
 
 use tokio::sync::OnceCell;
 
 use crate::mongo::MongoError;
-use crate::secrets::SecretError;
+use crate::secrets::{self, Secret, SecretError};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -50,9 +55,19 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<T, BoxError>>,
 {
-    /// Builds now; defers only when a secret could not be read yet.
-    pub async fn at_init(build: F) -> Result<Self, BoxError> {
+    /// Builds now, unless one of the `needed` secrets is to be read through the extension (its ARN is set,
+    /// its plain variable is not): then at the first invocation, without a call to the
+    /// extension during init. Also defers when a build made now finds the extension not serving.
+    pub async fn at_init(needed: &[Secret], build: F) -> Result<Self, BoxError> {
         let cell = OnceCell::new();
+        let unread: Vec<&'static str> = needed.iter().filter(|s| secrets::unread(**s)).map(|s| s.arn_var()).collect();
+        if !unread.is_empty() {
+            tracing::info!(
+                secrets = ?unread,
+                "secrets come from Secrets Manager: read at the first invocation, where the extension serves; the clients are built then"
+            );
+            return Ok(Self { cell, build });
+        }
         match build().await {
             Ok(value) => {
                 let _ = cell.set(value);
@@ -103,7 +118,7 @@ mod tests {
     #[tokio::test]
     async fn an_unavailable_extension_defers_the_build_to_the_first_invocation() {
         let calls = AtomicUsize::new(0);
-        let deferred = Deferred::at_init(|| async {
+        let deferred = Deferred::at_init(&[], || async {
             match calls.fetch_add(1, Ordering::SeqCst) {
                 0 => Err(unavailable()),
                 n => Ok(n),
@@ -119,7 +134,7 @@ mod tests {
 
     #[tokio::test]
     async fn any_other_error_stops_init() {
-        let result = Deferred::at_init(|| async {
+        let result = Deferred::at_init(&[], || async {
             Err::<(), BoxError>(Box::new(SecretError::Refused {
                 var: "MONGODB_URI",
                 arn: "arn".into(),
@@ -134,7 +149,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_build_at_an_invocation_is_tried_again_at_the_next() {
         let calls = AtomicUsize::new(0);
-        let deferred = Deferred::at_init(|| async {
+        let deferred = Deferred::at_init(&[], || async {
             match calls.fetch_add(1, Ordering::SeqCst) {
                 0 | 1 => Err(unavailable()),
                 n => Ok(n),

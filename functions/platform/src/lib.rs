@@ -6,7 +6,10 @@ pub mod config;
 pub mod deferred;
 pub mod indexes;
 pub mod mongo;
+pub mod rotation;
 pub mod secrets;
 pub mod sqs;
+#[cfg(feature = "stand-in")]
+pub mod stand_in;
 pub mod telemetry;
 pub mod tls;

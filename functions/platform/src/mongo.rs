@@ -184,8 +184,25 @@ impl Mongo {
 
     /// From the environment, in one call: the URI (plain, or read once through the secrets
     /// extension), settings, pool settings, client, deployment check.
+    ///
+    /// A URI whose credentials MongoDB refuses (rotated since it was read) is read again, at most
+    /// once per `SECRETS_REFRESH_INTERVAL_MS` ([`crate::rotation`]); a new value is connected
+    /// with at once.
     pub async fn from_env() -> Result<Self, MongoError> {
         secrets::load(Secret::MongoDbUri).await?;
+        match Self::from_current_env().await {
+            Err(e) if credentials_refused(&e) => {
+                let interval = crate::rotation::interval_from_env()?;
+                match crate::rotation::reread_logged(Secret::MongoDbUri, interval).await {
+                    crate::rotation::Reread::Changed => Self::from_current_env().await,
+                    _ => Err(e),
+                }
+            }
+            result => result,
+        }
+    }
+
+    async fn from_current_env() -> Result<Self, MongoError> {
         let mongo = Self::connect_with(&MongoSettings::from_env()?, &PoolSettings::from_env()?).await?;
         mongo.check_deployment().await?;
         Ok(mongo)
@@ -236,6 +253,47 @@ impl Mongo {
     pub fn hosts(&self) -> &str {
         &self.hosts
     }
+}
+
+/// MongoDB's `AuthenticationFailed` server error code.
+pub const AUTHENTICATION_FAILED: i32 = 18;
+
+/// Whether the driver's error says the server refused the connection's credentials: the
+/// driver's authentication error (SCRAM and the other mechanisms report a server's
+/// `AuthenticationFailed` as `ErrorKind::Authentication`, with the server's error as its
+/// source), or a command failing with code 18 itself; looked for through the error's sources.
+pub fn is_auth_failure(e: &mongodb::error::Error) -> bool {
+    use mongodb::error::ErrorKind;
+    let mut current = Some(e);
+    while let Some(e) = current {
+        match e.kind.as_ref() {
+            ErrorKind::Authentication { .. } => return true,
+            ErrorKind::Command(c) if c.code == AUTHENTICATION_FAILED => return true,
+            _ => {}
+        }
+        current = std::error::Error::source(e).and_then(|s| s.downcast_ref::<mongodb::error::Error>());
+    }
+    false
+}
+
+/// Whether `error`, or one of its sources, is MongoDB refusing the credentials
+/// ([`is_auth_failure`]): the test a handler makes before [`crate::rotation::Rotating::renew`].
+pub fn credentials_refused(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = current {
+        if let Some(m) = e.downcast_ref::<mongodb::error::Error>()
+            && is_auth_failure(m)
+        {
+            return true;
+        }
+        if let Some(MongoError::Unreachable(m)) = e.downcast_ref::<MongoError>()
+            && is_auth_failure(m)
+        {
+            return true;
+        }
+        current = e.source();
+    }
+    false
 }
 
 /// Parses a connection string; errors never echo it.
@@ -338,6 +396,35 @@ mod tests {
         assert_eq!(credential.source.as_deref(), Some("$external"));
         assert!(credential.password.is_none());
         assert!(uri.contains("MONGODB-AWS"));
+    }
+
+    fn command_error(code: i32, name: &str) -> mongodb::error::Error {
+        // `CommandError` is non-exhaustive: built as the driver builds it, from the server's reply.
+        let reply = doc! {"code": code, "codeName": name, "errmsg": "as the server says"};
+        let command: mongodb::error::CommandError = bson::from_document(reply).unwrap();
+        mongodb::error::Error::from(mongodb::error::ErrorKind::Command(command))
+    }
+
+    #[test]
+    fn code_18_is_refused_credentials_and_other_server_errors_are_not() {
+        let refused = command_error(18, "AuthenticationFailed");
+        assert!(is_auth_failure(&refused));
+        assert!(credentials_refused(&refused));
+        assert!(credentials_refused(&MongoError::Unreachable(refused.clone())));
+        #[derive(Debug, thiserror::Error)]
+        #[error("MongoDB settle failed: {source}")]
+        struct Wrapped {
+            source: mongodb::error::Error,
+        }
+        assert!(credentials_refused(&Wrapped { source: refused }), "found through sources");
+
+        for (code, name) in [(13, "Unauthorized"), (11000, "DuplicateKey"), (112, "WriteConflict")] {
+            let e = command_error(code, name);
+            assert!(!is_auth_failure(&e) && !credentials_refused(&e), "{code} {name}");
+        }
+        let io = mongodb::error::Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert!(!is_auth_failure(&io));
+        assert!(!credentials_refused(&MongoError::BadUri("x".into())));
     }
 
     #[test]

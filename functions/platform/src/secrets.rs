@@ -1,23 +1,23 @@
-//! Secrets read once at init: `MONGODB_URI` and `OPENAI_API_KEY`.
+//! Secrets: `MONGODB_URI` and `OPENAI_API_KEY` (docs/secrets.md).
 //!
 //! Each secret comes from its plain variable when that is set (local runs, tests), else from
 //! AWS Secrets Manager through the AWS Parameters and Secrets Lambda Extension, whose ARN the
-//! stack puts in `<VARIABLE>_SECRET_ARN` (DESIGN.md, "Secrets and candidate data"). The extension
-//! serves `GET http://localhost:<PARAMETERS_SECRETS_EXTENSION_HTTP_PORT or 2773>/secretsmanager/get?secretId=<ARN>`
+//! stack puts in `<VARIABLE>_SECRET_ARN`. The extension serves
+//! `GET http://localhost:<PARAMETERS_SECRETS_EXTENSION_HTTP_PORT or 2773>/secretsmanager/get?secretId=<ARN>`
 //! with the header `X-Aws-Parameters-Secrets-Token: <AWS_SESSION_TOKEN>` and answers the JSON of
 //! Secrets Manager's `GetSecretValue`; the value is its `SecretString`, used as it is.
 //!
-//! Lambda starts the function's init right after the extension registered, so its HTTP server
-//! may not answer yet: connection errors, 5xx and the extension's "not ready" 400 are retried
-//! with a short back-off until a budget (`SECRETS_EXTENSION_TIMEOUT_MS`, default 3 s) is spent;
-//! any other answer fails at once. When the budget runs out during init, the function builds its
-//! clients at the first invocation instead ([`crate::deferred`]). Every error names the variable and the ARN, never the value
-//! (nor any body the extension sent). The HTTP client is hyper's, already linked into every
-//! binary by `lambda_runtime`: no AWS SDK client and no TLS for a loopback call.
+//! When: not during init. The extension is reported to answer "not ready" to calls made during
+//! init, so a function whose secrets come from ARNs builds its clients at its first invocation
+//! ([`crate::deferred`]), where [`load`] reads each secret once. Connection errors, 5xx and the
+//! extension's "not ready" 400 are still retried with a short back-off for a budget
+//! (`SECRETS_EXTENSION_TIMEOUT_MS`, default 3 s); any other answer fails at once. Every error
+//! names the variable and the ARN, never the value (nor any body the extension sent). The HTTP
+//! client is hyper's, already linked into every binary by `lambda_runtime`: no AWS SDK client
+//! and no TLS for a loopback call.
 //!
-//! A value is read once per process (execution environment). A rotated secret (a new
-//! `AWSCURRENT` version) is therefore picked up by the next cold start, with no redeploy; the
-//! extension's own cache (`SECRETS_MANAGER_TTL`, default 300 s) only matters to reads after init.
+//! A value is read once per process, and again by [`reread`] when a call was refused for it
+//! (a rotated secret; [`crate::rotation`]), at most once per interval.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -299,8 +299,10 @@ fn percent_encode(s: &str) -> String {
         .collect()
 }
 
-/// Values read through the extension during this process's init.
+/// Values read through the extension by this process.
 static LOADED: Mutex<Option<HashMap<Secret, SecretValue>>> = Mutex::new(None);
+/// When [`reread`] last read each secret.
+static REREAD_AT: Mutex<Option<HashMap<Secret, Instant>>> = Mutex::new(None);
 
 /// Where a secret's value comes from, per the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -340,6 +342,68 @@ pub async fn load_with(secret: Secret, var: &impl Fn(&'static str) -> Option<Str
     let value = Extension::from_lookup(secret.arn_var(), var)?.get(secret, &arn).await?;
     LOADED.lock().expect("secrets lock").get_or_insert_with(HashMap::new).insert(secret, value);
     Ok(())
+}
+
+/// What [`reread`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reread {
+    /// This process read the secret again less than the interval ago: not read now.
+    Throttled,
+    /// The secret does not come from Secrets Manager (a plain variable, or nothing): there is
+    /// nothing to read again.
+    NotFromSecretsManager,
+    /// Secrets Manager holds the value this process already had.
+    Unchanged,
+    /// Secrets Manager holds a new value, which [`get`] returns from now on.
+    Changed,
+}
+
+/// Reads the secret again through the extension, for a call its value was refused for (see
+/// [`crate::rotation`]). The stack runs the extension without its cache
+/// (`SECRETS_MANAGER_TTL=0`), so this is a `GetSecretValue` of the `AWSCURRENT` version; with a
+/// cache, the extension answers its cached value until the cache's TTL has run out and this
+/// reports [`Reread::Unchanged`] meanwhile. Logs the variable, the ARN and whether the value
+/// changed, never the value.
+///
+/// At most once per `interval` per secret and per process, whoever asks (a refused batch, a
+/// refused record, a failed build): within it, [`Reread::Throttled`] without a read, so a revoked
+/// credential with no replacement does not hammer Secrets Manager.
+pub async fn reread(secret: Secret, interval: Duration) -> Result<Reread, SecretError> {
+    reread_with(secret, interval, &config::optional).await
+}
+
+/// As [`reread`], with the variables from `var`.
+pub async fn reread_with(
+    secret: Secret,
+    interval: Duration,
+    var: &impl Fn(&'static str) -> Option<String>,
+) -> Result<Reread, SecretError> {
+    let Source::Arn(arn) = source(secret, var) else { return Ok(Reread::NotFromSecretsManager) };
+    {
+        let mut last = REREAD_AT.lock().expect("reread lock");
+        let at = last.get_or_insert_with(HashMap::new);
+        if let Some(previous) = at.get(&secret)
+            && previous.elapsed() < interval
+        {
+            return Ok(Reread::Throttled);
+        }
+        at.insert(secret, Instant::now());
+    }
+    let value = Extension::from_lookup(secret.arn_var(), var)?.get(secret, &arn).await?;
+    let mut guard = LOADED.lock().expect("secrets lock");
+    let map = guard.get_or_insert_with(HashMap::new);
+    let outcome = if map.get(&secret) == Some(&value) { Reread::Unchanged } else { Reread::Changed };
+    map.insert(secret, value);
+    drop(guard);
+    let changed = outcome == Reread::Changed;
+    tracing::info!(variable = secret.var(), secretArn = %arn, changed, "secret read again after its value was refused");
+    Ok(outcome)
+}
+
+/// Whether reading `secret` means asking the extension (its ARN is set, its plain variable is
+/// not) and this process has not read it yet.
+pub fn unread(secret: Secret) -> bool {
+    matches!(source(secret, &config::optional), Source::Arn(_)) && loaded(secret).is_none()
 }
 
 fn loaded(secret: Secret) -> Option<SecretValue> {

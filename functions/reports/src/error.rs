@@ -26,8 +26,12 @@ pub enum ErrorKind {
     ServerError,
     /// No answer within the client timeout or the invocation's remaining time.
     Timeout,
-    /// HTTP 401 (invalid or revoked key, IP not allowed) or 403 (region not supported).
+    /// HTTP 403 (region not supported, IP not allowed), or a 401 other than a refused key.
     Auth,
+    /// HTTP 401 `invalid_api_key`: the key was refused (wrong, revoked, or rotated away). The
+    /// function reads the key again and, if Secrets Manager has a new one, tries once more with
+    /// it (`sophia_platform::rotation`).
+    CredentialsRefused,
     /// HTTP 429 `insufficient_quota` and its billing codes (credits exhausted, spend limit).
     Quota,
     /// Another HTTP 4xx: the request was rejected (a schema the API refuses, a bad parameter).
@@ -55,6 +59,7 @@ impl ErrorKind {
             Self::ServerError => "server_error",
             Self::Timeout => "timeout",
             Self::Auth => "auth",
+            Self::CredentialsRefused => "credentials_refused",
             Self::Quota => "quota",
             Self::BadRequest => "bad_request",
             Self::ModelNotFound => "model_not_found",
@@ -74,11 +79,12 @@ impl ErrorKind {
     }
 
     /// Every kind, in declaration order (for the stored document's schema and tests).
-    pub const ALL: [ErrorKind; 13] = [
+    pub const ALL: [ErrorKind; 14] = [
         Self::RateLimited,
         Self::ServerError,
         Self::Timeout,
         Self::Auth,
+        Self::CredentialsRefused,
         Self::Quota,
         Self::BadRequest,
         Self::ModelNotFound,

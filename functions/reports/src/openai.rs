@@ -163,6 +163,7 @@ const QUOTA_CODES: &[&str] = &[
 /// (<https://platform.openai.com/docs/guides/error-codes>).
 pub fn classify_status(status: u16, error_type: Option<&str>, code: Option<&str>) -> ErrorKind {
     match status {
+        401 if code == Some("invalid_api_key") => ErrorKind::CredentialsRefused,
         401 | 403 => ErrorKind::Auth,
         404 if code == Some("model_not_found") => ErrorKind::ModelNotFound,
         408 => ErrorKind::Timeout,
@@ -537,7 +538,8 @@ mod tests {
     fn statuses_and_codes_map_to_kinds_as_openai_documents_them() {
         use ErrorKind::*;
         let cases = [
-            (401, Some("invalid_request_error"), Some("invalid_api_key"), Auth),
+            (401, Some("invalid_request_error"), Some("invalid_api_key"), CredentialsRefused),
+            (401, Some("invalid_request_error"), Some("no_organization"), Auth),
             (403, None, Some("unsupported_country_region_territory"), Auth),
             (404, Some("invalid_request_error"), Some("model_not_found"), ModelNotFound),
             (404, None, None, BadRequest),

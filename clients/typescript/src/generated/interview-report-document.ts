@@ -10,6 +10,7 @@ export type ErrorKind =
   | "server_error"
   | "timeout"
   | "auth"
+  | "credentials_refused"
   | "quota"
   | "bad_request"
   | "model_not_found"

@@ -353,7 +353,12 @@ export const schemas = {
           {
             "type": "string",
             "const": "auth",
-            "description": "HTTP 401 (invalid or revoked key, IP not allowed) or 403 (region not supported)."
+            "description": "HTTP 403 (region not supported, IP not allowed), or a 401 other than a refused key."
+          },
+          {
+            "type": "string",
+            "const": "credentials_refused",
+            "description": "HTTP 401 `invalid_api_key`: the key was refused (wrong, revoked, or rotated away). The\nfunction reads the key again and, if Secrets Manager has a new one, tries once more with\nit (`sophia_platform::rotation`)."
           },
           {
             "type": "string",

@@ -19,9 +19,13 @@ use sophia_contracts::{InterviewFailed, InterviewQueueMessage};
 use sophia_credits::{
     BoxError, CreditsError, Disposition, ReportPublisher, SettleContext, SettleOutcome, SettlementService,
 };
+use std::time::Duration;
+
 use sophia_platform::config::{self, ConfigError};
 use sophia_platform::indexes::log_missing_unique_indexes;
-use sophia_platform::mongo::Mongo;
+use sophia_platform::mongo::{Mongo, credentials_refused};
+use sophia_platform::rotation::{Renewed, Rotating};
+use sophia_platform::secrets::Secret;
 use sophia_sqs_consumer::metrics::{Metric, Metrics};
 use sophia_sqs_consumer::{BatchError, BatchReport, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
 pub use sophia_sqs_producer::SqsReportPublisher;
@@ -80,11 +84,30 @@ pub fn settlement_metrics(outcome: &SettleOutcome) -> Metrics {
     m
 }
 
-/// The per-process state of the function.
+/// The MongoDB clients of one process, rebuilt together when MongoDB refuses the URI's
+/// credentials and Secrets Manager has a new URI (`sophia_platform::rotation`).
 #[derive(Debug, Clone)]
+pub struct Settlement {
+    pub mongo: Mongo,
+    pub service: SettlementService,
+}
+
+impl Settlement {
+    pub fn new(mongo: Mongo) -> Self {
+        let service = SettlementService::new(mongo.client.clone(), mongo.db.clone());
+        Self { mongo, service }
+    }
+
+    /// From the environment (the URI as `secrets::get` returns it now), checked for transactions.
+    pub async fn from_env() -> Result<Self, BoxError> {
+        Ok(Self::new(Mongo::from_env().await?))
+    }
+}
+
+/// The per-process state of the function.
+#[derive(Debug)]
 pub struct Handler<P> {
-    mongo: Mongo,
-    service: SettlementService,
+    clients: Rotating<Settlement>,
     publisher: P,
     consumer: SqsConsumer,
     /// The required unique index, checked once per process (cold start), shared by clones.
@@ -96,13 +119,26 @@ impl<P: ReportPublisher> Handler<P> {
         Self::with_options(mongo, publisher, ConsumerOptions::default())
     }
 
+    /// With these clients, never rebuilt (tests, the local runner).
     pub fn with_options(mongo: Mongo, publisher: P, options: ConsumerOptions) -> Self {
-        let service = SettlementService::new(mongo.client.clone(), mongo.db.clone());
-        Self { mongo, service, publisher, consumer: SqsConsumer::new(options), index_check: Default::default() }
+        Self {
+            clients: Rotating::fixed(Settlement::new(mongo)),
+            publisher,
+            consumer: SqsConsumer::new(options),
+            index_check: Default::default(),
+        }
     }
 
-    pub fn service(&self) -> &SettlementService {
-        &self.service
+    /// With clients rebuilt from the environment when MongoDB refuses the credentials and the
+    /// secret has a new value (at most one re-read per `interval`).
+    pub fn renewable(mongo: Mongo, publisher: P, options: ConsumerOptions, interval: Duration) -> Self {
+        let clients = Rotating::renewable(Settlement::new(mongo), interval, |_, _| Settlement::from_env());
+        Self { clients, publisher, consumer: SqsConsumer::new(options), index_check: Default::default() }
+    }
+
+    /// The settlement service in use now.
+    pub fn service(&self) -> SettlementService {
+        self.clients.current().service.clone()
     }
 
     /// One invocation of any kind, as Lambda calls the binary: an SQS batch, or an ops request.
@@ -111,7 +147,7 @@ impl<P: ReportPublisher> Handler<P> {
         match payload {
             ops::Invocation::Sqs(batch) => Ok(ops::Answer::Sqs(self.handle(LambdaEvent::new(batch, context)).await?)),
             ops::Invocation::Ops(ops::OpsRequest { command: ops::OpsCommand::Migrate }) => {
-                Ok(ops::Answer::Migrated(ops::migrate(&self.mongo.db).await?))
+                Ok(ops::Answer::Migrated(ops::migrate(&self.clients.current().mongo.db).await?))
             }
         }
     }
@@ -124,10 +160,11 @@ impl<P: ReportPublisher> Handler<P> {
     /// One invocation with every record's outcome (tests, the local runner).
     pub async fn handle_detailed(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
         let setup = || async {
-            self.mongo.ping().await.map_err(BoxError::from)?;
+            ping_renewing(&self.clients).await?;
             self.index_check
                 .get_or_init(|| async {
-                    log_missing_unique_indexes(&self.mongo.db, "interview-completed", ops::REQUIRED_INDEXES).await;
+                    let db = self.clients.current().mongo.db.clone();
+                    log_missing_unique_indexes(&db, "interview-completed", ops::REQUIRED_INDEXES).await;
                 })
                 .await;
             Ok::<(), BoxError>(())
@@ -136,14 +173,48 @@ impl<P: ReportPublisher> Handler<P> {
     }
 
     async fn handle_record(&self, message: InterviewQueueMessage, meta: RecordMeta) -> Result<(), Failure> {
-        match message {
-            InterviewQueueMessage::Failed(m) => settle_failed(&self.service, &m, &meta).await,
-            InterviewQueueMessage::Completed(m) => self
-                .service
-                .settle_completed_and_publish(&m, &self.publisher, SettleContext::now_with_deadline(meta.deadline))
-                .await
-                .map(|result| settlement_metrics(&result.outcome).emit())
-                .map_err(failure_of),
+        let clients = self.clients.current();
+        match self.settle(&clients.service, &message, &meta).await {
+            Err(e) if credentials_refused(&e) => match self.clients.renew(Secret::MongoDbUri, &clients).await {
+                Renewed::Rebuilt(renewed) => self.settle(&renewed.service, &message, &meta).await,
+                _ => Err(e),
+            },
+            result => result,
         }
+        .map_err(failure_of)
+    }
+
+    async fn settle(
+        &self,
+        service: &SettlementService,
+        message: &InterviewQueueMessage,
+        meta: &RecordMeta,
+    ) -> Result<(), CreditsError> {
+        let context = SettleContext::now_with_deadline(meta.deadline);
+        match message {
+            InterviewQueueMessage::Failed(m) => service
+                .settle_failed_interview(m.interview_id, m.organization_id, m.failed_at, context)
+                .await
+                .map(|outcome| settlement_metrics(&outcome).emit()),
+            InterviewQueueMessage::Completed(m) => service
+                .settle_completed_and_publish(m, &self.publisher, context)
+                .await
+                .map(|result| settlement_metrics(&result.outcome).emit()),
+        }
+    }
+}
+
+/// The per-batch setup: a MongoDB ping; when MongoDB refuses the credentials, a re-read of the
+/// URI ([`Rotating::renew`]) and, with a new one, a ping on the rebuilt clients, which the batch's
+/// records then use.
+pub async fn ping_renewing(clients: &Rotating<Settlement>) -> Result<(), BoxError> {
+    let used = clients.current();
+    let Err(e) = used.mongo.ping().await else { return Ok(()) };
+    if !credentials_refused(&e) {
+        return Err(e.into());
+    }
+    match clients.renew(Secret::MongoDbUri, &used).await {
+        Renewed::Rebuilt(renewed) => Ok(renewed.mongo.ping().await?),
+        _ => Err(e.into()),
     }
 }

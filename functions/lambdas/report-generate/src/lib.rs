@@ -17,9 +17,14 @@
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use sophia_contracts::ReportGenerate;
+use std::sync::Arc;
+
 use sophia_platform::indexes::log_missing_unique_indexes;
-use sophia_platform::mongo::Mongo;
-use sophia_reports::{Disposition, Generated, ReportError, ReportModel, ReportService, migrations};
+use sophia_platform::mongo::{Mongo, credentials_refused};
+use sophia_platform::rotation::{self, Renewed, Rotating};
+use sophia_platform::secrets::{self, Secret};
+use sophia_reports::store::MAX_ATTEMPTS;
+use sophia_reports::{Disposition, ErrorKind, Generated, ReportError, ReportModel, ReportService, migrations};
 use sophia_sqs_consumer::metrics::{Dimension, Metric, Metrics};
 use sophia_sqs_consumer::{BatchError, BatchReport, BoxError, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
 
@@ -31,11 +36,17 @@ pub fn to_failure(e: ReportError) -> Failure {
     }
 }
 
+/// The clients one process uses, rebuilt together when a refused secret has a new value.
+#[derive(Debug, Clone)]
+pub struct Clients {
+    pub mongo: Mongo,
+    pub service: ReportService,
+}
+
 /// Everything one process needs, built once in `main` (or by a test).
 #[derive(Debug)]
 pub struct ReportGenerateHandler {
-    mongo: Mongo,
-    service: ReportService,
+    clients: Rotating<Clients>,
     consumer: SqsConsumer,
     /// The required unique indexes, checked once per process (cold start).
     index_check: tokio::sync::OnceCell<()>,
@@ -47,31 +58,53 @@ impl ReportGenerateHandler {
         Self::with_service(mongo, service, ConsumerOptions::default())
     }
 
-    /// With a prepared service (e.g. a shorter lease) and consumer options.
+    /// With a prepared service (e.g. a shorter lease) and consumer options; never rebuilt.
     pub fn with_service(mongo: Mongo, service: ReportService, options: ConsumerOptions) -> Self {
-        Self { mongo, service, consumer: SqsConsumer::new(options), index_check: tokio::sync::OnceCell::new() }
+        Self::with_clients(Rotating::fixed(Clients { mongo, service }), options)
+    }
+
+    fn with_clients(clients: Rotating<Clients>, options: ConsumerOptions) -> Self {
+        Self { clients, consumer: SqsConsumer::new(options), index_check: tokio::sync::OnceCell::new() }
     }
 
     /// From the environment: `MONGODB_*` (see `sophia_platform::mongo`) and `OPENAI_*` (see
-    /// `sophia_reports::openai::OpenAiSettings::from_env`); on AWS both secrets are read once,
-    /// here, through the secrets extension (`sophia_platform::secrets`).
+    /// `sophia_reports::openai::OpenAiSettings::from_env`); on AWS both secrets are read through
+    /// the secrets extension (`sophia_platform::secrets`), and read again when OpenAI refuses the
+    /// key or MongoDB the URI's credentials (`sophia_platform::rotation`): the clients are then
+    /// rebuilt with the new value and the record tried once more.
     pub async fn from_env() -> Result<Self, BoxError> {
-        let mongo = Mongo::from_env().await?;
-        sophia_platform::secrets::load(sophia_platform::secrets::Secret::OpenAiApiKey).await?;
-        let model = ReportModel::from_env()?;
+        let clients = Self::clients_from_env(None).await?;
         let limits = sophia_reports::prompt::PromptLimits::from_env()?;
         tracing::info!(
-            model = model.model(),
-            timeoutMs = model.timeout().as_millis() as u64,
+            model = clients.service.model().model(),
+            timeoutMs = clients.service.model().timeout().as_millis() as u64,
             transcriptTokenBudget = limits.transcript_token_budget,
             "report-generate ready"
         );
-        let service = ReportService::new(mongo.db.clone(), model).with_prompt_limits(limits);
-        Ok(Self::with_service(mongo, service, ConsumerOptions::default()))
+        let rotating = Rotating::renewable(clients, rotation::interval_from_env()?, |used: Arc<Clients>, secret| {
+            let reuse = (secret == Secret::OpenAiApiKey).then(|| used.mongo.clone());
+            async move { Self::clients_from_env(reuse).await }
+        });
+        Ok(Self::with_clients(rotating, ConsumerOptions::default()))
     }
 
-    pub fn service(&self) -> &ReportService {
-        &self.service
+    /// The clients from the secrets as [`secrets::get`] returns them now; `mongo` is reused when
+    /// given (only the OpenAI key changed).
+    async fn clients_from_env(mongo: Option<Mongo>) -> Result<Clients, BoxError> {
+        let mongo = match mongo {
+            Some(mongo) => mongo,
+            None => Mongo::from_env().await?,
+        };
+        secrets::load(Secret::OpenAiApiKey).await?;
+        let model = ReportModel::from_env()?;
+        let limits = sophia_reports::prompt::PromptLimits::from_env()?;
+        let service = ReportService::new(mongo.db.clone(), model).with_prompt_limits(limits);
+        Ok(Clients { mongo, service })
+    }
+
+    /// The service in use now.
+    pub fn service(&self) -> ReportService {
+        self.clients.current().service.clone()
     }
 
     /// One invocation, answered for Lambda.
@@ -82,21 +115,70 @@ impl ReportGenerateHandler {
     /// One invocation, with every record's outcome.
     pub async fn handle_detailed(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
         let setup = || async {
-            self.mongo.ping().await?;
+            let mut clients = self.clients.current();
+            if let Err(e) = clients.mongo.ping().await {
+                // Refused credentials: a new URI, if Secrets Manager has one, and one more ping.
+                if !credentials_refused(&e) {
+                    return Err(BoxError::from(e));
+                }
+                match self.clients.renew(Secret::MongoDbUri, &clients).await {
+                    Renewed::Rebuilt(new) => clients = new,
+                    _ => return Err(BoxError::from(e)),
+                }
+                clients.mongo.ping().await?;
+            }
             self.index_check
                 .get_or_init(|| async {
-                    log_missing_unique_indexes(&self.mongo.db, "report-generate", migrations::REQUIRED).await;
+                    log_missing_unique_indexes(&clients.mongo.db, "report-generate", migrations::REQUIRED).await;
                 })
                 .await;
             Ok::<(), BoxError>(())
         };
         let handler = |message: ReportGenerate, meta: RecordMeta| async move {
-            let result =
-                self.service.generate_report_until(message.interview_id, message.organization_id, meta.deadline).await;
+            let clients = self.clients.current();
+            let (interview_id, organization_id, deadline) =
+                (message.interview_id, message.organization_id, meta.deadline);
+            let generate = |service: ReportService| async move {
+                service.generate_report_until(interview_id, organization_id, deadline).await
+            };
+            let mut result = generate(clients.service.clone()).await;
+            // Refused credentials: read the secret again (the later records get new clients even
+            // when this one cannot be tried again), and try once more with a new value.
+            if let Err(e) = &result
+                && let Some(secret) = refused_secret(e)
+                && let Renewed::Rebuilt(renewed) = self.clients.renew(secret, &clients).await
+                && retry_allowed(e)
+            {
+                report_metrics(&result).emit();
+                result = generate(renewed.service.clone()).await;
+            }
             report_metrics(&result).emit();
             result.map(|_| ()).map_err(to_failure)
         };
         self.consumer.process_detailed(event, setup, handler).await
+    }
+}
+
+/// The secret whose credentials were refused by the failed call, if that is why it failed:
+/// OpenAI's HTTP 401 (`invalid_api_key`: a wrong, revoked or rotated key), or MongoDB's
+/// authentication failure.
+pub fn refused_secret(e: &ReportError) -> Option<Secret> {
+    match e {
+        ReportError::Model { source, .. } if source.kind() == ErrorKind::CredentialsRefused => {
+            Some(Secret::OpenAiApiKey)
+        }
+        e if credentials_refused(e) => Some(Secret::MongoDbUri),
+        _ => None,
+    }
+}
+
+/// One more try within this invocation only when the failed attempt was not the report's last:
+/// a last attempt's error goes to SQS (and so to the DLQ) as it always did, where a try after it
+/// would find the report out of attempts and acknowledge the message.
+fn retry_allowed(e: &ReportError) -> bool {
+    match e {
+        ReportError::Model { attempt, .. } => *attempt < MAX_ATTEMPTS,
+        _ => true,
     }
 }
 

@@ -28,6 +28,10 @@ struct Cli {
     /// Only the zip sizes: print them and update the `zips` of an existing JSON file.
     #[arg(long)]
     zips_only: bool,
+    /// Only the secrets figures: cold start and first event with plain variables vs Secrets
+    /// Manager behind an extension that is not ready during init (docs/secrets.md).
+    #[arg(long)]
+    secrets_only: bool,
     /// Only the cost of a report (token counts and list-price cost, before and now).
     #[arg(long)]
     costs_only: bool,
@@ -61,6 +65,18 @@ async fn main() -> ExitCode {
     };
     let in_repo = |p: &PathBuf| if p.is_absolute() { p.clone() } else { sophia_local::servers::repo_root().join(p) };
     let (json, svg) = (in_repo(&cli.json), in_repo(&cli.svg));
+    if cli.secrets_only {
+        return match bench::run_secrets(&options).await {
+            Ok(rows) => {
+                print!("{}", bench::secrets_table(&rows));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if cli.costs_only {
         return match sophia_perf::cost::report_costs() {
             Ok(rows) => {
