@@ -1,7 +1,7 @@
 //! Shared by the `ops_*` tests: a CLI context wired to this test's own queues on fauxqs, and
 //! helpers to put messages into queues and take every one back out.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -191,7 +191,15 @@ pub async fn reset_for_retry(
             ReportStatus::Failed => {}
         }
         let raw = store.find_raw(interview_id).await?;
-        let stored_count = raw.as_ref().and_then(|d| d.get("attemptCount")).cloned().unwrap_or(Bson::Null);
+        // The count as read, whatever numeric type the writer used (MongoDB compares numbers
+        // across types; nx-27017, the local server, only within one, hence the `$in`).
+        let stored_count = match raw.as_ref().and_then(|d| d.get("attemptCount")) {
+            None | Some(Bson::Null) => Bson::Null,
+            Some(_) => {
+                let n = report.attempt_count;
+                bson::bson!({"$in": [n, i64::from(n), f64::from(n)]})
+            }
+        };
         let mark = doc! {
             "at": now,
             "by": operator.by.as_str(),
