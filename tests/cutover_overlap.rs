@@ -175,7 +175,11 @@ async fn messages_split_between_the_old_and_new_queues_settle_each_interview_exa
         assert!(w.settled(*interview).await, "interview {n} settled");
         assert_eq!(settles, 1, "interview {n} charged once: {ledger:?}");
         assert!(ledger.contains(&("SETTLE".to_owned(), 5)), "300 s bill 5 credits: {ledger:?}");
-        assert_eq!(w.find("outbox", doc! {"interviewId": interview.oid()}).await.len(), 1, "interview {n}: one outbox entry");
+        assert_eq!(
+            w.find("outbox", doc! {"interviewId": interview.oid()}).await.len(),
+            1,
+            "interview {n}: one outbox entry"
+        );
     }
     assert_eq!(w.org_credits(org).await, (200 - 11 * 5 - 10, 10), "11 x 5 consumed once each; 11's 10 still reserved");
 
@@ -228,11 +232,8 @@ async fn the_old_report_dlq_moves_into_the_new_dlq_and_one_redrive_regenerates_i
     let new = test_queues_fast(&sqs, 1).await;
     let ctx = ops_context(&new, &w, &sqs);
 
-    let Ok(Outcome::QueueMove(moved)) = ops(
-        &ctx,
-        &["queue", "move", "--from-url", &old_report_dlq.url, "--to", "report-generate", "--into-dlq"],
-    )
-    .await
+    let Ok(Outcome::QueueMove(moved)) =
+        ops(&ctx, &["queue", "move", "--from-url", &old_report_dlq.url, "--to", "report-generate", "--into-dlq"]).await
     else {
         panic!("queue move")
     };

@@ -42,7 +42,10 @@ async fn a_third_declared_queue_is_created_with_its_dlq_and_attributes() {
     let redrive: serde_json::Value =
         serde_json::from_str(&attrs[&aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy]).unwrap();
     assert_eq!(redrive["deadLetterTargetArn"], audit.dlq.arn.as_str());
-    assert_eq!(redrive["maxReceiveCount"].as_u64().or_else(|| redrive["maxReceiveCount"].as_str()?.parse().ok()), Some(5));
+    assert_eq!(
+        redrive["maxReceiveCount"].as_u64().or_else(|| redrive["maxReceiveCount"].as_str()?.parse().ok()),
+        Some(5)
+    );
     assert_eq!(attrs[&aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout], "360");
     assert_eq!(decl.queue("auditExport").unwrap().dlq_url_env(), "AUDIT_EXPORT_DLQ_URL");
 }
@@ -53,5 +56,8 @@ fn sophia_ops_accepts_exactly_the_declared_queue_names() {
     let declared: Vec<&str> = Declaration::embedded().queues.iter().map(|q| q.name.as_str()).collect();
     assert_eq!(names, declared);
     let err = sophia_ops::parse(["sophia-ops", "dlq", "list", "audit-export"]).unwrap_err().to_string();
-    assert!(err.contains("interview-completed") && err.contains("report-generate"), "the error lists the declared names: {err}");
+    assert!(
+        err.contains("interview-completed") && err.contains("report-generate"),
+        "the error lists the declared names: {err}"
+    );
 }

@@ -8,7 +8,9 @@ mod ops_support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use harness::faults::{World, completed_body, depth, esm, fake_openai, failed_body, interview_esm, poll_until, report_instance, send};
+use harness::faults::{
+    World, completed_body, depth, esm, failed_body, fake_openai, interview_esm, poll_until, report_instance, send,
+};
 use harness::{sqs_client, test_queues_fast};
 use ops_support::{put, run, string_attr, visible};
 use sophia_local::queues::QueueSet;
@@ -46,7 +48,12 @@ async fn interview_show_tells_the_whole_story_of_one_interview_without_candidate
     for _ in 0..3 {
         fake.push(Behaviour::RefusalText(format!("I will not repeat {MARKER}")));
     }
-    let instance = report_instance(w.settings(), fake_openai(&fake, Duration::from_secs(10)), Duration::from_secs(300), ConsumerOptions::default());
+    let instance = report_instance(
+        w.settings(),
+        fake_openai(&fake, Duration::from_secs(10)),
+        Duration::from_secs(300),
+        ConsumerOptions::default(),
+    );
     let reports = esm(&sqs, &queues.report_generate.source, "reportGenerate", instance);
     poll_until(&reports, Duration::from_secs(30), |s| s.len() >= 3).await;
     assert!(reports.poll_once(Duration::from_secs(2)).await.unwrap().is_none());
@@ -131,7 +138,8 @@ async fn dlq_delete_drops_exactly_the_message_named_after_a_dry_run_that_drops_n
     }
     let drop = put(&sqs, dlq, "{not json: a poison message", HashMap::new()).await;
 
-    let Outcome::DryRun(plan) = run(&ctx, &["dlq", "delete", "report-generate", &drop, "--dry-run"]).await.unwrap() else {
+    let Outcome::DryRun(plan) = run(&ctx, &["dlq", "delete", "report-generate", &drop, "--dry-run"]).await.unwrap()
+    else {
         panic!("a dry run returns the plan")
     };
     assert!(plan.action.contains(&drop), "{}", plan.human());

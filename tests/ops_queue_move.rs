@@ -83,9 +83,12 @@ async fn a_body_for_the_other_queue_is_refused_by_the_contract() {
     };
     assert_eq!((report.moved, report.kept.len()), (0, 1), "a report.generate body is not an interview message");
     assert_eq!(visible(&o.client, &o.queues.interview_completed.source.url).await, 0);
-    let err = run(&o.ctx, &["queue", "move", "--from-url", &o.queues.interview_completed.source.url, "--to", "interview-completed"])
-        .await
-        .unwrap_err();
+    let err = run(
+        &o.ctx,
+        &["queue", "move", "--from-url", &o.queues.interview_completed.source.url, "--to", "interview-completed"],
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(err, OpsError::Invalid(_)), "moving a queue into itself is refused: {err}");
 }
 
@@ -108,7 +111,11 @@ impl MoveIo for Outage {
         }
         self.inner.send_batch(url, entries).await
     }
-    async fn delete_batch(&self, url: &str, entries: Vec<DeleteMessageBatchRequestEntry>) -> Result<BatchResult, OpsError> {
+    async fn delete_batch(
+        &self,
+        url: &str,
+        entries: Vec<DeleteMessageBatchRequestEntry>,
+    ) -> Result<BatchResult, OpsError> {
         self.inner.delete_batch(url, entries).await
     }
 }
@@ -123,7 +130,8 @@ async fn a_move_that_stops_midway_loses_nothing() {
     }
     let locator = o.ctx.locator().await;
     let io = Outage { inner: SqsMoveIo(o.client.clone()), calls: AtomicUsize::new(0) };
-    let report = queue_move(&locator, &old, QueueName::report_generate(), &RedriveOptions::default(), &io).await.unwrap();
+    let report =
+        queue_move(&locator, &old, QueueName::report_generate(), &RedriveOptions::default(), &io).await.unwrap();
     assert!(report.stopped_early.is_some(), "three failed batches in a row stop the run: {report:?}");
     assert_eq!(report.moved, 30, "batches 1, 3 and 4 of 10 were sent: {report:?}");
     assert!(!report.is_clean());

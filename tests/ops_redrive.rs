@@ -78,7 +78,8 @@ async fn assert_nothing_lost(
 async fn redrive_moves_every_message_back_with_body_and_attributes_intact() {
     let o = ops().await;
     let sent = fill_dlq(&o, 23).await;
-    let Outcome::DlqRedrive(report) = run(&o.ctx, &["dlq", "redrive", "report-generate", "--keep-attempts"]).await.unwrap()
+    let Outcome::DlqRedrive(report) =
+        run(&o.ctx, &["dlq", "redrive", "report-generate", "--keep-attempts"]).await.unwrap()
     else {
         panic!()
     };
@@ -128,7 +129,8 @@ async fn max_moves_at_most_n_and_dry_run_moves_nothing() {
     assert!(dry.human().contains("nothing was moved"));
     assert_eq!(visible(&o.client, &o.queues.report_generate.dlq.url).await, 13);
 
-    let Outcome::DlqRedrive(report) = run(&o.ctx, &["dlq", "redrive", "report-generate", "--max", "4", "--keep-attempts"]).await.unwrap()
+    let Outcome::DlqRedrive(report) =
+        run(&o.ctx, &["dlq", "redrive", "report-generate", "--max", "4", "--keep-attempts"]).await.unwrap()
     else {
         panic!()
     };

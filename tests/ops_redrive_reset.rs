@@ -97,13 +97,15 @@ async fn a_report_failed_at_three_attempts_is_completed_by_one_redrive_that_reco
     // One redrive: the reset is on the report before the message is back in the source queue.
     // `--by alice@example.com` (Context::from_cli reads it into the context).
     let ctx = ops_context(&queues, &w, &sqs).acting_as(Some("alice@example.com".into()));
-    let Outcome::DlqRedrive(done) = ops(&ctx, &["dlq", "redrive", "report-generate"]).await else {
-        panic!("redrive")
-    };
+    let Outcome::DlqRedrive(done) = ops(&ctx, &["dlq", "redrive", "report-generate"]).await else { panic!("redrive") };
     assert_eq!((done.moved, done.failed, done.duplicated), (1, 0, 0));
     assert!(done.is_clean(), "{}", done.human());
     assert_eq!(done.prepared.len(), 1);
-    assert!(done.prepared[0].note.starts_with("report FAILED at 3 attempt(s): attempts reset to 0"), "{:?}", done.prepared);
+    assert!(
+        done.prepared[0].note.starts_with("report FAILED at 3 attempt(s): attempts reset to 0"),
+        "{:?}",
+        done.prepared
+    );
     let reset = report(&w, interview).await;
     assert_eq!((reset.get_str("status").unwrap(), int(&reset, "attemptCount")), ("FAILED", Some(0)));
     let last = reset.get_document("lastRetry").unwrap();
@@ -119,7 +121,11 @@ async fn a_report_failed_at_three_attempts_is_completed_by_one_redrive_that_reco
     assert!(generated.iter().all(|r| r.failed_ids.is_empty()), "{generated:?}");
     let completed = report(&w, interview).await;
     assert_eq!((completed.get_str("status").unwrap(), int(&completed, "attemptCount")), ("COMPLETED", Some(1)));
-    assert_eq!(completed.get_document("lastRetry").unwrap().get_str("by").unwrap(), "alice@example.com", "the record stays");
+    assert_eq!(
+        completed.get_document("lastRetry").unwrap().get_str("by").unwrap(),
+        "alice@example.com",
+        "the record stays"
+    );
     assert_eq!(fake.request_count(), 4, "three failed calls and the one that completed");
     assert_queues_empty(&sqs, &queues).await;
     w.assert_invariants().await;
@@ -250,7 +256,11 @@ async fn redriving_the_interview_dlq_shows_which_interviews_are_unsettled_and_se
     for interview in [settled, unsettled] {
         let settles = w.ledger_of(interview).await.into_iter().filter(|(t, _)| t == "SETTLE").count();
         assert_eq!(settles, 1, "{interview}: settled once in the ledger");
-        assert_eq!(w.find("outbox", doc! {"interviewId": interview.oid()}).await.len(), 1, "{interview}: one outbox entry");
+        assert_eq!(
+            w.find("outbox", doc! {"interviewId": interview.oid()}).await.len(),
+            1,
+            "{interview}: one outbox entry"
+        );
     }
     assert_eq!(w.org_credits(org).await, (100 - 5 - 2, 0), "5 + 2 credits consumed once each, nothing left reserved");
     drain_report_queue(&sqs, &queues).await;

@@ -26,7 +26,9 @@ pub fn check(queue: QueueName, body: &str) -> Result<Subject, String> {
             InterviewQueueMessage::Completed(m) => {
                 Ok(Subject { event_type: "interview.completed", interview_id: m.interview_id })
             }
-            InterviewQueueMessage::Failed(m) => Ok(Subject { event_type: "interview.failed", interview_id: m.interview_id }),
+            InterviewQueueMessage::Failed(m) => {
+                Ok(Subject { event_type: "interview.failed", interview_id: m.interview_id })
+            }
         },
         REPORT_GENERATE => ReportGenerate::parse(body)
             .map(|m| Subject { event_type: "report.generate", interview_id: m.interview_id })
@@ -43,7 +45,8 @@ pub fn interview_named(body: &str) -> Option<InterviewId> {
 /// The body fields of every contract that hold no candidate text: identifiers, timestamps, the
 /// event type and the billed duration. Every other string of a body (`failureReason` today, any
 /// field a producer adds) is redacted unless the operator asks for bodies (`--show-body`).
-pub const PLAIN_FIELDS: [&str; 6] = ["type", "interviewId", "organizationId", "completedAt", "failedAt", "durationSeconds"];
+pub const PLAIN_FIELDS: [&str; 6] =
+    ["type", "interviewId", "organizationId", "completedAt", "failedAt", "durationSeconds"];
 
 /// A body for display: each string outside [`PLAIN_FIELDS`] replaced by
 /// `<redacted: N chars>`; a body that is not a JSON object replaced whole.
@@ -101,7 +104,10 @@ mod tests {
         let report = format!(r#"{{"interviewId":"{I}","organizationId":"{O}"}}"#);
         let subject = check(QueueName::report_generate(), &report).unwrap();
         assert_eq!((subject.event_type, subject.interview_id.to_string()), ("report.generate", I.to_owned()));
-        assert!(check(QueueName::interview_completed(), &report).is_err(), "a report.generate body is not an interview message");
+        assert!(
+            check(QueueName::interview_completed(), &report).is_err(),
+            "a report.generate body is not an interview message"
+        );
         let failed = format!(
             r#"{{"type":"interview.failed","interviewId":"{I}","organizationId":"{O}","failureReason":"x","failedAt":"2026-12-02T17:30:00Z"}}"#
         );

@@ -132,8 +132,7 @@ impl DlqMessage {
 }
 
 /// Printed with bodies shown whole (`--show-body`).
-pub const SHOW_BODY_NOTE: &str =
-    "note: --show-body prints message bodies whole; they may hold candidate text (failureReason): do not paste them into tickets or chats\n";
+pub const SHOW_BODY_NOTE: &str = "note: --show-body prints message bodies whole; they may hold candidate text (failureReason): do not paste them into tickets or chats\n";
 
 /// The result of `dlq list`.
 #[derive(Debug, Clone, Serialize)]

@@ -67,9 +67,8 @@ impl Env {
             Some(path) => env.read_file(path)?,
             None if use_default => {
                 let path = Path::new(DEFAULT_ENV_FILE);
-                let targeted = targeting_variables()
-                    .iter()
-                    .any(|v| std::env::var(v).is_ok_and(|value| !value.trim().is_empty()));
+                let targeted =
+                    targeting_variables().iter().any(|v| std::env::var(v).is_ok_and(|value| !value.trim().is_empty()));
                 if path.is_file() && !targeted {
                     env.read_file(path)?;
                 }

@@ -188,7 +188,7 @@ pub async fn show(ctx: &Context, interview_id: InterviewId, dlq_scan: usize) -> 
         .collection::<Document>(INTERVIEW_REPORTS)
         .find_one(doc! {"interviewId": interview_id.oid()})
         .projection(doc! {"report.summary": 0, "report.strengths": 0, "report.concerns": 0,
-            "report.skillAssessments": 0, "report.questionAnalysis": 0, "report.insufficientEvidenceReason": 0})
+        "report.skillAssessments": 0, "report.questionAnalysis": 0, "report.insufficientEvidenceReason": 0})
         .await
         .map_err(read("reading the report"))?;
     let dlq = find_in_dlqs(ctx, interview_id, dlq_scan).await;
@@ -252,31 +252,38 @@ pub fn assemble(
             .map(|w| {
                 w.iter()
                     .filter_map(Bson::as_document)
-                    .map(|w| format!("{} at {}", text(w.get("code")).unwrap_or_default(), text(w.get("field")).unwrap_or_default()))
+                    .map(|w| {
+                        format!(
+                            "{} at {}",
+                            text(w.get("code")).unwrap_or_default(),
+                            text(w.get("field")).unwrap_or_default()
+                        )
+                    })
                     .collect()
             })
             .unwrap_or_default();
-        let needs_review = r.get("needsReview").or_else(|| content.and_then(|c| c.get("needsReview"))).map(|v| match v {
-            Bson::Boolean(b) => serde_json::Value::Bool(*b),
-            Bson::Null => serde_json::Value::Null,
-            Bson::Document(d) => {
-                // Only the flag-like parts: booleans and the names of the reasons.
-                let mut shown = serde_json::Map::new();
-                for (k, v) in d {
-                    match v {
-                        Bson::Boolean(b) => {
-                            shown.insert(k.clone(), serde_json::Value::Bool(*b));
+        let needs_review =
+            r.get("needsReview").or_else(|| content.and_then(|c| c.get("needsReview"))).map(|v| match v {
+                Bson::Boolean(b) => serde_json::Value::Bool(*b),
+                Bson::Null => serde_json::Value::Null,
+                Bson::Document(d) => {
+                    // Only the flag-like parts: booleans and the names of the reasons.
+                    let mut shown = serde_json::Map::new();
+                    for (k, v) in d {
+                        match v {
+                            Bson::Boolean(b) => {
+                                shown.insert(k.clone(), serde_json::Value::Bool(*b));
+                            }
+                            Bson::Array(a) => {
+                                shown.insert(k.clone(), serde_json::json!(format!("{} item(s)", a.len())));
+                            }
+                            _ => {}
                         }
-                        Bson::Array(a) => {
-                            shown.insert(k.clone(), serde_json::json!(format!("{} item(s)", a.len())));
-                        }
-                        _ => {}
                     }
+                    serde_json::Value::Object(shown)
                 }
-                serde_json::Value::Object(shown)
-            }
-            other => serde_json::json!(format!("present ({:?})", other.element_type())),
-        });
+                other => serde_json::json!(format!("present ({:?})", other.element_type())),
+            });
         let error_kind = text(r.get("errorKind"));
         let last_retry = r.get_document("lastRetry").ok().map(|d| {
             serde_json::json!({
@@ -483,16 +490,19 @@ mod tests {
         let id: InterviewId = "65a1b2c3d4e5f60718293a4b".parse().unwrap();
         let lot = bson::oid::ObjectId::new();
         let interview = doc! {"_id": id.oid(), "status": "COMPLETED", "settledAt": bson::DateTime::from_millis(0),
-            "credits": {"reserved": 10_i32, "consumed": 5_i64, "allocations": [{"lotId": lot, "amount": 10}]}};
+        "credits": {"reserved": 10_i32, "consumed": 5_i64, "allocations": [{"lotId": lot, "amount": 10}]}};
         let ledger = vec![
             doc! {"lotId": lot, "type": "SETTLE", "amount": 5_i64, "createdAt": bson::DateTime::from_millis(2)},
             doc! {"lotId": lot, "type": "RESERVE", "amount": 10_i64, "createdAt": bson::DateTime::from_millis(1)},
         ];
         let report = doc! {"status": "FAILED", "attemptCount": 3, "lastError": "x", "refusal": "I cannot quote: SECRET",
-            "report": {"validationWarnings": [{"code": "quote_not_found", "field": "strengths[0]", "message": "m"}]}};
+        "report": {"validationWarnings": [{"code": "quote_not_found", "field": "strengths[0]", "message": "m"}]}};
         let dlq = DlqLookup { messages: vec![], searched: BTreeMap::new() };
         let v = assemble(id, Some(&interview), &ledger, None, Some(&report), dlq);
-        assert_eq!(v.settlement.ledger[0].lines.iter().map(|l| l.kind.as_str()).collect::<Vec<_>>(), ["RESERVE", "SETTLE"]);
+        assert_eq!(
+            v.settlement.ledger[0].lines.iter().map(|l| l.kind.as_str()).collect::<Vec<_>>(),
+            ["RESERVE", "SETTLE"]
+        );
         let r = v.report.as_ref().unwrap();
         assert!(r.refused);
         assert_eq!(r.validation_warnings, ["quote_not_found at strengths[0]"]);

@@ -46,7 +46,8 @@ pub use progress::ProgressMode;
 use sophia_contracts::{InterviewId, RequestId};
 
 use crate::cli::{
-    Command, DlqCommand, InterviewCommand, InvariantsCommand, OutboxCommand, PublishCommand, QueueCommand, ReportCommand,
+    Command, DlqCommand, InterviewCommand, InvariantsCommand, OutboxCommand, PublishCommand, QueueCommand,
+    ReportCommand,
 };
 use crate::confirm::{Gate, Plan};
 use crate::env::Env;
@@ -84,7 +85,9 @@ impl Context {
     /// From the parsed command line: env file, stage, progress mode.
     pub fn from_cli(cli: &Cli) -> Result<Self, OpsError> {
         let env = Env::load(cli.env_file.as_deref(), !cli.no_env_file)?;
-        Ok(Self::new(env, cli.stage.clone(), ProgressMode::for_cli(cli.json)).confirmed_by(cli.yes).acting_as(cli.by.clone()))
+        Ok(Self::new(env, cli.stage.clone(), ProgressMode::for_cli(cli.json))
+            .confirmed_by(cli.yes)
+            .acting_as(cli.by.clone()))
     }
 
     /// `--by`.
@@ -227,7 +230,9 @@ impl Outcome {
             Self::DlqRedrive(r) => r.human(),
             Self::DlqDelete(r) => r.human(),
             Self::InterviewShow(r) => r.human(),
-            Self::QueueMove(r) => r.human().replacen("redrive ", "queue move ", 1).replacen(" DLQ -> source queue", " <- ", 1),
+            Self::QueueMove(r) => {
+                r.human().replacen("redrive ", "queue move ", 1).replacen(" DLQ -> source queue", " <- ", 1)
+            }
             Self::OutboxFlush(r) => r.human(),
             Self::ReportRetry(r) => r.human(),
             Self::InvariantsCheck(r) => r.human(),
@@ -378,8 +383,7 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
         }
         Command::Queue(QueueCommand::Move { from_url, to, into_dlq, max, dry_run, visibility_timeout }) => {
             let locator = ctx.locator().await;
-            let destination =
-                if *into_dlq { locator.dlq_url(*to).await? } else { locator.source_url(*to).await? };
+            let destination = if *into_dlq { locator.dlq_url(*to).await? } else { locator.source_url(*to).await? };
             let what = if *into_dlq { format!("the {to} DLQ") } else { format!("the {to} queue") };
             let mut plan = Plan::new(ctx, format!("move every message of {from_url} into {what}"), destination.clone());
             // The source counts too: an old stack's queue is not local either.
@@ -517,13 +521,11 @@ async fn redrive_plan(
             "--keep-attempts: reports keep their attempts; a report FAILED at its last attempt stays FAILED (its message is acknowledged without a model call)".into()
         });
     }
-    let ids: Vec<InterviewId> = peeked.messages.iter().filter_map(|m| m.interview_id.as_deref()?.parse().ok()).collect();
+    let ids: Vec<InterviewId> =
+        peeked.messages.iter().filter_map(|m| m.interview_id.as_deref()?.parse().ok()).collect();
     let states = if ctx.has_mongo() { confirm::interview_states(ctx, &ids).await.ok() } else { None };
     for m in &peeked.messages {
-        let state = m
-            .interview_id
-            .as_ref()
-            .and_then(|id| states.as_ref()?.iter().find(|s| &s.interview_id == id));
+        let state = m.interview_id.as_ref().and_then(|id| states.as_ref()?.iter().find(|s| &s.interview_id == id));
         plan.effects.push(format!("message {}: {}", m.message_id, message_fate(queue, m, state, reset)));
     }
     if peeked.truncated {

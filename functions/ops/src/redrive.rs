@@ -374,20 +374,34 @@ impl Prepare for ResetReports {
         let body = message.body().unwrap_or_default();
         let subject = match crate::contract::check(QueueName::report_generate(), body) {
             Ok(s) => s,
-            Err(_) => return Prepared::Send { note: Some("body breaks the contract: moved, the consumer drops it with an error log".into()) },
+            Err(_) => {
+                return Prepared::Send {
+                    note: Some("body breaks the contract: moved, the consumer drops it with an error log".into()),
+                };
+            }
         };
         let note = match sophia_reports::admin::reset_for_retry(&self.db, subject.interview_id, &self.operator).await {
             Ok(ResetOutcome::Reset { status_before, attempts_before }) => {
-                format!("report {status_before} at {attempts_before} attempt(s): attempts reset to 0 (by {}), then moved", self.operator.by)
+                format!(
+                    "report {status_before} at {attempts_before} attempt(s): attempts reset to 0 (by {}), then moved",
+                    self.operator.by
+                )
             }
-            Ok(ResetOutcome::Completed) => "report COMPLETED: not reset; the moved message is acknowledged without a model call".into(),
+            Ok(ResetOutcome::Completed) => {
+                "report COMPLETED: not reset; the moved message is acknowledged without a model call".into()
+            }
             Ok(ResetOutcome::Held { lease_expires_at }) => format!(
                 "report PROCESSING under a live lease (until {}): not reset; moved",
                 lease_expires_at.as_deref().unwrap_or("-")
             ),
             Ok(ResetOutcome::Absent) => "no report yet: moved (it starts with a full budget)".into(),
             Ok(ResetOutcome::NotResettable { status }) => format!("report {status}: not reset; moved"),
-            Err(e) => return Prepared::Keep { step: "reset", reason: format!("the report could not be reset ({e}); the message stays in the DLQ") },
+            Err(e) => {
+                return Prepared::Keep {
+                    step: "reset",
+                    reason: format!("the report could not be reset ({e}); the message stays in the DLQ"),
+                };
+            }
         };
         Prepared::Send { note: Some(note) }
     }
