@@ -547,7 +547,7 @@ pub async fn queue_move_to(
     let from = QueueRef { url: from_url.to_owned(), arn: String::new() };
     let destination = destination.to_owned();
     if destination == from_url {
-        return Err(OpsError::Invalid(format!("--from-url is the destination queue itself: nothing to move")));
+        return Err(OpsError::Invalid("--from-url is the destination queue itself: nothing to move".into()));
     }
     let to_ref = QueueRef { url: destination, arn: String::new() };
     let in_before = approximate_visible(locator, from_url).await?;
