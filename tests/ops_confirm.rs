@@ -140,3 +140,36 @@ async fn a_stage_without_mongodb_is_refused_naming_mongodb_uri() {
     assert!(matches!(err, OpsError::NotConfigured { .. }) && err.to_string().contains("MONGODB_URI"), "{err}");
     assert!(drain(&s.client, &s.queues.report_generate.source.url).await.is_empty());
 }
+
+#[tokio::test]
+async fn dlq_delete_and_queue_move_need_yes_on_a_stage() {
+    let s = Stage::new().await;
+    let (i, o) = s.ids();
+    let dlq = &s.queues.report_generate.dlq.url;
+    let body = format!(r#"{{"interviewId":"{i}","organizationId":"{o}"}}"#);
+    let id = put(&s.client, dlq, &body, Default::default()).await;
+    let text = refused(&run(&s.ctx(false), &["dlq", "delete", "report-generate", &id]).await);
+    assert!(text.contains(&format!("delete message {id}")) && text.contains(&format!("interview {i}")), "{text}");
+    ops_support::settle().await;
+    assert_eq!(visible(&s.client, dlq).await, 1, "not deleted without --yes");
+    let Outcome::DlqDelete(deleted) = run(&s.ctx(true), &["dlq", "delete", "report-generate", &id]).await.unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(deleted.message.message_id, id);
+    ops_support::settle().await;
+    assert_eq!(visible(&s.client, dlq).await, 0);
+
+    let old = s.client.create_queue().queue_name(harness::unique("old-stack")).send().await.unwrap().queue_url.unwrap();
+    put(&s.client, &old, &body, Default::default()).await;
+    let text = refused(&run(&s.ctx(false), &["queue", "move", "--from-url", &old, "--to", "report-generate"]).await);
+    assert!(text.contains("move every message of") && text.contains("sample"), "{text}");
+    ops_support::settle().await;
+    assert_eq!(visible(&s.client, &old).await, 1, "nothing moved without --yes");
+    let Outcome::QueueMove(moved) =
+        run(&s.ctx(true), &["queue", "move", "--from-url", &old, "--to", "report-generate"]).await.unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(moved.moved, 1);
+}

@@ -78,7 +78,9 @@ async fn assert_nothing_lost(
 async fn redrive_moves_every_message_back_with_body_and_attributes_intact() {
     let o = ops().await;
     let sent = fill_dlq(&o, 23).await;
-    let Outcome::DlqRedrive(report) = run(&o.ctx, &["dlq", "redrive", "report-generate"]).await.unwrap() else {
+    let Outcome::DlqRedrive(report) =
+        run(&o.ctx, &["dlq", "redrive", "report-generate", "--keep-attempts"]).await.unwrap()
+    else {
         panic!()
     };
     assert_eq!((report.moved, report.failed, report.duplicated), (23, 0, 0));
@@ -102,7 +104,12 @@ async fn redrive_moves_every_message_back_with_body_and_attributes_intact() {
 async fn the_move_task_method_reports_that_fauxqs_does_not_support_it() {
     let o = ops().await;
     fill_dlq(&o, 2).await;
+    // Resetting each report just before its message moves rules a move task out.
     let err = run(&o.ctx, &["dlq", "redrive", "report-generate", "--method", "move-task"]).await.unwrap_err();
+    assert!(matches!(err, OpsError::Invalid(_)) && err.to_string().contains("--keep-attempts"), "{err}");
+    let err = run(&o.ctx, &["dlq", "redrive", "report-generate", "--method", "move-task", "--keep-attempts"])
+        .await
+        .unwrap_err();
     assert_eq!(err.sqs_code(), Some("InvalidAction"), "{err}");
     assert!(sophia_ops::redrive::is_unsupported(&err));
     assert_eq!(visible(&o.client, &o.queues.report_generate.dlq.url).await, 2, "nothing moved");
@@ -122,7 +129,8 @@ async fn max_moves_at_most_n_and_dry_run_moves_nothing() {
     assert!(dry.human().contains("nothing was moved"));
     assert_eq!(visible(&o.client, &o.queues.report_generate.dlq.url).await, 13);
 
-    let Outcome::DlqRedrive(report) = run(&o.ctx, &["dlq", "redrive", "report-generate", "--max", "4"]).await.unwrap()
+    let Outcome::DlqRedrive(report) =
+        run(&o.ctx, &["dlq", "redrive", "report-generate", "--max", "4", "--keep-attempts"]).await.unwrap()
     else {
         panic!()
     };
@@ -136,7 +144,7 @@ async fn max_moves_at_most_n_and_dry_run_moves_nothing() {
 async fn json_redrive_output_parses() {
     let o = ops().await;
     fill_dlq(&o, 3).await;
-    let result = run(&o.ctx, &["--json", "dlq", "redrive", "report-generate"]).await;
+    let result = run(&o.ctx, &["--json", "dlq", "redrive", "report-generate", "--keep-attempts"]).await;
     let rendered = render(&result, true);
     assert_eq!(rendered.exit_code, 0);
     let v: serde_json::Value = serde_json::from_str(&rendered.stdout).unwrap();
@@ -181,7 +189,7 @@ async fn failed_sends_midway_lose_nothing_and_stay_in_the_dlq() {
     let sent = fill_dlq(&o, 25).await;
     let locator = o.ctx.locator().await;
     let io = FlakySends { inner: SqsMoveIo(o.client.clone()), calls: AtomicUsize::new(0) };
-    let report = redrive_with(&locator, QueueName::ReportGenerate, &RedriveOptions::default(), &io).await.unwrap();
+    let report = redrive_with(&locator, QueueName::report_generate(), &RedriveOptions::default(), &io).await.unwrap();
     assert!(report.failed > 0 && report.moved > 0, "{report:?}");
     assert_eq!(report.moved + report.failed, 25);
     assert_eq!(report.failures.len() as u64, report.failed);
@@ -222,7 +230,7 @@ async fn a_destination_deleted_midway_stops_the_run_and_loses_nothing() {
     o.client.delete_queue().queue_url(&dead).send().await.unwrap();
     let locator = o.ctx.locator().await;
     let io = DestinationDisappears { inner: SqsMoveIo(o.client.clone()), dead_url: dead, calls: AtomicUsize::new(0) };
-    let report = redrive_with(&locator, QueueName::ReportGenerate, &RedriveOptions::default(), &io).await.unwrap();
+    let report = redrive_with(&locator, QueueName::report_generate(), &RedriveOptions::default(), &io).await.unwrap();
     assert_eq!(report.moved, 10, "{report:?}");
     assert_eq!(report.failed, 30, "three whole batches failed, then the run stopped");
     assert!(report.stopped_early.as_deref().is_some_and(|s| s.contains("unavailable")), "{report:?}");
@@ -268,7 +276,7 @@ async fn a_failed_delete_after_a_successful_send_duplicates_and_says_it_is_harml
     let locator = o.ctx.locator().await;
     let io = FirstDeleteFails { inner: SqsMoveIo(o.client.clone()), calls: AtomicUsize::new(0) };
     let options = RedriveOptions { visibility: Duration::from_secs(1), ..RedriveOptions::default() };
-    let report = redrive_with(&locator, QueueName::ReportGenerate, &options, &io).await.unwrap();
+    let report = redrive_with(&locator, QueueName::report_generate(), &options, &io).await.unwrap();
     assert_eq!(report.failed, 0);
     assert_eq!(report.moved + report.duplicated, 15, "{report:?}");
     if report.duplicated > 0 {

@@ -1,7 +1,7 @@
 //! Shared by the `ops_*` tests: a CLI context wired to this test's own queues on fauxqs, and
 //! helpers to put messages into queues and take every one back out.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -87,4 +87,25 @@ pub async fn visible(client: &Client, url: &str) -> u64 {
 
 pub async fn settle() {
     tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+/// A context for the local pipeline's `queues` (every declared queue's URL and DLQ URL, under the
+/// variables the declaration names), and MongoDB when `world` is given.
+pub fn pipeline_context(queues: &QueueSet, world: Option<&harness::faults::World>, client: &Client) -> Context {
+    let mut pairs: Vec<(String, String)> = vec![(env::AWS_ENDPOINT_URL_SQS.into(), harness::sqs_endpoint())];
+    for pair in queues.pairs() {
+        let q = sophia_queue_settings::Declaration::embedded().queue(&pair.key).expect("declared");
+        pairs.push((q.queue_url_env.clone(), pair.source.url.clone()));
+        pairs.push((q.dlq_url_env(), pair.dlq.url.clone()));
+    }
+    if let Some(w) = world {
+        pairs.push(("MONGODB_URI".into(), harness::mongo_uri()));
+        pairs.push(("MONGODB_DATABASE".into(), w.mongo.db.name().to_owned()));
+        pairs.push(("MONGODB_ALLOW_STANDALONE".into(), "true".into()));
+    }
+    let ctx = Context::new(Env::from_pairs(pairs), None, ProgressMode::Hidden).with_sqs(client.clone());
+    match world {
+        Some(w) => ctx.with_mongo(w.mongo.clone()),
+        None => ctx,
+    }
 }

@@ -21,16 +21,24 @@ pub struct QueuePair {
     pub dlq: QueueRef,
 }
 
-/// The four queues of one stage.
+/// The queues of one stage: every pair the declaration lists (in its order), and the two whose
+/// handlers are written by hand by name (tests and the demo address them directly).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueSet {
     pub interview_completed: QueuePair,
     pub report_generate: QueuePair,
+    /// Every declared pair, the two above included.
+    pub all: Vec<QueuePair>,
 }
 
 impl QueueSet {
-    pub fn pairs(&self) -> [&QueuePair; 2] {
-        [&self.interview_completed, &self.report_generate]
+    pub fn pairs(&self) -> &[QueuePair] {
+        &self.all
+    }
+
+    /// The pair of a declared queue key.
+    pub fn pair(&self, key: &str) -> Option<&QueuePair> {
+        self.all.iter().find(|p| p.key == key)
     }
 }
 
@@ -71,9 +79,15 @@ pub async fn create_queue_set_with(
     decl: &Declaration,
     overrides: &QueueOverrides,
 ) -> Result<QueueSet, QueueSetupError> {
+    let mut all = Vec::with_capacity(decl.queues.len());
+    for q in &decl.queues {
+        all.push(create_pair(client, prefix, q, overrides).await?);
+    }
+    let named = |key: &str| all.iter().find(|p| p.key == key).cloned().expect("the declaration names both queues");
     Ok(QueueSet {
-        interview_completed: create_pair(client, prefix, decl.interview_completed(), overrides).await?,
-        report_generate: create_pair(client, prefix, decl.report_generate(), overrides).await?,
+        interview_completed: named(sophia_queue_settings::INTERVIEW_COMPLETED),
+        report_generate: named(sophia_queue_settings::REPORT_GENERATE),
+        all,
     })
 }
 

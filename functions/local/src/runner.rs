@@ -133,10 +133,12 @@ impl Runner {
         let mut env = BTreeMap::new();
         env.insert("AWS_ENDPOINT_URL_SQS".to_owned(), fauxqs.url());
         env.insert("AWS_REGION".to_owned(), "us-east-1".to_owned());
-        env.insert(config::INTERVIEW_COMPLETED_QUEUE_URL.to_owned(), queues.interview_completed.source.url.clone());
-        env.insert(config::REPORT_GENERATE_QUEUE_URL.to_owned(), queues.report_generate.source.url.clone());
-        env.insert("INTERVIEW_COMPLETED_DLQ_URL".to_owned(), queues.interview_completed.dlq.url.clone());
-        env.insert("REPORT_GENERATE_DLQ_URL".to_owned(), queues.report_generate.dlq.url.clone());
+        // Every declared queue's URL and DLQ URL, under the variables the declaration names.
+        for pair in queues.pairs() {
+            let settings = decl.queue(&pair.key).expect("created from the declaration");
+            env.insert(settings.queue_url_env.clone(), pair.source.url.clone());
+            env.insert(settings.dlq_url_env(), pair.dlq.url.clone());
+        }
         env.insert(config::MONGODB_URI.to_owned(), nx_mongo.url());
         env.insert(config::MONGODB_DATABASE.to_owned(), options.database.clone());
         env.insert(config::MONGODB_ALLOW_STANDALONE.to_owned(), "true".to_owned());
@@ -164,7 +166,7 @@ impl Runner {
             fauxqs,
             nx_mongo,
         };
-        let pairs: Vec<_> = runner.queues.pairs().into_iter().cloned().collect();
+        let pairs: Vec<_> = runner.queues.pairs().to_vec();
         for pair in &pairs {
             let settings = decl.queue(&pair.key).expect("declared");
             let pollers = options.function_pollers.get(&settings.consumer).copied().unwrap_or(options.pollers).max(1);

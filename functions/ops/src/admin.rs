@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_credits::{BoxError, CreditsStore, flush_pending_outbox, invariants};
-use sophia_reports::admin::{RetryOutcome, RetryRequest, retry_report_generation};
+use sophia_reports::admin::{RetryOutcome, RetryRequest, retry_report_generation_by};
 use sophia_sqs_producer::{PublishOutcome, QueueUrls, SqsProducer, SqsReportPublisher};
 
 use crate::queues::QueueName;
@@ -107,7 +107,7 @@ impl InvariantsReport {
 /// report-generate queue this context resolves (environment, env file or `--stage`).
 async fn report_producer(ctx: &Context) -> Result<SqsProducer, OpsError> {
     let locator = ctx.locator().await;
-    let url = locator.source_url(QueueName::ReportGenerate).await?;
+    let url = locator.source_url(QueueName::report_generate()).await?;
     Ok(SqsProducer::new(locator.client().clone(), QueueUrls { interview_completed: None, report_generate: Some(url) }))
 }
 
@@ -139,7 +139,8 @@ pub async fn report_retry(
     let db = ctx.mongo().await?.db;
     let sent = Mutex::new(None);
     let request = RetryRequest { interview_id, organization_id, reset_attempts };
-    let outcome = retry_report_generation(&db, request, |message, request_id| {
+    let operator = ctx.operator("report-retry");
+    let outcome = retry_report_generation_by(&db, request, &operator, |message, request_id| {
         let (producer, sent) = (&producer, &sent);
         async move {
             match producer.publish_report_generate(&message, &request_id).await? {

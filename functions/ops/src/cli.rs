@@ -10,8 +10,9 @@ use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, Timestamp};
 use crate::queues::QueueName;
 use crate::redrive::RedriveMethod;
 
-/// Operator tool of the Sophia async jobs: publish messages, inspect and redrive DLQs, flush the
-/// report outbox, retry a report, check the credit invariants.
+/// Operator tool of the Sophia async jobs: publish messages, inspect, redrive and delete DLQ
+/// messages, show one interview's state, move messages between stacks, flush the report outbox,
+/// retry a report, check the credit invariants, apply the indexes.
 ///
 /// Configuration comes from the usual environment (AWS credentials/region, AWS_ENDPOINT_URL_SQS,
 /// INTERVIEW_COMPLETED_QUEUE_URL, REPORT_GENERATE_QUEUE_URL, *_DLQ_URL, MONGODB_URI,
@@ -24,7 +25,7 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
     /// Read KEY=VALUE settings from this file; real environment variables win.
-    #[arg(long, global = true, value_name = "PATH", env = "SOPHIA_ENV_FILE")]
+    #[arg(long, global = true, value_name = "PATH", env = "SOPHIA_ENV_FILE", hide_env_values = true)]
     pub env_file: Option<PathBuf>,
     /// Do not read the default env file (.local/sophia.env).
     #[arg(long, global = true, conflicts_with = "env_file")]
@@ -37,6 +38,9 @@ pub struct Cli {
     /// and exits non-zero; stdin is never read).
     #[arg(long, global = true)]
     pub yes: bool,
+    /// Who is acting, recorded on each report a retry resets (default: $USER).
+    #[arg(long, global = true, value_name = "NAME", env = "SOPHIA_OPERATOR", hide_env_values = true)]
+    pub by: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -46,16 +50,22 @@ pub enum Command {
     /// Publish one message (validated by the message contracts).
     #[command(subcommand)]
     Publish(PublishCommand),
-    /// Inspect and redrive dead-letter queues.
+    /// Inspect, redrive and delete dead-letter queue messages.
     #[command(subcommand)]
     Dlq(DlqCommand),
+    /// One interview's settlement, report and DLQ messages.
+    #[command(subcommand)]
+    Interview(InterviewCommand),
+    /// Move messages from another queue (a cutover from another stack).
+    #[command(subcommand)]
+    Queue(QueueCommand),
     /// The report.generate outbox of settlements.
     #[command(subcommand)]
     Outbox(OutboxCommand),
     /// Reports.
     #[command(subcommand)]
     Report(ReportCommand),
-    /// The credit invariants of DESIGN.md.
+    /// The five credit invariants (docs/design.md).
     #[command(subcommand)]
     Invariants(InvariantsCommand),
     /// Create the indexes the flow relies on (idempotent; `scripts/deploy` runs it before `pulumi up`).
@@ -119,16 +129,28 @@ pub enum PublishCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum DlqCommand {
-    /// List a DLQ's messages without removing them.
+    /// List a DLQ's messages without removing them (candidate text in bodies redacted).
     List {
         queue: QueueName,
         /// At most this many messages.
         #[arg(long, default_value_t = 100)]
         max: usize,
+        /// Print bodies whole: they may hold candidate text (failureReason).
+        #[arg(long)]
+        show_body: bool,
     },
-    /// Show one DLQ message in full, without removing it.
-    Show { queue: QueueName, message_id: String },
-    /// Move a DLQ's messages back to its source queue.
+    /// Show one DLQ message, without removing it (candidate text in the body redacted); for
+    /// report-generate, with its report's state when MONGODB_URI is set.
+    Show {
+        queue: QueueName,
+        message_id: String,
+        /// Print the body whole: it may hold candidate text (failureReason).
+        #[arg(long)]
+        show_body: bool,
+    },
+    /// Move a DLQ's messages back to its source queue. For report-generate, each report FAILED
+    /// (or stuck under an expired lease) first gets a fresh attempt budget, recorded on the
+    /// report with who and when; a COMPLETED report is never touched.
     Redrive {
         queue: QueueName,
         /// Move at most this many messages (uses receive/send/delete).
@@ -140,6 +162,61 @@ pub enum DlqCommand {
         #[arg(long, value_enum, default_value_t = RedriveMethod::Auto)]
         method: RedriveMethod,
         /// How long receive/send/delete hides a message while it moves it (e.g. 120s, 5m).
+        #[arg(long, default_value = "120s", value_parser = parse_duration)]
+        visibility_timeout: Duration,
+        /// report-generate: move the messages without resetting their reports' attempts (a
+        /// report FAILED at its last attempt then stays FAILED).
+        #[arg(long)]
+        keep_attempts: bool,
+    },
+    /// Delete one DLQ message the operator has decided to drop (prints it and the interview's
+    /// state first; against a stage it needs --yes).
+    Delete {
+        queue: QueueName,
+        message_id: String,
+        /// Print what would be deleted; delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InterviewCommand {
+    /// Settlement (settledAt, credits, ledger lines by lot, outbox entry), report (status,
+    /// attempts, errorKind, lastError, lease, validation warnings) and the DLQ messages of one
+    /// interview. Changes nothing; never prints candidate text.
+    Show {
+        /// The interview's ObjectId (24 hex characters).
+        interview_id: InterviewId,
+        /// How many messages of each DLQ to look at (0: do not search the DLQs).
+        #[arg(long, default_value_t = crate::interview::DEFAULT_DLQ_SCAN)]
+        dlq_scan: usize,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Move every message of another queue (e.g. the old stack's queue or DLQ) into this stack's
+    /// queue: receive, check each body against the queue's contract, send, delete only what was
+    /// sent. An invalid body is left where it is and reported; a stop midway loses nothing.
+    Move {
+        /// The queue to empty (any SQS queue URL the credentials can read and delete from).
+        #[arg(long, value_name = "URL")]
+        from_url: String,
+        /// This stack's queue to send to.
+        #[arg(long, value_name = "QUEUE")]
+        to: QueueName,
+        /// Send to the queue's DLQ instead (for an old report DLQ: then `dlq redrive
+        /// report-generate` resets each report and regenerates it).
+        #[arg(long)]
+        into_dlq: bool,
+        /// Move at most this many messages.
+        #[arg(long)]
+        max: Option<usize>,
+        /// Count and sample what would be moved; move nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// How long a received message is hidden while it is moved (e.g. 120s, 5m).
         #[arg(long, default_value = "120s", value_parser = parse_duration)]
         visibility_timeout: Duration,
     },
@@ -160,11 +237,11 @@ pub enum OutboxCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ReportCommand {
-    /// Re-publish report.generate for one interview (DESIGN.md "Admin retry").
+    /// Re-publish report.generate for one interview (never generates synchronously).
     Retry {
         #[command(flatten)]
         ids: Ids,
-        /// Reset a FAILED report's attempt count first.
+        /// Reset a FAILED (or stuck) report's attempt count first, recorded on the report.
         #[arg(long)]
         reset_attempts: bool,
         /// Print what would be published and the interview's state; change nothing.

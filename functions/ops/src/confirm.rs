@@ -79,6 +79,7 @@ pub struct InterviewState {
     pub credits_consumed: Option<i64>,
     pub report_status: Option<String>,
     pub report_attempts: Option<i64>,
+    pub report_error_kind: Option<String>,
 }
 
 impl InterviewState {
@@ -89,7 +90,7 @@ impl InterviewState {
         let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
         let num = |v: Option<i64>| v.map_or("-".into(), |n| n.to_string());
         format!(
-            "interview {} (organization {}): status {}, settledAt {}, credits reserved {} consumed {}, report {} (attempts {})",
+            "interview {} (organization {}): status {}, settledAt {}, credits reserved {} consumed {}, report {} (attempts {}, errorKind {})",
             self.interview_id,
             opt(&self.organization_id),
             opt(&self.status),
@@ -98,6 +99,7 @@ impl InterviewState {
             num(self.credits_consumed),
             opt(&self.report_status),
             num(self.report_attempts),
+            opt(&self.report_error_kind),
         )
     }
 }
@@ -161,11 +163,12 @@ fn state_of(id: InterviewId, interview: Option<&Document>, report: Option<&Docum
         credits_consumed: credits.and_then(|c| c.get("consumed")).and_then(number),
         report_status: report.and_then(|d| d.get("status")).and_then(text),
         report_attempts: report.and_then(|d| d.get("attemptCount")).and_then(number),
+        report_error_kind: report.and_then(|d| d.get("errorKind")).and_then(text),
     }
 }
 
 /// Identifiers, statuses and dates only (these fields hold no candidate text).
-fn text(v: &Bson) -> Option<String> {
+pub(crate) fn text(v: &Bson) -> Option<String> {
     match v {
         Bson::String(s) => Some(s.chars().take(64).collect()),
         Bson::ObjectId(o) => Some(o.to_hex()),
@@ -175,7 +178,7 @@ fn text(v: &Bson) -> Option<String> {
 }
 
 /// Any integral BSON number, as other writers store it (Int32, Int64, a whole double).
-fn number(v: &Bson) -> Option<i64> {
+pub(crate) fn number(v: &Bson) -> Option<i64> {
     sophia_documents::int::from_bson(v).ok()
 }
 

@@ -4,6 +4,14 @@
 //! listing sees each message once), never deleted, and made visible again at once at the end
 //! (`ChangeMessageVisibilityBatch` to 0). Receiving increments a message's
 //! `ApproximateReceiveCount` in the DLQ; the DLQ has no RedrivePolicy, so that is harmless.
+//!
+//! Bodies are shown redacted by default: every string outside the contracts' identifier and
+//! timestamp fields (`failureReason`, which may quote the candidate) becomes
+//! `<redacted: N chars>` ([`crate::contract::redact`]); `--show-body` shows them whole.
+//!
+//! `dlq delete` removes one message the operator has decided to drop: it is found as `dlq show`
+//! finds it and deleted by the receipt handle of that receive; every other message seen is
+//! released at once.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
@@ -14,7 +22,7 @@ use aws_sdk_sqs::types::{
 };
 use chrono::{DateTime, SecondsFormat};
 use serde::Serialize;
-use sophia_contracts::{InterviewQueueMessage, MessageAttributes, QueueMessage, ReportGenerate};
+use sophia_contracts::MessageAttributes;
 
 use crate::OpsError;
 use crate::progress::ProgressMode;
@@ -38,13 +46,24 @@ pub struct DlqMessage {
     pub request_id: Option<String>,
     /// Every message attribute, as `name -> value` (binary values as their byte count).
     pub attributes: BTreeMap<String, String>,
+    /// The body: redacted (candidate-text fields replaced by `<redacted: N chars>`) unless
+    /// `body_redacted` is false (`--show-body`).
     pub body: String,
+    pub body_redacted: bool,
+    /// The interview the body names, if it names one (valid or not).
+    pub interview_id: Option<String>,
     /// Why the body does not satisfy its queue's contract, if it does not (a poison message).
     pub contract_error: Option<String>,
 }
 
 impl DlqMessage {
+    /// The message with its body redacted (see [`crate::contract::redact`]).
     pub fn from_sqs(queue: QueueName, m: &Message) -> Self {
+        Self::from_sqs_with(queue, m, false)
+    }
+
+    /// `show_body`: the body as it is (it may hold candidate text).
+    pub fn from_sqs_with(queue: QueueName, m: &Message, show_body: bool) -> Self {
         let system = m.attributes();
         let number =
             |name: MessageSystemAttributeName| system.and_then(|a| a.get(&name)).and_then(|v| v.parse::<i64>().ok());
@@ -64,12 +83,11 @@ impl DlqMessage {
                     .collect()
             })
             .unwrap_or_default();
-        let body = m.body().unwrap_or_default().to_owned();
-        let contract_error = match queue {
-            QueueName::InterviewCompleted => InterviewQueueMessage::parse(&body).err(),
-            QueueName::ReportGenerate => ReportGenerate::parse(&body).err(),
-        }
-        .map(|e| e.to_string());
+        let raw = m.body().unwrap_or_default();
+        let contract_error = crate::contract::check(queue, raw).err();
+        let interview_id = crate::contract::interview_named(raw).map(|i| i.to_string());
+        let (body, body_redacted) =
+            if show_body { (raw.to_owned(), false) } else { (crate::contract::redact(raw), true) };
         Self {
             message_id: m.message_id().unwrap_or_default().to_owned(),
             receive_count: number(MessageSystemAttributeName::ApproximateReceiveCount)
@@ -81,6 +99,8 @@ impl DlqMessage {
             request_id: attributes.get(MessageAttributes::REQUEST_ID).cloned(),
             attributes,
             body,
+            body_redacted,
+            interview_id,
             contract_error,
         }
     }
@@ -111,6 +131,9 @@ impl DlqMessage {
     }
 }
 
+/// Printed with bodies shown whole (`--show-body`).
+pub const SHOW_BODY_NOTE: &str = "note: --show-body prints message bodies whole; they may hold candidate text (failureReason): do not paste them into tickets or chats\n";
+
 /// The result of `dlq list`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -137,6 +160,9 @@ impl DlqListing {
                 _ => String::new(),
             }
         );
+        if self.messages.iter().any(|m| !m.body_redacted) {
+            s.insert_str(0, SHOW_BODY_NOTE);
+        }
         for m in &self.messages {
             s.push_str(&m.human());
         }
@@ -189,18 +215,21 @@ impl ReportState {
 /// Looks up the report of a `report.generate` DLQ message when `MONGODB_URI` is configured
 /// (never fails the command: a lookup problem is shown instead).
 pub async fn attach_report(shown: &mut DlqShow, ctx: &crate::Context) {
-    if shown.queue != QueueName::ReportGenerate || ctx.env.get(sophia_platform::config::MONGODB_URI).is_none() {
+    if !shown.queue.is(sophia_queue_settings::REPORT_GENERATE)
+        || ctx.env.get(sophia_platform::config::MONGODB_URI).is_none()
+        || shown.message.contract_error.is_some()
+    {
         return;
     }
-    let Ok(message) = ReportGenerate::parse(&shown.message.body) else { return };
+    let Some(interview_id) = shown.message.interview_id.as_deref().and_then(|i| i.parse().ok()) else { return };
     let state = match ctx.mongo().await {
         Err(e) => ReportState::Unavailable(e.to_string()),
-        Ok(mongo) => match sophia_reports::store::ReportStore::new(&mongo.db).find(message.interview_id).await {
+        Ok(mongo) => match sophia_reports::store::ReportStore::new(&mongo.db).find(interview_id).await {
             Ok(Some(r)) => ReportState::Found {
                 status: r.status.as_str().to_owned(),
                 attempt_count: r.attempt_count,
+                last_error: crate::interview::shown_last_error(r.last_error.as_deref(), r.error_kind.is_some()),
                 error_kind: r.error_kind.map(|k| k.as_str().to_owned()),
-                last_error: r.last_error,
             },
             Ok(None) => ReportState::Absent,
             Err(e) => ReportState::Unavailable(e.to_string()),
@@ -223,7 +252,11 @@ impl DlqShow {
             .ok()
             .and_then(|v| serde_json::to_string_pretty(&v).ok())
             .unwrap_or_else(|| m.body.clone());
-        s.push_str(&format!("  body:\n{}\n", indent(&pretty, "    ")));
+        let label = if m.body_redacted { "body (candidate text redacted; --show-body to see it):" } else { "body:" };
+        s.push_str(&format!("  {label}\n{}\n", indent(&pretty, "    ")));
+        if !m.body_redacted {
+            s.insert_str(0, SHOW_BODY_NOTE);
+        }
         if let Some(report) = &self.report {
             s.push_str(&report.human());
         }
@@ -347,12 +380,45 @@ pub async fn list(
     max: usize,
     mode: ProgressMode,
 ) -> Result<DlqListing, OpsError> {
+    list_with(locator, queue, max, mode, false).await
+}
+
+/// `dlq list`, with bodies whole when `show_body`.
+pub async fn list_with(
+    locator: &QueueLocator,
+    queue: QueueName,
+    max: usize,
+    mode: ProgressMode,
+    show_body: bool,
+) -> Result<DlqListing, OpsError> {
     let dlq_url = locator.dlq_url(queue).await?;
+    peek_listing(locator, dlq_url, queue, max, mode, show_body).await
+}
+
+/// A peek of any queue (`queue move`'s source), its bodies checked against `queue`'s contract
+/// and redacted.
+pub async fn list_from(
+    locator: &QueueLocator,
+    url: &str,
+    queue: QueueName,
+    max: usize,
+) -> Result<DlqListing, OpsError> {
+    peek_listing(locator, url.to_owned(), queue, max, ProgressMode::Hidden, false).await
+}
+
+async fn peek_listing(
+    locator: &QueueLocator,
+    dlq_url: String,
+    queue: QueueName,
+    max: usize,
+    mode: ProgressMode,
+    show_body: bool,
+) -> Result<DlqListing, OpsError> {
     let approximate = approximate_visible(locator, &dlq_url).await?;
     let bar = mode.bar(approximate.map(|n| n.min(max as u64)), format!("reading {queue} DLQ"));
     let (messages, truncated) = peek(locator.client(), &dlq_url, max, &bar, |_| false).await?;
     bar.finish_and_clear();
-    let messages = messages.iter().map(|m| DlqMessage::from_sqs(queue, m)).collect();
+    let messages = messages.iter().map(|m| DlqMessage::from_sqs_with(queue, m, show_body)).collect();
     Ok(DlqListing { queue, dlq_url, approximate_visible: approximate, messages, truncated })
 }
 
@@ -366,6 +432,17 @@ pub async fn show(
     message_id: &str,
     mode: ProgressMode,
 ) -> Result<DlqShow, OpsError> {
+    show_with(locator, queue, message_id, mode, false).await
+}
+
+/// `dlq show`, with the body whole when `show_body`.
+pub async fn show_with(
+    locator: &QueueLocator,
+    queue: QueueName,
+    message_id: &str,
+    mode: ProgressMode,
+    show_body: bool,
+) -> Result<DlqShow, OpsError> {
     let dlq_url = locator.dlq_url(queue).await?;
     let bar = mode.bar(None, format!("searching {queue} DLQ"));
     let (messages, _) =
@@ -377,5 +454,87 @@ pub async fn show(
             messages.len()
         ))
     })?;
-    Ok(DlqShow { queue, dlq_url, message: DlqMessage::from_sqs(queue, found), report: None })
+    Ok(DlqShow { queue, dlq_url, message: DlqMessage::from_sqs_with(queue, found, show_body), report: None })
+}
+
+/// The result of `dlq delete`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DlqDelete {
+    pub queue: QueueName,
+    pub dlq_url: String,
+    /// The message that was deleted (body redacted).
+    pub message: DlqMessage,
+}
+
+impl DlqDelete {
+    pub fn human(&self) -> String {
+        format!(
+            "deleted {} from the {} DLQ ({}): it will not be processed\n{}",
+            self.message.message_id,
+            self.queue,
+            self.dlq_url,
+            self.message.human()
+        )
+    }
+}
+
+/// `dlq delete <queue> <messageId>`: finds the message as `show` does and deletes it with the
+/// receipt handle of that receive (the only way SQS deletes); every other message seen is
+/// released at once. Not found: an error, nothing deleted.
+pub async fn delete(
+    locator: &QueueLocator,
+    queue: QueueName,
+    message_id: &str,
+    mode: ProgressMode,
+) -> Result<DlqDelete, OpsError> {
+    let dlq_url = locator.dlq_url(queue).await?;
+    let client = locator.client();
+    let bar = mode.bar(None, format!("searching {queue} DLQ"));
+    let mut seen = HashSet::new();
+    let mut held = Vec::new();
+    let mut found: Option<Message> = None;
+    let result = async {
+        while found.is_none() && seen.len() < SHOW_SCAN_LIMIT {
+            let batch = receive(client, &dlq_url, RECEIVE_BATCH, PEEK_HOLD, Duration::from_secs(1)).await?;
+            let mut fresh = 0;
+            for m in batch {
+                if m.message_id() == Some(message_id) && found.is_none() {
+                    found = Some(m);
+                    continue;
+                }
+                if let Some(handle) = m.receipt_handle() {
+                    held.push(handle.to_owned());
+                }
+                if seen.insert(m.message_id().unwrap_or_default().to_owned()) {
+                    fresh += 1;
+                    bar.inc(1);
+                }
+            }
+            if fresh == 0 && found.is_none() {
+                break;
+            }
+        }
+        if let Some(m) = &found {
+            client
+                .delete_message()
+                .queue_url(&dlq_url)
+                .receipt_handle(m.receipt_handle().unwrap_or_default())
+                .send()
+                .await
+                .map_err(|e| OpsError::sqs("DeleteMessage", &dlq_url, e))?;
+        }
+        Ok::<_, OpsError>(())
+    }
+    .await;
+    bar.finish_and_clear();
+    release(client, &dlq_url, &held).await;
+    result?;
+    let m = found.ok_or_else(|| {
+        OpsError::NotFound(format!(
+            "message {message_id} is not in the {queue} DLQ ({} other message(s) looked at); nothing was deleted",
+            seen.len()
+        ))
+    })?;
+    Ok(DlqDelete { queue, dlq_url, message: DlqMessage::from_sqs(queue, &m) })
 }

@@ -17,16 +17,17 @@ pub const INTERVIEW_COMPLETED_DLQ_URL: &str = "INTERVIEW_COMPLETED_DLQ_URL";
 pub const REPORT_GENERATE_DLQ_URL: &str = "REPORT_GENERATE_DLQ_URL";
 pub use sophia_platform::sqs::{AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS};
 
-/// Variables that show the shell is already configured for some deployment.
-const TARGETING_VARIABLES: [&str; 7] = [
-    AWS_ENDPOINT_URL_SQS,
-    AWS_ENDPOINT_URL,
-    config::INTERVIEW_COMPLETED_QUEUE_URL,
-    config::REPORT_GENERATE_QUEUE_URL,
-    INTERVIEW_COMPLETED_DLQ_URL,
-    REPORT_GENERATE_DLQ_URL,
-    config::MONGODB_URI,
-];
+/// Variables that show the shell is already configured for some deployment: the endpoints,
+/// MongoDB, and every declared queue's URL and DLQ URL variable.
+fn targeting_variables() -> Vec<String> {
+    let mut names: Vec<String> =
+        [AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, config::MONGODB_URI].into_iter().map(str::to_owned).collect();
+    for q in &sophia_queue_settings::Declaration::embedded().queues {
+        names.push(q.queue_url_env.clone());
+        names.push(q.dlq_url_env());
+    }
+    names
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum EnvError {
@@ -66,7 +67,8 @@ impl Env {
             Some(path) => env.read_file(path)?,
             None if use_default => {
                 let path = Path::new(DEFAULT_ENV_FILE);
-                let targeted = TARGETING_VARIABLES.iter().any(|v| config::optional(v).is_some());
+                let targeted =
+                    targeting_variables().iter().any(|v| std::env::var(v).is_ok_and(|value| !value.trim().is_empty()));
                 if path.is_file() && !targeted {
                     env.read_file(path)?;
                 }

@@ -3,9 +3,13 @@
 //! the binary only parses, runs and prints.
 //!
 //! - [`publish`]: `publish completed|failed|report`;
-//! - [`dlq`]: `dlq list`, `dlq show` (peek: nothing is removed);
+//! - [`dlq`]: `dlq list`, `dlq show` (peek: nothing is removed; bodies redacted), `dlq delete`;
 //! - [`redrive`]: `dlq redrive` (`StartMessageMoveTask`, or receive / send / delete that never
-//!   loses a message);
+//!   loses a message; for report-generate each report's attempts are reset just before its
+//!   message moves) and `queue move` (from another stack's queue, each body checked);
+//! - [`interview`]: `interview show` (settlement, ledger, outbox, report, DLQ messages);
+//! - [`contract`]: each queue's message contract and the redaction of bodies;
+//! - [`reference`]: the command reference (`docs/reference/ops-cli.md`) from the clap definitions;
 //! - [`admin`]: `outbox flush`, `report retry`, `invariants check` (MongoDB, via the credits and
 //!   reports libraries);
 //! - [`env`]: the environment overlaid on an env file (`.local/sophia.env`);
@@ -18,13 +22,16 @@
 pub mod admin;
 pub mod cli;
 pub mod confirm;
+pub mod contract;
 pub mod dlq;
 pub mod env;
 mod error;
+pub mod interview;
 pub mod progress;
 pub mod publish;
 pub mod queues;
 pub mod redrive;
+pub mod reference;
 
 use std::sync::{Mutex, OnceLock};
 
@@ -38,13 +45,16 @@ pub use progress::ProgressMode;
 
 use sophia_contracts::{InterviewId, RequestId};
 
-use crate::cli::{Command, DlqCommand, InvariantsCommand, OutboxCommand, PublishCommand, ReportCommand};
+use crate::cli::{
+    Command, DlqCommand, InterviewCommand, InvariantsCommand, OutboxCommand, PublishCommand, QueueCommand,
+    ReportCommand,
+};
 use crate::confirm::{Gate, Plan};
 use crate::env::Env;
 use crate::publish::PublishRequest;
 use crate::queues::QueueLocator;
 use crate::queues::QueueName;
-use crate::redrive::RedriveOptions;
+use crate::redrive::{RedriveOptions, ResetReports, SqsMoveIo};
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_ERROR: i32 = 1;
@@ -61,6 +71,8 @@ pub struct Context {
     mongo: OnceLock<Mongo>,
     /// `--yes`: commands that move money may run against a non-local queue.
     confirmed: bool,
+    /// `--by`: who acts (recorded on the reports a retry resets).
+    by: Option<String>,
     /// Printed on stderr before the result (e.g. the plan a confirmed command ran).
     notes: Mutex<Vec<String>>,
 }
@@ -73,7 +85,26 @@ impl Context {
     /// From the parsed command line: env file, stage, progress mode.
     pub fn from_cli(cli: &Cli) -> Result<Self, OpsError> {
         let env = Env::load(cli.env_file.as_deref(), !cli.no_env_file)?;
-        Ok(Self::new(env, cli.stage.clone(), ProgressMode::for_cli(cli.json)).confirmed_by(cli.yes))
+        Ok(Self::new(env, cli.stage.clone(), ProgressMode::for_cli(cli.json))
+            .confirmed_by(cli.yes)
+            .acting_as(cli.by.clone()))
+    }
+
+    /// `--by`.
+    pub fn acting_as(mut self, by: Option<String>) -> Self {
+        self.by = by.filter(|b| !b.trim().is_empty());
+        self
+    }
+
+    /// Who acts, through which command: `--by` (or `SOPHIA_OPERATOR`), else the login name
+    /// (`$USER`), else `unknown`.
+    pub fn operator(&self, via: &str) -> sophia_reports::admin::Operator {
+        let by = self
+            .by
+            .clone()
+            .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
+            .unwrap_or_else(|| "unknown".into());
+        sophia_reports::admin::Operator::new(by, via)
     }
 
     /// `--yes` (see [`confirm`]).
@@ -179,6 +210,9 @@ pub enum Outcome {
     DlqList(dlq::DlqListing),
     DlqShow(dlq::DlqShow),
     DlqRedrive(redrive::RedriveReport),
+    DlqDelete(dlq::DlqDelete),
+    InterviewShow(Box<interview::InterviewShow>),
+    QueueMove(redrive::RedriveReport),
     OutboxFlush(admin::OutboxFlushReport),
     ReportRetry(admin::ReportRetryReport),
     InvariantsCheck(admin::InvariantsReport),
@@ -194,6 +228,11 @@ impl Outcome {
             Self::DlqList(r) => r.human(),
             Self::DlqShow(r) => r.human(),
             Self::DlqRedrive(r) => r.human(),
+            Self::DlqDelete(r) => r.human(),
+            Self::InterviewShow(r) => r.human(),
+            Self::QueueMove(r) => {
+                r.human().replacen("redrive ", "queue move ", 1).replacen(" DLQ -> source queue", " <- ", 1)
+            }
             Self::OutboxFlush(r) => r.human(),
             Self::ReportRetry(r) => r.human(),
             Self::InvariantsCheck(r) => r.human(),
@@ -208,7 +247,7 @@ impl Outcome {
 
     pub fn exit_code(&self) -> i32 {
         let incomplete = match self {
-            Self::DlqRedrive(r) => !r.is_clean(),
+            Self::DlqRedrive(r) | Self::QueueMove(r) => !r.is_clean(),
             Self::OutboxFlush(r) => !r.failed.is_empty(),
             Self::InvariantsCheck(r) => !r.ok,
             _ => false,
@@ -268,31 +307,33 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
             }
             Ok(Outcome::Publish(publish::publish(&locator, request).await?))
         }
-        Command::Dlq(DlqCommand::List { queue, max }) => {
-            Ok(Outcome::DlqList(dlq::list(&ctx.locator().await, *queue, *max, ctx.progress).await?))
+        Command::Dlq(DlqCommand::List { queue, max, show_body }) => {
+            Ok(Outcome::DlqList(dlq::list_with(&ctx.locator().await, *queue, *max, ctx.progress, *show_body).await?))
         }
-        Command::Dlq(DlqCommand::Show { queue, message_id }) => {
-            let mut shown = dlq::show(&ctx.locator().await, *queue, message_id, ctx.progress).await?;
+        Command::Dlq(DlqCommand::Show { queue, message_id, show_body }) => {
+            let mut shown = dlq::show_with(&ctx.locator().await, *queue, message_id, ctx.progress, *show_body).await?;
             dlq::attach_report(&mut shown, ctx).await;
             Ok(Outcome::DlqShow(shown))
         }
-        Command::Dlq(DlqCommand::Redrive { queue, max, dry_run, method, visibility_timeout }) => {
-            if !dry_run {
-                let locator = ctx.locator().await;
-                let (source, dlq) = (locator.source_url(*queue).await?, locator.dlq_url(*queue).await?);
-                let mut plan = Plan::new(ctx, format!("redrive the {queue} DLQ ({dlq})"), source);
-                let peeked = dlq::list(&locator, *queue, 10, ProgressMode::Hidden).await?;
-                plan.effects.push(format!(
-                    "about {} message(s) move back to the source queue{}",
-                    peeked.approximate_visible.map_or("?".into(), |n| n.to_string()),
-                    max.map_or(String::new(), |m| format!(" (at most {m})"))
-                ));
-                let ids: Vec<InterviewId> = peeked.messages.iter().filter_map(|m| interview_of(&m.body)).collect();
-                if !plan.local && ids.len() < peeked.messages.len() {
-                    plan.effects.push("some peeked messages name no interview (see `dlq list`)".into());
-                }
-                confirm::gate(ctx, plan, &ids, false).await?;
+        Command::Dlq(DlqCommand::Redrive { queue, max, dry_run, method, visibility_timeout, keep_attempts }) => {
+            let locator = ctx.locator().await;
+            let reset = queue.is(sophia_queue_settings::REPORT_GENERATE) && !keep_attempts;
+            if reset && *method == redrive::RedriveMethod::MoveTask {
+                return Err(OpsError::Invalid(format!(
+                    "StartMessageMoveTask moves every message server-side, so a {queue} redrive cannot reset each report just before its message moves; use --method auto, or --keep-attempts to move without resets"
+                )));
             }
+            let plan = redrive_plan(ctx, &locator, *queue, *max, reset).await?;
+            let ids: Vec<InterviewId> = plan.1.clone();
+            let plan = if *dry_run {
+                match confirm::gate(ctx, plan.0, &ids, true).await? {
+                    Gate::DryRun(plan) => Some(plan),
+                    Gate::Proceed => None,
+                }
+            } else {
+                confirm::gate(ctx, plan.0, &ids, false).await?;
+                None
+            };
             let options = RedriveOptions {
                 max: *max,
                 dry_run: *dry_run,
@@ -300,10 +341,86 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
                 visibility: *visibility_timeout,
                 progress: ctx.progress,
             };
-            Ok(Outcome::DlqRedrive(redrive::redrive(&ctx.locator().await, *queue, &options).await?))
+            let io = SqsMoveIo(locator.client().clone());
+            let mut report = if reset && *dry_run {
+                redrive::redrive_prepared(&locator, *queue, &options, &io, &redrive::ResetPreview).await?
+            } else if reset {
+                let db = ctx.mongo().await.map_err(|e| match e {
+                    OpsError::NotConfigured { .. } => OpsError::NotConfigured {
+                        what: "MongoDB".into(),
+                        hint: format!("a {queue} redrive resets each report's attempts before its message moves: set MONGODB_URI (or pass --keep-attempts to move the messages without resets)"),
+                    },
+                    other => other,
+                })?.db;
+                let prepare = ResetReports { db, operator: ctx.operator("dlq-redrive") };
+                redrive::redrive_prepared(&locator, *queue, &options, &io, &prepare).await?
+            } else {
+                redrive::redrive_with(&locator, *queue, &options, &io).await?
+            };
+            report.plan = plan;
+            Ok(Outcome::DlqRedrive(report))
+        }
+        Command::Dlq(DlqCommand::Delete { queue, message_id, dry_run }) => {
+            let locator = ctx.locator().await;
+            let shown = dlq::show(&locator, *queue, message_id, ProgressMode::Hidden).await?;
+            let mut plan =
+                Plan::new(ctx, format!("delete message {message_id} from the {queue} DLQ"), shown.dlq_url.clone());
+            plan.effects.push(format!(
+                "the message is gone for good: it will not be processed (redacted body: {})",
+                shown.message.body
+            ));
+            if let Some(e) = &shown.message.contract_error {
+                plan.effects.push(format!("its body breaks the contract: {e}"));
+            }
+            let ids: Vec<InterviewId> = shown.message.interview_id.iter().filter_map(|i| i.parse().ok()).collect();
+            if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &ids, *dry_run).await? {
+                return Ok(Outcome::DryRun(plan));
+            }
+            Ok(Outcome::DlqDelete(dlq::delete(&locator, *queue, message_id, ctx.progress).await?))
+        }
+        Command::Interview(InterviewCommand::Show { interview_id, dlq_scan }) => {
+            Ok(Outcome::InterviewShow(Box::new(interview::show(ctx, *interview_id, *dlq_scan).await?)))
+        }
+        Command::Queue(QueueCommand::Move { from_url, to, into_dlq, max, dry_run, visibility_timeout }) => {
+            let locator = ctx.locator().await;
+            let destination = if *into_dlq { locator.dlq_url(*to).await? } else { locator.source_url(*to).await? };
+            let what = if *into_dlq { format!("the {to} DLQ") } else { format!("the {to} queue") };
+            let mut plan = Plan::new(ctx, format!("move every message of {from_url} into {what}"), destination.clone());
+            // The source counts too: an old stack's queue is not local either.
+            plan.local = plan.local && ctx.is_local(from_url);
+            let peeked = dlq::list_from(&locator, from_url, *to, 10).await?;
+            plan.effects.push(format!(
+                "about {} message(s) in {from_url}{}; each body is checked against the {to} contract, an invalid one stays there",
+                peeked.approximate_visible.map_or("?".into(), |n| n.to_string()),
+                max.map_or(String::new(), |m| format!(" (at most {m} moved)"))
+            ));
+            for m in &peeked.messages {
+                plan.effects.push(format!(
+                    "sample {}: {}",
+                    m.message_id,
+                    m.contract_error.as_ref().map_or("valid".to_owned(), |e| format!("INVALID, stays in place ({e})"))
+                ));
+            }
+            let ids: Vec<InterviewId> =
+                peeked.messages.iter().filter_map(|m| m.interview_id.as_deref()?.parse().ok()).collect();
+            let plan = match confirm::gate(ctx, plan, &ids, *dry_run).await? {
+                Gate::DryRun(plan) => Some(plan),
+                Gate::Proceed => None,
+            };
+            let options = RedriveOptions {
+                max: *max,
+                dry_run: *dry_run,
+                method: redrive::RedriveMethod::ReceiveSendDelete,
+                visibility: *visibility_timeout,
+                progress: ctx.progress,
+            };
+            let io = SqsMoveIo(locator.client().clone());
+            let mut report = redrive::queue_move_to(&locator, from_url, *to, &destination, &options, &io).await?;
+            report.plan = plan;
+            Ok(Outcome::QueueMove(report))
         }
         Command::Outbox(OutboxCommand::Flush { older_than, limit }) => {
-            let url = ctx.locator().await.source_url(QueueName::ReportGenerate).await?;
+            let url = ctx.locator().await.source_url(QueueName::report_generate()).await?;
             let mut plan = Plan::new(ctx, "publish pending report.generate outbox entries", url);
             plan.effects.push(format!("entries created more than {}s ago, at most {limit}", older_than.as_secs()));
             confirm::gate(ctx, plan, &[], false).await?;
@@ -311,11 +428,14 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
         }
         Command::Report(ReportCommand::Retry { ids, reset_attempts, dry_run }) => {
             let request = PublishRequest::report(ids.interview_id, ids.organization_id, RequestId::from_caller(None));
-            let mut plan = request.plan(ctx, ctx.locator().await.source_url(QueueName::ReportGenerate).await?);
+            let mut plan = request.plan(ctx, ctx.locator().await.source_url(QueueName::report_generate()).await?);
             plan.action = "re-publish report.generate (report retry)".into();
             plan.attributes.remove("requestId");
             if *reset_attempts {
-                plan.effects.push("resets the FAILED report's attemptCount to 0 first".into());
+                plan.effects.push(format!(
+                    "resets the FAILED report's attemptCount to 0 first (recorded on the report: lastRetry, by {})",
+                    ctx.operator("report-retry").by
+                ));
             }
             if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &[ids.interview_id], *dry_run).await? {
                 return Ok(Outcome::DryRun(plan));
@@ -373,9 +493,78 @@ fn error_kind(e: &OpsError) -> &'static str {
     }
 }
 
-/// The `interviewId` of a message body, if it names one.
-fn interview_of(body: &str) -> Option<InterviewId> {
-    serde_json::from_str::<serde_json::Value>(body).ok()?.get("interviewId")?.as_str()?.parse().ok()
+/// How many DLQ messages a redrive plan lists, at most.
+pub const REDRIVE_PLAN_MESSAGES: usize = 50;
+
+/// The plan of a redrive: what moves where and, per message (the first
+/// [`REDRIVE_PLAN_MESSAGES`]), the state that decides what the consumer will do with it: for
+/// report-generate the report's status, attempts and errorKind and whether it will be reset; for
+/// interview-completed whether the interview is still unsettled. Also the interviews to show.
+async fn redrive_plan(
+    ctx: &Context,
+    locator: &QueueLocator,
+    queue: QueueName,
+    max: Option<usize>,
+    reset: bool,
+) -> Result<(Plan, Vec<InterviewId>), OpsError> {
+    let (source, dlq_url) = (locator.source_url(queue).await?, locator.dlq_url(queue).await?);
+    let mut plan = Plan::new(ctx, format!("redrive the {queue} DLQ ({dlq_url})"), source);
+    let peeked = dlq::list(locator, queue, REDRIVE_PLAN_MESSAGES, ProgressMode::Hidden).await?;
+    plan.effects.push(format!(
+        "about {} message(s) move back to the source queue{}",
+        peeked.approximate_visible.map_or("?".into(), |n| n.to_string()),
+        max.map_or(String::new(), |m| format!(" (at most {m})"))
+    ));
+    if queue.is(sophia_queue_settings::REPORT_GENERATE) {
+        plan.effects.push(if reset {
+            "each FAILED (or stuck) report gets a fresh attempt budget just before its message moves, recorded on the report (lastRetry, retries); COMPLETED reports are not touched".into()
+        } else {
+            "--keep-attempts: reports keep their attempts; a report FAILED at its last attempt stays FAILED (its message is acknowledged without a model call)".into()
+        });
+    }
+    let ids: Vec<InterviewId> =
+        peeked.messages.iter().filter_map(|m| m.interview_id.as_deref()?.parse().ok()).collect();
+    let states = if ctx.has_mongo() { confirm::interview_states(ctx, &ids).await.ok() } else { None };
+    for m in &peeked.messages {
+        let state = m.interview_id.as_ref().and_then(|id| states.as_ref()?.iter().find(|s| &s.interview_id == id));
+        plan.effects.push(format!("message {}: {}", m.message_id, message_fate(queue, m, state, reset)));
+    }
+    if peeked.truncated {
+        plan.effects.push(format!("(only the first {REDRIVE_PLAN_MESSAGES} messages are listed)"));
+    }
+    // The per-message lines say it all; the plan's interview lines would repeat them.
+    Ok((plan, if ctx.has_mongo() || !confirm::is_local_url(&dlq_url) { ids } else { Vec::new() }))
+}
+
+/// What the consumer will do with one redriven message, from the state it will find.
+fn message_fate(queue: QueueName, m: &dlq::DlqMessage, state: Option<&confirm::InterviewState>, reset: bool) -> String {
+    let interview = m.interview_id.as_deref().unwrap_or("-");
+    if let Some(e) = &m.contract_error {
+        return format!("body breaks the contract ({e}): the consumer will drop it; consider `dlq delete`");
+    }
+    let Some(s) = state else { return format!("interview {interview} (state not read: set MONGODB_URI)") };
+    if !s.found {
+        return format!("interview {interview} NOT FOUND in MongoDB: the message will fail again");
+    }
+    if queue.is(sophia_queue_settings::REPORT_GENERATE) {
+        let status = s.report_status.as_deref().unwrap_or("none");
+        let attempts = s.report_attempts.unwrap_or(0);
+        let kind = s.report_error_kind.as_deref().unwrap_or("-");
+        let fate = match status {
+            "COMPLETED" => "already COMPLETED: acknowledged without a model call".to_owned(),
+            "FAILED" | "PROCESSING" if reset => "attempts reset to 0, then generated again".to_owned(),
+            "FAILED" if attempts >= i64::from(sophia_reports::store::MAX_ATTEMPTS) => {
+                "stays FAILED (no attempts left; redrive without --keep-attempts to reset)".to_owned()
+            }
+            _ => "generated again".to_owned(),
+        };
+        format!("interview {interview}: report {status}, {attempts} attempt(s), errorKind {kind} -> {fate}")
+    } else {
+        match &s.settled_at {
+            Some(at) => format!("interview {interview}: already settled at {at}: acknowledged, nothing charged again"),
+            None => format!("interview {interview}: UNSETTLED: will be settled"),
+        }
+    }
 }
 
 /// Parses nothing: runs an already parsed command line end to end (env file, clients, command,

@@ -58,8 +58,8 @@ impl PublishRequest {
 
     pub fn queue(&self) -> QueueName {
         match self {
-            Self::Completed { .. } | Self::Failed { .. } => QueueName::InterviewCompleted,
-            Self::Report { .. } => QueueName::ReportGenerate,
+            Self::Completed { .. } | Self::Failed { .. } => QueueName::interview_completed(),
+            Self::Report { .. } => QueueName::report_generate(),
         }
     }
 
@@ -139,9 +139,11 @@ impl PublishReport {
 pub async fn publish(locator: &QueueLocator, request: PublishRequest) -> Result<PublishReport, OpsError> {
     let queue = request.queue();
     let url = locator.source_url(queue).await?;
-    let urls = match queue {
-        QueueName::InterviewCompleted => QueueUrls { interview_completed: Some(url.clone()), report_generate: None },
-        QueueName::ReportGenerate => QueueUrls { interview_completed: None, report_generate: Some(url.clone()) },
+    // The producer is written for the two queues it sends to (hand-written per queue).
+    let urls = if queue.is(sophia_queue_settings::REPORT_GENERATE) {
+        QueueUrls { interview_completed: None, report_generate: Some(url.clone()) }
+    } else {
+        QueueUrls { interview_completed: Some(url.clone()), report_generate: None }
     };
     let producer = SqsProducer::new(locator.client().clone(), urls);
     let body = request.body();

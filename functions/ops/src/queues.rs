@@ -2,61 +2,123 @@
 //!
 //! - `--stage <stage>`: by name, `GetQueueUrl` of `sophia-<stage>-<name>` (names from the shared
 //!   declaration, the same one the Pulumi program reads);
-//! - otherwise the environment (or env file): `INTERVIEW_COMPLETED_QUEUE_URL`,
-//!   `REPORT_GENERATE_QUEUE_URL`, `INTERVIEW_COMPLETED_DLQ_URL`, `REPORT_GENERATE_DLQ_URL`. A DLQ
-//!   URL that is not set is found from the source queue's `RedrivePolicy`.
+//! - otherwise the environment (or env file): each declared queue's `queueUrlEnv`
+//!   (`INTERVIEW_COMPLETED_QUEUE_URL`, `REPORT_GENERATE_QUEUE_URL`) and its DLQ variable
+//!   (`INTERVIEW_COMPLETED_DLQ_URL`, ...). A DLQ URL that is not set is found from the source
+//!   queue's `RedrivePolicy`.
 
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::QueueAttributeName;
 use serde::Serialize;
-use sophia_platform::config;
 use sophia_queue_settings::{Declaration, QueueSettings};
 
 use crate::OpsError;
-use crate::env::{self, Env};
+use crate::env::Env;
 
-/// A pipeline, named as on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum QueueName {
-    InterviewCompleted,
-    ReportGenerate,
+/// A pipeline, named as on the command line: one of the queues `infra-pulumi/queues.json`
+/// declares (`interview-completed`, `report-generate`, and any queue added there), by its name
+/// without the stage prefix. Its URL variables and stage names come from the declaration.
+#[derive(Clone, Copy)]
+pub struct QueueName(&'static QueueSettings);
+
+impl PartialEq for QueueName {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key
+    }
+}
+
+impl Eq for QueueName {}
+
+impl std::hash::Hash for QueueName {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.key.hash(state);
+    }
 }
 
 impl QueueName {
+    /// A declared queue by name (`interview-completed`).
+    pub fn named(name: &str) -> Option<Self> {
+        Declaration::embedded().queue_named(name).map(Self)
+    }
+
+    /// Every declared queue, in declaration order.
+    pub fn all() -> impl Iterator<Item = Self> {
+        Declaration::embedded().queues.iter().map(Self)
+    }
+
+    pub fn interview_completed() -> Self {
+        Self(Declaration::embedded().interview_completed())
+    }
+
+    pub fn report_generate() -> Self {
+        Self(Declaration::embedded().report_generate())
+    }
+
     pub fn settings(self) -> &'static QueueSettings {
-        let decl = Declaration::embedded();
-        match self {
-            Self::InterviewCompleted => decl.interview_completed(),
-            Self::ReportGenerate => decl.report_generate(),
-        }
+        self.0
+    }
+
+    /// The declaration's key (`interviewCompleted`).
+    pub fn key(self) -> &'static str {
+        &self.0.key
     }
 
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::InterviewCompleted => "interview-completed",
-            Self::ReportGenerate => "report-generate",
-        }
+        &self.0.name
+    }
+
+    pub fn is(self, key: &str) -> bool {
+        self.0.key == key
     }
 
     pub fn source_env(self) -> &'static str {
-        match self {
-            Self::InterviewCompleted => config::INTERVIEW_COMPLETED_QUEUE_URL,
-            Self::ReportGenerate => config::REPORT_GENERATE_QUEUE_URL,
-        }
+        &self.0.queue_url_env
     }
 
-    pub fn dlq_env(self) -> &'static str {
-        match self {
-            Self::InterviewCompleted => env::INTERVIEW_COMPLETED_DLQ_URL,
-            Self::ReportGenerate => env::REPORT_GENERATE_DLQ_URL,
-        }
+    /// `<QUEUE>_DLQ_URL`, derived from the queue's variable.
+    pub fn dlq_env(self) -> String {
+        self.0.dlq_url_env()
+    }
+}
+
+impl std::fmt::Debug for QueueName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "QueueName({})", self.as_str())
     }
 }
 
 impl std::fmt::Display for QueueName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for QueueName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for QueueName {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::named(s).ok_or_else(|| {
+            let names: Vec<&str> = Self::all().map(Self::as_str).collect();
+            format!("unknown queue {s:?} (infra-pulumi/queues.json declares {})", names.join(", "))
+        })
+    }
+}
+
+/// clap: the possible values are the declared queue names (listed in `--help`).
+impl clap::ValueEnum for QueueName {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: std::sync::LazyLock<Vec<QueueName>> = std::sync::LazyLock::new(|| QueueName::all().collect());
+        ALL.as_slice()
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
     }
 }
 
@@ -100,7 +162,7 @@ impl QueueLocator {
         if let Some(stage) = &self.stage {
             return self.url_by_name(&Declaration::embedded().stage_name(stage, &queue.settings().dlq_name)).await;
         }
-        if let Some(url) = self.env.get(queue.dlq_env()) {
+        if let Some(url) = self.env.get(&queue.dlq_env()) {
             return Ok(url);
         }
         let source = self.source_url(queue).await.map_err(|_| OpsError::NotConfigured {

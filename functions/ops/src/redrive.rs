@@ -14,6 +14,16 @@
 //! visible in the DLQ again at the end of the run; a message whose delete failed after a
 //! successful send is in both queues (a duplicate, harmless because every consumer is
 //! idempotent). Each message is attempted at most once per run.
+//!
+//! Before a message is sent, a [`Prepare`] step may act on it or keep it where it is:
+//! - `dlq redrive report-generate` resets the message's report ([`ResetReports`]): a report
+//!   FAILED at its last attempt would otherwise acknowledge the redriven message without a
+//!   model call. The reset is per message, just before its send, so this redrive always uses
+//!   receive / send / delete (`--keep-attempts` redrives without resets, as a move task may);
+//! - `queue move` checks each body against the destination's contract ([`ContractCheck`]): an
+//!   invalid body is left where it is and reported.
+//!
+//! A kept message is released at the end of the run, like a failed send.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -122,15 +132,79 @@ pub struct RedriveReport {
     /// Why the run stopped before the DLQ was empty, if it did.
     pub stopped_early: Option<String>,
     pub task: Option<MoveTaskReport>,
+    /// Messages the prepare step kept where they were (an invalid body for `queue move`, a
+    /// report that could not be reset): still in the queue they were read from.
+    pub kept: Vec<RedriveFailure>,
+    /// What the prepare step did per message (e.g. the report's reset), in order.
+    pub prepared: Vec<PreparedNote>,
+    /// The plan shown before the run (per message: the interview's or report's state).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::confirm::Plan>,
+}
+
+/// What the prepare step did with one message that was sent.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparedNote {
+    pub message_id: String,
+    pub interview_id: Option<String>,
+    pub note: String,
 }
 
 impl RedriveReport {
+    fn new(queue: QueueName, from: &QueueRef, to: &QueueRef, dry_run: bool, in_dlq_before: Option<u64>) -> Self {
+        Self {
+            queue,
+            dlq_url: from.url.clone(),
+            source_url: to.url.clone(),
+            method: "receive-send-delete",
+            fallback_reason: None,
+            dry_run,
+            in_dlq_before,
+            moved: 0,
+            failed: 0,
+            duplicated: 0,
+            failures: Vec::new(),
+            stopped_early: None,
+            task: None,
+            kept: Vec::new(),
+            prepared: Vec::new(),
+            plan: None,
+        }
+    }
+
     pub fn is_clean(&self) -> bool {
-        self.failed == 0 && self.duplicated == 0 && self.stopped_early.is_none()
+        self.failed == 0 && self.duplicated == 0 && self.stopped_early.is_none() && self.kept.is_empty()
+    }
+
+    /// The lines about the prepare step and the kept messages.
+    fn prepared_human(&self) -> String {
+        let mut s = String::new();
+        for n in self.prepared.iter().take(50) {
+            s.push_str(&format!(
+                "  {} (interview {}): {}\n",
+                n.message_id,
+                n.interview_id.as_deref().unwrap_or("-"),
+                n.note
+            ));
+        }
+        if self.prepared.len() > 50 {
+            s.push_str(&format!("  ... and {} more (see --json)\n", self.prepared.len() - 50));
+        }
+        if !self.kept.is_empty() {
+            s.push_str(&format!("  kept in place: {} message(s)\n", self.kept.len()));
+            for k in self.kept.iter().take(50) {
+                s.push_str(&format!("    {} {}: {}\n", k.step, k.message_id, k.reason));
+            }
+        }
+        s
     }
 
     pub fn human(&self) -> String {
         let mut s = String::new();
+        if let Some(plan) = self.plan.as_ref().filter(|_| self.dry_run) {
+            s.push_str(&plan.human());
+        }
         if self.dry_run {
             s.push_str(&format!(
                 "dry run: {} DLQ holds about {} message(s); a redrive would use {}; nothing was moved\n",
@@ -145,6 +219,7 @@ impl RedriveReport {
             return s;
         }
         s.push_str(&format!("redrive {} DLQ -> source queue via {}\n", self.queue, self.method));
+        s.push_str(&self.prepared_human());
         if let Some(reason) = &self.fallback_reason {
             s.push_str(&format!("  (StartMessageMoveTask not used: {reason})\n"));
         }
@@ -249,6 +324,120 @@ impl MoveIo for SqsMoveIo {
     }
 }
 
+/// What the prepare step decided for one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prepared {
+    /// Send it; `note` says what was done first (e.g. the report's reset).
+    Send { note: Option<String> },
+    /// Leave it where it is (`step` names why: `invalid`, `reset`).
+    Keep { step: &'static str, reason: String },
+}
+
+/// Acts on each message just before it is sent (see the module docs).
+pub trait Prepare: Sync {
+    /// Whether a run with this step may use `StartMessageMoveTask` (which sends everything
+    /// server-side, with no step per message).
+    fn allows_move_task(&self) -> bool;
+    fn prepare(&self, message: &Message) -> impl Future<Output = Prepared> + Send;
+}
+
+/// No step: every message is sent as it is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoPrepare;
+
+impl Prepare for NoPrepare {
+    fn allows_move_task(&self) -> bool {
+        true
+    }
+
+    async fn prepare(&self, _: &Message) -> Prepared {
+        Prepared::Send { note: None }
+    }
+}
+
+/// `dlq redrive report-generate`: each message's report gets a fresh attempt budget just before
+/// the message moves ([`sophia_reports::admin::reset_for_retry`]; never a COMPLETED report, never
+/// one a live worker holds). A report that cannot be reset because MongoDB failed keeps its
+/// message in the DLQ; any other outcome sends it (the consumer decides, idempotently).
+pub struct ResetReports {
+    pub db: mongodb::Database,
+    pub operator: sophia_reports::admin::Operator,
+}
+
+impl Prepare for ResetReports {
+    fn allows_move_task(&self) -> bool {
+        false
+    }
+
+    async fn prepare(&self, message: &Message) -> Prepared {
+        use sophia_reports::admin::ResetOutcome;
+        let body = message.body().unwrap_or_default();
+        let subject = match crate::contract::check(QueueName::report_generate(), body) {
+            Ok(s) => s,
+            Err(_) => {
+                return Prepared::Send {
+                    note: Some("body breaks the contract: moved, the consumer drops it with an error log".into()),
+                };
+            }
+        };
+        let note = match sophia_reports::admin::reset_for_retry(&self.db, subject.interview_id, &self.operator).await {
+            Ok(ResetOutcome::Reset { status_before, attempts_before }) => {
+                format!(
+                    "report {status_before} at {attempts_before} attempt(s): attempts reset to 0 (by {}), then moved",
+                    self.operator.by
+                )
+            }
+            Ok(ResetOutcome::Completed) => {
+                "report COMPLETED: not reset; the moved message is acknowledged without a model call".into()
+            }
+            Ok(ResetOutcome::Held { lease_expires_at }) => format!(
+                "report PROCESSING under a live lease (until {}): not reset; moved",
+                lease_expires_at.as_deref().unwrap_or("-")
+            ),
+            Ok(ResetOutcome::Absent) => "no report yet: moved (it starts with a full budget)".into(),
+            Ok(ResetOutcome::NotResettable { status }) => format!("report {status}: not reset; moved"),
+            Err(e) => {
+                return Prepared::Keep {
+                    step: "reset",
+                    reason: format!("the report could not be reset ({e}); the message stays in the DLQ"),
+                };
+            }
+        };
+        Prepared::Send { note: Some(note) }
+    }
+}
+
+/// The dry run of a redrive that resets reports: no move task, nothing done (a dry run sends
+/// nothing, so no message is prepared).
+pub struct ResetPreview;
+
+impl Prepare for ResetPreview {
+    fn allows_move_task(&self) -> bool {
+        false
+    }
+
+    async fn prepare(&self, _: &Message) -> Prepared {
+        Prepared::Keep { step: "dry-run", reason: "a dry run moves nothing".into() }
+    }
+}
+
+/// `queue move`: each body is checked against the destination queue's contract; an invalid one
+/// is left in the queue it came from.
+pub struct ContractCheck(pub QueueName);
+
+impl Prepare for ContractCheck {
+    fn allows_move_task(&self) -> bool {
+        false
+    }
+
+    async fn prepare(&self, message: &Message) -> Prepared {
+        match crate::contract::check(self.0, message.body().unwrap_or_default()) {
+            Ok(_) => Prepared::Send { note: None },
+            Err(e) => Prepared::Keep { step: "invalid", reason: format!("not a valid {} body: {e}", self.0) },
+        }
+    }
+}
+
 /// Redrive with the real SQS writes.
 pub async fn redrive(
     locator: &QueueLocator,
@@ -265,24 +454,30 @@ pub async fn redrive_with(
     options: &RedriveOptions,
     io: &impl MoveIo,
 ) -> Result<RedriveReport, OpsError> {
+    redrive_prepared(locator, queue, options, io, &NoPrepare).await
+}
+
+/// Redrive with `prepare` run on each message before its send.
+pub async fn redrive_prepared(
+    locator: &QueueLocator,
+    queue: QueueName,
+    options: &RedriveOptions,
+    io: &impl MoveIo,
+    prepare: &impl Prepare,
+) -> Result<RedriveReport, OpsError> {
     let (source, dlq) = locator.pair(queue).await?;
     let in_dlq_before = approximate_visible(locator, &dlq.url).await?;
-    let mut report = RedriveReport {
-        queue,
-        dlq_url: dlq.url.clone(),
-        source_url: source.url.clone(),
-        method: "receive-send-delete",
-        fallback_reason: None,
-        dry_run: options.dry_run,
-        in_dlq_before,
-        moved: 0,
-        failed: 0,
-        duplicated: 0,
-        failures: Vec::new(),
-        stopped_early: None,
-        task: None,
-    };
+    let mut report = RedriveReport::new(queue, &dlq, &source, options.dry_run, in_dlq_before);
     let try_move_task = match (options.method, options.max) {
+        (RedriveMethod::MoveTask, _) if !prepare.allows_move_task() => {
+            return Err(OpsError::Invalid(format!(
+                "StartMessageMoveTask moves every message server-side, so a {queue} redrive cannot reset each report just before its message moves; use --method auto, or --keep-attempts to move without resets"
+            )));
+        }
+        _ if !prepare.allows_move_task() => {
+            report.fallback_reason = Some("each report's attempts are reset just before its message moves".into());
+            false
+        }
         (RedriveMethod::ReceiveSendDelete, _) => {
             report.fallback_reason = Some("--method receive-send-delete".into());
             false
@@ -321,7 +516,47 @@ pub async fn redrive_with(
             Err(e) => return Err(e),
         }
     }
-    move_by_hand(locator.client(), &dlq, &source, options, io, &mut report).await?;
+    move_by_hand(locator.client(), &dlq, &source, options, io, prepare, &mut report).await?;
+    Ok(report)
+}
+
+/// `queue move --from-url <url> --to <queue>`: every message of another queue (an old stack's
+/// queue or DLQ) into `to`'s source queue, each body checked against `to`'s contract first
+/// ([`ContractCheck`]); receive / send / delete with the same guarantees as a redrive.
+pub async fn queue_move(
+    locator: &QueueLocator,
+    from_url: &str,
+    to: QueueName,
+    options: &RedriveOptions,
+    io: &impl MoveIo,
+) -> Result<RedriveReport, OpsError> {
+    let destination = locator.source_url(to).await?;
+    queue_move_to(locator, from_url, to, &destination, options, io).await
+}
+
+/// [`queue_move`] into `destination` (`to`'s source queue or its DLQ), bodies checked against
+/// `to`'s contract.
+pub async fn queue_move_to(
+    locator: &QueueLocator,
+    from_url: &str,
+    to: QueueName,
+    destination: &str,
+    options: &RedriveOptions,
+    io: &impl MoveIo,
+) -> Result<RedriveReport, OpsError> {
+    let from = QueueRef { url: from_url.to_owned(), arn: String::new() };
+    let destination = destination.to_owned();
+    if destination == from_url {
+        return Err(OpsError::Invalid("--from-url is the destination queue itself: nothing to move".into()));
+    }
+    let to_ref = QueueRef { url: destination, arn: String::new() };
+    let in_before = approximate_visible(locator, from_url).await?;
+    let mut report = RedriveReport::new(to, &from, &to_ref, options.dry_run, in_before);
+    report.fallback_reason = Some("each body is checked against the contract before it is sent".into());
+    if options.dry_run {
+        return Ok(report);
+    }
+    move_by_hand(locator.client(), &from, &to_ref, options, io, &ContractCheck(to), &mut report).await?;
     Ok(report)
 }
 
@@ -464,6 +699,7 @@ async fn move_by_hand(
     source: &QueueRef,
     options: &RedriveOptions,
     io: &impl MoveIo,
+    prepare: &impl Prepare,
     report: &mut RedriveReport,
 ) -> Result<(), OpsError> {
     let total = match (options.max, report.in_dlq_before) {
@@ -491,6 +727,7 @@ async fn move_by_hand(
             }
             let mut to_send = Vec::new();
             let mut redeletes = Vec::new();
+            let kept_before = report.kept.len();
             for m in batch {
                 let id = m.message_id().unwrap_or_default().to_owned();
                 let handle = m.receipt_handle().unwrap_or_default().to_owned();
@@ -499,10 +736,29 @@ async fn move_by_hand(
                 } else if let Some(h) = failed_sends.get_mut(&id) {
                     *h = handle;
                 } else {
-                    to_send.push(m);
+                    match prepare.prepare(&m).await {
+                        Prepared::Send { note } => {
+                            if let Some(note) = note {
+                                let interview_id = crate::contract::interview_named(m.body().unwrap_or_default())
+                                    .map(|i| i.to_string());
+                                report.prepared.push(PreparedNote { message_id: id.clone(), interview_id, note });
+                            }
+                            to_send.push(m);
+                        }
+                        Prepared::Keep { step, reason } => {
+                            report.kept.push(RedriveFailure { message_id: id.clone(), step, reason });
+                            // Released at the end with the failed sends, never received twice.
+                            failed_sends.insert(id, handle);
+                            attempted += 1;
+                            bar.inc(1);
+                        }
+                    }
                 }
             }
             if to_send.is_empty() && redeletes.is_empty() {
+                if report.kept.len() > kept_before {
+                    continue;
+                }
                 break;
             }
             attempted += to_send.len();

@@ -123,7 +123,7 @@ async fn the_binary_publishes_lists_and_redrives_with_settings_from_an_env_file(
         .unwrap();
     let out = sophia_ops(&dir, &["--env-file", env_arg, "--json", "dlq", "list", "report-generate"]);
     assert_eq!(json(&out)["messages"].as_array().unwrap().len(), 1);
-    let out = sophia_ops(&dir, &["--env-file", env_arg, "dlq", "redrive", "report-generate"]);
+    let out = sophia_ops(&dir, &["--env-file", env_arg, "dlq", "redrive", "report-generate", "--keep-attempts"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("moved:  1"), "{text}");

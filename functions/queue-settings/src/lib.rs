@@ -1,6 +1,12 @@
 //! The one declaration of queue and function settings (`infra-pulumi/queues.json`), shared with
-//! the Pulumi program. The Rust side reads it for the local runner, the consumers' deadlines and
-//! the tests; the numbers are never repeated in code.
+//! the Pulumi program. The Rust side reads it for the local runner (which queues to create and
+//! which variables to write), the operator CLI (which queues `sophia-ops` accepts, their URL
+//! variables and stage names), the consumers' deadlines and the tests; the numbers and the list of
+//! queues are never repeated in code.
+//!
+//! What still names a queue by its key ([`INTERVIEW_COMPLETED`], [`REPORT_GENERATE`]) is code
+//! that is specific to one queue by nature: its handler, its message contract, its producer. A
+//! third queue needs those written by hand (the checklist is in `docs/contributing.md`).
 
 use serde::Deserialize;
 
@@ -49,6 +55,21 @@ pub struct FunctionSettings {
     pub publishes_to: Vec<String>,
 }
 
+/// The key of the interview-completed queue in the declaration.
+pub const INTERVIEW_COMPLETED: &str = "interviewCompleted";
+/// The key of the report-generate queue in the declaration.
+pub const REPORT_GENERATE: &str = "reportGenerate";
+
+impl QueueSettings {
+    /// The variable that carries this queue's DLQ URL to operators' tools: `queueUrlEnv` with
+    /// `_QUEUE_URL` replaced by `_DLQ_URL` (`INTERVIEW_COMPLETED_DLQ_URL`); [`Declaration::check`]
+    /// makes sure every `queueUrlEnv` ends so.
+    pub fn dlq_url_env(&self) -> String {
+        let stem = self.queue_url_env.strip_suffix("_QUEUE_URL").unwrap_or(&self.queue_url_env);
+        format!("{stem}_DLQ_URL")
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     #[error("queues.json does not parse: {0}")]
@@ -76,7 +97,17 @@ impl Declaration {
     /// is AWS's recommendation; DESIGN.md states it as visibility >= 6 x timeout + window, and we
     /// check the stricter reading of both.
     pub fn check(&self) -> Result<(), SettingsError> {
+        let mut seen = std::collections::HashSet::new();
         for q in &self.queues {
+            if !seen.insert(q.name.as_str()) || !seen.insert(q.key.as_str()) {
+                return Err(SettingsError::Invalid(format!("queue {} is declared twice", q.key)));
+            }
+            if !q.queue_url_env.ends_with("_QUEUE_URL") {
+                return Err(SettingsError::Invalid(format!(
+                    "queue {}: queueUrlEnv {} must end with _QUEUE_URL (its DLQ variable is derived from it)",
+                    q.key, q.queue_url_env
+                )));
+            }
             let f = self.function(&q.consumer).ok_or_else(|| {
                 SettingsError::Invalid(format!("queue {} names unknown consumer {}", q.key, q.consumer))
             })?;
@@ -117,16 +148,28 @@ impl Declaration {
         self.queues.iter().find(|q| q.key == key)
     }
 
+    /// A queue by its name without the stage prefix (`interview-completed`), as operators type it.
+    pub fn queue_named(&self, name: &str) -> Option<&QueueSettings> {
+        self.queues.iter().find(|q| q.name == name)
+    }
+
+    /// The functions subscribed to a queue, in declaration order (the local runner's consumers).
+    pub fn subscribed_functions(&self) -> impl Iterator<Item = (&FunctionSettings, &QueueSettings)> {
+        self.functions.iter().filter_map(|f| Some((f, self.queue(f.subscribed_to.as_deref()?)?)))
+    }
+
     pub fn function(&self, name: &str) -> Option<&FunctionSettings> {
         self.functions.iter().find(|f| f.name == name)
     }
 
+    /// The interview-completed queue (its handler and contract are written for it by hand).
     pub fn interview_completed(&self) -> &QueueSettings {
-        self.queue("interviewCompleted").expect("declared")
+        self.queue(INTERVIEW_COMPLETED).expect("declared")
     }
 
+    /// The report-generate queue (its handler and contract are written for it by hand).
     pub fn report_generate(&self) -> &QueueSettings {
-        self.queue("reportGenerate").expect("declared")
+        self.queue(REPORT_GENERATE).expect("declared")
     }
 
     /// `sophia-<stage>-<name>`: the deployed name of a queue or function.
@@ -166,6 +209,18 @@ mod tests {
                 q.key
             );
         }
+    }
+
+    #[test]
+    fn dlq_variables_are_derived_from_the_queue_variables() {
+        let d = Declaration::embedded();
+        assert_eq!(d.interview_completed().dlq_url_env(), "INTERVIEW_COMPLETED_DLQ_URL");
+        assert_eq!(d.report_generate().dlq_url_env(), "REPORT_GENERATE_DLQ_URL");
+        assert_eq!(d.queue_named("report-generate").map(|q| q.key.as_str()), Some(REPORT_GENERATE));
+        let subscribed: Vec<&str> = d.subscribed_functions().map(|(f, _)| f.name.as_str()).collect();
+        assert_eq!(subscribed, ["interview-completed", "report-generate"]);
+        let bad = DECLARATION_JSON.replace("\"INTERVIEW_COMPLETED_QUEUE_URL\"", "\"INTERVIEW_COMPLETED_URL\"");
+        assert!(Declaration::parse(&bad).unwrap_err().to_string().contains("_QUEUE_URL"));
     }
 
     #[test]

@@ -2,10 +2,20 @@
 //! synchronously, and reset a FAILED report's attempts only when explicitly asked. For the
 //! operator CLI; the publisher is a closure so this crate needs no SQS client (pass
 //! `SqsProducer::publish_report_generate`).
+//!
+//! [`reset_for_retry`] gives a report a fresh attempt budget and records who did it and when
+//! (`lastRetry` and the `retries` history), for `sophia-ops report retry --reset-attempts` and
+//! for `sophia-ops dlq redrive report-generate`, which resets each report just before its message
+//! moves. It only touches a report no worker can be working on (`FAILED`, or `PROCESSING` under
+//! an expired lease), never a `COMPLETED` one, and it is a compare-and-set on the state it read
+//! (status, `attemptCount`, `leaseId`): a consumer that claims the report in between makes the
+//! write miss, and the reset is decided again from the new state.
 
 use std::future::Future;
 
+use bson::{Bson, DateTime, doc};
 use mongodb::Database;
+use serde::Serialize;
 use sophia_contracts::{InterviewId, OrganizationId, ReportGenerate, RequestId};
 
 use crate::interview;
@@ -42,6 +52,8 @@ pub enum AdminError {
     AttemptsExhausted { attempts: i32 },
     #[error("only a FAILED report's attempts can be reset; this one is {0}")]
     NotFailed(&'static str),
+    #[error("the report changed under {tries} reset attempts in a row (a consumer is working on it); try again")]
+    Contended { tries: usize },
     #[error("MongoDB: {0}")]
     Mongo(#[from] mongodb::error::Error),
     /// The report document cannot be read (its `lastError` names the field once a delivery
@@ -57,10 +69,26 @@ pub fn admin_request_id(interview_id: InterviewId) -> RequestId {
     RequestId::from_caller(Some(&format!("admin-retry-{interview_id}")))
 }
 
-/// Re-publishes `report.generate` for one interview of one organization.
+/// Re-publishes `report.generate` for one interview of one organization (an attempts reset is
+/// recorded as done by `unknown`; operators' tools call [`retry_report_generation_by`]).
 pub async fn retry_report_generation<P, F, E>(
     db: &Database,
     request: RetryRequest,
+    publish: P,
+) -> Result<RetryOutcome, AdminError>
+where
+    P: FnOnce(ReportGenerate, RequestId) -> F,
+    F: Future<Output = Result<(), E>>,
+    E: Into<BoxError>,
+{
+    retry_report_generation_by(db, request, &Operator::new("unknown", "report-retry"), publish).await
+}
+
+/// [`retry_report_generation`], with an attempts reset recorded as done by `operator`.
+pub async fn retry_report_generation_by<P, F, E>(
+    db: &Database,
+    request: RetryRequest,
+    operator: &Operator,
     publish: P,
 ) -> Result<RetryOutcome, AdminError>
 where
@@ -77,12 +105,13 @@ where
     let mut attempts_reset = false;
     match &report {
         Some(r) if r.status == ReportStatus::Completed => return Ok(RetryOutcome::AlreadyCompleted),
-        Some(r) if reset_attempts => {
-            if r.status != ReportStatus::Failed || !store.reset_attempts(interview_id).await? {
-                return Err(AdminError::NotFailed(r.status.as_str()));
-            }
-            attempts_reset = true;
-        }
+        Some(_) if reset_attempts => match reset_for_retry(db, interview_id, operator).await? {
+            ResetOutcome::Reset { .. } => attempts_reset = true,
+            ResetOutcome::Completed => return Ok(RetryOutcome::AlreadyCompleted),
+            ResetOutcome::Held { .. } => return Err(AdminError::NotFailed(ReportStatus::Processing.as_str())),
+            ResetOutcome::Absent => return Err(AdminError::NotFailed("absent")),
+            ResetOutcome::NotResettable { status } => return Err(AdminError::NotFailed(status)),
+        },
         Some(r) if r.attempt_count >= MAX_ATTEMPTS => {
             return Err(AdminError::AttemptsExhausted { attempts: r.attempt_count });
         }
@@ -95,4 +124,117 @@ where
         .map_err(|e| AdminError::Publish(e.into()))?;
     tracing::info!(interviewId = %interview_id, organizationId = %organization_id, attemptsReset = attempts_reset, "report.generate re-published");
     Ok(RetryOutcome::Published { request_id, attempts_reset })
+}
+
+/// Who retries a report, and through which command (recorded on the report).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Operator {
+    /// The operator: an AWS identity (`arn:aws:sts::...:assumed-role/...`), a `--by` value or the
+    /// login name. Not candidate data.
+    pub by: String,
+    /// The command: `dlq-redrive`, `report-retry`.
+    pub via: String,
+}
+
+impl Operator {
+    pub fn new(by: impl Into<String>, via: impl Into<String>) -> Self {
+        Self { by: by.into(), via: via.into() }
+    }
+}
+
+/// What [`reset_for_retry`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "outcome")]
+pub enum ResetOutcome {
+    /// The attempt budget is fresh (`attemptCount` 0), recorded in `lastRetry` and `retries`.
+    Reset { status_before: &'static str, attempts_before: i32 },
+    /// `COMPLETED`: untouched (a redriven message is acknowledged without a model call).
+    Completed,
+    /// `PROCESSING` under a live lease: a worker is generating it now; untouched.
+    Held { lease_expires_at: Option<String> },
+    /// No report document (the message will create it with a full budget).
+    Absent,
+    /// A status that is not reset (`NOT_STARTED`: it has its whole budget already).
+    NotResettable { status: &'static str },
+}
+
+/// How many times a reset is decided again after a concurrent writer changed the report.
+const RESET_TRIES: usize = 5;
+
+/// Gives the report of `interview_id` a fresh attempt budget if it is `FAILED` or stuck
+/// (`PROCESSING` under an expired lease), recording `lastRetry: {at, by, via, attemptsBefore,
+/// statusBefore}` and appending the same to `retries`. Never touches a `COMPLETED` report or
+/// one a live worker holds; safe against a consumer racing it (see the module docs).
+pub async fn reset_for_retry(
+    db: &Database,
+    interview_id: InterviewId,
+    operator: &Operator,
+) -> Result<ResetOutcome, AdminError> {
+    let store = ReportStore::new(db);
+    for _ in 0..RESET_TRIES {
+        let Some(report) = store.find(interview_id).await? else { return Ok(ResetOutcome::Absent) };
+        let now = DateTime::now();
+        let status = report.status;
+        match status {
+            ReportStatus::Completed => return Ok(ResetOutcome::Completed),
+            ReportStatus::NotStarted => return Ok(ResetOutcome::NotResettable { status: status.as_str() }),
+            ReportStatus::Processing => match report.lease_expires_at {
+                Some(until) if until < now => {}
+                // A live lease, or none (written before leases: reclaimed by the consumer on its
+                // own once `updatedAt` + the lease has passed; a reset would push that back).
+                other => {
+                    return Ok(ResetOutcome::Held {
+                        lease_expires_at: other.map(|t| t.try_to_rfc3339_string().unwrap_or_default()),
+                    });
+                }
+            },
+            ReportStatus::Failed => {}
+        }
+        let raw = store.find_raw(interview_id).await?;
+        // The count as read, whatever numeric type the writer used (MongoDB compares numbers
+        // across types; nx-27017, the local server, only within one, hence the `$in`).
+        let stored_count = match raw.as_ref().and_then(|d| d.get("attemptCount")) {
+            None | Some(Bson::Null) => Bson::Null,
+            Some(_) => {
+                let n = report.attempt_count;
+                bson::bson!({"$in": [n, i64::from(n), f64::from(n)]})
+            }
+        };
+        let mark = doc! {
+            "at": now,
+            "by": operator.by.as_str(),
+            "via": operator.via.as_str(),
+            "attemptsBefore": report.attempt_count,
+            "statusBefore": status.as_str(),
+        };
+        // The compare: exactly the state read (a claim changes status, count and lease).
+        let mut filter = doc! {"_id": report.id, "status": status.as_str(), "attemptCount": stored_count};
+        if status == ReportStatus::Processing {
+            filter.insert("leaseId", report.lease_id.map_or(Bson::Null, Bson::ObjectId));
+            filter.insert("leaseExpiresAt", doc! {"$lt": now});
+        }
+        let written = store
+            .collection()
+            .update_one(
+                filter,
+                doc! {
+                    "$set": {"attemptCount": 0_i32, "attemptsResetAt": now, "updatedAt": now, "lastRetry": mark.clone()},
+                    "$push": {"retries": mark},
+                },
+            )
+            .await?;
+        if written.matched_count == 1 {
+            tracing::info!(
+                interviewId = %interview_id,
+                attemptsBefore = report.attempt_count,
+                statusBefore = status.as_str(),
+                by = operator.by.as_str(),
+                via = operator.via.as_str(),
+                "report attempts reset for a retry"
+            );
+            return Ok(ResetOutcome::Reset { status_before: status.as_str(), attempts_before: report.attempt_count });
+        }
+        // Another writer changed the report since it was read: decide again.
+    }
+    Err(AdminError::Contended { tries: RESET_TRIES })
 }

@@ -46,7 +46,7 @@ pub struct ConsumerOptions {
 /// The smallest maxReceiveCount of the declared queues (`infra-pulumi/queues.json`).
 fn declared_max_receive_count() -> u32 {
     let d = sophia_queue_settings::Declaration::embedded();
-    d.interview_completed().max_receive_count.min(d.report_generate().max_receive_count)
+    d.queues.iter().map(|q| q.max_receive_count).min().expect("queues.json declares queues")
 }
 
 impl Default for ConsumerOptions {
