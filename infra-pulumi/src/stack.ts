@@ -6,7 +6,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
-import { type AlarmTarget, droppedInvalidAlarm, functionAlarm, type FunctionAlarmKind } from "./alarms";
+import { type AlarmTarget, canRun, checkAlarmDelivery, emfAlarm, functionAlarm, type FunctionAlarmKind } from "./alarms";
 import { dashboard } from "./dashboard";
 import { checkArtifacts } from "./artifacts";
 import { loadStageConfig, type StageConfig } from "./config";
@@ -23,6 +23,7 @@ import {
   vpcAccessStatements,
 } from "./iam";
 import { RustFunction } from "./lambda";
+import { emits, loadMetrics } from "./metrics";
 import { Naming } from "./naming";
 import {
   ALARM_TOPIC_ARN,
@@ -60,6 +61,10 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   const settings = loadSettings(settingsFile);
   checkWiring(settings);
   const config = loadStageConfig(settings);
+  const metrics = loadMetrics(settings);
+  // Alarms reach a person: a protected stage without a topic or subscription fails here.
+  const unrouted = checkAlarmDelivery(config);
+  if (unrouted) void pulumi.log.warn(unrouted);
   const naming = new Naming(settings.appName, config.stage);
   const { zips, warnings } = checkArtifacts(
     config.artifactsDir,
@@ -176,8 +181,13 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     });
   }
 
+  // Alarms and dashboard series only for functions that can run (a function with reserved
+  // concurrency 0 and no queue has no metric that could ever have data).
+  const running = settings.functions.filter((f) => canRun(f, config));
+  const queueOf = (fn: FunctionSpec) => settings.queues.find((q) => q.key === fn.subscribedTo)?.name;
+  const subjectOf = (fn: FunctionSpec) => ({ stage: config.stage, name: fn.name, ...(queueOf(fn) ? { queue: queueOf(fn)! } : {}) });
   const functionAlarms: aws.cloudwatch.MetricAlarm[] = [];
-  for (const fn of settings.functions) {
+  for (const fn of running) {
     const kinds: FunctionAlarmKind[] = ["errors", "throttles", ...(wiringFor(fn.name).durationAlarm ? ["duration" as const] : [])];
     for (const kind of kinds) {
       functionAlarms.push(
@@ -187,6 +197,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
           functions[fn.name]!.name,
           kind,
           fn.timeoutSeconds,
+          subjectOf(fn),
           alarms,
           {},
         ),
@@ -194,27 +205,27 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     }
   }
 
-  // Producers sending what the contract rejects: the functions' EMF metric, per function.
-  for (const fn of settings.functions) {
-    functionAlarms.push(
-      droppedInvalidAlarm(
-        `${fn.name}-dropped-invalid`,
-        naming.alarmName(`${fn.name}-dropped-invalid`),
-        config.stage,
-        naming.functionName(fn.name),
-        alarms,
-        {},
-      ),
-    );
+  // The functions' EMF metrics: producers sending what the contract rejects (per function), and
+  // failing reports (within minutes, not when the message reaches the DLQ).
+  for (const fn of running) {
+    for (const [kind, metric] of [["dropped-invalid", "RecordsDroppedInvalid"], ["reports-failed", "ReportsFailed"]] as const) {
+      if (!emits(metrics, metric, fn.name)) continue;
+      functionAlarms.push(
+        emfAlarm(`${fn.name}-${kind}`, naming.alarmName(`${fn.name}-${kind}`), kind, metrics, subjectOf(fn), naming.functionName(fn.name), alarms, {}),
+      );
+    }
   }
 
   const stageDashboard = dashboard("dashboard", naming.prefix, {
     stage: config.stage,
     region: config.region,
+    metrics,
     queues: settings.queues.map((q) => ({ queue: naming.queueName(q.name), dlq: naming.queueName(q.dlqName) })),
-    functions: settings.functions.map((f) => naming.functionName(f.name)),
-    settlementFunctions: settings.functions.filter((f) => wiringFor(f.name).recordConcurrency).map((f) => naming.functionName(f.name)),
-    reportFunctions: settings.functions.filter((f) => wiringFor(f.name).openai).map((f) => naming.functionName(f.name)),
+    functions: running.map((f) => ({
+      name: f.name,
+      functionName: naming.functionName(f.name),
+      logGroupName: naming.logGroupName(naming.functionName(f.name)),
+    })),
   });
 
   // Optional VPC placement: interface endpoints so SQS and Secrets Manager are reached without NAT.
