@@ -23,7 +23,8 @@ import * as pulumi from "@pulumi/pulumi";
 
 import { ConfigError, type StageConfig } from "./config";
 import { emfAlarmMetric, emits, type MetricsDeclaration } from "./metrics";
-import type { FunctionSpec } from "./settings";
+import type { FunctionSpec, Settings } from "./settings";
+import { wiringFor } from "./wiring";
 
 /** SQS publishes its metrics once a minute. */
 const SQS_METRIC_PERIOD_SECONDS = 60;
@@ -160,6 +161,41 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
 
 export function alarmKind(id: AlarmKindId): AlarmKind {
   return ALARM_KINDS.find((k) => k.id === id)!;
+}
+
+/** One alarm the stage gets: its kind, what it is about, its name without `<app>-<stage>-`. */
+export interface PlannedAlarm {
+  kind: AlarmKindId;
+  subject: AlarmSubject;
+  suffix: string;
+}
+
+/**
+ * Every alarm of a stage, in one list: the program creates exactly these (pipeline.ts the queue
+ * alarms, stack.ts the function alarms; a test compares the registered alarms with this list) and
+ * docs/reference/alarms.md is rendered from it.
+ */
+export function plannedAlarms(
+  settings: Settings,
+  metrics: MetricsDeclaration,
+  config: Pick<StageConfig, "stage" | "invocableUnsubscribed">,
+): PlannedAlarm[] {
+  const planned: PlannedAlarm[] = [];
+  for (const q of settings.queues) {
+    const subject = { stage: config.stage, name: q.name };
+    planned.push({ kind: "dlq-not-empty", subject, suffix: `${q.dlqName}-not-empty` });
+    planned.push({ kind: "oldest-message-age", subject, suffix: `${q.name}-oldest-message-age` });
+  }
+  for (const fn of settings.functions.filter((f) => canRun(f, config))) {
+    const queue = settings.queues.find((q) => q.key === fn.subscribedTo)?.name;
+    const subject: AlarmSubject = { stage: config.stage, name: fn.name, ...(queue ? { queue } : {}) };
+    const kinds: AlarmKindId[] = ["errors", "throttles"];
+    if (wiringFor(fn.name).durationAlarm) kinds.push("duration");
+    if (emits(metrics, "RecordsDroppedInvalid", fn.name)) kinds.push("dropped-invalid");
+    if (emits(metrics, "ReportsFailed", fn.name)) kinds.push("reports-failed");
+    for (const kind of kinds) planned.push({ kind, subject, suffix: `${fn.name}-${kind}` });
+  }
+  return planned;
 }
 
 /** What the alarm says: what happened, the first command, the runbook section. */

@@ -38,6 +38,9 @@ export interface MetricsDeclaration {
 export function loadMetrics(settings?: Settings, file: string = DEFAULT_METRICS_PATH): MetricsDeclaration {
   const raw = JSON.parse(fs.readFileSync(file, "utf8")) as MetricsDeclaration;
   const problems: string[] = [];
+  if (typeof raw.namespace !== "string" || !Array.isArray(raw.metrics) || typeof raw.dimensions !== "object") {
+    problems.push("needs namespace (string), dimensions (object) and metrics (array)");
+  }
   const dims = Object.keys(raw.dimensions ?? {});
   const seen = new Set<string>();
   for (const m of raw.metrics ?? []) {

@@ -6,7 +6,16 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
-import { type AlarmTarget, canRun, checkAlarmDelivery, emfAlarm, functionAlarm, type FunctionAlarmKind } from "./alarms";
+import {
+  type AlarmTarget,
+  alarmKind,
+  canRun,
+  checkAlarmDelivery,
+  emfAlarm,
+  functionAlarm,
+  type FunctionAlarmKind,
+  plannedAlarms,
+} from "./alarms";
 import { dashboard } from "./dashboard";
 import { checkArtifacts } from "./artifacts";
 import { loadStageConfig, type StageConfig } from "./config";
@@ -23,7 +32,7 @@ import {
   vpcAccessStatements,
 } from "./iam";
 import { RustFunction } from "./lambda";
-import { emits, loadMetrics } from "./metrics";
+import { loadMetrics } from "./metrics";
 import { Naming } from "./naming";
 import {
   ALARM_TOPIC_ARN,
@@ -181,40 +190,19 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     });
   }
 
-  // Alarms and dashboard series only for functions that can run (a function with reserved
-  // concurrency 0 and no queue has no metric that could ever have data).
-  const running = settings.functions.filter((f) => canRun(f, config));
-  const queueOf = (fn: FunctionSpec) => settings.queues.find((q) => q.key === fn.subscribedTo)?.name;
-  const subjectOf = (fn: FunctionSpec) => ({ stage: config.stage, name: fn.name, ...(queueOf(fn) ? { queue: queueOf(fn)! } : {}) });
+  // Function alarms (plannedAlarms: the one list; the queue alarms are the pipelines'). Only for
+  // functions that can run: one with reserved concurrency 0 and no queue has no data, ever.
   const functionAlarms: aws.cloudwatch.MetricAlarm[] = [];
-  for (const fn of running) {
-    const kinds: FunctionAlarmKind[] = ["errors", "throttles", ...(wiringFor(fn.name).durationAlarm ? ["duration" as const] : [])];
-    for (const kind of kinds) {
-      functionAlarms.push(
-        functionAlarm(
-          `${fn.name}-${kind}`,
-          naming.alarmName(`${fn.name}-${kind}`),
-          functions[fn.name]!.name,
-          kind,
-          fn.timeoutSeconds,
-          subjectOf(fn),
-          alarms,
-          {},
-        ),
-      );
-    }
+  for (const a of plannedAlarms(settings, metrics, config).filter((p) => alarmKind(p.kind).per === "function")) {
+    const fn = settings.functions.find((f) => f.name === a.subject.name)!;
+    const alarmName = naming.alarmName(a.suffix);
+    functionAlarms.push(
+      a.kind === "dropped-invalid" || a.kind === "reports-failed"
+        ? emfAlarm(a.suffix, alarmName, a.kind, metrics, a.subject, naming.functionName(fn.name), alarms, {})
+        : functionAlarm(a.suffix, alarmName, functions[fn.name]!.name, a.kind as FunctionAlarmKind, fn.timeoutSeconds, a.subject, alarms, {}),
+    );
   }
-
-  // The functions' EMF metrics: producers sending what the contract rejects (per function), and
-  // failing reports (within minutes, not when the message reaches the DLQ).
-  for (const fn of running) {
-    for (const [kind, metric] of [["dropped-invalid", "RecordsDroppedInvalid"], ["reports-failed", "ReportsFailed"]] as const) {
-      if (!emits(metrics, metric, fn.name)) continue;
-      functionAlarms.push(
-        emfAlarm(`${fn.name}-${kind}`, naming.alarmName(`${fn.name}-${kind}`), kind, metrics, subjectOf(fn), naming.functionName(fn.name), alarms, {}),
-      );
-    }
-  }
+  const running = settings.functions.filter((f) => canRun(f, config));
 
   const stageDashboard = dashboard("dashboard", naming.prefix, {
     stage: config.stage,
