@@ -70,10 +70,6 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   const settings = loadSettings(settingsFile);
   checkWiring(settings);
   const config = loadStageConfig(settings);
-  const metrics = loadMetrics(settings);
-  // Alarms reach a person: a protected stage without a topic or subscription fails here.
-  const unrouted = checkAlarmDelivery(config);
-  if (unrouted) void pulumi.log.warn(unrouted);
   const naming = new Naming(settings.appName, config.stage);
   const { zips, warnings } = checkArtifacts(
     config.artifactsDir,
@@ -84,6 +80,10 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     config.mongodbAuth === "aws-iam" ? ["aws-iam-auth"] : [],
   );
   for (const w of warnings) void pulumi.log.warn(w);
+  const metrics = loadMetrics(settings);
+  // Alarms reach a person: a protected stage without a topic or subscription fails here.
+  const unrouted = checkAlarmDelivery(config);
+  if (unrouted) void pulumi.log.warn(unrouted);
 
   // Alarms reach a person: the stage's own SNS topic (optionally subscribed from config) unless a topic is given.
   let alarmTopic: aws.sns.Topic | undefined;
