@@ -88,7 +88,9 @@ fn assert_matches_declaration(doc: &serde_json::Value, function: &str) {
             assert_eq!(metric["Unit"], spec.unit.as_str(), "{name}");
             match &spec.emitted_by {
                 EmittedBy::Every => {}
-                EmittedBy::Functions(f) => assert!(f.iter().any(|x| x == function), "{name} is not declared for {function}"),
+                EmittedBy::Functions(f) => {
+                    assert!(f.iter().any(|x| x == function), "{name} is not declared for {function}")
+                }
             }
         }
     }

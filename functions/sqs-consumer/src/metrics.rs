@@ -84,7 +84,8 @@ impl Declaration {
     /// each starting with Stage and Function (the dashboard and alarms select by both), no
     /// duplicate names or sets.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("metrics.json does not parse: {e}"))?;
+        let doc: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("metrics.json does not parse: {e}"))?;
         let namespace = doc["namespace"].as_str().ok_or("metrics.json: namespace must be a string")?.to_owned();
         let dimensions: Vec<String> = doc["dimensions"]
             .as_object()
@@ -100,7 +101,9 @@ impl Declaration {
                 .and_then(Unit::parse)
                 .ok_or_else(|| format!("metrics.json: {name} has no known unit (Count, Milliseconds)"))?;
             let mut dimension_sets: Vec<Vec<String>> = Vec::new();
-            for set in m["dimensionSets"].as_array().ok_or_else(|| format!("metrics.json: {name} has no dimensionSets"))? {
+            for set in
+                m["dimensionSets"].as_array().ok_or_else(|| format!("metrics.json: {name} has no dimensionSets"))?
+            {
                 let set: Vec<String> = set
                     .as_array()
                     .ok_or_else(|| format!("metrics.json: {name}: a dimension set is an array"))?
@@ -330,10 +333,8 @@ impl Metrics {
         let directives: Vec<serde_json::Value> = groups
             .iter()
             .map(|(sets, metrics)| {
-                let definitions: Vec<serde_json::Value> = metrics
-                    .iter()
-                    .map(|m| serde_json::json!({"Name": m.name(), "Unit": m.unit().as_str()}))
-                    .collect();
+                let definitions: Vec<serde_json::Value> =
+                    metrics.iter().map(|m| serde_json::json!({"Name": m.name(), "Unit": m.unit().as_str()})).collect();
                 serde_json::json!({"Namespace": NAMESPACE, "Dimensions": sets, "Metrics": definitions})
             })
             .collect();
@@ -398,7 +399,10 @@ mod tests {
         assert_eq!(directive["Namespace"], "Sophia");
         // ReportsFailed by kind and in total (the dashboard and the alarm read the total);
         // ModelLatencyMs, declared with [Stage, Function] only, in a directive of its own.
-        assert_eq!(directive["Dimensions"], serde_json::json!([["Stage", "Function", "ErrorKind"], ["Stage", "Function"]]));
+        assert_eq!(
+            directive["Dimensions"],
+            serde_json::json!([["Stage", "Function", "ErrorKind"], ["Stage", "Function"]])
+        );
         assert_eq!(aws["CloudWatchMetrics"][1]["Dimensions"], serde_json::json!([["Stage", "Function"]]));
         let units: BTreeMap<String, String> = aws["CloudWatchMetrics"]
             .as_array()
@@ -483,8 +487,8 @@ mod tests {
     #[test]
     fn a_line_carries_exactly_the_declared_dimension_sets_of_each_metric() {
         for metric in Metric::ALL {
-            let mut m =
-                Metrics::new("dev", "sophia-dev-report-generate").with_dimension(Dimension { name: "ErrorKind", value: "timeout" });
+            let mut m = Metrics::new("dev", "sophia-dev-report-generate")
+                .with_dimension(Dimension { name: "ErrorKind", value: "timeout" });
             m.add(*metric, 1.0);
             let doc = m.to_emf(0);
             let directives = doc["_aws"]["CloudWatchMetrics"].as_array().unwrap();
@@ -506,12 +510,20 @@ mod tests {
     #[test]
     fn a_declaration_that_breaks_a_rule_is_refused_with_its_reason() {
         let base = |metric: &str| {
-            format!(r#"{{"namespace":"Sophia","dimensions":{{"Stage":"","Function":"","ErrorKind":""}},"metrics":[{metric}]}}"#)
+            format!(
+                r#"{{"namespace":"Sophia","dimensions":{{"Stage":"","Function":"","ErrorKind":""}},"metrics":[{metric}]}}"#
+            )
         };
         let cases = [
             (r#"{"name":"A","unit":"Bytes","dimensionSets":[["Stage","Function"]],"emittedBy":"*"}"#, "no known unit"),
-            (r#"{"name":"A","unit":"Count","dimensionSets":[["Function","Stage"]],"emittedBy":"*"}"#, "starts with Stage, Function"),
-            (r#"{"name":"A","unit":"Count","dimensionSets":[["Stage","Function","Nope"]],"emittedBy":"*"}"#, "undeclared dimension Nope"),
+            (
+                r#"{"name":"A","unit":"Count","dimensionSets":[["Function","Stage"]],"emittedBy":"*"}"#,
+                "starts with Stage, Function",
+            ),
+            (
+                r#"{"name":"A","unit":"Count","dimensionSets":[["Stage","Function","Nope"]],"emittedBy":"*"}"#,
+                "undeclared dimension Nope",
+            ),
             (r#"{"name":"A","unit":"Count","dimensionSets":[],"emittedBy":"*"}"#, "no dimension set"),
             (r#"{"name":"A","unit":"Count","dimensionSets":[["Stage","Function"]],"emittedBy":"some"}"#, "emittedBy"),
         ];
