@@ -2,8 +2,14 @@
 //! Logs turns into metrics, with no API call and no agent
 //! (<https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html>).
 //!
-//! Nothing but numbers and fixed names can enter a line: metric names and units come from the
-//! [`Metric`] enum, dimension names are constants, and dimension values are the stage and the
+//! What a line may carry is declared once, in `infra-pulumi/metrics.json` (embedded here; the Pulumi
+//! program builds the dashboard and the alarms from the same file): each metric's unit, its
+//! dimension sets (a line carries exactly those, so CloudWatch can be asked for each set: it
+//! matches whole dimension sets) and the functions that emit it. Tests on both sides check that
+//! the [`Metric`] enum and the declaration name the same metrics.
+//!
+//! Nothing but numbers and fixed names can enter a line: metric names come from the [`Metric`]
+//! enum, dimension names from the declaration, and dimension values are the stage and the
 //! function (from the environment, reduced to `[A-Za-z0-9._-]`) or a [`Dimension`] built from a
 //! `&'static str` (an outcome or an error kind). No candidate text, no secret, no id.
 //!
