@@ -1,7 +1,10 @@
 //! The handlers' metrics in CloudWatch Embedded Metric Format, through the interview-completed
 //! handler on nx-27017: one line per batch (records by outcome, batch size, time left) and one per
-//! settlement (credits moved), each a valid EMF document; no candidate text enters a line.
-//! (One test in this file: the metrics sink is process-wide.)
+//! settlement (credits moved), each a valid EMF document; no candidate text enters a line; and
+//! every line of the handlers (interview-completed's, report-generate's failure line) carries
+//! exactly the dimension sets `infra-pulumi/metrics.json` declares for its metrics, from a function
+//! the declaration names (the dashboard and alarms are built from the same file).
+//! (One handler test in this file: the metrics sink is process-wide.)
 
 mod settlement_common;
 
@@ -11,7 +14,7 @@ use aws_lambda_events::event::sqs::SqsEvent;
 use interview_completed::{Handler, SqsReportPublisher};
 use lambda_runtime::{Context, LambdaEvent};
 use settlement_common::world;
-use sophia_sqs_consumer::metrics::{self, NAMESPACE};
+use sophia_sqs_consumer::metrics::{self, Declaration, EmittedBy, NAMESPACE};
 use sophia_sqs_producer::{QueueUrls, SqsProducer};
 
 const MARKER: &str = "CANDIDATE-MARKER-7c1f";
@@ -60,6 +63,9 @@ async fn a_batch_and_its_settlements_write_emf_lines_with_numbers_only() {
             assert!(matches!(metric["Unit"].as_str(), Some("Count" | "Milliseconds")));
         }
     }
+    for doc in &docs {
+        assert_matches_declaration(doc, "interview-completed");
+    }
     let settlement = docs.iter().find(|d| d.get("InterviewsSettled").is_some()).expect("a settlement line");
     assert_eq!(settlement["CreditsConsumed"], 5.0, "floor(330 / 60)");
     assert_eq!(settlement["CreditsReleased"], 15.0, "20 reserved, 5 consumed");
@@ -67,4 +73,45 @@ async fn a_batch_and_its_settlements_write_emf_lines_with_numbers_only() {
     assert_eq!(batch["BatchSize"], 2.0);
     assert_eq!(batch["RecordsProcessed"], 1.0);
     assert_eq!(batch["RecordsDroppedInvalid"], 1.0);
+}
+
+/// Each directive's `Dimensions` are exactly the declared sets of each of its metrics, every metric
+/// is declared as emitted by `function`, and every declared metric of the line is in a directive.
+fn assert_matches_declaration(doc: &serde_json::Value, function: &str) {
+    let declaration = Declaration::embedded();
+    for directive in doc["_aws"]["CloudWatchMetrics"].as_array().expect("directives") {
+        assert_eq!(directive["Namespace"], declaration.namespace.as_str());
+        for metric in directive["Metrics"].as_array().unwrap() {
+            let name = metric["Name"].as_str().unwrap();
+            let spec = declaration.metric(name).unwrap_or_else(|| panic!("{name} is not in infra-pulumi/metrics.json"));
+            assert_eq!(directive["Dimensions"], serde_json::json!(spec.dimension_sets), "{name}: {doc}");
+            assert_eq!(metric["Unit"], spec.unit.as_str(), "{name}");
+            match &spec.emitted_by {
+                EmittedBy::Every => {}
+                EmittedBy::Functions(f) => {
+                    assert!(f.iter().any(|x| x == function), "{name} is not declared for {function}")
+                }
+            }
+        }
+    }
+}
+
+/// report-generate's failure line: ReportsFailed by ErrorKind and in total (the dashboard's
+/// `ReportsFailed` line and the reports-failed alarm read the [Stage, Function] set, which
+/// CloudWatch only has when it is emitted: it matches whole dimension sets).
+#[test]
+fn a_report_failure_is_emitted_by_kind_and_in_total() {
+    let failed: Result<sophia_reports::Generated, sophia_reports::ReportError> =
+        Err(sophia_reports::ReportError::InterviewNotFound {
+            interview_id: "6751a0c2e4b0a1b2c3d4e5f6".parse().unwrap(),
+            organization_id: "6751a0c2e4b0a1b2c3d4e5f7".parse().unwrap(),
+        });
+    let doc = report_generate::report_metrics(&failed).to_emf(1_700_000_000_001);
+    assert_matches_declaration(&doc, "report-generate");
+    assert_eq!(
+        doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+        serde_json::json!([["Stage", "Function", "ErrorKind"], ["Stage", "Function"]])
+    );
+    assert_eq!(doc["ErrorKind"], "interview_not_found");
+    assert_eq!(doc["ReportsFailed"], 1.0);
 }

@@ -1,38 +1,253 @@
 /**
  * CloudWatch alarms: on the SQS metrics that say a pipeline is unhealthy (anything in a DLQ, a
- * source queue whose oldest message is older than the stage's threshold) and on the functions
- * (errors, throttles, report-generate's duration near its timeout). Alarm names are fixed, so a
- * replacement deletes first.
+ * source queue whose oldest message is older than the stage's threshold), on the functions
+ * (errors, throttles, report-generate's duration near its timeout) and on the functions' own EMF
+ * metrics (invalid messages dropped, reports failing). Alarm names are fixed, so a replacement
+ * deletes first.
+ *
+ * `ALARM_KINDS` is the one list of alarms: the program creates alarms only through it, every
+ * description says what happened, the first `sophia-ops` command to run and the runbook section
+ * (docs/runbook.md), and docs/reference/alarms.md is generated from it (src/reference.ts; a test
+ * fails when the file drifts, when an anchor is missing from the runbook, or when the program
+ * creates an alarm the list does not describe).
+ *
+ * Notifications: ALARM only. No `okActions`: a new alarm starts in INSUFFICIENT_DATA and OK
+ * actions run on a transition to OK "from any other state"
+ * (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html,
+ * OKActions), so every alarm of a first deploy would send an OK message. Missing data is
+ * `notBreaching` (same page, TreatMissingData: missing points are "within the threshold"):
+ * an idle stage has no Lambda or EMF datapoints and must stay quiet.
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+
+import { ConfigError, type StageConfig } from "./config";
+import { emfAlarmMetric, emits, type MetricsDeclaration } from "./metrics";
+import type { FunctionSpec, Settings } from "./settings";
+import { wiringFor } from "./wiring";
 
 /** SQS publishes its metrics once a minute. */
 const SQS_METRIC_PERIOD_SECONDS = 60;
 /** Consecutive breaching minutes before the age alarm fires (one slow poll is not an incident). */
 const OLDEST_MESSAGE_AGE_EVALUATION_PERIODS = 5;
+/** Lambda publishes its metrics once a minute; errors and throttles are judged over 5 minutes. */
+const LAMBDA_METRIC_PERIOD_SECONDS = 300;
+/** The duration alarm fires at this share of the function's timeout. */
+export const DURATION_ALARM_FRACTION = 0.8;
+/** CloudWatch's limit on an alarm description (PutMetricAlarm AlarmDescription, 0..1024). */
+export const ALARM_DESCRIPTION_MAX = 1024;
+/** Where the runbook lives in the repository; alarm descriptions link to its sections. */
+export const RUNBOOK_PATH = "docs/runbook.md";
 
 export interface AlarmTarget {
-  /** SNS topic ARNs notified on ALARM and OK. */
+  /** SNS topic ARNs notified on ALARM. */
   actions: pulumi.Input<string>[];
   tags: Record<string, string>;
 }
 
-/** Above the threshold is bad; no data is fine; ALARM and OK go to the target's topics. */
+export type AlarmKindId =
+  | "dlq-not-empty"
+  | "oldest-message-age"
+  | "errors"
+  | "throttles"
+  | "duration"
+  | "dropped-invalid"
+  | "reports-failed";
+
+/** What an alarm is about: a queue (queues.json `name`) or a function (queues.json function name). */
+export interface AlarmSubject {
+  stage: string;
+  /** queues.json name of the queue, or of the function. */
+  name: string;
+  /** For a function: the queue it consumes (its `name`), if any. */
+  queue?: string;
+}
+
+export interface AlarmKind {
+  id: AlarmKindId;
+  /** One line for the reference. */
+  title: string;
+  per: "queue" | "function";
+  /** namespace/metric, for the reference. */
+  metric: string;
+  /** Condition, for the reference. */
+  condition: string;
+  /** Runbook anchor (GitHub's slug of the section heading). */
+  anchor: (s: AlarmSubject) => string;
+  /** What happened, in one sentence. */
+  what: (s: AlarmSubject) => string;
+  /** The first command to run. */
+  firstCommand: (s: AlarmSubject) => string;
+}
+
+const ops = (stage: string, command: string) => `sophia-ops --stage ${stage} ${command}`;
+
+/** The one list of alarms (see the module comment). */
+export const ALARM_KINDS: readonly AlarmKind[] = [
+  {
+    id: "dlq-not-empty",
+    title: "Messages in a dead-letter queue",
+    per: "queue",
+    metric: "AWS/SQS ApproximateNumberOfMessagesVisible (QueueName = the DLQ)",
+    condition: "Maximum > 0 over 1 minute",
+    anchor: (s) => `${s.name}-dlq-not-empty`,
+    what: (s) =>
+      s.name === "report-generate"
+        ? `Messages are waiting in the report-generate DLQ: their reports are FAILED at 3 attempts; a plain redrive would change nothing (redrive with the reset).`
+        : `Messages are waiting in the ${s.name} DLQ: they failed every retry.`,
+    firstCommand: (s) => ops(s.stage, `dlq list ${s.name}`),
+  },
+  {
+    id: "oldest-message-age",
+    title: "Oldest message in a source queue too old",
+    per: "queue",
+    metric: "AWS/SQS ApproximateAgeOfOldestMessage (QueueName = the source queue)",
+    condition: `Maximum > sophia:alarmOldestMessageAgeSeconds for ${OLDEST_MESSAGE_AGE_EVALUATION_PERIODS} consecutive minutes`,
+    anchor: () => "oldest-message-too-old",
+    what: (s) => `The oldest message in ${s.name} is older than the stage's threshold: the consumer is not keeping up or keeps failing.`,
+    firstCommand: (s) => ops(s.stage, `dlq list ${s.name}`),
+  },
+  {
+    id: "errors",
+    title: "Function errors",
+    per: "function",
+    metric: "AWS/Lambda Errors (FunctionName)",
+    condition: "Sum > 0 over 5 minutes",
+    anchor: () => "function-errors",
+    what: (s) => `${s.name} returned errors (a failed batch or a failed init).`,
+    firstCommand: (s) => ops(s.stage, s.queue ? `dlq list ${s.queue}` : "invariants check"),
+  },
+  {
+    id: "throttles",
+    title: "Function throttled",
+    per: "function",
+    metric: "AWS/Lambda Throttles (FunctionName)",
+    condition: "Sum > 0 over 5 minutes",
+    anchor: () => "function-throttled",
+    what: (s) => `${s.name} was throttled (its concurrency was exhausted).`,
+    firstCommand: (s) => ops(s.stage, s.queue ? `dlq list ${s.queue}` : "invariants check"),
+  },
+  {
+    id: "duration",
+    title: "report-generate near its timeout",
+    per: "function",
+    metric: "AWS/Lambda Duration (FunctionName)",
+    condition: `Maximum > ${DURATION_ALARM_FRACTION * 100}% of the function's timeout over 5 minutes`,
+    anchor: () => "report-generate-near-its-timeout",
+    what: (s) => `${s.name} ran longer than ${DURATION_ALARM_FRACTION * 100}% of its timeout (slow model calls).`,
+    firstCommand: (s) => ops(s.stage, `dlq list ${s.queue ?? s.name}`),
+  },
+  {
+    id: "dropped-invalid",
+    title: "Invalid messages dropped",
+    per: "function",
+    metric: "Sophia RecordsDroppedInvalid (Stage, Function)",
+    condition: "Sum > 0 over 5 minutes",
+    anchor: () => "invalid-messages-dropped",
+    what: (s) => `${s.name} dropped messages its contract rejects: a producer sends invalid bodies ("invalid message dropped" log lines).`,
+    firstCommand: (s) => ops(s.stage, "invariants check"),
+  },
+  {
+    id: "reports-failed",
+    title: "Reports failing",
+    per: "function",
+    metric: "Sophia ReportsFailed (Stage, Function)",
+    condition: "Sum > 0 over 5 minutes",
+    anchor: () => "reports-failing",
+    what: (s) => `${s.name} failed report attempts in the last 5 minutes (by error kind on the dashboard); the third failure of a report sends its message to the DLQ.`,
+    firstCommand: (s) => ops(s.stage, "interview show <interviewId>"),
+  },
+];
+
+export function alarmKind(id: AlarmKindId): AlarmKind {
+  return ALARM_KINDS.find((k) => k.id === id)!;
+}
+
+/** One alarm the stage gets: its kind, what it is about, its name without `<app>-<stage>-`. */
+export interface PlannedAlarm {
+  kind: AlarmKindId;
+  subject: AlarmSubject;
+  suffix: string;
+}
+
+/**
+ * Every alarm of a stage, in one list: the program creates exactly these (pipeline.ts the queue
+ * alarms, stack.ts the function alarms; a test compares the registered alarms with this list) and
+ * docs/reference/alarms.md is rendered from it.
+ */
+export function plannedAlarms(
+  settings: Settings,
+  metrics: MetricsDeclaration,
+  config: Pick<StageConfig, "stage" | "invocableUnsubscribed">,
+): PlannedAlarm[] {
+  const planned: PlannedAlarm[] = [];
+  for (const q of settings.queues) {
+    const subject = { stage: config.stage, name: q.name };
+    planned.push({ kind: "dlq-not-empty", subject, suffix: `${q.dlqName}-not-empty` });
+    planned.push({ kind: "oldest-message-age", subject, suffix: `${q.name}-oldest-message-age` });
+  }
+  for (const fn of settings.functions.filter((f) => canRun(f, config))) {
+    const queue = settings.queues.find((q) => q.key === fn.subscribedTo)?.name;
+    const subject: AlarmSubject = { stage: config.stage, name: fn.name, ...(queue ? { queue } : {}) };
+    const kinds: AlarmKindId[] = ["errors", "throttles"];
+    if (wiringFor(fn.name).durationAlarm) kinds.push("duration");
+    if (emits(metrics, "RecordsDroppedInvalid", fn.name)) kinds.push("dropped-invalid");
+    if (emits(metrics, "ReportsFailed", fn.name)) kinds.push("reports-failed");
+    for (const kind of kinds) planned.push({ kind, subject, suffix: `${fn.name}-${kind}` });
+  }
+  return planned;
+}
+
+/** What the alarm says: what happened, the first command, the runbook section. */
+export function alarmDescription(id: AlarmKindId, subject: AlarmSubject): string {
+  const k = alarmKind(id);
+  const text = `${k.what(subject)} First: ${k.firstCommand(subject)}. Runbook: ${RUNBOOK_PATH}#${k.anchor(subject)}`;
+  if (text.length > ALARM_DESCRIPTION_MAX) throw new Error(`alarm description over ${ALARM_DESCRIPTION_MAX} characters: ${text}`);
+  return text;
+}
+
+/** Above the threshold is bad; no data is fine; ALARM goes to the target's topics (no OK burst). */
 function notifying(target: AlarmTarget) {
   return {
     comparisonOperator: "GreaterThanThreshold",
     treatMissingData: "notBreaching",
     alarmActions: target.actions,
-    okActions: target.actions,
     tags: target.tags,
   };
+}
+
+/**
+ * Whether a function can run, so that it gets dashboard series and alarms: it consumes a queue,
+ * or the stage lets it be invoked (`sophia:invocableUnsubscribedFunctions`; otherwise its reserved
+ * concurrency is 0 and it has no metric that could ever have data).
+ */
+export function canRun(fn: FunctionSpec, config: Pick<StageConfig, "invocableUnsubscribed">): boolean {
+  return fn.subscribedTo !== null || config.invocableUnsubscribed;
+}
+
+/**
+ * Alarms reach a person: a protected stage (prod) with neither `sophia:alarmTopicArn` nor
+ * `sophia:alarmSubscription` is a config error; another stage gets a warning at every deploy
+ * (returned, the caller logs it).
+ */
+export function checkAlarmDelivery(
+  config: Pick<StageConfig, "stage" | "protectData" | "alarmTopicArn" | "alarmSubscription">,
+): string | undefined {
+  if (config.alarmTopicArn || config.alarmSubscription) return undefined;
+  const how =
+    `set sophia:alarmSubscription ({protocol: email, endpoint: <address>}, then confirm AWS's e-mail) ` +
+    `or sophia:alarmTopicArn (an existing topic someone is subscribed to)`;
+  if (config.protectData) {
+    throw new ConfigError(config.stage, [`alarms of protected stage "${config.stage}" would reach nobody: ${how}`]);
+  }
+  return `ALARMS REACH NOBODY on stage "${config.stage}": its alarm topic has no subscription. To be paged, ${how}.`;
 }
 
 export function dlqNotEmptyAlarm(
   name: string,
   alarmName: string,
   dlqName: pulumi.Input<string>,
+  subject: AlarmSubject,
   target: AlarmTarget,
   opts: pulumi.CustomResourceOptions,
 ): aws.cloudwatch.MetricAlarm {
@@ -40,7 +255,7 @@ export function dlqNotEmptyAlarm(
     name,
     {
       name: alarmName,
-      alarmDescription: pulumi.interpolate`Messages are waiting in the dead-letter queue ${dlqName}: they failed every retry.`,
+      alarmDescription: alarmDescription("dlq-not-empty", subject),
       namespace: "AWS/SQS",
       metricName: "ApproximateNumberOfMessagesVisible",
       dimensions: { QueueName: dlqName },
@@ -59,6 +274,7 @@ export function oldestMessageAgeAlarm(
   alarmName: string,
   queueName: pulumi.Input<string>,
   thresholdSeconds: number,
+  subject: AlarmSubject,
   target: AlarmTarget,
   opts: pulumi.CustomResourceOptions,
 ): aws.cloudwatch.MetricAlarm {
@@ -66,7 +282,7 @@ export function oldestMessageAgeAlarm(
     name,
     {
       name: alarmName,
-      alarmDescription: pulumi.interpolate`The oldest message in ${queueName} is older than ${thresholdSeconds} s: the consumer is not keeping up or keeps failing.`,
+      alarmDescription: alarmDescription("oldest-message-age", subject),
       namespace: "AWS/SQS",
       metricName: "ApproximateAgeOfOldestMessage",
       dimensions: { QueueName: queueName },
@@ -80,11 +296,6 @@ export function oldestMessageAgeAlarm(
   );
 }
 
-/** Lambda publishes its metrics once a minute; errors and throttles are judged over 5 minutes. */
-const LAMBDA_METRIC_PERIOD_SECONDS = 300;
-/** The duration alarm fires at this share of the function's timeout. */
-export const DURATION_ALARM_FRACTION = 0.8;
-
 export type FunctionAlarmKind = "errors" | "throttles" | "duration";
 
 /**
@@ -97,24 +308,20 @@ export function functionAlarm(
   functionName: pulumi.Input<string>,
   kind: FunctionAlarmKind,
   timeoutSeconds: number,
+  subject: AlarmSubject,
   target: AlarmTarget,
   opts: pulumi.CustomResourceOptions,
 ): aws.cloudwatch.MetricAlarm {
   const spec = {
-    errors: { metricName: "Errors", statistic: "Sum", threshold: 0, what: "returned errors (a failed batch or init)" },
-    throttles: { metricName: "Throttles", statistic: "Sum", threshold: 0, what: "was throttled (concurrency exhausted)" },
-    duration: {
-      metricName: "Duration",
-      statistic: "Maximum",
-      threshold: Math.round(timeoutSeconds * 1000 * DURATION_ALARM_FRACTION),
-      what: `ran longer than ${DURATION_ALARM_FRACTION * 100}% of its ${timeoutSeconds} s timeout`,
-    },
+    errors: { metricName: "Errors", statistic: "Sum", threshold: 0 },
+    throttles: { metricName: "Throttles", statistic: "Sum", threshold: 0 },
+    duration: { metricName: "Duration", statistic: "Maximum", threshold: Math.round(timeoutSeconds * 1000 * DURATION_ALARM_FRACTION) },
   }[kind];
   return new aws.cloudwatch.MetricAlarm(
     name,
     {
       name: alarmName,
-      alarmDescription: pulumi.interpolate`${functionName} ${spec.what}.`,
+      alarmDescription: alarmDescription(kind, subject),
       namespace: "AWS/Lambda",
       metricName: spec.metricName,
       dimensions: { FunctionName: functionName },
@@ -129,34 +336,36 @@ export function functionAlarm(
 }
 
 /**
- * Invalid messages dropped (the functions' EMF metric `RecordsDroppedInvalid` above zero): the
- * drop is the contract, but it means a producer sends what the contract rejects, and the
- * message is gone (its redacted preview is in the function's log, for a replay).
+ * An alarm on one of the functions' EMF metrics (declared in metrics.json with [Stage, Function]):
+ * `dropped-invalid` (RecordsDroppedInvalid: the drop is the contract, but a producer sends what
+ * the contract rejects and the message is gone; its redacted preview is in the log) or
+ * `reports-failed` (ReportsFailed in total: a failing report pages within minutes instead of when
+ * its message reaches the DLQ, 3 receives x 1800 s later).
  */
-export function droppedInvalidAlarm(
+export function emfAlarm(
   name: string,
   alarmName: string,
-  stage: string,
+  kind: "dropped-invalid" | "reports-failed",
+  metrics: MetricsDeclaration,
+  subject: AlarmSubject,
   functionName: string,
   target: AlarmTarget,
   opts: pulumi.CustomResourceOptions,
 ): aws.cloudwatch.MetricAlarm {
-  const description = `${functionName} dropped messages its contract rejects: a producer sends invalid bodies (see the "invalid message dropped" log lines).`;
-  return sumAboveZero(name, alarmName, description, { namespace: "Sophia", metricName: "RecordsDroppedInvalid", dimensions: { Stage: stage, Function: functionName } }, target, opts);
-}
-
-/** An alarm on the Sum of a metric above zero over five minutes. */
-function sumAboveZero(
-  name: string,
-  alarmName: string,
-  alarmDescription: pulumi.Input<string>,
-  metric: { namespace: string; metricName: string; dimensions: Record<string, pulumi.Input<string>> },
-  target: AlarmTarget,
-  opts: pulumi.CustomResourceOptions,
-): aws.cloudwatch.MetricAlarm {
+  const metricName = kind === "dropped-invalid" ? "RecordsDroppedInvalid" : "ReportsFailed";
+  if (!emits(metrics, metricName, subject.name)) throw new Error(`${subject.name} does not emit ${metricName} (infra-pulumi/metrics.json)`);
   return new aws.cloudwatch.MetricAlarm(
     name,
-    { name: alarmName, alarmDescription, ...metric, statistic: "Sum", period: LAMBDA_METRIC_PERIOD_SECONDS, evaluationPeriods: 1, threshold: 0, ...notifying(target) },
+    {
+      name: alarmName,
+      alarmDescription: alarmDescription(kind, subject),
+      ...emfAlarmMetric(metrics, metricName, { Stage: subject.stage, Function: functionName }),
+      statistic: "Sum",
+      period: LAMBDA_METRIC_PERIOD_SECONDS,
+      evaluationPeriods: 1,
+      threshold: 0,
+      ...notifying(target),
+    },
     { ...opts, deleteBeforeReplace: true },
   );
 }

@@ -289,6 +289,13 @@ export function loadStageConfig(
   const logLevel =
     optionalString(config, KEYS.logLevel, /^[A-Za-z0-9_=,:.\-]+$/, "a log level or tracing filter", problems) ??
     DEFAULTS.logLevel;
+  // Release builds keep INFO and above only (workspace Cargo.toml: tracing and log with
+  // release_max_level_info): a debug or trace directive would silently log nothing more.
+  if (/(^|[,=])(debug|trace)($|,)/i.test(logLevel)) {
+    problems.push(
+      `${CONFIG_NAMESPACE}:${KEYS.logLevel} ${JSON.stringify(logLevel)} asks for debug/trace lines, which the release binaries do not contain (compiled out: release_max_level_info); use info, warn or error`,
+    );
+  }
   const mongodbDatabase =
     optionalString(config, KEYS.mongodbDatabase, /^[^\s/\\."$]{1,63}$/, "a MongoDB database name", problems) ??
     DEFAULTS.mongodbDatabase;

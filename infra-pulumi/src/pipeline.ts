@@ -162,6 +162,7 @@ export class QueuePipeline extends pulumi.ComponentResource {
       `${name}-dlq-not-empty`,
       naming.alarmName(`${q.dlqName}-not-empty`),
       this.deadLetterQueue.name,
+      { stage: naming.stage, name: q.name },
       args.alarms,
       child,
     );
@@ -170,6 +171,7 @@ export class QueuePipeline extends pulumi.ComponentResource {
       naming.alarmName(`${q.name}-oldest-message-age`),
       this.queue.name,
       args.oldestMessageAgeAlarmSeconds,
+      { stage: naming.stage, name: q.name },
       args.alarms,
       child,
     );

@@ -9,7 +9,16 @@ import * as fs from "node:fs";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
-import { type AlarmTarget, droppedInvalidAlarm, functionAlarm, type FunctionAlarmKind } from "./alarms";
+import {
+  type AlarmTarget,
+  alarmKind,
+  canRun,
+  checkAlarmDelivery,
+  emfAlarm,
+  functionAlarm,
+  type FunctionAlarmKind,
+  plannedAlarms,
+} from "./alarms";
 import { dashboard } from "./dashboard";
 import { checkArtifacts } from "./artifacts";
 import { loadStageConfig, type StageConfig } from "./config";
@@ -26,6 +35,7 @@ import {
   vpcAccessStatements,
 } from "./iam";
 import { RustFunction } from "./lambda";
+import { loadMetrics } from "./metrics";
 import { Naming } from "./naming";
 import {
   ALARM_TOPIC_ARN,
@@ -75,6 +85,10 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     config.mongodbAuth === "aws-iam" ? ["aws-iam-auth"] : [],
   );
   for (const w of warnings) void pulumi.log.warn(w);
+  const metrics = loadMetrics(settings);
+  // Alarms reach a person: a protected stage without a topic or subscription fails here.
+  const unrouted = checkAlarmDelivery(config);
+  if (unrouted) void pulumi.log.warn(unrouted);
 
   // Alarms reach a person: the stage's own SNS topic (optionally subscribed from config) unless a topic is given.
   let alarmTopic: aws.sns.Topic | undefined;
@@ -211,45 +225,30 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   );
   migrationCreated(migration);
 
+  // Function alarms (plannedAlarms: the one list; the queue alarms are the pipelines'). Only for
+  // functions that can run: one with reserved concurrency 0 and no queue has no data, ever.
   const functionAlarms: aws.cloudwatch.MetricAlarm[] = [];
-  for (const fn of settings.functions) {
-    const kinds: FunctionAlarmKind[] = ["errors", "throttles", ...(wiringFor(fn.name).durationAlarm ? ["duration" as const] : [])];
-    for (const kind of kinds) {
-      functionAlarms.push(
-        functionAlarm(
-          `${fn.name}-${kind}`,
-          naming.alarmName(`${fn.name}-${kind}`),
-          functions[fn.name]!.name,
-          kind,
-          fn.timeoutSeconds,
-          alarms,
-          {},
-        ),
-      );
-    }
-  }
-
-  // Producers sending what the contract rejects: the functions' EMF metric, per function.
-  for (const fn of settings.functions) {
+  for (const a of plannedAlarms(settings, metrics, config).filter((p) => alarmKind(p.kind).per === "function")) {
+    const fn = settings.functions.find((f) => f.name === a.subject.name)!;
+    const alarmName = naming.alarmName(a.suffix);
     functionAlarms.push(
-      droppedInvalidAlarm(
-        `${fn.name}-dropped-invalid`,
-        naming.alarmName(`${fn.name}-dropped-invalid`),
-        config.stage,
-        naming.functionName(fn.name),
-        alarms,
-        {},
-      ),
+      a.kind === "dropped-invalid" || a.kind === "reports-failed"
+        ? emfAlarm(a.suffix, alarmName, a.kind, metrics, a.subject, naming.functionName(fn.name), alarms, {})
+        : functionAlarm(a.suffix, alarmName, functions[fn.name]!.name, a.kind as FunctionAlarmKind, fn.timeoutSeconds, a.subject, alarms, {}),
     );
   }
+  const running = settings.functions.filter((f) => canRun(f, config));
 
   const stageDashboard = dashboard("dashboard", naming.prefix, {
     stage: config.stage,
     region: config.region,
+    metrics,
     queues: settings.queues.map((q) => ({ queue: naming.queueName(q.name), dlq: naming.queueName(q.dlqName) })),
-    functions: settings.functions.map((f) => naming.functionName(f.name)),
-    settlementFunctions: settings.functions.filter((f) => wiringFor(f.name).recordConcurrency).map((f) => naming.functionName(f.name)),
-    reportFunctions: settings.functions.filter((f) => wiringFor(f.name).openai).map((f) => naming.functionName(f.name)),
+    functions: running.map((f) => ({
+      name: f.name,
+      functionName: naming.functionName(f.name),
+      logGroupName: naming.logGroupName(naming.functionName(f.name)),
+    })),
   });
 
   // Optional VPC placement: interface endpoints so SQS and Secrets Manager are reached without NAT.

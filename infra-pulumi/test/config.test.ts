@@ -9,6 +9,7 @@ import { test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 import * as yaml from "js-yaml";
 
+import { checkAlarmDelivery } from "../src/alarms";
 import { REPO_ROOT } from "../src/artifacts";
 import { ConfigError, loadStageConfig, type StageConfig } from "../src/config";
 import { loadSettings } from "../src/settings";
@@ -306,4 +307,31 @@ test("vpc: ids are checked; interface endpoints off unless asked", async () => {
   assert.match(e.message, /sophia:vpc.subnetIds must be a non-empty list of subnet-... ids/);
   assert.match(e.message, /sophia:vpc.securityGroupIds must be a non-empty list of sg-... ids/);
   assert.match(e.message, /sophia:vpc.vpcId must be a vpc-... id/);
+});
+
+test("logLevel: debug and trace are refused (release builds keep INFO and above only); info/warn/error and directives pass", async () => {
+  for (const level of ["debug", "trace", "info,sophia_credits=debug", "TRACE"]) {
+    const e = await loadError("dev", { ...TEST_SECRETS, "sophia:logLevel": level });
+    assert.match(e.message, /asks for debug\/trace lines, which the release binaries do not contain/, level);
+  }
+  for (const level of ["info", "warn", "error", "warn,sophia_reports=info"]) {
+    assert.equal((await load("dev", { ...TEST_SECRETS, "sophia:logLevel": level })).logLevel, level);
+  }
+});
+
+test("alarms reach a person: a protected stage without topic or subscription is refused; another stage is warned", async () => {
+  const prod = await load("prod", { ...TEST_SECRETS, ...PINNED });
+  assert.throws(
+    () => checkAlarmDelivery(prod),
+    (e: unknown) => e instanceof ConfigError && /alarms of protected stage "prod" would reach nobody: set sophia:alarmSubscription/.test(e.message),
+  );
+  const subscribed = await load("prod", { ...TEST_SECRETS, ...PINNED, "sophia:alarmSubscription": JSON.stringify({ protocol: "email", endpoint: "oncall@example.com" }) });
+  assert.equal(checkAlarmDelivery(subscribed), undefined);
+  const topic = await load("prod", { ...TEST_SECRETS, ...PINNED, "sophia:alarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:ops" });
+  assert.equal(checkAlarmDelivery(topic), undefined);
+  const dev = await load("dev", { ...TEST_SECRETS });
+  assert.match(checkAlarmDelivery(dev)!, /^ALARMS REACH NOBODY on stage "dev"/);
+  // The program checks it before registering anything (stack.ts), and logs the warning.
+  const stack = fs.readFileSync(path.join(REPO_ROOT, "infra-pulumi", "src", "stack.ts"), "utf8");
+  assert.match(stack, /const unrouted = checkAlarmDelivery\(config\);\n  if \(unrouted\) void pulumi\.log\.warn\(unrouted\);/);
 });

@@ -338,3 +338,24 @@ test("check-stack-file names every missing key, and a number-stored account id",
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("ops-cli: sophia-ops release binaries for linux x86_64 and arm64, with aws-iam-auth, uploaded per commit", () => {
+  const ops = load("ops-cli.yml");
+  assert.deepEqual((ops.on["push"] as { branches: string[] }).branches, ["main"]);
+  const build = ops.jobs["build"] as Job & { strategy: { matrix: { include: { arch: string; target: string }[] } } };
+  assert.deepEqual(
+    build.strategy.matrix.include.map((m) => `${m.arch} ${m.target}`),
+    ["x86_64 x86_64-unknown-linux-gnu", "arm64 aarch64-unknown-linux-gnu"],
+  );
+  assert.match(runs(build), /^cargo build --release --locked -p sophia-ops --features "\$FEATURES" --target "\$\{\{ matrix\.target \}\}"$/m);
+  // Every stage can use the binary: Atlas IAM auth (sophia:mongodbAuth aws-iam) included.
+  assert.equal(ops.env!["FEATURES"], "sophia-platform/aws-iam-auth");
+  assert.match(read("functions/platform/Cargo.toml"), /^aws-iam-auth = \["mongodb\/aws-auth"\]$/m);
+  assert.match(runs(build), /qemu-aarch64 -L \/usr\/aarch64-linux-gnu dist\/sophia-ops --version/, "the arm64 binary runs");
+  const upload = uses(build, "actions/upload-artifact")[0]!;
+  assert.equal(upload.with!["name"], "sophia-ops-${{ github.sha }}-linux-${{ matrix.arch }}");
+  assert.equal(upload.with!["if-no-files-found"], "error");
+  assert.match(String(upload.with!["path"]), /dist\/sophia-ops\.sha256/);
+  // The runbook tells operators where to get it.
+  assert.match(read("docs/runbook.md"), /sophia-ops-<commit>-linux-x86_64/);
+});

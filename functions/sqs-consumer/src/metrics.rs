@@ -2,8 +2,14 @@
 //! Logs turns into metrics, with no API call and no agent
 //! (<https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html>).
 //!
-//! Nothing but numbers and fixed names can enter a line: metric names and units come from the
-//! [`Metric`] enum, dimension names are constants, and dimension values are the stage and the
+//! What a line may carry is declared once, in `infra-pulumi/metrics.json` (embedded here; the Pulumi
+//! program builds the dashboard and the alarms from the same file): each metric's unit, its
+//! dimension sets (a line carries exactly those, so CloudWatch can be asked for each set: it
+//! matches whole dimension sets) and the functions that emit it. Tests on both sides check that
+//! the [`Metric`] enum and the declaration name the same metrics.
+//!
+//! Nothing but numbers and fixed names can enter a line: metric names come from the [`Metric`]
+//! enum, dimension names from the declaration, and dimension values are the stage and the
 //! function (from the environment, reduced to `[A-Za-z0-9._-]`) or a [`Dimension`] built from a
 //! `&'static str` (an outcome or an error kind). No candidate text, no secret, no id.
 //!
@@ -25,6 +31,10 @@ pub const SOPHIA_METRICS: &str = "SOPHIA_METRICS";
 /// Environment variable: the stage (the stack sets it); `local` when unset.
 pub const SOPHIA_STAGE: &str = "SOPHIA_STAGE";
 
+/// The declaration of every metric (`infra-pulumi/metrics.json`), shared with the Pulumi program
+/// (the dashboard and the alarms read it), embedded at build time.
+pub const DECLARATION_JSON: &str = include_str!("../../../infra-pulumi/metrics.json");
+
 /// CloudWatch units used here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
@@ -39,11 +49,145 @@ impl Unit {
             Self::Milliseconds => "Milliseconds",
         }
     }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "Count" => Some(Self::Count),
+            "Milliseconds" => Some(Self::Milliseconds),
+            _ => None,
+        }
+    }
 }
 
-/// Every metric the functions emit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Metric {
+/// Which functions emit a metric (`"*"`: every function of queues.json, e.g. the batch counts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmittedBy {
+    Every,
+    Functions(Vec<String>),
+}
+
+/// One metric of the declaration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricSpec {
+    pub name: String,
+    pub unit: Unit,
+    /// Every set is written on each line that carries the metric (EMF `Dimensions`), in this order.
+    pub dimension_sets: Vec<Vec<String>>,
+    pub emitted_by: EmittedBy,
+}
+
+/// `infra-pulumi/metrics.json`, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declaration {
+    pub namespace: String,
+    /// Dimension names (the declaration describes each).
+    pub dimensions: Vec<String>,
+    pub metrics: Vec<MetricSpec>,
+}
+
+impl Declaration {
+    /// Parses and checks a declaration: known units, dimension sets made of declared dimensions,
+    /// each starting with Stage and Function (the dashboard and alarms select by both), no
+    /// duplicate names or sets.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let doc: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("metrics.json does not parse: {e}"))?;
+        let namespace = doc["namespace"].as_str().ok_or("metrics.json: namespace must be a string")?.to_owned();
+        let dimensions: Vec<String> = doc["dimensions"]
+            .as_object()
+            .ok_or("metrics.json: dimensions must be an object")?
+            .keys()
+            .cloned()
+            .collect();
+        let mut metrics = Vec::new();
+        for m in doc["metrics"].as_array().ok_or("metrics.json: metrics must be an array")? {
+            let name = m["name"].as_str().ok_or("metrics.json: a metric without a name")?.to_owned();
+            let unit = m["unit"]
+                .as_str()
+                .and_then(Unit::parse)
+                .ok_or_else(|| format!("metrics.json: {name} has no known unit (Count, Milliseconds)"))?;
+            let mut dimension_sets: Vec<Vec<String>> = Vec::new();
+            for set in
+                m["dimensionSets"].as_array().ok_or_else(|| format!("metrics.json: {name} has no dimensionSets"))?
+            {
+                let set: Vec<String> = set
+                    .as_array()
+                    .ok_or_else(|| format!("metrics.json: {name}: a dimension set is an array"))?
+                    .iter()
+                    .map(|d| d.as_str().map(str::to_owned))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| format!("metrics.json: {name}: dimension names are strings"))?;
+                if set.len() < 2 || set[0] != "Stage" || set[1] != "Function" {
+                    return Err(format!("metrics.json: {name}: every dimension set starts with Stage, Function"));
+                }
+                if let Some(d) = set.iter().find(|d| !dimensions.contains(d)) {
+                    return Err(format!("metrics.json: {name} names the undeclared dimension {d}"));
+                }
+                if dimension_sets.contains(&set) {
+                    return Err(format!("metrics.json: {name} declares {set:?} twice"));
+                }
+                dimension_sets.push(set);
+            }
+            if dimension_sets.is_empty() {
+                return Err(format!("metrics.json: {name} has no dimension set"));
+            }
+            let emitted_by = match &m["emittedBy"] {
+                serde_json::Value::String(s) if s == "*" => EmittedBy::Every,
+                serde_json::Value::Array(a) => EmittedBy::Functions(
+                    a.iter()
+                        .map(|f| f.as_str().map(str::to_owned))
+                        .collect::<Option<_>>()
+                        .ok_or_else(|| format!("metrics.json: {name}: emittedBy lists function names"))?,
+                ),
+                _ => return Err(format!("metrics.json: {name}: emittedBy is \"*\" or a list of functions")),
+            };
+            if metrics.iter().any(|x: &MetricSpec| x.name == name) {
+                return Err(format!("metrics.json: {name} is declared twice"));
+            }
+            metrics.push(MetricSpec { name, unit, dimension_sets, emitted_by });
+        }
+        Ok(Self { namespace, dimensions, metrics })
+    }
+
+    /// The embedded declaration (a test checks that it parses and matches [`Metric`]).
+    pub fn embedded() -> &'static Declaration {
+        static PARSED: OnceLock<Declaration> = OnceLock::new();
+        PARSED.get_or_init(|| match Declaration::parse(DECLARATION_JSON) {
+            Ok(d) => d,
+            // Unreachable in a tested build: `the_declaration_parses_and_names_every_metric_of_the_enum`.
+            Err(e) => panic!("{e}"),
+        })
+    }
+
+    pub fn metric(&self, name: &str) -> Option<&MetricSpec> {
+        self.metrics.iter().find(|m| m.name == name)
+    }
+}
+
+/// Declares the [`Metric`] enum: one name per metric of `infra-pulumi/metrics.json` (the name is
+/// the variant's; unit and dimension sets come from the declaration).
+macro_rules! metrics {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
+        /// Every metric the functions emit (names as in `infra-pulumi/metrics.json`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Metric {
+            $($(#[$doc])* $name,)*
+        }
+
+        impl Metric {
+            pub const ALL: &'static [Metric] = &[$(Self::$name,)*];
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Self::$name => stringify!($name),)*
+                }
+            }
+        }
+    };
+}
+
+// Adding a metric: its line in infra-pulumi/metrics.json and its name here.
+metrics! {
     /// Records of a batch, by how they ended.
     RecordsProcessed,
     RecordsDroppedInvalid,
@@ -61,61 +205,36 @@ pub enum Metric {
     /// Reports.
     ReportsCompleted,
     ReportsFailed,
+    /// A report stored COMPLETED with needsReview.
+    ReportsNeedingReview,
+    /// A second, corrective model call was made.
+    ReportRepairCalls,
     ModelLatencyMs,
     PromptTokens,
     CachedTokens,
     CompletionTokens,
 }
 
+/// Used only if a variant were missing from the declaration, which a test forbids.
+static UNDECLARED: OnceLock<MetricSpec> = OnceLock::new();
+
 impl Metric {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::RecordsProcessed => "RecordsProcessed",
-            Self::RecordsDroppedInvalid => "RecordsDroppedInvalid",
-            Self::RecordsDropped => "RecordsDropped",
-            Self::RecordsFailed => "RecordsFailed",
-            Self::BatchSize => "BatchSize",
-            Self::TimeLeftMs => "TimeLeftMs",
-            Self::InterviewsSettled => "InterviewsSettled",
-            Self::InterviewsAlreadySettled => "InterviewsAlreadySettled",
-            Self::CreditsConsumed => "CreditsConsumed",
-            Self::CreditsReleased => "CreditsReleased",
-            Self::CreditsForfeited => "CreditsForfeited",
-            Self::ReportsCompleted => "ReportsCompleted",
-            Self::ReportsFailed => "ReportsFailed",
-            Self::ModelLatencyMs => "ModelLatencyMs",
-            Self::PromptTokens => "PromptTokens",
-            Self::CachedTokens => "CachedTokens",
-            Self::CompletionTokens => "CompletionTokens",
-        }
+    /// The metric's entry in the declaration.
+    pub fn spec(self) -> &'static MetricSpec {
+        Declaration::embedded().metric(self.name()).unwrap_or_else(|| {
+            debug_assert!(false, "{} is not declared in infra-pulumi/metrics.json", self.name());
+            UNDECLARED.get_or_init(|| MetricSpec {
+                name: String::new(),
+                unit: Unit::Count,
+                dimension_sets: vec![vec!["Stage".to_owned(), "Function".to_owned()]],
+                emitted_by: EmittedBy::Every,
+            })
+        })
     }
 
     pub fn unit(self) -> Unit {
-        match self {
-            Self::TimeLeftMs | Self::ModelLatencyMs => Unit::Milliseconds,
-            _ => Unit::Count,
-        }
+        self.spec().unit
     }
-
-    pub const ALL: [Metric; 17] = [
-        Self::RecordsProcessed,
-        Self::RecordsDroppedInvalid,
-        Self::RecordsDropped,
-        Self::RecordsFailed,
-        Self::BatchSize,
-        Self::TimeLeftMs,
-        Self::InterviewsSettled,
-        Self::InterviewsAlreadySettled,
-        Self::CreditsConsumed,
-        Self::CreditsReleased,
-        Self::CreditsForfeited,
-        Self::ReportsCompleted,
-        Self::ReportsFailed,
-        Self::ModelLatencyMs,
-        Self::PromptTokens,
-        Self::CachedTokens,
-        Self::CompletionTokens,
-    ];
 }
 
 /// An extra dimension whose value is a fixed word of the code (an outcome, an error kind).
@@ -200,24 +319,45 @@ impl Metrics {
         self.values.is_empty()
     }
 
-    /// The EMF document (one JSON object) at `timestamp_ms`.
+    /// The EMF document (one JSON object) at `timestamp_ms`: one directive per group of metrics
+    /// that share their declared dimension sets, each with exactly those sets (EMF `Dimensions` is
+    /// an array of dimension sets, every set applied to every metric of the directive:
+    /// <https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html>).
+    /// A declared dimension the line does not carry (an `ErrorKind` without [`with_dimension`])
+    /// is written as `unknown`, so the sets stay exactly the declared ones.
+    ///
+    /// [`with_dimension`]: Metrics::with_dimension
     pub fn to_emf(&self, timestamp_ms: u64) -> serde_json::Value {
-        let mut dimensions = vec!["Stage", "Function"];
-        if let Some(d) = self.extra {
-            dimensions.push(d.name);
+        let mut groups: Vec<(&Vec<Vec<String>>, Vec<Metric>)> = Vec::new();
+        for metric in self.values.keys() {
+            let sets = &metric.spec().dimension_sets;
+            match groups.iter_mut().find(|(s, _)| *s == sets) {
+                Some((_, metrics)) => metrics.push(*metric),
+                None => groups.push((sets, vec![*metric])),
+            }
         }
-        let definitions: Vec<serde_json::Value> =
-            self.values.keys().map(|m| serde_json::json!({"Name": m.name(), "Unit": m.unit().as_str()})).collect();
+        let directives: Vec<serde_json::Value> = groups
+            .iter()
+            .map(|(sets, metrics)| {
+                let definitions: Vec<serde_json::Value> =
+                    metrics.iter().map(|m| serde_json::json!({"Name": m.name(), "Unit": m.unit().as_str()})).collect();
+                serde_json::json!({"Namespace": NAMESPACE, "Dimensions": sets, "Metrics": definitions})
+            })
+            .collect();
         let mut doc = serde_json::json!({
-            "_aws": {
-                "Timestamp": timestamp_ms,
-                "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [dimensions], "Metrics": definitions}],
-            },
+            "_aws": {"Timestamp": timestamp_ms, "CloudWatchMetrics": directives},
             "Stage": self.stage,
             "Function": self.function,
         });
         if let Some(d) = self.extra {
             doc[d.name] = serde_json::Value::from(clean(d.value));
+        }
+        for (sets, _) in &groups {
+            for name in sets.iter().flatten() {
+                if doc.get(name.as_str()).is_none() {
+                    doc[name.as_str()] = serde_json::Value::from("unknown");
+                }
+            }
         }
         for (metric, value) in &self.values {
             doc[metric.name()] = serde_json::json!(value);
@@ -263,11 +403,18 @@ mod tests {
         assert_eq!(aws["Timestamp"], 1_700_000_000_000u64);
         let directive = &aws["CloudWatchMetrics"][0];
         assert_eq!(directive["Namespace"], "Sophia");
-        assert_eq!(directive["Dimensions"], serde_json::json!([["Stage", "Function", "ErrorKind"]]));
-        let units: BTreeMap<String, String> = directive["Metrics"]
+        // ReportsFailed by kind and in total (the dashboard and the alarm read the total);
+        // ModelLatencyMs, declared with [Stage, Function] only, in a directive of its own.
+        assert_eq!(
+            directive["Dimensions"],
+            serde_json::json!([["Stage", "Function", "ErrorKind"], ["Stage", "Function"]])
+        );
+        assert_eq!(aws["CloudWatchMetrics"][1]["Dimensions"], serde_json::json!([["Stage", "Function"]]));
+        let units: BTreeMap<String, String> = aws["CloudWatchMetrics"]
             .as_array()
             .unwrap()
             .iter()
+            .flat_map(|d| d["Metrics"].as_array().unwrap().iter())
             .map(|d| (d["Name"].as_str().unwrap().to_owned(), d["Unit"].as_str().unwrap().to_owned()))
             .collect();
         assert_eq!(units["ReportsFailed"], "Count");
@@ -314,5 +461,81 @@ mod tests {
         assert_eq!(lines.len(), 1);
         let doc: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
         assert_eq!(doc["BatchSize"], 10.0);
+    }
+
+    #[test]
+    fn the_declaration_parses_and_names_every_metric_of_the_enum() {
+        let d = Declaration::parse(DECLARATION_JSON).expect("infra-pulumi/metrics.json");
+        assert_eq!(d.namespace, NAMESPACE);
+        let declared: Vec<&str> = d.metrics.iter().map(|m| m.name.as_str()).collect();
+        let enumerated: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+        let mut a = declared.clone();
+        let mut b = enumerated.clone();
+        a.sort_unstable();
+        b.sort_unstable();
+        assert_eq!(a, b, "adding a metric: a line in infra-pulumi/metrics.json and a name in metrics! {{}}");
+        for metric in Metric::ALL {
+            assert_eq!(metric.spec().name, metric.name());
+            assert!(metric.name().chars().all(|c| c.is_ascii_alphanumeric()), "{metric:?}");
+        }
+        // emittedBy names functions of queues.json.
+        let functions = &sophia_queue_settings::Declaration::embedded().functions;
+        for m in &d.metrics {
+            if let EmittedBy::Functions(names) = &m.emitted_by {
+                assert!(!names.is_empty(), "{}", m.name);
+                for n in names {
+                    assert!(functions.iter().any(|f| &f.name == n), "{}: {n} is not a function of queues.json", m.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_carries_exactly_the_declared_dimension_sets_of_each_metric() {
+        for metric in Metric::ALL {
+            let mut m = Metrics::new("dev", "sophia-dev-report-generate")
+                .with_dimension(Dimension { name: "ErrorKind", value: "timeout" });
+            m.add(*metric, 1.0);
+            let doc = m.to_emf(0);
+            let directives = doc["_aws"]["CloudWatchMetrics"].as_array().unwrap();
+            assert_eq!(directives.len(), 1, "{metric:?}");
+            assert_eq!(directives[0]["Dimensions"], serde_json::json!(metric.spec().dimension_sets), "{metric:?}");
+            assert_eq!(directives[0]["Metrics"][0]["Unit"], metric.unit().as_str());
+            for name in metric.spec().dimension_sets.iter().flatten() {
+                assert!(doc[name.as_str()].is_string(), "{metric:?}: dimension {name} is a member");
+            }
+        }
+        // A declared dimension the line lacks is written as `unknown`: the sets stay the declared ones.
+        let mut m = Metrics::new("dev", "f");
+        m.add(Metric::ReportsFailed, 1.0);
+        let doc = m.to_emf(0);
+        assert_eq!(doc["ErrorKind"], "unknown");
+        assert_eq!(doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"][1], serde_json::json!(["Stage", "Function"]));
+    }
+
+    #[test]
+    fn a_declaration_that_breaks_a_rule_is_refused_with_its_reason() {
+        let base = |metric: &str| {
+            format!(
+                r#"{{"namespace":"Sophia","dimensions":{{"Stage":"","Function":"","ErrorKind":""}},"metrics":[{metric}]}}"#
+            )
+        };
+        let cases = [
+            (r#"{"name":"A","unit":"Bytes","dimensionSets":[["Stage","Function"]],"emittedBy":"*"}"#, "no known unit"),
+            (
+                r#"{"name":"A","unit":"Count","dimensionSets":[["Function","Stage"]],"emittedBy":"*"}"#,
+                "starts with Stage, Function",
+            ),
+            (
+                r#"{"name":"A","unit":"Count","dimensionSets":[["Stage","Function","Nope"]],"emittedBy":"*"}"#,
+                "undeclared dimension Nope",
+            ),
+            (r#"{"name":"A","unit":"Count","dimensionSets":[],"emittedBy":"*"}"#, "no dimension set"),
+            (r#"{"name":"A","unit":"Count","dimensionSets":[["Stage","Function"]],"emittedBy":"some"}"#, "emittedBy"),
+        ];
+        for (metric, reason) in cases {
+            let e = Declaration::parse(&base(metric)).unwrap_err();
+            assert!(e.contains(reason), "{e}");
+        }
     }
 }

@@ -45,9 +45,11 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.role]: 3,
   [TYPE.rolePolicy]: 3,
   [TYPE.policy]: 2,
-  // 2 DLQ + 2 age + 7 function alarms (errors and throttles of 3, report-generate's duration),
-  // and one "invalid messages dropped" per function (the EMF metric).
-  [TYPE.alarm]: 14,
+  // 2 DLQ + 2 age + 5 function alarms (errors and throttles of the 2 functions that can run,
+  // report-generate's duration), one "invalid messages dropped" per function that can run and
+  // report-generate's "reports failing" (EMF metrics). interview-failed (reserved concurrency 0,
+  // no queue) gets none unless sophia:invocableUnsubscribedFunctions is true.
+  [TYPE.alarm]: 12,
   [TYPE.dashboard]: 1,
   [TYPE.pipeline]: 2,
   [TYPE.rustFunction]: 3,
