@@ -65,6 +65,10 @@ pub enum Metric {
     PromptTokens,
     CachedTokens,
     CompletionTokens,
+    /// Completed reports stored with `needsReview: true` (a critical finding left after the repair).
+    ReportsNeedingReview,
+    /// Repair calls made (at most one per attempt).
+    ReportRepairCalls,
 }
 
 impl Metric {
@@ -87,6 +91,8 @@ impl Metric {
             Self::PromptTokens => "PromptTokens",
             Self::CachedTokens => "CachedTokens",
             Self::CompletionTokens => "CompletionTokens",
+            Self::ReportsNeedingReview => "ReportsNeedingReview",
+            Self::ReportRepairCalls => "ReportRepairCalls",
         }
     }
 
@@ -97,7 +103,7 @@ impl Metric {
         }
     }
 
-    pub const ALL: [Metric; 17] = [
+    pub const ALL: [Metric; 19] = [
         Self::RecordsProcessed,
         Self::RecordsDroppedInvalid,
         Self::RecordsDropped,
@@ -115,6 +121,8 @@ impl Metric {
         Self::PromptTokens,
         Self::CachedTokens,
         Self::CompletionTokens,
+        Self::ReportsNeedingReview,
+        Self::ReportRepairCalls,
     ];
 }
 
