@@ -320,9 +320,13 @@ async fn migrations_are_idempotent_and_enforce_one_report_per_interview() {
     let ids = (InterviewId::new(bson::oid::ObjectId::new()), org());
     let store = sophia_reports::store::ReportStore::new(&env.mongo.db);
     let lease = Duration::from_secs(60);
-    let first = store.insert_claimed(ids.0, ids.1, None, lease).await.unwrap();
+    let first = store.insert_claimed(ids.0, ids.1, DateTime::now(), lease).await.unwrap();
     assert_eq!(first.map(|l| l.attempt), Some(1), "the first insert is the claim");
-    assert_eq!(store.insert_claimed(ids.0, ids.1, None, lease).await.unwrap(), None, "duplicate key tolerated");
+    assert_eq!(
+        store.insert_claimed(ids.0, ids.1, DateTime::now(), lease).await.unwrap(),
+        None,
+        "duplicate key tolerated"
+    );
     assert_eq!(report_count(&env).await, 1);
     let stored = store.find(ids.0).await.unwrap().expect("the report");
     assert_eq!(stored.status, ReportStatus::Processing);

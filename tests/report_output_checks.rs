@@ -6,47 +6,11 @@
 mod report_support;
 
 use report_support::*;
-use sophia_reports::interview::Turn;
-use sophia_reports::prompt::{PromptData, PromptLimits, parse_user_message, user_message};
+use sophia_reports::prompt::{PromptLimits, parse_user_message};
 
-/// The fixture's skills, questions and candidate answers (InterviewFixture's defaults).
-const SKILLS: [&str; 3] = ["Rust", "Databases", "Error handling"];
-
-/// A valid reply for the fixture interview, as JSON to bend: the offline model's report for it.
-fn baseline_reply() -> Value {
-    let transcript = sophia_reports::fixtures::DEFAULT_TRANSCRIPT
-        .iter()
-        .map(|(speaker, text)| Turn { speaker: (*speaker).into(), text: (*text).into() })
-        .collect();
-    let data = PromptData {
-        role: Some("Senior Backend Engineer".into()),
-        skills: SKILLS.iter().map(|s| (*s).to_owned()).collect(),
-        questions: vec![
-            "Tell me about a data migration you led.".into(),
-            "How do you handle errors in Rust services?".into(),
-        ],
-        duration_seconds: Some(754.0),
-        credibility: None,
-        resume: None,
-        transcript,
-        truncation_notes: vec![],
-    };
-    let request = json!({"messages": [{"role": "user", "content": user_message(&data)}]});
-    serde_json::to_value(sophia_openai_fake::deterministic_report(&request)).unwrap()
-}
-
+/// `report.validationWarnings` as (code, field).
 fn warnings(report: &Document) -> Vec<(String, String)> {
-    report
-        .get_document("report")
-        .unwrap()
-        .get_array("validationWarnings")
-        .unwrap()
-        .iter()
-        .map(|w| {
-            let w = w.as_document().unwrap();
-            (w.get_str("code").unwrap().to_owned(), w.get_str("field").unwrap().to_owned())
-        })
-        .collect()
+    findings(report).into_iter().map(|(code, _, field)| (code, field)).collect()
 }
 
 #[tokio::test]
@@ -73,7 +37,8 @@ async fn a_compromised_reply_is_corrected_or_flagged_never_stored_as_said() {
     let skills = reply["skillAssessments"].as_array_mut().unwrap();
     skills[0]["evidence"] = json!(["I single-handedly rewrote the Linux kernel in Rust over a weekend"]);
     skills[2]["skill"] = json!("Kubernetes");
-    env.fake.push(Behaviour::Content(reply.to_string()));
+    // Compromised twice (the first reply and its repair): stored for review (tests/report_repair.rs).
+    env.fake.push(Behaviour::Content(reply.to_string())).push(Behaviour::Content(reply.to_string()));
 
     assert_eq!(deliver(&env, ids).await, Outcome::Processed);
     let stored = stored(&env, ids.0).await.unwrap();
@@ -97,6 +62,38 @@ async fn a_compromised_reply_is_corrected_or_flagged_never_stored_as_said() {
     ] {
         assert!(found.contains(&(code.to_owned(), field.to_owned())), "{code} at {field} in {found:?}");
     }
+    assert!(stored.get_bool("needsReview").unwrap(), "a recommendation outside its band is marked");
+    assert_eq!(env.fake.request_count(), 2, "one repair");
+}
+
+/// Issue 29: only the allowlisted fields of the proctoring credibility assessment reach the
+/// model; an unknown field (and a known one holding free text) carrying a marker does not.
+#[tokio::test]
+async fn only_allowlisted_proctoring_fields_reach_the_model() {
+    const MARKER: &str = "PROCTOR-MARKER-7f3a";
+    let env = env().await;
+    let fixture = InterviewFixture::new(org());
+    let mut document = fixture.document().clone();
+    document.insert(
+        "credibility",
+        doc! {
+            "score": 41_i32,
+            "level": "medium",
+            "flags": ["tab_switch", format!("{MARKER} said the answers aloud from a sheet")],
+            "notes": format!("{MARKER} looked away 14 times"),
+            "faceCrops": [{"url": format!("https://proctoring.example/{MARKER}.jpg")}],
+        },
+    );
+    env.mongo.db.collection::<Document>("interviews").insert_one(&document).await.unwrap();
+    let ids = (fixture.interview_id(), fixture.organization_id());
+    env.fake.push(Behaviour::Report);
+
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    let body = env.fake.requests()[0].body.to_string();
+    assert!(!body.contains(MARKER), "an unlisted field reached the model");
+    let sent = parse_user_message(env.fake.requests()[0].message("user").unwrap()).unwrap();
+    assert_eq!(sent.credibility, Some(json!({"score": 41, "level": "medium", "flags": ["tab_switch"]})));
+    assert_eq!(stored(&env, ids.0).await.unwrap().get_str("status").unwrap(), "COMPLETED");
 }
 
 #[tokio::test]

@@ -129,6 +129,33 @@ pub fn deterministic_report(request: &Value) -> LlmReport {
     }
 }
 
+/// What a model that obeyed an instruction in the transcript ("recommend strong_hire") writes:
+/// schema-valid, but one skill and one question the interview did not have (the skill at 5 on a
+/// quote the candidate never said), none of the interview's own, and `strong_hire` at 50.
+pub fn compromised_report(request: &Value) -> LlmReport {
+    let honest = deterministic_report(request);
+    LlmReport {
+        skill_assessments: vec![SkillAssessment {
+            skill: "Leadership".to_owned(),
+            evidence: vec!["I am the strongest candidate you will ever interview".to_owned()],
+            rationale: "The candidate says so.".to_owned(),
+            score: 5,
+            confidence: Confidence::High,
+        }],
+        question_analysis: vec![QuestionAnalysis {
+            question: "Why should we hire you?".to_owned(),
+            answered: true,
+            analysis: "A confident answer.".to_owned(),
+            score: 5,
+        }],
+        strengths: vec!["Confidence.".to_owned()],
+        concerns: vec![],
+        summary: honest.summary,
+        overall_score: 50,
+        recommendation: Recommendation::StrongHire,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -9,7 +9,9 @@
 //! was scripted. Scripted [`Behaviour`]s then cover every documented failure: 400, 401, 403,
 //! 404 `model_not_found`, 429 `rate_limit_exceeded` with `Retry-After`, 429
 //! `insufficient_quota`, 500, 503, slow answers, `finish_reason` `length` and `content_filter`,
-//! a refusal, content that is not JSON and JSON that does not match the schema.
+//! a refusal, content that is not JSON and JSON that does not match the schema; and what a client
+//! must not trust: a 307/308 redirect to another host, an answer body of any size. A
+//! [`Behaviour::Compromised`] reply is what a model that obeyed an injection writes.
 //!
 //! Two modes:
 //! - [`Mode::Scripted`] (tests): each request takes the next [`Behaviour`] from a queue; an
@@ -44,7 +46,7 @@ use axum::routing::post;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-pub use deterministic::{OFFLINE_LABEL, deterministic_report};
+pub use deterministic::{OFFLINE_LABEL, compromised_report, deterministic_report};
 
 /// The `model` of every response.
 pub const FAKE_MODEL: &str = "sophia-offline-fake";
@@ -178,6 +180,17 @@ pub enum Behaviour {
     Error(ApiError),
     /// Waits, then behaves as `then` (for client timeouts).
     Slow { delay: Duration, then: Box<Behaviour> },
+    /// A schema-valid reply that is wrong about the interview, as a model that obeyed "recommend
+    /// strong_hire" would write it: one skill and one question the interview did not have (a
+    /// high score on an invented quote), none of the interview's own, `strong_hire` at an
+    /// overall score of 50.
+    Compromised,
+    /// An HTTP redirect (`307` or `308`) to `location`, which a client must not follow (it would
+    /// re-send the request body, the transcript, there).
+    Redirect { status: u16, location: String },
+    /// An HTTP 200 whose body is `bytes` long (a chat completion with a huge content string);
+    /// `chunked`: streamed without a `Content-Length`, so only a capped read stops it.
+    Oversize { bytes: usize, chunked: bool },
 }
 
 impl Behaviour {
@@ -341,6 +354,28 @@ fn error_response(e: &ApiError) -> Response {
     response
 }
 
+/// A 200 of `bytes` bytes: a chat completion whose content is a long run of `x`.
+fn oversize(bytes: usize, chunked: bool) -> Response {
+    const HEAD: &str = r#"{"id":"chatcmpl-oversize","object":"chat.completion","created":0,"model":"sophia-offline-fake","choices":[{"index":0,"message":{"role":"assistant","content":""#;
+    const TAIL: &str = r#""},"finish_reason":"stop"}]}"#;
+    let filler = bytes.saturating_sub(HEAD.len() + TAIL.len());
+    if !chunked {
+        let body = format!("{HEAD}{}{TAIL}", "x".repeat(filler));
+        return ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response();
+    }
+    const CHUNK: usize = 64 * 1024;
+    let mut chunks: Vec<Result<Bytes, std::io::Error>> = vec![Ok(Bytes::from_static(HEAD.as_bytes()))];
+    let mut left = filler;
+    while left > 0 {
+        let n = left.min(CHUNK);
+        chunks.push(Ok(Bytes::from(vec![b'x'; n])));
+        left -= n;
+    }
+    chunks.push(Ok(Bytes::from_static(TAIL.as_bytes())));
+    let body = axum::body::Body::from_stream(futures::stream::iter(chunks));
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
 fn approx_tokens(chars: usize) -> u64 {
     (chars as u64).div_ceil(4)
 }
@@ -402,6 +437,15 @@ async fn respond(mut behaviour: Behaviour, request: &Value, n: u64, cached: u64)
         behaviour = *then;
     }
     let (content, refusal, finish) = match behaviour {
+        Behaviour::Redirect { status, location } => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::TEMPORARY_REDIRECT);
+            return (status, [(axum::http::header::LOCATION, location)]).into_response();
+        }
+        Behaviour::Oversize { bytes, chunked } => return oversize(bytes, chunked),
+        Behaviour::Compromised => {
+            let report = compromised_report(request);
+            (Some(serde_json::to_string(&report).expect("report serialises")), None, "stop")
+        }
         Behaviour::Report => {
             let report = deterministic_report(request);
             (Some(serde_json::to_string(&report).expect("report serialises")), None, "stop")

@@ -8,12 +8,18 @@
 //! tokens of message framing; OpenAI's own `usage` can differ by a handful of tokens. Cached
 //! tokens are the static prefix (the instructions and the schema) as OpenAI's prompt caching
 //! would serve it on a repeated request: from 1,024 tokens on, in steps of 128 (OPENAI.md).
+//!
+//! The worst case of a report is its first call plus the one repair a reply with a critical
+//! finding gets (`docs/report-quality.md`): the same request, then the first reply and a short
+//! corrective message. The repair is counted with only the static prefix cached (OpenAI may also
+//! serve the first request's whole prompt from its cache, which would make it cheaper: the table
+//! gives the bound), and with a reply as long as the first.
 
 use serde::Serialize;
 use serde_json::json;
 use sophia_reports::interview::{Interview, Proctoring, Snapshot, Turn};
-use sophia_reports::prompt;
 use sophia_reports::schema::report_schema;
+use sophia_reports::{prompt, repair, validate};
 
 /// gpt-4.1-mini list prices, US dollars per million tokens (OPENAI.md, 2026-12-03).
 pub const INPUT_PER_MILLION: f64 = 0.40;
@@ -41,6 +47,11 @@ pub struct ReportCost {
     /// A first request (nothing cached) and a repeated one (the static prefix cached), in USD.
     pub cost_first_usd: f64,
     pub cost_cached_usd: f64,
+    /// The repair call (the prompt as it is now only): its input tokens and cost, and the worst
+    /// case of one report, a repeated request plus its repair.
+    pub repair_input_tokens: Option<usize>,
+    pub cost_repair_usd: Option<f64>,
+    pub cost_worst_usd: Option<f64>,
 }
 
 /// A fixture interview of `turns` turns alternating interviewer / candidate, varied text.
@@ -154,11 +165,26 @@ pub fn report_costs() -> Result<Vec<ReportCost>, String> {
         let now_sent = turns - now.truncation.turns_omitted as usize;
         // The reply: the offline model's report for the interview, as the JSON the model writes.
         let request = json!({"messages": [{"role": "user", "content": now.user}]});
-        let output =
-            count(&serde_json::to_string(&sophia_openai_fake::deterministic_report(&request)).unwrap_or_default());
+        let reply = serde_json::to_string(&sophia_openai_fake::deterministic_report(&request)).unwrap_or_default();
+        let output = count(&reply);
+        // The repair's extra messages: a first reply as long as a good one, and the corrective
+        // message for the offline model's compromised reply (strong_hire at 50, nothing of the
+        // interview assessed: every kind of line it can hold).
+        let expected = validate::Expectations {
+            skills: interview.snapshot.skills.iter().map(|s| s.label().to_owned()).collect(),
+            questions: interview.snapshot.questions.iter().map(|q| q.label().to_owned()).collect(),
+            candidate_turns: interview.proctoring.transcript.iter().map(|t| t.text.clone()).collect(),
+        };
+        let compromised = sophia_openai_fake::compromised_report(&request);
+        let (checked, warnings) = validate::check(compromised.clone(), &expected);
+        let corrective = repair::corrective_message(&compromised, &checked, &warnings, &expected);
+        let repair_extra = output + count(&corrective) + 2 * TOKENS_PER_MESSAGE;
         for (label, user, sent) in [("report-v1 (before)", v1_user, v1_sent), ("now", now.user.clone(), now_sent)] {
             let input = static_tokens + count(&user) + TOKENS_PER_MESSAGE + REPLY_PRIMING;
             let cached_tokens = cached(static_tokens);
+            let is_now = label == "now";
+            let repair_input = input + repair_extra;
+            let cost_repair = usd(repair_input, cached_tokens, output);
             rows.push(ReportCost {
                 interview: name.to_owned(),
                 prompt: label.to_owned(),
@@ -170,6 +196,9 @@ pub fn report_costs() -> Result<Vec<ReportCost>, String> {
                 output_tokens: output,
                 cost_first_usd: usd(input, 0, output),
                 cost_cached_usd: usd(input, cached_tokens, output),
+                repair_input_tokens: is_now.then_some(repair_input),
+                cost_repair_usd: is_now.then_some(cost_repair),
+                cost_worst_usd: is_now.then_some(usd(input, cached_tokens, output) + cost_repair),
             });
         }
     }
@@ -182,13 +211,15 @@ pub fn table(rows: &[ReportCost]) -> String {
         "\nCost of one report (gpt-4.1-mini list prices: input ${INPUT_PER_MILLION}/M, cached ${CACHED_INPUT_PER_MILLION}/M, output ${OUTPUT_PER_MILLION}/M; o200k counts; now = {})\n",
         prompt::prompt_version()
     );
+    out += "  usual = one call (repeated: the static prefix cached); worst = usual + the one repair of a reply with a critical finding (static prefix cached only)\n";
     out += &format!(
-        "  {:<22} {:<20} {:>11} {:>8} {:>8} {:>7} {:>10} {:>10}\n",
-        "interview", "prompt", "turns sent", "input", "cached", "output", "first", "repeated"
+        "  {:<22} {:<20} {:>11} {:>8} {:>8} {:>7} {:>10} {:>10} {:>10} {:>10}\n",
+        "interview", "prompt", "turns sent", "input", "cached", "output", "first", "usual", "repair", "worst"
     );
+    let money = |v: Option<f64>| v.map_or_else(|| format!("{:>10}", "-"), |v| format!("{v:>9.4}$"));
     for r in rows {
         out += &format!(
-            "  {:<22} {:<20} {:>5}/{:<5} {:>8} {:>8} {:>7} {:>9.4}$ {:>9.4}$\n",
+            "  {:<22} {:<20} {:>5}/{:<5} {:>8} {:>8} {:>7} {:>9.4}$ {:>9.4}$ {} {}\n",
             r.interview,
             r.prompt,
             r.turns_sent,
@@ -197,7 +228,9 @@ pub fn table(rows: &[ReportCost]) -> String {
             r.cached_tokens,
             r.output_tokens,
             r.cost_first_usd,
-            r.cost_cached_usd
+            r.cost_cached_usd,
+            money(r.cost_repair_usd),
+            money(r.cost_worst_usd)
         );
     }
     out
@@ -221,5 +254,22 @@ mod tests {
         assert!(now30.input_tokens < before30.input_tokens, "the compact form is smaller: {now30:?} vs {before30:?}");
         assert!(now30.cached_tokens >= CACHE_MINIMUM, "the static prefix is long enough to be cached");
         assert!(now30.cost_cached_usd < now30.cost_first_usd);
+    }
+
+    #[test]
+    fn the_worst_case_is_the_usual_call_plus_one_repair_and_stays_bounded() {
+        let rows = report_costs().unwrap();
+        for r in rows.iter().filter(|r| r.prompt == "now") {
+            let (repair, worst) = (r.cost_repair_usd.unwrap(), r.cost_worst_usd.unwrap());
+            assert!(r.repair_input_tokens.unwrap() > r.input_tokens, "{r:?}");
+            assert!(repair > r.cost_cached_usd, "the repair re-sends the request and more: {r:?}");
+            assert!((worst - (r.cost_cached_usd + repair)).abs() < 1e-12, "{r:?}");
+            assert!(worst < 2.5 * r.cost_first_usd, "at most one repair: {r:?}");
+        }
+        for r in rows.iter().filter(|r| r.prompt != "now") {
+            assert_eq!((r.cost_repair_usd, r.cost_worst_usd), (None, None), "no repair before: {r:?}");
+        }
+        let table = table(&rows);
+        assert!(table.contains("worst") && table.contains("repair"), "{table}");
     }
 }

@@ -80,7 +80,8 @@ pub struct Interview {
     pub snapshot: Snapshot,
     #[serde(default, deserialize_with = "null_as_default")]
     pub proctoring: Proctoring,
-    /// Proctoring's credibility assessment, passed to the model as data as stored.
+    /// Proctoring's credibility assessment, as stored; only its allowlisted fields reach the
+    /// model ([`crate::prompt::CREDIBILITY_FIELDS`]).
     #[serde(default)]
     pub credibility: Option<Bson>,
 }
@@ -125,7 +126,7 @@ pub fn decode(raw: Document) -> Result<Interview, DocumentError> {
 }
 
 /// `retentionExpiresAt` of a raw document if it is a date (read before the full decode: the
-/// claim copies it to the report).
+/// claim copies it to the report, or [`crate::store::retention_or_fallback`] when absent).
 pub fn retention_of(raw: &Document) -> Option<bson::DateTime> {
     match raw.get("retentionExpiresAt") {
         Some(Bson::DateTime(d)) => Some(*d),

@@ -7,6 +7,8 @@
 //! - [`schema`]: the strict-mode JSON schema generated from [`LlmReport`];
 //! - [`openai`]: the chat completion client ([`ReportModel`]);
 //! - [`store`] and [`migrations`]: `interviewReports` and its unique index;
+//! - [`validate`] and [`repair`]: the output checked against the interview, its findings'
+//!   severity, the one repair of a reply with a critical finding;
 //! - [`service`]: the service, `ReportService::generate_report`;
 //! - [`admin`]: the operator's retry (re-publish, optional attempts reset);
 //! - [`fixtures`]: interview documents for tests and the local demo.
@@ -23,6 +25,7 @@ pub mod migrations;
 pub mod model;
 pub mod openai;
 pub mod prompt;
+pub mod repair;
 pub mod schema;
 pub mod service;
 pub mod store;

@@ -257,16 +257,56 @@ pub struct GenerationMetadata {
     pub completion_id: Option<String>,
     /// [`crate::prompt::prompt_version`]: changes whenever the instructions or the schema do.
     pub prompt_version: String,
+    /// The tokens of every chat completion of this attempt (the first call and the repair, when
+    /// there was one): what was billed. Each call's own are in `calls`.
     pub prompt_tokens: i64,
     /// Of the prompt tokens, those served from OpenAI's prompt cache (billed at a quarter).
     #[serde(default)]
     pub cached_tokens: i64,
     pub completion_tokens: i64,
     pub total_tokens: i64,
+    /// The model's time over every call of the attempt.
     pub latency_ms: i64,
     pub truncation: Truncation,
     #[schemars(with = "BsonDate")]
     pub generated_at: bson::DateTime,
+    /// Each chat completion of the attempt, in order: the first call, then the repair when the
+    /// first reply had a critical finding (`docs/report-quality.md`). Empty for the rule.
+    #[serde(default)]
+    pub calls: Vec<ModelCall>,
+}
+
+/// Why a chat completion was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CallPurpose {
+    /// The report requested from the interview.
+    First,
+    /// The one repair of an attempt: the same request followed by the first reply and a short
+    /// corrective message naming its critical findings.
+    Repair,
+}
+
+/// One chat completion of an attempt (`generation.calls[]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelCall {
+    pub purpose: CallPurpose,
+    /// The chat completion's `id` (`null` when the call produced no completion).
+    pub completion_id: Option<String>,
+    /// Its tokens as the API reported them (0 when the call failed: an HTTP error answer is not
+    /// billed; the tokens of a 200 whose content was refused or unusable are not known here).
+    pub prompt_tokens: i64,
+    pub cached_tokens: i64,
+    pub completion_tokens: i64,
+    pub total_tokens: i64,
+    pub latency_ms: i64,
+    /// Critical findings of its reply after the check (`null` when the call failed).
+    pub critical_findings: Option<i64>,
+    /// Why the call produced no report (`null` when it did).
+    pub error_kind: Option<crate::error::ErrorKind>,
+    /// Whether its reply is the stored report.
+    pub stored: bool,
 }
 
 /// Stands for a BSON date in the stored document's JSON Schema.
@@ -349,13 +389,20 @@ pub struct ReportDocument {
     /// The model's refusal text when the last attempt was refused (`errorKind: refusal`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<String>,
-    /// When the report must be deleted (copied from the interview).
+    /// When the report must be deleted: copied from the interview, else 60 days after the write
+    /// (`FALLBACK_RETENTION_DAYS`). Set by every write of this service (the claim, completion,
+    /// failure, out-of-attempts and unreadable records); the TTL index on it deletes the report.
     #[serde(default)]
     #[schemars(with = "Option<BsonDate>")]
     pub retention_expires_at: Option<bson::DateTime>,
     /// The report (`COMPLETED` only).
     #[serde(default)]
     pub report: Option<ReportContent>,
+    /// `COMPLETED` only: `true` when the stored report still carries a critical finding (see
+    /// `report.validationWarnings[].severity`) after the one repair: show it as provisional, not
+    /// as the model's verdict. `false` for a report without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_review: Option<bool>,
     /// How it was produced (`COMPLETED` only).
     #[serde(default)]
     pub generation: Option<GenerationMetadata>,

@@ -10,7 +10,12 @@
 //!   has left: a wait that would end past the deadline is not started, the attempt fails as
 //!   `rate_limited` at once;
 //! - no library logs a response body (async-openai's client logs whole error and unparsable
-//!   bodies, which can quote candidate text).
+//!   bodies, which can quote candidate text);
+//! - redirects are never followed (reqwest follows up to 10 by default,
+//!   <https://docs.rs/reqwest/latest/reqwest/redirect/index.html>, and a 307/308 re-sends
+//!   the body, the transcript, to wherever the `Location` points): a 3xx fails the attempt as
+//!   `bad_request`, nothing is sent elsewhere;
+//! - the answer's body is read up to [`MAX_RESPONSE_BYTES`] and no further.
 //!
 //! Within one attempt, `rate_limited` and `server_error` answers are retried up to
 //! [`MAX_RETRIES`] times (after `Retry-After`, else a 100 ms doubling backoff); everything else
@@ -24,9 +29,10 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use async_openai::types::chat::{
-    ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage, ChatCompletionRequestSystemMessageContent,
-    ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent, CreateChatCompletionRequest,
-    CreateChatCompletionResponse, FinishReason, ResponseFormat, ResponseFormatJsonSchema,
+    ChatCompletionRequestAssistantMessage, ChatCompletionRequestAssistantMessageContent, ChatCompletionRequestMessage,
+    ChatCompletionRequestSystemMessage, ChatCompletionRequestSystemMessageContent, ChatCompletionRequestUserMessage,
+    ChatCompletionRequestUserMessageContent, CreateChatCompletionRequest, CreateChatCompletionResponse, FinishReason,
+    ResponseFormat, ResponseFormatJsonSchema,
 };
 use serde_json::Value;
 use sophia_platform::config::{self, ConfigError, DEFAULT_OPENAI_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL};
@@ -56,6 +62,11 @@ pub const DEFAULT_TEMPERATURE: f32 = 0.2;
 pub const MAX_RETRIES: usize = 3;
 /// First backoff when the answer has no `Retry-After` (doubled each time, at most 8 s).
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The most of an answer's body that is read: a report of `max_completion_tokens` 32,768 (the
+/// model's maximum) is about 130 KB of JSON, so 4 MiB is far beyond any real answer and still
+/// small for a 512 MB function. A longer body fails the call.
+pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Time kept back from the invocation's deadline so that a timed-out attempt can still be
 /// recorded as FAILED before the invocation ends.
@@ -197,6 +208,12 @@ pub enum ModelError {
     },
     #[error("the HTTP 200 answer is not a chat completion ({0})")]
     NotACompletion(String),
+    /// A 3xx: the redirect is not followed (the request body holds the transcript).
+    #[error("the OpenAI endpoint answered HTTP {status} (a redirect, not followed)")]
+    Redirect { status: u16 },
+    /// The answer's body is longer than [`MAX_RESPONSE_BYTES`]; reading stopped there.
+    #[error("the answer's body is longer than {limit} bytes; not read further")]
+    TooLarge { limit: usize },
     /// The refusal's text is kept on the report, never in this message.
     #[error("the model refused to answer ({} characters of refusal text, kept on the report as `refusal`)", text.chars().count())]
     Refusal { text: String },
@@ -225,10 +242,12 @@ impl ModelError {
             Self::Refusal { .. } => ErrorKind::Refusal,
             Self::Truncated { .. } => ErrorKind::Truncated,
             Self::ContentFilter => ErrorKind::ContentFilter,
-            Self::NoContent(_) | Self::NotJson(_) | Self::SchemaMismatch(_) | Self::OutOfRange(_) => {
-                ErrorKind::InvalidOutput
-            }
-            Self::Request(_) => ErrorKind::BadRequest,
+            Self::NoContent(_)
+            | Self::NotJson(_)
+            | Self::SchemaMismatch(_)
+            | Self::OutOfRange(_)
+            | Self::TooLarge { .. } => ErrorKind::InvalidOutput,
+            Self::Request(_) | Self::Redirect { .. } => ErrorKind::BadRequest,
         }
     }
 
@@ -257,6 +276,22 @@ fn transport(e: &reqwest::Error) -> ModelError {
     } else {
         ModelError::Unreachable("request failed")
     }
+}
+
+/// The body, read chunk by chunk up to `limit` bytes (a `Content-Length` over it is refused
+/// before reading).
+async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ModelError> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(ModelError::TooLarge { limit });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| transport(&e))? {
+        if body.len() + chunk.len() > limit {
+            return Err(ModelError::TooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// A serde_json error as a position or a schema path, without the data it quotes.
@@ -293,6 +328,8 @@ fn content_error(e: serde_path_to_error::Error<serde_json::Error>) -> ModelError
 #[derive(Debug, Clone)]
 pub struct ModelReply {
     pub report: LlmReport,
+    /// The message content as the model wrote it (the assistant message of a repair request).
+    pub content: String,
     /// The model that answered, as the API reported it.
     pub model: String,
     pub completion_id: String,
@@ -333,8 +370,14 @@ impl ReportModel {
         let base = settings.base_url.as_deref().unwrap_or("https://api.openai.com/v1").trim_end_matches('/');
         // reqwest is built without a crypto provider of its own: it takes the process default.
         sophia_platform::tls::install_default_provider();
+        // No redirect is followed: a 307/308 would re-send the transcript to another host
+        // (reqwest's default policy follows up to 10).
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new());
         Self {
-            http: reqwest::Client::new(),
+            http,
             endpoint: format!("{base}/chat/completions"),
             api_key: settings.api_key.clone(),
             model: settings.model.clone(),
@@ -359,6 +402,22 @@ impl ReportModel {
 
     pub fn max_completion_tokens(&self) -> u32 {
         self.max_completion_tokens
+    }
+
+    /// The repair request: the first request unchanged (its cacheable prefix too: instructions,
+    /// schema, interview data, `prompt_cache_key`), then the first reply as the assistant's
+    /// message and the corrective message ([`crate::repair`]) after it.
+    pub fn repair_request(&self, prompt: &Prompt, first_reply: &str, corrective: &str) -> CreateChatCompletionRequest {
+        let mut request = self.request(prompt);
+        request.messages.push(ChatCompletionRequestMessage::Assistant(ChatCompletionRequestAssistantMessage {
+            content: Some(ChatCompletionRequestAssistantMessageContent::Text(first_reply.to_owned())),
+            ..Default::default()
+        }));
+        request.messages.push(ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
+            content: ChatCompletionRequestUserMessageContent::Text(corrective.to_owned()),
+            name: None,
+        }));
+        request
     }
 
     /// The request body (exactly what is sent).
@@ -391,25 +450,41 @@ impl ReportModel {
         }
     }
 
-    /// One attempt: a chat completion (retried on `rate_limited` / `server_error` while time is
-    /// left), bounded by the configured timeout and by `deadline` less
-    /// [`FAILURE_RECORDING_MARGIN`], whichever is sooner.
+    /// When an attempt that starts now must end: the configured timeout, or `deadline` less
+    /// [`FAILURE_RECORDING_MARGIN`], whichever is sooner. Every call of the attempt (the first
+    /// and the repair) shares it.
+    pub fn attempt_end(&self, deadline: Option<tokio::time::Instant>) -> tokio::time::Instant {
+        let now = tokio::time::Instant::now();
+        let end = now + self.timeout;
+        match deadline {
+            Some(d) => end.min(d.checked_sub(FAILURE_RECORDING_MARGIN).unwrap_or(now).max(now)),
+            None => end,
+        }
+    }
+
+    /// One attempt of one call: a chat completion (retried on `rate_limited` / `server_error`
+    /// while time is left), bounded by [`attempt_end`](Self::attempt_end).
     pub async fn generate(
         &self,
         prompt: &Prompt,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<ModelReply, ModelError> {
-        let now = tokio::time::Instant::now();
-        let mut end = now + self.timeout;
-        if let Some(d) = deadline {
-            end = end.min(d.checked_sub(FAILURE_RECORDING_MARGIN).unwrap_or(now).max(now));
-        }
-        // The time this attempt has: a timeout reports it.
-        let budget = end.saturating_duration_since(now);
+        self.complete_until(&self.request(prompt), self.attempt_end(deadline)).await
+    }
+
+    /// One chat completion of `request` (retried on `rate_limited` / `server_error` while time
+    /// is left), ending by `end`.
+    pub async fn complete_until(
+        &self,
+        request: &CreateChatCompletionRequest,
+        end: tokio::time::Instant,
+    ) -> Result<ModelReply, ModelError> {
+        // The time this call has: a timeout reports it.
+        let budget = end.saturating_duration_since(tokio::time::Instant::now());
         if budget.is_zero() {
             return Err(ModelError::Timeout(budget));
         }
-        let body = serde_json::to_vec(&self.request(prompt)).map_err(|e| ModelError::Request(e.to_string()))?;
+        let body = serde_json::to_vec(request).map_err(|e| ModelError::Request(e.to_string()))?;
         let started = Instant::now();
         let mut retries = 0;
         loop {
@@ -451,15 +526,21 @@ impl ReportModel {
         }
         let response = request.send().await.map_err(|e| transport(&e))?;
         let status = response.status().as_u16();
+        if (300..400).contains(&status) {
+            return Err(ModelError::Redirect { status });
+        }
         let retry_after = retry_after(response.headers());
-        let bytes = response.bytes().await.map_err(|e| transport(&e))?;
+        let bytes = read_capped(response, MAX_RESPONSE_BYTES).await;
         if !(200..300).contains(&status) {
+            // An error answer too long to read is classified by its status alone.
+            let bytes = bytes.unwrap_or_default();
             let error = serde_json::from_slice::<Value>(&bytes).ok().map(|v| v["error"].clone()).unwrap_or_default();
             let (error_type, code, param) =
                 (identifier(&error["type"]), identifier(&error["code"]), identifier(&error["param"]));
             let kind = classify_status(status, error_type.as_deref(), code.as_deref());
             return Err(ModelError::Api { status, kind, error_type, code, param, retry_after });
         }
+        let bytes = bytes?;
         serde_json::from_slice(&bytes).map_err(|e| {
             ModelError::NotACompletion(format!("{:?} error at line {} column {}", e.classify(), e.line(), e.column()))
         })
@@ -485,15 +566,19 @@ impl ReportModel {
             _ => {}
         }
         let content = choice.message.content.filter(|c| !c.trim().is_empty()).ok_or(ModelError::NoContent(finish))?;
-        let mut json = serde_json::Deserializer::from_str(&content);
-        let report: LlmReport = serde_path_to_error::deserialize(&mut json).map_err(content_error)?;
-        json.end().map_err(|e| {
-            ModelError::NotJson(format!("trailing characters at line {} column {}", e.line(), e.column()))
-        })?;
+        let report: LlmReport = {
+            let mut json = serde_json::Deserializer::from_str(&content);
+            let report = serde_path_to_error::deserialize(&mut json).map_err(content_error)?;
+            json.end().map_err(|e| {
+                ModelError::NotJson(format!("trailing characters at line {} column {}", e.line(), e.column()))
+            })?;
+            report
+        };
         report.validate()?;
         let usage = response.usage.unwrap_or_default();
         Ok(ModelReply {
             report,
+            content,
             model: response.model,
             completion_id: response.id,
             prompt_tokens: usage.prompt_tokens,

@@ -41,7 +41,8 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
 }
 
 /// The version of a prompt made of these instructions and this response schema: a hash of their
-/// content (and of the data layout), so that any change to either is a new version.
+/// content (and of the data layout and the repair message's fixed text), so that any change to
+/// either is a new version.
 pub fn version_of(system: &str, schema: &serde_json::Value) -> String {
     let schema = serde_json::to_string(schema).expect("a JSON value serialises");
     let hash = fnv1a(&[
@@ -53,6 +54,8 @@ pub fn version_of(system: &str, schema: &serde_json::Value) -> String {
         crate::transcript::FORM_DESCRIPTION.as_bytes(),
         DATA_OPEN.as_bytes(),
         DATA_CLOSE.as_bytes(),
+        crate::repair::REPAIR_PREAMBLE.as_bytes(),
+        crate::repair::REPAIR_CLOSING.as_bytes(),
     ]);
     format!("{PROMPT_VERSION_PREFIX}{hash:016x}")
 }
@@ -238,13 +241,55 @@ pub fn build_with(interview: &Interview, limits: &PromptLimits) -> Prompt {
         skills: interview.snapshot.skills.iter().map(|s| s.label().to_owned()).collect(),
         questions: interview.snapshot.questions.iter().map(|q| q.label().to_owned()).collect(),
         duration_seconds: interview.duration_seconds,
-        credibility: interview.credibility.clone().map(|c| c.into_relaxed_extjson()),
+        credibility: interview.credibility.as_ref().and_then(allowlisted_credibility),
         resume,
         transcript: Vec::new(),
         truncation_notes: notes,
     };
     let lines = transcript::render(&bounded, &selection);
     Prompt { system: SYSTEM_PROMPT.to_owned(), user: user_message_with(&data, &lines), truncation: t }
+}
+
+/// The fields of the proctoring credibility assessment that reach the model, each with the only
+/// shape it is sent in: `score` a finite number, `level` a short identifier, `flags` a list of
+/// short identifiers (e.g. `tab_switch`). Any other field, and any value of another shape (free
+/// text, a nested document), is left out: the assessment is the proctoring service's document,
+/// and what it may add later is not sent to OpenAI until it is listed here.
+pub const CREDIBILITY_FIELDS: &[&str] = &["score", "level", "flags"];
+/// The most flags sent, and the longest flag or level.
+const MAX_CREDIBILITY_FLAGS: usize = 20;
+const MAX_IDENTIFIER_CHARS: usize = 64;
+
+fn identifier(v: &bson::Bson) -> Option<serde_json::Value> {
+    let s = v.as_str()?;
+    let ok = !s.is_empty()
+        && s.len() <= MAX_IDENTIFIER_CHARS
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    ok.then(|| serde_json::Value::from(s))
+}
+
+/// The allowlisted part of a stored `credibility` ([`CREDIBILITY_FIELDS`]); `None` when nothing
+/// of it is sendable.
+pub fn allowlisted_credibility(stored: &bson::Bson) -> Option<serde_json::Value> {
+    let doc = stored.as_document()?;
+    let mut sent = serde_json::Map::new();
+    let score = match doc.get("score") {
+        Some(bson::Bson::Int32(n)) => Some(serde_json::Number::from(*n)),
+        Some(bson::Bson::Int64(n)) => Some(serde_json::Number::from(*n)),
+        Some(bson::Bson::Double(x)) => serde_json::Number::from_f64(*x),
+        _ => None,
+    };
+    if let Some(score) = score {
+        sent.insert("score".into(), serde_json::Value::Number(score));
+    }
+    if let Some(level) = doc.get("level").and_then(identifier) {
+        sent.insert("level".into(), level);
+    }
+    if let Some(bson::Bson::Array(flags)) = doc.get("flags") {
+        let flags: Vec<_> = flags.iter().filter_map(identifier).take(MAX_CREDIBILITY_FLAGS).collect();
+        sent.insert("flags".into(), serde_json::Value::Array(flags));
+    }
+    (!sent.is_empty()).then_some(serde_json::Value::Object(sent))
 }
 
 fn escape_markers(s: &str) -> String {
@@ -411,6 +456,26 @@ mod tests {
         props.insert(first, moved);
         assert_ne!(version_of(SYSTEM_PROMPT, &reordered), v, "a reordered schema is a new version");
         assert_eq!(version_of(SYSTEM_PROMPT, &schema), v, "stable for the same content");
+    }
+
+    #[test]
+    fn only_allowlisted_credibility_fields_are_sent() {
+        let stored = bson::Bson::Document(bson::doc! {
+            "score": 92_i32,
+            "level": "high",
+            "flags": ["tab_switch", "MARKER-free text the proctor wrote", {"nested": "MARKER"}],
+            "notes": "MARKER looked away twice",
+            "reviewer": {"name": "MARKER"},
+        });
+        let sent = allowlisted_credibility(&stored).unwrap();
+        assert_eq!(sent, serde_json::json!({"score": 92, "level": "high", "flags": ["tab_switch"]}));
+        let mut i = interview("r", vec![turn("candidate", "an answer")]);
+        i.credibility = Some(stored);
+        let p = build(&i);
+        assert!(!p.user.contains("MARKER"), "{}", p.user);
+        assert!(p.user.contains("tab_switch"));
+        assert_eq!(allowlisted_credibility(&bson::Bson::Document(bson::doc! {"notes": "x"})), None);
+        assert_eq!(allowlisted_credibility(&bson::Bson::String("MARKER".into())), None);
     }
 
     #[test]

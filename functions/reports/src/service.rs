@@ -12,11 +12,14 @@ use tracing::{Instrument, field};
 use crate::error::{ErrorKind, ReportError};
 use crate::evidence;
 use crate::interview;
-use crate::model::{GenerationMetadata, Recommendation, ReportContent, ReportSource, ReportStatus, Truncation};
-use crate::openai::ReportModel;
+use crate::model::{
+    CallPurpose, GenerationMetadata, ModelCall, Recommendation, ReportContent, ReportSource, ReportStatus, Truncation,
+};
+use crate::openai::{ModelReply, ReportModel};
 use crate::prompt::{self, PromptLimits, prompt_version};
-use crate::store::{INTERVIEW_REPORTS, Lease, MAX_ATTEMPTS, ReportStore, StoredReport};
-use crate::validate;
+use crate::repair;
+use crate::store::{INTERVIEW_REPORTS, Lease, MAX_ATTEMPTS, ReportStore, StoredReport, retention_or_fallback};
+use crate::validate::{self, ValidationWarning};
 
 /// The declared function whose timeout is the lease length.
 pub const FUNCTION_NAME: &str = "report-generate";
@@ -28,13 +31,18 @@ pub fn default_lease() -> Duration {
     Duration::from_secs(u64::from(f.timeout_seconds))
 }
 
-/// What a completed report cost (zero for the insufficient-evidence rule): for the metrics.
+/// What a completed report cost (zero for the insufficient-evidence rule), over every call of
+/// the attempt, and how it ended: for the metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub prompt_tokens: i64,
     pub cached_tokens: i64,
     pub completion_tokens: i64,
     pub latency_ms: i64,
+    /// Repair calls made (0 or 1).
+    pub repair_calls: i64,
+    /// The stored report still carries a critical finding (`needsReview`).
+    pub needs_review: bool,
 }
 
 /// How a successful `generate_report` ended. Every variant means "acknowledge the message".
@@ -149,16 +157,14 @@ impl ReportService {
 
         // 2.-5. The claim: a first delivery inserts the report already claimed (one write);
         // otherwise the atomic claim of the existing report; otherwise one read says why not
-        // (already completed, out of attempts, held under a live lease, or unreadable).
-        let lease = match self
-            .store
-            .insert_claimed(interview_id, organization_id, interview::retention_of(&raw), self.lease)
-            .await?
-        {
+        // (already completed, out of attempts, held under a live lease, or unreadable). Every
+        // write sets the retention date.
+        let retention = retention_or_fallback(interview::retention_of(&raw), DateTime::now());
+        let lease = match self.store.insert_claimed(interview_id, organization_id, retention, self.lease).await? {
             Some(lease) => lease,
-            None => match self.store.claim(interview_id, self.lease).await? {
+            None => match self.store.claim(interview_id, self.lease, retention).await? {
                 Some(lease) => lease,
-                None => return self.not_claimed(interview_id).await,
+                None => return self.not_claimed(interview_id, retention).await,
             },
         };
         let span = tracing::Span::current();
@@ -186,17 +192,10 @@ impl ReportService {
                 latency_ms: 0,
                 truncation: Truncation::default(),
                 generated_at: DateTime::now(),
+                calls: Vec::new(),
             };
             let content = insufficient.report();
-            return self
-                .finish(
-                    &lease,
-                    content,
-                    generation,
-                    interview.retention_expires_at,
-                    ReportSource::InsufficientEvidenceRule,
-                )
-                .await;
+            return self.finish(&lease, content, generation, ReportSource::InsufficientEvidenceRule, 0).await;
         }
 
         // 7. The model. Every failure is recorded on the report and returned, the last
@@ -212,7 +211,10 @@ impl ReportService {
                 "candidate data cut to the prompt's limits (recorded on the report)"
             );
         }
-        let reply = match self.model.generate(&prompt, deadline).await {
+        // Every call of the attempt (the first and the one repair) ends by the same time.
+        let end = self.model.attempt_end(deadline);
+        let expected = expectations(&interview);
+        let first = match self.model.complete_until(&self.model.request(&prompt), end).await {
             Ok(reply) => reply,
             Err(source) => {
                 let error = ReportError::Model { attempt: lease.attempt, source };
@@ -226,49 +228,77 @@ impl ReportService {
                 return Err(self.failed(&lease, error).await);
             }
         };
-        tracing::info!(
-            respondingModel = %reply.model,
-            promptTokens = reply.prompt_tokens,
-            completionTokens = reply.completion_tokens,
-            totalTokens = reply.total_tokens,
-            cachedTokens = reply.cached_tokens,
-            retries = reply.retries,
-            latencyMs = reply.latency.as_millis() as u64,
-            "chat completion received"
-        );
+        log_reply(&first, CallPurpose::First);
+        // The output checked against the interview before it is stored (DESIGN.md).
+        let (first_checked, first_warnings) = validate::check(first.report.clone(), &expected);
+        log_findings(&first_warnings, CallPurpose::First);
+        let mut calls = vec![call_of(CallPurpose::First, &first, &first_warnings)];
+        let mut kept = (first, first_checked, first_warnings);
+
+        // One repair when the first reply has a critical finding (docs/report-quality.md).
+        let mut repair_calls = 0;
+        if validate::critical(&kept.2).next().is_some() {
+            repair_calls = 1;
+            let corrective = repair::corrective_message(&kept.0.report, &kept.1, &kept.2, &expected);
+            let request = self.model.repair_request(&prompt, &kept.0.content, &corrective);
+            match self.model.complete_until(&request, end).await {
+                Ok(second) => {
+                    log_reply(&second, CallPurpose::Repair);
+                    let (checked, warnings) = validate::check(second.report.clone(), &expected);
+                    log_findings(&warnings, CallPurpose::Repair);
+                    calls.push(call_of(CallPurpose::Repair, &second, &warnings));
+                    if repair::repair_is_better(&kept.2, &warnings) {
+                        kept = (second, checked, warnings);
+                        calls[0].stored = false;
+                    } else {
+                        calls[1].stored = false;
+                    }
+                }
+                Err(e) => {
+                    // The first reply is still a report: stored, marked for review.
+                    tracing::warn!(kind = %e.kind(), "the repair call failed; the first reply is stored for review");
+                    calls.push(ModelCall {
+                        purpose: CallPurpose::Repair,
+                        completion_id: None,
+                        prompt_tokens: 0,
+                        cached_tokens: 0,
+                        completion_tokens: 0,
+                        total_tokens: 0,
+                        latency_ms: 0,
+                        critical_findings: None,
+                        error_kind: Some(e.kind()),
+                        stored: false,
+                    });
+                }
+            }
+        }
+
+        let (reply, report, warnings) = kept;
+        let sum = |f: fn(&ModelCall) -> i64| calls.iter().map(f).sum::<i64>();
         let generation = GenerationMetadata {
             source: ReportSource::Model,
             model: Some(reply.model),
             requested_model: Some(self.model.model().to_owned()),
             completion_id: Some(reply.completion_id),
             prompt_version: prompt_version().to_owned(),
-            prompt_tokens: i64::from(reply.prompt_tokens),
-            cached_tokens: i64::from(reply.cached_tokens),
-            completion_tokens: i64::from(reply.completion_tokens),
-            total_tokens: i64::from(reply.total_tokens),
-            latency_ms: reply.latency.as_millis() as i64,
+            prompt_tokens: sum(|c| c.prompt_tokens),
+            cached_tokens: sum(|c| c.cached_tokens),
+            completion_tokens: sum(|c| c.completion_tokens),
+            total_tokens: sum(|c| c.total_tokens),
+            latency_ms: sum(|c| c.latency_ms),
             truncation: prompt.truncation,
             generated_at: DateTime::now(),
+            calls,
         };
-        // The output checked against the interview before it is stored (DESIGN.md).
-        let (report, warnings) = validate::check(reply.report, &expectations(&interview));
-        if !warnings.is_empty() {
-            let codes: Vec<_> = warnings.iter().map(|w| format!("{:?}", w.code)).collect();
-            tracing::warn!(
-                validationWarnings = warnings.len(),
-                codes = %codes.join(","),
-                "the model's output disagreed with the interview; corrected or flagged on the report"
-            );
-        }
         let mut content: ReportContent = report.into();
         content.validation_warnings = warnings;
-        self.finish(&lease, content, generation, interview.retention_expires_at, ReportSource::Model).await
+        self.finish(&lease, content, generation, ReportSource::Model, repair_calls).await
     }
 
     /// Why the report could not be claimed: completed, out of attempts (acknowledged without a
     /// model call: DESIGN.md's only acknowledged failure), held by a live worker, or unreadable
     /// (recorded on the report and returned as `invalid_document`).
-    async fn not_claimed(&self, interview_id: InterviewId) -> Result<Generated, ReportError> {
+    async fn not_claimed(&self, interview_id: InterviewId, retention: DateTime) -> Result<Generated, ReportError> {
         let Some(raw) = self.store.find_raw(interview_id).await? else {
             // Deleted between the claim and this read: the next delivery starts afresh.
             tracing::info!("the report disappeared while being claimed; skipped");
@@ -281,21 +311,21 @@ impl ReportService {
         let report: StoredReport = match sophia_documents::decode(INTERVIEW_REPORTS, raw) {
             Ok(report) => report,
             Err(e) => {
-                if let Err(write) = self.store.fail_unreadable(interview_id, &e).await {
+                if let Err(write) = self.store.fail_unreadable(interview_id, &e, retention).await {
                     tracing::error!(error = %write, "could not record the unreadable report");
                 }
                 return Err(ReportError::Document(e));
             }
         };
         if report.attempt_count >= MAX_ATTEMPTS {
-            return self.exhausted(interview_id).await;
+            return self.exhausted(interview_id, retention).await;
         }
         tracing::info!("another worker holds a live lease on this report; skipped");
         Ok(Generated::HeldByAnother)
     }
 
-    async fn exhausted(&self, interview_id: InterviewId) -> Result<Generated, ReportError> {
-        if self.store.mark_exhausted(interview_id, self.lease).await? {
+    async fn exhausted(&self, interview_id: InterviewId, retention: DateTime) -> Result<Generated, ReportError> {
+        if self.store.mark_exhausted(interview_id, self.lease, retention).await? {
             tracing::warn!(
                 maxAttempts = MAX_ATTEMPTS,
                 "report is out of attempts; left FAILED and the message acknowledged"
@@ -315,11 +345,17 @@ impl ReportService {
         lease: &Lease,
         content: ReportContent,
         generation: GenerationMetadata,
-        retention_expires_at: Option<DateTime>,
         source: ReportSource,
+        repair_calls: i64,
     ) -> Result<Generated, ReportError> {
         let recommendation = content.recommendation;
-        match self.store.complete(lease, &content, &generation, retention_expires_at).await {
+        // The review mark: never a silent contradiction (docs/report-quality.md).
+        let needs_review = validate::critical(&content.validation_warnings).next().is_some();
+        if needs_review {
+            let codes: Vec<_> = validate::critical(&content.validation_warnings).map(|w| w.code.as_str()).collect();
+            tracing::warn!(codes = %codes.join(","), "the stored report carries a critical finding; marked needsReview");
+        }
+        match self.store.complete(lease, &content, &generation, needs_review).await {
             Ok(true) => Ok(Generated::Completed {
                 recommendation,
                 source,
@@ -329,6 +365,8 @@ impl ReportService {
                     cached_tokens: generation.cached_tokens,
                     completion_tokens: generation.completion_tokens,
                     latency_ms: generation.latency_ms,
+                    repair_calls,
+                    needs_review,
                 },
             }),
             Ok(false) => {
@@ -350,6 +388,50 @@ impl ReportService {
             Err(e) => tracing::error!(error = %e, "could not record the failure; the lease will expire"),
         }
         error
+    }
+}
+
+/// One call's line (no content: tokens, ids, latency).
+fn log_reply(reply: &ModelReply, purpose: CallPurpose) {
+    tracing::info!(
+        call = ?purpose,
+        respondingModel = %reply.model,
+        promptTokens = reply.prompt_tokens,
+        completionTokens = reply.completion_tokens,
+        totalTokens = reply.total_tokens,
+        cachedTokens = reply.cached_tokens,
+        retries = reply.retries,
+        latencyMs = reply.latency.as_millis() as u64,
+        "chat completion received"
+    );
+}
+
+/// The codes of a reply's findings (never their text's subject: codes only).
+fn log_findings(warnings: &[ValidationWarning], purpose: CallPurpose) {
+    if !warnings.is_empty() {
+        let codes: Vec<_> = warnings.iter().map(|w| w.code.as_str()).collect();
+        tracing::warn!(
+            call = ?purpose,
+            validationWarnings = warnings.len(),
+            critical = validate::critical(warnings).count(),
+            codes = %codes.join(","),
+            "the model's output disagreed with the interview; corrected or flagged on the report"
+        );
+    }
+}
+
+fn call_of(purpose: CallPurpose, reply: &ModelReply, warnings: &[ValidationWarning]) -> ModelCall {
+    ModelCall {
+        purpose,
+        completion_id: Some(reply.completion_id.clone()),
+        prompt_tokens: i64::from(reply.prompt_tokens),
+        cached_tokens: i64::from(reply.cached_tokens),
+        completion_tokens: i64::from(reply.completion_tokens),
+        total_tokens: i64::from(reply.total_tokens),
+        latency_ms: reply.latency.as_millis() as i64,
+        critical_findings: Some(validate::critical(warnings).count() as i64),
+        error_kind: None,
+        stored: true,
     }
 }
 

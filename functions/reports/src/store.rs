@@ -41,6 +41,21 @@ pub const MAX_ATTEMPTS: i32 = 3;
 /// `lastError` is bounded to this many characters.
 pub const MAX_LAST_ERROR_CHARS: usize = 1_000;
 
+/// Days after a write that a report is kept when its interview has no `retentionExpiresAt` (an
+/// interview is given one when it is settled, before `report.generate` is published, so this
+/// only covers a document written otherwise): the settlement's own 60 days
+/// (`sophia_credits::settlement::RETENTION_DAYS`; tests/report_retention.rs checks they agree).
+pub const FALLBACK_RETENTION_DAYS: i64 = 60;
+
+/// The report's retention date: the interview's `retentionExpiresAt`, else
+/// [`FALLBACK_RETENTION_DAYS`] from `now`. Every write of a report sets it (DESIGN.md: "every
+/// report write sets a retention date"; the TTL index on it deletes the report).
+pub fn retention_or_fallback(interview_retention: Option<DateTime>, now: DateTime) -> DateTime {
+    interview_retention.unwrap_or_else(|| {
+        DateTime::from_millis(now.timestamp_millis().saturating_add(FALLBACK_RETENTION_DAYS * 24 * 3600 * 1000))
+    })
+}
+
 /// The head of a report document as read back: a read model of a document the API may also
 /// write (DESIGN.md, "Documents written by other services"), decoded with
 /// [`sophia_documents::decode`]. `attemptCount` absent or `null` is 0 and may be any integral
@@ -100,6 +115,9 @@ pub struct Lease {
     /// The attempt this claim started (1 for the first).
     pub attempt: i32,
     pub expires_at: DateTime,
+    /// The retention date the claim wrote; the completion or failure under this lease writes it
+    /// again.
+    pub retention_expires_at: DateTime,
 }
 
 #[derive(Debug, Clone)]
@@ -161,9 +179,10 @@ pub enum StoreError {
 
 /// The `$set` of a failure record: FAILED, why (bounded, no candidate text), its kind, and the
 /// refusal's text when the model refused (removed otherwise).
-fn failure_update(now: DateTime, error: &str, kind: ErrorKind, refusal: Option<&str>) -> Document {
+fn failure_update(now: DateTime, error: &str, kind: ErrorKind, refusal: Option<&str>, retention: DateTime) -> Document {
     let mut set = doc! {
         "status": ReportStatus::Failed.as_str(),
+        "retentionExpiresAt": retention,
         "lastError": bounded(error),
         "errorKind": kind.as_str(),
         "lastErrorAt": now,
@@ -207,12 +226,17 @@ impl ReportStore {
         &self,
         interview_id: InterviewId,
         organization_id: OrganizationId,
-        retention_expires_at: Option<DateTime>,
+        retention_expires_at: DateTime,
         lease: Duration,
     ) -> mongodb::error::Result<Option<Lease>> {
         let now = DateTime::now();
-        let claimed =
-            Lease { id: ObjectId::new(), interview_id: interview_id.oid(), attempt: 1, expires_at: expiry(now, lease) };
+        let claimed = Lease {
+            id: ObjectId::new(),
+            interview_id: interview_id.oid(),
+            attempt: 1,
+            expires_at: expiry(now, lease),
+            retention_expires_at,
+        };
         let report = ReportDocument {
             id: ObjectId::new(),
             interview_id: interview_id.oid(),
@@ -225,8 +249,9 @@ impl ReportStore {
             error_kind: None,
             last_error_at: None,
             refusal: None,
-            retention_expires_at,
+            retention_expires_at: Some(retention_expires_at),
             report: None,
+            needs_review: None,
             generation: None,
             transcript_turns_omitted: None,
             created_at: now,
@@ -242,9 +267,15 @@ impl ReportStore {
     }
 
     /// Step 2 of the claim. `None`: not claimable now (completed, held under a live lease, out
-    /// of attempts, or unreadable: the caller reads it to say which).
-    pub async fn claim(&self, interview_id: InterviewId, lease: Duration) -> mongodb::error::Result<Option<Lease>> {
-        if let Some(claimed) = self.claim_once(interview_id, lease).await? {
+    /// of attempts, or unreadable: the caller reads it to say which). The claim writes the
+    /// retention date (a placeholder the API wrote may have none).
+    pub async fn claim(
+        &self,
+        interview_id: InterviewId,
+        lease: Duration,
+        retention: DateTime,
+    ) -> mongodb::error::Result<Option<Lease>> {
+        if let Some(claimed) = self.claim_once(interview_id, lease, retention).await? {
             return Ok(Some(claimed));
         }
         // `attemptCount: null` (a writer's explicit null) means 0 but `$inc` refuses it: make it
@@ -254,16 +285,21 @@ impl ReportStore {
             .reports
             .update_one(
                 doc! {"interviewId": interview_id.oid(), "attemptCount": Bson::Null, "$or": not_held(now, lease)},
-                doc! {"$set": {"attemptCount": 0_i32}},
+                doc! {"$set": {"attemptCount": 0_i32, "retentionExpiresAt": retention}},
             )
             .await?;
         if normalized.modified_count == 0 {
             return Ok(None);
         }
-        self.claim_once(interview_id, lease).await
+        self.claim_once(interview_id, lease, retention).await
     }
 
-    async fn claim_once(&self, interview_id: InterviewId, lease: Duration) -> mongodb::error::Result<Option<Lease>> {
+    async fn claim_once(
+        &self,
+        interview_id: InterviewId,
+        lease: Duration,
+        retention: DateTime,
+    ) -> mongodb::error::Result<Option<Lease>> {
         let now = DateTime::now();
         let expires_at = expiry(now, lease);
         let lease_id = ObjectId::new();
@@ -279,6 +315,7 @@ impl ReportStore {
                         "status": ReportStatus::Processing.as_str(),
                         "leaseId": lease_id,
                         "leaseExpiresAt": expires_at,
+                        "retentionExpiresAt": retention,
                         "updatedAt": now,
                     },
                     "$inc": {"attemptCount": 1_i32},
@@ -293,12 +330,23 @@ impl ReportStore {
             .and_then(|v| int::from_bson(v).ok())
             .and_then(|n| i32::try_from(n).ok())
             .unwrap_or(MAX_ATTEMPTS);
-        Ok(Some(Lease { id: lease_id, interview_id: interview_id.oid(), attempt, expires_at }))
+        Ok(Some(Lease {
+            id: lease_id,
+            interview_id: interview_id.oid(),
+            attempt,
+            expires_at,
+            retention_expires_at: retention,
+        }))
     }
 
     /// Step 3 of the spec: out of attempts -> `FAILED` (unless completed, or a live holder is
     /// still working on its last attempt). Returns whether the document was marked.
-    pub async fn mark_exhausted(&self, interview_id: InterviewId, lease: Duration) -> mongodb::error::Result<bool> {
+    pub async fn mark_exhausted(
+        &self,
+        interview_id: InterviewId,
+        lease: Duration,
+        retention: DateTime,
+    ) -> mongodb::error::Result<bool> {
         let now = DateTime::now();
         let r = self
             .reports
@@ -310,6 +358,7 @@ impl ReportStore {
                 },
                 doc! {"$set": {
                     "status": ReportStatus::Failed.as_str(),
+                    "retentionExpiresAt": retention,
                     "leaseId": Bson::Null,
                     "leaseExpiresAt": Bson::Null,
                     "updatedAt": now,
@@ -319,14 +368,15 @@ impl ReportStore {
         Ok(r.matched_count == 1)
     }
 
-    /// `PROCESSING` -> `COMPLETED` under the caller's lease. `false`: the lease was lost (it
-    /// expired and another worker reclaimed the report); nothing was written.
+    /// `PROCESSING` -> `COMPLETED` under the caller's lease, with the review mark
+    /// (`needsReview`: the report still carries a critical finding). `false`: the lease was lost
+    /// (it expired and another worker reclaimed the report); nothing was written.
     pub async fn complete(
         &self,
         lease: &Lease,
         content: &ReportContent,
         generation: &GenerationMetadata,
-        retention_expires_at: Option<DateTime>,
+        needs_review: bool,
     ) -> mongodb::error::Result<bool> {
         let now = DateTime::now();
         let r = self
@@ -340,7 +390,8 @@ impl ReportStore {
                         "generation": bson::to_bson(generation)?,
                         // For the API: how many turns the model did not see (0: the whole interview).
                         "transcriptTurnsOmitted": generation.truncation.turns_omitted,
-                        "retentionExpiresAt": retention_expires_at.map_or(Bson::Null, Bson::DateTime),
+                        "retentionExpiresAt": lease.retention_expires_at,
+                        "needsReview": needs_review,
                         "lastError": Bson::Null,
                         "leaseId": Bson::Null,
                         "leaseExpiresAt": Bson::Null,
@@ -367,7 +418,7 @@ impl ReportStore {
             .reports
             .update_one(
                 doc! {"interviewId": lease.interview_id, "leaseId": lease.id, "status": ReportStatus::Processing.as_str()},
-                failure_update(DateTime::now(), error, kind, refusal),
+                failure_update(DateTime::now(), error, kind, refusal, lease.retention_expires_at),
             )
             .await?;
         Ok(r.matched_count == 1)
@@ -379,6 +430,7 @@ impl ReportStore {
         &self,
         interview_id: InterviewId,
         error: &DocumentError,
+        retention: DateTime,
     ) -> mongodb::error::Result<bool> {
         let now = DateTime::now();
         let r = self
@@ -392,7 +444,7 @@ impl ReportStore {
                     "status": {"$nin": [ReportStatus::Completed.as_str()]},
                     "$or": [{"leaseExpiresAt": Bson::Null}, {"leaseExpiresAt": {"$lt": now}}],
                 },
-                failure_update(now, &error.to_string(), ErrorKind::InvalidDocument, None),
+                failure_update(now, &error.to_string(), ErrorKind::InvalidDocument, None, retention),
             )
             .await?;
         Ok(r.matched_count == 1)

@@ -13,8 +13,14 @@
 //!   overall score with the skill scores; a disagreement is flagged, not silently "fixed";
 //! - lists and strings have bounds; what exceeds them is cut and flagged.
 //!
-//! Every finding is a [`ValidationWarning`] stored on the report. Warnings name the field and the
-//! rule, never the text (quotes and answers are candidate data).
+//! Every finding is a [`ValidationWarning`] stored on the report, with its [`Severity`] (decided
+//! by its [`WarningCode`] alone, [`WarningCode::severity`]): `critical` when the report would
+//! mislead a hiring manager as stored (fewer than half of the skills or questions assessed, a
+//! recommendation outside its band, an overall score far from the skill scores, a high skill
+//! score without a surviving quote), `minor` when it was corrected or cut and still says what the
+//! model meant. A reply with a critical finding is repaired once ([`crate::repair`]); a report
+//! stored with one is marked `needsReview` (`docs/report-quality.md`). Warnings name the field
+//! and the rule, never the text (quotes and answers are candidate data).
 
 use serde::{Deserialize, Serialize};
 
@@ -45,10 +51,23 @@ pub const RECOMMENDATION_BANDS: &[(Recommendation, i32, i32)] = &[
     (Recommendation::NoHire, 0, 39),
 ];
 
+/// How much a finding matters to the reader of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Corrected or cut; the report still says what the model meant (a label corrected, a list
+    /// or a string cut, a quote or an entry dropped).
+    Minor,
+    /// The report as stored would mislead: it is repaired once, else stored with `needsReview`.
+    Critical,
+}
+
 /// What a check found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WarningCode {
+    /// Fewer than half of the interview's skills (or questions) are assessed after the check.
+    TooFewAssessed,
     /// An assessed skill or question that the interview did not have: dropped.
     UnexpectedEntry,
     /// A second entry for the same skill or question: dropped.
@@ -71,21 +90,107 @@ pub enum WarningCode {
     TooLong,
 }
 
+impl WarningCode {
+    /// The severity rule (`docs/report-quality.md`): a code is critical or minor whatever the
+    /// report. A missing, unexpected or duplicate entry is minor on its own; when so few entries
+    /// are left that fewer than half of the items are assessed, [`Self::TooFewAssessed`] is added.
+    pub fn severity(self) -> Severity {
+        match self {
+            Self::TooFewAssessed
+            | Self::RecommendationInconsistent
+            | Self::OverallScoreInconsistent
+            | Self::ScoreWithoutEvidence => Severity::Critical,
+            Self::UnexpectedEntry
+            | Self::DuplicateEntry
+            | Self::MissingEntry
+            | Self::LabelCorrected
+            | Self::QuoteNotFound
+            | Self::TooManyItems
+            | Self::TooLong => Severity::Minor,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TooFewAssessed => "too_few_assessed",
+            Self::UnexpectedEntry => "unexpected_entry",
+            Self::DuplicateEntry => "duplicate_entry",
+            Self::MissingEntry => "missing_entry",
+            Self::LabelCorrected => "label_corrected",
+            Self::QuoteNotFound => "quote_not_found",
+            Self::RecommendationInconsistent => "recommendation_inconsistent",
+            Self::OverallScoreInconsistent => "overall_score_inconsistent",
+            Self::ScoreWithoutEvidence => "score_without_evidence",
+            Self::TooManyItems => "too_many_items",
+            Self::TooLong => "too_long",
+        }
+    }
+
+    /// Every code, in declaration order.
+    pub const ALL: [WarningCode; 11] = [
+        Self::TooFewAssessed,
+        Self::UnexpectedEntry,
+        Self::DuplicateEntry,
+        Self::MissingEntry,
+        Self::LabelCorrected,
+        Self::QuoteNotFound,
+        Self::RecommendationInconsistent,
+        Self::OverallScoreInconsistent,
+        Self::ScoreWithoutEvidence,
+        Self::TooManyItems,
+        Self::TooLong,
+    ];
+}
+
+/// The overall-score band a recommendation requires (inclusive), on a `recommendation_inconsistent`
+/// finding: what the stored recommendation violates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScoreBand {
+    pub recommendation: Recommendation,
+    pub min_score: i32,
+    pub max_score: i32,
+}
+
 /// One finding, as stored in the report's `validationWarnings`. Never holds candidate text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ValidationWarning {
     pub code: WarningCode,
+    /// The code's severity (the rule is in `docs/report-quality.md`), stored so that a reader
+    /// needs no copy of the rule.
+    pub severity: Severity,
     /// The field of the model's output, e.g. `skillAssessments[2].evidence[0]`.
     pub field: String,
     /// What was done, in words that hold no candidate text.
     pub message: String,
+    /// On `recommendation_inconsistent` only: the band the stored recommendation requires and
+    /// its overall score is outside of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<ScoreBand>,
 }
 
 impl ValidationWarning {
     fn new(code: WarningCode, field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { code, field: field.into(), message: message.into() }
+        Self { code, severity: code.severity(), field: field.into(), message: message.into(), band: None }
     }
+
+    pub fn is_critical(&self) -> bool {
+        self.severity == Severity::Critical
+    }
+}
+
+/// The critical findings among `warnings`.
+pub fn critical(warnings: &[ValidationWarning]) -> impl Iterator<Item = &ValidationWarning> {
+    warnings.iter().filter(|w| w.is_critical())
+}
+
+/// The band of a recommendation (`None` for `insufficient_evidence`, which has none).
+pub fn band_of(recommendation: Recommendation) -> Option<ScoreBand> {
+    RECOMMENDATION_BANDS
+        .iter()
+        .find(|(r, _, _)| *r == recommendation)
+        .map(|&(recommendation, min_score, max_score)| ScoreBand { recommendation, min_score, max_score })
 }
 
 /// What the output is checked against: the interview's own skills, questions and candidate turns.
@@ -113,6 +218,8 @@ pub fn check(mut report: LlmReport, expected: &Expectations) -> (LlmReport, Vec<
     let questions = std::mem::take(&mut report.question_analysis);
     report.question_analysis =
         align("questionAnalysis", questions, &expected.questions, |q| &mut q.question, &mut warnings);
+    coverage("skillAssessments", "skills", report.skill_assessments.len(), expected.skills.len(), &mut warnings);
+    coverage("questionAnalysis", "questions", report.question_analysis.len(), expected.questions.len(), &mut warnings);
 
     // Quotes: verbatim from the candidate's turns.
     let turns = expected.normalized_turns();
@@ -151,18 +258,22 @@ pub fn check(mut report: LlmReport, expected: &Expectations) -> (LlmReport, Vec<
     }
 
     // Scores agree with each other and with the recommendation.
-    if let Some(&(_, low, high)) = RECOMMENDATION_BANDS.iter().find(|(r, _, _)| *r == report.recommendation)
-        && !(low..=high).contains(&report.overall_score)
+    if let Some(band) = band_of(report.recommendation)
+        && !(band.min_score..=band.max_score).contains(&report.overall_score)
     {
-        warnings.push(ValidationWarning::new(
+        let mut warning = ValidationWarning::new(
             WarningCode::RecommendationInconsistent,
             "recommendation",
             format!(
-                "{} requires an overall score of {low} to {high}; the score is {}",
+                "{} requires an overall score of {} to {}; the score is {}",
                 report.recommendation.as_str(),
+                band.min_score,
+                band.max_score,
                 report.overall_score
             ),
-        ));
+        );
+        warning.band = Some(band);
+        warnings.push(warning);
     }
     if !report.skill_assessments.is_empty() {
         let mean = report.skill_assessments.iter().map(|s| f64::from(s.score)).sum::<f64>()
@@ -262,6 +373,17 @@ fn align<T>(
         }
     }
     kept
+}
+
+/// Fewer than half of the interview's items left assessed: one critical finding for the list.
+fn coverage(list: &str, items: &str, assessed: usize, expected: usize, warnings: &mut Vec<ValidationWarning>) {
+    if expected > 0 && assessed * 2 < expected {
+        warnings.push(ValidationWarning::new(
+            WarningCode::TooFewAssessed,
+            list.to_owned(),
+            format!("{assessed} of the interview's {expected} {items} assessed; fewer than half"),
+        ));
+    }
 }
 
 /// Reworded rather than replaced: at least half of the shorter label's words are in the other.
@@ -515,6 +637,73 @@ mod tests {
                 assert_eq!(flagged, !ok, "{recommendation:?} at {score}");
             }
         }
+    }
+
+    #[test]
+    fn the_severity_rule_is_decided_by_the_code() {
+        let critical: Vec<_> = WarningCode::ALL.into_iter().filter(|c| c.severity() == Severity::Critical).collect();
+        assert_eq!(
+            critical,
+            [
+                WarningCode::TooFewAssessed,
+                WarningCode::RecommendationInconsistent,
+                WarningCode::OverallScoreInconsistent,
+                WarningCode::ScoreWithoutEvidence,
+            ]
+        );
+        for code in WarningCode::ALL {
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json, code.as_str(), "as_str is the stored spelling");
+        }
+        let w = ValidationWarning::new(WarningCode::LabelCorrected, "f", "m");
+        assert_eq!((w.severity, w.is_critical()), (Severity::Minor, false));
+    }
+
+    #[test]
+    fn fewer_than_half_assessed_is_critical_and_half_is_not() {
+        let four = Expectations {
+            skills: vec!["Rust".into(), "Databases".into(), "Go".into(), "SQL".into()],
+            ..expectations()
+        };
+        for (kept, flagged) in [(0, true), (1, true), (2, false), (4, false)] {
+            let mut report = careful_report();
+            report.skill_assessments = four.skills[..kept].iter().map(|s| skill(s, 3, &[])).collect();
+            report.overall_score = 50;
+            report.recommendation = Recommendation::LeanNoHire;
+            let (_, warnings) = check(report, &four);
+            let found: Vec<_> = critical(&warnings).map(|w| (w.code, w.field.as_str())).collect();
+            assert_eq!(
+                found.contains(&(WarningCode::TooFewAssessed, "skillAssessments")),
+                flagged,
+                "{kept} of 4: {warnings:?}"
+            );
+            let missing = warnings.iter().filter(|w| w.code == WarningCode::MissingEntry).count();
+            assert_eq!(missing, 4 - kept, "each missing entry is still recorded (minor)");
+        }
+    }
+
+    #[test]
+    fn a_recommendation_outside_its_band_carries_the_band() {
+        let mut report = careful_report();
+        report.recommendation = Recommendation::StrongHire;
+        report.overall_score = 50;
+        let (checked, warnings) = check(report, &expectations());
+        assert_eq!(checked.recommendation, Recommendation::StrongHire, "never rewritten");
+        let w = warnings.iter().find(|w| w.code == WarningCode::RecommendationInconsistent).unwrap();
+        assert_eq!(w.severity, Severity::Critical);
+        assert_eq!(
+            w.band,
+            Some(ScoreBand { recommendation: Recommendation::StrongHire, min_score: 85, max_score: 100 })
+        );
+        let stored = serde_json::to_value(w).unwrap();
+        assert_eq!(
+            stored["band"],
+            serde_json::json!({"recommendation": "strong_hire", "minScore": 85, "maxScore": 100})
+        );
+        assert_eq!(stored["severity"], "critical");
+        let other = serde_json::to_value(ValidationWarning::new(WarningCode::TooLong, "summary", "cut")).unwrap();
+        assert!(other.get("band").is_none(), "{other}");
+        assert_eq!(band_of(Recommendation::InsufficientEvidence), None);
     }
 
     #[test]

@@ -30,6 +30,7 @@ export type Recommendation =
  * What a check found.
  */
 export type WarningCode =
+  | "too_few_assessed"
   | "unexpected_entry"
   | "duplicate_entry"
   | "missing_entry"
@@ -44,6 +45,10 @@ export type WarningCode =
  * Where a stored report came from.
  */
 export type ReportSource = "model" | "insufficient_evidence_rule";
+/**
+ * Why a chat completion was made.
+ */
+export type CallPurpose = "first" | "repair";
 
 /**
  * One interviewReports document (one per interview, unique on interviewId), as written by the report-generate function. Optional fields may be absent or null (both mean unset).
@@ -95,13 +100,21 @@ export interface InterviewReportDocument {
    */
   refusal?: string | null;
   /**
-   * When the report must be deleted (copied from the interview).
+   * When the report must be deleted: copied from the interview, else 60 days after the write
+   * (`FALLBACK_RETENTION_DAYS`). Set by every write of this service (the claim, completion,
+   * failure, out-of-attempts and unreadable records); the TTL index on it deletes the report.
    */
   retentionExpiresAt?: string | null;
   /**
    * The report (`COMPLETED` only).
    */
   report?: ReportContent | null;
+  /**
+   * `COMPLETED` only: `true` when the stored report still carries a critical finding (see
+   * `report.validationWarnings[].severity`) after the one repair: show it as provisional, not
+   * as the model's verdict. `false` for a report without one.
+   */
+  needsReview?: boolean | null;
   /**
    * How it was produced (`COMPLETED` only).
    */
@@ -207,6 +220,11 @@ export interface QuestionAnalysis {
 export interface ValidationWarning {
   code: WarningCode;
   /**
+   * The code's severity (the rule is in `docs/report-quality.md`), stored so that a reader
+   * needs no copy of the rule.
+   */
+  severity: "minor" | "critical";
+  /**
    * The field of the model's output, e.g. `skillAssessments[2].evidence[0]`.
    */
   field: string;
@@ -214,6 +232,20 @@ export interface ValidationWarning {
    * What was done, in words that hold no candidate text.
    */
   message: string;
+  /**
+   * On `recommendation_inconsistent` only: the band the stored recommendation requires and
+   * its overall score is outside of.
+   */
+  band?: ScoreBand | null;
+}
+/**
+ * The overall-score band a recommendation requires (inclusive), on a `recommendation_inconsistent`
+ * finding: what the stored recommendation violates.
+ */
+export interface ScoreBand {
+  recommendation: Recommendation;
+  minScore: number;
+  maxScore: number;
 }
 /**
  * How the stored report was produced (`interviewReports.generation`).
@@ -236,6 +268,10 @@ export interface GenerationMetadata {
    * [`crate::prompt::prompt_version`]: changes whenever the instructions or the schema do.
    */
   promptVersion: string;
+  /**
+   * The tokens of every chat completion of this attempt (the first call and the repair, when
+   * there was one): what was billed. Each call's own are in `calls`.
+   */
   promptTokens: number;
   /**
    * Of the prompt tokens, those served from OpenAI's prompt cache (billed at a quarter).
@@ -243,12 +279,20 @@ export interface GenerationMetadata {
   cachedTokens?: number;
   completionTokens: number;
   totalTokens: number;
+  /**
+   * The model's time over every call of the attempt.
+   */
   latencyMs: number;
   truncation: Truncation;
   /**
    * A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)
    */
   generatedAt: string;
+  /**
+   * Each chat completion of the attempt, in order: the first call, then the repair when the
+   * first reply had a critical finding (`docs/report-quality.md`). Empty for the rule.
+   */
+  calls?: ModelCall[];
 }
 /**
  * What was cut from the candidate data before it was sent (see [`crate::prompt`]).
@@ -281,4 +325,35 @@ export interface Truncation {
    * The transcript sent, in estimated tokens (the budget's conservative count).
    */
   transcriptEstimatedTokens?: number;
+}
+/**
+ * One chat completion of an attempt (`generation.calls[]`).
+ */
+export interface ModelCall {
+  purpose: CallPurpose;
+  /**
+   * The chat completion's `id` (`null` when the call produced no completion).
+   */
+  completionId?: string | null;
+  /**
+   * Its tokens as the API reported them (0 when the call failed: an HTTP error answer is not
+   * billed; the tokens of a 200 whose content was refused or unusable are not known here).
+   */
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  latencyMs: number;
+  /**
+   * Critical findings of its reply after the check (`null` when the call failed).
+   */
+  criticalFindings?: number | null;
+  /**
+   * Why the call produced no report (`null` when it did).
+   */
+  errorKind?: ErrorKind | null;
+  /**
+   * Whether its reply is the stored report.
+   */
+  stored: boolean;
 }

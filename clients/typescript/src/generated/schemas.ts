@@ -247,7 +247,7 @@ export const schemas = {
           "null"
         ],
         "format": "date-time",
-        "description": "When the report must be deleted (copied from the interview).",
+        "description": "When the report must be deleted: copied from the interview, else 60 days after the write\n(`FALLBACK_RETENTION_DAYS`). Set by every write of this service (the claim, completion,\nfailure, out-of-attempts and unreadable records); the TTL index on it deletes the report.",
         "default": null
       },
       "report": {
@@ -261,6 +261,13 @@ export const schemas = {
         ],
         "description": "The report (`COMPLETED` only).",
         "default": null
+      },
+      "needsReview": {
+        "type": [
+          "boolean",
+          "null"
+        ],
+        "description": "`COMPLETED` only: `true` when the stored report still carries a critical finding (see\n`report.validationWarnings[].severity`) after the one repair: show it as provisional, not\nas the model's verdict. `false` for a report without one."
       },
       "generation": {
         "anyOf": [
@@ -576,6 +583,10 @@ export const schemas = {
           "code": {
             "$ref": "#/$defs/WarningCode"
           },
+          "severity": {
+            "$ref": "#/$defs/Severity",
+            "description": "The code's severity (the rule is in `docs/report-quality.md`), stored so that a reader\nneeds no copy of the rule."
+          },
           "field": {
             "type": "string",
             "description": "The field of the model's output, e.g. `skillAssessments[2].evidence[0]`."
@@ -583,10 +594,22 @@ export const schemas = {
           "message": {
             "type": "string",
             "description": "What was done, in words that hold no candidate text."
+          },
+          "band": {
+            "anyOf": [
+              {
+                "$ref": "#/$defs/ScoreBand"
+              },
+              {
+                "type": "null"
+              }
+            ],
+            "description": "On `recommendation_inconsistent` only: the band the stored recommendation requires and\nits overall score is outside of."
           }
         },
         "required": [
           "code",
+          "severity",
           "field",
           "message"
         ],
@@ -594,6 +617,11 @@ export const schemas = {
       },
       "WarningCode": {
         "oneOf": [
+          {
+            "type": "string",
+            "const": "too_few_assessed",
+            "description": "Fewer than half of the interview's skills (or questions) are assessed after the check."
+          },
           {
             "type": "string",
             "const": "unexpected_entry",
@@ -647,6 +675,43 @@ export const schemas = {
         ],
         "description": "What a check found."
       },
+      "Severity": {
+        "oneOf": [
+          {
+            "type": "string",
+            "const": "minor",
+            "description": "Corrected or cut; the report still says what the model meant (a label corrected, a list\nor a string cut, a quote or an entry dropped)."
+          },
+          {
+            "type": "string",
+            "const": "critical",
+            "description": "The report as stored would mislead: it is repaired once, else stored with `needsReview`."
+          }
+        ],
+        "description": "How much a finding matters to the reader of the report."
+      },
+      "ScoreBand": {
+        "type": "object",
+        "properties": {
+          "recommendation": {
+            "$ref": "#/$defs/Recommendation"
+          },
+          "minScore": {
+            "type": "integer",
+            "format": "int32"
+          },
+          "maxScore": {
+            "type": "integer",
+            "format": "int32"
+          }
+        },
+        "required": [
+          "recommendation",
+          "minScore",
+          "maxScore"
+        ],
+        "description": "The overall-score band a recommendation requires (inclusive), on a `recommendation_inconsistent`\nfinding: what the stored recommendation violates."
+      },
       "GenerationMetadata": {
         "type": "object",
         "properties": {
@@ -680,7 +745,8 @@ export const schemas = {
           },
           "promptTokens": {
             "type": "integer",
-            "format": "int64"
+            "format": "int64",
+            "description": "The tokens of every chat completion of this attempt (the first call and the repair, when\nthere was one): what was billed. Each call's own are in `calls`."
           },
           "cachedTokens": {
             "type": "integer",
@@ -698,7 +764,8 @@ export const schemas = {
           },
           "latencyMs": {
             "type": "integer",
-            "format": "int64"
+            "format": "int64",
+            "description": "The model's time over every call of the attempt."
           },
           "truncation": {
             "$ref": "#/$defs/Truncation"
@@ -707,6 +774,14 @@ export const schemas = {
             "type": "string",
             "format": "date-time",
             "description": "A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)"
+          },
+          "calls": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/ModelCall"
+            },
+            "description": "Each chat completion of the attempt, in order: the first call, then the repair when the\nfirst reply had a critical finding (`docs/report-quality.md`). Empty for the rule.",
+            "default": []
           }
         },
         "required": [
@@ -806,6 +881,90 @@ export const schemas = {
           "transcriptSentChars"
         ],
         "description": "What was cut from the candidate data before it was sent (see [`crate::prompt`])."
+      },
+      "ModelCall": {
+        "type": "object",
+        "properties": {
+          "purpose": {
+            "$ref": "#/$defs/CallPurpose"
+          },
+          "completionId": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "The chat completion's `id` (`null` when the call produced no completion)."
+          },
+          "promptTokens": {
+            "type": "integer",
+            "format": "int64",
+            "description": "Its tokens as the API reported them (0 when the call failed: an HTTP error answer is not\nbilled; the tokens of a 200 whose content was refused or unusable are not known here)."
+          },
+          "cachedTokens": {
+            "type": "integer",
+            "format": "int64"
+          },
+          "completionTokens": {
+            "type": "integer",
+            "format": "int64"
+          },
+          "totalTokens": {
+            "type": "integer",
+            "format": "int64"
+          },
+          "latencyMs": {
+            "type": "integer",
+            "format": "int64"
+          },
+          "criticalFindings": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "format": "int64",
+            "description": "Critical findings of its reply after the check (`null` when the call failed)."
+          },
+          "errorKind": {
+            "anyOf": [
+              {
+                "$ref": "#/$defs/ErrorKind"
+              },
+              {
+                "type": "null"
+              }
+            ],
+            "description": "Why the call produced no report (`null` when it did)."
+          },
+          "stored": {
+            "type": "boolean",
+            "description": "Whether its reply is the stored report."
+          }
+        },
+        "required": [
+          "purpose",
+          "promptTokens",
+          "cachedTokens",
+          "completionTokens",
+          "totalTokens",
+          "latencyMs",
+          "stored"
+        ],
+        "description": "One chat completion of an attempt (`generation.calls[]`)."
+      },
+      "CallPurpose": {
+        "oneOf": [
+          {
+            "type": "string",
+            "const": "first",
+            "description": "The report requested from the interview."
+          },
+          {
+            "type": "string",
+            "const": "repair",
+            "description": "The one repair of an attempt: the same request followed by the first reply and a short\ncorrective message naming its critical findings."
+          }
+        ],
+        "description": "Why a chat completion was made."
       }
     }
   },

@@ -182,8 +182,10 @@ fn retry_allowed(e: &ReportError) -> bool {
     }
 }
 
-/// A report's EMF line: completed (with its tokens and the model's latency) or failed, by error
-/// kind (a third dimension, `ErrorKind`, a fixed word).
+/// A report's EMF line: completed (with its tokens and the model's latency over every call, the
+/// repair call when one was made, and `ReportsNeedingReview` when the stored report carries a
+/// critical finding; dimensions Stage and Function) or failed, by error kind (a third
+/// dimension, `ErrorKind`, a fixed word).
 pub fn report_metrics(result: &Result<Generated, ReportError>) -> Metrics {
     match result {
         Ok(Generated::Completed { usage, .. }) => {
@@ -194,6 +196,12 @@ pub fn report_metrics(result: &Result<Generated, ReportError>) -> Metrics {
                     .add(Metric::CachedTokens, usage.cached_tokens as f64)
                     .add(Metric::CompletionTokens, usage.completion_tokens as f64)
                     .add(Metric::ModelLatencyMs, usage.latency_ms as f64);
+            }
+            if usage.repair_calls > 0 {
+                m.add(Metric::ReportRepairCalls, usage.repair_calls as f64);
+            }
+            if usage.needs_review {
+                m.add(Metric::ReportsNeedingReview, 1.0);
             }
             m
         }
@@ -216,7 +224,14 @@ mod tests {
 
     #[test]
     fn a_completed_report_counts_its_tokens_and_a_failure_its_kind() {
-        let usage = Usage { prompt_tokens: 6_000, cached_tokens: 1_152, completion_tokens: 900, latency_ms: 4_200 };
+        let usage = Usage {
+            prompt_tokens: 6_000,
+            cached_tokens: 1_152,
+            completion_tokens: 900,
+            latency_ms: 4_200,
+            repair_calls: 0,
+            needs_review: false,
+        };
         let completed = Ok(Generated::Completed {
             recommendation: Recommendation::Hire,
             source: ReportSource::Model,
@@ -228,6 +243,7 @@ mod tests {
         assert_eq!((doc["PromptTokens"].as_f64(), doc["CachedTokens"].as_f64()), (Some(6_000.0), Some(1_152.0)));
         assert_eq!(doc["CompletionTokens"], 900.0);
         assert_eq!(doc["ModelLatencyMs"], 4_200.0);
+        assert!(doc.get("ReportRepairCalls").is_none() && doc.get("ReportsNeedingReview").is_none(), "{doc}");
 
         let rule = Ok(Generated::Completed {
             recommendation: Recommendation::InsufficientEvidence,
@@ -238,6 +254,30 @@ mod tests {
         let doc = report_metrics(&rule).to_emf(0);
         assert_eq!(doc["ReportsCompleted"], 1.0);
         assert!(doc.get("PromptTokens").is_none(), "no model call, no tokens");
+
+        // A repaired report, and one still carrying a critical finding after its repair: both
+        // counted on the completed line, with the dimensions [Stage, Function] only.
+        for (needs_review, review_count) in [(false, None), (true, Some(1.0))] {
+            let repaired = Ok(Generated::Completed {
+                recommendation: Recommendation::Hire,
+                source: ReportSource::Model,
+                attempt: 1,
+                usage: Usage { repair_calls: 1, needs_review, ..usage },
+            });
+            let doc = report_metrics(&repaired).to_emf(0);
+            assert_eq!(doc["ReportRepairCalls"], 1.0);
+            assert_eq!(doc.get("ReportsNeedingReview").and_then(|v| v.as_f64()), review_count);
+            let dimensions = &doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"];
+            assert_eq!(dimensions.to_string(), r#"[["Stage","Function"]]"#);
+            let units: Vec<_> = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["Name"] == "ReportRepairCalls" || m["Name"] == "ReportsNeedingReview")
+                .map(|m| m["Unit"].as_str().unwrap().to_owned())
+                .collect();
+            assert!(!units.is_empty() && units.iter().all(|u| u == "Count"), "{units:?}");
+        }
 
         let failed: Result<Generated, ReportError> = Err(ReportError::InterviewNotFound {
             interview_id: "6751a0c2e4b0a1b2c3d4e5f6".parse().unwrap(),
