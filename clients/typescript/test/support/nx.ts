@@ -44,7 +44,8 @@ export async function startNx(): Promise<Nx> {
       "-p",
       String(port),
     ],
-    { stdio: ["ignore", "ignore", "inherit"] },
+    // Its stderr is noisy on shutdown (asyncio CancelledError); a start failure is reported below.
+    { stdio: ["ignore", "ignore", "ignore"] },
   );
   let exited: number | null | undefined;
   child.on("exit", (code) => (exited = code));
