@@ -83,7 +83,11 @@ fn scratch_project() -> &'static (PathBuf, String) {
     static SCRATCH: OnceLock<(PathBuf, String)> = OnceLock::new();
     SCRATCH.get_or_init(|| {
         let dir = built_package();
-        let out = run_checked(Command::new("node").arg(dir.join("scripts/scratch.mjs")).current_dir(dir), "scratch.mjs");
+        // --prebuilt: the dist/ built_package() made (the other test reads it meanwhile).
+        let out = run_checked(
+            Command::new("node").arg(dir.join("scripts/scratch.mjs")).arg("--prebuilt").current_dir(dir),
+            "scratch.mjs",
+        );
         let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap_or_default())
             .unwrap_or_else(|e| panic!("scratch.mjs printed no JSON ({e}): {out}"));
         (PathBuf::from(last["dir"].as_str().unwrap()), last["sdk"].as_str().unwrap().to_owned())
@@ -255,24 +259,25 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
         .insert_one(doc! {"_id": bson::oid::ObjectId::new(), "interviewId": exhausted.oid(), "organizationId": other.oid(), "status": "FAILED", "attemptCount": 3_i32})
         .await
         .unwrap();
-    let ids_of = |i: InterviewId| serde_json::json!({"interviewId": i.to_string(), "organizationId": other.to_string()});
-    publishes.push(serde_json::json!({"kind": "report", "input": ids_of(fresh), "requestId": format!("settlement-{fresh}")}));
+    let ids_of =
+        |i: InterviewId| serde_json::json!({"interviewId": i.to_string(), "organizationId": other.to_string()});
+    publishes.push(
+        serde_json::json!({"kind": "report", "input": ids_of(fresh), "requestId": format!("settlement-{fresh}")}),
+    );
     publishes.push(serde_json::json!({"kind": "retry", "input": ids_of(exhausted), "resetAttempts": false}));
     publishes.push(serde_json::json!({"kind": "retry", "input": ids_of(exhausted), "resetAttempts": true}));
 
     // Only what `sophia-local up` prints for the API, and the report queue the API publishes to.
     let mut env: BTreeMap<String, String> = sophia_local::runner::api_env(runner.env());
     assert!(env.contains_key(config::INTERVIEW_COMPLETED_QUEUE_URL) && env.contains_key("AWS_ENDPOINT_URL_SQS"));
-    env.insert(
-        config::REPORT_GENERATE_QUEUE_URL.to_owned(),
-        runner.env()[config::REPORT_GENERATE_QUEUE_URL].clone(),
-    );
+    env.insert(config::REPORT_GENERATE_QUEUE_URL.to_owned(), runner.env()[config::REPORT_GENERATE_QUEUE_URL].clone());
     let cases_json = serde_json::Value::from(publishes).to_string();
     let (scratch, sdk) = scratch_project();
     let mut cmd = Command::new("node");
     cmd.arg(scratch.join("publish-all.mjs")).arg(&cases_json).current_dir(scratch).envs(&env);
     let stdout = run_checked(&mut cmd, "the scratch API's publish-all.mjs");
-    let out: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("no JSON ({e}): {stdout}"));
+    let out: serde_json::Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("no JSON ({e}): {stdout}"));
     assert_eq!(&out["sdk"], sdk.as_str(), "published with the scratch project's own SDK");
     let results = out["results"].as_array().expect("one result per case");
     assert_eq!(results.len(), CASES.len() + 3);
@@ -295,6 +300,13 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
     let until = Instant::now() + Duration::from_secs(180);
     loop {
         let settled = found(&db, "interviews", doc! {"_id": {"$in": &oids}, "settledAt": {"$ne": null}}).await.len();
+        // nx-27017 has no transactions: `settledAt` can be visible before the ledger entries are.
+        let ledgered: i64 =
+            found(&db, "creditLedger", doc! {"reference.id": {"$in": &oids}, "type": {"$in": ["SETTLE", "RELEASE"]}})
+                .await
+                .iter()
+                .map(|e| int(e, "amount"))
+                .sum();
         let reports = found(
             &db,
             "interviewReports",
@@ -309,12 +321,13 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
         )
         .await
         .len();
-        if settled == CASES.len() && reports == expected_reports && generated == 2 {
+        let reserved: i64 = CASES.iter().map(|c| c.reserved).sum();
+        if settled == CASES.len() && ledgered == reserved && reports == expected_reports && generated == 2 {
             break;
         }
         assert!(
             Instant::now() < until,
-            "not done after 180 s: {settled} settled, {reports} reports, {generated} of the 2 API-triggered reports"
+            "not done after 180 s: {settled} settled, {ledgered} of {reserved} credits settled or released, {reports} reports, {generated} of the 2 API-triggered reports"
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }

@@ -10,7 +10,10 @@
 //   5. with --smoke: a local queue (bin/local-queue.mjs: fauxqs, no Rust) and the CommonJS
 //      (smoke.cjs) and ESM (publish-all.mjs) entry points publishing every kind with their own client.
 // Prints {"dir": <scratch project>, "sdk": <its SDK version>, "tarball": <path>} on the last line.
-//   node scripts/scratch.mjs [--smoke]
+//   node scripts/scratch.mjs [--smoke] [--prebuilt]
+// --prebuilt: pack the dist/ that is there (`npm pack --ignore-scripts`), for a caller that has just
+// built it and may be reading it concurrently (tests/typescript_contract.rs); prepack would
+// rebuild dist/ under it.
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -28,8 +31,9 @@ const npm = (args, cwd) =>
   execFileSync("npm", [...args, "--no-audit", "--no-fund", "--loglevel=error"], { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
 
 mkdirSync(WORK, { recursive: true });
-log("npm pack (prepack builds dist/)");
-const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", WORK], PACKAGE));
+const prebuilt = process.argv.includes("--prebuilt");
+log(prebuilt ? "npm pack --ignore-scripts (dist/ as built)" : "npm pack (prepack builds dist/)");
+const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", WORK, ...(prebuilt ? ["--ignore-scripts"] : [])], PACKAGE));
 const tarball = path.join(WORK, packed.filename);
 const files = packed.files.map((f) => f.path);
 assert.ok(files.includes("dist/index.js") && files.includes("dist/index.d.ts") && files.includes("bin/local-queue.mjs"), files.join(" "));
