@@ -366,6 +366,13 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
         assert_eq!(report[0].get_str("status"), Ok("COMPLETED"), "{id}: {:?}", report[0]);
         assert_eq!(int(&report[0], "attemptCount"), 1, "{id}: one attempt (after the reset: a fresh budget)");
         assert_eq!(report[0].get_datetime("attemptsResetAt").is_ok(), reset, "the reset is recorded: {:?}", report[0]);
+        if reset {
+            // Who and when, as `sophia-ops report retry --reset-attempts` records it.
+            let last = report[0].get_document("lastRetry").expect("lastRetry");
+            assert_eq!((last.get_str("by"), last.get_str("via")), (Ok("scratch-api-admin"), Ok("api-admin-retry")));
+            assert_eq!((int(last, "attemptsBefore"), last.get_str("statusBefore")), (3, Ok("FAILED")));
+            assert_eq!(report[0].get_array("retries").map(Vec::len), Ok(1));
+        }
     }
     let violations = sophia_credits::invariants::check_all(&store).await.unwrap();
     assert!(violations.is_empty(), "{violations:?}");

@@ -39,6 +39,7 @@ try {
           await retryReportGeneration({
             ...c.input,
             resetAttempts: c.resetAttempts === true,
+            operator: { by: "scratch-api-admin" },
             interviews: d.collection(INTERVIEWS_COLLECTION),
             reports: d.collection(REPORTS_COLLECTION),
             objectId: (hex) => new ObjectId(hex),

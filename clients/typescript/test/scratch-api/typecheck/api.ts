@@ -49,6 +49,7 @@ export async function retry(client: MongoClient) {
     interviewId: id,
     organizationId: id,
     resetAttempts: true,
+    operator: { by: "admin@example.com" },
     interviews: db.collection(INTERVIEWS_COLLECTION),
     reports: db.collection(REPORTS_COLLECTION),
     objectId: (hex) => new ObjectId(hex),
