@@ -1,18 +1,22 @@
 //! The contract between the TypeScript API and the Rust consumers, across the language boundary
-//! (issue 16). Both directions run the BUILT TypeScript package (`clients/typescript`, imported by
-//! its package name as the API imports it):
+//! (issues 16 and 27). Both directions run the BUILT TypeScript package (`clients/typescript`,
+//! imported by its package name as the API imports it):
 //!
-//! - forward: the package publishes every kind of message (0 and 59 seconds, a fractional
-//!   duration, the largest duration, every optional field absent, failed interviews) into the local
-//!   pipeline (`sophia_local::runner`, configured for it only through the variables the runner
-//!   prints for the API); the Rust consumers settle them and generate the reports; MongoDB is
-//!   checked;
+//! - forward: a scratch API project (`clients/typescript/scripts/scratch.mjs`: the PACKED tarball
+//!   installed next to the project's own, older `@aws-sdk/client-sqs` and its own `mongodb`
+//!   driver) publishes every kind of message with its own injected SQS client (0 and 59 seconds, a
+//!   fractional duration, the largest duration, every optional field absent, failed interviews, a
+//!   `report.generate`) and runs the admin retry of a FAILED report at 3 attempts (attempts reset
+//!   with its driver, then a re-publish) into the local pipeline (`sophia_local::runner`,
+//!   configured only through the variables the runner prints for the API); the Rust consumers
+//!   settle them and generate the reports; MongoDB is checked;
 //! - reverse: what `sophia-ops publish` and the settlement producer send, captured off fauxqs,
 //!   passes the package's runtime validation, and the TypeScript and Rust verdicts agree on a body
 //!   the consumer drops.
 //!
-//! Needs Node 20+ (`node`, `npm`); installs the package (`npm ci`) when its node_modules is
-//! missing and builds it once per run. Without Node the tests FAIL with a message: they never pass
+//! Needs Node 20+ (`node`, `npm`) and the npm registry (or the npm cache) for the scratch
+//! project's first install; installs the package (`npm ci`) when its node_modules is missing and
+//! builds and packs it once per run. Without Node the tests FAIL with a message: they never pass
 //! silently.
 
 mod ops_support;
@@ -31,6 +35,8 @@ use sophia_contracts::{
 use sophia_credits::{CreditsStore, seed};
 use sophia_local::runner::{Runner, RunnerOptions};
 use sophia_platform::config;
+use sophia_reports::fixtures::InterviewFixture;
+use sophia_reports::store::ReportStore;
 
 fn package_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("clients/typescript")
@@ -67,6 +73,24 @@ fn built_package() -> &'static Path {
         }
         run_checked(Command::new("npm").args(["run", "build", "--silent"]).current_dir(&dir), "npm run build");
         dir
+    })
+}
+
+/// The scratch API project with the packed tarball installed (`scripts/scratch.mjs`: npm pack,
+/// `npm ci` of its committed lockfile when it changed, the tarball, one SDK copy, tsc), once per
+/// test binary: its directory and its own `@aws-sdk/client-sqs` version.
+fn scratch_project() -> &'static (PathBuf, String) {
+    static SCRATCH: OnceLock<(PathBuf, String)> = OnceLock::new();
+    SCRATCH.get_or_init(|| {
+        let dir = built_package();
+        // --prebuilt: the dist/ built_package() made (the other test reads it meanwhile).
+        let out = run_checked(
+            Command::new("node").arg(dir.join("scripts/scratch.mjs")).arg("--prebuilt").current_dir(dir),
+            "scratch.mjs",
+        );
+        let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("scratch.mjs printed no JSON ({e}): {out}"));
+        (PathBuf::from(last["dir"].as_str().unwrap()), last["sdk"].as_str().unwrap().to_owned())
     })
 }
 
@@ -225,16 +249,46 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
         publishes.push(c);
     }
 
-    // Only what `sophia-local up` prints for the API.
-    let env: BTreeMap<String, String> = sophia_local::runner::api_env(runner.env());
+    // Two interviews outside the credits flow (another organization, already settled): one gets a
+    // report.generate from the API, the other has a FAILED report at 3 attempts for the admin retry.
+    let other = OrganizationId::new(bson::oid::ObjectId::new());
+    let (fresh, _) = InterviewFixture::new(other).insert(&db).await.unwrap();
+    let (exhausted, _) = InterviewFixture::new(other).insert(&db).await.unwrap();
+    ReportStore::new(&db)
+        .collection()
+        .insert_one(doc! {"_id": bson::oid::ObjectId::new(), "interviewId": exhausted.oid(), "organizationId": other.oid(), "status": "FAILED", "attemptCount": 3_i32})
+        .await
+        .unwrap();
+    let ids_of =
+        |i: InterviewId| serde_json::json!({"interviewId": i.to_string(), "organizationId": other.to_string()});
+    publishes.push(
+        serde_json::json!({"kind": "report", "input": ids_of(fresh), "requestId": format!("settlement-{fresh}")}),
+    );
+    publishes.push(serde_json::json!({"kind": "retry", "input": ids_of(exhausted), "resetAttempts": false}));
+    publishes.push(serde_json::json!({"kind": "retry", "input": ids_of(exhausted), "resetAttempts": true}));
+
+    // Only what `sophia-local up` prints for the API, and the report queue the API publishes to.
+    let mut env: BTreeMap<String, String> = sophia_local::runner::api_env(runner.env());
     assert!(env.contains_key(config::INTERVIEW_COMPLETED_QUEUE_URL) && env.contains_key("AWS_ENDPOINT_URL_SQS"));
+    env.insert(config::REPORT_GENERATE_QUEUE_URL.to_owned(), runner.env()[config::REPORT_GENERATE_QUEUE_URL].clone());
     let cases_json = serde_json::Value::from(publishes).to_string();
-    let results = node_script("publish-cases.mjs", &[&cases_json], &env);
-    let results = results.as_array().expect("one result per case");
-    assert_eq!(results.len(), CASES.len());
+    let (scratch, sdk) = scratch_project();
+    let mut cmd = Command::new("node");
+    cmd.arg(scratch.join("publish-all.mjs")).arg(&cases_json).current_dir(scratch).envs(&env);
+    let stdout = run_checked(&mut cmd, "the scratch API's publish-all.mjs");
+    let out: serde_json::Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("no JSON ({e}): {stdout}"));
+    assert_eq!(&out["sdk"], sdk.as_str(), "published with the scratch project's own SDK");
+    let results = out["results"].as_array().expect("one result per case");
+    assert_eq!(results.len(), CASES.len() + 3);
     for (case, r) in CASES.iter().zip(results) {
         assert_eq!(r["status"], "sent", "{}: {r}", case.name);
     }
+    assert_eq!(results[CASES.len()]["status"], "sent", "report.generate: {}", results[CASES.len()]);
+    assert_eq!(results[CASES.len() + 1]["error"]["kind"], "attempts-exhausted", "{}", results[CASES.len() + 1]);
+    let retried = &results[CASES.len() + 2];
+    assert_eq!((&retried["outcome"], &retried["attemptsReset"]), (&"published".into(), &true.into()), "{retried}");
+    assert_eq!(retried["requestId"], format!("admin-retry-{exhausted}"));
     let fractional: serde_json::Value = serde_json::from_str(results[2]["body"].as_str().unwrap()).unwrap();
     assert_eq!(fractional["durationSeconds"], 754.5, "the fraction travels as published");
     let defaults: serde_json::Value = serde_json::from_str(results[4]["body"].as_str().unwrap()).unwrap();
@@ -246,6 +300,13 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
     let until = Instant::now() + Duration::from_secs(180);
     loop {
         let settled = found(&db, "interviews", doc! {"_id": {"$in": &oids}, "settledAt": {"$ne": null}}).await.len();
+        // nx-27017 has no transactions: `settledAt` can be visible before the ledger entries are.
+        let ledgered: i64 =
+            found(&db, "creditLedger", doc! {"reference.id": {"$in": &oids}, "type": {"$in": ["SETTLE", "RELEASE"]}})
+                .await
+                .iter()
+                .map(|e| int(e, "amount"))
+                .sum();
         let reports = found(
             &db,
             "interviewReports",
@@ -253,10 +314,21 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
         )
         .await
         .len();
-        if settled == CASES.len() && reports == expected_reports {
+        let generated = found(
+            &db,
+            "interviewReports",
+            doc! {"interviewId": {"$in": [fresh.oid(), exhausted.oid()]}, "status": "COMPLETED"},
+        )
+        .await
+        .len();
+        let reserved: i64 = CASES.iter().map(|c| c.reserved).sum();
+        if settled == CASES.len() && ledgered == reserved && reports == expected_reports && generated == 2 {
             break;
         }
-        assert!(Instant::now() < until, "not done after 180 s: {settled} settled, {reports} reports");
+        assert!(
+            Instant::now() < until,
+            "not done after 180 s: {settled} settled, {ledgered} of {reserved} credits settled or released, {reports} reports, {generated} of the 2 API-triggered reports"
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 
@@ -284,6 +356,22 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
                     case.name
                 );
             }
+        }
+    }
+    // report.generate published by the API for an interview without a report, and the admin retry
+    // of a FAILED report at 3 attempts: both generated by the Rust consumer.
+    for (id, reset) in [(fresh, false), (exhausted, true)] {
+        let report = found(&db, "interviewReports", doc! {"interviewId": id.oid()}).await;
+        assert_eq!(report.len(), 1, "{id}: one report");
+        assert_eq!(report[0].get_str("status"), Ok("COMPLETED"), "{id}: {:?}", report[0]);
+        assert_eq!(int(&report[0], "attemptCount"), 1, "{id}: one attempt (after the reset: a fresh budget)");
+        assert_eq!(report[0].get_datetime("attemptsResetAt").is_ok(), reset, "the reset is recorded: {:?}", report[0]);
+        if reset {
+            // Who and when, as `sophia-ops report retry --reset-attempts` records it.
+            let last = report[0].get_document("lastRetry").expect("lastRetry");
+            assert_eq!((last.get_str("by"), last.get_str("via")), (Ok("scratch-api-admin"), Ok("api-admin-retry")));
+            assert_eq!((int(last, "attemptsBefore"), last.get_str("statusBefore")), (3, Ok("FAILED")));
+            assert_eq!(report[0].get_array("retries").map(Vec::len), Ok(1));
         }
     }
     let violations = sophia_credits::invariants::check_all(&store).await.unwrap();

@@ -53,6 +53,8 @@ const VERIFIED_SHAS: Record<string, [string, string]> = {
   "pulumi/actions": ["8582a9e8cc630786854029b4e09281acd6794b58", "v6.6.1"],
   "actions/upload-artifact": ["ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"],
   "actions/download-artifact": ["d3f86a106a0bac45b974a628896c90dbdf5c8093", "v4.3.0"],
+  // client-publish.yml: the tarball's build-provenance attestation (tag v4.1.0 of actions/attest-build-provenance).
+  "actions/attest-build-provenance": ["a2bbfa25375fe432b6a289bc6b6cd05ecd0c4c32", "v4.1.0"],
 };
 
 /** GitHub's `paths` filter: glob patterns, `!` negates, the last matching pattern decides. */
@@ -117,10 +119,14 @@ test("every action in every workflow is pinned by a verified full commit SHA, th
   assert.ok(count >= 20, `uses: lines found: ${count}`);
 });
 
-test("every checkout keeps no credentials; every Node is 22", () => {
+test("every checkout keeps no credentials; every Node is 22 (but a matrix of the supported versions that includes 22)", () => {
   for (const { file, name, job } of allJobs) {
     for (const s of uses(job, "actions/checkout")) assert.equal(s.with?.["persist-credentials"], false, `${file} ${name}`);
-    for (const s of uses(job, "actions/setup-node")) assert.equal(s.with?.["node-version"], 22, `${file} ${name}`);
+    for (const s of uses(job, "actions/setup-node")) {
+      const matrix = (job as { strategy?: { matrix?: { node?: unknown[] } } }).strategy?.matrix?.node;
+      if (s.with?.["node-version"] === "${{ matrix.node }}") assert.ok(matrix?.includes(22), `${file} ${name}: ${matrix}`);
+      else assert.equal(s.with?.["node-version"], 22, `${file} ${name}`);
+    }
   }
 });
 

@@ -1,12 +1,17 @@
 /**
  * @sophia/async-jobs-client: the API's side of the Sophia async jobs contract.
  *
- * - `InterviewQueuePublisher` (`publishInterviewCompleted`, `publishInterviewFailed`);
+ * - `InterviewQueuePublisher` (`publishInterviewCompleted`, `publishInterviewFailed`,
+ *   `publishReportGenerate`);
+ * - `retryReportGeneration`: the admin "regenerate report", with the attempts reset as data;
  * - the message and stored-document types, generated from functions/contracts/schemas;
  * - `check` / `assertValid` / `checkWireMessage`: runtime validation against the same schemas.
  */
 export * from "./generated/index";
+// Explicit exports win over the generated `export *` of the same names: these narrow by `type`.
+export { EVENT_TYPES, type EventType, type InterviewCompleted, type InterviewQueueMessage, type MessageAttributes, type RequestId } from "./types";
 export * from "./publish";
+export * from "./admin";
 export {
   assertValid,
   check,

@@ -1,50 +1,69 @@
 /**
- * The API's producers of the interview queue (the spec's `sqs.service.ts`):
- * `publishInterviewCompleted` and `publishInterviewFailed`.
+ * The API's producers (the spec's `sqs.service.ts`): `publishInterviewCompleted`,
+ * `publishInterviewFailed` and `publishReportGenerate`. Every behaviour below is a decision written
+ * down in the package README ("Behaviour"):
  *
- * - `completedAt` / `failedAt` default to now, `durationSeconds` to 0;
- * - every message carries the String attributes `requestId` (`unknown` when the caller has none)
- *   and `eventType`;
- * - the body is validated against the contract before it is sent: what the Rust consumers would
- *   drop is a {@link ContractViolationError} for the caller, never a message on the queue;
- * - without a queue URL (`INTERVIEW_COMPLETED_QUEUE_URL`) the publish is skipped with a warning;
+ * - the input is checked first, whatever the configuration: bad input of any JavaScript type
+ *   (`null`, a number, an unknown key, an invalid Date...) is a {@link ContractViolationError}
+ *   naming the field, never a `TypeError`, and it throws even when the queue URL is missing;
+ * - unknown input keys are refused (a typo such as `durationSecond` must not bill 0);
+ * - `completedAt` / `failedAt` default to now; `durationSeconds` is required by the types, and a
+ *   plain-JavaScript call that omits it keeps the spec's default 0 with a warning naming the
+ *   interview id;
+ * - every message carries the String attributes `requestId` (`unknown` when the caller has none;
+ *   longer than 256 characters: cut, as the Rust producer does) and `eventType`;
+ * - without the queue's URL the publish is skipped with a warning (the spec's behaviour);
+ * - the default logger is quiet on success (warnings only);
  * - SQS errors are thrown to the caller as the SDK raised them.
  */
 import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 
-import type { InterviewCompleted } from "./generated/interview-completed";
-import type { InterviewFailed } from "./generated/interview-failed";
 import type { EventType } from "./generated/message-attributes";
-import { assertValid } from "./validate";
+import type { SchemaName } from "./generated/schemas";
+import type { InterviewCompleted, InterviewFailed, ReportGenerate } from "./types";
+import { assertValid, ContractViolationError, type ContractIssue } from "./validate";
 
 export const INTERVIEW_COMPLETED_QUEUE_URL = "INTERVIEW_COMPLETED_QUEUE_URL";
+export const REPORT_GENERATE_QUEUE_URL = "REPORT_GENERATE_QUEUE_URL";
 /** The attribute value when the caller has no request id (the API's `requestIdForPublish`). */
 export const UNKNOWN_REQUEST_ID = "unknown";
 /** A request id is an identifier: longer input is cut (as the Rust producer does). */
 export const REQUEST_ID_MAX_LENGTH = 256;
 
-/** What the publisher logs through; `console` fits. Never given candidate text. */
+/** What the publisher logs through. Never given candidate text. */
 export interface Logger {
   warn(message: string, fields?: Record<string, unknown>): void;
+  /** Called once per successful publish when present; the default logger has none. */
   info?(message: string, fields?: Record<string, unknown>): void;
 }
 
-/** The part of `SQSClient` the publisher uses (inject a stub in unit tests). */
+/** Warnings to `console.warn`; nothing on success. */
+export const defaultLogger: Logger = {
+  warn: (message, fields) => console.warn(message, fields ?? {}),
+};
+
+/**
+ * The part of `SQSClient` the publisher uses (inject the API's own client, or a stub in unit
+ * tests). The command is built from the `@aws-sdk/client-sqs` the API installed (a peer
+ * dependency: one copy of the SDK), so an injected client always matches it.
+ */
 export interface SqsSender {
   send(command: SendMessageCommand): Promise<{ MessageId?: string | undefined }>;
 }
 
 export interface PublisherOptions {
-  /** The interview queue's URL; `undefined` or empty: every publish is skipped with a warning. */
+  /** The interview queue's URL; `undefined` or blank: its publishes are skipped with a warning. */
   queueUrl: string | undefined;
-  /** Default: {@link defaultSqsClient} of `env`. */
-  client?: SqsSender;
+  /** The report queue's URL (`REPORT_GENERATE_QUEUE_URL`); absent: `publishReportGenerate` is skipped. */
+  reportQueueUrl?: string | undefined;
+  /** Default: {@link defaultSqsClient} of `env`, built on the first send. */
+  client?: SqsSender | undefined;
   /** Where the default client reads `AWS_ENDPOINT_URL_SQS` / `AWS_ENDPOINT_URL`. Default: `process.env`. */
-  env?: Record<string, string | undefined>;
-  /** Default: `console`. */
-  logger?: Logger;
+  env?: Record<string, string | undefined> | undefined;
+  /** Default: {@link defaultLogger} (warnings only). */
+  logger?: Logger | undefined;
   /** Default: `() => new Date()`; for the `completedAt` / `failedAt` defaults. */
-  now?: () => Date;
+  now?: (() => Date) | undefined;
 }
 
 export interface InterviewCompletedInput {
@@ -52,8 +71,11 @@ export interface InterviewCompletedInput {
   organizationId: string;
   /** Default: now. */
   completedAt?: Date | string | undefined;
-  /** Any finite, non-negative number of seconds (fractions are billed by floor(s / 60)). Default: 0. */
-  durationSeconds?: number | undefined;
+  /**
+   * Any finite, non-negative number of seconds (billed by floor(s / 60)). Required: an omission
+   * would bill nothing and release the whole reservation.
+   */
+  durationSeconds: number;
 }
 
 export interface InterviewFailedInput {
@@ -65,6 +87,11 @@ export interface InterviewFailedInput {
   failedAt?: Date | string | undefined;
 }
 
+export interface ReportGenerateInput {
+  interviewId: string;
+  organizationId: string;
+}
+
 export interface PublishContext {
   /** The API request that caused the message; blank or absent becomes `unknown`. */
   requestId?: string | undefined;
@@ -74,13 +101,78 @@ export type PublishResult =
   | { status: "sent"; messageId: string; eventType: EventType; body: string }
   | { status: "skipped"; eventType: EventType; reason: string };
 
-/** `unknown` for a missing or blank id, the first 256 characters otherwise. */
+/** The request id of a settlement-triggered `report.generate` (the spec's `settlement-${interviewId}`). */
+export function settlementRequestId(interviewId: string): string {
+  return `settlement-${interviewId}`;
+}
+
+/** The request id of an admin re-publish (as `sophia-ops report retry`): `admin-retry-<interviewId>`. */
+export function adminRetryRequestId(interviewId: string): string {
+  return `admin-retry-${interviewId}`;
+}
+
+/** `unknown` for a missing or blank id, the first 256 characters (code points) otherwise. */
 export function requestIdForPublish(requestId: string | undefined): string {
+  if (requestId !== undefined && typeof requestId !== "string") {
+    throw new ContractViolationError("message-attributes", [{ path: "/requestId", problem: "must be a string" }]);
+  }
   const trimmed = requestId?.trim();
   return trimmed ? [...trimmed].slice(0, REQUEST_ID_MAX_LENGTH).join("") : UNKNOWN_REQUEST_ID;
 }
 
-function iso(at: Date | string | undefined, now: () => Date): string {
+// --- input checks: any JavaScript value in, a ContractViolationError (never a TypeError) out ---
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+type FieldKind = "value" | "time";
+
+/**
+ * The input's own fields, checked: a plain object with known keys only. Field values are checked by
+ * the body's schema afterwards (except datetimes, which may be a Date here).
+ */
+function fieldsOf(schema: SchemaName, input: unknown, fields: Record<string, FieldKind>): Record<string, unknown> {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+    throw new ContractViolationError(schema, [{ path: "", problem: `input must be an object, got ${describe(input)}` }]);
+  }
+  const issues: ContractIssue[] = [];
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(input)) {
+    if (!Object.hasOwn(fields, key)) issues.push({ path: `/${key}`, problem: "is not a field of this input" });
+  }
+  for (const [key, kind] of Object.entries(fields)) {
+    const value = (input as Record<string, unknown>)[key];
+    if (kind === "time" && value !== undefined && typeof value !== "string" && !(value instanceof Date)) {
+      issues.push({ path: `/${key}`, problem: `must be a Date or an RFC 3339 string, got ${describe(value)}` });
+    }
+    out[key] = value;
+  }
+  if (issues.length > 0) throw new ContractViolationError(schema, issues);
+  return out;
+}
+
+function contextOf(context: unknown): string {
+  if (context === undefined) return requestIdForPublish(undefined);
+  const proto: unknown = typeof context === "object" && context !== null ? Object.getPrototypeOf(context) : undefined;
+  if (proto !== Object.prototype && proto !== null) {
+    throw new ContractViolationError("message-attributes", [
+      { path: "", problem: `context must be a plain object ({ requestId }), got ${describe(context)}` },
+    ]);
+  }
+  const extra = Object.keys(context as object).filter((k) => k !== "requestId");
+  if (extra.length > 0) {
+    throw new ContractViolationError(
+      "message-attributes",
+      extra.map((k) => ({ path: `/${k}`, problem: "is not a field of the publish context" })),
+    );
+  }
+  return requestIdForPublish((context as { requestId?: string }).requestId);
+}
+
+function iso(at: unknown, now: () => Date): unknown {
   if (at === undefined) return now().toISOString();
   // An invalid Date would throw a RangeError naming nothing; let the contract name the field.
   if (at instanceof Date) return Number.isNaN(at.getTime()) ? "Invalid Date" : at.toISOString();
@@ -89,27 +181,48 @@ function iso(at: Date | string | undefined, now: () => Date): string {
 
 /** The completed body exactly as it goes on the wire, after the defaults; validated. */
 export function interviewCompletedBody(input: InterviewCompletedInput, now: () => Date = () => new Date()): InterviewCompleted {
-  const body: InterviewCompleted = {
-    interviewId: input.interviewId,
-    organizationId: input.organizationId,
-    completedAt: iso(input.completedAt, now),
-    durationSeconds: input.durationSeconds ?? 0,
+  const f = fieldsOf("interview-completed", input, {
+    interviewId: "value",
+    organizationId: "value",
+    completedAt: "time",
+    durationSeconds: "value",
+  });
+  const body = {
+    interviewId: f["interviewId"],
+    organizationId: f["organizationId"],
+    completedAt: iso(f["completedAt"], now),
+    // Only an absent value takes the default: `null` is a mistake the contract names.
+    durationSeconds: f["durationSeconds"] === undefined ? 0 : f["durationSeconds"],
   };
   assertValid("interview-completed", body);
-  return body;
+  return body as InterviewCompleted;
 }
 
 /** The failed body exactly as it goes on the wire, after the defaults; validated. */
 export function interviewFailedBody(input: InterviewFailedInput, now: () => Date = () => new Date()): InterviewFailed {
-  const body: InterviewFailed = {
+  const f = fieldsOf("interview-failed", input, {
+    interviewId: "value",
+    organizationId: "value",
+    failureReason: "value",
+    failedAt: "time",
+  });
+  const body = {
     type: "interview.failed",
-    interviewId: input.interviewId,
-    organizationId: input.organizationId,
-    failureReason: input.failureReason,
-    failedAt: iso(input.failedAt, now),
+    interviewId: f["interviewId"],
+    organizationId: f["organizationId"],
+    failureReason: f["failureReason"],
+    failedAt: iso(f["failedAt"], now),
   };
   assertValid("interview-failed", body);
-  return body;
+  return body as InterviewFailed;
+}
+
+/** The report.generate body exactly as it goes on the wire; validated. */
+export function reportGenerateBody(input: ReportGenerateInput): ReportGenerate {
+  const f = fieldsOf("report-generate", input, { interviewId: "value", organizationId: "value" });
+  const body = { interviewId: f["interviewId"], organizationId: f["organizationId"] };
+  assertValid("report-generate", body);
+  return body as ReportGenerate;
 }
 
 /**
@@ -123,56 +236,95 @@ export function defaultSqsClient(env: Record<string, string | undefined> = proce
   return new SQSClient(endpoint ? { endpoint, useQueueUrlAsEndpoint: false } : {});
 }
 
+function optionalString(name: string, value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string") {
+    throw new ContractViolationError("message-attributes", [{ path: `/${name}`, problem: `option must be a string, got ${describe(value)}` }]);
+  }
+  return value.trim() || undefined;
+}
+
 export class InterviewQueuePublisher {
   private readonly queueUrl: string | undefined;
+  private readonly reportQueueUrl: string | undefined;
   private client: SqsSender | undefined;
   private readonly logger: Logger;
   private readonly now: () => Date;
   private readonly env: Record<string, string | undefined>;
 
   constructor(options: PublisherOptions) {
-    this.queueUrl = options.queueUrl?.trim() || undefined;
+    if (typeof options !== "object" || options === null) {
+      throw new ContractViolationError("message-attributes", [{ path: "", problem: `options must be an object, got ${describe(options)}` }]);
+    }
+    this.queueUrl = optionalString("queueUrl", options.queueUrl);
+    this.reportQueueUrl = optionalString("reportQueueUrl", options.reportQueueUrl);
     this.client = options.client;
-    this.logger = options.logger ?? console;
+    this.logger = options.logger ?? defaultLogger;
     this.now = options.now ?? (() => new Date());
     this.env = options.env ?? process.env;
   }
 
-  /** The queue URL from `INTERVIEW_COMPLETED_QUEUE_URL` (as the API's env.ts reads it). */
+  /** The queue URLs from `INTERVIEW_COMPLETED_QUEUE_URL` and `REPORT_GENERATE_QUEUE_URL` (as the API's env.ts reads them). */
   static fromEnv(
     env: Record<string, string | undefined> = process.env,
-    options: Omit<PublisherOptions, "queueUrl"> = {},
+    options: Omit<PublisherOptions, "queueUrl" | "reportQueueUrl"> = {},
   ): InterviewQueuePublisher {
-    return new InterviewQueuePublisher({ env, ...options, queueUrl: env[INTERVIEW_COMPLETED_QUEUE_URL] });
+    return new InterviewQueuePublisher({
+      env,
+      ...options,
+      queueUrl: env[INTERVIEW_COMPLETED_QUEUE_URL],
+      reportQueueUrl: env[REPORT_GENERATE_QUEUE_URL],
+    });
   }
 
-  async publishInterviewCompleted(input: InterviewCompletedInput, context: PublishContext = {}): Promise<PublishResult> {
+  async publishInterviewCompleted(input: InterviewCompletedInput, context?: PublishContext): Promise<PublishResult> {
+    const requestId = contextOf(context);
     const body = interviewCompletedBody(input, this.now);
-    return this.send(JSON.stringify(body), "interview.completed", context, input.interviewId);
+    if ((input as Partial<InterviewCompletedInput>).durationSeconds === undefined) {
+      // Plain JavaScript only (the types require it): the spec's default, said out loud.
+      this.logger.warn("durationSeconds missing: the spec's default 0 is used (nothing is billed, the whole reservation is released)", {
+        interviewId: body.interviewId,
+        requestId,
+      });
+    }
+    return this.send(this.queueUrl, INTERVIEW_COMPLETED_QUEUE_URL, JSON.stringify(body), "interview.completed", requestId, body.interviewId);
   }
 
-  async publishInterviewFailed(input: InterviewFailedInput, context: PublishContext = {}): Promise<PublishResult> {
+  async publishInterviewFailed(input: InterviewFailedInput, context?: PublishContext): Promise<PublishResult> {
+    const requestId = contextOf(context);
     const body = interviewFailedBody(input, this.now);
-    return this.send(JSON.stringify(body), "interview.failed", context, input.interviewId);
+    return this.send(this.queueUrl, INTERVIEW_COMPLETED_QUEUE_URL, JSON.stringify(body), "interview.failed", requestId, body.interviewId);
+  }
+
+  /**
+   * `report.generate` on the report queue. The spec's request ids: {@link settlementRequestId}
+   * after a settlement, {@link adminRetryRequestId} for an admin retry (see `retryReportGeneration`:
+   * a FAILED report needs its attempts reset first, or the consumer acknowledges without a retry).
+   */
+  async publishReportGenerate(input: ReportGenerateInput, context?: PublishContext): Promise<PublishResult> {
+    const requestId = contextOf(context);
+    const body = reportGenerateBody(input);
+    return this.send(this.reportQueueUrl, REPORT_GENERATE_QUEUE_URL, JSON.stringify(body), "report.generate", requestId, body.interviewId);
   }
 
   private async send(
+    queueUrl: string | undefined,
+    variable: string,
     body: string,
     eventType: EventType,
-    context: PublishContext,
+    requestId: string,
     interviewId: string,
   ): Promise<PublishResult> {
-    const requestId = requestIdForPublish(context.requestId);
     assertValid("message-attributes", { requestId, eventType });
-    if (!this.queueUrl) {
-      const reason = `${INTERVIEW_COMPLETED_QUEUE_URL} is not set; publish skipped`;
+    if (!queueUrl) {
+      const reason = `${variable} is not set; publish skipped`;
       this.logger.warn(reason, { eventType, requestId, interviewId });
       return { status: "skipped", eventType, reason };
     }
     this.client ??= defaultSqsClient(this.env);
     const out = await this.client.send(
       new SendMessageCommand({
-        QueueUrl: this.queueUrl,
+        QueueUrl: queueUrl,
         MessageBody: body,
         MessageAttributes: {
           requestId: { DataType: "String", StringValue: requestId },
@@ -194,14 +346,16 @@ export function defaultPublisher(): InterviewQueuePublisher {
 }
 
 /** `publishInterviewCompleted` of the spec's `sqs.service.ts`, on {@link defaultPublisher}. */
-export function publishInterviewCompleted(
-  input: InterviewCompletedInput,
-  context: PublishContext = {},
-): Promise<PublishResult> {
+export function publishInterviewCompleted(input: InterviewCompletedInput, context?: PublishContext): Promise<PublishResult> {
   return defaultPublisher().publishInterviewCompleted(input, context);
 }
 
 /** `publishInterviewFailed` of the spec's `sqs.service.ts`, on {@link defaultPublisher}. */
-export function publishInterviewFailed(input: InterviewFailedInput, context: PublishContext = {}): Promise<PublishResult> {
+export function publishInterviewFailed(input: InterviewFailedInput, context?: PublishContext): Promise<PublishResult> {
   return defaultPublisher().publishInterviewFailed(input, context);
+}
+
+/** `publishReportGenerate` of the spec's `sqs.service.ts`, on {@link defaultPublisher}. */
+export function publishReportGenerate(input: ReportGenerateInput, context?: PublishContext): Promise<PublishResult> {
+  return defaultPublisher().publishReportGenerate(input, context);
 }

@@ -78,7 +78,7 @@ test("a queue that does not exist is an SDK error for the caller", async () => {
     client: sqs,
     logger: { warn: () => {} },
   });
-  await assert.rejects(publisher.publishInterviewCompleted({ interviewId: I, organizationId: O }), (e: Error) =>
+  await assert.rejects(publisher.publishInterviewCompleted({ interviewId: I, organizationId: O, durationSeconds: 60 }), (e: Error) =>
     /QueueDoesNotExist|does not exist/i.test(`${e.name} ${e.message}`),
   );
 });

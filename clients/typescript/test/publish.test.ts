@@ -4,7 +4,15 @@ import { test } from "node:test";
 
 import type { SendMessageCommand } from "@aws-sdk/client-sqs";
 
-import { ContractViolationError, defaultSqsClient, InterviewQueuePublisher, type Logger, requestIdForPublish } from "../src/index";
+import {
+  ContractViolationError,
+  defaultSqsClient,
+  type InterviewCompletedInput,
+  InterviewQueuePublisher,
+  type Logger,
+  requestIdForPublish,
+  settlementRequestId,
+} from "../src/index";
 
 const I = "65a1b2c3d4e5f60718293a4b";
 const O = "65a1b2c3d4e5f60718293a4c";
@@ -28,10 +36,10 @@ function recorder(fail?: Error) {
   return { sent, logs, client, logger };
 }
 
-test("completed: completedAt defaults to now, durationSeconds to 0; attributes requestId 'unknown' and eventType", async () => {
+test("completed: completedAt defaults to now; attributes requestId 'unknown' and eventType", async () => {
   const r = recorder();
   const publisher = new InterviewQueuePublisher({ queueUrl: URL, client: r.client, logger: r.logger, now: () => NOW });
-  const result = await publisher.publishInterviewCompleted({ interviewId: I, organizationId: O });
+  const result = await publisher.publishInterviewCompleted({ interviewId: I, organizationId: O, durationSeconds: 0 });
   assert.equal(result.status, "sent");
   assert.equal(r.sent.length, 1);
   assert.equal(r.sent[0]!.QueueUrl, URL);
@@ -91,20 +99,20 @@ test("SDK errors reach the caller unchanged", async () => {
   const boom = Object.assign(new Error("The specified queue does not exist."), { name: "QueueDoesNotExist" });
   const r = recorder(boom);
   const publisher = new InterviewQueuePublisher({ queueUrl: URL, client: r.client, logger: r.logger });
-  await assert.rejects(publisher.publishInterviewCompleted({ interviewId: I, organizationId: O }), (e) => e === boom);
+  await assert.rejects(publisher.publishInterviewCompleted({ interviewId: I, organizationId: O, durationSeconds: 1 }), (e) => e === boom);
 });
 
 test("what the consumer would drop is refused before anything is sent", async () => {
   const r = recorder();
   const publisher = new InterviewQueuePublisher({ queueUrl: URL, client: r.client, logger: r.logger });
   for (const bad of [
-    { interviewId: "nope", organizationId: O },
+    { interviewId: "nope", organizationId: O, durationSeconds: 1 },
     { interviewId: I, organizationId: O, durationSeconds: -1 },
     { interviewId: I, organizationId: O, durationSeconds: Number.NaN },
     { interviewId: I, organizationId: O, durationSeconds: 2 ** 53 },
-    { interviewId: I, organizationId: O, completedAt: "2026-12-02 17:30:00" },
+    { interviewId: I, organizationId: O, durationSeconds: 1, completedAt: "2026-12-02 17:30:00" },
   ]) {
-    await assert.rejects(publisher.publishInterviewCompleted(bad), ContractViolationError, JSON.stringify(bad));
+    await assert.rejects(publisher.publishInterviewCompleted(bad as InterviewCompletedInput), ContractViolationError, JSON.stringify(bad));
   }
   assert.equal(r.sent.length, 0);
 });
@@ -121,4 +129,160 @@ test("the default client sends to AWS_ENDPOINT_URL_SQS, not to the queue URL's h
   const endpoint = await local.config.endpoint!();
   assert.equal(`${endpoint.protocol}//${endpoint.hostname}:${endpoint.port}`, "http://127.0.0.1:4566");
   assert.notEqual(defaultSqsClient({}).config.useQueueUrlAsEndpoint, false, "on AWS the queue URL's host is used");
+});
+
+test("plain JavaScript without durationSeconds: the spec's default 0, with a warning naming the interview id", async () => {
+  const r = recorder();
+  const publisher = new InterviewQueuePublisher({ queueUrl: URL, client: r.client, logger: r.logger, now: () => NOW });
+  const js = { interviewId: I, organizationId: O } as unknown as InterviewCompletedInput;
+  await publisher.publishInterviewCompleted(js, { requestId: "req-js" });
+  assert.equal(JSON.parse(r.sent[0]!.MessageBody!).durationSeconds, 0);
+  const warnings = r.logs.filter((l) => l.level === "warn");
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0]!.message, /durationSeconds missing/);
+  assert.deepEqual(warnings[0]!.fields, { interviewId: I, requestId: "req-js" });
+});
+
+test("report.generate: the body, eventType report.generate, the caller's request id, on the report queue", async () => {
+  const r = recorder();
+  const REPORT_URL = "http://127.0.0.1:1/000000000000/reports";
+  const publisher = new InterviewQueuePublisher({ queueUrl: URL, reportQueueUrl: REPORT_URL, client: r.client, logger: r.logger });
+  const result = await publisher.publishReportGenerate({ interviewId: I, organizationId: O }, { requestId: settlementRequestId(I) });
+  assert.equal(result.status, "sent");
+  assert.equal(r.sent[0]!.QueueUrl, REPORT_URL);
+  assert.equal(r.sent[0]!.MessageBody, `{"interviewId":"${I}","organizationId":"${O}"}`);
+  assert.deepEqual(r.sent[0]!.MessageAttributes, {
+    requestId: { DataType: "String", StringValue: `settlement-${I}` },
+    eventType: { DataType: "String", StringValue: "report.generate" },
+  });
+  const noReportQueue = InterviewQueuePublisher.fromEnv({ INTERVIEW_COMPLETED_QUEUE_URL: URL }, { client: r.client, logger: r.logger });
+  const skipped = await noReportQueue.publishReportGenerate({ interviewId: I, organizationId: O });
+  assert.deepEqual(skipped, { status: "skipped", eventType: "report.generate", reason: "REPORT_GENERATE_QUEUE_URL is not set; publish skipped" });
+  assert.equal(r.sent.length, 1);
+  const fromEnv = InterviewQueuePublisher.fromEnv({ REPORT_GENERATE_QUEUE_URL: REPORT_URL }, { client: r.client, logger: r.logger });
+  assert.equal((await fromEnv.publishReportGenerate({ interviewId: I, organizationId: O })).status, "sent");
+  assert.equal(r.sent[1]!.QueueUrl, REPORT_URL);
+});
+
+test("validation runs before the skip: bad input throws even without a queue URL", async () => {
+  const r = recorder();
+  const publisher = InterviewQueuePublisher.fromEnv({}, { client: r.client, logger: r.logger });
+  await assert.rejects(publisher.publishInterviewCompleted({ interviewId: "x", organizationId: O, durationSeconds: 1 }), ContractViolationError);
+  await assert.rejects(publisher.publishReportGenerate({ interviewId: I, organizationId: "x" }), ContractViolationError);
+  assert.deepEqual(r.logs, [], "no skip warning for a refused input");
+});
+
+test("unknown input keys are refused by name (a typo must not bill 0), values never echoed", async () => {
+  const r = recorder();
+  const publisher = new InterviewQueuePublisher({ queueUrl: URL, client: r.client, logger: r.logger });
+  const typo = { interviewId: I, organizationId: O, durationSecond: 754, note: "MARKER private" } as unknown as InterviewCompletedInput;
+  await assert.rejects(publisher.publishInterviewCompleted(typo), (e: unknown) => {
+    assert.ok(e instanceof ContractViolationError);
+    assert.deepEqual(e.issues.map((i) => i.path), ["/durationSecond", "/note"]);
+    assert.ok(!e.message.includes("MARKER"), e.message);
+    return true;
+  });
+  await assert.rejects(
+    publisher.publishInterviewFailed({ interviewId: I, organizationId: O, failureReason: "x", type: "interview.failed" } as never),
+    ContractViolationError,
+  );
+  await assert.rejects(
+    publisher.publishInterviewCompleted({ interviewId: I, organizationId: O, durationSeconds: 1 }, { requestId: "r", traceId: "t" } as never),
+    (e: unknown) => e instanceof ContractViolationError && e.issues[0]!.path === "/traceId",
+  );
+  assert.equal(r.sent.length, 0);
+});
+
+// Every JavaScript type, in every position: a ContractViolationError, never a TypeError.
+const VALUES: unknown[] = [
+  null,
+  undefined,
+  0,
+  -1,
+  Number.NaN,
+  "",
+  "x",
+  true,
+  [],
+  [I],
+  {},
+  Object.create(null),
+  Symbol("s"),
+  10n,
+  () => I,
+  new Date(Number.NaN),
+  new Map(),
+  Promise.resolve(I),
+];
+
+test("bad input of any JavaScript type is a ContractViolationError, never a TypeError", async () => {
+  const r = recorder();
+  const publisher = new InterviewQueuePublisher({ queueUrl: URL, reportQueueUrl: URL, client: r.client, logger: r.logger });
+  const good = {
+    completed: { interviewId: I, organizationId: O, durationSeconds: 60, completedAt: NOW },
+    failed: { interviewId: I, organizationId: O, failureReason: "x", failedAt: NOW },
+    report: { interviewId: I, organizationId: O },
+  };
+  const call = (kind: keyof typeof good, input: unknown, context?: unknown) =>
+    kind === "completed"
+      ? publisher.publishInterviewCompleted(input as never, context as never)
+      : kind === "failed"
+        ? publisher.publishInterviewFailed(input as never, context as never)
+        : publisher.publishReportGenerate(input as never, context as never);
+  const isContract = (what: string) => (e: unknown) => {
+    assert.ok(e instanceof ContractViolationError, `${what}: ${String(e)}`);
+    return true;
+  };
+  let refused = 0;
+  for (const kind of Object.keys(good) as (keyof typeof good)[]) {
+    for (const v of VALUES) {
+      const what = `${kind} input #${VALUES.indexOf(v)} (${typeof v})`;
+      await assert.rejects(call(kind, v), isContract(what), what);
+      refused++;
+      for (const field of Object.keys(good[kind])) {
+        // The valid ones: undefined for the optional fields (and, in plain JS, durationSeconds),
+        // any string as a failure reason, 0 seconds.
+        if (v === undefined && ["completedAt", "failedAt", "durationSeconds"].includes(field)) continue;
+        if ((field === "failureReason" && typeof v === "string") || (field === "durationSeconds" && v === 0)) continue;
+        await assert.rejects(call(kind, { ...good[kind], [field]: v }), isContract(`${what} as ${field}`), `${what} as ${field}`);
+        refused++;
+      }
+      const plain = typeof v === "object" && v !== null && [Object.prototype, null].includes(Object.getPrototypeOf(v));
+      if (v !== undefined && !plain) {
+        await assert.rejects(call(kind, good[kind], v), isContract(`${what} as context`), `${what} as context`);
+        refused++;
+      }
+      if (v !== undefined && v !== "" && typeof v !== "string") {
+        await assert.rejects(call(kind, good[kind], { requestId: v }), isContract(`${what} as requestId`), `${what} as requestId`);
+        refused++;
+      }
+    }
+  }
+  assert.equal(r.sent.length, 0, "nothing refused was sent");
+  assert.ok(refused > 200, String(refused));
+  assert.throws(() => new InterviewQueuePublisher(null as never), ContractViolationError);
+  assert.throws(() => new InterviewQueuePublisher({ queueUrl: 42 as never }), ContractViolationError);
+});
+
+test("the default logger is quiet on success and warns on a skip", async () => {
+  const seen: string[] = [];
+  const saved = { log: console.log, info: console.info, warn: console.warn, error: console.error, debug: console.debug };
+  for (const k of Object.keys(saved) as (keyof typeof saved)[]) console[k] = (...a: unknown[]) => seen.push(`${k}: ${a.join(" ")}`);
+  try {
+    const r = recorder();
+    await new InterviewQueuePublisher({ queueUrl: URL, client: r.client }).publishInterviewCompleted({ interviewId: I, organizationId: O, durationSeconds: 60 });
+    assert.deepEqual(seen, []);
+    await new InterviewQueuePublisher({ queueUrl: undefined, client: r.client }).publishInterviewCompleted({ interviewId: I, organizationId: O, durationSeconds: 60 });
+    assert.equal(seen.length, 1);
+    assert.match(seen[0]!, /^warn: INTERVIEW_COMPLETED_QUEUE_URL is not set/);
+  } finally {
+    Object.assign(console, saved);
+  }
+});
+
+test("a request id longer than 256 characters is cut (as the Rust producer does), by code point", async () => {
+  const r = recorder();
+  const publisher = new InterviewQueuePublisher({ queueUrl: URL, client: r.client, logger: r.logger });
+  await publisher.publishInterviewCompleted({ interviewId: I, organizationId: O, durationSeconds: 1 }, { requestId: "é".repeat(300) });
+  assert.equal(r.sent[0]!.MessageAttributes!["requestId"]!.StringValue, "é".repeat(256));
 });

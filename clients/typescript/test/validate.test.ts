@@ -3,7 +3,13 @@ import * as assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { schemas, type SchemaName } from "../src/generated/schemas";
-import { check, checkWireMessage, interviewCompletedBody, interviewFailedBody, ContractViolationError } from "../src/index";
+// ajv and ajv-formats are devDependencies: the reference the compiled validators are held to.
+import Ajv2020 from "ajv/dist/2020";
+import addFormatsModule from "ajv-formats";
+import { fullFormats } from "ajv-formats/dist/formats";
+
+import { formats } from "../src/formats";
+import { check, checkWireMessage, interviewCompletedBody, interviewFailedBody, ContractViolationError, isConsumerDateTime } from "../src/index";
 
 const I = "65a1b2c3d4e5f60718293a4b";
 const O = "65a1b2c3d4e5f60718293a4c";
@@ -47,7 +53,7 @@ test("ids are 24 hex characters; every field is required; the union tells the tw
   assert.notDeepEqual(check("interview-queue-message", { ...completed(1), type: "interview.completed" }), []);
 });
 
-test("extra keys are accepted (the consumer ignores them, as Zod strips them)", () => {
+test("the schemas accept extra keys (the consumer ignores them); the publishers' inputs refuse them (publish.test.ts)", () => {
   assert.deepEqual(check("interview-completed", { ...completed(1), extra: { x: 1 } }), []);
 });
 
@@ -63,7 +69,7 @@ test("a violation names the field and the rule, never the value", () => {
     },
   );
   assert.throws(() => interviewCompletedBody({ interviewId: I, organizationId: O, durationSeconds: Number.NaN }), ContractViolationError);
-  assert.throws(() => interviewCompletedBody({ interviewId: I, organizationId: O, completedAt: new Date(Number.NaN) }), /completedAt/);
+  assert.throws(() => interviewCompletedBody({ interviewId: I, organizationId: O, durationSeconds: 1, completedAt: new Date(Number.NaN) }), /completedAt/);
 });
 
 test("checkWireMessage: attributes and the body its eventType names", () => {
@@ -78,8 +84,45 @@ test("checkWireMessage: attributes and the body its eventType names", () => {
   );
 });
 
-test("every contract schema compiles under ajv's strict mode (a new schema with an unknown keyword or format fails here)", () => {
+test("every contract schema has its ahead-of-time validator (strict mode: an unknown keyword or format fails the build)", () => {
   for (const name of Object.keys(schemas) as SchemaName[]) {
     assert.doesNotThrow(() => check(name, {}), name);
+  }
+});
+
+test("the ahead-of-time validators give the verdicts and the issues of ajv compiling the schemas at run time (no check lost)", () => {
+  // What the package did at run time before the validators were compiled at build time.
+  const addFormats = ((addFormatsModule as { default?: unknown }).default ?? addFormatsModule) as (ajv: unknown) => void;
+  const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false, strictRequired: false, verbose: false });
+  addFormats(ajv);
+  ajv.addFormat("date-time", { type: "string", validate: isConsumerDateTime });
+  const failed = { type: "interview.failed", interviewId: I, organizationId: O, failureReason: "x", failedAt: "2026-12-02T17:30:00Z" };
+  const values: unknown[] = [
+    null, 0, "x", [], {}, true,
+    completed(0), completed(59.999), completed(-1), completed(2 ** 53), completed("60"), completed(Number.NaN),
+    completed(1, "2026-12-02 17:30:00Z"), completed(1, "2026-02-30T17:30:00Z"), completed(1, "2026-12-02T18:30:00.1+01:00"),
+    { ...completed(1), interviewId: "65a1" }, { ...completed(1), extra: 1 }, { ...completed(1), type: "interview.completed" },
+    failed, { ...failed, type: "INTERVIEW.FAILED" }, { ...failed, failureReason: 3 }, { ...failed, failedAt: undefined },
+    { interviewId: I, organizationId: O }, { interviewId: I }, { requestId: "r", eventType: "report.generate" },
+    { requestId: "", eventType: "interview.completed" }, { requestId: "r", eventType: "interview.started" },
+    { attemptCount: 2 ** 31, status: "FAILED" }, { attemptCount: 1.5 }, { attemptCount: 3, status: "COMPLETED" },
+  ];
+  let compared = 0;
+  for (const name of Object.keys(schemas) as SchemaName[]) {
+    const runtime = ajv.compile(schemas[name] as object);
+    for (const value of values) {
+      const expected = runtime(value) ? [] : (runtime.errors ?? []).map((e) => ({ path: e.instancePath, problem: e.message ?? e.keyword }));
+      assert.deepEqual(check(name, value), expected, `${name}: ${JSON.stringify(value)}`);
+      compared++;
+    }
+  }
+  assert.ok(compared >= Object.keys(schemas).length * values.length);
+});
+
+test("int32 and int64 are ajv-formats' own definitions", () => {
+  for (const v of [0, 1.5, -(2 ** 31), 2 ** 31 - 1, 2 ** 31, -(2 ** 31) - 1, 2 ** 53, Number.NaN, Number.POSITIVE_INFINITY]) {
+    for (const name of ["int32", "int64"] as const) {
+      assert.equal(formats[name].validate(v), (fullFormats[name] as { validate: (v: number) => boolean }).validate(v), `${name} ${v}`);
+    }
   }
 });

@@ -269,12 +269,13 @@ impl Runner {
 }
 
 /// The variables the API needs to publish into this pipeline and read what it writes: the
-/// interview queue's URL, the SQS endpoint, a region, placeholder credentials (fauxqs checks
-/// none) and MongoDB. `sophia-local up` prints them; the TypeScript contract test runs the
+/// interview queue's and the report queue's URLs (`publishReportGenerate`, the admin retry), the
+/// SQS endpoint, a region, placeholder credentials (fauxqs checks none) and MongoDB. `sophia-local up` prints them; the TypeScript contract test runs the
 /// package with exactly these.
 pub fn api_env(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut api: BTreeMap<String, String> = [
         config::INTERVIEW_COMPLETED_QUEUE_URL,
+        config::REPORT_GENERATE_QUEUE_URL,
         "AWS_ENDPOINT_URL_SQS",
         "AWS_REGION",
         config::MONGODB_URI,
@@ -309,7 +310,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_api_gets_its_queue_endpoint_region_placeholder_credentials_and_mongodb_and_nothing_else() {
+    fn the_api_gets_its_queues_endpoint_region_placeholder_credentials_and_mongodb_and_nothing_else() {
         let env: BTreeMap<String, String> = [
             ("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1"),
             ("AWS_REGION", "us-east-1"),
@@ -333,7 +334,8 @@ mod tests {
                 "AWS_SECRET_ACCESS_KEY",
                 "INTERVIEW_COMPLETED_QUEUE_URL",
                 "MONGODB_DATABASE",
-                "MONGODB_URI"
+                "MONGODB_URI",
+                "REPORT_GENERATE_QUEUE_URL"
             ]
         );
         assert_eq!(api["INTERVIEW_COMPLETED_QUEUE_URL"], "http://q");

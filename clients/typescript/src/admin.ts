@@ -1,0 +1,192 @@
+/**
+ * The API's admin "regenerate report", done as the operator CLI does it (`sophia-ops report retry
+ * [--reset-attempts]`, functions/reports/src/admin.rs): never a synchronous generation, always a
+ * `report.generate` re-publish; a FAILED report that used its attempts gets a fresh budget first,
+ * because the consumer acknowledges a message for a report at MAX_ATTEMPTS without trying again.
+ *
+ * The package brings no MongoDB driver: the reads and the reset are plain data
+ * ({@link interviewFilter}, {@link reportFilter}, {@link resetAttemptsOperation}) run through a
+ * minimal collection interface ({@link MinimalCollection}) that the `mongodb` driver's
+ * `Collection` and Mongoose's `Model.collection` both satisfy, with the caller's ObjectId.
+ */
+import { adminRetryRequestId, type PublishContext, type PublishResult, type ReportGenerateInput } from "./publish";
+import { assertValid, ContractViolationError } from "./validate";
+
+/** The collections the consumers use (the API's Mongoose models map to the same names). */
+export const INTERVIEWS_COLLECTION = "interviews";
+export const REPORTS_COLLECTION = "interviewReports";
+/** The consumer's MAX_ATTEMPTS: at this `attemptCount` a delivery marks the report FAILED and acknowledges. */
+export const MAX_REPORT_ATTEMPTS = 3;
+
+/** Builds the caller's ObjectId from 24 hex characters (`(hex) => new ObjectId(hex)`, `mongoose.Types.ObjectId`). */
+export type ObjectIdFactory = (hex: string) => unknown;
+
+/** What the retry needs of a collection: the driver's `Collection` and Mongoose's `Model.collection` fit. */
+export interface MinimalCollection {
+  findOne(filter: Record<string, unknown>): Promise<Record<string, unknown> | null>;
+  updateOne(filter: Record<string, unknown>, update: Record<string, unknown>): Promise<{ matchedCount: number }>;
+}
+
+/** What the retry needs of a publisher: `InterviewQueuePublisher` fits. */
+export interface ReportGeneratePublisher {
+  publishReportGenerate(input: ReportGenerateInput, context?: PublishContext): Promise<PublishResult>;
+}
+
+/** The interview the report is for: this organization's, not soft-deleted (as the consumer loads it). */
+export function interviewFilter(interviewId: string, organizationId: string, objectId: ObjectIdFactory): Record<string, unknown> {
+  return { _id: objectId(interviewId), organizationId: objectId(organizationId), deletedAt: null };
+}
+
+/** The interview's report document (one per interview). */
+export function reportFilter(interviewId: string, objectId: ObjectIdFactory): Record<string, unknown> {
+  return { interviewId: objectId(interviewId) };
+}
+
+/** Who retries a report, and through what (recorded on the report as `lastRetry.by` / `.via`). */
+export interface RetryOperator {
+  /** The admin user (an id or an e-mail: not candidate data). */
+  by: string;
+  /** Default {@link API_RETRY_VIA}. The operator CLI writes `report-retry` / `dlq-redrive`. */
+  via?: string | undefined;
+}
+
+/** `lastRetry.via` of a retry from the API. */
+export const API_RETRY_VIA = "api-admin-retry";
+
+/**
+ * Whether a read report can get a fresh attempt budget now, as the Rust side decides it
+ * (functions/reports/src/admin.rs `reset_for_retry`): a FAILED report, or one PROCESSING under an
+ * expired lease (its worker is gone); never COMPLETED, NOT_STARTED (it has its whole budget) or
+ * PROCESSING under a live lease (a worker is generating it now).
+ */
+export function isResettable(report: Record<string, unknown>, now: Date): boolean {
+  if (report["status"] === "FAILED") return true;
+  const lease = report["leaseExpiresAt"];
+  return report["status"] === "PROCESSING" && lease instanceof Date && lease.getTime() < now.getTime();
+}
+
+/**
+ * The attempts reset as the Rust side writes it (`reset_for_retry`), for a report read just
+ * before: a compare-and-set on the state read (`_id`, `status`, `attemptCount`, and for an expired
+ * PROCESSING report its `leaseId` and an expired `leaseExpiresAt`), so a consumer claiming the
+ * report in between makes it match nothing; it sets `attemptCount` 0, `attemptsResetAt`,
+ * `updatedAt` and `lastRetry: {at, by, via, attemptsBefore, statusBefore}`, and appends the same
+ * record to `retries`. Plain data: run it with `updateOne(filter, update)` of any driver.
+ */
+export function resetAttemptsOperation(
+  report: Record<string, unknown>,
+  operator: RetryOperator,
+  now: Date = new Date(),
+): { filter: Record<string, unknown>; update: Record<string, unknown> } {
+  const status = String(report["status"]);
+  const filter: Record<string, unknown> = { _id: report["_id"], status, attemptCount: report["attemptCount"] ?? null };
+  if (status === "PROCESSING") {
+    filter["leaseId"] = report["leaseId"] ?? null;
+    filter["leaseExpiresAt"] = { $lt: now };
+  }
+  const mark = { at: now, by: operator.by, via: operator.via ?? API_RETRY_VIA, attemptsBefore: count(report["attemptCount"]), statusBefore: status };
+  return {
+    filter,
+    update: { $set: { attemptCount: 0, attemptsResetAt: now, updatedAt: now, lastRetry: mark }, $push: { retries: mark } },
+  };
+}
+
+export type AdminRetryErrorKind = "interview-not-found" | "attempts-exhausted" | "not-failed" | "contended";
+
+/** Why a retry was refused (nothing was published); `kind` is what to branch on. */
+export class AdminRetryError extends Error {
+  override readonly name = "AdminRetryError";
+  constructor(
+    readonly kind: AdminRetryErrorKind,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface RetryReportGenerationOptions {
+  interviewId: string;
+  organizationId: string;
+  /** Give a FAILED report a fresh attempt budget before re-publishing (`--reset-attempts`). */
+  resetAttempts: boolean;
+  /** Who asks (recorded with a reset in `lastRetry` and `retries`). */
+  operator: RetryOperator;
+  interviews: MinimalCollection;
+  reports: MinimalCollection;
+  objectId: ObjectIdFactory;
+  publisher: ReportGeneratePublisher;
+  /** Default: `() => new Date()`. */
+  now?: (() => Date) | undefined;
+}
+
+export type RetryOutcome =
+  | { outcome: "published"; requestId: string; attemptsReset: boolean; publish: PublishResult }
+  | { outcome: "already-completed" };
+
+function count(value: unknown): number {
+  return typeof value === "number" ? value : typeof value === "object" && value !== null ? Number(value.valueOf()) : 0;
+}
+
+/**
+ * Re-publishes `report.generate` for one interview of one organization, as
+ * `sophia-ops report retry [--reset-attempts]`:
+ *
+ * - the interview must exist in that organization (else `interview-not-found`);
+ * - a COMPLETED report: nothing is published (`already-completed`);
+ * - `resetAttempts`: the report must be FAILED, or PROCESSING under an expired lease (else
+ *   `not-failed`); its attempts are reset (recorded with `operator`), then the message is
+ *   published; a consumer racing the reset makes it decide again (5 times, then `contended`);
+ * - without it, a report at MAX_ATTEMPTS is refused (`attempts-exhausted`: a re-publish would be
+ *   acknowledged without a retry);
+ * - the request id is `admin-retry-<interviewId>`.
+ *
+ * The reset comes before the publish: if the publish then fails (or is skipped for a missing
+ * REPORT_GENERATE_QUEUE_URL), the report is FAILED with 0 attempts and a plain retry publishes.
+ */
+export async function retryReportGeneration(options: RetryReportGenerationOptions): Promise<RetryOutcome> {
+  const { interviewId, organizationId, resetAttempts, operator, interviews, reports, objectId, publisher } = options;
+  const now = options.now ?? (() => new Date());
+  assertValid("report-generate", { interviewId, organizationId });
+  if (typeof operator !== "object" || operator === null || typeof operator.by !== "string" || operator.by.trim() === "") {
+    throw new ContractViolationError("report-generate", [{ path: "/operator/by", problem: "must name who retries (a non-empty string)" }]);
+  }
+  if ((await interviews.findOne(interviewFilter(interviewId, organizationId, objectId))) === null) {
+    throw new AdminRetryError(
+      "interview-not-found",
+      `interview ${interviewId} not found in organization ${organizationId} (absent, soft-deleted or another organization's)`,
+    );
+  }
+  let attemptsReset = false;
+  for (let tries = 0; ; tries++) {
+    const report = await reports.findOne(reportFilter(interviewId, objectId));
+    const status = report === null ? "absent" : String(report["status"]);
+    if (status === "COMPLETED") return { outcome: "already-completed" };
+    if (!resetAttempts) {
+      if (report !== null && count(report["attemptCount"]) >= MAX_REPORT_ATTEMPTS) {
+        throw new AdminRetryError(
+          "attempts-exhausted",
+          `the report has used its ${count(report["attemptCount"])} attempts (max ${MAX_REPORT_ATTEMPTS}): a re-publish would be acknowledged without a retry; ask for an attempts reset`,
+        );
+      }
+      break;
+    }
+    if (report === null || !isResettable(report, now())) {
+      throw new AdminRetryError("not-failed", `only a FAILED report's attempts can be reset; this one is ${status}`);
+    }
+    const { filter, update } = resetAttemptsOperation(report, operator, now());
+    if ((await reports.updateOne(filter, update)).matchedCount === 1) {
+      attemptsReset = true;
+      break;
+    }
+    // A consumer changed the report since it was read: decide again from the new state.
+    if (tries + 1 >= RESET_TRIES) {
+      throw new AdminRetryError("contended", `the report changed under ${RESET_TRIES} reset attempts in a row (a consumer is working on it); try again`);
+    }
+  }
+  const requestId = adminRetryRequestId(interviewId);
+  const publish = await publisher.publishReportGenerate({ interviewId, organizationId }, { requestId });
+  return { outcome: "published", requestId, attemptsReset, publish };
+}
+
+/** How many times a reset is decided again after a concurrent writer changed the report (as the Rust side). */
+const RESET_TRIES = 5;

@@ -1,0 +1,205 @@
+/**
+ * The admin retry against nx-27017 (the local MongoDB wire server) with the `mongodb` driver (a
+ * devDependency: the package itself brings none), mirroring `sophia-ops report retry
+ * [--reset-attempts]` (functions/reports/src/admin.rs). The end-to-end path (reset, re-publish,
+ * the Rust consumer generating the report) is tests/typescript_contract.rs.
+ */
+import * as assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import { type Collection, type Db, MongoClient, ObjectId } from "mongodb";
+
+import {
+  AdminRetryError,
+  ContractViolationError,
+  INTERVIEWS_COLLECTION,
+  isResettable,
+  type PublishContext,
+  type PublishResult,
+  REPORTS_COLLECTION,
+  type ReportGenerateInput,
+  resetAttemptsOperation,
+  retryReportGeneration,
+} from "../src/index";
+import { type Nx, startNx } from "./support/nx";
+
+let client: MongoClient;
+let db: Db;
+let interviews: Collection;
+let reports: Collection;
+const NOW = new Date("2026-12-04T06:00:00.000Z");
+
+// SOPHIA_TS_MONGODB_URI: a real MongoDB instead of nx-27017 (e.g. CI's, mongodb://localhost:27017).
+const REAL_MONGODB = process.env["SOPHIA_TS_MONGODB_URI"];
+let nx: Nx | undefined;
+
+before(async () => {
+  if (!REAL_MONGODB) nx = await startNx();
+  client = await new MongoClient(REAL_MONGODB ?? nx!.uri).connect();
+  db = client.db(`admin_${process.pid}`);
+  interviews = db.collection(INTERVIEWS_COLLECTION);
+  reports = db.collection(REPORTS_COLLECTION);
+});
+
+after(async () => {
+  await client?.close();
+  nx?.stop();
+});
+
+function recorder() {
+  const sent: { input: ReportGenerateInput; context: PublishContext | undefined }[] = [];
+  return {
+    sent,
+    publishReportGenerate: async (input: ReportGenerateInput, context?: PublishContext): Promise<PublishResult> => {
+      sent.push({ input, context });
+      return { status: "sent", messageId: `m-${sent.length}`, eventType: "report.generate", body: JSON.stringify(input) };
+    },
+  };
+}
+
+async function interview(report?: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  const i = new ObjectId();
+  const o = new ObjectId();
+  await interviews.insertOne({ _id: i, organizationId: o, status: "COMPLETED", deletedAt: null, ...extra });
+  if (report) await reports.insertOne({ _id: new ObjectId(), interviewId: i, organizationId: o, ...report });
+  return { interviewId: i.toHexString(), organizationId: o.toHexString(), oid: i };
+}
+
+const retry = (ids: { interviewId: string; organizationId: string }, resetAttempts: boolean, publisher = recorder()) =>
+  retryReportGeneration({
+    ...ids,
+    resetAttempts,
+    operator: { by: "admin@example.com" },
+    interviews,
+    reports,
+    objectId: (hex) => new ObjectId(hex),
+    publisher,
+    now: () => NOW,
+  });
+
+test("a FAILED report at 3 attempts: refused without a reset; with it, attempts back to 0 and report.generate re-published", async () => {
+  const ids = await interview({ status: "FAILED", attemptCount: 3 });
+  const publisher = recorder();
+  await assert.rejects(retry(ids, false, publisher), (e: unknown) => e instanceof AdminRetryError && e.kind === "attempts-exhausted");
+  assert.equal(publisher.sent.length, 0, "nothing published");
+
+  const outcome = await retry(ids, true, publisher);
+  assert.equal(outcome.outcome, "published");
+  assert.ok(outcome.outcome === "published" && outcome.attemptsReset && outcome.requestId === `admin-retry-${ids.interviewId}`);
+  assert.deepEqual(publisher.sent, [
+    { input: { interviewId: ids.interviewId, organizationId: ids.organizationId }, context: { requestId: `admin-retry-${ids.interviewId}` } },
+  ]);
+  const stored = await reports.findOne({ interviewId: ids.oid });
+  assert.equal(stored!["status"], "FAILED", "the consumer's claim moves it on, not the reset");
+  assert.equal(stored!["attemptCount"], 0);
+  assert.deepEqual(stored!["attemptsResetAt"], NOW);
+  assert.deepEqual(stored!["updatedAt"], NOW);
+  // Who and when, as `sophia-ops report retry --reset-attempts` records it.
+  const mark = { at: NOW, by: "admin@example.com", via: "api-admin-retry", attemptsBefore: 3, statusBefore: "FAILED" };
+  assert.deepEqual(stored!["lastRetry"], mark);
+  assert.deepEqual(stored!["retries"], [mark]);
+});
+
+test("PROCESSING under a live lease (a worker is generating it) is refused, untouched", async () => {
+  const live = await interview({ status: "PROCESSING", attemptCount: 1, leaseId: new ObjectId(), leaseExpiresAt: new Date(NOW.getTime() + 60_000) });
+  await assert.rejects(retry(live, true), (e: unknown) => e instanceof AdminRetryError && e.kind === "not-failed");
+  assert.equal((await reports.findOne({ interviewId: live.oid }))!["attemptCount"], 1);
+  assert.ok(isResettable({ status: "PROCESSING", leaseExpiresAt: new Date(NOW.getTime() - 1) }, NOW), "expired: resettable");
+  assert.ok(!isResettable({ status: "PROCESSING" }, NOW), "no lease (written before leases): left to the consumer");
+});
+
+// nx-27017 gap: a filter with an ObjectId equality AND a date comparison ({leaseId: <oid>,
+// leaseExpiresAt: {$lt: <date>}}) matches nothing there, so the compare-and-set of an expired
+// PROCESSING report cannot be run against it. Run it on a real MongoDB:
+//   SOPHIA_TS_MONGODB_URI=mongodb://localhost:27017 npm test
+test("PROCESSING under an expired lease (its worker is gone) is reset", { skip: REAL_MONGODB ? false : "SKIPPED: needs a real MongoDB (nx-27017 does not match {leaseId: <oid>, leaseExpiresAt: {$lt: <date>}}); set SOPHIA_TS_MONGODB_URI" }, async () => {
+  const expired = await interview({ status: "PROCESSING", attemptCount: 3, leaseId: new ObjectId(), leaseExpiresAt: new Date(NOW.getTime() - 1000) });
+  const outcome = await retry(expired, true);
+  assert.ok(outcome.outcome === "published" && outcome.attemptsReset);
+  const stored = await reports.findOne({ interviewId: expired.oid });
+  assert.equal(stored!["attemptCount"], 0);
+  assert.equal((stored!["lastRetry"] as Record<string, unknown>)["statusBefore"], "PROCESSING");
+});
+
+test("a consumer claiming the report between the read and the reset: decided again from the new state", async () => {
+  const ids = await interview({ status: "FAILED", attemptCount: 3 });
+  // A collection whose first write finds the report claimed by a worker (live lease).
+  let writes = 0;
+  const racing = {
+    findOne: (f: Record<string, unknown>) => reports.findOne(f),
+    updateOne: async (f: Record<string, unknown>, u: Record<string, unknown>) => {
+      if (writes++ === 0) {
+        await reports.updateOne(
+          { interviewId: ids.oid },
+          { $set: { status: "PROCESSING", attemptCount: 4, leaseId: new ObjectId(), leaseExpiresAt: new Date(NOW.getTime() + 60_000) } },
+        );
+      }
+      return reports.updateOne(f, u);
+    },
+  };
+  await assert.rejects(
+    retryReportGeneration({ ...ids, resetAttempts: true, operator: { by: "a" }, interviews, reports: racing, objectId: (h) => new ObjectId(h), publisher: recorder(), now: () => NOW }),
+    (e: unknown) => e instanceof AdminRetryError && e.kind === "not-failed",
+  );
+  const stored = await reports.findOne({ interviewId: ids.oid });
+  assert.equal(stored!["attemptCount"], 4, "the worker's claim stands");
+  assert.equal(stored!["lastRetry"], undefined);
+});
+
+test("no report yet or attempts left: published without a reset; a reset needs a FAILED report", async () => {
+  for (const report of [undefined, { status: "FAILED", attemptCount: 1 }, { status: "PROCESSING", attemptCount: 1 }]) {
+    const ids = await interview(report);
+    const publisher = recorder();
+    const outcome = await retry(ids, false, publisher);
+    assert.ok(outcome.outcome === "published" && !outcome.attemptsReset, JSON.stringify(report));
+    assert.equal(publisher.sent.length, 1);
+  }
+  for (const report of [undefined, { status: "PROCESSING", attemptCount: 3 }, { status: "NOT_STARTED", attemptCount: 0 }]) {
+    const ids = await interview(report);
+    await assert.rejects(retry(ids, true), (e: unknown) => e instanceof AdminRetryError && e.kind === "not-failed", JSON.stringify(report));
+  }
+});
+
+test("a COMPLETED report: nothing published, with or without a reset", async () => {
+  const ids = await interview({ status: "COMPLETED", attemptCount: 1 });
+  for (const reset of [false, true]) {
+    const publisher = recorder();
+    assert.deepEqual(await retry(ids, reset, publisher), { outcome: "already-completed" });
+    assert.equal(publisher.sent.length, 0);
+  }
+});
+
+test("an interview absent, soft-deleted or another organization's: interview-not-found, nothing written", async () => {
+  const deleted = await interview({ status: "FAILED", attemptCount: 3 }, { deletedAt: NOW });
+  const other = await interview({ status: "FAILED", attemptCount: 3 });
+  for (const ids of [
+    { interviewId: new ObjectId().toHexString(), organizationId: new ObjectId().toHexString() },
+    deleted,
+    { interviewId: other.interviewId, organizationId: new ObjectId().toHexString() },
+  ]) {
+    await assert.rejects(retry(ids, true), (e: unknown) => e instanceof AdminRetryError && e.kind === "interview-not-found");
+  }
+  assert.equal((await reports.findOne({ interviewId: other.oid }))!["attemptCount"], 3);
+});
+
+test("the reset is plain data: a compare-and-set on the state read, the Rust side's fields", () => {
+  const op = resetAttemptsOperation({ _id: "id-1", status: "FAILED", attemptCount: 3 }, { by: "ops", via: "report-retry" }, NOW);
+  const mark = { at: NOW, by: "ops", via: "report-retry", attemptsBefore: 3, statusBefore: "FAILED" };
+  assert.deepEqual(op, {
+    filter: { _id: "id-1", status: "FAILED", attemptCount: 3 },
+    update: { $set: { attemptCount: 0, attemptsResetAt: NOW, updatedAt: NOW, lastRetry: mark }, $push: { retries: mark } },
+  });
+  const processing = resetAttemptsOperation({ _id: "id-2", status: "PROCESSING", leaseId: "l" }, { by: "x" }, NOW);
+  assert.deepEqual(processing.filter, { _id: "id-2", status: "PROCESSING", attemptCount: null, leaseId: "l", leaseExpiresAt: { $lt: NOW } });
+  assert.equal((processing.update["$set"] as { lastRetry: { via: string } }).lastRetry.via, "api-admin-retry");
+});
+
+test("the operator is required: who retried is recorded", async () => {
+  const ids = await interview({ status: "FAILED", attemptCount: 3 });
+  for (const operator of [undefined, null, {}, { by: "" }, { by: 7 }]) {
+    await assert.rejects(
+      retryReportGeneration({ ...ids, resetAttempts: true, operator: operator as never, interviews, reports, objectId: (h) => new ObjectId(h), publisher: recorder() }),
+      ContractViolationError,
+    );
+  }
+});
