@@ -35,7 +35,7 @@ before(async () => {
 });
 
 test("aws-iam: no MongoDB secret; one secret (the OpenAI key), plus the subscription and two endpoints", () => {
-  checkCounts(run.resources, { [TYPE.secret]: -1, [TYPE.secretVersion]: -1, [TYPE.subscription]: 1, [TYPE.vpcEndpoint]: 2 });
+  checkCounts(run.resources, { [TYPE.secret]: -1, [TYPE.secretVersion]: -1, [TYPE.secretPolicy]: -1, [TYPE.subscription]: 1, [TYPE.vpcEndpoint]: 2 });
   assert.deepEqual(ofType(run.resources, TYPE.secret).map((s) => plain(s.inputs["name"])), ["sophia/staging/openai-api-key"]);
 });
 
