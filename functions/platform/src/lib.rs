@@ -10,3 +10,4 @@ pub mod secrets;
 pub mod sqs;
 pub mod telemetry;
 pub mod tls;
+pub mod uri_policy;

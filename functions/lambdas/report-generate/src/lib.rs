@@ -17,7 +17,7 @@
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use sophia_contracts::ReportGenerate;
-use sophia_platform::indexes::log_missing_unique_indexes;
+use sophia_platform::indexes::{log_missing_ttl_indexes, log_missing_unique_indexes};
 use sophia_platform::mongo::Mongo;
 use sophia_reports::{Disposition, Generated, ReportError, ReportModel, ReportService, migrations};
 use sophia_sqs_consumer::metrics::{Dimension, Metric, Metrics};
@@ -86,6 +86,7 @@ impl ReportGenerateHandler {
             self.index_check
                 .get_or_init(|| async {
                     log_missing_unique_indexes(&self.mongo.db, "report-generate", migrations::REQUIRED).await;
+                    log_missing_ttl_indexes(&self.mongo.db, "report-generate", migrations::REQUIRED_TTL).await;
                 })
                 .await;
             Ok::<(), BoxError>(())
