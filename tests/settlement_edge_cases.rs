@@ -383,9 +383,13 @@ async fn an_anchor_outside_its_window_is_inconsistent_data_naming_the_field() {
         let s = w.service.settle_completed_interview(i, org, anchor, secs(600), ctx()).await.unwrap();
         assert!(s.settled(), "{anchor:?}");
     }
-    // Without a createdAt an old anchor is accepted as it is.
+    // Without a createdAt an old but possible anchor is accepted as it is; one before the
+    // absolute floor (2024-01-01, issue 29: a 1970 `new Date(0)`) is out of its window.
     let old = w.reserved_interview(org, 10).await;
-    assert!(w.service.settle_failed_interview(old, org, at("2020-01-01T00:00:00Z"), ctx()).await.unwrap().settled());
+    let err = w.service.settle_failed_interview(old, org, at("1970-01-01T00:00:00Z"), ctx()).await.unwrap_err();
+    assert!(matches!(err, CreditsError::AnchorOutOfWindow { field: "failedAt", .. }), "{err:?}");
+    assert!(err.to_string().contains("2024-01-01"), "{err}");
+    assert!(w.service.settle_failed_interview(old, org, at("2024-06-01T00:00:00Z"), ctx()).await.unwrap().settled());
     w.assert_invariants().await;
 }
 

@@ -10,9 +10,12 @@ import { PolicyPack, type PolicyResource, type ReportViolation } from "@pulumi/p
 
 import {
   checkEsmReportsBatchItemFailures,
+  checkKmsKeyPolicies,
   checkNoSecretValuesInFunctionEnv,
+  checkSecretPolicies,
   checkSourceQueuesHaveDlq,
   checkVisibilityCoversTimeout,
+  checkVpcEndpointPolicies,
   type ResourceLike,
   secretPlaintextVariables,
   TYPES,
@@ -58,6 +61,21 @@ new PolicyPack("sophia-queues", {
         if (args.type !== TYPES.function) return;
         report(checkNoSecretValuesInFunctionEnv({ type: args.type, name: args.name, urn: args.urn, props: args.props }), reportViolation);
       },
+    },
+    {
+      name: "kms-key-policy-names-principals",
+      description: "A KMS key has its own key policy naming its administrators; never the account root's kms:* (AWS's default) or everyone.",
+      validateStack: (args, reportViolation) => report(checkKmsKeyPolicies(asResources(args.resources)), reportViolation),
+    },
+    {
+      name: "secret-resource-policy-denies-others",
+      description: "Every Secrets Manager secret has a resource policy denying every principal but its readers and administrators.",
+      validateStack: (args, reportViolation) => report(checkSecretPolicies(asResources(args.resources)), reportViolation),
+    },
+    {
+      name: "vpc-endpoint-policy-scoped",
+      description: "Every interface VPC endpoint has a policy naming exact actions on exact ARNs (not the default * on *).",
+      validateStack: (args, reportViolation) => report(checkVpcEndpointPolicies(asResources(args.resources)), reportViolation),
     },
     {
       // Validation policies receive secrets decrypted and unmarked (pulumi/pulumi-policy#241), so

@@ -375,3 +375,146 @@ export function checkNoSecretValuesInFunctionEnv(r: ResourceLike): Violation[] {
         },
       ];
 }
+
+// ---------------------------------------------------------------------------------------------
+// Rules of issue 29: the key, the secrets and the VPC endpoints carry policies of their own that
+// name their principals and resources. A policy still unknown (a preview, before the ARNs it names
+// exist) is judged once known.
+
+export const DATA_TYPES = {
+  kmsKey: "aws:kms/key:Key",
+  kmsKeyPolicy: "aws:kms/keyPolicy:KeyPolicy",
+  secret: "aws:secretsmanager/secret:Secret",
+  secretPolicy: "aws:secretsmanager/secretPolicy:SecretPolicy",
+  vpcEndpoint: "aws:ec2/vpcEndpoint:VpcEndpoint",
+  vpcEndpointPolicy: "aws:ec2/vpcEndpointPolicy:VpcEndpointPolicy",
+} as const;
+
+interface PolicyStatementLike {
+  Effect?: unknown;
+  Principal?: unknown;
+  Action?: unknown;
+  NotAction?: unknown;
+  Resource?: unknown;
+  Condition?: unknown;
+}
+
+/** The policy of `r`: its own `policy` property, else that of a separate policy resource attached to it. */
+function attachedPolicy(
+  resources: ResourceLike[],
+  r: ResourceLike,
+  policyType: string,
+  refKey: string,
+  ownFields: string[],
+): { statements: PolicyStatementLike[] | undefined; unknown: boolean } {
+  const own = read(r.props, "policy");
+  const attached =
+    own === undefined || own === ""
+      ? resources.find(
+          (p) =>
+            p.type === policyType &&
+            (dependencies(p, refKey).includes(r) || ownFields.some((f) => knownString(r, f) !== undefined && knownString(r, f) === knownString(p, refKey))),
+        )
+      : undefined;
+  const value = own === undefined || own === "" ? (attached ? read(attached.props, "policy") : undefined) : own;
+  if (isUnknownValue(reveal(value))) return { statements: undefined, unknown: true };
+  const doc = parseJsonObject(value);
+  if (!doc) return { statements: undefined, unknown: false };
+  const st = doc["Statement"];
+  return { statements: (Array.isArray(st) ? st : [st]).filter((s) => typeof s === "object" && s !== null) as PolicyStatementLike[], unknown: false };
+}
+
+const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]);
+
+/** The AWS principals of a statement ("*" for everyone, in either form). */
+function principals(s: PolicyStatementLike): string[] {
+  if (s.Principal === "*") return ["*"];
+  const p = s.Principal as Record<string, unknown> | undefined;
+  return list(p?.["AWS"]).map(String);
+}
+
+const ACCOUNT_ROOT = /^(\d{12}|arn:aws[a-z-]*:iam::\d{12}:root)$/;
+
+/** Rule: a KMS key has a key policy of its own, naming its administrators, never the account root or everyone. */
+export function checkKmsKeyPolicies(resources: ResourceLike[]): Violation[] {
+  const violations: Violation[] = [];
+  for (const key of resources.filter((r) => r.type === DATA_TYPES.kmsKey)) {
+    const { statements, unknown } = attachedPolicy(resources, key, DATA_TYPES.kmsKeyPolicy, "keyId", ["keyId", "id", "arn"]);
+    if (unknown) continue;
+    if (!statements) {
+      violations.push({
+        resource: idOf(key),
+        message: `KMS key "${key.name}" has AWS's default key policy (the account root, i.e. any IAM policy of the account, may do kms:*): attach a key policy naming its administrators and users.`,
+      });
+      continue;
+    }
+    const allows = statements.filter((s) => s.Effect === "Allow");
+    for (const s of allows) {
+      const broad = principals(s).filter((p) => p === "*" || ACCOUNT_ROOT.test(p));
+      if (broad.length > 0) {
+        violations.push({
+          resource: idOf(key),
+          message: `KMS key "${key.name}": its key policy allows ${broad.join(", ")} (the account root or everyone); name IAM roles or users instead.`,
+        });
+      }
+    }
+    const administers = allows.some(
+      (s) => principals(s).length > 0 && list(s.Action).some((a) => a === "kms:Put*" || a === "kms:PutKeyPolicy"),
+    );
+    if (!administers) {
+      violations.push({ resource: idOf(key), message: `KMS key "${key.name}": its key policy names no administrator (kms:PutKeyPolicy).` });
+    }
+  }
+  return violations;
+}
+
+/** Rule: every secret has a resource policy that denies every principal but the ones it names. */
+export function checkSecretPolicies(resources: ResourceLike[]): Violation[] {
+  const violations: Violation[] = [];
+  for (const secret of resources.filter((r) => r.type === DATA_TYPES.secret)) {
+    const { statements, unknown } = attachedPolicy(resources, secret, DATA_TYPES.secretPolicy, "secretArn", ["arn", "id"]);
+    if (unknown) continue;
+    const denyOthers = (statements ?? []).some((s) => {
+      if (s.Effect !== "Deny" || !principals(s).includes("*")) return false;
+      const cond = (s.Condition ?? {}) as Record<string, Record<string, unknown>>;
+      return ["StringNotEquals", "ArnNotEquals", "StringNotLike", "ArnNotLike"].some((op) => cond[op]?.["aws:PrincipalArn"] !== undefined);
+    });
+    const allowsEveryone = (statements ?? []).some((s) => s.Effect === "Allow" && principals(s).includes("*"));
+    if (!denyOthers || allowsEveryone) {
+      violations.push({
+        resource: idOf(secret),
+        message: `Secret "${secret.name}" needs a resource policy that denies every principal but its readers and administrators (Deny, Principal *, aws:PrincipalArn not in the list)${allowsEveryone ? " and allows no one broadly" : ""}.`,
+      });
+    }
+  }
+  return violations;
+}
+
+/** Rule: an interface endpoint carries a policy naming exact actions on exact ARNs (not AWS's default `*` on `*`). */
+export function checkVpcEndpointPolicies(resources: ResourceLike[]): Violation[] {
+  const violations: Violation[] = [];
+  for (const ep of resources.filter((r) => r.type === DATA_TYPES.vpcEndpoint)) {
+    const kind = knownString(ep, "vpcEndpointType");
+    if (kind !== undefined && kind !== "Interface") continue;
+    const { statements, unknown } = attachedPolicy(resources, ep, DATA_TYPES.vpcEndpointPolicy, "vpcEndpointId", ["id"]);
+    if (unknown) continue;
+    if (!statements) {
+      violations.push({
+        resource: idOf(ep),
+        message: `VPC endpoint "${ep.name}" has the default endpoint policy (any principal, any action, any resource): scope it to the stage's ARNs.`,
+      });
+      continue;
+    }
+    for (const s of statements.filter((x) => x.Effect === "Allow")) {
+      const wildAction = s.NotAction !== undefined || list(s.Action).some((a) => String(a) === "*" || String(a).endsWith(":*"));
+      const wildResource = list(s.Resource).some((r) => String(r) === "*" || String(r).endsWith(":*"));
+      if (wildAction || wildResource) {
+        violations.push({
+          resource: idOf(ep),
+          message: `VPC endpoint "${ep.name}": its policy allows ${wildAction ? "every action" : "every resource"}; name the actions and the stage's ARNs.`,
+        });
+      }
+    }
+  }
+  return violations;
+}

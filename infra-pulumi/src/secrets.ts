@@ -8,6 +8,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
+import { KMS_DECRYPT_ACTIONS, SECRET_READ_ACTIONS } from "./iam";
 import type { Naming } from "./naming";
 
 /**
@@ -79,9 +80,201 @@ export class StageSecrets extends pulumi.ComponentResource {
     this.registerOutputs({ keyArn: this.key.arn });
   }
 
+  /**
+   * Replaces AWS's default key policy and gives every secret a resource policy (issue 29), once the
+   * function roles exist: the key policy names the key's administrators and, per use, the function
+   * roles; each secret denies every principal but its readers and the administrators.
+   * `readers` maps a secret suffix to the role ARNs of the functions that read it.
+   */
+  restrictAccess(args: {
+    administrators: pulumi.Input<string[]>;
+    functionRoles: pulumi.Input<string>[];
+    readers: Record<string, pulumi.Input<string>[]>;
+    region: string;
+  }): { keyPolicy: aws.kms.KeyPolicy; secretPolicies: Record<string, aws.secretsmanager.SecretPolicy> } {
+    const child = { parent: this };
+    const keyPolicy = new aws.kms.KeyPolicy(
+      "secrets-key-policy",
+      {
+        keyId: this.key.keyId,
+        policy: pulumi
+          .all([pulumi.output(args.administrators), pulumi.all(args.functionRoles)])
+          .apply(([admins, roles]) => JSON.stringify(keyPolicyDocument({ administrators: admins, functionRoles: roles, region: args.region }))),
+      },
+      child,
+    );
+    const secretPolicies: Record<string, aws.secretsmanager.SecretPolicy> = {};
+    for (const [suffix, secret] of Object.entries(this.secrets)) {
+      const readers = args.readers[suffix] ?? [];
+      secretPolicies[suffix] = new aws.secretsmanager.SecretPolicy(
+        `secrets-${suffix}-policy`,
+        {
+          secretArn: secret.arn,
+          // Secrets Manager refuses a policy granting broad access (BlockPublicPolicy): ours only denies.
+          blockPublicPolicy: true,
+          policy: pulumi
+            .all([pulumi.output(args.administrators), pulumi.all(readers)])
+            .apply(([admins, rs]) => JSON.stringify(secretPolicyDocument({ administrators: admins, readers: rs }))),
+        },
+        child,
+      );
+    }
+    return { keyPolicy, secretPolicies };
+  }
+
   arn(suffix: string): pulumi.Output<string> {
     const s = this.secrets[suffix];
     if (!s) throw new Error(`no secret "${suffix}"`);
     return s.arn;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resource policies of the key and the secrets (issue 29).
+//
+// Without a policy of its own a key created through the API gets AWS's default key policy: one
+// statement letting the account's root principal (that is, any IAM policy of the account) do
+// `kms:*` on it (https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html).
+// This key's policy names its principals instead: the administrators (the AWS doc's "Allow key
+// administrators" actions, plus writing secret values through Secrets Manager) and the function
+// roles (kms:Decrypt through Secrets Manager only). No root statement: an IAM policy elsewhere in
+// the account cannot reach the key. KMS's lockout safety check (PutKeyPolicy without
+// BypassPolicyLockoutSafetyCheck, which this program never sets) refuses a policy that would not
+// let the principal applying it apply the next one, so the deploying principal must be one of the
+// administrators (it is, by default): see `keyAdministrators`.
+
+/** The AWS doc's key-administrator actions ("Allows key administrators to administer the KMS key"). */
+export const KMS_ADMIN_ACTIONS = [
+  "kms:Create*",
+  "kms:Describe*",
+  "kms:Enable*",
+  "kms:List*",
+  "kms:Put*",
+  "kms:Update*",
+  "kms:Revoke*",
+  "kms:Disable*",
+  "kms:Get*",
+  "kms:Delete*",
+  "kms:TagResource",
+  "kms:UntagResource",
+  "kms:ScheduleKeyDeletion",
+  "kms:CancelKeyDeletion",
+  "kms:RotateKeyOnDemand",
+] as const;
+/** Writing a secret value (PutSecretValue, the stack's SecretVersion) and reading it back, through Secrets Manager. */
+export const KMS_SECRET_WRITER_ACTIONS = ["kms:GenerateDataKey", "kms:Decrypt"] as const;
+
+/** An IAM role or user ARN (a key policy's principals must exist and be roles or users here). */
+export const PRINCIPAL_ARN = /^arn:aws[a-z-]*:iam::\d{12}:(role|user)\/[\w+=,.@/-]+$/;
+
+export interface ResourcePolicyStatement {
+  Sid: string;
+  Effect: "Allow" | "Deny";
+  Principal: { AWS: string[] } | "*";
+  Action?: readonly string[] | string;
+  NotAction?: readonly string[];
+  Resource: string | string[];
+  Condition?: Record<string, Record<string, string | string[]>>;
+}
+
+export interface ResourcePolicy {
+  Version: "2012-10-17";
+  Statement: ResourcePolicyStatement[];
+}
+
+const viaSecretsManager = (region: string) => ({ StringEquals: { "kms:ViaService": `secretsmanager.${region}.amazonaws.com` } });
+
+/** The stage key's policy: administrators, and the function roles' Decrypt through Secrets Manager. */
+export function keyPolicyDocument(args: { administrators: string[]; functionRoles: string[]; region: string }): ResourcePolicy {
+  if (args.administrators.length === 0) throw new Error("the KMS key policy needs at least one administrator");
+  for (const a of [...args.administrators, ...args.functionRoles]) {
+    if (!PRINCIPAL_ARN.test(a)) throw new Error(`KMS key policy principal "${a}" is not an IAM role or user ARN`);
+  }
+  const statements: ResourcePolicyStatement[] = [
+    // In a key policy, "Resource": "*" is the key itself.
+    { Sid: "KeyAdministrators", Effect: "Allow", Principal: { AWS: args.administrators }, Action: KMS_ADMIN_ACTIONS, Resource: "*" },
+    {
+      Sid: "AdministratorsWriteSecretsViaSecretsManager",
+      Effect: "Allow",
+      Principal: { AWS: args.administrators },
+      Action: KMS_SECRET_WRITER_ACTIONS,
+      Resource: "*",
+      Condition: viaSecretsManager(args.region),
+    },
+  ];
+  if (args.functionRoles.length > 0) {
+    statements.push({
+      Sid: "FunctionsDecryptSecretsViaSecretsManager",
+      Effect: "Allow",
+      Principal: { AWS: [...new Set(args.functionRoles)] },
+      Action: KMS_DECRYPT_ACTIONS,
+      Resource: "*",
+      Condition: viaSecretsManager(args.region),
+    });
+  }
+  return { Version: "2012-10-17", Statement: statements };
+}
+
+/**
+ * A secret's resource policy: only denies (IAM still has to allow). Every principal that is neither
+ * a reader of this secret nor an administrator is denied every Secrets Manager action on it
+ * (`aws:PrincipalArn` is the role's ARN for a role session); readers are denied everything but
+ * reading it. https://docs.aws.amazon.com/secretsmanager/latest/userguide/auth-and-access_resource-policies.html
+ */
+export function secretPolicyDocument(args: { administrators: string[]; readers: string[] }): ResourcePolicy {
+  if (args.administrators.length === 0) throw new Error("a secret policy needs at least one administrator");
+  const readers = [...new Set(args.readers)];
+  const statements: ResourcePolicyStatement[] = [
+    {
+      Sid: "DenyAllOtherPrincipals",
+      Effect: "Deny",
+      Principal: "*",
+      Action: "secretsmanager:*",
+      Resource: "*",
+      Condition: { StringNotEquals: { "aws:PrincipalArn": [...args.administrators, ...readers] } },
+    },
+  ];
+  if (readers.length > 0) {
+    statements.push({
+      Sid: "ReadersOnlyRead",
+      Effect: "Deny",
+      Principal: "*",
+      NotAction: [...SECRET_READ_ACTIONS, "secretsmanager:DescribeSecret"],
+      Resource: "*",
+      Condition: { StringEquals: { "aws:PrincipalArn": readers } },
+    });
+  }
+  return { Version: "2012-10-17", Statement: statements };
+}
+
+/** The config key naming the key's administrators (IAM role or user ARNs). */
+export const KEY_ADMINISTRATORS_CONFIG = "kmsKeyAdministrators";
+
+/**
+ * The caller's IAM principal for a key policy: an assumed-role session ARN
+ * (`arn:aws:sts::<acct>:assumed-role/<role>/<session>`) becomes its role's ARN. A role with a path
+ * cannot be recovered from a session ARN: name it in `sophia:kmsKeyAdministrators` instead.
+ */
+export function principalOfCaller(callerArn: string): string {
+  const m = /^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role\/([^/]+)\/[^/]+$/.exec(callerArn);
+  return m ? `arn:${m[1]}:iam::${m[2]}:role/${m[3]}` : callerArn;
+}
+
+/**
+ * `sophia:kmsKeyAdministrators` (a list of IAM role/user ARNs), else the principal running the
+ * deployment (so that the lockout check passes and a person can still manage the key). Throws on
+ * a malformed list.
+ */
+export function keyAdministrators(config: pulumi.Config = new pulumi.Config("sophia")): pulumi.Output<string[]> {
+  const raw = config.getObject<unknown>(KEY_ADMINISTRATORS_CONFIG);
+  if (raw !== undefined) {
+    const bad = !Array.isArray(raw) || raw.length === 0 || raw.some((a) => typeof a !== "string" || !PRINCIPAL_ARN.test(a));
+    if (bad) {
+      throw new Error(
+        `sophia:${KEY_ADMINISTRATORS_CONFIG} must be a non-empty list of IAM role or user ARNs (arn:aws:iam::<account>:role/<name>)`,
+      );
+    }
+    return pulumi.output(raw as string[]);
+  }
+  return aws.getCallerIdentityOutput().arn.apply((a) => [principalOfCaller(a)]);
 }

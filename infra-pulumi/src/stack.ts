@@ -47,7 +47,8 @@ import {
 } from "./outputs";
 import { QueuePipeline } from "./pipeline";
 import { type FunctionSpec, loadSettings, queueByKey, queuesInCreationOrder, type Settings } from "./settings";
-import { StageSecrets } from "./secrets";
+import { keyAdministrators, StageSecrets } from "./secrets";
+import { stageVpcEndpoints } from "./vpc-endpoints";
 import { API_PUBLISHES_TO, checkWiring, MIGRATION_FUNCTION, MIGRATION_PAYLOAD, wiringFor } from "./wiring";
 
 export interface SophiaStack {
@@ -251,23 +252,31 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     })),
   });
 
-  // Optional VPC placement: interface endpoints so SQS and Secrets Manager are reached without NAT.
-  const vpcEndpoints: aws.ec2.VpcEndpoint[] = [];
-  if (config.vpc?.interfaceEndpoints) {
-    for (const service of ["sqs", "secretsmanager"]) {
-      vpcEndpoints.push(
-        new aws.ec2.VpcEndpoint(`${service}-endpoint`, {
-          vpcId: config.vpc.vpcId,
-          serviceName: `com.amazonaws.${config.region}.${service}`,
-          vpcEndpointType: "Interface",
-          subnetIds: config.vpc.subnetIds,
-          securityGroupIds: config.vpc.securityGroupIds,
-          privateDnsEnabled: true,
-          tags: { ...naming.tags, Name: `${naming.prefix}-${service}` },
-        }),
-      );
-    }
+  // Optional VPC placement: interface endpoints so SQS and Secrets Manager are reached without NAT,
+  // each with an endpoint policy scoped to the stage's ARNs (vpc-endpoints.ts).
+  const vpcEndpoints: aws.ec2.VpcEndpoint[] =
+    config.vpc?.interfaceEndpoints && account
+      ? stageVpcEndpoints({
+          naming,
+          region: config.region,
+          vpc: config.vpc,
+          account,
+          queueArns: settings.queues.flatMap((q) => [pipelines[q.key]!.queueArn, pipelines[q.key]!.dlqArn]),
+          secretArns: Object.keys(secrets.secrets).map((x) => secrets.arn(x)),
+        })
+      : [];
+
+  // The key's and the secrets' own policies name their principals (secrets.ts, issue 29).
+  const secretReaders: Record<string, pulumi.Input<string>[]> = {};
+  for (const fn of settings.functions) {
+    for (const suffix of secretsOf(fn, config)) (secretReaders[suffix] ??= []).push(functions[fn.name]!.role.arn);
   }
+  secrets.restrictAccess({
+    administrators: keyAdministrators(),
+    functionRoles: Object.values(secretReaders).flat(),
+    readers: secretReaders,
+    region: config.region,
+  });
 
   const apiPublishPolicy = new aws.iam.Policy("api-publish", {
     name: naming.policyName("api-publish"),

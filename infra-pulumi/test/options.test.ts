@@ -36,7 +36,7 @@ before(async () => {
 
 test("aws-iam: no MongoDB secret; one secret (the OpenAI key), plus the subscription and two endpoints", () => {
   // interview-failed is invocable here: its errors, throttles and dropped-invalid alarms exist.
-  checkCounts(run.resources, { [TYPE.secret]: -1, [TYPE.secretVersion]: -1, [TYPE.subscription]: 1, [TYPE.vpcEndpoint]: 2, [TYPE.alarm]: 3 });
+  checkCounts(run.resources, { [TYPE.secret]: -1, [TYPE.secretVersion]: -1, [TYPE.secretPolicy]: -1, [TYPE.subscription]: 1, [TYPE.vpcEndpoint]: 2, [TYPE.alarm]: 3 });
   assert.deepEqual(ofType(run.resources, TYPE.secret).map((s) => plain(s.inputs["name"])), ["sophia/staging/openai-api-key"]);
 });
 

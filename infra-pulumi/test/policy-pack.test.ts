@@ -110,7 +110,7 @@ after(() => {
   if (pack && pack.exitCode === null) pack.kill("SIGTERM");
 });
 
-test("the pack starts and declares its five policies with their enforcement levels", async () => {
+test("the pack starts and declares its eight policies with their enforcement levels", async () => {
   const info = await call<any>("getAnalyzerInfo", new emptyPb.Empty());
   assert.equal(info.getName(), "sophia-queues");
   assert.equal(info.getVersion(), "0.1.0");
@@ -122,6 +122,9 @@ test("the pack starts and declares its five policies with their enforcement leve
     "sqs-visibility-covers-function-timeout": levels.MANDATORY,
     "no-secret-values-in-function-env": levels.MANDATORY,
     "no-plaintext-secrets-in-function-env": levels.REMEDIATE,
+    "kms-key-policy-names-principals": levels.MANDATORY,
+    "secret-resource-policy-denies-others": levels.MANDATORY,
+    "vpc-endpoint-policy-scoped": levels.MANDATORY,
   });
 });
 
@@ -188,4 +191,23 @@ test("Analyze: a function environment holding a secret value, even wrapped as a 
   assert.equal(found[0].level, analyzerPb.EnforcementLevel.MANDATORY);
   assert.match(found[0].message, /MONGODB_URI \(a URI with a password/);
   assert.equal(found[0].message.includes("p4ss"), false);
+});
+
+test("AnalyzeStack: without its key policy and secret policies, the stage key and both secrets are mandatory violations", async () => {
+  const stripped = run.resources.filter(
+    (r) => r.type !== "aws:kms/keyPolicy:KeyPolicy" && r.type !== "aws:secretsmanager/secretPolicy:SecretPolicy",
+  );
+  const found = diagnostics(await call("analyzeStack", stackRequest(stripped)));
+  const byPolicy = (p: string) => found.filter((d: any) => d.policy === p);
+  assert.equal(found.length, 3, JSON.stringify(found));
+  assert.equal(byPolicy("kms-key-policy-names-principals").length, 1);
+  assert.match(byPolicy("kms-key-policy-names-principals")[0].message, /default key policy/);
+  assert.equal(byPolicy("secret-resource-policy-denies-others").length, 2);
+  for (const d of found) assert.equal(d.level, analyzerPb.EnforcementLevel.MANDATORY);
+});
+
+test("dev without sophia:kmsKeyAdministrators: the deploying principal (the caller identity) administers the key", () => {
+  const policy = run.resources.find((r) => r.type === "aws:kms/keyPolicy:KeyPolicy")!;
+  const doc = JSON.parse(policy.inputs["policy"] as string);
+  assert.deepEqual(doc.Statement[0].Principal, { AWS: ["arn:aws:iam::123456789012:user/test"] });
 });

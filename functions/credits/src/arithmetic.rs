@@ -1,6 +1,16 @@
 //! The pure credit arithmetic of DESIGN.md: billing, the reservation walk, the settlement walk
 //! (consume, then release or forfeit), lot status transitions. No I/O; every database write of a
 //! settlement is derived from a [`SettlementPlan`].
+//!
+//! # Overflow (issue 29)
+//! Stored amounts are not trusted to be small: a corrupt lot or allocation can hold any 64-bit
+//! value, and the release profile has no overflow checks, so an unchecked `+` would wrap silently
+//! into a plausible-looking balance. Every sum of stored amounts here is checked
+//! ([`checked_sum`], `checked_add`/`checked_sub`); an overflow is [`PlanError::SumOverflow`],
+//! which the settlement turns into the inconsistent-data error (retried, then the DLQ, like any
+//! other inconsistent credit data). The remaining subtractions cannot overflow because of the
+//! checks before them (a lot's `remaining` and `reserved` are at least the allocation, which is
+//! positive): each says why where it stands. `tests` holds a property test over corrupt numbers.
 
 use std::collections::HashMap;
 
@@ -62,9 +72,11 @@ impl LotState {
     pub fn is_expired(&self, now: DateTime<Utc>) -> bool {
         self.expires_at <= now
     }
-    /// Credits that can still be reserved.
+    /// Credits that can still be reserved: `remaining - reserved`, or 0 for a lot whose numbers
+    /// break `0 <= reserved <= remaining` (corrupt data is never reserved from; the invariant
+    /// checker reports it). Cannot overflow: the subtraction only runs inside those bounds.
     pub fn free(&self) -> i64 {
-        (self.remaining - self.reserved).max(0)
+        if 0 <= self.reserved && self.reserved <= self.remaining { self.remaining - self.reserved } else { 0 }
     }
 }
 
@@ -90,7 +102,9 @@ pub fn plan_reservation(lots: &[LotState], amount: i64, now: DateTime<Utc>) -> R
     let mut usable: Vec<&LotState> =
         lots.iter().filter(|l| l.status == LotStatus::Active && !l.is_expired(now) && l.free() > 0).collect();
     usable.sort_by_key(|l| (l.expires_at, l.id));
-    let available: i64 = usable.iter().map(|l| l.free()).sum();
+    // Saturating on purpose: a sum past i64::MAX is still "more than any request", which is all
+    // this comparison needs; the walk below takes at most `amount` from each lot.
+    let available = usable.iter().map(|l| l.free()).fold(0_i64, i64::saturating_add);
     if amount > available {
         return Err(Insufficient { requested: amount, available });
     }
@@ -126,33 +140,79 @@ pub struct LotSettlement {
     pub status_after: LotStatus,
 }
 
-/// Every change of one settlement.
+/// Every change of one settlement. Built by [`plan_settlement`] (or [`SettlementPlan::empty`]),
+/// which computes its totals with checked arithmetic: a plan that exists has totals that fit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SettlementPlan {
     pub reserved: i64,
     pub consumed: i64,
     pub lots: Vec<LotSettlement>,
+    totals: PlanTotals,
+}
+
+/// The sums of a plan, each computed once, checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct PlanTotals {
+    released: i64,
+    forfeited: i64,
+    expiry_forfeited: i64,
+    /// `forfeited + expiry_forfeited`.
+    all_forfeited: i64,
+    /// `released - expiry_forfeited`.
+    org_available_delta: i64,
+}
+
+/// The lots' field the expiry forfeits come from (named by errors).
+pub const LOT_REMAINING: &str = "creditLots.remaining";
+
+impl PlanTotals {
+    fn of(lots: &[LotSettlement]) -> Result<Self, PlanError> {
+        let overflow = || PlanError::SumOverflow(LOT_REMAINING);
+        let sum =
+            |f: fn(&LotSettlement) -> i64| checked_sum(lots.iter().map(f)).ok_or(PlanError::SumOverflow(ALLOCATIONS));
+        // Released and forfeited parts are parts of the allocations, whose sum was checked; the
+        // expiry forfeits are lots' unreserved remainders, which can be anything stored.
+        let released = sum(|l| l.released)?;
+        let forfeited = sum(|l| l.forfeited)?;
+        let expiry_forfeited = checked_sum(lots.iter().map(|l| l.expiry_forfeited)).ok_or_else(overflow)?;
+        Ok(Self {
+            released,
+            forfeited,
+            expiry_forfeited,
+            all_forfeited: forfeited.checked_add(expiry_forfeited).ok_or_else(overflow)?,
+            org_available_delta: released.checked_sub(expiry_forfeited).ok_or_else(overflow)?,
+        })
+    }
 }
 
 impl SettlementPlan {
+    /// Nothing reserved: no lots, no credit changes.
+    pub fn empty() -> Self {
+        Self { reserved: 0, consumed: 0, lots: Vec::new(), totals: PlanTotals::default() }
+    }
     pub fn released(&self) -> i64 {
-        self.lots.iter().map(|l| l.released).sum()
+        self.totals.released
     }
     /// Forfeited reservation credits (the interview's part).
     pub fn forfeited(&self) -> i64 {
-        self.lots.iter().map(|l| l.forfeited).sum()
+        self.totals.forfeited
     }
     /// Unreserved credits of lots this settlement expired.
     pub fn expiry_forfeited(&self) -> i64 {
-        self.lots.iter().map(|l| l.expiry_forfeited).sum()
+        self.totals.expiry_forfeited
     }
-    /// The organization's `credits.reserved` change.
+    /// Everything forfeited: the interview's part and the expired lots' remainders.
+    pub fn all_forfeited(&self) -> i64 {
+        self.totals.all_forfeited
+    }
+    /// The organization's `credits.reserved` change (`reserved` is a checked sum of positive
+    /// allocations, so its negation fits).
     pub fn org_reserved_delta(&self) -> i64 {
         -self.reserved
     }
-    /// The organization's `credits.available` change.
+    /// The organization's `credits.available` change: released less the expiry forfeits.
     pub fn org_available_delta(&self) -> i64 {
-        self.released() - self.expiry_forfeited()
+        self.totals.org_available_delta
     }
 }
 
@@ -205,6 +265,9 @@ pub fn plan_settlement(
     let reserved = checked_sum(merged.iter().map(|a| a.credits)).ok_or(PlanError::SumOverflow(ALLOCATIONS))?;
     let mut left = consumed.clamp(0, reserved);
     let consumed = left;
+    // Below, for each allocation `a` (a.credits > 0) of lot `lot`: `lot.reserved >= a.credits` and
+    // `lot.remaining >= a.credits` are checked first, `c <= left` and `c <= a.credits`; so every
+    // subtraction stays within [0, lot.remaining] and cannot overflow.
     let mut out = Vec::with_capacity(merged.len());
     for a in merged {
         let lot = **by_id.get(&a.lot_id).ok_or(PlanError::MissingLot(a.lot_id))?;
@@ -241,7 +304,8 @@ pub fn plan_settlement(
             status_after,
         });
     }
-    Ok(SettlementPlan { reserved, consumed, lots: out })
+    let totals = PlanTotals::of(&out)?;
+    Ok(SettlementPlan { reserved, consumed, lots: out, totals })
 }
 
 #[cfg(test)]
@@ -406,6 +470,35 @@ mod tests {
     }
 
     #[test]
+    fn expiry_forfeits_that_overflow_are_inconsistent_data_naming_the_lots_field() {
+        // Two expired lots whose last reservation this settlement releases: both remainders are
+        // forfeited, and together they exceed i64::MAX.
+        let half = i64::MAX / 2 + 10;
+        let (a, b) = (lot(1, i64::MAX, half, 1, -1), lot(2, i64::MAX, half, 1, -1));
+        let allocations = [Allocation { lot_id: a.id, credits: 1 }, Allocation { lot_id: b.id, credits: 1 }];
+        let e = plan_settlement(&allocations, &[a, b], 0, now()).unwrap_err();
+        assert_eq!(e, PlanError::SumOverflow(LOT_REMAINING));
+        assert!(e.to_string().contains("`creditLots.remaining`"), "{e}");
+        // One such lot alone fits: released 0, expiry forfeit = its remainder.
+        let plan = plan_settlement(&allocations[..1], &[a], 0, now()).unwrap();
+        assert_eq!(
+            (plan.expiry_forfeited(), plan.all_forfeited(), plan.org_available_delta()),
+            (half - 1, half, 1 - half)
+        );
+    }
+
+    #[test]
+    fn a_lot_whose_numbers_break_its_bounds_has_nothing_free() {
+        let mut corrupt = lot(1, 10, 10, -5, 10);
+        assert_eq!(corrupt.free(), 0, "negative reserved");
+        corrupt.reserved = 11;
+        assert_eq!(corrupt.free(), 0, "reserved above remaining");
+        let extreme = LotState { remaining: i64::MAX, reserved: i64::MIN, ..corrupt };
+        assert_eq!(extreme.free(), 0, "no overflow, nothing to reserve");
+        assert_eq!(plan_reservation(&[extreme], 1, now()), Err(Insufficient { requested: 1, available: 0 }));
+    }
+
+    #[test]
     fn duplicate_allocations_of_one_lot_are_merged() {
         let a = lot(1, 10, 10, 5, 10);
         let plan = plan_settlement(
@@ -417,5 +510,102 @@ mod tests {
         .unwrap();
         assert_eq!(plan.lots.len(), 1);
         assert_eq!((plan.lots[0].reserved, plan.lots[0].released), (5, 4));
+    }
+
+    /// Issue 29: over arbitrary (corrupt) lot numbers, allocations and consumption, the walks
+    /// either return a typed [`PlanError`] or a plan whose every total equals the exact sum
+    /// (computed in i128): never a wrapped value. Tests run with overflow checks, so an unchecked
+    /// operation that overflowed would panic here as well.
+    mod corrupt_numbers {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// Mostly boundary values: the ones that overflow.
+        fn amount() -> impl Strategy<Value = i64> {
+            prop_oneof![
+                Just(i64::MAX),
+                Just(i64::MAX - 1),
+                Just(i64::MAX / 2 + 1),
+                Just(i64::MIN),
+                Just(-1_i64),
+                Just(0_i64),
+                Just(1_i64),
+                0_i64..100,
+                any::<i64>(),
+            ]
+        }
+
+        fn lots() -> impl Strategy<Value = Vec<LotState>> {
+            prop::collection::vec((amount(), amount(), amount(), any::<bool>()), 1..4).prop_map(|v| {
+                v.into_iter()
+                    .enumerate()
+                    .map(|(i, (granted, remaining, reserved, expired))| LotState {
+                        id: ObjectId::from_bytes([i as u8 + 1; 12]),
+                        granted,
+                        remaining,
+                        reserved,
+                        expires_at: now() + Duration::days(if expired { -1 } else { 1 }),
+                        status: LotStatus::Active,
+                    })
+                    .collect()
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+            #[test]
+            fn settlement_is_a_typed_error_or_exact(
+                lots in lots(),
+                allocs in prop::collection::vec((0_usize..4, amount()), 1..5),
+                consumed in amount(),
+            ) {
+                let allocations: Vec<Allocation> = allocs
+                    .iter()
+                    .map(|(i, credits)| Allocation { lot_id: lots[i % lots.len()].id, credits: *credits })
+                    .collect();
+                match plan_settlement(&allocations, &lots, consumed, now()) {
+                    Err(e) => {
+                        // Typed, and it names fields or lots, never a wrapped amount.
+                        prop_assert!(!e.to_string().is_empty());
+                    }
+                    Ok(plan) => {
+                        let exact = |f: fn(&LotSettlement) -> i64| plan.lots.iter().map(|l| i128::from(f(l))).sum::<i128>();
+                        let (released, forfeited, expiry) = (exact(|l| l.released), exact(|l| l.forfeited), exact(|l| l.expiry_forfeited));
+                        prop_assert_eq!(i128::from(plan.released()), released);
+                        prop_assert_eq!(i128::from(plan.forfeited()), forfeited);
+                        prop_assert_eq!(i128::from(plan.expiry_forfeited()), expiry);
+                        prop_assert_eq!(i128::from(plan.all_forfeited()), forfeited + expiry);
+                        prop_assert_eq!(i128::from(plan.org_available_delta()), released - expiry);
+                        prop_assert_eq!(i128::from(plan.reserved), allocations.iter().map(|a| i128::from(a.credits)).sum::<i128>());
+                        prop_assert!(0 <= plan.consumed && plan.consumed <= plan.reserved);
+                        for l in &plan.lots {
+                            prop_assert_eq!(i128::from(l.consumed) + i128::from(l.released) + i128::from(l.forfeited), i128::from(l.reserved));
+                            prop_assert!(l.remaining_after >= 0 && l.reserved_after >= 0, "{:?}", l);
+                            prop_assert!(l.remaining_after <= l.before.remaining);
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn reservation_is_insufficient_or_exact(lots in lots(), amount in amount()) {
+                match plan_reservation(&lots, amount, now()) {
+                    Err(Insufficient { requested, available }) => {
+                        prop_assert_eq!(requested, amount);
+                        prop_assert!(available < amount && available >= 0);
+                    }
+                    Ok(allocations) => {
+                        let total: i128 = allocations.iter().map(|a| i128::from(a.credits)).sum();
+                        prop_assert_eq!(total, i128::from(amount.max(0)));
+                        for a in &allocations {
+                            let lot = lots.iter().find(|l| l.id == a.lot_id).unwrap();
+                            prop_assert!(a.credits > 0 && a.credits <= lot.free());
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -10,8 +10,9 @@
 //!
 //! Sums are computed here, in Rust, from the documents (no aggregation), so the check does not
 //! depend on the server's numeric types; documents are read leniently (`sophia_documents`: a
-//! balance an operator fixed by hand in the mongo shell is a double) and a sum that would
-//! overflow saturates, which the comparison then reports.
+//! balance an operator fixed by hand in the mongo shell is a double). Sums are exact: stored
+//! 64-bit amounts are added in 128 bits (issue 29), so corrupt numbers can neither wrap nor
+//! saturate into an apparent balance; the comparison reports them.
 
 use std::collections::HashMap;
 
@@ -29,23 +30,23 @@ use crate::store::CreditsStore;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Violation {
     #[error("invariant 1: organization {organization_id} has credits.reserved {org} but its lots reserve {lots}")]
-    Reserved { organization_id: ObjectId, org: i64, lots: i64 },
+    Reserved { organization_id: ObjectId, org: i64, lots: i128 },
     #[error(
         "invariant 2: organization {organization_id} has credits.available {org} but its unexpired lots have {lots} free"
     )]
-    Available { organization_id: ObjectId, org: i64, lots: i64 },
+    Available { organization_id: ObjectId, org: i64, lots: i128 },
     #[error(
         "invariant 3: lot {lot_id} breaks 0 <= reserved ({reserved}) <= remaining ({remaining}) <= granted ({granted})"
     )]
     LotBounds { lot_id: ObjectId, granted: i64, remaining: i64, reserved: i64 },
     #[error("invariant 4: organization {organization_id} lots lost {lots} credits but SETTLE + FORFEIT = {ledger}")]
-    Consumption { organization_id: ObjectId, lots: i64, ledger: i64 },
+    Consumption { organization_id: ObjectId, lots: i128, ledger: i128 },
     #[error(
         "invariant 5: settled interview {interview_id}: RESERVE {reserve} != SETTLE {settle} + RELEASE {release} + FORFEIT {forfeit}"
     )]
-    InterviewBalance { interview_id: ObjectId, reserve: i64, settle: i64, release: i64, forfeit: i64 },
+    InterviewBalance { interview_id: ObjectId, reserve: i128, settle: i128, release: i128, forfeit: i128 },
     #[error("invariant 5: settled interview {interview_id}: SETTLE {settle} != credits.consumed {consumed:?}")]
-    InterviewConsumed { interview_id: ObjectId, settle: i64, consumed: Option<i64> },
+    InterviewConsumed { interview_id: ObjectId, settle: i128, consumed: Option<i64> },
 }
 
 impl Violation {
@@ -86,9 +87,9 @@ pub async fn check_all(store: &CreditsStore) -> Result<Vec<Violation>, CreditsEr
     Ok(check(&orgs, &lots, &ledger, &interviews))
 }
 
-/// A saturating sum: stored amounts are not trusted to be small.
-fn sum(amounts: impl Iterator<Item = i64>) -> i64 {
-    amounts.fold(0, i64::saturating_add)
+/// An exact sum: stored amounts are not trusted to be small (2^64 amounts of 64 bits fit in 128).
+fn sum(amounts: impl Iterator<Item = i64>) -> i128 {
+    amounts.map(i128::from).sum()
 }
 
 /// The pure check over loaded documents (documents of organizations not in `orgs` are ignored).
@@ -103,14 +104,15 @@ pub fn check(
         let id = org.id;
         let own_lots: Vec<&CreditLot> = lots.iter().filter(|l| l.organization_id == id).collect();
         let reserved = sum(own_lots.iter().map(|l| l.reserved));
-        if org.credits.reserved != reserved {
+        if i128::from(org.credits.reserved) != reserved {
             violations.push(Violation::Reserved { organization_id: id, org: org.credits.reserved, lots: reserved });
         }
-        let free = sum(own_lots
+        let free = own_lots
             .iter()
             .filter(|l| l.status != LotStatus::Expired)
-            .map(|l| l.remaining.saturating_sub(l.reserved)));
-        if org.credits.available != free {
+            .map(|l| i128::from(l.remaining) - i128::from(l.reserved))
+            .sum::<i128>();
+        if i128::from(org.credits.available) != free {
             violations.push(Violation::Available { organization_id: id, org: org.credits.available, lots: free });
         }
         for l in &own_lots {
@@ -123,7 +125,7 @@ pub fn check(
                 });
             }
         }
-        let lost = sum(own_lots.iter().map(|l| l.granted.saturating_sub(l.remaining)));
+        let lost = own_lots.iter().map(|l| i128::from(l.granted) - i128::from(l.remaining)).sum::<i128>();
         let settled_or_forfeited = sum(ledger
             .iter()
             .filter(|e| e.organization_id == id && matches!(e.kind, LedgerType::Settle | LedgerType::Forfeit))
@@ -133,7 +135,7 @@ pub fn check(
         }
     }
     let org_ids: Vec<ObjectId> = orgs.iter().map(|o| o.id).collect();
-    let mut per_interview: HashMap<ObjectId, [i64; 4]> = HashMap::new();
+    let mut per_interview: HashMap<ObjectId, [i128; 4]> = HashMap::new();
     for e in ledger.iter().filter(|e| e.reference.kind == ReferenceKind::Interview) {
         let sums = per_interview.entry(e.reference.id).or_default();
         let slot = match e.kind {
@@ -142,14 +144,14 @@ pub fn check(
             LedgerType::Release => 2,
             LedgerType::Forfeit => 3,
         };
-        sums[slot] = sums[slot].saturating_add(e.amount);
+        sums[slot] += i128::from(e.amount);
     }
     for i in interviews.iter().filter(|i| i.settled_at.is_some() && org_ids.contains(&i.organization_id)) {
         let [reserve, settle, release, forfeit] = per_interview.get(&i.id).copied().unwrap_or_default();
-        if reserve != settle.saturating_add(release).saturating_add(forfeit) {
+        if reserve != settle + release + forfeit {
             violations.push(Violation::InterviewBalance { interview_id: i.id, reserve, settle, release, forfeit });
         }
-        if i.credits.consumed != Some(settle) {
+        if i.credits.consumed.map(i128::from) != Some(settle) {
             violations.push(Violation::InterviewConsumed { interview_id: i.id, settle, consumed: i.credits.consumed });
         }
     }
@@ -225,5 +227,21 @@ mod tests {
         l[0].reserved = 9;
         let numbers: Vec<u8> = check(&o, &l, &e, &i).iter().map(Violation::invariant).collect();
         assert_eq!(numbers, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn sums_past_64_bits_are_exact_never_saturated_into_agreement() {
+        // Two lots reserving i64::MAX each: a saturating sum would read i64::MAX and agree with
+        // an organization claiming i64::MAX reserved.
+        let (mut o, l, e, i) = world(Some(3), 7, 7);
+        let huge = CreditLot { reserved: i64::MAX, remaining: i64::MAX, granted: i64::MAX, ..l[0].clone() };
+        let lots = vec![huge.clone(), CreditLot { id: oid(9), ..huge }];
+        o[0].credits.reserved = i64::MAX;
+        let v = check(&o, &lots, &e, &i);
+        let reserved = v.iter().find(|x| x.invariant() == 1).expect("invariant 1 reported");
+        assert_eq!(
+            reserved,
+            &Violation::Reserved { organization_id: oid(1), org: i64::MAX, lots: 2 * i128::from(i64::MAX) }
+        );
     }
 }

@@ -57,6 +57,8 @@ pub async fn reserve_credits(
                 LotWrite {
                     lot_id: lot.id,
                     before: (lot.reserved, lot.remaining),
+                    // Cannot overflow: the walk took at most `free() = remaining - reserved` from
+                    // a lot within `0 <= reserved <= remaining` (arithmetic.rs).
                     after: (lot.reserved + a.credits, lot.remaining, lot.status),
                 }
             })

@@ -57,6 +57,29 @@ pub const RETENTION_DAYS: i64 = 60;
 /// Lambda's may disagree by seconds, never by minutes; retention is computed from the anchor.
 pub const ANCHOR_FUTURE_TOLERANCE: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
 
+/// The absolute lower bound of a completion or failure anchor (issue 29): 2024-01-01T00:00:00Z,
+/// before any interview this system settles (it was built in 2026; the API's interviews are
+/// settled within days of completion). Retention is computed from the anchor, so an anchor below
+/// it (a JavaScript `new Date(0)`, a zeroed field: 1970) would give a `retentionExpiresAt` decades
+/// in the past and the report would be deleted as soon as it is written, or a clock so wrong that
+/// no date from it can be trusted. Such an anchor is outside its window, like one before the
+/// interview's `createdAt`: inconsistent data, retried, then the DLQ, with the field named. It
+/// applies whether or not the interview has a `createdAt` (a `createdAt` can be as wrong).
+/// An anchor between the floor and now is accepted as it is (DESIGN.md: an old but possible
+/// anchor keeps its retention even if that is already due).
+pub const ANCHOR_FLOOR_UNIX_SECONDS: i64 = 1_704_067_200;
+
+/// [`ANCHOR_FLOOR_UNIX_SECONDS`] as a date.
+pub fn anchor_floor() -> chrono::DateTime<Utc> {
+    chrono::DateTime::from_timestamp(ANCHOR_FLOOR_UNIX_SECONDS, 0).unwrap_or_default()
+}
+
+/// `retentionExpiresAt`: [`RETENTION_DAYS`] after the anchor (saturating at chrono's largest date;
+/// a checked anchor is never near it).
+pub fn retention_expires_at(anchor: chrono::DateTime<Utc>) -> chrono::DateTime<Utc> {
+    anchor.checked_add_signed(chrono::Duration::days(RETENTION_DAYS)).unwrap_or(chrono::DateTime::<Utc>::MAX_UTC)
+}
+
 /// Every MongoDB operation and the `report.generate` publish of a record must finish this long
 /// before the invocation's deadline: the consumer wrapper cancels a record 1 s before it, and the
 /// record should fail with its own error rather than be cancelled.
@@ -123,6 +146,8 @@ pub struct SettledSummary {
     pub released: i64,
     pub forfeited: i64,
     pub expiry_forfeited: i64,
+    /// `forfeited + expiry_forfeited`, checked when the plan was made.
+    pub all_forfeited: i64,
     pub lots: usize,
     /// The outbox entry written with the settlement (completed interviews).
     pub outbox: Option<Box<OutboxEntry>>,
@@ -136,6 +161,7 @@ impl SettledSummary {
             released: plan.released(),
             forfeited: plan.forfeited(),
             expiry_forfeited: plan.expiry_forfeited(),
+            all_forfeited: plan.all_forfeited(),
             lots: plan.lots.len(),
             outbox,
         }
@@ -237,7 +263,7 @@ impl SettlementService {
                     reservedCredits = s.reserved,
                     consumedCredits = s.consumed,
                     releasedCredits = s.released,
-                    forfeitedCredits = s.forfeited + s.expiry_forfeited,
+                    forfeitedCredits = s.all_forfeited,
                     lots = s.lots,
                     "interview settled"
                 );
@@ -288,7 +314,7 @@ impl SettlementService {
     pub async fn execute(&self, prepared: Prepared, ctx: SettleContext) -> Result<SettleOutcome, CreditsError> {
         let Prepared { interview_id, organization_id, kind, reserved, consumed, allocations } = prepared;
         let now = DateTime::from_chrono(ctx.now);
-        let retention = DateTime::from_chrono(kind.anchor().as_datetime() + chrono::Duration::days(RETENTION_DAYS));
+        let retention = DateTime::from_chrono(retention_expires_at(kind.anchor().as_datetime()));
         let policy = RetryPolicy::with_deadline(ctx.operation_deadline());
         let store = &self.store.with_deadline(ctx.operation_deadline());
         let attempt = run_transaction(&self.client, &policy, async |s: &mut ClientSession| {
@@ -305,7 +331,7 @@ impl SettlementService {
             }
             // Nothing reserved: no lots, no organization change, no ledger entries.
             let plan = if allocations.is_empty() {
-                SettlementPlan { reserved: 0, consumed: 0, lots: Vec::new() }
+                SettlementPlan::empty()
             } else {
                 let lot_ids: Vec<ObjectId> = allocations.iter().map(|a| a.lot_id).collect();
                 let lots: Vec<_> =
@@ -419,15 +445,19 @@ fn check_settleable(interview: &InterviewCreditsView, organization_id: ObjectId)
     Ok(Some(reserved))
 }
 
-/// The completion or failure anchor must lie in its window (DESIGN.md): not before the
-/// interview's `createdAt` (when it has one), not more than [`ANCHOR_FUTURE_TOLERANCE`] ahead.
-fn check_anchor(
+/// The completion or failure anchor must lie in its window (DESIGN.md): not before
+/// [`anchor_floor`], not before the interview's `createdAt` (when it has one), not more than
+/// [`ANCHOR_FUTURE_TOLERANCE`] ahead.
+pub fn check_anchor(
     interview: &InterviewCreditsView,
     kind: SettleKind,
     now: chrono::DateTime<Utc>,
 ) -> Result<(), CreditsError> {
     let anchor = kind.anchor().as_datetime();
     let out = |why| CreditsError::AnchorOutOfWindow { interview_id: interview.id, field: kind.anchor_field(), why };
+    if anchor < anchor_floor() {
+        return Err(out("earlier than 2024-01-01T00:00:00Z, the floor of a plausible anchor"));
+    }
     if interview.created_at.is_some_and(|created| anchor < created.to_chrono()) {
         return Err(out("earlier than the interview's createdAt"));
     }
@@ -526,5 +556,71 @@ impl SettlementService {
             _ => crate::outbox::publish_pending_for_interview(&store, message.interview_id, publisher).await?,
         };
         Ok(CompletedResult { outcome, publish })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::error::Disposition;
+
+    fn interview(created_at: Option<chrono::DateTime<Utc>>) -> InterviewCreditsView {
+        InterviewCreditsView {
+            id: ObjectId::from_bytes([7; 12]),
+            organization_id: ObjectId::from_bytes([8; 12]),
+            status: None,
+            credits: Default::default(),
+            settled_at: None,
+            retention_expires_at: None,
+            created_at: created_at.map(DateTime::from_chrono),
+        }
+    }
+
+    fn completed(at: chrono::DateTime<Utc>) -> SettleKind {
+        SettleKind::Completed { completed_at: Timestamp::new(at), duration_seconds: DurationSeconds::new(600).unwrap() }
+    }
+
+    fn now() -> chrono::DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 12, 4, 6, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn a_1970_anchor_without_created_at_is_out_of_its_window_never_a_retention_in_the_past() {
+        let epoch = chrono::DateTime::<Utc>::UNIX_EPOCH;
+        for kind in [completed(epoch), SettleKind::Failed { failed_at: Timestamp::new(epoch) }] {
+            let e = check_anchor(&interview(None), kind, now()).unwrap_err();
+            assert!(matches!(e, CreditsError::AnchorOutOfWindow { field, .. } if field == kind.anchor_field()), "{e}");
+            assert_eq!(e.disposition(), Disposition::Retry, "retried, then the DLQ, like any anchor out of its window");
+            assert!(e.to_string().contains("2024-01-01"), "{e}");
+        }
+        // A createdAt as wrong as the anchor does not let it through.
+        let e = check_anchor(&interview(Some(epoch)), completed(epoch), now()).unwrap_err();
+        assert!(matches!(e, CreditsError::AnchorOutOfWindow { .. }), "{e}");
+    }
+
+    #[test]
+    fn the_floor_itself_and_any_plausible_anchor_after_it_are_accepted() {
+        let floor = anchor_floor();
+        assert_eq!(floor, Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).unwrap());
+        assert!(check_anchor(&interview(None), completed(floor), now()).is_ok());
+        assert!(check_anchor(&interview(None), completed(floor - chrono::Duration::seconds(1)), now()).is_err());
+        let recent = now() - chrono::Duration::days(3);
+        assert!(check_anchor(&interview(None), completed(recent), now()).is_ok());
+        assert_eq!(retention_expires_at(recent), recent + chrono::Duration::days(60));
+        assert!(retention_expires_at(recent) > now(), "a recent anchor's retention lies ahead");
+    }
+
+    #[test]
+    fn every_accepted_anchor_gives_a_retention_no_earlier_than_the_floor_plus_60_days() {
+        // The lowest retention any accepted anchor can produce.
+        let lowest = retention_expires_at(anchor_floor());
+        assert_eq!(lowest, Utc.with_ymd_and_hms(2024, 3, 1, 0, 0, 0).unwrap());
+        assert_eq!(
+            retention_expires_at(chrono::DateTime::<Utc>::MAX_UTC),
+            chrono::DateTime::<Utc>::MAX_UTC,
+            "saturates"
+        );
     }
 }

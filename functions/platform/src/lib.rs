@@ -13,3 +13,4 @@ pub mod sqs;
 pub mod stand_in;
 pub mod telemetry;
 pub mod tls;
+pub mod uri_policy;

@@ -35,6 +35,9 @@ pub enum MongoError {
     Secret(#[from] SecretError),
     #[error("MONGODB_URI does not parse: {0}")]
     BadUri(String),
+    /// TLS off or unverified outside local mode (`crate::uri_policy`); names the parameter, never the URI.
+    #[error(transparent)]
+    InsecureUri(#[from] crate::uri_policy::UriPolicyError),
     #[error("MongoDB is unreachable: {0}")]
     Unreachable(#[source] mongodb::error::Error),
     #[error(
@@ -296,8 +299,10 @@ pub fn credentials_refused(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// Parses a connection string; errors never echo it.
+/// Parses a connection string after its TLS policy check ([`crate::uri_policy::enforce`]);
+/// errors never echo it.
 pub async fn client_options(uri: &str) -> Result<ClientOptions, MongoError> {
+    crate::uri_policy::enforce(uri)?;
     ClientOptions::parse(uri).await.map_err(|e| {
         let mut reason = redacted(&e);
         if reason.contains("MONGODB-AWS") {

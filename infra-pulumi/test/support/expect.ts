@@ -27,13 +27,15 @@ export const TYPE = {
   topic: "aws:sns/topic:Topic",
   subscription: "aws:sns/topicSubscription:TopicSubscription",
   vpcEndpoint: "aws:ec2/vpcEndpoint:VpcEndpoint",
+  kmsKeyPolicy: "aws:kms/keyPolicy:KeyPolicy",
+  secretPolicy: "aws:secretsmanager/secretPolicy:SecretPolicy",
   dashboard: "aws:cloudwatch/dashboard:Dashboard",
   invocation: "aws:lambda/invocation:Invocation",
 } as const;
 
 /**
  * queues.md: two pipelines, three functions (one not subscribed), the API and ops policies; the
- * stage's KMS key and its two secrets; the stage's alarm topic; 4 queue alarms + errors and
+ * stage's KMS key and its two secrets, the key's policy and the secrets' resource policies; the stage's alarm topic; 4 queue alarms + errors and
  * throttles per function + report-generate's duration.
  */
 export const EXPECTED_COUNTS: Record<string, number> = {
@@ -57,6 +59,9 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.kmsAlias]: 1,
   [TYPE.secret]: 2,
   [TYPE.secretVersion]: 2,
+  // Issue 29: the key's own policy, and one resource policy per secret.
+  [TYPE.kmsKeyPolicy]: 1,
+  [TYPE.secretPolicy]: 2,
   [TYPE.stageSecrets]: 1,
   [TYPE.topic]: 1,
   // The migration step: one `{"sophiaOps":"migrate"}` invocation before any mapping delivers.

@@ -19,7 +19,7 @@ use lambda_runtime::LambdaEvent;
 use sophia_contracts::ReportGenerate;
 use std::sync::Arc;
 
-use sophia_platform::indexes::log_missing_unique_indexes;
+use sophia_platform::indexes::{log_missing_ttl_indexes, log_missing_unique_indexes};
 use sophia_platform::mongo::{Mongo, credentials_refused};
 use sophia_platform::rotation::{self, Renewed, Rotating};
 use sophia_platform::secrets::{self, Secret};
@@ -130,6 +130,7 @@ impl ReportGenerateHandler {
             self.index_check
                 .get_or_init(|| async {
                     log_missing_unique_indexes(&clients.mongo.db, "report-generate", migrations::REQUIRED).await;
+                    log_missing_ttl_indexes(&clients.mongo.db, "report-generate", migrations::REQUIRED_TTL).await;
                 })
                 .await;
             Ok::<(), BoxError>(())
