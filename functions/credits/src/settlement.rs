@@ -3,7 +3,7 @@
 //! One settlement is one transaction, in this order:
 //! 1. (before the transaction) read the interview: missing, wrong organization, already settled,
 //!    inconsistent reservation and an anchor outside its window are decided here without starting
-//!    a transaction (DESIGN.md, "Settlement decisions"). An interview with nothing reserved
+//!    a transaction (docs/design.md, "Settlement decisions"). An interview with nothing reserved
 //!    (`credits.reserved` 0, absent or `null`, no allocations) is still settled: claimed,
 //!    `consumed` 0, retention, the outbox entry, and no credit writes. A soft-deleted interview
 //!    is settled like any other (the minutes were used; its report is not generated);
@@ -53,7 +53,7 @@ pub const ROUND_TRIPS_COMPLETED: usize = 8;
 /// Days from the completion (or failure) anchor to `retentionExpiresAt`.
 pub const RETENTION_DAYS: i64 = 60;
 
-/// How far in the future a completion or failure anchor may be (DESIGN.md): the API's clock and
+/// How far in the future a completion or failure anchor may be (docs/design.md): the API's clock and
 /// Lambda's may disagree by seconds, never by minutes; retention is computed from the anchor.
 pub const ANCHOR_FUTURE_TOLERANCE: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
 
@@ -419,7 +419,7 @@ fn check_settleable(interview: &InterviewCreditsView, organization_id: ObjectId)
     Ok(Some(reserved))
 }
 
-/// The completion or failure anchor must lie in its window (DESIGN.md): not before the
+/// The completion or failure anchor must lie in its window (docs/design.md): not before the
 /// interview's `createdAt` (when it has one), not more than [`ANCHOR_FUTURE_TOLERANCE`] ahead.
 fn check_anchor(
     interview: &InterviewCreditsView,

@@ -2,7 +2,7 @@
 //!
 //! Each secret comes from its plain variable when that is set (local runs, tests), else from
 //! AWS Secrets Manager through the AWS Parameters and Secrets Lambda Extension, whose ARN the
-//! stack puts in `<VARIABLE>_SECRET_ARN` (DESIGN.md, "Secrets and candidate data"). The extension
+//! stack puts in `<VARIABLE>_SECRET_ARN` (docs/design.md, "Secrets and candidate data"). The extension
 //! serves `GET http://localhost:<PARAMETERS_SECRETS_EXTENSION_HTTP_PORT or 2773>/secretsmanager/get?secretId=<ARN>`
 //! with the header `X-Aws-Parameters-Secrets-Token: <AWS_SESSION_TOKEN>` and answers the JSON of
 //! Secrets Manager's `GetSecretValue`; the value is its `SecretString`, used as it is.

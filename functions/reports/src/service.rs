@@ -1,4 +1,4 @@
-//! `generate_report`: the spec's seven steps (queues.md section 2, DESIGN.md "Report
+//! `generate_report`: the replaced system's seven steps (docs/design.md, "Report
 //! generation").
 
 use std::time::Duration;
@@ -200,7 +200,7 @@ impl ReportService {
         }
 
         // 7. The model. Every failure is recorded on the report and returned, the last
-        // attempt's included (DESIGN.md): SQS retries it, then moves it to the DLQ.
+        // attempt's included (docs/design.md): SQS retries it, then moves it to the DLQ.
         let prompt = prompt::build_with(&interview, &self.limits);
         span.record("model", self.model.model());
         if prompt.truncation.any() {
@@ -250,7 +250,7 @@ impl ReportService {
             truncation: prompt.truncation,
             generated_at: DateTime::now(),
         };
-        // The output checked against the interview before it is stored (DESIGN.md).
+        // The output checked against the interview before it is stored (docs/design.md).
         let (report, warnings) = validate::check(reply.report, &expectations(&interview));
         if !warnings.is_empty() {
             let codes: Vec<_> = warnings.iter().map(|w| format!("{:?}", w.code)).collect();
@@ -266,7 +266,7 @@ impl ReportService {
     }
 
     /// Why the report could not be claimed: completed, out of attempts (acknowledged without a
-    /// model call: DESIGN.md's only acknowledged failure), held by a live worker, or unreadable
+    /// model call: docs/design.md's only acknowledged failure), held by a live worker, or unreadable
     /// (recorded on the report and returned as `invalid_document`).
     async fn not_claimed(&self, interview_id: InterviewId) -> Result<Generated, ReportError> {
         let Some(raw) = self.store.find_raw(interview_id).await? else {
