@@ -1,4 +1,4 @@
-//! The message contract is as lenient as its producer (DESIGN.md "Message contract decisions"):
+//! The message contract is as lenient as its producer (docs/design.md "Message contract decisions"):
 //! a completed message whose `durationSeconds` has a fraction, as JavaScript's
 //! `(end - start) / 1000` gives, is settled through the handler Lambda calls and billed by
 //! `floor(durationSeconds / 60)`; a string duration is still dropped, and its value is never in

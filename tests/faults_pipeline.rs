@@ -114,7 +114,7 @@ async fn a_failed_report_publish_after_commit_keeps_the_settlement_and_the_redel
 }
 
 /// Delivers `report.generate` through SQS until the message is in the report DLQ: three
-/// receives, each a failed attempt whose error the handler returned (DESIGN.md: the third
+/// receives, each a failed attempt whose error the handler returned (docs/design.md: the third
 /// included), then SQS moves the message to the DLQ on the next receive.
 async fn three_failed_attempts_then_the_dlq(
     sqs: &aws_sdk_sqs::Client,
@@ -478,7 +478,7 @@ async fn ten_copies_in_one_batch_settle_once_publish_once_and_make_one_report() 
 
 /// Ten copies delivered to ten function instances at once (ten mappings with batch size 1
 /// polling together): truly concurrent settlements of one interview. One settlement and one
-/// report; `report.generate` may be published more than once here, by design (DESIGN.md: a
+/// report; `report.generate` may be published more than once here, by design (docs/design.md: a
 /// delivery that finds the outbox entry still pending while the winner publishes it publishes
 /// it too; the report consumer is idempotent), so every published copy is delivered and only
 /// one model call may happen. Needs isolated

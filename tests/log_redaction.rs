@@ -1,4 +1,4 @@
-//! Candidate text never reaches a log line (DESIGN.md, "Secrets and candidate data"): message
+//! Candidate text never reaches a log line (docs/design.md, "Secrets and candidate data"): message
 //! bodies carry a marker in every position where a producer can put free text (the
 //! `failureReason`, an id, a timestamp, the `type`, the duration, an unknown key, a nested value,
 //! a key, the whole body), valid or not, and go through the production interview-completed

@@ -245,7 +245,7 @@ async fn known_gap_on_nx_count_and_aggregate_match_on_object_id_fields_find_noth
     }
 }
 
-/// The report claim and the records of a failure match reports other writers left (DESIGN.md,
+/// The report claim and the records of a failure match reports other writers left (docs/design.md,
 /// "Documents written by other services"): `attemptCount` absent (`$exists: false`) or any
 /// numeric type below 3 (`$lt` across Int32, Int64 and Double), a lease absent or `null`
 /// (`{leaseExpiresAt: null}`) combined with an `updatedAt` comparison, and a status other than

@@ -1,4 +1,4 @@
-//! Documents written by other services (DESIGN.md): interviews and interviewReports shaped as
+//! Documents written by other services (docs/design.md): interviews and interviewReports shaped as
 //! Mongoose (Int32, `__v`, timestamps), the mongo shell (every number a Double, explicit
 //! `null`s) and older code (no `attemptCount`, no lease) write them, through the real handler
 //! against nx-27017 (or `SOPHIA_TEST_MONGODB_URI`). Table-driven: each row is one document and

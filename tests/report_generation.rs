@@ -144,7 +144,7 @@ async fn a_completed_report_redelivered_is_a_no_op() {
     assert_eq!(report_count(&env).await, 1);
 }
 
-/// DESIGN.md: every attempt's error is returned, the third included (SQS then moves the message
+/// docs/design.md: every attempt's error is returned, the third included (SQS then moves the message
 /// to the DLQ); only a delivery that finds the report already FAILED at 3 attempts is
 /// acknowledged, without a model call.
 #[tokio::test]

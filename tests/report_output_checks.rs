@@ -1,4 +1,4 @@
-//! The model's output checked against the interview before it is stored (issue 19, DESIGN.md
+//! The model's output checked against the interview before it is stored (issue 19, docs/design.md
 //! "Report input and output"), through the report-generate handler, MongoDB (nx-27017) and the
 //! OpenAI fake answering as a careless or compromised model would; and the whole interview sent
 //! within the token budget, with what was omitted recorded on the report.

@@ -1,4 +1,4 @@
-//! Settlement against the edge cases of real data (issue 14, DESIGN.md "Settlement decisions"),
+//! Settlement against the edge cases of real data (issue 14, docs/design.md "Settlement decisions"),
 //! through the real settlement over the wire (nx-27017 here, or `SOPHIA_TEST_MONGODB_URI`):
 //! nothing reserved, inconsistent reservations, numbers as other writers store them (mongo shell
 //! doubles, Mongoose Int32, null vs absent), sums that overflow, anchors outside their window,
@@ -226,7 +226,7 @@ async fn a_fractional_or_non_numeric_credit_amount_is_inconsistent_data_naming_t
     }
 }
 
-/// DESIGN.md: an interview with nothing reserved (`credits.reserved` 0, absent or `null`, no
+/// docs/design.md: an interview with nothing reserved (`credits.reserved` 0, absent or `null`, no
 /// allocations) is still settled: claimed, consumed 0, retention, the `report.generate` outbox
 /// entry for a completed one; no credit writes.
 #[tokio::test]
@@ -334,7 +334,7 @@ async fn a_reservation_without_matching_allocations_is_inconsistent_and_retried(
     w.assert_invariants().await;
 }
 
-/// DESIGN.md, "Settlement decisions": another organization's interview is retried (then the
+/// docs/design.md, "Settlement decisions": another organization's interview is retried (then the
 /// DLQ), like an unknown one, and changes nothing.
 #[tokio::test]
 async fn another_organizations_interview_is_retried_and_changes_nothing() {
@@ -351,7 +351,7 @@ async fn another_organizations_interview_is_retried_and_changes_nothing() {
     w.assert_invariants().await;
 }
 
-/// DESIGN.md, "Message contract decisions": a completion or failure anchor earlier than the
+/// docs/design.md, "Message contract decisions": a completion or failure anchor earlier than the
 /// interview's `createdAt`, or more than 5 minutes in the future, is inconsistent data naming
 /// the field (retention is computed from it); an old but possible anchor is accepted.
 #[tokio::test]

@@ -268,7 +268,7 @@ async fn an_unknown_interview_is_retried_and_changes_nothing() {
 }
 
 // Another organization's interview and an interview with nothing reserved: see
-// `settlement_edge_cases.rs` (DESIGN.md, "Settlement decisions").
+// `settlement_edge_cases.rs` (docs/design.md, "Settlement decisions").
 
 #[tokio::test]
 async fn reservation_refuses_what_the_lots_cannot_cover() {

@@ -83,7 +83,7 @@ async fn a_batch_is_routed_settled_published_once_and_answered() {
     assert_eq!(outcome_of(&report, "m-failed"), Outcome::Processed);
     assert_eq!(outcome_of(&report, "m-duplicate"), Outcome::Processed);
     assert_eq!(outcome_of(&report, "m-invalid"), Outcome::DroppedInvalid);
-    // DESIGN.md: another organization's interview, like an unknown one, is retried (then the DLQ).
+    // docs/design.md: another organization's interview, like an unknown one, is retried (then the DLQ).
     assert_eq!(outcome_of(&report, "m-wrong-org"), Outcome::Failed);
     assert_eq!(outcome_of(&report, "m-unknown"), Outcome::Failed);
     // The same code path Lambda calls answers with the records to retry.

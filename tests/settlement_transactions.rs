@@ -115,7 +115,7 @@ async fn concurrent_duplicate_deliveries_settle_and_publish_exactly_once() {
     assert_eq!(w.ledger(interview).await.len(), 3, "RESERVE, SETTLE, RELEASE once each");
     assert!(
         !publisher.sent().is_empty(),
-        "published; a delivery that finds the entry still pending while the winner publishes may publish it again, which is harmless (DESIGN.md)"
+        "published; a delivery that finds the entry still pending while the winner publishes may publish it again, which is harmless (docs/design.md)"
     );
     assert_eq!(w.org_credits(org).await, (90, 0));
     w.assert_invariants().await;

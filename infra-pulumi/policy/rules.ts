@@ -330,7 +330,7 @@ export function secretPlaintextVariables(functionProps: Record<string, unknown>)
 // ---------------------------------------------------------------------------------------------
 // Rule (mandatory): no secret VALUE in any function environment, wrapped as a Pulumi secret or not.
 // On AWS a secret is read from Secrets Manager at init; the environment carries only its ARN
-// (DESIGN.md "Secrets and candidate data"). Anyone with lambda:GetFunctionConfiguration reads an
+// (docs/design.md "Secrets and candidate data"). Anyone with lambda:GetFunctionConfiguration reads an
 // environment, so even a Pulumi secret there is a leak.
 
 /** A name that announces a credential: a KEY, SECRET, PASSWORD or TOKEN word (plural too). */

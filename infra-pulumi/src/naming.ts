@@ -1,5 +1,5 @@
 /**
- * Physical names: `<app>-<stage>-<name>` for functions, queues, roles and alarms (DESIGN.md), and
+ * Physical names: `<app>-<stage>-<name>` for functions, queues, roles and alarms (docs/design.md), and
  * the tags every taggable resource carries. Stage = Pulumi stack name.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The stage's secrets on AWS (DESIGN.md "Secrets and candidate data"): one customer-managed KMS key
+ * The stage's secrets on AWS (docs/design.md "Secrets and candidate data"): one customer-managed KMS key
  * per stage (rotation on), and one Secrets Manager secret per value, `sophia/<stage>/<name>`,
  * encrypted with that key, whose SecretString is the raw value from the Pulumi secret config. The
  * functions get only the secrets' ARNs and read the values at init through the AWS Parameters and

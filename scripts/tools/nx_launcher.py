@@ -1,6 +1,6 @@
 """Starts nx-27017 (a MongoDB wire-protocol server over SQLite) for tests and the local pipeline.
 
-Two documented fixes over the stock entry point (see shared/notes/ENVIRONMENT.md), both in
+Two documented fixes over the stock entry point (see docs/testing.md, "The local MongoDB"), both in
 neosqlite, the storage layer under nx-27017:
 1. its SQL paths store a top-level `$set` of a BSON date as a string and of a bool as an int, and
    do not match ObjectId-valued fields by equality. Forcing its Python paths

@@ -233,7 +233,7 @@ impl World {
         self.store.interview(interview.oid()).await.expect("read").expect("interview").settled_at.is_some()
     }
 
-    /// The five invariants of DESIGN.md over the whole database.
+    /// The five invariants of docs/design.md over the whole database.
     pub async fn assert_invariants(&self) {
         let violations = invariants::check_all(&self.store).await.expect("invariants can be read");
         assert!(

@@ -73,7 +73,7 @@ impl World {
         (o.credits.available, o.credits.reserved)
     }
 
-    /// The five invariants of DESIGN.md over the whole database: every scenario ends here.
+    /// The five invariants of docs/design.md over the whole database: every scenario ends here.
     pub async fn assert_invariants(&self) {
         let violations = invariants::check_all(&self.store).await.expect("invariants can be read");
         assert!(

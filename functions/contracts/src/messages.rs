@@ -242,7 +242,7 @@ fn from_object<T: DeserializeOwned>(
         let inner = e.into_inner().to_string();
         // Missing-field errors are reported at the object (`.`) and name the field only. Every
         // other error names the field's path, what was expected and the kind of value found,
-        // never the value: a message's strings can be candidate text (DESIGN.md).
+        // never the value: a message's strings can be candidate text (docs/design.md).
         let reason = if path == "." && inner.starts_with("missing field") {
             inner
         } else {
@@ -548,7 +548,7 @@ mod tests {
         assert_eq!(m.ordering_keys()[0], OrderingKey::Organization(O.parse().unwrap()));
     }
 
-    /// DESIGN.md: errors name the field, never its value. A marker in every position where a
+    /// docs/design.md: errors name the field, never its value. A marker in every position where a
     /// producer could put free text, with every wrong type, never reaches the error.
     #[test]
     fn schema_errors_name_the_field_and_what_was_expected_never_the_value() {

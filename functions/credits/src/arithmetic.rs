@@ -1,4 +1,4 @@
-//! The pure credit arithmetic of DESIGN.md: billing, the reservation walk, the settlement walk
+//! The pure credit arithmetic of docs/design.md: billing, the reservation walk, the settlement walk
 //! (consume, then release or forfeit), lot status transitions. No I/O; every database write of a
 //! settlement is derived from a [`SettlementPlan`].
 //!

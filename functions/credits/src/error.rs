@@ -38,7 +38,7 @@ pub enum CreditsError {
     /// field, never its value.
     #[error("inconsistent data: {0}")]
     Unreadable(#[from] DocumentError),
-    /// The message's completion or failure time is outside its window (DESIGN.md, "Message
+    /// The message's completion or failure time is outside its window (docs/design.md, "Message
     /// contract decisions"); retention is computed from it, so it is not trusted.
     #[error("interview {interview_id}: the message's `{field}` is {why}")]
     AnchorOutOfWindow { interview_id: ObjectId, field: &'static str, why: &'static str },
@@ -69,7 +69,7 @@ impl CreditsError {
     /// - MongoDB errors, conflicts, deadlines, an exhausted retry budget and a failed publish:
     ///   retry;
     /// - an interview that is not (yet) there, or of another organization: retry, so the message
-    ///   ends in the DLQ where an operator sees it, rather than being lost (DESIGN.md);
+    ///   ends in the DLQ where an operator sees it, rather than being lost (docs/design.md);
     /// - inconsistent or unreadable credit data, an anchor outside its window: retry, so the
     ///   message waits in the DLQ for an operator fix;
     /// - the reservation-side refusals (already reserved or settled, insufficient credits): drop.
@@ -133,7 +133,7 @@ mod tests {
         assert_eq!(
             CreditsError::WrongOrganization { interview_id: id, claimed: id, actual: id }.disposition(),
             Disposition::Retry,
-            "DESIGN.md: another organization's interview is retried, then the DLQ"
+            "docs/design.md: another organization's interview is retried, then the DLQ"
         );
         assert_eq!(CreditsError::AlreadyReserved { interview_id: id }.disposition(), Disposition::Drop);
         assert_eq!(CreditsError::InterviewNotFound { interview_id: id }.disposition(), Disposition::Retry);

@@ -1,4 +1,4 @@
-//! The five invariants of DESIGN.md, checked against what is stored. Used after every test
+//! The five invariants of docs/design.md, checked against what is stored. Used after every test
 //! scenario, by the local demo, the ops CLI and the load test.
 //!
 //! 1. `credits.reserved == sum(lot.reserved)`;

@@ -9,9 +9,9 @@
 //!   `settle_failed_interview`, `settle_completed_and_publish`);
 //! - [`outbox`]: publishing after commit, [`outbox::flush_pending_outbox`] for operators;
 //! - [`reservation`], [`seed`]: the API's reservation and fixtures;
-//! - [`invariants`]: the five invariants of DESIGN.md; [`migrations`]: the indexes.
+//! - [`invariants`]: the five invariants of docs/design.md; [`migrations`]: the indexes.
 //!
-//! # Retry or drop ([`CreditsError::disposition`], DESIGN.md "Settlement decisions")
+//! # Retry or drop ([`CreditsError::disposition`], docs/design.md "Settlement decisions")
 //! The rule: retry when a later attempt can succeed or when an operator must look at the message
 //! (SQS moves it to the DLQ after 3 receives and keeps it 14 days); a settlement never drops a
 //! message (only the reservation side refuses for good: already reserved, insufficient credits).

@@ -1,4 +1,4 @@
-//! The documents of the credits model (DESIGN.md), as stored. Integers are written as Int64.
+//! The documents of the credits model (docs/design.md), as stored. Integers are written as Int64.
 //! Other writers store them differently (the mongo shell as doubles, Mongoose as Int32; absent
 //! and `null` alike): every read goes through `sophia_documents` ([`crate::store`] fetches raw
 //! documents and decodes them), whose integer readers accept any BSON numeric holding an integral
@@ -159,7 +159,7 @@ pub struct InterviewCreditsView {
     #[serde(default)]
     pub retention_expires_at: Option<DateTime>,
     /// When the API created the interview (Mongoose `timestamps`); absent on older documents.
-    /// A completion or failure anchor before it is inconsistent data (DESIGN.md).
+    /// A completion or failure anchor before it is inconsistent data (docs/design.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<DateTime>,
 }

@@ -1,4 +1,4 @@
-//! The transactional outbox of `report.generate` (DESIGN.md, **improvement** over queues.md).
+//! The transactional outbox of `report.generate` (docs/design.md, "The report.generate outbox").
 //!
 //! The settlement transaction inserts a `PENDING` entry; after the commit the caller publishes it
 //! through a [`ReportPublisher`] and marks it `PUBLISHED`. A failed publish leaves it pending and

@@ -1,7 +1,7 @@
 //! Reading the MongoDB documents that other services write.
 //!
 //! The TypeScript API (Mongoose), operators in the mongo shell and documents older than this code
-//! write the same collections this system reads (DESIGN.md, "Documents written by other
+//! write the same collections this system reads (docs/design.md, "Documents written by other
 //! services"). They differ from what our own code writes in three ways, and every read model of
 //! the workspace handles them through this crate, the one shared approach:
 //!

@@ -2,7 +2,7 @@
 //! status and error body: a body that is not a JSON object, an unknown parameter, a missing
 //! `model` or `messages`, a `temperature` out of range, and a `response_format` `json_schema`
 //! with `strict: true` that breaks the documented strict-mode rules and limits
-//! (`shared/notes/OPENAI.md`, OpenAI's Structured Outputs guide):
+//! (OpenAI's Structured Outputs guide, https://platform.openai.com/docs/guides/structured-outputs):
 //!
 //! - the root is an object schema, not `anyOf`;
 //! - every object has `additionalProperties: false` and lists every property in `required`;

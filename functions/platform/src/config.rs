@@ -1,4 +1,4 @@
-//! Environment variables, named as in DESIGN.md.
+//! Environment variables, named as in docs/design.md.
 
 use std::time::Duration;
 

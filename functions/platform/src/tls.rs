@@ -2,7 +2,7 @@
 //!
 //! Three clients speak TLS: the SQS SDK's HTTP client, the MongoDB driver and reqwest (OpenAI).
 //! Each would pick its own default, and the SDK's and reqwest's default is aws-lc-rs: linking it
-//! made every zip 0.16-0.25 MB larger (issue 19, README "Zip size"). Each is pointed at ring:
+//! made every zip 0.16-0.25 MB larger (issue 19, docs/performance.md "Zip size"). Each is pointed at ring:
 //!
 //! - SQS: [`sqs_http_client`], aws-smithy-http-client's rustls connector in ring mode, set on the
 //!   SDK config by [`crate::sqs`] (the SDK's own default client is not compiled in);
@@ -15,7 +15,7 @@
 //! offers first with aws-lc, and that endpoints such as OpenAI's accept. TLS 1.3 with X25519
 //! remains, which protects the traffic today; what is given up is protection against a future
 //! quantum computer decrypting recorded traffic, and report-generate sends candidate transcripts
-//! to OpenAI. That is a decision for the team (README, "Zip size"): the way back for the OpenAI
+//! to OpenAI. That is a decision for the team (docs/performance.md, "Zip size"): the way back for the OpenAI
 //! call alone is reqwest's `rustls` feature in sophia-reports without
 //! [`install_default_provider`] (report-generate's zip grows by about 0.2 MB).
 

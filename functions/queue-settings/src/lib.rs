@@ -94,7 +94,7 @@ impl Declaration {
     }
 
     /// Structural rules and the 6x rule: visibility >= 6 x (function timeout + batching window)
-    /// is AWS's recommendation; DESIGN.md states it as visibility >= 6 x timeout + window, and we
+    /// is AWS's recommendation; docs/design.md states it as visibility >= 6 x timeout + window, and we
     /// check the stricter reading of both.
     pub fn check(&self) -> Result<(), SettingsError> {
         let mut seen = std::collections::HashSet::new();

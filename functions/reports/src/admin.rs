@@ -1,4 +1,4 @@
-//! Admin retry (DESIGN.md "Admin retry"): re-publish `report.generate` rather than generating
+//! Admin retry (docs/design.md "Admin retry"): re-publish `report.generate` rather than generating
 //! synchronously, and reset a FAILED report's attempts only when explicitly asked. For the
 //! operator CLI; the publisher is a closure so this crate needs no SQS client (pass
 //! `SqsProducer::publish_report_generate`).

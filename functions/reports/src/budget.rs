@@ -1,4 +1,4 @@
-//! The whole interview within a token budget (DESIGN.md, "Report input and output").
+//! The whole interview within a token budget (docs/design.md, "Report input and output").
 //!
 //! Tokens are not counted with the model's tokenizer at run time: the o200k vocabulary alone is
 //! about 3.6 MB, more than a whole function's zip. [`estimate_tokens`] is a conservative bound

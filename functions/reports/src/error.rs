@@ -121,7 +121,7 @@ pub enum ReportError {
         source: ModelError,
     },
     /// A stored document (interview or report) cannot be read: permanent, but shown to an
-    /// operator through the DLQ (DESIGN.md, "Documents written by other services").
+    /// operator through the DLQ (docs/design.md, "Documents written by other services").
     #[error("{0}")]
     Document(#[from] DocumentError),
     #[error("MongoDB: {0}")]
@@ -130,7 +130,7 @@ pub enum ReportError {
 
 impl ReportError {
     /// Retry (SQS redelivers, then the DLQ) for every failure of an attempt, whatever its kind:
-    /// DESIGN.md's "every attempt's error is returned, the third included". Only a missing
+    /// docs/design.md's "every attempt's error is returned, the third included". Only a missing
     /// interview is dropped (nothing was written, nothing to show).
     pub fn disposition(&self) -> Disposition {
         match self.error_kind() {

@@ -1,5 +1,5 @@
 //! The insufficient-evidence rule: an interview too short to judge gets a COMPLETED
-//! `insufficient_evidence` report without a model call (DESIGN.md, "Report generation").
+//! `insufficient_evidence` report without a model call (docs/design.md, "Report generation").
 
 use unicode_segmentation::UnicodeSegmentation;
 

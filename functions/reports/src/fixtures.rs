@@ -1,4 +1,4 @@
-//! Interview documents for tests, the local demo and the runner: the DESIGN.md fields report
+//! Interview documents for tests, the local demo and the runner: the docs/design.md fields report
 //! generation reads (the credits engineer's fixtures own the credit fields).
 
 use bson::oid::ObjectId;

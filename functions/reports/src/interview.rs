@@ -1,7 +1,7 @@
-//! The part of an interview document (`interviews`, DESIGN.md) that report generation reads.
+//! The part of an interview document (`interviews`, docs/design.md) that report generation reads.
 //! Read-only: this crate never writes interviews.
 //!
-//! A read model of a document the API writes (DESIGN.md, "Documents written by other
+//! A read model of a document the API writes (docs/design.md, "Documents written by other
 //! services"), decoded with [`sophia_documents::decode`]: every optional field may be absent or
 //! `null` (`snapshot` and its fields, `proctoring`, `proctoring.transcript`, a turn's `speaker`
 //! and `text`, `durationSeconds`, `credibility`), `durationSeconds` may be any BSON numeric, and

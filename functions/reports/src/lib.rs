@@ -1,4 +1,4 @@
-//! Report generation (queues.md section 2, DESIGN.md "Report generation"): the domain core of
+//! Report generation (docs/design.md, "Report generation"): the domain core of
 //! the `report-generate` consumer, with no AWS or Lambda types.
 //!
 //! - [`model`]: the model's output type ([`LlmReport`]) and the stored report types;

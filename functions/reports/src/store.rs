@@ -57,7 +57,7 @@ pub fn retention_or_fallback(interview_retention: Option<DateTime>, now: DateTim
 }
 
 /// The head of a report document as read back: a read model of a document the API may also
-/// write (DESIGN.md, "Documents written by other services"), decoded with
+/// write (docs/design.md, "Documents written by other services"), decoded with
 /// [`sophia_documents::decode`]. `attemptCount` absent or `null` is 0 and may be any integral
 /// numeric; `organizationId` and the lease may be absent; unknown fields are ignored. The
 /// report's content is not read here (see [`ReportDocument`](crate::model::ReportDocument) for

@@ -1,4 +1,4 @@
-//! The compact form of the transcript in the model's user message (DESIGN.md, "Report input and
+//! The compact form of the transcript in the model's user message (docs/design.md, "Report input and
 //! output": the candidate data in one compact form whose overhead beyond the transcript text is
 //! at most 5%).
 //!

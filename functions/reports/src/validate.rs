@@ -1,4 +1,4 @@
-//! The model's output checked against the interview before it is stored (DESIGN.md, "Report
+//! The model's output checked against the interview before it is stored (docs/design.md, "Report
 //! input and output"): a reply that parsed and passed the schema can still be wrong about the
 //! interview, through carelessness or because an instruction hidden in the transcript was obeyed.
 //!

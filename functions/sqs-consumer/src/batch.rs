@@ -32,7 +32,7 @@ pub struct ConsumerOptions {
     pub deadline_margin: Duration,
     /// A record still running this long before the invocation's deadline is cancelled and
     /// reported as a batch item failure, so that the partial batch response is always sent
-    /// (DESIGN.md, "Settlement decisions": a Lambda timeout would redeliver the whole batch).
+    /// (docs/design.md, "Settlement decisions": a Lambda timeout would redeliver the whole batch).
     pub cancel_margin: Duration,
     /// At most this much of an invalid body's redacted preview is logged (its keys, ids,
     /// timestamps and numbers, with every other string replaced by its length: see
@@ -251,7 +251,7 @@ fn parse_record<M: QueueMessage>(record: &SqsMessage, meta: &RecordMeta, options
             let _entered = span.enter();
             span.record("outcome", Outcome::DroppedInvalid.as_str());
             let preview = crate::preview::redacted(body, options.invalid_body_preview_chars);
-            // WARN: the drop is the contract (queues.md); a producer that keeps sending what the
+            // WARN: the drop is the contract (docs/design.md); a producer that keeps sending what the
             // contract rejects shows in the dropped-invalid count.
             tracing::warn!(
                 reason = %reason,

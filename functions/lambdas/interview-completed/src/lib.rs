@@ -1,6 +1,6 @@
 //! The `interview-completed` Lambda: the interview queue's consumer.
 //!
-//! Routes by the union (queues.md): the failed shape (a body with `type`) goes to the failed
+//! Routes by the union (docs/design.md): the failed shape (a body with `type`) goes to the failed
 //! settlement, any other valid body to the completed settlement followed by the `report.generate`
 //! publish from the outbox. The consumer wrapper does the rest (invalid bodies dropped, per-batch
 //! MongoDB ping, ordering by organization and interview, batch item failures).

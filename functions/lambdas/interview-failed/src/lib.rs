@@ -1,5 +1,5 @@
 //! The `interview-failed` Lambda: the failed-only handler (built and deployable, not subscribed
-//! to any queue, as in queues.md). A body that is not the failed shape is invalid here and
+//! to any queue, as in the replaced system, docs/design.md). A body that is not the failed shape is invalid here and
 //! dropped by the consumer wrapper.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
