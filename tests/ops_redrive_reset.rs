@@ -198,7 +198,16 @@ async fn a_reset_racing_a_consumer_claim_never_loses_or_double_counts_an_attempt
         let db = w.mongo.db.clone();
         let claims = (0..4).map(|_| {
             let store = store.clone();
-            tokio::spawn(async move { store.claim(interview, Duration::from_secs(300)).await.unwrap() })
+            tokio::spawn(async move {
+                store
+                    .claim(
+                        interview,
+                        Duration::from_secs(300),
+                        sophia_reports::store::retention_or_fallback(None, bson::DateTime::now()),
+                    )
+                    .await
+                    .unwrap()
+            })
         });
         let resets = (0..4).map(|_| {
             let db = db.clone();

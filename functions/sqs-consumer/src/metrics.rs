@@ -213,10 +213,6 @@ metrics! {
     PromptTokens,
     CachedTokens,
     CompletionTokens,
-    /// Completed reports stored with `needsReview: true` (a critical finding left after the repair).
-    ReportsNeedingReview,
-    /// Repair calls made (at most one per attempt).
-    ReportRepairCalls,
 }
 
 /// Used only if a variant were missing from the declaration, which a test forbids.
