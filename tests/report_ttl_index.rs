@@ -11,7 +11,6 @@
 //! expired documents when the collection is next read, which the second test uses to show the
 //! three cases (past date, future date, no date) on the local server.
 
-#[allow(unused_imports)] // ops_support re-exports helpers this file does not use
 mod ops_support;
 mod report_support;
 
