@@ -72,6 +72,36 @@ test("both publishes land on the queue with the body and attributes they report"
   assert.deepEqual(logs, []);
 });
 
+test("tenant fairness: fauxqs (a standard queue) accepts MessageGroupId; the request on the wire carries the organization id", async () => {
+  // fauxqs 1.9.2 accepts MessageGroupId on a standard queue and does not keep it (it returns no
+  // MessageGroupId attribute on receive), so the request the SDK serialised is what is checked.
+  const url = await queue("ts-client-fair");
+  const wire: Record<string, unknown>[] = [];
+  const client = new SQSClient({ endpoint: fauxqs.endpoint, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      const body = (args.request as { body?: unknown }).body;
+      const text = typeof body === "string" ? body : body instanceof Uint8Array ? Buffer.from(body).toString("utf8") : String(body);
+      wire.push(JSON.parse(text) as Record<string, unknown>);
+      return next(args);
+    },
+    { step: "finalizeRequest", name: "captureBody" },
+  );
+  try {
+    const publisher = new InterviewQueuePublisher({ queueUrl: url, reportQueueUrl: url, client, logger: { warn: () => {} } });
+    const results = [
+      await publisher.publishInterviewCompleted({ interviewId: I, organizationId: O, durationSeconds: 60 }),
+      await publisher.publishInterviewFailed({ interviewId: I, organizationId: O, failureReason: "x" }),
+      await publisher.publishReportGenerate({ interviewId: I, organizationId: O }),
+    ];
+    assert.deepEqual(results.map((r) => r.status), ["sent", "sent", "sent"]);
+    assert.deepEqual(wire.map((w) => w["MessageGroupId"]), [O, O, O]);
+    assert.equal((await receiveAll(url)).length, 3, "all three accepted and delivered");
+  } finally {
+    client.destroy();
+  }
+});
+
 test("a queue that does not exist is an SDK error for the caller", async () => {
   const publisher = new InterviewQueuePublisher({
     queueUrl: `${fauxqs.endpoint}/000000000000/does-not-exist-${process.pid}`,
