@@ -43,8 +43,15 @@ log(prebuilt ? "npm pack --ignore-scripts (dist/ as built)" : "npm pack (prepack
 const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", WORK, ...(prebuilt ? ["--ignore-scripts"] : [])], PACKAGE));
 const tarball = path.join(WORK, packed.filename);
 const files = packed.files.map((f) => f.path);
-assert.ok(files.includes("dist/index.js") && files.includes("dist/index.d.ts") && files.includes("bin/local-queue.mjs"), files.join(" "));
-assert.ok(!files.some((f) => f.startsWith("src/") || f.startsWith("test/")), "only dist/, bin/ and the README are packed");
+for (const f of ["dist/index.js", "dist/index.d.ts", "dist/index.js.map", "dist/index.d.ts.map", "src/index.ts", "bin/local-queue.mjs", "CHANGELOG.md", "README.md"]) {
+  assert.ok(files.includes(f), `${f} is packed: ${files.join(" ")}`);
+}
+assert.ok(!files.some((f) => f.startsWith("test/") || f.startsWith("scripts/") || f.endsWith(".js") && f.startsWith("src/")), "no tests, scripts or generated src/*.js are packed");
+// Source and declaration maps resolve inside the tarball (../src/*.ts next to dist/).
+for (const map of files.filter((f) => f.endsWith(".map"))) {
+  const { sources } = JSON.parse(execFileSync("tar", ["-xOzf", path.join(WORK, packed.filename), `package/${map}`], { encoding: "utf8" }));
+  for (const src of sources) assert.ok(files.includes(path.posix.join(path.posix.dirname(map), src)), `${map} -> ${src}`);
+}
 
 const lock = readFileSync(path.join(TEMPLATE, "package-lock.json"));
 const stamp = path.join(SCRATCH, `.installed-${createHash("sha256").update(lock).digest("hex").slice(0, 16)}`);
@@ -209,5 +216,27 @@ async function startNx(python) {
   for (let i = 0; i < 300 && child.exitCode === null && !(await accepts()); i++) await new Promise((r) => setTimeout(r, 100));
   assert.equal(child.exitCode, null, "nx-27017 started");
   return { uri: `mongodb://127.0.0.1:${port}/?directConnection=true`, stop: () => child.exitCode === null && child.kill("SIGTERM") };
+}
+if (process.argv.includes("--smoke")) {
+  // `npm pack` from a clean checkout (the package's tracked files only): without `npm ci` it says
+  // what to run (not `tsc: not found`); after `npm ci` prepack builds and the tarball has dist/.
+  log("npm pack from a clean checkout: refused with a clear message, then packed after npm ci");
+  const clean = path.join(WORK, "clean-checkout");
+  rmSync(clean, { recursive: true, force: true });
+  const tracked = execFileSync("git", ["ls-files", "-z", "--", "."], { cwd: PACKAGE, encoding: "utf8" }).split("\0").filter(Boolean);
+  for (const f of tracked) if (existsSync(path.join(PACKAGE, f))) cpSync(path.join(PACKAGE, f), path.join(clean, f));
+  let refused;
+  try {
+    execFileSync("npm", ["pack", "--dry-run", "--loglevel=error"], { cwd: clean, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  } catch (e) {
+    refused = `${e.stdout}${e.stderr}`;
+  }
+  assert.ok(refused, "npm pack without the devDependencies must fail");
+  assert.match(refused, /prepack: the build needs the devDependencies .* run `npm ci`/);
+  assert.doesNotMatch(refused, /not found/);
+  npm(["ci", "--prefer-offline"], clean);
+  const [cleanPack] = JSON.parse(npm(["pack", "--json", "--dry-run"], clean));
+  assert.ok(cleanPack.files.some((f) => f.path === "dist/index.js"), "the clean checkout's tarball has dist/");
+  rmSync(clean, { recursive: true, force: true });
 }
 console.log(JSON.stringify({ dir: SCRATCH, sdk: wanted, tarball }));
