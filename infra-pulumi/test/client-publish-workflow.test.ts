@@ -12,25 +12,9 @@ import { test } from "node:test";
 import * as yaml from "js-yaml";
 
 import { REPO_ROOT } from "../src/artifacts";
+import { loadWorkflow, type WorkflowJob as Job, type WorkflowStep as Step } from "./support/workflow-file";
 
-interface Step {
-  name?: string;
-  uses?: string;
-  run?: string;
-  if?: string;
-  with?: Record<string, unknown>;
-  env?: Record<string, string>;
-}
-interface Job {
-  if?: string;
-  needs?: string | string[];
-  environment?: string | { name: string };
-  permissions?: Record<string, string>;
-  steps: Step[];
-}
-const FILE = path.join(REPO_ROOT, ".github", "workflows", "client-publish.yml");
-const text = fs.readFileSync(FILE, "utf8");
-const workflow = yaml.load(text) as { on: Record<string, unknown>; permissions?: Record<string, string>; jobs: Record<string, Job> };
+const { text, workflow } = loadWorkflow("client-publish.yml");
 const publish = workflow.jobs["publish"]!;
 const test_ = workflow.jobs["test"]!;
 const stepIndex = (job: Job, match: (s: Step) => boolean) => {
