@@ -13,6 +13,8 @@
 //! - reverse: what `sophia-ops publish` and the settlement producer send, captured off fauxqs,
 //!   passes the package's runtime validation, and the TypeScript and Rust verdicts agree on a body
 //!   the consumer drops;
+//! - the stored type: the reports the Rust consumer wrote, read by the scratch API's own driver,
+//!   hold a Date and an ObjectId wherever the package's `StoredInterviewReportDocument` says so;
 //! - the `failureReason` limit: both sides accept a reason at the limit and refuse one past it
 //!   (the package before sending, the Rust parser on the wire), counting characters alike.
 //!
@@ -383,6 +385,21 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
             assert_eq!(report[0].get_array("retries").map(Vec::len), Ok(1));
         }
     }
+    // The reports the Rust consumer wrote, read by the API's own driver: the package's stored type
+    // (ObjectIds and Dates where the schema says so) is what the driver returns.
+    let reported: Vec<String> =
+        CASES.iter().zip(&ids).filter(|(c, _)| c.insufficient.is_some()).map(|(_, id)| id.to_string()).collect();
+    let all: Vec<String> = reported.iter().cloned().chain([fresh.to_string(), exhausted.to_string()]).collect();
+    let mut cmd = Command::new("node");
+    cmd.arg(scratch.join("read-reports.mjs"))
+        .arg(serde_json::Value::from(all.clone()).to_string())
+        .current_dir(scratch)
+        .envs(&env);
+    let stdout = run_checked(&mut cmd, "the scratch API's read-reports.mjs");
+    let read: serde_json::Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("no JSON ({e}): {stdout}"));
+    assert_eq!(read["checked"], all.len(), "{read}");
+    assert_eq!(read["problems"], serde_json::json!([]), "the stored type matches what the driver returns");
     let violations = sophia_credits::invariants::check_all(&store).await.unwrap();
     assert!(violations.is_empty(), "{violations:?}");
     let dlq = ops_support::drain(&runner.sqs, &runner.queues.interview_completed.dlq.url).await;
