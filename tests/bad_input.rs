@@ -136,7 +136,7 @@ fn bad_bodies(i: InterviewId, o: OrganizationId) -> Vec<(&'static str, String, &
         ),
         // The contract's limit (sophia_contracts::FAILURE_REASON_MAX_CHARS): one character past it,
         // from a producer that does not check it, is dropped like any contract violation
-        // (docs/design.md, "Message contract").
+        // (docs/design.md, "Message contract decisions").
         (
             "reason one past the limit",
             failed(json!({"failureReason": "é".repeat(sophia_contracts::FAILURE_REASON_MAX_CHARS + 1)})),
