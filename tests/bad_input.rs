@@ -132,7 +132,15 @@ fn bad_bodies(i: InterviewId, o: OrganizationId) -> Vec<(&'static str, String, &
             failed(
                 json!({"failureReason": format!("🙂{}", "éж—✓".repeat(NEAR_SQS_LIMIT / 10)), "failedAt": "2026-02-30T00:00:00Z"}),
             ),
-            "ISO-8601",
+            "failureReason: expected a string of at most 4096 characters",
+        ),
+        // The contract's limit (sophia_contracts::FAILURE_REASON_MAX_CHARS): one character past it,
+        // from a producer that does not check it, is dropped like any contract violation
+        // (docs/design.md, "Message contract decisions").
+        (
+            "reason one past the limit",
+            failed(json!({"failureReason": "é".repeat(sophia_contracts::FAILURE_REASON_MAX_CHARS + 1)})),
+            "failureReason: expected a string of at most 4096 characters, got a string of 4097 characters",
         ),
     ]
 }
@@ -213,8 +221,8 @@ async fn bad_bodies_are_dropped_with_a_clear_log_line_and_nothing_is_written() {
 
 /// The other side of the contract: bodies that look unusual but are valid are settled, once.
 /// A `failureReason` with Cyrillic, Arabic, combining marks, emoji and an escaped NUL; a
-/// `failureReason` of about 200 KiB; `durationSeconds: 120.0`; extra unknown fields; upper-case
-/// ObjectIds.
+/// `failureReason` at the contract's limit of 4096 characters, each of 2 to 4 bytes;
+/// `durationSeconds: 120.0`; extra unknown fields; upper-case ObjectIds.
 #[tokio::test]
 async fn unusual_but_valid_bodies_are_settled_once() {
     let w = World::fresh().await;
@@ -230,8 +238,11 @@ async fn unusual_but_valid_bodies_are_settled_once() {
         "extra": {"nested": [1, 2, {"deep": true}]}, "requestId": "ignored",
     })
     .to_string();
-    let huge_body = failed_body(huge, org, &format!("🤖{}", "éж—✓".repeat(200 * 1024 / 10)));
-    assert!(huge_body.len() > 190 * 1024 && huge_body.len() < 256 * 1024, "{}", huge_body.len());
+    let limit = sophia_contracts::FAILURE_REASON_MAX_CHARS;
+    let at_limit = format!("🤖{}{}", "éж—✓".repeat((limit - 1) / 4), "✓".repeat((limit - 1) % 4));
+    assert_eq!(at_limit.chars().count(), limit);
+    let huge_body = failed_body(huge, org, &at_limit);
+    assert!(huge_body.len() > 10 * 1024, "{}", huge_body.len());
     for body in [failed_body(unicode, org, reason), huge_body, odd_body] {
         send(&sqs, &queues.interview_completed.source.url, &for_fauxqs(&body)).await;
     }

@@ -12,7 +12,11 @@
 //!   settle them and generate the reports; MongoDB is checked;
 //! - reverse: what `sophia-ops publish` and the settlement producer send, captured off fauxqs,
 //!   passes the package's runtime validation, and the TypeScript and Rust verdicts agree on a body
-//!   the consumer drops.
+//!   the consumer drops;
+//! - the stored type: the reports the Rust consumer wrote, read by the scratch API's own driver,
+//!   hold a Date and an ObjectId wherever the package's `StoredInterviewReportDocument` says so;
+//! - the `failureReason` limit: both sides accept a reason at the limit and refuse one past it
+//!   (the package before sending, the Rust parser on the wire), counting characters alike.
 //!
 //! Needs Node 20+ (`node`, `npm`) and the npm registry (or the npm cache) for the scratch
 //! project's first install; installs the package (`npm ci`) when its node_modules is missing and
@@ -30,7 +34,8 @@ use std::time::{Duration, Instant};
 use bson::{Document, doc};
 use futures::TryStreamExt;
 use sophia_contracts::{
-    DurationSeconds, InterviewId, InterviewQueueMessage, OrganizationId, QueueMessage, ReportGenerate,
+    DurationSeconds, FAILURE_REASON_MAX_CHARS, InterviewId, InterviewQueueMessage, OrganizationId, QueueMessage,
+    ReportGenerate,
 };
 use sophia_credits::{CreditsStore, seed};
 use sophia_local::runner::{Runner, RunnerOptions};
@@ -234,7 +239,13 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
         }
         let mut input = serde_json::json!({"interviewId": id.to_string(), "organizationId": org.to_string()});
         if case.failed {
-            input["failureReason"] = "the bot could not join the call".into();
+            // "failed": a reason at the contract's limit (multi-byte characters count once), which
+            // the package sends and the Rust consumer settles.
+            input["failureReason"] = if case.name == "failed" {
+                "é".repeat(FAILURE_REASON_MAX_CHARS).into()
+            } else {
+                "the bot could not join the call".into()
+            };
         }
         if case.with_anchor {
             input[if case.failed { "failedAt" } else { "completedAt" }] = anchor.to_string().into();
@@ -374,6 +385,21 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
             assert_eq!(report[0].get_array("retries").map(Vec::len), Ok(1));
         }
     }
+    // The reports the Rust consumer wrote, read by the API's own driver: the package's stored type
+    // (ObjectIds and Dates where the schema says so) is what the driver returns.
+    let reported: Vec<String> =
+        CASES.iter().zip(&ids).filter(|(c, _)| c.insufficient.is_some()).map(|(_, id)| id.to_string()).collect();
+    let all: Vec<String> = reported.iter().cloned().chain([fresh.to_string(), exhausted.to_string()]).collect();
+    let mut cmd = Command::new("node");
+    cmd.arg(scratch.join("read-reports.mjs"))
+        .arg(serde_json::Value::from(all.clone()).to_string())
+        .current_dir(scratch)
+        .envs(&env);
+    let stdout = run_checked(&mut cmd, "the scratch API's read-reports.mjs");
+    let read: serde_json::Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("no JSON ({e}): {stdout}"));
+    assert_eq!(read["checked"], all.len(), "{read}");
+    assert_eq!(read["problems"], serde_json::json!([]), "the stored type matches what the driver returns");
     let violations = sophia_credits::invariants::check_all(&store).await.unwrap();
     assert!(violations.is_empty(), "{violations:?}");
     let dlq = ops_support::drain(&runner.sqs, &runner.queues.interview_completed.dlq.url).await;
@@ -479,5 +505,80 @@ async fn what_the_rust_producers_send_passes_the_typescript_validation() {
         let ts_accepts = issues.as_array().unwrap().is_empty();
         assert_eq!(ts_accepts, rust_accepts, "TypeScript and Rust disagree on {m}: {issues}");
         assert_eq!(ts_accepts, body != dropped, "only the control is refused: {m}: {issues}");
+    }
+}
+
+/// The `failureReason` limit is one limit: the package (producer) and the Rust contract (consumer)
+/// accept a reason at [`FAILURE_REASON_MAX_CHARS`] characters and refuse one past it, counting
+/// characters the same way (code points, not bytes or UTF-16 units). The package refuses before
+/// anything is sent, even without a queue URL; the forward test above sends one at the limit
+/// through the pipeline.
+#[test]
+fn the_failure_reason_limit_is_one_limit_in_both_languages() {
+    let (scratch, _) = scratch_project();
+    let (i, o) = ("65a1b2c3d4e5f60718293a4b", "65a1b2c3d4e5f60718293a4c");
+    let reasons = [
+        ("ascii at the limit", "x".repeat(FAILURE_REASON_MAX_CHARS), true),
+        ("4-byte characters at the limit", "\u{1F600}".repeat(FAILURE_REASON_MAX_CHARS), true),
+        ("ascii one past", "x".repeat(FAILURE_REASON_MAX_CHARS + 1), false),
+        ("2-byte characters one past", "é".repeat(FAILURE_REASON_MAX_CHARS + 1), false),
+    ];
+    // Consumer side: the Rust parser and the package's wire validation give the same verdict.
+    let captured: Vec<serde_json::Value> = reasons
+        .iter()
+        .map(|(_, reason, _)| {
+            let body = serde_json::json!({"type": "interview.failed", "interviewId": i, "organizationId": o, "failureReason": reason, "failedAt": "2026-12-02T17:30:00.000Z"});
+            serde_json::json!({"body": body.to_string(), "attributes": {"requestId": "x", "eventType": "interview.failed"}})
+        })
+        .collect();
+    let file = std::env::temp_dir().join(format!("{}.json", harness::unique("sophia-reason")));
+    std::fs::write(&file, serde_json::Value::from(captured.clone()).to_string()).unwrap();
+    let verdict = node_script("check-wire.mjs", &[file.to_str().unwrap()], &BTreeMap::new());
+    let _ = std::fs::remove_file(&file);
+    for (((name, _, ok), m), issues) in reasons.iter().zip(&captured).zip(verdict["results"].as_array().unwrap()) {
+        let rust = InterviewQueueMessage::parse(m["body"].as_str().unwrap());
+        assert_eq!(rust.is_ok(), *ok, "{name}: Rust {rust:?}");
+        assert_eq!(issues.as_array().unwrap().is_empty(), *ok, "{name}: TypeScript {issues}");
+        if !ok {
+            let err = rust.unwrap_err().to_string();
+            assert!(
+                err.ends_with(&format!(
+                    "expected a string of at most {FAILURE_REASON_MAX_CHARS} characters, got a string of {} characters",
+                    FAILURE_REASON_MAX_CHARS + 1
+                )),
+                "{name}: {err}"
+            );
+            assert_eq!(issues[0]["path"], "/failureReason", "{name}: {issues}");
+        }
+    }
+    // Producer side: the package (in the scratch API project, as installed) sends at the limit and
+    // refuses past it with a ContractViolationError naming the field, never the text. No queue URL:
+    // a valid message is skipped, an invalid one throws before the skip.
+    let cases: Vec<serde_json::Value> = reasons
+        .iter()
+        .map(|(_, reason, _)| serde_json::json!({"kind": "failed", "input": {"interviewId": i, "organizationId": o, "failureReason": reason}}))
+        .collect();
+    let mut cmd = Command::new("node");
+    cmd.arg(scratch.join("publish-all.mjs"))
+        .arg(serde_json::Value::from(cases).to_string())
+        .current_dir(scratch)
+        .env_remove(config::INTERVIEW_COMPLETED_QUEUE_URL)
+        .env_remove(config::REPORT_GENERATE_QUEUE_URL);
+    let stdout = run_checked(&mut cmd, "publish-all.mjs (failureReason limit)");
+    let out: serde_json::Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("no JSON ({e}): {stdout}"));
+    for ((name, _, ok), r) in reasons.iter().zip(out["results"].as_array().unwrap()) {
+        if *ok {
+            assert_eq!(r["status"], "skipped", "{name}: valid, and no queue URL: {r}");
+        } else {
+            assert_eq!(r["error"]["name"], "ContractViolationError", "{name}: {r}");
+            assert_eq!(
+                r["error"]["message"],
+                format!(
+                    "interview-failed contract violated: /failureReason must NOT have more than {FAILURE_REASON_MAX_CHARS} characters"
+                ),
+                "{name}"
+            );
+        }
     }
 }

@@ -3,15 +3,29 @@
 // the two queues the API publishes to (each with its DLQ, 3 receives as deployed), and the
 // variables the API needs printed as `export` lines. Runs until Ctrl-C.
 //
-//   npx -y -p fauxqs@1.9.2 -p @sophia/async-jobs-client sophia-local-queue [--port 4566]
+//   npm install --save-dev fauxqs@1.9.2     (once, in the API project)
+//   npx sophia-local-queue [--port 4566]
 //   (in this repository, after scripts/setup-tools:  npm run local-queue  in clients/typescript)
+//
+// The queue URLs it prints name 127.0.0.1 (not fauxqs's default `sqs.<region>.localhost`, which
+// does not resolve on most machines): an `SQSClient` uses the queue URL's host as its endpoint
+// (`useQueueUrlAsEndpoint`, the SDK's default), so a plain `new SQSClient({})` with the printed
+// region and keys reaches this server.
+//
+// fauxqs is looked up where an API project can have it: next to this package, in the current
+// project (its node_modules, upwards), on npx's PATH (`npx -p fauxqs@1.9.2 ...`), and in this
+// repository's scripts/tools. fauxqs 1.9.2 is the newest release that runs on Node 20 (2.x needs
+// Node 22.5); on Node 20 npm warns EBADENGINE for its transitive `cookie@2` (fastify's
+// light-my-request, which a listening server does not use): expected and harmless.
 //
 // Nothing consumes the messages: read them with the AWS CLI or the SDK (ReceiveMessage). For the
 // whole pipeline (consumers, MongoDB, reports) use the repository's `scripts/run-local` (Rust).
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import * as path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
+const SUPPORTED = "1.9"; // the fauxqs minor whose internals (its stores) this launcher uses
 const args = process.argv.slice(2);
 const portArg = args.indexOf("--port");
 const port = Number.parseInt(portArg >= 0 ? args[portArg + 1] ?? "" : process.env.FAUXQS_PORT ?? "4566", 10);
@@ -20,31 +34,64 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   process.exit(2);
 }
 
-async function loadFauxqs() {
+/** Folders that may hold `fauxqs/`, in the order they are tried. */
+function fauxqsCandidates(here, cwd, pathVariable) {
+  const dirs = [];
   try {
-    return await import("fauxqs");
+    // Next to the package (npx -p with both, or a project that has both hoisted).
+    dirs.push(path.resolve(fileURLToPath(import.meta.resolve("fauxqs")), "..", "..", ".."));
   } catch {
-    // In the repository: the pinned copy that scripts/setup-tools installs.
-    const here = path.dirname(fileURLToPath(import.meta.url));
-    const dir = path.join(here, "..", "..", "..", "scripts", "tools", "node_modules", "fauxqs");
-    try {
-      const { exports } = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
-      return await import(pathToFileURL(path.join(dir, exports["."].import.default)).href);
-    } catch {
-      console.error(
-        "sophia-local-queue: fauxqs is not installed. Run it with npx:\n" +
-          "  npx -y -p fauxqs@1.9.2 -p @sophia/async-jobs-client sophia-local-queue\n" +
-          "or, in the repository, run scripts/setup-tools first.",
-      );
-      process.exit(2);
-    }
+    // not resolvable from the package's own location
   }
+  for (const d of createRequire(path.join(cwd, "package.json")).resolve.paths("fauxqs") ?? []) dirs.push(d);
+  for (const entry of (pathVariable ?? "").split(path.delimiter)) {
+    if (entry.endsWith(path.join("node_modules", ".bin"))) dirs.push(path.dirname(entry));
+  }
+  dirs.push(path.join(here, "..", "..", "..", "scripts", "tools", "node_modules"));
+  return [...new Set(dirs.map((d) => path.resolve(d)))];
 }
 
-const { buildApp } = await loadFauxqs();
+async function loadFauxqs() {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const searched = fauxqsCandidates(here, process.cwd(), process.env.PATH);
+  const dir = searched.map((d) => path.join(d, "fauxqs")).find((d) => existsSync(path.join(d, "package.json")));
+  if (!dir) {
+    console.error(
+      "sophia-local-queue: fauxqs (the local SQS server) is not installed where this command looks:\n" +
+        searched.map((d) => `  ${d}\n`).join("") +
+        "Add it to your project as a development dependency (npm install --save-dev fauxqs@1.9.2),\n" +
+        "or in the repository run scripts/setup-tools.",
+    );
+    process.exit(2);
+  }
+  const manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
+  const file = (rel) => pathToFileURL(path.join(dir, rel)).href;
+  const stores = ["dist/sqs/sqsStore.js", "dist/sns/snsStore.js", "dist/s3/s3Store.js"];
+  if (!manifest.version?.startsWith(`${SUPPORTED}.`) || !stores.every((s) => existsSync(path.join(dir, s)))) {
+    console.error(
+      `sophia-local-queue: found fauxqs ${manifest.version} at ${dir}; this command needs fauxqs ${SUPPORTED}.x ` +
+        "(the newest line that runs on Node 20): npm install --save-dev fauxqs@1.9.2",
+    );
+    process.exit(2);
+  }
+  const [{ buildApp }, { SqsStore }, { SnsStore }, { S3Store }] = await Promise.all([
+    import(file(manifest.exports["."].import.default)),
+    ...stores.map((s) => import(file(s))),
+  ]);
+  return { buildApp, SqsStore, SnsStore, S3Store, version: manifest.version };
+}
+
+const { buildApp, SqsStore, SnsStore, S3Store } = await loadFauxqs();
 const { SQSClient, CreateQueueCommand, GetQueueAttributesCommand } = await import("@aws-sdk/client-sqs");
 
-const app = buildApp({ logger: false, defaultRegion: "us-east-1" });
+// An empty host: fauxqs then names queues after the request's Host header (127.0.0.1:<port>).
+const sqsStore = new SqsStore();
+sqsStore.host = "";
+const app = buildApp({
+  logger: false,
+  defaultRegion: "us-east-1",
+  stores: { sqsStore, snsStore: new SnsStore(), s3Store: new S3Store() },
+});
 await app.listen({ port, host: "127.0.0.1" });
 const endpoint = `http://127.0.0.1:${app.server.address().port}`;
 const sqs = new SQSClient({ endpoint, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
@@ -70,6 +117,9 @@ const env = {
   AWS_SECRET_ACCESS_KEY: "local",
 };
 sqs.destroy();
+for (const [url, name] of [[env.INTERVIEW_COMPLETED_QUEUE_URL, "interview"], [env.REPORT_GENERATE_QUEUE_URL, "report"]]) {
+  if (new URL(url).origin !== endpoint) throw new Error(`the ${name} queue URL ${url} does not name ${endpoint}`);
+}
 for (const [k, v] of Object.entries(env)) console.log(`export ${k}=${v}`);
 console.log(`# fauxqs listening on ${endpoint}: Ctrl-C stops it`);
 

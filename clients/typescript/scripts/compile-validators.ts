@@ -34,7 +34,8 @@ export function compileValidators(): string {
     ajv.addSchema(schema as object, name);
     refs[name] = name;
   }
-  const code = standaloneCode(ajv, refs);
+  // `maxLength` counts code points with ajv's run-time helper: the package's own copy instead.
+  const code = standaloneCode(ajv, refs).replaceAll('require("ajv/dist/runtime/ucs2length").default', 'require("./formats").codePointLength');
   const requires = [...code.matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]);
   const foreign = requires.filter((r) => r !== "./formats");
   if (foreign.length > 0) throw new Error(`the compiled validators require ${foreign.join(", ")}: the package would need ajv at run time`);

@@ -7,6 +7,9 @@
  *   upper-case `T` and a time zone (`Z` or `+hh:mm`). Stricter than ajv-formats' `date-time`,
  *   which also takes a space, a lower-case `t` or `+hhmm`, all of which the consumer refuses.
  * - `int32`, `int64`: ajv-formats' definitions, unchanged (test/validate.test.ts compares them).
+ *
+ * Also {@link codePointLength}, the string length `maxLength` counts (ajv's run-time
+ * `ucs2length`, which the compiled code would otherwise `require` from ajv).
  */
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-](\d{2}):(\d{2}))$/;
 
@@ -30,3 +33,16 @@ export const formats = {
   // JavaScript numbers are exact integers up to 2^53: any integer passes (as in ajv-formats).
   int64: { type: "number", validate: (v: number) => Number.isInteger(v) },
 } as const;
+
+/**
+ * A string's length in Unicode code points, as JSON Schema's `maxLength` and the Rust consumers
+ * (`chars().count()`) count it: a surrogate pair is one character, a lone surrogate one too.
+ */
+export function codePointLength(value: string): number {
+  let length = 0;
+  for (let i = 0; i < value.length; i++, length++) {
+    const unit = value.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < value.length && (value.charCodeAt(i + 1) & 0xfc00) === 0xdc00) i++;
+  }
+  return length;
+}

@@ -4,7 +4,8 @@
  * - `InterviewQueuePublisher` (`publishInterviewCompleted`, `publishInterviewFailed`,
  *   `publishReportGenerate`);
  * - `retryReportGeneration`: the admin "regenerate report", with the attempts reset as data;
- * - the message and stored-document types, generated from functions/contracts/schemas;
+ * - the message and document types, generated from functions/contracts/schemas: the wire (JSON)
+ *   types, and the stored types the MongoDB driver returns (`StoredInterviewReportDocument`);
  * - `check` / `assertValid` / `checkWireMessage`: runtime validation against the same schemas.
  */
 export * from "./generated/index";
@@ -12,6 +13,13 @@ export * from "./generated/index";
 export { EVENT_TYPES, type EventType, type InterviewCompleted, type InterviewQueueMessage, type MessageAttributes, type RequestId } from "./types";
 export * from "./publish";
 export * from "./admin";
+export type {
+  ObjectIdLike,
+  StoredGenerationMetadata,
+  StoredInterviewReportDocument,
+  StoredReportDateField,
+  StoredReportObjectIdField,
+} from "./stored";
 export {
   assertValid,
   check,

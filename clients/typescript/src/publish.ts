@@ -12,14 +12,17 @@
  *   interview id;
  * - every message carries the String attributes `requestId` (`unknown` when the caller has none;
  *   longer than 256 characters: cut, as the Rust producer does) and `eventType`;
- * - without the queue's URL the publish is skipped with a warning (the spec's behaviour);
+ * - every message carries `MessageGroupId` = the organization id (SQS fair queues: tenant fairness);
+ * - without the queue's URL the publish is skipped with a warning (the spec's behaviour), unless
+ *   the publisher is in production mode (`requireQueueUrls: true`, `assertConfigured()`): then a
+ *   missing URL is a {@link PublisherConfigurationError} at start-up;
  * - the default logger is quiet on success (warnings only);
  * - SQS errors are thrown to the caller as the SDK raised them.
  */
 import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 
 import type { EventType } from "./generated/message-attributes";
-import type { SchemaName } from "./generated/schemas";
+import { schemas, type SchemaName } from "./generated/schemas";
 import type { InterviewCompleted, InterviewFailed, ReportGenerate } from "./types";
 import { assertValid, ContractViolationError, type ContractIssue } from "./validate";
 
@@ -29,6 +32,24 @@ export const REPORT_GENERATE_QUEUE_URL = "REPORT_GENERATE_QUEUE_URL";
 export const UNKNOWN_REQUEST_ID = "unknown";
 /** A request id is an identifier: longer input is cut (as the Rust producer does). */
 export const REQUEST_ID_MAX_LENGTH = 256;
+/**
+ * The longest `failureReason` the contract carries, in characters (Unicode code points), read from
+ * the contract's schema (the Rust consumers refuse a longer one). A longer reason is a
+ * {@link ContractViolationError} before anything is sent: cut it yourself if you must send it.
+ */
+export const FAILURE_REASON_MAX_LENGTH: number = schemas["interview-failed"].properties.failureReason.maxLength;
+
+/**
+ * A publisher that cannot do its job: a queue URL is missing where it is required
+ * (`requireQueueUrls: true`, or {@link InterviewQueuePublisher.assertConfigured}). Names the
+ * variables, never a value.
+ */
+export class PublisherConfigurationError extends Error {
+  override readonly name = "PublisherConfigurationError";
+  constructor(readonly missing: readonly string[]) {
+    super(`${missing.join(" and ")} ${missing.length === 1 ? "is" : "are"} not set: a deployed service must not skip billing events`);
+  }
+}
 
 /** What the publisher logs through. Never given candidate text. */
 export interface Logger {
@@ -52,6 +73,13 @@ export interface SqsSender {
 }
 
 export interface PublisherOptions {
+  /**
+   * Production mode. `true`: both queue URLs must be set, or the constructor (and `fromEnv`) throws
+   * a {@link PublisherConfigurationError}: a deployed service fails at start-up instead of skipping
+   * billing events. Default `false`: a missing URL skips that publish with a warning (local
+   * development only).
+   */
+  requireQueueUrls?: boolean | undefined;
   /** The interview queue's URL; `undefined` or blank: its publishes are skipped with a warning. */
   queueUrl: string | undefined;
   /** The report queue's URL (`REPORT_GENERATE_QUEUE_URL`); absent: `publishReportGenerate` is skipped. */
@@ -258,10 +286,25 @@ export class InterviewQueuePublisher {
     }
     this.queueUrl = optionalString("queueUrl", options.queueUrl);
     this.reportQueueUrl = optionalString("reportQueueUrl", options.reportQueueUrl);
+    if (options.requireQueueUrls === true) this.assertConfigured();
     this.client = options.client;
     this.logger = options.logger ?? defaultLogger;
     this.now = options.now ?? (() => new Date());
     this.env = options.env ?? process.env;
+  }
+
+  /**
+   * Throws a {@link PublisherConfigurationError} naming every missing queue URL variable; call it at
+   * start-up (or pass `requireQueueUrls: true`) so that a deployed service never skips a billing
+   * event. Returns the publisher.
+   */
+  assertConfigured(): this {
+    const missing = [
+      ...(this.queueUrl ? [] : [INTERVIEW_COMPLETED_QUEUE_URL]),
+      ...(this.reportQueueUrl ? [] : [REPORT_GENERATE_QUEUE_URL]),
+    ];
+    if (missing.length > 0) throw new PublisherConfigurationError(missing);
+    return this;
   }
 
   /** The queue URLs from `INTERVIEW_COMPLETED_QUEUE_URL` and `REPORT_GENERATE_QUEUE_URL` (as the API's env.ts reads them). */
@@ -287,13 +330,13 @@ export class InterviewQueuePublisher {
         requestId,
       });
     }
-    return this.send(this.queueUrl, INTERVIEW_COMPLETED_QUEUE_URL, JSON.stringify(body), "interview.completed", requestId, body.interviewId);
+    return this.send(this.queueUrl, INTERVIEW_COMPLETED_QUEUE_URL, JSON.stringify(body), "interview.completed", requestId, body);
   }
 
   async publishInterviewFailed(input: InterviewFailedInput, context?: PublishContext): Promise<PublishResult> {
     const requestId = contextOf(context);
     const body = interviewFailedBody(input, this.now);
-    return this.send(this.queueUrl, INTERVIEW_COMPLETED_QUEUE_URL, JSON.stringify(body), "interview.failed", requestId, body.interviewId);
+    return this.send(this.queueUrl, INTERVIEW_COMPLETED_QUEUE_URL, JSON.stringify(body), "interview.failed", requestId, body);
   }
 
   /**
@@ -304,7 +347,7 @@ export class InterviewQueuePublisher {
   async publishReportGenerate(input: ReportGenerateInput, context?: PublishContext): Promise<PublishResult> {
     const requestId = contextOf(context);
     const body = reportGenerateBody(input);
-    return this.send(this.reportQueueUrl, REPORT_GENERATE_QUEUE_URL, JSON.stringify(body), "report.generate", requestId, body.interviewId);
+    return this.send(this.reportQueueUrl, REPORT_GENERATE_QUEUE_URL, JSON.stringify(body), "report.generate", requestId, body);
   }
 
   private async send(
@@ -313,8 +356,9 @@ export class InterviewQueuePublisher {
     body: string,
     eventType: EventType,
     requestId: string,
-    interviewId: string,
+    ids: { interviewId: string; organizationId: string },
   ): Promise<PublishResult> {
+    const { interviewId, organizationId } = ids;
     assertValid("message-attributes", { requestId, eventType });
     if (!queueUrl) {
       const reason = `${variable} is not set; publish skipped`;
@@ -326,6 +370,10 @@ export class InterviewQueuePublisher {
       new SendMessageCommand({
         QueueUrl: queueUrl,
         MessageBody: body,
+        // Tenant fairness: SQS fair queues (standard queues) keep one organization's burst from
+        // delaying every other organization's messages when the group id is the tenant.
+        // https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-fair-queues.html
+        MessageGroupId: organizationId,
         MessageAttributes: {
           requestId: { DataType: "String", StringValue: requestId },
           eventType: { DataType: "String", StringValue: eventType },
@@ -339,6 +387,14 @@ export class InterviewQueuePublisher {
 }
 
 let shared: InterviewQueuePublisher | undefined;
+
+/**
+ * {@link InterviewQueuePublisher.assertConfigured} of the process-wide publisher that the
+ * module-level functions use: call it at start-up in a deployed service.
+ */
+export function assertPublisherConfigured(): void {
+  defaultPublisher().assertConfigured();
+}
 
 /** The process-wide publisher from the environment, built on first use. */
 export function defaultPublisher(): InterviewQueuePublisher {

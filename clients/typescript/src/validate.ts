@@ -32,11 +32,37 @@ export class ContractViolationError extends Error {
   }
 }
 
-/** The problems of `value` under one contract schema (empty when valid). */
+/** The value at a JSON Pointer (`/a/0`), if there is one. */
+function at(value: unknown, pointer: string): unknown {
+  let current = value;
+  for (const raw of pointer.split("/").slice(1)) {
+    const key = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+    if (typeof current !== "object" || current === null) return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return current;
+}
+
+/**
+ * The problems of `value` under one contract schema (empty when valid). Each issue names the
+ * field itself, ready for a 400 response: a missing field's `path` is the field's own
+ * (`/durationSeconds`, "is required"), and NaN or Infinity where a number belongs "must be a
+ * finite number" (JSON has neither: `JSON.stringify` would send `null`).
+ */
 export function check(schema: SchemaName, value: unknown): ContractIssue[] {
   const validate = validators[schema];
   if (validate(value)) return [];
-  return (validate.errors ?? []).map((e) => ({ path: e.instancePath, problem: e.message ?? e.keyword }));
+  return (validate.errors ?? []).map((e) => {
+    const params = e.params as { missingProperty?: string; type?: string };
+    if (e.keyword === "required" && typeof params.missingProperty === "string") {
+      return { path: `${e.instancePath}/${params.missingProperty.replace(/~/g, "~0").replace(/\//g, "~1")}`, problem: "is required" };
+    }
+    if (e.keyword === "type" && params.type === "number") {
+      const found = at(value, e.instancePath);
+      if (typeof found === "number" && !Number.isFinite(found)) return { path: e.instancePath, problem: "must be a finite number" };
+    }
+    return { path: e.instancePath, problem: e.message ?? e.keyword };
+  });
 }
 
 /** Throws a {@link ContractViolationError} unless `value` is valid under `schema`. */

@@ -6,7 +6,7 @@ import type { SchemaName } from "./generated/schemas";
 
 export interface CompiledValidator {
   (data: unknown): boolean;
-  errors?: { instancePath: string; keyword: string; message?: string }[] | null;
+  errors?: { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> }[] | null;
 }
 
 declare const validators: Record<SchemaName, CompiledValidator>;

@@ -20,6 +20,10 @@ import {
   type ReportGenerateInput,
   resetAttemptsOperation,
   retryReportGeneration,
+  schemas,
+  type StoredInterviewReportDocument,
+  type StoredReportDateField,
+  type StoredReportObjectIdField,
 } from "../src/index";
 import { type Nx, startNx } from "./support/nx";
 
@@ -202,4 +206,52 @@ test("the operator is required: who retried is recorded", async () => {
       ContractViolationError,
     );
   }
+});
+
+/** The document schema's fields by kind, at run time (the types take the same lists from it). */
+function fieldsOf(kind: "date" | "objectId"): string[] {
+  const props = schemas["interview-report-document"].properties as Record<string, { format?: string; pattern?: string }>;
+  return Object.keys(props).filter((k) => (kind === "date" ? props[k]!.format === "date-time" : props[k]!.pattern === "^[0-9a-fA-F]{24}$"));
+}
+
+test("stored types: what the driver returns for a report is StoredInterviewReportDocument (ObjectId and Date), not the JSON form", async () => {
+  const typed = db.collection<StoredInterviewReportDocument<ObjectId>>(`${REPORTS_COLLECTION}_types`);
+  const at = new Date("2026-12-04T05:00:00.000Z");
+  const doc: StoredInterviewReportDocument<ObjectId> = {
+    _id: new ObjectId(),
+    interviewId: new ObjectId(),
+    organizationId: new ObjectId(),
+    status: "FAILED",
+    attemptCount: 3,
+    leaseId: new ObjectId(),
+    leaseExpiresAt: at,
+    lastError: "openai: rate limited",
+    errorKind: "rate_limited",
+    lastErrorAt: at,
+    retentionExpiresAt: at,
+    createdAt: at,
+    updatedAt: at,
+    completedAt: null,
+    attemptsResetAt: at,
+  };
+  await typed.insertOne(doc);
+  const got = await typed.findOne({ _id: doc._id });
+  assert.ok(got);
+  // Compile time: the driver's result is the stored type; its fields are a Date and an ObjectId.
+  const createdAt: Date = got.createdAt;
+  const interviewId: ObjectId = got.interviewId;
+  assert.equal(createdAt.getTime(), at.getTime());
+  assert.equal(interviewId.toHexString(), doc.interviewId.toHexString());
+  // Run time: every field the schema calls a date / an ObjectId comes back as one.
+  const dates = fieldsOf("date");
+  const ids = fieldsOf("objectId");
+  const sameDates: StoredReportDateField[] = dates as StoredReportDateField[];
+  const sameIds: StoredReportObjectIdField[] = ids as StoredReportObjectIdField[];
+  assert.deepEqual(sameDates.sort(), ["attemptsResetAt", "completedAt", "createdAt", "lastErrorAt", "leaseExpiresAt", "retentionExpiresAt", "updatedAt"]);
+  assert.deepEqual(sameIds.sort(), ["_id", "interviewId", "leaseId", "organizationId"]);
+  const raw = got as unknown as Record<string, unknown>;
+  for (const k of dates) assert.ok(raw[k] === null || raw[k] instanceof Date, `${k}: ${typeof raw[k]}`);
+  for (const k of ids) assert.ok(raw[k] instanceof ObjectId, `${k}: ${typeof raw[k]}`);
+  assert.equal(typeof raw["attemptCount"], "number");
+  await typed.deleteOne({ _id: doc._id });
 });

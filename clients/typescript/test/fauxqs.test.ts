@@ -4,7 +4,9 @@
  * error for the caller. Also checks the built package (dist/) loads from CommonJS and from ESM.
  */
 import * as assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { after, before, test } from "node:test";
 
@@ -72,6 +74,36 @@ test("both publishes land on the queue with the body and attributes they report"
   assert.deepEqual(logs, []);
 });
 
+test("tenant fairness: fauxqs (a standard queue) accepts MessageGroupId; the request on the wire carries the organization id", async () => {
+  // fauxqs 1.9.2 accepts MessageGroupId on a standard queue and does not keep it (it returns no
+  // MessageGroupId attribute on receive), so the request the SDK serialised is what is checked.
+  const url = await queue("ts-client-fair");
+  const wire: Record<string, unknown>[] = [];
+  const client = new SQSClient({ endpoint: fauxqs.endpoint, region: "us-east-1", credentials: { accessKeyId: "local", secretAccessKey: "local" } });
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      const body = (args.request as { body?: unknown }).body;
+      const text = typeof body === "string" ? body : body instanceof Uint8Array ? Buffer.from(body).toString("utf8") : String(body);
+      wire.push(JSON.parse(text) as Record<string, unknown>);
+      return next(args);
+    },
+    { step: "finalizeRequest", name: "captureBody" },
+  );
+  try {
+    const publisher = new InterviewQueuePublisher({ queueUrl: url, reportQueueUrl: url, client, logger: { warn: () => {} } });
+    const results = [
+      await publisher.publishInterviewCompleted({ interviewId: I, organizationId: O, durationSeconds: 60 }),
+      await publisher.publishInterviewFailed({ interviewId: I, organizationId: O, failureReason: "x" }),
+      await publisher.publishReportGenerate({ interviewId: I, organizationId: O }),
+    ];
+    assert.deepEqual(results.map((r) => r.status), ["sent", "sent", "sent"]);
+    assert.deepEqual(wire.map((w) => w["MessageGroupId"]), [O, O, O]);
+    assert.equal((await receiveAll(url)).length, 3, "all three accepted and delivered");
+  } finally {
+    client.destroy();
+  }
+});
+
 test("a queue that does not exist is an SDK error for the caller", async () => {
   const publisher = new InterviewQueuePublisher({
     queueUrl: `${fauxqs.endpoint}/000000000000/does-not-exist-${process.pid}`,
@@ -93,4 +125,34 @@ test("the built package loads through its exports from CommonJS and ESM", () => 
     `const m = await import(${JSON.stringify(path.join(root, "dist", "index.js"))}); console.log(typeof m.publishInterviewCompleted, typeof m.check);`,
   ]);
   assert.equal(esm.toString().trim(), "function function");
+});
+
+test("assertPublisherConfigured(): a deployed service without a queue URL stops at start-up (the built package)", () => {
+  const root = path.resolve(__dirname, "..");
+  const env = { PATH: process.env["PATH"] ?? "", INTERVIEW_COMPLETED_QUEUE_URL: "http://127.0.0.1:1/000000000000/q" };
+  const script = `try { require(${JSON.stringify(root)}).assertPublisherConfigured(); console.log("configured"); } catch (e) { console.log(e.name, e.missing.join()); }`;
+  assert.equal(execFileSync(process.execPath, ["-e", script], { env }).toString().trim(), "PublisherConfigurationError REPORT_GENERATE_QUEUE_URL");
+  const both = { ...env, REPORT_GENERATE_QUEUE_URL: env.INTERVIEW_COMPLETED_QUEUE_URL };
+  assert.equal(execFileSync(process.execPath, ["-e", script], { env: both }).toString().trim(), "configured");
+});
+
+test("sophia-local-queue without fauxqs anywhere: says where it looked and how to install it, without repeating itself", () => {
+  // The bin alone in an empty folder: not next to fauxqs, no project, no npx PATH, no repository.
+  const dir = mkdtempSync(path.join(tmpdir(), "sophia-lq-"));
+  try {
+    mkdirSync(path.join(dir, "bin"));
+    copyFileSync(path.resolve(__dirname, "..", "bin", "local-queue.mjs"), path.join(dir, "bin", "local-queue.mjs"));
+    const out = spawnSync(process.execPath, [path.join(dir, "bin", "local-queue.mjs"), "--port", "0"], {
+      cwd: dir,
+      env: { PATH: "/usr/bin:/bin" },
+      encoding: "utf8",
+    });
+    assert.equal(out.status, 2, out.stderr);
+    assert.match(out.stderr, /fauxqs \(the local SQS server\) is not installed where this command looks/);
+    assert.match(out.stderr, /npm install --save-dev fauxqs@1\.9\.2/);
+    assert.ok(out.stderr.includes(path.join(dir, "node_modules")), "the folders searched are named");
+    assert.doesNotMatch(out.stderr, /npx|sophia-local-queue\b(?!:)/, "the failed command is not offered again");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

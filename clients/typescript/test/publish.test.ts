@@ -7,6 +7,8 @@ import type { SendMessageCommand } from "@aws-sdk/client-sqs";
 import {
   ContractViolationError,
   defaultSqsClient,
+  FAILURE_REASON_MAX_LENGTH,
+  PublisherConfigurationError,
   type InterviewCompletedInput,
   InterviewQueuePublisher,
   type Logger,
@@ -51,6 +53,7 @@ test("completed: completedAt defaults to now; attributes requestId 'unknown' and
     requestId: { DataType: "String", StringValue: "unknown" },
     eventType: { DataType: "String", StringValue: "interview.completed" },
   });
+  assert.equal(r.sent[0]!.MessageGroupId, O);
 });
 
 test("completed: given values are sent as given (a Date becomes toISOString, a fraction stays)", async () => {
@@ -285,4 +288,59 @@ test("a request id longer than 256 characters is cut (as the Rust producer does)
   const publisher = new InterviewQueuePublisher({ queueUrl: URL, client: r.client, logger: r.logger });
   await publisher.publishInterviewCompleted({ interviewId: I, organizationId: O, durationSeconds: 1 }, { requestId: "é".repeat(300) });
   assert.equal(r.sent[0]!.MessageAttributes!["requestId"]!.StringValue, "é".repeat(256));
+});
+
+test("tenant fairness: every message kind carries MessageGroupId = the organization id", async () => {
+  const r = recorder();
+  const publisher = new InterviewQueuePublisher({ queueUrl: URL, reportQueueUrl: URL, client: r.client, logger: r.logger });
+  const orgs = ["65a1b2c3d4e5f60718293a01", "65a1b2c3d4e5f60718293a02", "65a1b2c3d4e5f60718293a03"];
+  await publisher.publishInterviewCompleted({ interviewId: I, organizationId: orgs[0]!, durationSeconds: 60 });
+  await publisher.publishInterviewFailed({ interviewId: I, organizationId: orgs[1]!, failureReason: "x" });
+  await publisher.publishReportGenerate({ interviewId: I, organizationId: orgs[2]! });
+  assert.deepEqual(r.sent.map((m) => m.MessageGroupId), orgs);
+  assert.deepEqual(r.sent.map((m) => JSON.parse(m.MessageBody!).organizationId), orgs);
+});
+
+test("production mode: requireQueueUrls makes a missing URL an error at construction, naming the variables", () => {
+  const r = recorder();
+  const both = { INTERVIEW_COMPLETED_QUEUE_URL: URL, REPORT_GENERATE_QUEUE_URL: URL };
+  assert.ok(InterviewQueuePublisher.fromEnv(both, { client: r.client, requireQueueUrls: true }));
+  for (const [env, missing] of [
+    [{}, ["INTERVIEW_COMPLETED_QUEUE_URL", "REPORT_GENERATE_QUEUE_URL"]],
+    [{ ...both, REPORT_GENERATE_QUEUE_URL: " " }, ["REPORT_GENERATE_QUEUE_URL"]],
+    [{ REPORT_GENERATE_QUEUE_URL: URL }, ["INTERVIEW_COMPLETED_QUEUE_URL"]],
+  ] as const) {
+    assert.throws(
+      () => InterviewQueuePublisher.fromEnv(env, { client: r.client, logger: r.logger, requireQueueUrls: true }),
+      (e: unknown) => e instanceof PublisherConfigurationError && assert.deepEqual(e.missing, missing) === undefined && e.message.startsWith(missing.join(" and ")),
+    );
+  }
+  assert.throws(() => new InterviewQueuePublisher({ queueUrl: undefined, reportQueueUrl: URL, requireQueueUrls: true }), PublisherConfigurationError);
+  assert.equal(r.sent.length + r.logs.length, 0, "nothing sent, nothing skipped");
+});
+
+test("assertConfigured(): the start-up check of a publisher built without production mode", async () => {
+  const r = recorder();
+  const dev = InterviewQueuePublisher.fromEnv({ INTERVIEW_COMPLETED_QUEUE_URL: URL }, { client: r.client, logger: r.logger });
+  assert.throws(() => dev.assertConfigured(), (e: unknown) => e instanceof PublisherConfigurationError && e.missing.join() === "REPORT_GENERATE_QUEUE_URL");
+  // Without the check the development behaviour stays: the report publish is skipped with a warning.
+  assert.equal((await dev.publishReportGenerate({ interviewId: I, organizationId: O })).status, "skipped");
+  const ok = InterviewQueuePublisher.fromEnv({ INTERVIEW_COMPLETED_QUEUE_URL: URL, REPORT_GENERATE_QUEUE_URL: URL }, { client: r.client });
+  assert.equal(ok.assertConfigured(), ok);
+});
+
+test("failureReason: sent at FAILURE_REASON_MAX_LENGTH characters, refused one past it with nothing sent", async () => {
+  const r = recorder();
+  const publisher = new InterviewQueuePublisher({ queueUrl: URL, client: r.client, logger: r.logger });
+  const atLimit = "\u{1F600}".repeat(FAILURE_REASON_MAX_LENGTH);
+  assert.equal((await publisher.publishInterviewFailed({ interviewId: I, organizationId: O, failureReason: atLimit })).status, "sent");
+  assert.ok(Buffer.byteLength(r.sent[0]!.MessageBody!) < 256 * 1024, "far below the SQS message limit");
+  await assert.rejects(
+    publisher.publishInterviewFailed({ interviewId: I, organizationId: O, failureReason: "MARKER".repeat(700) }),
+    (e: unknown) =>
+      e instanceof ContractViolationError &&
+      e.message === "interview-failed contract violated: /failureReason must NOT have more than 4096 characters" &&
+      !e.message.includes("MARKER"),
+  );
+  assert.equal(r.sent.length, 1);
 });

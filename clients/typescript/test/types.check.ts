@@ -17,3 +17,21 @@ export const wrong: EventType = "interview.started";
 export function narrow(m: InterviewQueueMessage): string | number {
   return m.type === "interview.failed" ? m.failureReason : m.durationSeconds;
 }
+
+// Stored vs wire: the driver's shape (ObjectId, Date) is not the JSON form (strings).
+import type { ObjectId } from "mongodb";
+import type { InterviewReportDocument, StoredInterviewReportDocument } from "../src/index";
+
+export function stored(doc: StoredInterviewReportDocument<ObjectId>, wire: InterviewReportDocument): void {
+  const created: Date = doc.createdAt;
+  const id: ObjectId = doc.interviewId;
+  const wireId: string = wire.interviewId;
+  // @ts-expect-error a stored date is a Date, not the JSON form's string.
+  const asString: string = doc.createdAt;
+  // @ts-expect-error a stored ObjectId is not a string.
+  const idString: string = doc._id;
+  // @ts-expect-error the JSON form is not what the driver returns.
+  const wrong: StoredInterviewReportDocument<ObjectId> = wire;
+  const generatedAt: Date | undefined = doc.generation?.generatedAt;
+  void [created, id, wireId, asString, idString, wrong, generatedAt];
+}

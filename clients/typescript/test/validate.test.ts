@@ -8,8 +8,17 @@ import Ajv2020 from "ajv/dist/2020";
 import addFormatsModule from "ajv-formats";
 import { fullFormats } from "ajv-formats/dist/formats";
 
-import { formats } from "../src/formats";
-import { check, checkWireMessage, interviewCompletedBody, interviewFailedBody, ContractViolationError, isConsumerDateTime } from "../src/index";
+import { codePointLength, formats } from "../src/formats";
+import {
+  check,
+  checkWireMessage,
+  interviewCompletedBody,
+  interviewFailedBody,
+  ContractViolationError,
+  FAILURE_REASON_MAX_LENGTH,
+  isConsumerDateTime,
+} from "../src/index";
+import validators = require("../src/validators.js");
 
 const I = "65a1b2c3d4e5f60718293a4b";
 const O = "65a1b2c3d4e5f60718293a4c";
@@ -45,7 +54,8 @@ test("ids are 24 hex characters; every field is required; the union tells the tw
   for (const field of ["interviewId", "organizationId", "completedAt", "durationSeconds"]) {
     const body: Record<string, unknown> = completed(1);
     delete body[field];
-    assert.match(check("interview-completed", body)[0]!.problem, new RegExp(field));
+    // The field's own path, ready for a 400 response (ajv reports it at the object, `""`).
+    assert.deepEqual(check("interview-completed", body), [{ path: `/${field}`, problem: "is required" }]);
   }
   const failed = { type: "interview.failed", interviewId: I, organizationId: O, failureReason: "x", failedAt: "2026-12-02T17:30:00Z" };
   assert.deepEqual(check("interview-queue-message", failed), []);
@@ -76,7 +86,7 @@ test("checkWireMessage: attributes and the body its eventType names", () => {
   const body = JSON.stringify(completed(119.5));
   assert.deepEqual(checkWireMessage(body, { requestId: "r", eventType: "interview.completed" }), []);
   assert.deepEqual(checkWireMessage(body, { requestId: "r", eventType: "interview.failed" }).length > 0, true);
-  assert.deepEqual(checkWireMessage(body, { eventType: "interview.completed" }).map((i) => i.path), ["attributes"]);
+  assert.deepEqual(checkWireMessage(body, { eventType: "interview.completed" }).map((i) => i.path), ["attributes/requestId"]);
   assert.deepEqual(checkWireMessage("{", { requestId: "r", eventType: "interview.completed" }), [{ path: "", problem: "body is not JSON" }]);
   assert.deepEqual(
     checkWireMessage(JSON.stringify({ interviewId: I, organizationId: O }), { requestId: "settlement-x", eventType: "report.generate" }),
@@ -106,17 +116,46 @@ test("the ahead-of-time validators give the verdicts and the issues of ajv compi
     { interviewId: I, organizationId: O }, { interviewId: I }, { requestId: "r", eventType: "report.generate" },
     { requestId: "", eventType: "interview.completed" }, { requestId: "r", eventType: "interview.started" },
     { attemptCount: 2 ** 31, status: "FAILED" }, { attemptCount: 1.5 }, { attemptCount: 3, status: "COMPLETED" },
+    { ...failed, failureReason: "\u{1F600}".repeat(4096) }, { ...failed, failureReason: "x".repeat(4097) },
+    { ...failed, failureReason: "\uD800".repeat(4097) },
   ];
   let compared = 0;
   for (const name of Object.keys(schemas) as SchemaName[]) {
     const runtime = ajv.compile(schemas[name] as object);
     for (const value of values) {
-      const expected = runtime(value) ? [] : (runtime.errors ?? []).map((e) => ({ path: e.instancePath, problem: e.message ?? e.keyword }));
-      assert.deepEqual(check(name, value), expected, `${name}: ${JSON.stringify(value)}`);
+      const raw = (errors: typeof runtime.errors) => (errors ?? []).map((e) => ({ path: e.instancePath, keyword: e.keyword, message: e.message, params: e.params }));
+      const expected = runtime(value) ? [] : raw(runtime.errors);
+      const compiled = validators[name];
+      assert.deepEqual(compiled(value) ? [] : raw(compiled.errors as typeof runtime.errors), expected, `${name}: ${JSON.stringify(value)}`);
       compared++;
     }
   }
   assert.ok(compared >= Object.keys(schemas).length * values.length);
+});
+
+test("a 400 can use the issues: a missing field's path names it; NaN and Infinity are 'not a finite number'", () => {
+  for (const missing of ["failureReason", "organizationId"]) {
+    const body: Record<string, unknown> = { type: "interview.failed", interviewId: I, organizationId: O, failureReason: "x", failedAt: "2026-12-02T17:30:00Z" };
+    delete body[missing];
+    assert.deepEqual(check("interview-failed", body), [{ path: `/${missing}`, problem: "is required" }]);
+  }
+  for (const n of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+    assert.deepEqual(check("interview-completed", completed(n)), [{ path: "/durationSeconds", problem: "must be a finite number" }], String(n));
+    assert.throws(
+      () => interviewCompletedBody({ interviewId: I, organizationId: O, durationSeconds: n }),
+      (e: unknown) => e instanceof ContractViolationError && e.message === "interview-completed contract violated: /durationSeconds must be a finite number",
+    );
+  }
+  assert.deepEqual(check("interview-completed", completed("60")), [{ path: "/durationSeconds", problem: "must be number" }], "a string keeps ajv's words");
+});
+
+test("failureReason: at most FAILURE_REASON_MAX_LENGTH (4096) code points, as the Rust contract counts them", () => {
+  assert.equal(FAILURE_REASON_MAX_LENGTH, 4096);
+  const failed = (failureReason: string) => ({ type: "interview.failed", interviewId: I, organizationId: O, failureReason, failedAt: "2026-12-02T17:30:00Z" });
+  assert.deepEqual(check("interview-failed", failed("x".repeat(4096))), []);
+  assert.deepEqual(check("interview-failed", failed("\u{1F600}".repeat(4096))), [], "a surrogate pair is one character");
+  assert.deepEqual(check("interview-failed", failed("x".repeat(4097))), [{ path: "/failureReason", problem: "must NOT have more than 4096 characters" }]);
+  assert.equal(codePointLength("a\u{1F600}\uD800b"), 4);
 });
 
 test("int32 and int64 are ajv-formats' own definitions", () => {

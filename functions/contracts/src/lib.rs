@@ -19,7 +19,7 @@ pub use attributes::{EventType, MessageAttributes, RequestId};
 pub use error::ContractError;
 pub use ids::{InterviewId, ObjectIdString, OrganizationId};
 pub use messages::{
-    DurationSeconds, FailedTag, InterviewCompleted, InterviewFailed, InterviewQueueMessage, OrderingKey, QueueMessage,
-    ReportGenerate, to_body,
+    DurationSeconds, FAILURE_REASON_MAX_CHARS, FailedTag, InterviewCompleted, InterviewFailed, InterviewQueueMessage,
+    OrderingKey, QueueMessage, ReportGenerate, to_body,
 };
 pub use timestamp::Timestamp;

@@ -189,8 +189,19 @@ pub enum FailedTag {
     InterviewFailed,
 }
 
+/// The longest `failureReason` the contract carries, in characters (Unicode code points; JSON
+/// Schema's `maxLength` counts the same way). A failure reason is a sentence from the bot or the
+/// API ("bot could not join the call"); 4096 characters leave room for an error message with
+/// context, and even escaped to 6 bytes each they stay at 24 KiB, far below SQS's 256 KiB message
+/// limit. The producers refuse a longer reason (the TypeScript package before sending); a longer
+/// reason already on a queue fails the parse like any other contract violation: the consumer drops
+/// it with the `invalid message dropped` warning (ids and timestamps in its redacted preview, for a
+/// replay with a shorter reason) and counts it in `RecordsDroppedInvalid`, which alarms.
+pub const FAILURE_REASON_MAX_CHARS: usize = 4096;
+
 /// `interview.failed`: the bot reported an interview that could not be held.
-/// `failure_reason` is carried for the record and not used by settlement (as in the spec).
+/// `failure_reason` is carried for the record and not used by settlement (as in the spec); it is at
+/// most [`FAILURE_REASON_MAX_CHARS`] characters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InterviewFailed {
@@ -198,8 +209,22 @@ pub struct InterviewFailed {
     pub tag: FailedTag,
     pub interview_id: InterviewId,
     pub organization_id: OrganizationId,
+    #[serde(deserialize_with = "bounded_failure_reason")]
     pub failure_reason: String,
     pub failed_at: Timestamp,
+}
+
+/// A `failureReason` of at most [`FAILURE_REASON_MAX_CHARS`] characters; the error names the bound
+/// and the length found, never the text.
+fn bounded_failure_reason<'de, D: de::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let reason = String::deserialize(d)?;
+    let chars = reason.chars().count();
+    if chars > FAILURE_REASON_MAX_CHARS {
+        return Err(de::Error::custom(format_args!(
+            "expected a string of at most {FAILURE_REASON_MAX_CHARS} characters, got a string of {chars} characters"
+        )));
+    }
+    Ok(reason)
 }
 
 /// `report.generate`: build the report of a settled, completed interview.
@@ -605,6 +630,27 @@ mod tests {
         assert!(err.ends_with("got a string of 25 characters"), "{err}");
         let err = InterviewQueueMessage::parse(&failed(json!("x"), json!("report.generate"))).unwrap_err().to_string();
         assert!(err.ends_with(r#"got "report.generate""#), "a known event type is named: {err}");
+    }
+
+    #[test]
+    fn a_failure_reason_is_accepted_at_its_limit_and_refused_past_it() {
+        let body = |reason: &str| {
+            json!({"type": "interview.failed", "interviewId": I, "organizationId": O, "failureReason": reason, "failedAt": "2026-12-02T17:30:00.000Z"})
+                .to_string()
+        };
+        // Code points, not bytes: a 4-byte character counts once.
+        let at_limit = "\u{1F600}".repeat(FAILURE_REASON_MAX_CHARS);
+        match InterviewQueueMessage::parse(&body(&at_limit)).unwrap() {
+            InterviewQueueMessage::Failed(f) => assert_eq!(f.failure_reason.chars().count(), FAILURE_REASON_MAX_CHARS),
+            other => panic!("{other:?}"),
+        }
+        let past = "M".repeat(FAILURE_REASON_MAX_CHARS + 1);
+        let err = InterviewQueueMessage::parse(&body(&past)).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "body does not match the interview.failed schema: failureReason: expected a string of at most 4096 characters, got a string of 4097 characters"
+        );
+        assert!(InterviewFailed::parse(&body(&past)).is_err(), "the failed-only parser applies the same bound");
     }
 
     #[test]

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use crate::messages::FailedTag;
 use crate::{
-    DurationSeconds, InterviewCompleted, InterviewFailed, InterviewId, MessageAttributes, ObjectIdString,
-    OrganizationId, ReportGenerate, Timestamp,
+    DurationSeconds, FAILURE_REASON_MAX_CHARS, InterviewCompleted, InterviewFailed, InterviewId, MessageAttributes,
+    ObjectIdString, OrganizationId, ReportGenerate, Timestamp,
 };
 
 pub const OBJECT_ID_PATTERN: &str = "^[0-9a-fA-F]{24}$";
@@ -38,6 +38,10 @@ inline_schema!(OrganizationId, "OrganizationId", {"type": "string", "pattern": O
 inline_schema!(Timestamp, "Timestamp", {"type": "string", "format": "date-time", "description": "ISO-8601 datetime with a time zone, e.g. 2026-12-02T17:30:00.000Z"});
 inline_schema!(DurationSeconds, "DurationSeconds", {"type": "number", "minimum": 0, "maximum": DurationSeconds::MAX, "description": "Seconds the interview lasted; fractions allowed, billed by floor(durationSeconds / 60)"});
 inline_schema!(FailedTag, "FailedTag", {"type": "string", "const": "interview.failed"});
+
+/// The schema of `InterviewFailed::failure_reason` (a `String` bounded at parse).
+pub struct FailureReasonText;
+inline_schema!(FailureReasonText, "FailureReason", {"type": "string", "maxLength": FAILURE_REASON_MAX_CHARS, "description": "Free text for the record (never logged), at most 4096 characters (Unicode code points)"});
 
 // The message structs' schemas follow their serde attributes field by field.
 macro_rules! struct_schema {
@@ -78,7 +82,7 @@ struct_schema!(
         ("type", FailedTag),
         ("interviewId", InterviewId),
         ("organizationId", OrganizationId),
-        ("failureReason", String),
+        ("failureReason", FailureReasonText),
         ("failedAt", Timestamp),
     ],
     "interview.failed body. Extra fields are ignored by the consumer."
@@ -163,6 +167,19 @@ mod tests {
         assert_eq!(required, ["interviewId", "organizationId", "completedAt", "durationSeconds"]);
         assert_eq!(doc["properties"]["interviewId"]["pattern"], OBJECT_ID_PATTERN);
         assert_eq!(doc["not"]["required"][0], "type");
+    }
+
+    #[test]
+    fn failed_schema_bounds_the_failure_reason_as_the_parser_does() {
+        for file in ["interview-failed.schema.json", "interview-queue-message.schema.json"] {
+            let (_, doc) = documents().into_iter().find(|(n, _)| *n == file).unwrap();
+            let text = doc.to_string();
+            assert!(text.contains(&format!(r#""maxLength":{FAILURE_REASON_MAX_CHARS}"#)), "{file}: {text}");
+            assert!(
+                text.contains(&format!("at most {FAILURE_REASON_MAX_CHARS} characters")),
+                "{file}: the description says it"
+            );
+        }
     }
 
     #[test]

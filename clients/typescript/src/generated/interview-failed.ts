@@ -13,6 +13,9 @@ export interface InterviewFailed {
    * Organization _id, 24 hex characters
    */
   organizationId: string;
+  /**
+   * Free text for the record (never logged), at most 4096 characters (Unicode code points)
+   */
   failureReason: string;
   /**
    * ISO-8601 datetime with a time zone, e.g. 2026-12-02T17:30:00.000Z

@@ -60,7 +60,9 @@ export const schemas = {
         "description": "Organization _id, 24 hex characters"
       },
       "failureReason": {
-        "type": "string"
+        "type": "string",
+        "maxLength": 4096,
+        "description": "Free text for the record (never logged), at most 4096 characters (Unicode code points)"
       },
       "failedAt": {
         "type": "string",
@@ -141,7 +143,9 @@ export const schemas = {
             "description": "Organization _id, 24 hex characters"
           },
           "failureReason": {
-            "type": "string"
+            "type": "string",
+            "maxLength": 4096,
+            "description": "Free text for the record (never logged), at most 4096 characters (Unicode code points)"
           },
           "failedAt": {
             "type": "string",

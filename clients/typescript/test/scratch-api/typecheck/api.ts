@@ -12,6 +12,9 @@ import {
   INTERVIEWS_COLLECTION,
   retryReportGeneration,
   settlementRequestId,
+  type InterviewReportDocument,
+  type StoredInterviewReportDocument,
+  PublisherConfigurationError,
 } from "@sophia/async-jobs-client";
 
 // The API's own client (its SDK version) is what the publisher takes.
@@ -56,3 +59,20 @@ export async function retry(client: MongoClient) {
     publisher,
   });
 }
+
+// Stored vs wire: the driver's collection of the stored type gives ObjectIds and Dates.
+export async function stored(client: MongoClient): Promise<Date | undefined> {
+  const reports = client.db("app").collection<StoredInterviewReportDocument<ObjectId>>(REPORTS_COLLECTION);
+  const report = await reports.findOne({ interviewId: new ObjectId(id) });
+  const oid: ObjectId | undefined = report?.interviewId;
+  // @ts-expect-error a stored date is a Date, not the JSON form's string.
+  const text: string | undefined = report?.createdAt;
+  // @ts-expect-error the JSON form is not the stored shape.
+  const wire: StoredInterviewReportDocument<ObjectId> = {} as InterviewReportDocument;
+  void [oid, text, wire];
+  return report?.createdAt;
+}
+
+// Production mode is an option of the typed API; its error is exported.
+export const production = InterviewQueuePublisher.fromEnv(process.env, { client: new SQSClient({}), requireQueueUrls: true });
+export const isConfigError = (e: unknown): boolean => e instanceof PublisherConfigurationError && e.missing.length > 0;
