@@ -46,7 +46,11 @@ test("every AWS resource type the stage creates has a row in the deploy role's t
 test("the program and the table name the same migration function", () => {
   assert.equal(TABLE.migrateFunction, MIGRATION_FUNCTION);
   const invoke = TABLE.resourceTypes[TYPE.invocation]!.statements.flatMap((s) => s.resources);
-  assert.deepEqual(invoke, ["arn:${partition}:lambda:${region}:${account}:function:${migrateFunction}"]);
+  // Unqualified, and qualified: aws.lambda.Invocation invokes with Qualifier=$LATEST.
+  assert.deepEqual(invoke, [
+    "arn:${partition}:lambda:${region}:${account}:function:${migrateFunction}",
+    "arn:${partition}:lambda:${region}:${account}:function:${migrateFunction}:$LATEST",
+  ]);
 });
 
 test("the migration: one invocation of interview-completed with {sophiaOps: migrate}, re-run when the code, database or connection changes", () => {
