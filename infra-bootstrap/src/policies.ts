@@ -420,7 +420,11 @@ export function previewRolePolicy(partition: string, region: string, stage: stri
 // administer them (and run the bootstrap, so KMS's lockout check passes); the roles get exactly
 // their use. https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-overview.html
 
-/** The AWS doc's key-administrator actions ("Allows key administrators to administer the KMS key"). */
+/**
+ * The AWS doc's key-administrator actions ("Allows key administrators to administer the KMS key").
+ * infra-pulumi/src/secrets.ts keeps the same list for the stage key (another package); the deploy
+ * rehearsal holds the two equal.
+ */
 export const KMS_ADMIN_ACTIONS = [
   "kms:Create*",
   "kms:Describe*",

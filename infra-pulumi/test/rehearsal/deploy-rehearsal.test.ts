@@ -20,6 +20,7 @@ import { before, test } from "node:test";
 
 import {
   BOOTSTRAP_PATH as BOOTSTRAP_PATH_OF_BOOTSTRAP,
+  KMS_ADMIN_ACTIONS as KMS_ADMIN_ACTIONS_OF_BOOTSTRAP,
   boundaryArn,
   boundaryStatements,
   collidingStages,
@@ -38,8 +39,9 @@ import {
   stateKeyPolicy,
 } from "../../../infra-bootstrap/src/policies";
 import { BOOTSTRAP_PATH, bootstrapBoundaryArn, bootstrapDeployRoleArn } from "../../src/iam";
+import { KMS_ADMIN_ACTIONS } from "../../src/secrets";
 import { ACCOUNT } from "../support/mocks";
-import { type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN, TEST_LAYER_ARN } from "../support/harness";
+import { EVERY_OPTION_CONFIG, type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN, TEST_LAYER_ARN } from "../support/harness";
 import type { RecordedResource } from "../support/mocks";
 import { actionFacts, decide, type Decision, type Doc, type Policies, type Request } from "./simulate";
 
@@ -57,7 +59,6 @@ const CFN = JSON.parse(fs.readFileSync(path.join(HERE, "cfn-handlers.json"), "ut
 type Phase = "create" | "read" | "update" | "delete";
 const PHASES: Phase[] = ["create", "read", "update", "delete"];
 
-const VPC = { vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111"], securityGroupIds: ["sg-0ccc3333"], interfaceEndpoints: true };
 const STATE_BUCKET = `sophia-pulumi-state-${ACCOUNT}-${REGION}`;
 const STATE_KEY = `arn:${P}:kms:${REGION}:${ACCOUNT}:key/state-key`;
 const SECRETS_PROVIDER_KEY = `arn:${P}:kms:${REGION}:${ACCOUNT}:key/qa-pulumi-secrets`;
@@ -91,16 +92,7 @@ const secretPolicy = (secretArn: string): Doc | undefined => {
 };
 
 before(async () => {
-  run = await runProgram({
-    stack: STAGE,
-    config: {
-      "sophia:vpc": JSON.stringify(VPC),
-      "sophia:alarmSubscription": JSON.stringify({ protocol: "email", endpoint: "oncall@example.com" }),
-      "sophia:resumeBucket": "sophia-qa-resumes",
-      "sophia:resumeBucketAccess": "read-write",
-      "sophia:resumeBucketPrefix": "resumes/",
-    },
-  });
+  run = await runProgram({ stack: STAGE, config: EVERY_OPTION_CONFIG });
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -441,7 +433,9 @@ test("the administrators are the same list whoever runs the program: a preview (
 // ---------------------------------------------------------------------------------------------
 // Never: the deploy role widening itself, or touching another stage.
 
-test("infra-pulumi and infra-bootstrap agree on the bootstrap's names (path, deploy role, boundary)", () => {
+test("infra-pulumi and infra-bootstrap agree on the bootstrap's names (path, deploy role, boundary) and on the key administrators' actions", () => {
+  // Two Pulumi programs, two packages: each keeps its own copy, held equal here.
+  assert.deepEqual([...KMS_ADMIN_ACTIONS], KMS_ADMIN_ACTIONS_OF_BOOTSTRAP);
   assert.equal(BOOTSTRAP_PATH, BOOTSTRAP_PATH_OF_BOOTSTRAP);
   assert.equal(bootstrapDeployRoleArn(P, ACCOUNT, STAGE), deployRoleArn(P, ACCOUNT, STAGE));
   assert.equal(bootstrapBoundaryArn(P, ACCOUNT, STAGE), boundaryArn(P, ACCOUNT, STAGE));
