@@ -173,6 +173,9 @@ export function stateObjectArns(partition: string, bucket: string, stage: string
   return [
     o(`.pulumi/stacks/${project}/${stage}.json`),
     o(`.pulumi/stacks/${project}/${stage}.json.*`),
+    // The stack's tags, read on every load of the stack (pkg/backend/diy/stack_tags.go,
+    // stackTagsPath = StackBasePath + ".pulumi-tags"; a denied read is an error, not "no tags").
+    o(`.pulumi/stacks/${project}/${stage}.pulumi-tags`),
     o(`.pulumi/history/${project}/${stage}/*`),
     o(`.pulumi/backups/${project}/${stage}/*`),
     // The DIY backend locks under the stack's fully qualified name, organization/<project>/<stack>

@@ -160,6 +160,7 @@ test("the state objects are the stage's own (checkpoint, history, backups, lock)
   assert.deepEqual(own!.Resource, [
     "arn:aws:s3:::bucket/.pulumi/stacks/sophia/dev.json",
     "arn:aws:s3:::bucket/.pulumi/stacks/sophia/dev.json.*",
+    "arn:aws:s3:::bucket/.pulumi/stacks/sophia/dev.pulumi-tags",
     "arn:aws:s3:::bucket/.pulumi/history/sophia/dev/*",
     "arn:aws:s3:::bucket/.pulumi/backups/sophia/dev/*",
     "arn:aws:s3:::bucket/.pulumi/locks/organization/sophia/dev/*",

