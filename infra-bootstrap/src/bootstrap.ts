@@ -3,12 +3,18 @@
  * (`docs/deploy.md`):
  *
  * - the GitHub OIDC provider (or an existing one, `oidcProviderArn`);
- * - per stage, a deploy role trusted only for that stage's GitHub environment, whose inline policy
- *   is the table `deploy-permissions.json` rendered for the stage (plus its state and secrets key);
+ * - per stage, a deploy role trusted only for that stage's GitHub environment: the table
+ *   `deploy-permissions.json` rendered for the stage as managed policies, and an inline policy with
+ *   its state, its secrets key and the guard Denies (policies.ts, `deployRolePolicies`);
+ * - per stage, the permissions boundary every role the stage creates must carry;
  * - a read-only preview role trusted only for pull_request tokens (reads the previewed stage's
  *   state, decrypts its config; writes nothing);
  * - the state backend bucket (versioning, SSE-KMS with its own key, public access blocked, TLS only,
- *   bucket-owner objects) and, per stage, the key of the `awskms` secrets provider.
+ *   bucket-owner objects) and, per stage, the key of the `awskms` secrets provider; both keys with
+ *   explicit key policies (the break-glass `keyAdministrators`, no account-root statement).
+ *
+ * The bootstrap's roles and policies live under the IAM path `/sophia-bootstrap/`, outside every
+ * stage's `/sophia/<stage>/`: no deploy role can change them.
  *
  * Stage facts (region, extension layer, VPC) come from the committed `Pulumi.<stage>.yaml`.
  */

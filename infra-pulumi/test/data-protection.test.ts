@@ -16,7 +16,9 @@ import {
   DATA_TYPES,
   type ResourceLike,
 } from "../policy/rules";
-import { KMS_ADMIN_ACTIONS, keyPolicyDocument, secretPolicyDocument } from "../src/secrets";
+import type * as pulumi from "@pulumi/pulumi";
+
+import { KMS_ADMIN_ACTIONS, keyAdministrators, keyPolicyDocument, secretPolicyDocument } from "../src/secrets";
 import { endpointPolicyDocument, SQS_ENDPOINT_ACTIONS } from "../src/vpc-endpoints";
 import { arn, names, TYPE } from "./support/expect";
 import { ACCOUNT } from "./support/mocks";
@@ -171,4 +173,11 @@ test("the key's administrators: the stage's deploy role (infra-bootstrap's exact
   const doc = policyOf(policy);
   assert.deepEqual(doc.Statement[0].Principal.AWS, ADMINS);
   assert.ok(!JSON.stringify(doc).includes("user/test"), "the caller (the mocks' user/test) is never an administrator");
+});
+
+test("sophia:kmsKeyAdministrators is required: missing, empty, a session ARN or a name are refused before anything is created", () => {
+  const config = (value: unknown) => ({ getObject: () => value }) as unknown as pulumi.Config;
+  for (const bad of [undefined, [], [`arn:aws:sts::${ACCOUNT}:assumed-role/admin/alice`], ["break-glass"], [`arn:aws:iam::${ACCOUNT}:group/admins`]]) {
+    assert.throws(() => keyAdministrators(STAGE, config(bad)), /sophia:kmsKeyAdministrators must list the stage's break-glass IAM role or user ARNs/, JSON.stringify(bad));
+  }
 });
