@@ -81,7 +81,7 @@ export class StageSecrets extends pulumi.ComponentResource {
   }
 
   /**
-   * Replaces AWS's default key policy and gives every secret a resource policy (issue 29), once the
+   * Replaces AWS's default key policy and gives every secret a resource policy, once the
    * function roles exist: the key policy names the key's administrators and, per use, the function
    * roles; each secret denies every principal but its readers and the administrators.
    * `readers` maps a secret suffix to the role ARNs of the functions that read it.
@@ -136,7 +136,7 @@ export class StageSecrets extends pulumi.ComponentResource {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Resource policies of the key and the secrets (issue 29).
+// Resource policies of the key and the secrets.
 //
 // Without a policy of its own a key created through the API gets AWS's default key policy: one
 // statement letting the account's root principal (that is, any IAM policy of the account) do

@@ -271,7 +271,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
         })
       : [];
 
-  // The key's and the secrets' own policies name their principals (secrets.ts, issue 29).
+  // The key's and the secrets' own policies name their principals (secrets.ts).
   const secretReaders: Record<string, pulumi.Input<string>[]> = {};
   for (const fn of settings.functions) {
     for (const suffix of secretsOf(fn, config)) (secretReaders[suffix] ??= []).push(functions[fn.name]!.role.arn);

@@ -1,5 +1,5 @@
 /**
- * Issue 29, infrastructure side, under mocks: the stage key's own policy (administrators and the
+ * Data protection, infrastructure side, under mocks: the stage key's own policy (administrators and the
  * function roles, no account-root statement), the secrets' resource policies (every other
  * principal denied), the VPC endpoints' policies (the stage's ARNs only), and the policy pack's
  * rules for each, on the program's resources and on the shapes they must refuse.

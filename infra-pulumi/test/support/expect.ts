@@ -59,7 +59,7 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.kmsAlias]: 1,
   [TYPE.secret]: 2,
   [TYPE.secretVersion]: 2,
-  // Issue 29: the key's own policy, and one resource policy per secret.
+  // Data protection: the key's own policy, and one resource policy per secret.
   [TYPE.kmsKeyPolicy]: 1,
   [TYPE.secretPolicy]: 2,
   [TYPE.stageSecrets]: 1,
