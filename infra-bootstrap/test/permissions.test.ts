@@ -77,7 +77,7 @@ test("no wildcard action, no kms:*, and '*' only for actions AWS authorizes on n
   }
 });
 
-test("the issue's gaps: dashboard, alarm tags, ListTags, the layer's GetLayerVersion, DescribeLogGroups on *", () => {
+test("dashboard, alarm tags, ListTags, the layer's GetLayerVersion, DescribeLogGroups on *", () => {
   for (const a of ["cloudwatch:PutDashboard", "cloudwatch:GetDashboard", "cloudwatch:DeleteDashboards"]) {
     assert.deepEqual(allows(dev, a).flatMap((s) => s.Resource), ["arn:aws:cloudwatch::012345678901:dashboard/sophia-dev"], a);
   }
