@@ -403,6 +403,37 @@ test("the migration: Invoke with Qualifier $LATEST is authorized on the qualifie
 });
 
 // ---------------------------------------------------------------------------------------------
+// docs/deploy.md's walk, in its order, with the principals it names.
+
+test("the walk: step 2 as a break-glass administrator, step 3's stack file and config secrets, then the deploy role", async () => {
+  const o = (key: string) => `arn:${P}:s3:::${STATE_BUCKET}/${key}`;
+  const viaS3 = { "kms:ViaService": `s3.${REGION}.amazonaws.com` };
+  const asAdmin = (principal: string, action: string, resource: string, context: Record<string, string> = {}) =>
+    decide({ principal, action, resource, context }, { identity: [ADMINISTRATOR_ACCESS], resourcePolicy: bootstrapKeyPolicy(resource) });
+  // Step 2: KMS's lockout check on the bootstrap's keys passes only when the policy lets the
+  // principal applying it apply the next one: the break-glass administrator running the bootstrap.
+  for (const key of [STATE_KEY, SECRETS_PROVIDER_KEY]) {
+    assert.equal((await asAdmin(TEST_BREAK_GLASS_ARN, "kms:PutKeyPolicy", key)).decision, "Allowed", `break-glass: ${key}`);
+    assert.notEqual((await asAdmin(LAPTOP_ADMIN, "kms:PutKeyPolicy", key)).decision, "Allowed", `an administrator outside keyAdministrators would be locked out of ${key}`);
+  }
+  // Step 3: the first login writes meta.yaml, bootstrap-stage writes the stack file (SSE-KMS under
+  // the state key) and encrypts the two config secrets with the stage's secrets-provider key.
+  for (const [action, resource, ctx] of [
+    ["s3:PutObject", o(".pulumi/meta.yaml"), {}],
+    ["s3:PutObject", o(`.pulumi/stacks/sophia/${STAGE}.json`), {}],
+    ["kms:GenerateDataKey", STATE_KEY, viaS3],
+    ["kms:Encrypt", SECRETS_PROVIDER_KEY, {}],
+    ["kms:Decrypt", SECRETS_PROVIDER_KEY, {}],
+  ] as const) {
+    assert.equal((await asAdmin(TEST_BREAK_GLASS_ARN, action, resource, ctx)).decision, "Allowed", `step 3: ${action} ${resource}`);
+  }
+  // The deploy role reads what step 3 wrote, but never writes meta.yaml (the first login must be a person's).
+  assert.equal((await decide({ principal: DEPLOY, action: "s3:GetObject", resource: o(".pulumi/meta.yaml") }, { identity: DEPLOY_IDENTITY })).decision, "Allowed");
+  assert.equal((await decide({ principal: DEPLOY, action: "s3:PutObject", resource: o(".pulumi/meta.yaml") }, { identity: DEPLOY_IDENTITY })).decision, "ImplicitlyDenied");
+  // Step 5 is the rest of this file: every request of the deploy, as the deploy role.
+});
+
+// ---------------------------------------------------------------------------------------------
 // KMS administrators: a fixed list, never the caller.
 
 test("after a first deploy by a laptop administrator: CI's deploy role can still replace the key policy and the secrets' policies", async () => {
