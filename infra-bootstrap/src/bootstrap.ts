@@ -3,12 +3,18 @@
  * (`docs/deploy.md`):
  *
  * - the GitHub OIDC provider (or an existing one, `oidcProviderArn`);
- * - per stage, a deploy role trusted only for that stage's GitHub environment, whose inline policy
- *   is the table `deploy-permissions.json` rendered for the stage (plus its state and secrets key);
+ * - per stage, a deploy role trusted only for that stage's GitHub environment: the table
+ *   `deploy-permissions.json` rendered for the stage as managed policies, and an inline policy with
+ *   its state, its secrets key and the guard Denies (policies.ts, `deployRolePolicies`);
+ * - per stage, the permissions boundary every role the stage creates must carry;
  * - a read-only preview role trusted only for pull_request tokens (reads the previewed stage's
  *   state, decrypts its config; writes nothing);
  * - the state backend bucket (versioning, SSE-KMS with its own key, public access blocked, TLS only,
- *   bucket-owner objects) and, per stage, the key of the `awskms` secrets provider.
+ *   bucket-owner objects) and, per stage, the key of the `awskms` secrets provider; both keys with
+ *   explicit key policies (the break-glass `keyAdministrators`, no account-root statement).
+ *
+ * The bootstrap's roles and policies live under the IAM path `/sophia-bootstrap/`, outside every
+ * stage's `/sophia/<stage>/`: no deploy role can change them.
  *
  * Stage facts (region, extension layer, VPC) come from the committed `Pulumi.<stage>.yaml`.
  */
@@ -21,16 +27,23 @@ import * as yaml from "js-yaml";
 
 import {
   APP,
-  deployStatements,
+  BOOTSTRAP_PATH,
+  boundaryPolicyName,
+  boundaryStatements,
+  collidingStages,
+  deployRoleName,
+  deployRolePolicies,
   environmentOf,
   GITHUB_OIDC_AUDIENCE,
   GITHUB_OIDC_HOST,
   githubTrustPolicy,
   loadPermissions,
   policyDocument,
-  type PolicyStatement,
-  secretsProviderStatement,
-  stateStatements,
+  previewRoleName,
+  previewRolePolicy,
+  PRINCIPAL_ARN,
+  secretsProviderKeyPolicy,
+  stateKeyPolicy,
 } from "./policies";
 
 /** The repository root (its `Pulumi.<stage>.yaml` files); tests point it elsewhere. */
@@ -43,6 +56,8 @@ export interface StageFacts {
   layerArn: string;
   vpc: boolean;
   environment: string;
+  /** `sophia:resumeBucket` (the function roles' boundary allows its objects). */
+  resumeBucket: string | undefined;
 }
 
 /** Reads what the bootstrap needs from a committed stage file; all problems at once. */
@@ -59,7 +74,8 @@ export function stageFacts(stage: string, region: string, environments: Record<s
     problems.push(`Pulumi.${stage}.yaml: sophia:secretsExtensionLayerArn must be a layer version ARN (the deploy role may read exactly that layer)`);
   }
   if (problems.length > 0) return problems;
-  return { stage, region, layerArn: layerArn as string, vpc: config["sophia:vpc"] !== undefined, environment: environmentOf(stage, environments) };
+  const resumeBucket = typeof config["sophia:resumeBucket"] === "string" ? (config["sophia:resumeBucket"] as string) : undefined;
+  return { stage, region, layerArn: layerArn as string, vpc: config["sophia:vpc"] !== undefined, environment: environmentOf(stage, environments), resumeBucket };
 }
 
 export interface BootstrapConfig {
@@ -76,6 +92,11 @@ export interface BootstrapConfig {
   backend: "s3" | "pulumi-cloud";
   /** Unprotected bootstrap (tests, a throwaway account): the bucket may be destroyed. */
   protect: boolean;
+  /**
+   * The break-glass principals (exact IAM role or user ARNs, path included) that administer the
+   * state key and the secrets-provider keys; whoever runs the bootstrap must be one of them.
+   */
+  keyAdministrators: string[];
 }
 
 export function loadBootstrapConfig(): BootstrapConfig {
@@ -94,14 +115,23 @@ export function loadBootstrapConfig(): BootstrapConfig {
   const backend = (c.get("backend") ?? "s3") as BootstrapConfig["backend"];
   if (!["s3", "pulumi-cloud"].includes(backend)) problems.push(`${CONFIG_NAMESPACE}:backend must be s3 or pulumi-cloud`);
   const protect = c.getBoolean("protect") ?? true;
+  const keyAdministrators = c.getObject<string[]>("keyAdministrators") ?? [];
+  if (backend === "s3" && (!Array.isArray(keyAdministrators) || keyAdministrators.length === 0 || keyAdministrators.some((a) => typeof a !== "string" || !PRINCIPAL_ARN.test(a)))) {
+    problems.push(`${CONFIG_NAMESPACE}:keyAdministrators must list the break-glass IAM role or user ARNs (exact, path included) that administer the state and secrets keys`);
+  }
+  if (Array.isArray(stages)) problems.push(...collidingStages(stages));
   if (problems.length > 0) throw new pulumi.RunError(`Invalid bootstrap configuration:\n  - ${problems.join("\n  - ")}`);
-  return { githubRepository, stages, environments, previewStage, oidcProviderArn: c.get("oidcProviderArn"), backend, protect };
+  return { githubRepository, stages, environments, previewStage, oidcProviderArn: c.get("oidcProviderArn"), backend, protect, keyAdministrators };
 }
 
 export interface Bootstrap {
   oidcProviderArn: pulumi.Output<string>;
   deployRoles: Record<string, aws.iam.Role>;
   deployPolicies: Record<string, aws.iam.RolePolicy>;
+  /** Per stage: the table's statements as managed policies attached to the deploy role. */
+  deployManagedPolicies: Record<string, aws.iam.Policy[]>;
+  /** Per stage: the permissions boundary every role of the stage carries. */
+  boundaries: Record<string, aws.iam.Policy>;
   previewRole: aws.iam.Role | undefined;
   previewPolicy: aws.iam.RolePolicy | undefined;
   stateBucket: aws.s3.Bucket | undefined;
@@ -138,14 +168,62 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
         kept,
       ).arn;
 
-  // 2. The state backend: one bucket per account and region, its own key.
+  // 2. The roles first (no policies yet): the keys' policies name them, and KMS refuses a policy
+  //    naming a principal that does not exist.
+  const deployRoles: Record<string, aws.iam.Role> = {};
+  const outputs: Record<string, pulumi.Output<string>> = { OIDC_PROVIDER_ARN: oidcProviderArn };
+  for (const f of facts) {
+    deployRoles[f.stage] = new aws.iam.Role(`${f.stage}-deploy`, {
+      name: deployRoleName(f.stage),
+      // Outside every stage's IAM path (/sophia/<stage>/): no deploy role's grant reaches it, and
+      // every deploy role denies itself any IAM call on this path.
+      path: BOOTSTRAP_PATH,
+      description: `Deploys the ${f.stage} stage from the GitHub environment ${f.environment}`,
+      assumeRolePolicy: oidcProviderArn.apply((arn) =>
+        JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:environment:${f.environment}`)),
+      ),
+      maxSessionDuration: 3600,
+      tags: { ...TAGS, stage: f.stage },
+    });
+    outputs[`${f.stage.toUpperCase().replace(/-/g, "_")}_DEPLOY_ROLE_ARN`] = deployRoles[f.stage]!.arn;
+  }
+  // The preview role: pull_request tokens only; reads the previewed stage's state and decrypts its
+  // config (awskms), writes nothing (docs/deploy.md, "Previews and secrets"). With Pulumi Cloud it
+  // needs no AWS permission at all: sts:GetCallerIdentity needs none
+  // (https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html).
+  let previewRole: aws.iam.Role | undefined;
+  if (config.previewStage !== undefined) {
+    const stage = config.previewStage;
+    previewRole = new aws.iam.Role("preview", {
+      name: previewRoleName(stage),
+      path: BOOTSTRAP_PATH,
+      description: `Read-only pulumi preview of ${stage} for pull requests`,
+      assumeRolePolicy: oidcProviderArn.apply((arn) => JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:pull_request`))),
+      maxSessionDuration: 3600,
+      tags: { ...TAGS, stage },
+    });
+    outputs["PREVIEW_ROLE_ARN"] = previewRole.arn;
+  }
+
+  // 3. The state backend: one bucket per account and region, its own key. Explicit key policies:
+  //    no account-root statement; the break-glass administrators; each role exactly its use.
   let stateBucket: aws.s3.Bucket | undefined;
   let stateKey: aws.kms.Key | undefined;
   const secretsKeys: Record<string, aws.kms.Key> = {};
   if (config.backend === "s3") {
+    const writers = pulumi.all(facts.map((f) => deployRoles[f.stage]!.arn));
+    const readers = previewRole ? pulumi.all([previewRole.arn]) : pulumi.output([] as string[]);
     stateKey = new aws.kms.Key(
       "state-key",
-      { description: "Encrypts the Pulumi state of the sophia stages", enableKeyRotation: true, deletionWindowInDays: 30, tags: TAGS },
+      {
+        description: "Encrypts the Pulumi state of the sophia stages",
+        enableKeyRotation: true,
+        deletionWindowInDays: 30,
+        policy: pulumi
+          .all([writers, readers])
+          .apply(([w, r]) => JSON.stringify(stateKeyPolicy({ admins: config.keyAdministrators, writers: w, readers: r, region }))),
+        tags: TAGS,
+      },
       kept,
     );
     new aws.kms.Alias("state-key-alias", { name: `alias/${APP}-pulumi-state`, targetKeyId: stateKey.keyId });
@@ -185,12 +263,16 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
     });
     // Per stage: the key of the stack's `awskms` secrets provider (its config secrets).
     for (const f of facts) {
+      const preview = previewRole && config.previewStage === f.stage ? previewRole.arn : pulumi.output(undefined);
       secretsKeys[f.stage] = new aws.kms.Key(
         `${f.stage}-pulumi-secrets`,
         {
           description: `Secrets provider of the Pulumi stack ${f.stage} (pulumi stack init --secrets-provider awskms://alias/${APP}-${f.stage}-pulumi-secrets)`,
           enableKeyRotation: true,
           deletionWindowInDays: 30,
+          policy: pulumi
+            .all([deployRoles[f.stage]!.arn, preview])
+            .apply(([d, p]) => JSON.stringify(secretsProviderKeyPolicy({ admins: config.keyAdministrators, deployRole: d, previewRole: p }))),
           tags: { ...TAGS, stage: f.stage },
         },
         kept,
@@ -198,84 +280,66 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
       new aws.kms.Alias(`${f.stage}-pulumi-secrets-alias`, { name: `alias/${APP}-${f.stage}-pulumi-secrets`, targetKeyId: secretsKeys[f.stage]!.keyId });
     }
   }
+  const stateOf = (): pulumi.Output<{ bucket: string; keyArn: string } | undefined> =>
+    stateBucket && stateKey ? pulumi.all([stateBucket.bucket, stateKey.arn]).apply(([bucket, keyArn]) => ({ bucket, keyArn })) : pulumi.output(undefined);
 
-  // The stage's state objects, and the bucket key SSE-KMS uses for them (GenerateDataKey to write,
-  // Decrypt to read: https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingKMSEncryption.html).
-  const stateAccess = (stage: string, write: boolean): pulumi.Output<PolicyStatement[]> =>
-    stateBucket && stateKey
-      ? pulumi.all([partition, stateBucket.bucket, stateKey.arn]).apply(([p, bucket, keyArn]) => [
-          ...stateStatements(p, bucket, stage, write),
-          {
-            Sid: write ? "StateKeyReadWrite" : "StateKeyRead",
-            Effect: "Allow" as const,
-            Action: write ? ["kms:GenerateDataKey", "kms:Decrypt"] : ["kms:Decrypt"],
-            Resource: [keyArn],
-            Condition: { StringEquals: { "kms:ViaService": `s3.${region}.amazonaws.com` } },
-          },
-        ])
-      : pulumi.output([]);
-
-  // 3. One deploy role per stage, trusted for that stage's GitHub environment only.
+  // 4. Per stage: the permissions boundary of every role the stage creates, and the deploy role's
+  //    policies (policies.ts, deployRolePolicies: the table as managed policies, the state, the
+  //    secrets provider and the guard Denies inline).
   const table = loadPermissions();
-  const deployRoles: Record<string, aws.iam.Role> = {};
   const deployPolicies: Record<string, aws.iam.RolePolicy> = {};
-  const outputs: Record<string, pulumi.Output<string>> = { OIDC_PROVIDER_ARN: oidcProviderArn };
+  const deployManagedPolicies: Record<string, aws.iam.Policy[]> = {};
+  const boundaries: Record<string, aws.iam.Policy> = {};
   for (const f of facts) {
-    const role = new aws.iam.Role(`${f.stage}-deploy`, {
-      name: `${APP}-${f.stage}-deploy`,
-      description: `Deploys the ${f.stage} stage from the GitHub environment ${f.environment}`,
-      assumeRolePolicy: oidcProviderArn.apply((arn) =>
-        JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:environment:${f.environment}`)),
-      ),
-      maxSessionDuration: 3600,
+    boundaries[f.stage] = new aws.iam.Policy(`${f.stage}-boundary`, {
+      name: boundaryPolicyName(f.stage),
+      path: BOOTSTRAP_PATH,
+      description: `Permissions boundary of every role the ${f.stage} stage creates`,
+      policy: pulumi
+        .all([partition, account])
+        .apply(([p, a]) => JSON.stringify(policyDocument(boundaryStatements({ partition: p, region, account: a, stage: f.stage, vpc: f.vpc, resumeBucket: f.resumeBucket })))),
       tags: { ...TAGS, stage: f.stage },
     });
     const key = secretsKeys[f.stage];
+    const rendered = pulumi
+      .all([partition, account, stateOf(), key ? key.arn : pulumi.output(undefined)])
+      .apply(([p, a, state, secretsKeyArn]) =>
+        deployRolePolicies({ scope: { partition: p, region, account: a, stage: f.stage, layerArn: f.layerArn, vpc: f.vpc }, state, secretsKeyArn }, table),
+      );
     deployPolicies[f.stage] = new aws.iam.RolePolicy(`${f.stage}-deploy-policy`, {
-      role: role.id,
+      role: deployRoles[f.stage]!.id,
       name: "deploy-stage",
-      policy: pulumi
-        .all([partition, account, stateAccess(f.stage, true), key ? key.arn : pulumi.output("")])
-        .apply(([p, a, state, keyArn]) =>
-          JSON.stringify(
-            policyDocument([
-              ...deployStatements({ partition: p, region, account: a, stage: f.stage, layerArn: f.layerArn, vpc: f.vpc }, table),
-              ...state,
-              ...(keyArn ? [secretsProviderStatement(keyArn, true)] : []),
-            ]),
-          ),
-        ),
+      policy: rendered.apply((r) => JSON.stringify(r.inline)),
     });
-    deployRoles[f.stage] = role;
-    outputs[`${f.stage.toUpperCase().replace(/-/g, "_")}_DEPLOY_ROLE_ARN`] = role.arn;
+    // The count of managed policies is known before the ARNs: render once with placeholders.
+    const count = deployRolePolicies({ scope: { partition: "aws", region, account: "000000000000", stage: f.stage, layerArn: f.layerArn, vpc: f.vpc } }, table).managed.length;
+    deployManagedPolicies[f.stage] = [];
+    for (let i = 0; i < count; i++) {
+      const policy = new aws.iam.Policy(`${f.stage}-deploy-${i + 1}`, {
+        name: `${deployRoleName(f.stage)}-${i + 1}`,
+        path: BOOTSTRAP_PATH,
+        description: `Deploy role of ${f.stage}: resource types of the stage (part ${i + 1} of ${count}, infra-bootstrap/deploy-permissions.json)`,
+        policy: rendered.apply((r) => JSON.stringify(r.managed[i])),
+        tags: { ...TAGS, stage: f.stage },
+      });
+      new aws.iam.RolePolicyAttachment(`${f.stage}-deploy-${i + 1}`, { role: deployRoles[f.stage]!.name, policyArn: policy.arn });
+      deployManagedPolicies[f.stage]!.push(policy);
+    }
   }
 
-  // 4. The preview role: pull_request tokens only; reads the previewed stage's state and decrypts its
-  //    config (awskms), writes nothing (docs/deploy.md, "Previews and secrets"). With Pulumi Cloud it
-  //    needs no AWS permission at all: sts:GetCallerIdentity needs none
-  //    (https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html).
-  let previewRole: aws.iam.Role | undefined;
   let previewPolicy: aws.iam.RolePolicy | undefined;
-  if (config.previewStage !== undefined) {
+  if (previewRole && config.previewStage !== undefined) {
     const stage = config.previewStage;
-    previewRole = new aws.iam.Role("preview", {
-      name: `${APP}-${stage}-preview`,
-      description: `Read-only pulumi preview of ${stage} for pull requests`,
-      assumeRolePolicy: oidcProviderArn.apply((arn) => JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:pull_request`))),
-      maxSessionDuration: 3600,
-      tags: { ...TAGS, stage },
-    });
     const key = secretsKeys[stage];
     if (stateBucket && key) {
       previewPolicy = new aws.iam.RolePolicy("preview-policy", {
         role: previewRole.id,
         name: "preview-read-only",
         policy: pulumi
-          .all([stateAccess(stage, false), key.arn])
-          .apply(([state, keyArn]) => JSON.stringify(policyDocument([...state, secretsProviderStatement(keyArn, false)]))),
+          .all([partition, stateOf(), key.arn])
+          .apply(([p, state, keyArn]) => JSON.stringify(previewRolePolicy(p, region, stage, state!, keyArn))),
       });
     }
-    outputs["PREVIEW_ROLE_ARN"] = previewRole.arn;
   }
 
   if (stateBucket) {
@@ -284,5 +348,5 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
       outputs[`${stage.toUpperCase().replace(/-/g, "_")}_SECRETS_PROVIDER`] = pulumi.output(`awskms://alias/${APP}-${stage}-pulumi-secrets?region=${region}`);
     }
   }
-  return { oidcProviderArn, deployRoles, deployPolicies, previewRole, previewPolicy, stateBucket, secretsKeys, outputs };
+  return { oidcProviderArn, deployRoles, deployPolicies, deployManagedPolicies, boundaries, previewRole, previewPolicy, stateBucket, secretsKeys, outputs };
 }

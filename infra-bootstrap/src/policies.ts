@@ -72,6 +72,44 @@ export interface PolicyDocument {
 
 export const APP = "sophia";
 
+// ---------------------------------------------------------------------------------------------
+// Name spaces. A stage's roles and IAM policies live under the IAM path `/sophia/<stage>/`: a stage
+// name has no '/', so no other stage's path extends it (`/sophia/dev/` never matches
+// `/sophia/dev-eu/`). The bootstrap's own roles and policies live under `/sophia-bootstrap/`, which
+// no stage path matches, and every deploy role carries an explicit Deny on it.
+
+/** IAM path of the bootstrap's roles and policies (deploy, preview, boundaries). */
+export const BOOTSTRAP_PATH = `/${APP}-bootstrap/`;
+/** IAM path of a stage's roles and policies (infra-pulumi sets it on every role and policy it creates). */
+export const stageIamPath = (stage: string): string => `/${APP}/${stage}/`;
+export const deployRoleName = (stage: string): string => `${APP}-bootstrap-${stage}-deploy`;
+export const previewRoleName = (stage: string): string => `${APP}-bootstrap-${stage}-preview`;
+export const boundaryPolicyName = (stage: string): string => `${APP}-bootstrap-${stage}-boundary`;
+export const iamArn = (partition: string, account: string, kind: "role" | "policy", path: string, name: string): string =>
+  `arn:${partition}:iam::${account}:${kind}${path}${name}`;
+export const deployRoleArn = (partition: string, account: string, stage: string): string =>
+  iamArn(partition, account, "role", BOOTSTRAP_PATH, deployRoleName(stage));
+export const previewRoleArn = (partition: string, account: string, stage: string): string =>
+  iamArn(partition, account, "role", BOOTSTRAP_PATH, previewRoleName(stage));
+export const boundaryArn = (partition: string, account: string, stage: string): string =>
+  iamArn(partition, account, "policy", BOOTSTRAP_PATH, boundaryPolicyName(stage));
+
+/**
+ * Stages one bootstrap stack (one account and region) may hold: regional names are `sophia-<stage>-*`,
+ * so a stage whose name is another's plus `-...` (dev and dev-eu) would match the other's functions,
+ * queues and alarms. Returns the problems (empty when none).
+ */
+export function collidingStages(stages: string[]): string[] {
+  const out: string[] = [];
+  for (const a of stages) {
+    for (const b of stages) {
+      if (a !== b && b.startsWith(`${a}-`)) out.push(`stages "${a}" and "${b}": sophia-${a}-* would match sophia-${b}-*; give one of them another name (or its own account or region)`);
+    }
+  }
+  if (stages.some((s) => s === "bootstrap" || s.startsWith("bootstrap-"))) out.push('a stage may not be named "bootstrap" (the bootstrap\'s own names)');
+  return out;
+}
+
 function render(template: string, scope: StageScope, table: PermissionsTable): string {
   const prefix = `${APP}-${scope.stage}`;
   const values: Record<string, string> = {
@@ -80,6 +118,8 @@ function render(template: string, scope: StageScope, table: PermissionsTable): s
     account: scope.account,
     stage: scope.stage,
     prefix,
+    iamPath: stageIamPath(scope.stage).slice(1),
+    boundaryArn: boundaryArn(scope.partition, scope.account, scope.stage),
     layerArn: scope.layerArn,
     migrateFunction: `${prefix}-${table.migrateFunction}`,
   };
@@ -133,9 +173,15 @@ export function stateObjectArns(partition: string, bucket: string, stage: string
   return [
     o(`.pulumi/stacks/${project}/${stage}.json`),
     o(`.pulumi/stacks/${project}/${stage}.json.*`),
+    // The stack's tags, read on every load of the stack (pkg/backend/diy/stack_tags.go,
+    // stackTagsPath = StackBasePath + ".pulumi-tags"; a denied read is an error, not "no tags").
+    o(`.pulumi/stacks/${project}/${stage}.pulumi-tags`),
     o(`.pulumi/history/${project}/${stage}/*`),
     o(`.pulumi/backups/${project}/${stage}/*`),
-    o(`.pulumi/locks/${project}/${stage}/*`),
+    // The DIY backend locks under the stack's fully qualified name, organization/<project>/<stack>
+    // (pulumi/pulumi pkg/backend/diy/lock.go: stackLockDir(stackRef.FullyQualifiedName()); the
+    // organization of a DIY backend is always "organization", pkg/backend/diy/store.go).
+    o(`.pulumi/locks/organization/${project}/${stage}/*`),
   ];
 }
 
@@ -208,4 +254,233 @@ export function assertNoWildcardActions(doc: PolicyDocument): void {
   for (const s of doc.Statement) {
     for (const a of s.Action) if (a.includes("*")) throw new Error(`wildcard action ${a} in ${s.Sid}`);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The deploy role can never widen itself.
+
+/**
+ * Explicit Denies every deploy role carries: nothing on the bootstrap's own roles and policies (its
+ * own role, the preview role, the boundaries) nor on the GitHub OIDC provider; never a boundary
+ * removed; never a role created, re-bounded, given an inline policy or a managed one unless it
+ * carries this stage's boundary (`iam:PermissionsBoundary` is absent for a role without one, so
+ * StringNotEquals denies it too).
+ */
+export function guardStatements(partition: string, account: string, stage: string): PolicyStatement[] {
+  const iam = (rest: string) => `arn:${partition}:iam::${account}:${rest}`;
+  return [
+    {
+      Sid: "DenyBootstrapIdentities",
+      Effect: "Deny",
+      Action: ["iam:*"],
+      Resource: [iam(`role${BOOTSTRAP_PATH}*`), iam(`policy${BOOTSTRAP_PATH}*`), iam("oidc-provider/*")],
+    },
+    { Sid: "DenyBoundaryRemoval", Effect: "Deny", Action: ["iam:DeleteRolePermissionsBoundary"], Resource: ["*"] },
+    {
+      Sid: "DenyRoleWritesOutsideBoundary",
+      Effect: "Deny",
+      Action: ["iam:CreateRole", "iam:PutRolePermissionsBoundary", "iam:PutRolePolicy", "iam:AttachRolePolicy"],
+      Resource: ["*"],
+      Condition: { StringNotEquals: { "iam:PermissionsBoundary": boundaryArn(partition, account, stage) } },
+    },
+  ];
+}
+
+/** What a stage's function roles may ever do (their permissions boundary); their own policies narrow it. */
+export interface BoundaryScope {
+  partition: string;
+  region: string;
+  account: string;
+  stage: string;
+  vpc: boolean;
+  /** `sophia:resumeBucket` of the stage, when it names one. */
+  resumeBucket?: string | undefined;
+}
+
+export function boundaryStatements(b: BoundaryScope): PolicyStatement[] {
+  const prefix = `${APP}-${b.stage}`;
+  const arn = (svc: string, rest: string) => `arn:${b.partition}:${svc}:${b.region}:${b.account}:${rest}`;
+  const out: PolicyStatement[] = [
+    {
+      Sid: "StageQueues",
+      Effect: "Allow",
+      Action: ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"],
+      Resource: [arn("sqs", `${prefix}-*`)],
+    },
+    { Sid: "StageLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: [arn("logs", `log-group:/aws/lambda/${prefix}-*:*`)] },
+    { Sid: "StageSecrets", Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [arn("secretsmanager", `secret:${APP}/${b.stage}/*`)] },
+    {
+      Sid: "StageKeyViaSecretsManager",
+      Effect: "Allow",
+      Action: ["kms:Decrypt"],
+      Resource: [arn("kms", "key/*")],
+      Condition: { StringEquals: { "aws:ResourceTag/stage": b.stage, "kms:ViaService": `secretsmanager.${b.region}.amazonaws.com` } },
+    },
+  ];
+  if (b.resumeBucket) {
+    out.push({ Sid: "ResumeBucket", Effect: "Allow", Action: ["s3:GetObject", "s3:PutObject"], Resource: [`arn:${b.partition}:s3:::${b.resumeBucket}/*`] });
+  }
+  if (b.vpc) {
+    out.push(
+      {
+        Sid: "VpcNetworkInterfaces",
+        Effect: "Allow",
+        Action: ["ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"],
+        Resource: [arn("ec2", "network-interface/*"), arn("ec2", "subnet/*"), arn("ec2", "security-group/*")],
+      },
+      { Sid: "VpcDescribe", Effect: "Allow", Action: ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"], Resource: ["*"] },
+    );
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Size: IAM counts a policy's characters without whitespace
+// (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html): a role's inline
+// policies together at most 10,240, a managed policy at most 6,144, 10 managed policies per role
+// by default. The bootstrap keeps 10 % of each free.
+
+export const INLINE_LIMIT = 10_240;
+export const MANAGED_LIMIT = 6_144;
+export const MANAGED_PER_ROLE = 10;
+export const HEADROOM = 0.9;
+
+export function policySize(doc: unknown): number {
+  return JSON.stringify(doc).replace(/\s/g, "").length;
+}
+
+/** Packs statements, in order, into managed policy documents of at most 90 % of IAM's limit each. */
+export function packManaged(statements: PolicyStatement[], limit = Math.floor(MANAGED_LIMIT * HEADROOM)): PolicyDocument[] {
+  const docs: PolicyDocument[] = [];
+  let current: PolicyStatement[] = [];
+  for (const s of statements) {
+    if (policySize(policyDocument([s])) > limit) throw new Error(`statement ${s.Sid} alone exceeds ${limit} characters`);
+    if (current.length > 0 && policySize(policyDocument([...current, s])) > limit) {
+      docs.push(policyDocument(current));
+      current = [];
+    }
+    current.push(s);
+  }
+  if (current.length > 0) docs.push(policyDocument(current));
+  return docs;
+}
+
+/** Everything that decides a deploy role's policies, as plain values. */
+export interface DeployRoleInput {
+  scope: StageScope;
+  /** The S3 backend's bucket and its key; absent with Pulumi Cloud. */
+  state?: { bucket: string; keyArn: string } | undefined;
+  /** The stage's awskms secrets-provider key; absent with Pulumi Cloud. */
+  secretsKeyArn?: string | undefined;
+}
+
+export interface DeployRolePolicies {
+  /** The role's one inline policy: its state, its secrets provider, and the guard Denies. */
+  inline: PolicyDocument;
+  /** The table's rows, rendered for the stage, packed into managed policies. */
+  managed: PolicyDocument[];
+}
+
+/** The state statements of a deploy (write) or preview (read) role, with the bucket key via S3. */
+export function stateAccessStatements(partition: string, region: string, bucket: string, keyArn: string, stage: string, write: boolean): PolicyStatement[] {
+  return [
+    ...stateStatements(partition, bucket, stage, write),
+    {
+      Sid: write ? "StateKeyReadWrite" : "StateKeyRead",
+      Effect: "Allow",
+      Action: write ? ["kms:GenerateDataKey", "kms:Decrypt"] : ["kms:Decrypt"],
+      Resource: [keyArn],
+      Condition: { StringEquals: { "kms:ViaService": `s3.${region}.amazonaws.com` } },
+    },
+  ];
+}
+
+/** The deploy role's policies exactly as the bootstrap attaches them (the rehearsal evaluates these). */
+export function deployRolePolicies(input: DeployRoleInput, table: PermissionsTable = loadPermissions()): DeployRolePolicies {
+  const { scope } = input;
+  const inline = policyDocument([
+    ...(input.state ? stateAccessStatements(scope.partition, scope.region, input.state.bucket, input.state.keyArn, scope.stage, true) : []),
+    ...(input.secretsKeyArn ? [secretsProviderStatement(input.secretsKeyArn, true)] : []),
+    ...guardStatements(scope.partition, scope.account, scope.stage),
+  ]);
+  const managed = packManaged(deployStatements(scope, table));
+  if (policySize(inline) > INLINE_LIMIT * HEADROOM) throw new Error(`deploy role ${scope.stage}: inline policy ${policySize(inline)} > 90 % of ${INLINE_LIMIT}`);
+  if (managed.length > MANAGED_PER_ROLE - 2) throw new Error(`deploy role ${scope.stage}: ${managed.length} managed policies (keep two of the ${MANAGED_PER_ROLE} free)`);
+  return { inline, managed };
+}
+
+/** The preview role's one inline policy: read its stage's state, decrypt its stage's config. */
+export function previewRolePolicy(partition: string, region: string, stage: string, state: { bucket: string; keyArn: string }, secretsKeyArn: string): PolicyDocument {
+  return policyDocument([
+    ...stateAccessStatements(partition, region, state.bucket, state.keyArn, stage, false),
+    secretsProviderStatement(secretsKeyArn, false),
+  ]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key policies of the bootstrap's keys: no account-root statement (no IAM policy elsewhere in the
+// account reaches them); the break-glass administrators of `sophia-bootstrap:keyAdministrators`
+// administer them (and run the bootstrap, so KMS's lockout check passes); the roles get exactly
+// their use. https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-overview.html
+
+/**
+ * The AWS doc's key-administrator actions ("Allows key administrators to administer the KMS key").
+ * infra-pulumi/src/secrets.ts keeps the same list for the stage key (another package); the deploy
+ * rehearsal holds the two equal.
+ */
+export const KMS_ADMIN_ACTIONS = [
+  "kms:Create*",
+  "kms:Describe*",
+  "kms:Enable*",
+  "kms:List*",
+  "kms:Put*",
+  "kms:Update*",
+  "kms:Revoke*",
+  "kms:Disable*",
+  "kms:Get*",
+  "kms:Delete*",
+  "kms:TagResource",
+  "kms:UntagResource",
+  "kms:ScheduleKeyDeletion",
+  "kms:CancelKeyDeletion",
+  "kms:RotateKeyOnDemand",
+];
+
+export interface KeyPolicyStatement {
+  Sid: string;
+  Effect: "Allow";
+  Principal: { AWS: string[] };
+  Action: string[];
+  Resource: "*";
+  Condition?: Condition;
+}
+
+export const PRINCIPAL_ARN = /^arn:aws[a-z-]*:iam::\d{12}:(role|user)\/[\w+=,.@/-]+$/;
+
+function administrators(admins: string[]): KeyPolicyStatement {
+  if (admins.length === 0 || admins.some((a) => !PRINCIPAL_ARN.test(a))) {
+    throw new Error("sophia-bootstrap:keyAdministrators must list IAM role or user ARNs (exact, path included)");
+  }
+  return { Sid: "KeyAdministrators", Effect: "Allow", Principal: { AWS: admins }, Action: KMS_ADMIN_ACTIONS, Resource: "*" };
+}
+
+/** The state bucket's key: administrators; the deploy roles write, the preview role reads, through S3 only. */
+export function stateKeyPolicy(args: { admins: string[]; writers: string[]; readers: string[]; region: string }): { Version: "2012-10-17"; Statement: KeyPolicyStatement[] } {
+  const viaS3 = { StringEquals: { "kms:ViaService": `s3.${args.region}.amazonaws.com` } };
+  const st: KeyPolicyStatement[] = [
+    administrators(args.admins),
+    { Sid: "WriteStateViaS3", Effect: "Allow", Principal: { AWS: [...args.admins, ...args.writers] }, Action: ["kms:GenerateDataKey", "kms:Decrypt"], Resource: "*", Condition: viaS3 },
+  ];
+  if (args.readers.length > 0) st.push({ Sid: "ReadStateViaS3", Effect: "Allow", Principal: { AWS: args.readers }, Action: ["kms:Decrypt"], Resource: "*", Condition: viaS3 });
+  return { Version: "2012-10-17", Statement: st };
+}
+
+/** A stage's secrets-provider key: administrators and its deploy role encrypt and decrypt; its preview role decrypts. */
+export function secretsProviderKeyPolicy(args: { admins: string[]; deployRole: string; previewRole?: string | undefined }): { Version: "2012-10-17"; Statement: KeyPolicyStatement[] } {
+  const st: KeyPolicyStatement[] = [
+    administrators(args.admins),
+    { Sid: "StackSecretsEncryptDecrypt", Effect: "Allow", Principal: { AWS: [...args.admins, args.deployRole] }, Action: ["kms:Encrypt", "kms:Decrypt"], Resource: "*" },
+  ];
+  if (args.previewRole) st.push({ Sid: "StackSecretsDecrypt", Effect: "Allow", Principal: { AWS: [args.previewRole] }, Action: ["kms:Decrypt"], Resource: "*" });
+  return { Version: "2012-10-17", Statement: st };
 }

@@ -24,6 +24,7 @@ const resources: Recorded[] = [];
 let bootstrap: Bootstrap;
 let repoRoot: string;
 
+const BREAK_GLASS = `arn:aws:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/eu-west-1/AWSReservedSSO_BreakGlass_0123456789abcdef`;
 const LAYER = "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:19";
 
 function unwrap<T>(o: pulumi.Output<T>): Promise<T> {
@@ -50,6 +51,7 @@ before(async () => {
     "sophia-bootstrap:githubRepository": REPO,
     "sophia-bootstrap:stages": JSON.stringify(["dev", "prod"]),
     "sophia-bootstrap:protect": "false",
+    "sophia-bootstrap:keyAdministrators": JSON.stringify([BREAK_GLASS]),
   });
   await pulumi.runtime.setMocks(
     {
@@ -58,7 +60,8 @@ before(async () => {
         const name = (args.inputs["name"] ?? args.inputs["bucket"] ?? args.name) as string;
         const state: Record<string, unknown> = { ...args.inputs };
         if (args.type === "aws:iam/openIdConnectProvider:OpenIdConnectProvider") state["arn"] = `arn:aws:iam::${ACCOUNT}:oidc-provider/token.actions.githubusercontent.com`;
-        if (args.type === "aws:iam/role:Role") state["arn"] = `arn:aws:iam::${ACCOUNT}:role/${name}`;
+        if (args.type === "aws:iam/role:Role") state["arn"] = `arn:aws:iam::${ACCOUNT}:role${args.inputs["path"] ?? "/"}${name}`;
+        if (args.type === "aws:iam/policy:Policy") state["arn"] = `arn:aws:iam::${ACCOUNT}:policy${args.inputs["path"] ?? "/"}${name}`;
         if (args.type === "aws:kms/key:Key") Object.assign(state, { arn: `arn:aws:kms:eu-west-1:${ACCOUNT}:key/${args.name}`, keyId: args.name });
         if (args.type === "aws:s3/bucket:Bucket") Object.assign(state, { arn: `arn:aws:s3:::${name}`, bucket: name });
         return { id: `${args.name}-id`, state };
@@ -88,7 +91,8 @@ test("the GitHub OIDC provider: GitHub's issuer, audience sts.amazonaws.com", ()
 test("one deploy role per stage, trusted only for that stage's GitHub environment (prod: production)", async () => {
   for (const [stage, env] of [["dev", "dev"], ["prod", "production"]] as const) {
     const role = byName("aws:iam/role:Role", `${stage}-deploy`);
-    assert.equal(role.inputs["name"], `sophia-${stage}-deploy`);
+    assert.equal(role.inputs["name"], `sophia-bootstrap-${stage}-deploy`);
+    assert.equal(role.inputs["path"], "/sophia-bootstrap/", "outside every stage's IAM path");
     const trust = JSON.parse(role.inputs["assumeRolePolicy"] as string);
     assert.equal(trust.Statement.length, 1);
     assert.deepEqual(trust.Statement[0].Principal, { Federated: `arn:aws:iam::${ACCOUNT}:oidc-provider/token.actions.githubusercontent.com` });
@@ -99,18 +103,30 @@ test("one deploy role per stage, trusted only for that stage's GitHub environmen
   }
 });
 
+/** A deploy role's statements: its inline policy and the managed policies attached to it. */
+function deployDoc(stage: string): { Statement: { Sid: string; Effect: string; Action: string[]; Resource: string[] }[] } {
+  const inline = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", `${stage}-deploy-policy`).inputs["policy"] as string);
+  const managed = ofType("aws:iam/policy:Policy")
+    .filter((p) => p.name.startsWith(`${stage}-deploy-`))
+    .map((p) => JSON.parse(p.inputs["policy"] as string));
+  const attached = ofType("aws:iam/rolePolicyAttachment:RolePolicyAttachment").filter((a) => a.inputs["role"] === `sophia-bootstrap-${stage}-deploy`);
+  assert.equal(attached.length, managed.length, "every managed part is attached");
+  assert.ok(managed.length >= 1 && managed.length <= 8);
+  return { Statement: [inline, ...managed].flatMap((d) => d.Statement) };
+}
+
 test("the deploy policy: the table for its stage, its own state objects and secrets-provider key", () => {
-  const doc = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "dev-deploy-policy").inputs["policy"] as string);
+  const doc = deployDoc("dev");
   const grants = (action: string) => doc.Statement.filter((s: { Action: string[] }) => s.Action.includes(action)).flatMap((s: { Resource: string[] }) => s.Resource);
   assert.deepEqual(grants("lambda:GetLayerVersion"), [LAYER], "the layer of Pulumi.dev.yaml");
   assert.deepEqual(grants("cloudwatch:PutDashboard"), [`arn:aws:cloudwatch::${ACCOUNT}:dashboard/sophia-dev`]);
   assert.ok(grants("s3:PutObject").includes(`arn:aws:s3:::sophia-pulumi-state-${ACCOUNT}-eu-west-1/.pulumi/stacks/sophia/dev.json`));
   assert.deepEqual(grants("kms:Encrypt"), [`arn:aws:kms:eu-west-1:${ACCOUNT}:key/dev-pulumi-secrets`]);
   assert.equal(grants("ec2:CreateVpcEndpoint").length, 0, "dev has no sophia:vpc");
-  assert.doesNotMatch(JSON.stringify(doc), /sophia-prod|sophia\/prod|prod-pulumi-secrets/);
-  const prod = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "prod-deploy-policy").inputs["policy"] as string);
+  assert.doesNotMatch(JSON.stringify(doc), /sophia-prod|sophia\/prod|prod-pulumi-secrets|bootstrap-prod/);
+  const prod = deployDoc("prod");
   assert.ok(JSON.stringify(prod).includes("ec2:CreateVpcEndpoint"), "prod sets sophia:vpc");
-  assert.doesNotMatch(JSON.stringify(prod), /sophia-dev|sophia\/dev|dev-pulumi-secrets/);
+  assert.doesNotMatch(JSON.stringify(prod), /sophia-dev|sophia\/dev|dev-pulumi-secrets|bootstrap-dev/);
 });
 
 test("the preview role: pull_request tokens only; reads dev's state and decrypts dev's config, nothing else", () => {
@@ -167,4 +183,71 @@ test("a protected stage cannot be the previewed one (a pull request's code reads
     "sophia-bootstrap:previewStage": "prod",
   });
   assert.throws(() => loadBootstrapConfig(), /previewStage must not be a protected stage/);
+});
+
+test("the deploy role's policies are exactly policies.ts's deployRolePolicies (what the rehearsal evaluates), its managed parts attached", () => {
+  const { deployRolePolicies } = require("../src/policies") as typeof import("../src/policies");
+  for (const [stage, vpc] of [["dev", false], ["prod", true]] as const) {
+    const expected = deployRolePolicies({
+      scope: { partition: "aws", region: "eu-west-1", account: ACCOUNT, stage, layerArn: LAYER, vpc },
+      state: { bucket: `sophia-pulumi-state-${ACCOUNT}-eu-west-1`, keyArn: `arn:aws:kms:eu-west-1:${ACCOUNT}:key/state-key` },
+      secretsKeyArn: `arn:aws:kms:eu-west-1:${ACCOUNT}:key/${stage}-pulumi-secrets`,
+    });
+    assert.deepEqual(JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", `${stage}-deploy-policy`).inputs["policy"] as string), expected.inline);
+    expected.managed.forEach((doc, i) => {
+      const policy = byName("aws:iam/policy:Policy", `${stage}-deploy-${i + 1}`);
+      assert.deepEqual(JSON.parse(policy.inputs["policy"] as string), doc);
+      assert.equal(policy.inputs["path"], "/sophia-bootstrap/");
+      assert.equal(byName("aws:iam/rolePolicyAttachment:RolePolicyAttachment", `${stage}-deploy-${i + 1}`).inputs["policyArn"], `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/sophia-bootstrap-${stage}-deploy-${i + 1}`);
+    });
+    assert.equal(ofType("aws:iam/policy:Policy").filter((p) => p.name.startsWith(`${stage}-deploy-`)).length, expected.managed.length);
+  }
+});
+
+test("the guard: every deploy role denies itself IAM on the bootstrap's path, boundary removal, and role writes without its stage's boundary", () => {
+  const inline = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "dev-deploy-policy").inputs["policy"] as string);
+  const deny = inline.Statement.filter((s: { Effect: string }) => s.Effect === "Deny");
+  assert.deepEqual(deny.map((s: { Sid: string }) => s.Sid), ["DenyBootstrapIdentities", "DenyBoundaryRemoval", "DenyRoleWritesOutsideBoundary"]);
+  assert.deepEqual(deny[0].Resource, [`arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/*`, `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/*`, `arn:aws:iam::${ACCOUNT}:oidc-provider/*`]);
+  assert.deepEqual(deny[2].Condition, { StringNotEquals: { "iam:PermissionsBoundary": `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/sophia-bootstrap-dev-boundary` } });
+});
+
+test("the boundary per stage: under the bootstrap's path, only the stage's queues, logs, secrets and key (prod: its VPC's ENIs)", () => {
+  const dev = byName("aws:iam/policy:Policy", "dev-boundary");
+  assert.equal(dev.inputs["name"], "sophia-bootstrap-dev-boundary");
+  assert.equal(dev.inputs["path"], "/sophia-bootstrap/");
+  const doc = JSON.parse(dev.inputs["policy"] as string);
+  assert.deepEqual(doc.Statement.map((s: { Sid: string }) => s.Sid), ["StageQueues", "StageLogs", "StageSecrets", "StageKeyViaSecretsManager"]);
+  assert.doesNotMatch(JSON.stringify(doc), /prod|ec2:/);
+  const prod = JSON.parse(byName("aws:iam/policy:Policy", "prod-boundary").inputs["policy"] as string);
+  assert.ok(JSON.stringify(prod).includes("ec2:CreateNetworkInterface"), "prod sets sophia:vpc");
+});
+
+test("the bootstrap's keys: explicit key policies, no account-root statement, the break-glass administrators, each role exactly its use", () => {
+  const state = JSON.parse(byName("aws:kms/key:Key", "state-key").inputs["policy"] as string);
+  const text = JSON.stringify(state);
+  assert.ok(!text.includes(":root") && !text.includes('"kms:*"'), "no root kms:*");
+  const sid = (doc: { Statement: { Sid: string }[] }, s: string) => doc.Statement.find((x) => x.Sid === s) as unknown as { Principal: { AWS: string[] }; Action: string[]; Condition?: unknown };
+  assert.deepEqual(sid(state, "KeyAdministrators").Principal.AWS, [BREAK_GLASS]);
+  assert.deepEqual(sid(state, "WriteStateViaS3").Principal.AWS, [BREAK_GLASS, `arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-dev-deploy`, `arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-prod-deploy`]);
+  assert.deepEqual(sid(state, "ReadStateViaS3").Principal.AWS, [`arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-dev-preview`]);
+  assert.deepEqual(sid(state, "ReadStateViaS3").Action, ["kms:Decrypt"]);
+  const prod = JSON.parse(byName("aws:kms/key:Key", "prod-pulumi-secrets").inputs["policy"] as string);
+  assert.deepEqual(sid(prod, "StackSecretsEncryptDecrypt").Principal.AWS, [BREAK_GLASS, `arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-prod-deploy`]);
+  assert.equal(sid(prod, "StackSecretsDecrypt"), undefined, "no preview of prod");
+  const dev = JSON.parse(byName("aws:kms/key:Key", "dev-pulumi-secrets").inputs["policy"] as string);
+  assert.deepEqual(sid(dev, "StackSecretsDecrypt").Principal.AWS, [`arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-dev-preview`]);
+});
+
+test("the configuration: break-glass key administrators required with the S3 backend; stages whose names extend each other refused", () => {
+  const { loadBootstrapConfig } = require("../src/bootstrap") as typeof import("../src/bootstrap");
+  const base = { "aws:region": "eu-west-1", "sophia-bootstrap:githubRepository": REPO };
+  pulumi.runtime.setAllConfig({ ...base, "sophia-bootstrap:stages": JSON.stringify(["dev"]) });
+  assert.throws(() => loadBootstrapConfig(), /keyAdministrators must list the break-glass/);
+  pulumi.runtime.setAllConfig({ ...base, "sophia-bootstrap:stages": JSON.stringify(["dev"]), "sophia-bootstrap:keyAdministrators": JSON.stringify(["alice"]) });
+  assert.throws(() => loadBootstrapConfig(), /keyAdministrators/);
+  pulumi.runtime.setAllConfig({ ...base, "sophia-bootstrap:stages": JSON.stringify(["dev", "dev-eu"]), "sophia-bootstrap:keyAdministrators": JSON.stringify([BREAK_GLASS]) });
+  assert.throws(() => loadBootstrapConfig(), /stages "dev" and "dev-eu"/);
+  pulumi.runtime.setAllConfig({ ...base, "sophia-bootstrap:stages": JSON.stringify(["dev"]), "sophia-bootstrap:backend": "pulumi-cloud" });
+  assert.equal(loadBootstrapConfig().keyAdministrators.length, 0, "Pulumi Cloud: no bootstrap key");
 });

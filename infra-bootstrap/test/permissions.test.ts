@@ -48,6 +48,9 @@ const STAR_ALLOWED: Record<string, string> = {
   "kms:CreateKey": "a new key has no ARN; aws:RequestTag/stage condition",
   "kms:TagResource": "tags given with CreateKey; aws:RequestTag/stage condition",
   "lambda:CreateEventSourceMapping": "no resource type; lambda:FunctionArn condition",
+  "sns:Unsubscribe": "no required resource type (topic, optional); the request names a subscription",
+  "sns:GetSubscriptionAttributes": "no required resource type (topic, optional)",
+  "sns:SetSubscriptionAttributes": "no required resource type (topic, optional)",
 };
 
 test("every row cites the Service Authorization Reference page of its service", () => {
@@ -74,7 +77,7 @@ test("no wildcard action, no kms:*, and '*' only for actions AWS authorizes on n
   }
 });
 
-test("the issue's gaps: dashboard, alarm tags, ListTags, the layer's GetLayerVersion, DescribeLogGroups on *", () => {
+test("dashboard, alarm tags, ListTags, the layer's GetLayerVersion, DescribeLogGroups on *", () => {
   for (const a of ["cloudwatch:PutDashboard", "cloudwatch:GetDashboard", "cloudwatch:DeleteDashboards"]) {
     assert.deepEqual(allows(dev, a).flatMap((s) => s.Resource), ["arn:aws:cloudwatch::012345678901:dashboard/sophia-dev"], a);
   }
@@ -84,7 +87,11 @@ test("the issue's gaps: dashboard, alarm tags, ListTags, the layer's GetLayerVer
   assert.ok(allows(dev, "lambda:ListTags").some((s) => s.Resource.includes("arn:aws:lambda:eu-west-1:012345678901:function:sophia-dev-*")));
   assert.deepEqual(allows(dev, "lambda:GetLayerVersion").flatMap((s) => s.Resource), [LAYER], "exactly the extension's layer version");
   assert.deepEqual(allows(dev, "logs:DescribeLogGroups").flatMap((s) => s.Resource), ["*"]);
-  assert.deepEqual(allows(dev, "lambda:InvokeFunction").flatMap((s) => s.Resource), ["arn:aws:lambda:eu-west-1:012345678901:function:sophia-dev-interview-completed"], "only the migration function");
+  assert.deepEqual(
+    allows(dev, "lambda:InvokeFunction").flatMap((s) => s.Resource),
+    ["arn:aws:lambda:eu-west-1:012345678901:function:sophia-dev-interview-completed", "arn:aws:lambda:eu-west-1:012345678901:function:sophia-dev-interview-completed:$LATEST"],
+    "only the migration function, unqualified and as aws.lambda.Invocation calls it (Qualifier $LATEST)",
+  );
 });
 
 test("KMS: create and tag only with this stage's tag; manage only keys tagged with it; never re-tag another stage's key", () => {
@@ -153,8 +160,9 @@ test("the state objects are the stage's own (checkpoint, history, backups, lock)
   assert.deepEqual(own!.Resource, [
     "arn:aws:s3:::bucket/.pulumi/stacks/sophia/dev.json",
     "arn:aws:s3:::bucket/.pulumi/stacks/sophia/dev.json.*",
+    "arn:aws:s3:::bucket/.pulumi/stacks/sophia/dev.pulumi-tags",
     "arn:aws:s3:::bucket/.pulumi/history/sophia/dev/*",
     "arn:aws:s3:::bucket/.pulumi/backups/sophia/dev/*",
-    "arn:aws:s3:::bucket/.pulumi/locks/sophia/dev/*",
+    "arn:aws:s3:::bucket/.pulumi/locks/organization/sophia/dev/*",
   ]);
 });

@@ -3,7 +3,10 @@
  * wildcards are the ones AWS needs to address children of a named parent (log streams of one log
  * group, objects of one bucket), and `assertLeastPrivilege` enforces that.
  */
+import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+
+import type { Naming } from "./naming";
 
 /**
  * What the Lambda event source mapping needs (it polls with the function's role). No
@@ -39,6 +42,32 @@ export const VPC_ENI_ACTIONS = [
 ] as const;
 /** EC2 Describe calls support no resource-level permissions: the only actions allowed on `*`. */
 export const VPC_DESCRIBE_ACTIONS = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"] as const;
+
+/**
+ * Names infra-bootstrap gives the account-level IAM identities of a stage (infra-bootstrap/src/policies.ts;
+ * the rehearsal test checks both sides agree): the bootstrap's path, the stage's deploy role and the
+ * permissions boundary every role of the stage must carry (the deploy role may create no role without it).
+ */
+export const BOOTSTRAP_PATH = "/sophia-bootstrap/";
+export const bootstrapDeployRoleArn = (partition: string, account: string, stage: string): string =>
+  `arn:${partition}:iam::${account}:role${BOOTSTRAP_PATH}sophia-bootstrap-${stage}-deploy`;
+export const bootstrapBoundaryArn = (partition: string, account: string, stage: string): string =>
+  `arn:${partition}:iam::${account}:policy${BOOTSTRAP_PATH}sophia-bootstrap-${stage}-boundary`;
+
+/** Where a stage's roles live and what bounds them. */
+export interface StageRoleScope {
+  path: string;
+  permissionsBoundary: pulumi.Output<string>;
+}
+
+export function stageRoleScope(naming: Naming): StageRoleScope {
+  const partition = aws.getPartitionOutput().partition;
+  const account = aws.getCallerIdentityOutput().accountId;
+  return {
+    path: naming.iamPath,
+    permissionsBoundary: pulumi.all([partition, account]).apply(([p, a]) => bootstrapBoundaryArn(p, a, naming.stage)),
+  };
+}
 
 export interface Statement {
   Sid: string;

@@ -6,7 +6,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
 import type { Architecture } from "./config";
-import { LAMBDA_ASSUME_ROLE_POLICY, policyJson, type Statement, writeLogsStatement } from "./iam";
+import { LAMBDA_ASSUME_ROLE_POLICY, policyJson, type StageRoleScope, type Statement, writeLogsStatement } from "./iam";
 
 /** cargo-lambda produces a custom-runtime `bootstrap` executable. */
 export const LAMBDA_RUNTIME = "provided.al2023";
@@ -16,6 +16,8 @@ export interface RustFunctionArgs {
   /** Physical function name, `<app>-<stage>-<fn>`. */
   functionName: string;
   roleName: string;
+  /** The stage's IAM path and the permissions boundary the role carries (infra-bootstrap's). */
+  roleScope: StageRoleScope;
   logGroupName: string;
   /** Path to `bootstrap.zip`. */
   zipPath: string;
@@ -58,6 +60,8 @@ export class RustFunction extends pulumi.ComponentResource {
       `${name}-role`,
       {
         name: args.roleName,
+        path: args.roleScope.path,
+        permissionsBoundary: args.roleScope.permissionsBoundary,
         description: `Execution role of ${args.functionName}`,
         assumeRolePolicy: LAMBDA_ASSUME_ROLE_POLICY,
         tags: args.tags,

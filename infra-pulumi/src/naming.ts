@@ -49,6 +49,14 @@ export class Naming {
     return this.checked(`${this.prefix}-${what}`, IAM_POLICY_NAME_MAX, "IAM policy");
   }
 
+  /**
+   * IAM path of the stage's roles and policies, `/<app>/<stage>/`: the deploy role's IAM grants are
+   * scoped to it, and a stage name has no '/', so no other stage's path extends it.
+   */
+  get iamPath(): string {
+    return `/${this.app}/${this.stage}/`;
+  }
+
   /** Secrets Manager names use `/`: `sophia/<stage>/<name>`. */
   secretName(what: string): string {
     return `${this.app}/${this.stage}/${what}`;

@@ -8,7 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 
 import { type AlarmTarget, dlqNotEmptyAlarm, oldestMessageAgeAlarm } from "./alarms";
 import type { Architecture } from "./config";
-import { consumeQueueStatement, type Statement } from "./iam";
+import { consumeQueueStatement, type StageRoleScope, type Statement } from "./iam";
 import { requiredVisibilityTimeoutSeconds } from "./invariants";
 import { RustFunction } from "./lambda";
 import type { Naming } from "./naming";
@@ -30,6 +30,7 @@ export interface ConsumerArgs {
 
 export interface QueuePipelineArgs {
   naming: Naming;
+  roleScope: StageRoleScope;
   queue: QueueSpec;
   consumer: FunctionSpec;
   consumerArgs: ConsumerArgs;
@@ -127,6 +128,7 @@ export class QueuePipeline extends pulumi.ComponentResource {
       {
         functionName: naming.functionName(fn.name),
         roleName: naming.roleName(fn.name),
+        roleScope: args.roleScope,
         logGroupName: naming.logGroupName(naming.functionName(fn.name)),
         description: `Consumes ${naming.queueName(q.name)}`,
         zipPath: c.zipPath,

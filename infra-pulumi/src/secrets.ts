@@ -8,7 +8,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
-import { KMS_DECRYPT_ACTIONS, SECRET_READ_ACTIONS } from "./iam";
+import { bootstrapDeployRoleArn, KMS_DECRYPT_ACTIONS, SECRET_READ_ACTIONS } from "./iam";
 import type { Naming } from "./naming";
 
 /**
@@ -81,7 +81,7 @@ export class StageSecrets extends pulumi.ComponentResource {
   }
 
   /**
-   * Replaces AWS's default key policy and gives every secret a resource policy (issue 29), once the
+   * Replaces AWS's default key policy and gives every secret a resource policy, once the
    * function roles exist: the key policy names the key's administrators and, per use, the function
    * roles; each secret denies every principal but its readers and the administrators.
    * `readers` maps a secret suffix to the role ARNs of the functions that read it.
@@ -97,6 +97,12 @@ export class StageSecrets extends pulumi.ComponentResource {
       "secrets-key-policy",
       {
         keyId: this.key.keyId,
+        // KMS's lockout check refuses a policy that would not let the caller apply the next one. The
+        // administrators are a fixed list (keyAdministrators: the deploy role and the break-glass
+        // principals, which KMS checks exist), never the caller, so a first deploy by a laptop
+        // administrator outside the list must hand the key over: skip the check for that
+        // (https://docs.aws.amazon.com/kms/latest/APIReference/API_PutKeyPolicy.html).
+        bypassPolicyLockoutSafetyCheck: true,
         policy: pulumi
           .all([pulumi.output(args.administrators), pulumi.all(args.functionRoles)])
           .apply(([admins, roles]) => JSON.stringify(keyPolicyDocument({ administrators: admins, functionRoles: roles, region: args.region }))),
@@ -130,7 +136,7 @@ export class StageSecrets extends pulumi.ComponentResource {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Resource policies of the key and the secrets (issue 29).
+// Resource policies of the key and the secrets.
 //
 // Without a policy of its own a key created through the API gets AWS's default key policy: one
 // statement letting the account's root principal (that is, any IAM policy of the account) do
@@ -138,10 +144,9 @@ export class StageSecrets extends pulumi.ComponentResource {
 // This key's policy names its principals instead: the administrators (the AWS doc's "Allow key
 // administrators" actions, plus writing secret values through Secrets Manager) and the function
 // roles (kms:Decrypt through Secrets Manager only). No root statement: an IAM policy elsewhere in
-// the account cannot reach the key. KMS's lockout safety check (PutKeyPolicy without
-// BypassPolicyLockoutSafetyCheck, which this program never sets) refuses a policy that would not
-// let the principal applying it apply the next one, so the deploying principal must be one of the
-// administrators (it is, by default): see `keyAdministrators`.
+// the account cannot reach the key. KMS's lockout safety check refuses a policy that would not let
+// the principal applying it apply the next one; the stack skips it (bypassPolicyLockoutSafetyCheck)
+// because its administrators are a fixed list that holds the deploy role: see `keyAdministrators`.
 
 /** The AWS doc's key-administrator actions ("Allows key administrators to administer the KMS key"). */
 export const KMS_ADMIN_ACTIONS = [
@@ -251,30 +256,23 @@ export function secretPolicyDocument(args: { administrators: string[]; readers: 
 export const KEY_ADMINISTRATORS_CONFIG = "kmsKeyAdministrators";
 
 /**
- * The caller's IAM principal for a key policy: an assumed-role session ARN
- * (`arn:aws:sts::<acct>:assumed-role/<role>/<session>`) becomes its role's ARN. A role with a path
- * cannot be recovered from a session ARN: name it in `sophia:kmsKeyAdministrators` instead.
+ * The key's administrators: the stage's deploy role (infra-bootstrap's, by its exact ARN, path
+ * included) and the break-glass principals of `sophia:kmsKeyAdministrators` (exact IAM role or user
+ * ARNs, path included: an SSO role's is `role/aws-reserved/sso.amazonaws.com/<region>/<name>`). Never
+ * the caller: the same list whoever deploys (a laptop administrator's first deploy, CI's next one, a
+ * pull request's preview), so a preview shows no administrator switching and CI can always replace
+ * the key policy and the secrets' policies. Throws when the list is missing or malformed.
  */
-export function principalOfCaller(callerArn: string): string {
-  const m = /^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role\/([^/]+)\/[^/]+$/.exec(callerArn);
-  return m ? `arn:${m[1]}:iam::${m[2]}:role/${m[3]}` : callerArn;
-}
-
-/**
- * `sophia:kmsKeyAdministrators` (a list of IAM role/user ARNs), else the principal running the
- * deployment (so that the lockout check passes and a person can still manage the key). Throws on
- * a malformed list.
- */
-export function keyAdministrators(config: pulumi.Config = new pulumi.Config("sophia")): pulumi.Output<string[]> {
+export function keyAdministrators(stage: string, config: pulumi.Config = new pulumi.Config("sophia")): pulumi.Output<string[]> {
   const raw = config.getObject<unknown>(KEY_ADMINISTRATORS_CONFIG);
-  if (raw !== undefined) {
-    const bad = !Array.isArray(raw) || raw.length === 0 || raw.some((a) => typeof a !== "string" || !PRINCIPAL_ARN.test(a));
-    if (bad) {
-      throw new Error(
-        `sophia:${KEY_ADMINISTRATORS_CONFIG} must be a non-empty list of IAM role or user ARNs (arn:aws:iam::<account>:role/<name>)`,
-      );
-    }
-    return pulumi.output(raw as string[]);
+  const bad = !Array.isArray(raw) || raw.length === 0 || raw.some((a) => typeof a !== "string" || !PRINCIPAL_ARN.test(a));
+  if (bad) {
+    throw new Error(
+      `sophia:${KEY_ADMINISTRATORS_CONFIG} must list the stage's break-glass IAM role or user ARNs, exact and path included ` +
+        `(arn:aws:iam::<account>:role/<path>/<name>); the stage's deploy role is added to them (docs/deploy.md, "KMS key administrators")`,
+    );
   }
-  return aws.getCallerIdentityOutput().arn.apply((a) => [principalOfCaller(a)]);
+  const partition = aws.getPartitionOutput().partition;
+  const account = aws.getCallerIdentityOutput().accountId;
+  return pulumi.all([partition, account]).apply(([p, a]) => [...new Set([bootstrapDeployRoleArn(p, a, stage), ...(raw as string[])])]);
 }

@@ -33,6 +33,7 @@ import {
   resumeBucketStatement,
   type Statement,
   vpcAccessStatements,
+  stageRoleScope,
 } from "./iam";
 import { RustFunction } from "./lambda";
 import { loadMetrics } from "./metrics";
@@ -77,6 +78,8 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   checkWiring(settings);
   const config = loadStageConfig(settings);
   const naming = new Naming(settings.appName, config.stage);
+  // Every role of the stage under its IAM path, bounded by infra-bootstrap's boundary for the stage.
+  const roleScope = stageRoleScope(naming);
   const { zips, warnings } = checkArtifacts(
     config.artifactsDir,
     config.architecture,
@@ -174,6 +177,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     const consumer = settings.functions.find((f) => f.name === q.consumer)!;
     pipelines[q.key] = new QueuePipeline(q.name, {
       naming,
+      roleScope,
       queue: q,
       consumer,
       consumerArgs: common(consumer),
@@ -192,6 +196,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     functions[fn.name] = new RustFunction(fn.name, {
       functionName,
       roleName: naming.roleName(fn.name),
+      roleScope,
       logGroupName: naming.logGroupName(functionName),
       description: "Deployed, not subscribed to any queue",
       timeoutSeconds: fn.timeoutSeconds,
@@ -266,13 +271,13 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
         })
       : [];
 
-  // The key's and the secrets' own policies name their principals (secrets.ts, issue 29).
+  // The key's and the secrets' own policies name their principals (secrets.ts).
   const secretReaders: Record<string, pulumi.Input<string>[]> = {};
   for (const fn of settings.functions) {
     for (const suffix of secretsOf(fn, config)) (secretReaders[suffix] ??= []).push(functions[fn.name]!.role.arn);
   }
   secrets.restrictAccess({
-    administrators: keyAdministrators(),
+    administrators: keyAdministrators(naming.stage),
     functionRoles: Object.values(secretReaders).flat(),
     readers: secretReaders,
     region: config.region,
@@ -280,6 +285,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
 
   const apiPublishPolicy = new aws.iam.Policy("api-publish", {
     name: naming.policyName("api-publish"),
+    path: naming.iamPath,
     description: "Lets the Sophia API publish interview events (attach to the API task role).",
     policy: policyJson([publishStatement(API_PUBLISHES_TO.map((k) => pipelines[k]!.queueArn), "ApiPublish")]),
     tags: naming.tags,
@@ -291,6 +297,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     "ops",
     {
       name: naming.policyName("ops"),
+      path: naming.iamPath,
       description: "sophia-ops (operator CLI): publish to the queues; list, show and redrive the DLQs.",
       policy: policyJson([
         { Sid: "OpsQueues", Effect: "Allow", Action: OPS_QUEUE_ACTIONS, Resource: queueArns },

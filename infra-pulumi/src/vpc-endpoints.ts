@@ -1,6 +1,6 @@
 /**
  * The optional interface endpoints for SQS and Secrets Manager (`sophia:vpc.interfaceEndpoints`),
- * each with an endpoint policy scoped to this stage's ARNs (issue 29). Without a policy AWS
+ * each with an endpoint policy scoped to this stage's ARNs. Without a policy AWS
  * attaches the default one, `Allow * on *` for every principal
  * (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-access.html): anything in the
  * VPC could then reach any queue or secret, of any account, through the endpoint. An endpoint

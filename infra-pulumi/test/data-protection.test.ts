@@ -1,5 +1,5 @@
 /**
- * Issue 29, infrastructure side, under mocks: the stage key's own policy (administrators and the
+ * Data protection, infrastructure side, under mocks: the stage key's own policy (administrators and the
  * function roles, no account-root statement), the secrets' resource policies (every other
  * principal denied), the VPC endpoints' policies (the stage's ARNs only), and the policy pack's
  * rules for each, on the program's resources and on the shapes they must refuse.
@@ -16,7 +16,9 @@ import {
   DATA_TYPES,
   type ResourceLike,
 } from "../policy/rules";
-import { KMS_ADMIN_ACTIONS, keyPolicyDocument, principalOfCaller, secretPolicyDocument } from "../src/secrets";
+import type * as pulumi from "@pulumi/pulumi";
+
+import { KMS_ADMIN_ACTIONS, keyAdministrators, keyPolicyDocument, secretPolicyDocument } from "../src/secrets";
 import { endpointPolicyDocument, SQS_ENDPOINT_ACTIONS } from "../src/vpc-endpoints";
 import { arn, names, TYPE } from "./support/expect";
 import { ACCOUNT } from "./support/mocks";
@@ -24,16 +26,18 @@ import { type ProgramRun, runProgram } from "./support/harness";
 import { ofType, plain } from "./support/values";
 
 const STAGE = "audit";
-const ADMINS = [`arn:aws:iam::${ACCOUNT}:role/platform-admin`, `arn:aws:iam::${ACCOUNT}:role/deploy`];
+/** sophia:kmsKeyAdministrators (break-glass principals); the stack adds the stage's deploy role before them. */
+const CONFIGURED = [`arn:aws:iam::${ACCOUNT}:role/platform-admin`, `arn:aws:iam::${ACCOUNT}:role/ops/break-glass`];
+const ADMINS = [`arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-${STAGE}-deploy`, ...CONFIGURED];
 const VPC = { vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111"], securityGroupIds: ["sg-0ccc3333"], interfaceEndpoints: true };
-const role = (f: string) => `arn:aws:iam::${ACCOUNT}:role/sophia-${STAGE}-${f}`;
+const role = (f: string) => `arn:aws:iam::${ACCOUNT}:role/sophia/${STAGE}/sophia-${STAGE}-${f}`;
 const ALL_FUNCTIONS = ["interview-completed", "report-generate", "interview-failed"];
 let run: ProgramRun;
 
 before(async () => {
   run = await runProgram({
     stack: STAGE,
-    config: { "sophia:kmsKeyAdministrators": JSON.stringify(ADMINS), "sophia:vpc": JSON.stringify(VPC) },
+    config: { "sophia:kmsKeyAdministrators": JSON.stringify(CONFIGURED), "sophia:vpc": JSON.stringify(VPC) },
   });
 });
 
@@ -163,7 +167,17 @@ test("documents: no administrator, a non-IAM principal, or a wildcard endpoint r
   assert.throws(() => endpointPolicyDocument({ sid: "x", actions: ["sqs:SendMessage"], resources: ["*"], account: ACCOUNT }), /exact ARNs/);
 });
 
-test("the deploying principal: an assumed-role session becomes its role's ARN; a user stays as it is", () => {
-  assert.equal(principalOfCaller(`arn:aws:sts::${ACCOUNT}:assumed-role/deploy/ci-run-42`), `arn:aws:iam::${ACCOUNT}:role/deploy`);
-  assert.equal(principalOfCaller(`arn:aws:iam::${ACCOUNT}:user/alice`), `arn:aws:iam::${ACCOUNT}:user/alice`);
+test("the key's administrators: the stage's deploy role (infra-bootstrap's exact ARN) and the configured break-glass principals, never the caller", () => {
+  const policy = run.resources.find((r) => r.type === TYPE.kmsKeyPolicy)!;
+  assert.equal(policy.inputs["bypassPolicyLockoutSafetyCheck"], true, "a first deploy by a principal outside the list hands the key over");
+  const doc = policyOf(policy);
+  assert.deepEqual(doc.Statement[0].Principal.AWS, ADMINS);
+  assert.ok(!JSON.stringify(doc).includes("user/test"), "the caller (the mocks' user/test) is never an administrator");
+});
+
+test("sophia:kmsKeyAdministrators is required: missing, empty, a session ARN or a name are refused before anything is created", () => {
+  const config = (value: unknown) => ({ getObject: () => value }) as unknown as pulumi.Config;
+  for (const bad of [undefined, [], [`arn:aws:sts::${ACCOUNT}:assumed-role/admin/alice`], ["break-glass"], [`arn:aws:iam::${ACCOUNT}:group/admins`]]) {
+    assert.throws(() => keyAdministrators(STAGE, config(bad)), /sophia:kmsKeyAdministrators must list the stage's break-glass IAM role or user ARNs/, JSON.stringify(bad));
+  }
 });

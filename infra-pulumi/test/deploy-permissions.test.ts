@@ -14,7 +14,7 @@ import { before, test } from "node:test";
 import { REPO_ROOT } from "../src/artifacts";
 import { MIGRATION_FUNCTION, MIGRATION_PAYLOAD } from "../src/wiring";
 import { names, TYPE } from "./support/expect";
-import { type ProgramRun, runProgram } from "./support/harness";
+import { EVERY_OPTION_CONFIG, type ProgramRun, runProgram } from "./support/harness";
 import { byName, ofType, plain } from "./support/values";
 
 const STAGE = "qa";
@@ -22,17 +22,10 @@ const TABLE = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "infra-bootstrap",
   migrateFunction: string;
   resourceTypes: Record<string, { source: string; statements: { actions: string[]; resources: string[] }[] }>;
 };
-const VPC = { vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111"], securityGroupIds: ["sg-0ccc3333"], interfaceEndpoints: true };
 let run: ProgramRun;
 
 before(async () => {
-  run = await runProgram({
-    stack: STAGE,
-    config: {
-      "sophia:vpc": JSON.stringify(VPC),
-      "sophia:alarmSubscription": JSON.stringify({ protocol: "email", endpoint: "oncall@example.com" }),
-    },
-  });
+  run = await runProgram({ stack: STAGE, config: EVERY_OPTION_CONFIG });
 });
 
 test("every AWS resource type the stage creates has a row in the deploy role's table", () => {
@@ -46,7 +39,11 @@ test("every AWS resource type the stage creates has a row in the deploy role's t
 test("the program and the table name the same migration function", () => {
   assert.equal(TABLE.migrateFunction, MIGRATION_FUNCTION);
   const invoke = TABLE.resourceTypes[TYPE.invocation]!.statements.flatMap((s) => s.resources);
-  assert.deepEqual(invoke, ["arn:${partition}:lambda:${region}:${account}:function:${migrateFunction}"]);
+  // Unqualified, and qualified: aws.lambda.Invocation invokes with Qualifier=$LATEST.
+  assert.deepEqual(invoke, [
+    "arn:${partition}:lambda:${region}:${account}:function:${migrateFunction}",
+    "arn:${partition}:lambda:${region}:${account}:function:${migrateFunction}:$LATEST",
+  ]);
 });
 
 test("the migration: one invocation of interview-completed with {sophiaOps: migrate}, re-run when the code, database or connection changes", () => {

@@ -9,7 +9,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import * as path from "node:path";
 import { after, before, test } from "node:test";
 
-import { type ProgramRun, runProgram } from "./support/harness";
+import { type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN } from "./support/harness";
 import type { RecordedResource } from "./support/mocks";
 import { isUnknown, SECRET_SIG, SPECIAL_SIG_KEY, UNKNOWN } from "./support/values";
 
@@ -206,8 +206,8 @@ test("AnalyzeStack: without its key policy and secret policies, the stage key an
   for (const d of found) assert.equal(d.level, analyzerPb.EnforcementLevel.MANDATORY);
 });
 
-test("dev without sophia:kmsKeyAdministrators: the deploying principal (the caller identity) administers the key", () => {
+test("dev: the key's administrators are dev's deploy role and the configured break-glass role, not the caller identity", () => {
   const policy = run.resources.find((r) => r.type === "aws:kms/keyPolicy:KeyPolicy")!;
   const doc = JSON.parse(policy.inputs["policy"] as string);
-  assert.deepEqual(doc.Statement[0].Principal, { AWS: ["arn:aws:iam::123456789012:user/test"] });
+  assert.deepEqual(doc.Statement[0].Principal, { AWS: ["arn:aws:iam::123456789012:role/sophia-bootstrap/sophia-bootstrap-dev-deploy", TEST_BREAK_GLASS_ARN] });
 });

@@ -59,7 +59,7 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.kmsAlias]: 1,
   [TYPE.secret]: 2,
   [TYPE.secretVersion]: 2,
-  // Issue 29: the key's own policy, and one resource policy per secret.
+  // Data protection: the key's own policy, and one resource policy per secret.
   [TYPE.kmsKeyPolicy]: 1,
   [TYPE.secretPolicy]: 2,
   [TYPE.stageSecrets]: 1,
@@ -112,9 +112,10 @@ export const arn = {
   queue: (name: string) => `arn:${PARTITION}:sqs:${REGION}:${ACCOUNT}:${name}`,
   queueUrl: (name: string) => `https://sqs.${REGION}.amazonaws.com/${ACCOUNT}/${name}`,
   fn: (name: string) => `arn:${PARTITION}:lambda:${REGION}:${ACCOUNT}:function:${name}`,
-  role: (name: string) => `arn:${PARTITION}:iam::${ACCOUNT}:role/${name}`,
+  /** A stage's roles and policies live under the IAM path /sophia/<stage>/. */
+  role: (name: string, path = "/") => `arn:${PARTITION}:iam::${ACCOUNT}:role${path}${name}`,
   logStreams: (fnName: string) => `arn:${PARTITION}:logs:${REGION}:${ACCOUNT}:log-group:/aws/lambda/${fnName}:*`,
-  policy: (name: string) => `arn:${PARTITION}:iam::${ACCOUNT}:policy/${name}`,
+  policy: (name: string, path = "/") => `arn:${PARTITION}:iam::${ACCOUNT}:policy${path}${name}`,
   secret: (name: string) => `arn:${PARTITION}:secretsmanager:${REGION}:${ACCOUNT}:secret:${name}-AbCdEf`,
   key: `arn:${PARTITION}:kms:${REGION}:${ACCOUNT}:key/key-secrets-key`,
   topic: (name: string) => `arn:${PARTITION}:sns:${REGION}:${ACCOUNT}:${name}`,
@@ -166,7 +167,7 @@ export function grant(actions: string[], resource: string): string[] {
 export function rolePolicyOf(resources: RecordedResource[], functionName: string): Doc {
   const fn = byName(resources, TYPE.function, functionName);
   const roleArn = plain(fn.inputs["role"]);
-  const roles = ofType(resources, TYPE.role).filter((r) => arn.role(plain(r.inputs["name"]) as string) === roleArn);
+  const roles = ofType(resources, TYPE.role).filter((r) => arn.role(plain(r.inputs["name"]) as string, (plain(r.inputs["path"]) as string | undefined) ?? "/") === roleArn);
   assert.equal(roles.length, 1, `one role for ${functionName}`);
   const roleName = plain(roles[0]!.inputs["name"]);
   const policies = ofType(resources, TYPE.rolePolicy).filter((p) => plain(p.inputs["role"]) === roleName);
@@ -235,11 +236,11 @@ export function expectedOutputValues(stage: string, alarmTopicArn?: string): Rec
   const n = names(stage);
   return {
     ALARM_TOPIC_ARN: alarmTopicArn ?? arn.topic(`sophia-${stage}-alarms`),
-    OPS_POLICY_ARN: arn.policy(`sophia-${stage}-ops`),
-    INTERVIEW_COMPLETED_ROLE_ARN: arn.role(n.fn("interview-completed")),
-    REPORT_GENERATE_ROLE_ARN: arn.role(n.fn("report-generate")),
-    INTERVIEW_FAILED_ROLE_ARN: arn.role(n.fn("interview-failed")),
-    API_PUBLISH_POLICY_ARN: arn.policy(`sophia-${stage}-api-publish`),
+    OPS_POLICY_ARN: arn.policy(`sophia-${stage}-ops`, `/sophia/${stage}/`),
+    INTERVIEW_COMPLETED_ROLE_ARN: arn.role(n.fn("interview-completed"), `/sophia/${stage}/`),
+    REPORT_GENERATE_ROLE_ARN: arn.role(n.fn("report-generate"), `/sophia/${stage}/`),
+    INTERVIEW_FAILED_ROLE_ARN: arn.role(n.fn("interview-failed"), `/sophia/${stage}/`),
+    API_PUBLISH_POLICY_ARN: arn.policy(`sophia-${stage}-api-publish`, `/sophia/${stage}/`),
     INTERVIEW_COMPLETED_DLQ_ARN: arn.queue(n.dlq("interview-completed")),
     INTERVIEW_COMPLETED_DLQ_URL: arn.queueUrl(n.dlq("interview-completed")),
     INTERVIEW_COMPLETED_FUNCTION_NAME: n.fn("interview-completed"),

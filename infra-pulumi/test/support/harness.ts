@@ -26,6 +26,22 @@ export const TEST_SECRETS = {
   "sophia:openaiApiKey": "sk-test-not-a-real-key-0123456789",
 };
 
+/** The break-glass administrator of the stage key the tests configure (an SSO role: a path). */
+export const TEST_BREAK_GLASS_ARN = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/eu-west-1/AWSReservedSSO_BreakGlass_0123456789abcdef";
+
+/**
+ * Every option that adds a resource type or a grant (VPC with interface endpoints, an alarm
+ * subscription, resume bucket access): the stage the deploy role's table and the rehearsal are held to.
+ */
+export const EVERY_OPTION_VPC = { vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111"], securityGroupIds: ["sg-0ccc3333"], interfaceEndpoints: true };
+export const EVERY_OPTION_CONFIG: Record<string, string> = {
+  "sophia:vpc": JSON.stringify(EVERY_OPTION_VPC),
+  "sophia:alarmSubscription": JSON.stringify({ protocol: "email", endpoint: "oncall@example.com" }),
+  "sophia:resumeBucket": "sophia-qa-resumes",
+  "sophia:resumeBucketAccess": "read-write",
+  "sophia:resumeBucketPrefix": "resumes/",
+};
+
 /** The extension layer the tests configure (eu-west-1, arm64; the x86_64 stacks override it). */
 export const TEST_LAYER_ARN = {
   arm64: "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:11",
@@ -206,6 +222,7 @@ export function baseConfig(stack: string, artifactsDir: string, extra: Record<st
     "sophia:artifactsDir": artifactsDir,
     "sophia:secretsExtensionLayerArn": TEST_LAYER_ARN[arch],
     ...TEST_SECRETS,
+    "sophia:kmsKeyAdministrators": JSON.stringify([TEST_BREAK_GLASS_ARN]),
     ...extra,
     // Keep the stage visible in a value too, so cross-stack mix-ups show.
     "sophia:mongodbDatabase": extra["sophia:mongodbDatabase"] ?? `sophia_${stack}`,

@@ -62,6 +62,7 @@ export interface RecordedCall {
 function computed(type: string, inputs: Record<string, unknown>, logical: string): { id: string; state: Record<string, unknown> } {
   const name = typeof inputs["name"] === "string" ? (inputs["name"] as string) : logical;
   const arn = (service: string, rest: string) => `arn:${PARTITION}:${service}:${REGION}:${ACCOUNT}:${rest}`;
+  const iamPath = typeof inputs["path"] === "string" ? (inputs["path"] as string) : "/";
   switch (type) {
     case "aws:sqs/queue:Queue": {
       const url = `https://sqs.${REGION}.amazonaws.com/${ACCOUNT}/${name}`;
@@ -78,9 +79,10 @@ function computed(type: string, inputs: Record<string, unknown>, logical: string
         },
       };
     case "aws:iam/role:Role":
-      return { id: name, state: { arn: `arn:${PARTITION}:iam::${ACCOUNT}:role/${name}`, uniqueId: `AROA${name.length}` } };
+      // An IAM ARN carries the path: role/<path><name> (path "/" by default).
+      return { id: name, state: { arn: `arn:${PARTITION}:iam::${ACCOUNT}:role${iamPath}${name}`, uniqueId: `AROA${name.length}` } };
     case "aws:iam/policy:Policy":
-      return { id: `arn:${PARTITION}:iam::${ACCOUNT}:policy/${name}`, state: { arn: `arn:${PARTITION}:iam::${ACCOUNT}:policy/${name}` } };
+      return { id: `arn:${PARTITION}:iam::${ACCOUNT}:policy${iamPath}${name}`, state: { arn: `arn:${PARTITION}:iam::${ACCOUNT}:policy${iamPath}${name}` } };
     case "aws:cloudwatch/logGroup:LogGroup":
       return { id: name, state: { arn: arn("logs", `log-group:${name}`) } };
     case "aws:cloudwatch/metricAlarm:MetricAlarm":

