@@ -71,6 +71,16 @@ pub fn report_body(n: usize) -> String {
 
 pub use harness::drain;
 
+/// A moved message's attributes without the `opsRequestId` the move added (checked: it names the
+/// command, `ops:<command>:<who>:<uuid>`).
+pub fn moved_attributes(m: &aws_sdk_sqs::types::Message, command: &str) -> HashMap<String, MessageAttributeValue> {
+    let mut attrs = m.message_attributes().cloned().unwrap_or_default();
+    let ops = attrs.remove("opsRequestId").expect("a moved message names the operator command");
+    let ops = ops.string_value().unwrap_or_default();
+    assert!(ops.starts_with(&format!("ops:{command}:")), "{ops}");
+    attrs
+}
+
 /// Visible messages of a queue, counted without receiving.
 pub async fn visible(client: &Client, url: &str) -> u64 {
     let attrs = client
