@@ -151,7 +151,9 @@ pub enum PublishCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum DlqCommand {
-    /// List a DLQ's messages without removing them (candidate text in bodies redacted).
+    /// List a DLQ's messages without removing them (candidate text in bodies redacted). SQS has
+    /// no peek: each message looked at is received once (its receive count +1, harmless in a DLQ,
+    /// which has no RedrivePolicy).
     List {
         queue: QueueName,
         /// At most this many messages.
