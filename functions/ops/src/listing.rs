@@ -99,7 +99,8 @@ pub async fn unsettled(
     let docs: Vec<Document> = db
         .collection::<Document>(INTERVIEWS)
         .find(filter)
-        .projection(doc! {"organizationId": 1, "status": 1, "credits.reserved": 1, "createdAt": 1})
+        // `credits` whole: nx-27017 returns a dotted projection as a flat key.
+        .projection(doc! {"organizationId": 1, "status": 1, "credits": 1, "createdAt": 1})
         .sort(doc! {"_id": 1})
         .limit(limit + 1)
         .await
