@@ -117,11 +117,17 @@ impl Context {
         sophia_reports::admin::Operator::new(by, via)
     }
 
-    /// Whether the command targets AWS rather than the local pipeline: `--stage`, or a queue URL
-    /// that is not loopback.
-    pub fn targets_aws(&self) -> bool {
-        self.stage.is_some()
-            || QueueName::all().any(|q| self.env.get(q.source_env()).is_some_and(|u| !confirm::is_local_url(&u)))
+    /// Whether the command targets AWS rather than the local pipeline: the queue it resolves
+    /// (from the environment or, with `--stage`, by name) is not a loopback URL. Nothing is asked
+    /// of AWS (no STS, no instance metadata) when the queues are local.
+    pub async fn targets_aws(&self) -> bool {
+        if self.stage.is_none() && QueueName::all().all(|q| self.env.get(q.source_env()).is_none()) {
+            return false;
+        }
+        match self.locator().await.source_url(QueueName::interview_completed()).await {
+            Ok(url) => !confirm::is_local_url(&url),
+            Err(_) => false,
+        }
     }
 
     /// Who acts: against AWS, the caller's identity (STS `GetCallerIdentity`: the ARN of the
@@ -131,7 +137,7 @@ impl Context {
             return i.clone();
         }
         let declared = Identity::declared(self.by.as_deref());
-        let identity = if self.targets_aws() {
+        let identity = if self.targets_aws().await {
             let sts = aws_sdk_sts::Client::new(&self.aws_config().await);
             match sts.get_caller_identity().send().await {
                 Ok(out) => match out.arn {
@@ -762,10 +768,16 @@ pub async fn run_with_args(cli: &Cli, args: Vec<String>) -> Rendered {
         rendered.stderr.push_str(&line);
     }
     if let Some(stage) = &cli.stage {
-        // The hints name `<stage>`: the operator gave it.
-        rendered.stderr = rendered.stderr.replace("sophia/<stage>/", &format!("sophia/{stage}/"));
-        rendered.stdout = rendered.stdout.replace("sophia/<stage>/", &format!("sophia/{stage}/"));
+        rendered = for_stage(rendered, stage);
     }
+    rendered
+}
+
+/// The hints name `sophia/<stage>/...` (the credentials hint's secret): with `--stage` the
+/// operator gave the stage, so it is written in.
+pub fn for_stage(mut rendered: Rendered, stage: &str) -> Rendered {
+    rendered.stderr = rendered.stderr.replace("sophia/<stage>/", &format!("sophia/{stage}/"));
+    rendered.stdout = rendered.stdout.replace("sophia/<stage>/", &format!("sophia/{stage}/"));
     rendered
 }
 
@@ -827,4 +839,40 @@ pub async fn record_audit(
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_credentials_hint_names_the_stage_given() {
+        let rendered = for_stage(render(&Err(OpsError::CredentialsRefused), false), "prod");
+        assert!(rendered.stderr.contains("--secret-id sophia/prod/mongodb-uri"), "{}", rendered.stderr);
+        let json = for_stage(render(&Err(OpsError::CredentialsRefused), true), "prod");
+        assert!(json.stdout.contains("sophia/prod/mongodb-uri"), "{}", json.stdout);
+    }
+
+    #[test]
+    fn a_plan_waiting_for_yes_is_not_printed_as_an_error() {
+        let ctx = Context::default();
+        let plan = confirm::Plan::new(&ctx, "publish interview.completed", "https://sqs.eu-west-1.amazonaws.com/1/q");
+        let rendered = render(&Err(OpsError::ConfirmationRequired(Box::new(plan))), false);
+        assert!(rendered.stderr.starts_with("publish interview.completed"), "{}", rendered.stderr);
+        assert!(!rendered.stderr.contains("error:"), "{}", rendered.stderr);
+        assert_eq!(rendered.exit_code, EXIT_ERROR);
+    }
+
+    #[test]
+    fn without_user_the_operator_is_the_uid_marked_self_declared() {
+        let declared = audit::Identity::declared(None);
+        if std::env::var("USER").is_ok_and(|u| !u.trim().is_empty()) {
+            assert_eq!(declared.source, "USER");
+        } else {
+            assert!(declared.who.starts_with("uid-") && declared.who != "uid-unknown", "{declared:?}");
+        }
+        assert!(declared.self_declared);
+        let by = Context::default().acting_as(Some("alice".into())).operator("report-retry").by;
+        assert_eq!(by, "alice (self-declared)");
+    }
 }

@@ -178,7 +178,8 @@ pub async fn queue_status(ctx: &Context, queue: QueueName, window: Duration) -> 
         Some(u) => crate::dlq::approximate_visible(&locator, u).await.ok().flatten(),
         None => None,
     };
-    let local = ctx.is_local(&url);
+    // By the URL only: a `--stage` whose queues are loopback (tests) has no Lambda API either.
+    let local = crate::confirm::is_local_url(&url);
     let (mapping, mapping_note) = if local {
         (None, Some("local: no event source mapping API (the local runner polls the queue itself)".to_owned()))
     } else {
