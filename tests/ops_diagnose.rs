@@ -12,17 +12,12 @@ mod ops_support;
 
 use std::time::Duration;
 
-use harness::faults::{World, esm, fake_openai, interview_esm, poll_until, report_instance, send};
+use harness::faults::{World, interview_esm, poll_until, send};
 use harness::{sqs_client, test_queues_fast};
+use ops_support::ok;
 use sophia_openai_fake::{ApiError, Behaviour, FakeOpenAi};
 use sophia_ops::Outcome;
 use sophia_ops::status::Verdict;
-use sophia_sqs_consumer::ConsumerOptions;
-
-async fn ops(ctx: &sophia_ops::Context, args: &[&str]) -> Outcome {
-    let cli = sophia_ops::parse(std::iter::once("sophia-ops").chain(args.iter().copied())).expect("command line");
-    sophia_ops::execute(&cli.command, ctx).await.expect("sophia-ops")
-}
 
 #[tokio::test]
 async fn a_dropped_interview_message_shows_in_interview_unsettled_not_in_invariants_check() {
@@ -41,16 +36,16 @@ async fn a_dropped_interview_message_shows_in_interview_unsettled_not_in_invaria
     assert!(!w.settled(dropped).await);
 
     let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
-    let Outcome::InvariantsCheck(check) = ops(&ctx, &["invariants", "check"]).await else { panic!() };
+    let Outcome::InvariantsCheck(check) = ok(&ctx, &["invariants", "check"]).await else { panic!() };
     assert!(check.ok, "the old first command cannot see a drop: {check:?}");
-    let Outcome::InterviewUnsettled(listing) = ops(&ctx, &["interview", "unsettled"]).await else { panic!() };
+    let Outcome::InterviewUnsettled(listing) = ok(&ctx, &["interview", "unsettled"]).await else { panic!() };
     let found: Vec<_> = listing.interviews.iter().filter(|i| i.interview_id == dropped.to_string()).collect();
     assert_eq!(found.len(), 1, "{listing:#?}");
     assert_eq!(found[0].credits_reserved, Some(10));
     assert_eq!(found[0].organization_id.as_deref(), Some(org.to_string().as_str()));
     assert!(listing.human().contains(&dropped.to_string()));
     let Outcome::InterviewUnsettled(other) =
-        ops(&ctx, &["interview", "unsettled", "--org", &bson::oid::ObjectId::new().to_hex()]).await
+        ok(&ctx, &["interview", "unsettled", "--org", &bson::oid::ObjectId::new().to_hex()]).await
     else {
         panic!()
     };
@@ -67,13 +62,7 @@ async fn report_failures_lists_a_refused_key_from_its_first_attempt_without_an_i
     let fake = FakeOpenAi::scripted().unwrap();
     fake.push(Behaviour::Error(ApiError::invalid_api_key()));
     fake.push(Behaviour::Error(ApiError::invalid_api_key()));
-    let instance = report_instance(
-        w.settings(),
-        fake_openai(&fake, Duration::from_secs(10)),
-        Duration::from_secs(300),
-        ConsumerOptions::default(),
-    );
-    let reports = esm(&sqs, &queues.report_generate.source, "reportGenerate", instance);
+    let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
     send(
         &sqs,
         &queues.report_generate.source.url,
@@ -83,7 +72,7 @@ async fn report_failures_lists_a_refused_key_from_its_first_attempt_without_an_i
     poll_until(&reports, Duration::from_secs(20), |runs| runs.iter().any(|r| !r.failed_ids.is_empty())).await;
 
     let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
-    let Outcome::ReportFailures(listing) = ops(&ctx, &["report", "failures", "--since", "1h"]).await else { panic!() };
+    let Outcome::ReportFailures(listing) = ok(&ctx, &["report", "failures", "--since", "1h"]).await else { panic!() };
     assert_eq!(listing.reports.len(), 1, "{listing:#?}");
     let r = &listing.reports[0];
     assert_eq!(r.interview_id, interview.to_string());
@@ -98,12 +87,12 @@ async fn queue_status_locally_shows_depth_and_says_what_it_cannot_see() {
     let sqs = sqs_client().await;
     let queues = test_queues_fast(&sqs, 1).await;
     let ctx = ops_support::pipeline_context(&queues, None, &sqs);
-    let Outcome::QueueStatus(empty) = ops(&ctx, &["queue", "status", "interview-completed"]).await else { panic!() };
+    let Outcome::QueueStatus(empty) = ok(&ctx, &["queue", "status", "interview-completed"]).await else { panic!() };
     assert_eq!(empty.verdict, Verdict::Healthy, "{empty:#?}");
     for _ in 0..3 {
         send(&sqs, &queues.interview_completed.source.url, "{}").await;
     }
-    let Outcome::QueueStatus(s) = ops(&ctx, &["queue", "status", "interview-completed"]).await else { panic!() };
+    let Outcome::QueueStatus(s) = ok(&ctx, &["queue", "status", "interview-completed"]).await else { panic!() };
     assert_eq!(s.visible, Some(3));
     assert_eq!(s.dlq_visible, Some(0));
     assert_eq!(s.retention_seconds, Some(345_600), "the declared 4 days");

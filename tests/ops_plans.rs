@@ -11,23 +11,13 @@ mod ops_support;
 use std::time::Duration;
 
 use bson::doc;
-use harness::faults::{
-    World, completed_body, depth, esm, failed_body, fake_openai, interview_esm, poll_until, report_instance,
-    reports_of, send,
-};
+use harness::faults::{World, completed_body, depth, failed_body, interview_esm, poll_until, reports_of, send};
 use harness::{sqs_client, test_queues_fast};
+use ops_support::ok;
 use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, Timestamp};
 use sophia_credits::{SettleContext, SettlementService};
-use sophia_local::esm::EventSourceMapping;
-use sophia_local::queues::QueueSet;
 use sophia_openai_fake::FakeOpenAi;
-use sophia_ops::{Context, Outcome};
-use sophia_sqs_consumer::ConsumerOptions;
-
-async fn ops(ctx: &Context, args: &[&str]) -> Outcome {
-    let cli = sophia_ops::parse(std::iter::once("sophia-ops").chain(args.iter().copied())).expect("command line");
-    sophia_ops::execute(&cli.command, ctx).await.expect("sophia-ops")
-}
+use sophia_ops::Outcome;
 
 /// The plan's line for `interview`.
 fn line_of(plan: &sophia_ops::confirm::Plan, interview: InterviewId) -> String {
@@ -51,16 +41,6 @@ async fn settle_now(w: &World, interview: InterviewId, org: OrganizationId, seco
     assert!(outcome.settled());
 }
 
-fn report_mapping(sqs: &aws_sdk_sqs::Client, queues: &QueueSet, w: &World, fake: &FakeOpenAi) -> EventSourceMapping {
-    let instance = report_instance(
-        w.settings(),
-        fake_openai(fake, Duration::from_secs(10)),
-        Duration::from_secs(300),
-        ConsumerOptions::default(),
-    );
-    esm(sqs, &queues.report_generate.source, "reportGenerate", instance)
-}
-
 #[tokio::test]
 async fn the_interview_dlq_redrive_plan_comes_true_for_each_message() {
     let w = World::fresh().await;
@@ -80,7 +60,7 @@ async fn the_interview_dlq_redrive_plan_comes_true_for_each_message() {
     send(&sqs, dlq, &failed_body(missing, org, "the call dropped")).await;
 
     let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
-    let Outcome::DlqRedrive(dry) = ops(&ctx, &["dlq", "redrive", "interview-completed", "--dry-run"]).await else {
+    let Outcome::DlqRedrive(dry) = ok(&ctx, &["dlq", "redrive", "interview-completed", "--dry-run"]).await else {
         panic!("a redrive")
     };
     let plan = dry.plan.as_ref().unwrap();
@@ -97,7 +77,7 @@ async fn the_interview_dlq_redrive_plan_comes_true_for_each_message() {
     let gone = line_of(plan, missing);
     assert!(gone.contains("the interview does not exist") && gone.contains("back in the DLQ"), "{gone}");
 
-    let Outcome::DlqRedrive(done) = ops(&ctx, &["dlq", "redrive", "interview-completed"]).await else { panic!() };
+    let Outcome::DlqRedrive(done) = ok(&ctx, &["dlq", "redrive", "interview-completed"]).await else { panic!() };
     assert_eq!(done.moved, 4);
     // The moved messages carry the operator's request id and their organization as group.
     let interviews = interview_esm(&sqs, &queues, 1, w.settings());
@@ -144,19 +124,18 @@ async fn publish_plans_read_the_interview_and_come_true() {
     let (s, f, o, other) = (settled.to_string(), fresh.to_string(), org.to_string(), other_org.to_string());
 
     let Outcome::DryRun(plan) =
-        ops(&ctx, &["publish", "completed", &s, &o, "--duration-seconds", "300", "--dry-run"]).await
+        ok(&ctx, &["publish", "completed", &s, &o, "--duration-seconds", "300", "--dry-run"]).await
     else {
         panic!()
     };
     assert!(plan.effects.iter().any(|e| e.contains("already settled: acknowledged, nothing charged")), "{plan:#?}");
     assert!(!plan.effects.iter().any(|e| e.contains("billed")), "no bill is promised for a settled interview");
     assert!(plan.attributes["requestId"].starts_with("ops:publish-completed:"), "{plan:#?}");
-    let Outcome::DryRun(plan) = ops(&ctx, &["publish", "failed", &f, &other, "--reason", "x", "--dry-run"]).await
-    else {
+    let Outcome::DryRun(plan) = ok(&ctx, &["publish", "failed", &f, &other, "--reason", "x", "--dry-run"]).await else {
         panic!()
     };
     assert!(plan.effects.iter().any(|e| e.contains("belongs to another organization")), "{plan:#?}");
-    let Outcome::DryRun(plan) = ops(&ctx, &["publish", "failed", &f, &o, "--reason", "x", "--dry-run"]).await else {
+    let Outcome::DryRun(plan) = ok(&ctx, &["publish", "failed", &f, &o, "--reason", "x", "--dry-run"]).await else {
         panic!()
     };
     assert!(
@@ -177,7 +156,7 @@ async fn publish_plans_read_the_interview_and_come_true() {
     assert!(sent.request_id.starts_with("ops:publish-completed:"), "{}", sent.request_id);
     let line = sophia_ops::record_audit(&ctx, "publish-completed", &["publish".into()], started, &result).await;
     assert!(line.starts_with("{\"audit\":"), "{line}");
-    ops(&ctx, &["publish", "failed", &f, &o, "--reason", "the candidate said something"]).await;
+    ok(&ctx, &["publish", "failed", &f, &o, "--reason", "the candidate said something"]).await;
     let interviews = interview_esm(&sqs, &queues, 1, w.settings());
     poll_until(&interviews, Duration::from_secs(30), |runs| runs.iter().map(|r| r.deleted).sum::<usize>() >= 2).await;
     assert_eq!(w.ledger_of(settled).await.iter().filter(|(t, _)| t == "SETTLE").count(), 1, "charged once");
@@ -187,7 +166,7 @@ async fn publish_plans_read_the_interview_and_come_true() {
     assert_eq!(ledger, vec![("RELEASE".to_owned(), 10), ("RESERVE".to_owned(), 10)], "the whole reservation released");
 
     // The audit record is in operatorAudit, readable by `audit list`, candidate text redacted.
-    let Outcome::AuditList(listing) = ops(&ctx, &["audit", "list", "--command", "publish-completed"]).await else {
+    let Outcome::AuditList(listing) = ok(&ctx, &["audit", "list", "--command", "publish-completed"]).await else {
         panic!()
     };
     assert_eq!(listing.records.len(), 1, "{listing:#?}");
@@ -218,25 +197,25 @@ async fn report_plans_for_a_completed_report_and_a_missing_interview_come_true()
     let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
     let (d, m, o) = (done.to_string(), missing.to_string(), org.to_string());
 
-    let Outcome::DryRun(plan) = ops(&ctx, &["report", "retry", &d, &o, "--reset-attempts", "--dry-run"]).await else {
+    let Outcome::DryRun(plan) = ok(&ctx, &["report", "retry", &d, &o, "--reset-attempts", "--dry-run"]).await else {
         panic!()
     };
     assert!(plan.effects.iter().any(|e| e.contains("report COMPLETED: nothing to do")), "{plan:#?}");
     assert!(!plan.effects.iter().any(|e| e.contains("resets")), "no reset is promised: {plan:#?}");
-    let Outcome::ReportRetry(retry) = ops(&ctx, &["report", "retry", &d, &o, "--reset-attempts"]).await else {
+    let Outcome::ReportRetry(retry) = ok(&ctx, &["report", "retry", &d, &o, "--reset-attempts"]).await else {
         panic!()
     };
     assert_eq!(retry.outcome, "already-completed", "as planned: nothing published");
 
-    let Outcome::DryRun(plan) = ops(&ctx, &["publish", "report", &d, &o, "--dry-run"]).await else { panic!() };
+    let Outcome::DryRun(plan) = ok(&ctx, &["publish", "report", &d, &o, "--dry-run"]).await else { panic!() };
     assert!(plan.effects.iter().any(|e| e.contains("report COMPLETED: acknowledged, nothing to do")), "{plan:#?}");
-    let Outcome::DryRun(plan) = ops(&ctx, &["publish", "report", &m, &o, "--dry-run"]).await else { panic!() };
+    let Outcome::DryRun(plan) = ok(&ctx, &["publish", "report", &m, &o, "--dry-run"]).await else { panic!() };
     assert!(plan.effects.iter().any(|e| e.contains("dropped: interview not found")), "{plan:#?}");
-    ops(&ctx, &["publish", "report", &d, &o]).await;
-    ops(&ctx, &["publish", "report", &m, &o]).await;
+    ok(&ctx, &["publish", "report", &d, &o]).await;
+    ok(&ctx, &["publish", "report", &m, &o]).await;
 
     let fake = FakeOpenAi::scripted().unwrap();
-    let reports = report_mapping(&sqs, &queues, &w, &fake);
+    let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
     poll_until(&reports, Duration::from_secs(30), |runs| runs.iter().map(|r| r.deleted).sum::<usize>() >= 2).await;
     assert!(fake.requests().is_empty(), "no model call for either");
     assert!(reports_of(&w.mongo.db, missing).await.is_empty(), "nothing written for the missing interview");
@@ -268,10 +247,10 @@ async fn outbox_flush_counts_its_entries_and_dlq_delete_says_what_the_message_wo
 
     let dlq = &queues.interview_completed.dlq.url;
     send(&sqs, dlq, &completed_body(interview, org, 120)).await;
-    let listed = ops(&ctx, &["dlq", "list", "interview-completed"]).await;
+    let listed = ok(&ctx, &["dlq", "list", "interview-completed"]).await;
     let Outcome::DlqList(listing) = listed else { panic!() };
     let id = listing.messages[0].message_id.clone();
-    let Outcome::DryRun(plan) = ops(&ctx, &["dlq", "delete", "interview-completed", &id, "--dry-run"]).await else {
+    let Outcome::DryRun(plan) = ok(&ctx, &["dlq", "delete", "interview-completed", &id, "--dry-run"]).await else {
         panic!()
     };
     assert!(plan.effects.iter().any(|e| e.contains("redriven instead") && e.contains("already settled")), "{plan:#?}");
