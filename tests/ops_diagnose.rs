@@ -44,6 +44,14 @@ async fn a_dropped_interview_message_shows_in_interview_unsettled_not_in_invaria
     assert_eq!(found[0].credits_reserved, Some(10));
     assert_eq!(found[0].organization_id.as_deref(), Some(org.to_string().as_str()));
     assert!(listing.human().contains(&dropped.to_string()));
+    // Its next command, without receiving anything from the DLQs: the allocation's credits shown.
+    let Outcome::InterviewShow(shown) = ok(&ctx, &["interview", "show", &dropped.to_string(), "--no-receive"]).await
+    else {
+        panic!()
+    };
+    assert_eq!(shown.settlement.allocations.iter().map(|a| a.amount).collect::<Vec<_>>(), [Some(10)]);
+    assert!(shown.human().contains(" amount 10"), "{}", shown.human());
+    assert!(shown.dlq.searched.values().all(|v| v.contains("not searched")), "{:?}", shown.dlq.searched);
     let Outcome::InterviewUnsettled(other) =
         ok(&ctx, &["interview", "unsettled", "--org", &bson::oid::ObjectId::new().to_hex()]).await
     else {

@@ -94,7 +94,11 @@ async fn a_report_failed_at_three_attempts_is_completed_by_one_redrive_that_reco
     let reset = report(&w, interview).await;
     assert_eq!((reset.get_str("status").unwrap(), int(&reset, "attemptCount")), ("FAILED", Some(0)));
     let last = reset.get_document("lastRetry").unwrap();
-    assert_eq!(last.get_str("by").unwrap(), "alice@example.com (self-declared)", "no AWS identity locally: --by, marked");
+    assert_eq!(
+        last.get_str("by").unwrap(),
+        "alice@example.com (self-declared)",
+        "no AWS identity locally: --by, marked"
+    );
     assert_eq!(last.get_str("via").unwrap(), "dlq-redrive");
     assert_eq!(int(last, "attemptsBefore"), Some(3));
     assert!(last.get_datetime("at").is_ok(), "{last}");
