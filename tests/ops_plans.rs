@@ -233,11 +233,10 @@ async fn outbox_flush_counts_its_entries_and_dlq_delete_says_what_the_message_wo
     let sqs = sqs_client().await;
     let queues = test_queues_fast(&sqs, 1).await;
     let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let cli = sophia_ops::parse(["sophia-ops", "outbox", "flush", "--older-than", "1s"]).unwrap();
+    let cli = sophia_ops::parse(["sophia-ops", "outbox", "flush", "--older-than", "0s"]).unwrap();
     let plan = match sophia_ops::execute(&cli.command, &ctx).await {
         Ok(Outcome::OutboxFlush(report)) => {
-            assert_eq!(report.published, 1);
+            assert_eq!(report.published, 1, "{report:?}");
             ctx.take_plan().expect("the plan is kept")
         }
         other => panic!("{other:?}"),
@@ -254,4 +253,21 @@ async fn outbox_flush_counts_its_entries_and_dlq_delete_says_what_the_message_wo
         panic!()
     };
     assert!(plan.effects.iter().any(|e| e.contains("redriven instead") && e.contains("already settled")), "{plan:#?}");
+
+    // queue move: each sample says what the destination's consumer will do with it.
+    let old_queue =
+        sqs.create_queue().queue_name(harness::unique("old-stack")).send().await.unwrap().queue_url.unwrap();
+    send(&sqs, &old_queue, &completed_body(interview, org, 120)).await;
+    let Outcome::QueueMove(dry) =
+        ok(&ctx, &["queue", "move", "--from-url", &old_queue, "--to", "interview-completed", "--dry-run"]).await
+    else {
+        panic!()
+    };
+    let plan = dry.plan.expect("the dry run carries its plan");
+    assert!(
+        plan.effects
+            .iter()
+            .any(|e| e.starts_with("sample ") && e.contains("already settled: acknowledged, nothing charged")),
+        "{plan:#?}"
+    );
 }
