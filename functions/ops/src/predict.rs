@@ -93,6 +93,8 @@ pub async fn settlement(
                 ),
             }
         }
+        // The plan could not read: say so rather than predict a failure of the consumer.
+        Err(e @ (CreditsError::Mongo { .. } | CreditsError::DeadlineExceeded { .. })) => Fate::unknown(e),
         Err(e) => settlement_error(&e),
     }
 }
@@ -104,7 +106,6 @@ fn settlement_error(e: &CreditsError) -> Fate {
             format!("the interview belongs to another organization ({actual})")
         }
         CreditsError::InterviewNotFound { .. } => "the interview does not exist (interview not found)".to_owned(),
-        CreditsError::Mongo { .. } => format!("MongoDB failed while the plan read it ({e})"),
         other => other.to_string(),
     };
     match e.disposition() {
