@@ -12,6 +12,12 @@
 //! - [`reference`]: the command reference (`docs/reference/ops-cli.md`) from the clap definitions;
 //! - [`admin`]: `outbox flush`, `report retry`, `invariants check` (MongoDB, via the credits and
 //!   reports libraries);
+//! - [`predict`]: what a consumer will do with a message, from the state it will read (every
+//!   mutating command's plan);
+//! - [`status`]: `queue status` (depth, oldest age, the event source mapping, the function's
+//!   metrics, a verdict);
+//! - [`listing`]: `interview unsettled`, `report failures`;
+//! - [`audit`]: the audit trail of mutating commands (`operatorAudit`), `audit list`;
 //! - [`env`]: the environment overlaid on an env file (`.local/sophia.env`);
 //! - [`queues`]: queue URLs from the environment or, with `--stage`, by name.
 //!
