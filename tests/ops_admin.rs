@@ -115,7 +115,7 @@ async fn invariants_check_of_an_unknown_organization_is_an_error() {
 }
 
 #[tokio::test]
-async fn report_retry_republishes_with_the_admin_request_id() {
+async fn report_retry_republishes_with_the_operators_request_id() {
     let w = world().await;
     let (interview, org) =
         InterviewFixture::new(OrganizationId::new(ObjectId::new())).insert(&w.mongo.db).await.unwrap();
@@ -125,10 +125,9 @@ async fn report_retry_republishes_with_the_admin_request_id() {
     let sent = drain(&w.ops.client, &w.ops.queues.report_generate.source.url).await;
     assert_eq!(sent.len(), 1);
     assert_eq!(report.message_id.as_deref(), sent[0].message_id());
-    assert_eq!(
-        sent[0].message_attributes().unwrap()["requestId"].string_value(),
-        Some(format!("admin-retry-{interview}").as_str())
-    );
+    let request_id = sent[0].message_attributes().unwrap()["requestId"].string_value().unwrap().to_owned();
+    assert!(request_id.starts_with("ops:report-retry:"), "names the command and the operator: {request_id}");
+    assert_eq!(report.request_id.as_deref(), Some(request_id.as_str()));
     assert_eq!(sent[0].body().unwrap(), format!(r#"{{"interviewId":"{i}","organizationId":"{o}"}}"#));
 }
 

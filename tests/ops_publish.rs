@@ -57,7 +57,7 @@ async fn publish_failed_and_report_go_to_their_queues_with_defaults() {
     let failed_at: chrono::DateTime<chrono::Utc> = body["failedAt"].as_str().unwrap().parse().unwrap();
     assert!(failed_at >= before, "failedAt defaults to now");
     assert_eq!(attr(&failed[0], "eventType"), "interview.failed");
-    assert_eq!(attr(&failed[0], "requestId"), "unknown");
+    assert!(attr(&failed[0], "requestId").starts_with("ops:publish-failed:"), "the default names command and operator");
 
     let report = drain(&o.client, &o.queues.report_generate.source.url).await;
     assert_eq!(report.len(), 1);

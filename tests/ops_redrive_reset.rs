@@ -16,31 +16,18 @@ use std::time::Duration;
 
 use bson::{Document, doc};
 use harness::faults::{
-    World, assert_queues_empty, completed_body, depth, esm, fake_openai, int, interview_esm, poll_until,
-    report_instance, reports_of, send,
+    World, assert_queues_empty, completed_body, depth, int, interview_esm, poll_until, reports_of, send,
 };
 use harness::{sqs_client, test_queues_fast};
 use sophia_contracts::{InterviewId, OrganizationId};
-use sophia_local::esm::EventSourceMapping;
 use sophia_local::queues::QueueSet;
 use sophia_openai_fake::{Behaviour, FakeOpenAi};
 use sophia_ops::Outcome;
 use sophia_reports::admin::{Operator, ResetOutcome, reset_for_retry};
 use sophia_reports::store::{MAX_ATTEMPTS, ReportStore};
-use sophia_sqs_consumer::ConsumerOptions;
 
 fn report_body(interview: InterviewId, org: OrganizationId) -> String {
     format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#)
-}
-
-fn report_mapping(sqs: &aws_sdk_sqs::Client, queues: &QueueSet, w: &World, fake: &FakeOpenAi) -> EventSourceMapping {
-    let instance = report_instance(
-        w.settings(),
-        fake_openai(fake, Duration::from_secs(10)),
-        Duration::from_secs(300),
-        ConsumerOptions::default(),
-    );
-    esm(sqs, &queues.report_generate.source, "reportGenerate", instance)
 }
 
 /// `sophia-ops` wired to these queues and this database (the local pipeline: no --yes needed).
@@ -70,7 +57,7 @@ async fn a_report_failed_at_three_attempts_is_completed_by_one_redrive_that_reco
     for _ in 0..MAX_ATTEMPTS {
         fake.push(Behaviour::MalformedJson);
     }
-    let reports = report_mapping(&sqs, &queues, &w, &fake);
+    let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
     send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
     let runs = poll_until(&reports, Duration::from_secs(30), |s| s.len() >= 3).await;
     assert!(runs.iter().all(|r| r.failed_ids.len() == 1), "every attempt returned for retry: {runs:?}");
@@ -86,9 +73,7 @@ async fn a_report_failed_at_three_attempts_is_completed_by_one_redrive_that_reco
     };
     let plan = dry.plan.as_ref().expect("the dry run carries its plan").human();
     assert!(
-        plan.contains(&format!(
-            "interview {interview}: report FAILED, 3 attempt(s), errorKind invalid_output -> attempts reset to 0"
-        )),
+        plan.contains(&format!("interview {interview}: attempts reset from 3 to 0, then generated: attempt 1 of 3")),
         "{plan}"
     );
     assert_eq!(int(&report(&w, interview).await, "attemptCount"), Some(3), "a dry run resets nothing");
@@ -109,7 +94,11 @@ async fn a_report_failed_at_three_attempts_is_completed_by_one_redrive_that_reco
     let reset = report(&w, interview).await;
     assert_eq!((reset.get_str("status").unwrap(), int(&reset, "attemptCount")), ("FAILED", Some(0)));
     let last = reset.get_document("lastRetry").unwrap();
-    assert_eq!(last.get_str("by").unwrap(), "alice@example.com");
+    assert_eq!(
+        last.get_str("by").unwrap(),
+        "alice@example.com (self-declared)",
+        "no AWS identity locally: --by, marked"
+    );
     assert_eq!(last.get_str("via").unwrap(), "dlq-redrive");
     assert_eq!(int(last, "attemptsBefore"), Some(3));
     assert!(last.get_datetime("at").is_ok(), "{last}");
@@ -123,7 +112,7 @@ async fn a_report_failed_at_three_attempts_is_completed_by_one_redrive_that_reco
     assert_eq!((completed.get_str("status").unwrap(), int(&completed, "attemptCount")), ("COMPLETED", Some(1)));
     assert_eq!(
         completed.get_document("lastRetry").unwrap().get_str("by").unwrap(),
-        "alice@example.com",
+        "alice@example.com (self-declared)",
         "the record stays"
     );
     assert_eq!(fake.request_count(), 4, "three failed calls and the one that completed");
@@ -255,8 +244,8 @@ async fn redriving_the_interview_dlq_shows_which_interviews_are_unsettled_and_se
         panic!()
     };
     let plan = dry.plan.as_ref().unwrap().human();
-    assert!(plan.contains(&format!("interview {settled}: already settled at ")), "{plan}");
-    assert!(plan.contains(&format!("interview {unsettled}: UNSETTLED: will be settled")), "{plan}");
+    assert!(plan.contains(&format!("interview {settled}: already settled: acknowledged, nothing charged")), "{plan}");
+    assert!(plan.contains(&format!("interview {unsettled}: settles: 2 credit(s) consumed, 8 released")), "{plan}");
 
     let Outcome::DlqRedrive(done) = ops(&ctx, &["dlq", "redrive", "interview-completed"]).await else { panic!() };
     assert_eq!(done.moved, 2);

@@ -104,8 +104,8 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     metric: "AWS/SQS ApproximateAgeOfOldestMessage (QueueName = the source queue)",
     condition: `Maximum > sophia:alarmOldestMessageAgeSeconds for ${OLDEST_MESSAGE_AGE_EVALUATION_PERIODS} consecutive minutes`,
     anchor: () => "oldest-message-too-old",
-    what: (s) => `The oldest message in ${s.name} is older than the stage's threshold: the consumer is not keeping up or keeps failing.`,
-    firstCommand: (s) => ops(s.stage, `dlq list ${s.name}`),
+    what: (s) => `The oldest message in ${s.name} is older than the stage's threshold: the consumer is stopped, slow or in a burst.`,
+    firstCommand: (s) => ops(s.stage, `queue status ${s.name}`),
   },
   {
     id: "errors",
@@ -115,7 +115,7 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     condition: "Sum > 0 over 5 minutes",
     anchor: () => "function-errors",
     what: (s) => `${s.name} returned errors (a failed batch or a failed init).`,
-    firstCommand: (s) => ops(s.stage, s.queue ? `dlq list ${s.queue}` : "invariants check"),
+    firstCommand: (s) => ops(s.stage, s.queue ? `queue status ${s.queue}` : "interview unsettled"),
   },
   {
     id: "throttles",
@@ -125,7 +125,7 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     condition: "Sum > 0 over 5 minutes",
     anchor: () => "function-throttled",
     what: (s) => `${s.name} was throttled (its concurrency was exhausted).`,
-    firstCommand: (s) => ops(s.stage, s.queue ? `dlq list ${s.queue}` : "invariants check"),
+    firstCommand: (s) => ops(s.stage, s.queue ? `queue status ${s.queue}` : "interview unsettled"),
   },
   {
     id: "duration",
@@ -145,7 +145,7 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     condition: "Sum > 0 over 5 minutes",
     anchor: () => "invalid-messages-dropped",
     what: (s) => `${s.name} dropped messages its contract rejects: a producer sends invalid bodies ("invalid message dropped" log lines).`,
-    firstCommand: (s) => ops(s.stage, "invariants check"),
+    firstCommand: (s) => ops(s.stage, s.name === "report-generate" ? "report failures" : "interview unsettled"),
   },
   {
     id: "reports-failed",
@@ -155,7 +155,7 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     condition: "Sum > 0 over 5 minutes",
     anchor: () => "reports-failing",
     what: (s) => `${s.name} failed report attempts in the last 5 minutes (by error kind on the dashboard); the third failure of a report sends its message to the DLQ.`,
-    firstCommand: (s) => ops(s.stage, "interview show <interviewId>"),
+    firstCommand: (s) => ops(s.stage, "report failures"),
   },
 ];
 

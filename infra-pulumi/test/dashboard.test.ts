@@ -171,7 +171,9 @@ function runbookAnchors(): Set<string> {
   return anchors;
 }
 
-const COMMANDS = [/^dlq list (interview-completed|report-generate)$/, /^dlq show /, /^dlq redrive /, /^interview show <interviewId>$/, /^report retry /, /^invariants check$/];
+// What each command parses to is checked on the Rust side (functions/ops/tests/runbook.rs runs
+// every first command of docs/reference/alarms.md through the CLI's parser).
+const COMMANDS = [/^dlq list (interview-completed|report-generate)$/, /^queue status (interview-completed|report-generate)$/, /^interview unsettled$/, /^report failures$/, /^dlq show /, /^dlq redrive /, /^interview show <interviewId>$/, /^report retry /, /^invariants check$/];
 
 test("every alarm says what happened, the first sophia-ops command and an existing runbook section; ALARM only, quiet when idle", () => {
   const anchors = runbookAnchors();

@@ -40,6 +40,28 @@ pub async fn ops() -> Ops {
     Ops { client, queues, ctx }
 }
 
+/// Runs a command that must succeed.
+pub async fn ok(ctx: &Context, args: &[&str]) -> Outcome {
+    run(ctx, args).await.unwrap_or_else(|e| panic!("sophia-ops {args:?}: {e}"))
+}
+
+/// The report queue's mapping invoking one report-generate function (as its `main` builds it)
+/// against the OpenAI fake, with a 300 s lease.
+pub fn report_mapping(
+    sqs: &Client,
+    queues: &QueueSet,
+    w: &harness::faults::World,
+    fake: &sophia_openai_fake::FakeOpenAi,
+) -> sophia_local::esm::EventSourceMapping {
+    let instance = harness::faults::report_instance(
+        w.settings(),
+        harness::faults::fake_openai(fake, Duration::from_secs(10)),
+        Duration::from_secs(300),
+        sophia_sqs_consumer::ConsumerOptions::default(),
+    );
+    harness::faults::esm(sqs, &queues.report_generate.source, "reportGenerate", instance)
+}
+
 /// Parses `args` as the binary would (after the program name) and runs the command.
 pub async fn run(ctx: &Context, args: &[&str]) -> Result<Outcome, OpsError> {
     let cli = sophia_ops::parse(std::iter::once("sophia-ops").chain(args.iter().copied())).expect("valid command line");
@@ -70,6 +92,16 @@ pub fn report_body(n: usize) -> String {
 }
 
 pub use harness::drain;
+
+/// A moved message's attributes without the `opsRequestId` the move added (checked: it names the
+/// command, `ops:<command>:<who>:<uuid>`).
+pub fn moved_attributes(m: &aws_sdk_sqs::types::Message, command: &str) -> HashMap<String, MessageAttributeValue> {
+    let mut attrs = m.message_attributes().cloned().unwrap_or_default();
+    let ops = attrs.remove("opsRequestId").expect("a moved message names the operator command");
+    let ops = ops.string_value().unwrap_or_default();
+    assert!(ops.starts_with(&format!("ops:{command}:")), "{ops}");
+    attrs
+}
 
 /// Visible messages of a queue, counted without receiving.
 pub async fn visible(client: &Client, url: &str) -> u64 {

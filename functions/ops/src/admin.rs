@@ -134,14 +134,17 @@ pub async fn report_retry(
     interview_id: InterviewId,
     organization_id: OrganizationId,
     reset_attempts: bool,
+    ops_request_id: &str,
 ) -> Result<ReportRetryReport, OpsError> {
     let producer = report_producer(ctx).await?;
     let db = ctx.mongo().await?.db;
     let sent = Mutex::new(None);
     let request = RetryRequest { interview_id, organization_id, reset_attempts };
     let operator = ctx.operator("report-retry");
-    let outcome = retry_report_generation_by(&db, request, &operator, |message, request_id| {
-        let (producer, sent) = (&producer, &sent);
+    let ops_request_id = sophia_contracts::RequestId::from_caller(Some(ops_request_id));
+    let outcome = retry_report_generation_by(&db, request, &operator, |message, _| {
+        // The message carries the operator's request id (`ops:report-retry:<who>:<uuid>`).
+        let (producer, sent, request_id) = (&producer, &sent, ops_request_id.clone());
         async move {
             match producer.publish_report_generate(&message, &request_id).await? {
                 PublishOutcome::Sent { message_id } => {
@@ -156,11 +159,11 @@ pub async fn report_retry(
     .map_err(|e| OpsError::domain("report retry", e))?;
     let message_id = sent.into_inner().expect("not poisoned");
     Ok(match outcome {
-        RetryOutcome::Published { request_id, attempts_reset } => ReportRetryReport {
+        RetryOutcome::Published { request_id: _, attempts_reset } => ReportRetryReport {
             interview_id,
             organization_id,
             outcome: "published",
-            request_id: Some(request_id.to_string()),
+            request_id: Some(ops_request_id.to_string()),
             message_id,
             attempts_reset,
         },
@@ -173,6 +176,42 @@ pub async fn report_retry(
             attempts_reset: false,
         },
     })
+}
+
+/// The plan of `outbox flush`: how many entries are pending past the threshold and, for the
+/// first 20, what the report consumer will do with each once published. Returns their interviews.
+pub async fn outbox_plan(
+    mongo: &sophia_platform::mongo::Mongo,
+    older_than: Duration,
+    limit: i64,
+    plan: &mut crate::confirm::Plan,
+) -> Result<Vec<InterviewId>, OpsError> {
+    let store = CreditsStore::new(mongo.db.clone());
+    let before = bson::DateTime::from_millis(
+        chrono::Utc::now().timestamp_millis() - i64::try_from(older_than.as_millis()).unwrap_or(0),
+    );
+    let pending =
+        store.pending_outbox_before(before, limit).await.map_err(|e| OpsError::domain("reading the outbox", e))?;
+    plan.effects.push(format!(
+        "{} pending entr{} will be published",
+        pending.len(),
+        if pending.len() == 1 { "y" } else { "ies" }
+    ));
+    for entry in pending.iter().take(20) {
+        let message = sophia_contracts::ReportGenerate {
+            interview_id: InterviewId::new(entry.interview_id),
+            organization_id: OrganizationId::new(entry.organization_id),
+        };
+        let fate = crate::predict::report(&mongo.db, message, false).await;
+        plan.effects.push(format!(
+            "entry {} (interview {}): report.generate, then the consumer: {}",
+            entry.id, entry.interview_id, fate.text
+        ));
+    }
+    if pending.len() > 20 {
+        plan.effects.push(format!("(only the first 20 of {} are listed)", pending.len()));
+    }
+    Ok(Vec::new())
 }
 
 /// `invariants check [--org ID]`: `sophia_credits::invariants`.

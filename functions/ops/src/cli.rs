@@ -38,7 +38,10 @@ pub struct Cli {
     /// and exits non-zero; stdin is never read).
     #[arg(long, global = true)]
     pub yes: bool,
-    /// Who is acting, recorded on each report a retry resets (default: $USER).
+    /// Who is acting, when no AWS identity is at hand (local pipeline, no credentials): recorded
+    /// on the audit record and on each report a retry resets, marked self-declared. Against a
+    /// stage the AWS identity (STS GetCallerIdentity) is recorded instead (default: $USER, else
+    /// the uid).
     #[arg(long, global = true, value_name = "NAME", env = "SOPHIA_OPERATOR", hide_env_values = true)]
     pub by: Option<String>,
     #[command(subcommand)]
@@ -70,6 +73,25 @@ pub enum Command {
     Invariants(InvariantsCommand),
     /// Create the indexes the flow relies on (idempotent; `scripts/deploy` runs it before `pulumi up`).
     Migrate,
+    /// The operator audit trail: one record per mutating command (who, what, plan, outcome).
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// The latest audit records (MongoDB collection operatorAudit), newest first.
+    List {
+        /// At most this many records.
+        #[arg(long, default_value_t = 20)]
+        limit: i64,
+        /// Only this command (e.g. dlq-redrive, publish-completed, outbox-flush).
+        #[arg(long)]
+        command: Option<String>,
+        /// Only records of the last (e.g. 24h, 7d).
+        #[arg(long, value_parser = parse_duration)]
+        since: Option<Duration>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, Args)]
@@ -129,7 +151,9 @@ pub enum PublishCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum DlqCommand {
-    /// List a DLQ's messages without removing them (candidate text in bodies redacted).
+    /// List a DLQ's messages without removing them (candidate text in bodies redacted). SQS has
+    /// no peek: each message looked at is received once (its receive count +1, harmless in a DLQ,
+    /// which has no RedrivePolicy).
     List {
         queue: QueueName,
         /// At most this many messages.
@@ -188,14 +212,42 @@ pub enum InterviewCommand {
     Show {
         /// The interview's ObjectId (24 hex characters).
         interview_id: InterviewId,
-        /// How many messages of each DLQ to look at (0: do not search the DLQs).
+        /// How many messages of each DLQ to look at (0: do not search the DLQs). Looking
+        /// receives each message once (SQS has no peek): see `dlq list`.
         #[arg(long, default_value_t = crate::interview::DEFAULT_DLQ_SCAN)]
         dlq_scan: usize,
+        /// Do not look in the DLQs (no receive at all); same as --dlq-scan 0.
+        #[arg(long)]
+        no_receive: bool,
+    },
+    /// Interviews that hold a reservation and are not settled, oldest first: age, organization,
+    /// credits reserved. What a dropped or lost interview.completed leaves behind. Changes
+    /// nothing.
+    Unsettled {
+        /// Only this organization.
+        #[arg(long, value_name = "ORGANIZATION_ID")]
+        org: Option<OrganizationId>,
+        /// Only interviews created longer ago than this (e.g. 1h; default: all).
+        #[arg(long, value_parser = parse_duration)]
+        older_than: Option<Duration>,
+        /// At most this many interviews.
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
     },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum QueueCommand {
+    /// A source queue's state and a verdict (stopped, slow, a burst, healthy) with its evidence:
+    /// depth, in flight, oldest message age and the retention left for it, the DLQ's depth, the
+    /// event source mapping (enabled or not) and the function's recent invocations, errors and
+    /// throttles. Changes nothing, receives nothing.
+    Status {
+        queue: QueueName,
+        /// The window of the function's metrics (e.g. 15m, 1h).
+        #[arg(long, default_value = "15m", value_parser = parse_duration)]
+        window: Duration,
+    },
     /// Move every message of another queue (e.g. the old stack's queue or DLQ) into this stack's
     /// queue: receive, check each body against the queue's contract, send, delete only what was
     /// sent. An invalid body is left where it is and reported; a stop midway loses nothing.
@@ -237,6 +289,17 @@ pub enum OutboxCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ReportCommand {
+    /// Reports that failed at least one attempt and are not COMPLETED, latest failure first:
+    /// interview, organization, status, error kind, attempts, last error time. The reports-failed
+    /// alarm's first command (no id needed). Changes nothing.
+    Failures {
+        /// Only failures of the last (e.g. 1h, 24h; default 24h).
+        #[arg(long, default_value = "24h", value_parser = parse_duration)]
+        since: Duration,
+        /// At most this many reports.
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+    },
     /// Re-publish report.generate for one interview (never generates synchronously).
     Retry {
         #[command(flatten)]

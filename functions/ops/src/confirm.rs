@@ -57,7 +57,7 @@ impl Plan {
             s.push_str(&format!("  attribute:  {k} = {v}\n"));
         }
         for e in &self.effects {
-            s.push_str(&format!("  effect:     {e}\n"));
+            s.push_str(&format!("  plan:       {e}\n"));
         }
         for i in &self.interviews {
             s.push_str(&format!("  {}\n", i.human()));
@@ -189,6 +189,7 @@ pub async fn gate(ctx: &Context, mut plan: Plan, ids: &[InterviewId], dry_run: b
     if !plan.local || ctx.has_mongo() {
         plan.interviews = interview_states(ctx, ids).await?;
     }
+    ctx.keep_plan(&plan);
     if dry_run {
         return Ok(Gate::DryRun(plan));
     }

@@ -1,9 +1,12 @@
 //! `dlq list` and `dlq show`: look at a dead-letter queue without removing anything.
 //!
-//! SQS has no true peek. Messages are received with a short visibility timeout (so that one
-//! listing sees each message once), never deleted, and made visible again at once at the end
-//! (`ChangeMessageVisibilityBatch` to 0). Receiving increments a message's
-//! `ApproximateReceiveCount` in the DLQ; the DLQ has no RedrivePolicy, so that is harmless.
+//! SQS has no true peek: any receive counts, a visibility timeout of 0 included. Messages are
+//! received with a short visibility timeout (so that one listing sees each message once), never
+//! deleted, and made visible again at once at the end (`ChangeMessageVisibilityBatch` to 0). Each
+//! look increments a message's `ApproximateReceiveCount` in the DLQ, and the count shown includes
+//! it. Harmless by construction: the DLQs have no RedrivePolicy, and a redrive (receive / send /
+//! delete) sends a new message whose count starts at 0 in the source queue. The commands that
+//! receive nothing: `queue status`, `interview show --no-receive`.
 //!
 //! Bodies are shown redacted by default: every string outside the contracts' identifier and
 //! timestamp fields (`failureReason`, which may quote the candidate) becomes
@@ -168,6 +171,8 @@ impl DlqListing {
         }
         if self.messages.is_empty() {
             s.push_str("  (empty)\n");
+        } else {
+            s.push_str("  (receive counts include this look: SQS has no peek; harmless in a DLQ)\n");
         }
         s
     }

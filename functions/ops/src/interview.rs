@@ -212,7 +212,8 @@ pub fn assemble(
                 .filter_map(Bson::as_document)
                 .map(|d| LotAmount {
                     lot_id: text(d.get("lotId")).unwrap_or_else(|| "?".into()),
-                    amount: number(d.get("amount")),
+                    // The settlement writes `credits` per allocation; `amount` is an older name.
+                    amount: number(d.get("credits").or_else(|| d.get("amount"))),
                 })
                 .collect()
         })
@@ -490,7 +491,7 @@ mod tests {
         let id: InterviewId = "65a1b2c3d4e5f60718293a4b".parse().unwrap();
         let lot = bson::oid::ObjectId::new();
         let interview = doc! {"_id": id.oid(), "status": "COMPLETED", "settledAt": bson::DateTime::from_millis(0),
-        "credits": {"reserved": 10_i32, "consumed": 5_i64, "allocations": [{"lotId": lot, "amount": 10}]}};
+        "credits": {"reserved": 10_i32, "consumed": 5_i64, "allocations": [{"lotId": lot, "credits": 10}]}};
         let ledger = vec![
             doc! {"lotId": lot, "type": "SETTLE", "amount": 5_i64, "createdAt": bson::DateTime::from_millis(2)},
             doc! {"lotId": lot, "type": "RESERVE", "amount": 10_i64, "createdAt": bson::DateTime::from_millis(1)},
@@ -503,6 +504,7 @@ mod tests {
             v.settlement.ledger[0].lines.iter().map(|l| l.kind.as_str()).collect::<Vec<_>>(),
             ["RESERVE", "SETTLE"]
         );
+        assert_eq!(v.settlement.allocations[0].amount, Some(10), "the allocation's credits are shown");
         let r = v.report.as_ref().unwrap();
         assert!(r.refused);
         assert_eq!(r.validation_warnings, ["quote_not_found at strengths[0]"]);

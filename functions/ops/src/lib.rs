@@ -12,6 +12,12 @@
 //! - [`reference`]: the command reference (`docs/reference/ops-cli.md`) from the clap definitions;
 //! - [`admin`]: `outbox flush`, `report retry`, `invariants check` (MongoDB, via the credits and
 //!   reports libraries);
+//! - [`predict`]: what a consumer will do with a message, from the state it will read (every
+//!   mutating command's plan);
+//! - [`status`]: `queue status` (depth, oldest age, the event source mapping, the function's
+//!   metrics, a verdict);
+//! - [`listing`]: `interview unsettled`, `report failures`;
+//! - [`audit`]: the audit trail of mutating commands (`operatorAudit`), `audit list`;
 //! - [`env`]: the environment overlaid on an env file (`.local/sophia.env`);
 //! - [`queues`]: queue URLs from the environment or, with `--stage`, by name.
 //!
@@ -20,6 +26,7 @@
 //! that failed, an invariant violated).
 
 pub mod admin;
+pub mod audit;
 pub mod cli;
 pub mod confirm;
 pub mod contract;
@@ -27,11 +34,14 @@ pub mod dlq;
 pub mod env;
 mod error;
 pub mod interview;
+pub mod listing;
+pub mod predict;
 pub mod progress;
 pub mod publish;
 pub mod queues;
 pub mod redrive;
 pub mod reference;
+pub mod status;
 
 use std::sync::{Mutex, OnceLock};
 
@@ -45,9 +55,10 @@ pub use progress::ProgressMode;
 
 use sophia_contracts::{InterviewId, RequestId};
 
+use crate::audit::Identity;
 use crate::cli::{
-    Command, DlqCommand, InterviewCommand, InvariantsCommand, OutboxCommand, PublishCommand, QueueCommand,
-    ReportCommand,
+    AuditCommand, Command, DlqCommand, InterviewCommand, InvariantsCommand, OutboxCommand, PublishCommand,
+    QueueCommand, ReportCommand,
 };
 use crate::confirm::{Gate, Plan};
 use crate::env::Env;
@@ -75,6 +86,14 @@ pub struct Context {
     by: Option<String>,
     /// Printed on stderr before the result (e.g. the plan a confirmed command ran).
     notes: Mutex<Vec<String>>,
+    /// Who acts (see [`Context::identify`]), once known.
+    identity: OnceLock<Identity>,
+    /// The AWS configuration of the Lambda, CloudWatch and STS clients.
+    aws: tokio::sync::OnceCell<aws_config::SdkConfig>,
+    /// The request id of this command's messages (`ops:<command>:<who>:<uuid>`), once made.
+    request_id: Mutex<Option<String>>,
+    /// The last plan shown (for the audit record).
+    plan: Mutex<Option<confirm::Plan>>,
 }
 
 impl Context {
@@ -96,15 +115,102 @@ impl Context {
         self
     }
 
-    /// Who acts, through which command: `--by` (or `SOPHIA_OPERATOR`), else the login name
-    /// (`$USER`), else `unknown`.
+    /// Who acts, through which command: the identity [`Context::identify`] found, else `--by`
+    /// (or `SOPHIA_OPERATOR`), else the login name (`$USER`), else the uid.
     pub fn operator(&self, via: &str) -> sophia_reports::admin::Operator {
-        let by = self
-            .by
-            .clone()
-            .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
-            .unwrap_or_else(|| "unknown".into());
+        let who = self.identity.get().cloned().unwrap_or_else(|| Identity::declared(self.by.as_deref()));
+        let by = if who.self_declared { format!("{} (self-declared)", who.who) } else { who.who };
         sophia_reports::admin::Operator::new(by, via)
+    }
+
+    /// Whether the command targets AWS rather than the local pipeline: the queue it resolves
+    /// (from the environment or, with `--stage`, by name) is not a loopback URL. Nothing is asked
+    /// of AWS (no STS, no instance metadata) when the queues are local.
+    pub async fn targets_aws(&self) -> bool {
+        if self.stage.is_none() && QueueName::all().all(|q| self.env.get(q.source_env()).is_none()) {
+            return false;
+        }
+        match self.locator().await.source_url(QueueName::interview_completed()).await {
+            Ok(url) => !confirm::is_local_url(&url),
+            Err(_) => false,
+        }
+    }
+
+    /// Who acts: against AWS, the caller's identity (STS `GetCallerIdentity`: the ARN of the
+    /// role session); otherwise, or when STS cannot answer, the self-declared name.
+    pub async fn identify(&self) -> Identity {
+        if let Some(i) = self.identity.get() {
+            return i.clone();
+        }
+        let declared = Identity::declared(self.by.as_deref());
+        let identity = if self.targets_aws().await {
+            let sts = aws_sdk_sts::Client::new(&self.aws_config().await);
+            match sts.get_caller_identity().send().await {
+                Ok(out) => match out.arn {
+                    Some(arn) => Identity { who: arn, source: "aws-sts", self_declared: false },
+                    None => declared,
+                },
+                Err(e) => {
+                    self.note(format!(
+                        "note: no AWS identity (STS GetCallerIdentity: {}); recorded as {} (self-declared)\n",
+                        aws_sdk_sts::error::DisplayErrorContext(e),
+                        declared.who
+                    ));
+                    declared
+                }
+            }
+        } else {
+            declared
+        };
+        self.identity.get_or_init(|| identity).clone()
+    }
+
+    /// The request id of this command's messages, made once: `ops:<command>:<who>:<uuid>`.
+    pub async fn request_id(&self, command: &str) -> String {
+        if let Some(r) = self.request_id.lock().expect("lock").clone() {
+            return r;
+        }
+        let who = self.identify().await.who;
+        let id = audit::request_id(command, &who);
+        *self.request_id.lock().expect("lock") = Some(id.clone());
+        id
+    }
+
+    /// The request id made so far, if any.
+    pub fn current_request_id(&self) -> Option<String> {
+        self.request_id.lock().expect("lock").clone()
+    }
+
+    /// Keeps the plan shown, for the audit record.
+    pub fn keep_plan(&self, plan: &confirm::Plan) {
+        *self.plan.lock().expect("lock") = Some(plan.clone());
+    }
+
+    pub fn take_plan(&self) -> Option<confirm::Plan> {
+        self.plan.lock().expect("lock").take()
+    }
+
+    /// The AWS SDK configuration of the usual chain (for Lambda, CloudWatch and STS).
+    pub async fn aws_config(&self) -> aws_config::SdkConfig {
+        self.aws
+            .get_or_init(|| async { aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await })
+            .await
+            .clone()
+    }
+
+    /// MongoDB for a plan's predictions: `None` when it is not configured or cannot be reached
+    /// (the plan then says the state was not read).
+    pub async fn mongo_for_plan(&self) -> Option<Mongo> {
+        if !self.has_mongo() {
+            return None;
+        }
+        match self.mongo().await {
+            Ok(m) => Some(m),
+            Err(e) => {
+                self.note(format!("note: the plan could not read MongoDB: {e}\n"));
+                None
+            }
+        }
     }
 
     /// `--yes` (see [`confirm`]).
@@ -217,6 +323,10 @@ pub enum Outcome {
     ReportRetry(admin::ReportRetryReport),
     InvariantsCheck(admin::InvariantsReport),
     Migrate(admin::MigrateReport),
+    QueueStatus(Box<status::QueueStatus>),
+    InterviewUnsettled(listing::UnsettledListing),
+    ReportFailures(listing::FailuresListing),
+    AuditList(audit::AuditListing),
     /// `--dry-run`: what would have been sent; nothing was.
     DryRun(confirm::Plan),
 }
@@ -237,6 +347,10 @@ impl Outcome {
             Self::ReportRetry(r) => r.human(),
             Self::InvariantsCheck(r) => r.human(),
             Self::Migrate(r) => r.human(),
+            Self::QueueStatus(r) => r.human(),
+            Self::InterviewUnsettled(r) => r.human(),
+            Self::ReportFailures(r) => r.human(),
+            Self::AuditList(r) => r.human(),
             Self::DryRun(plan) => format!("dry run, nothing sent:\n{}", plan.human()),
         }
     }
@@ -269,6 +383,8 @@ where
 pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsError> {
     match command {
         Command::Publish(p) => {
+            let name = mutating_name(command).unwrap_or("publish");
+            let ops_id = ctx.request_id(name).await;
             let (request, dry_run) = match p {
                 PublishCommand::Completed { ids, completed_at, duration_seconds, request_id, dry_run } => (
                     PublishRequest::completed(
@@ -276,7 +392,7 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
                         ids.organization_id,
                         *completed_at,
                         Some(*duration_seconds),
-                        request_id.as_deref(),
+                        Some(request_id.as_deref().unwrap_or(&ops_id)),
                     ),
                     *dry_run,
                 ),
@@ -286,7 +402,7 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
                         ids.organization_id,
                         reason.clone(),
                         *failed_at,
-                        request_id.as_deref(),
+                        Some(request_id.as_deref().unwrap_or(&ops_id)),
                     ),
                     *dry_run,
                 ),
@@ -294,13 +410,19 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
                     PublishRequest::report(
                         ids.interview_id,
                         ids.organization_id,
-                        sophia_contracts::RequestId::from_caller(request_id.as_deref()),
+                        sophia_contracts::RequestId::from_caller(Some(request_id.as_deref().unwrap_or(&ops_id))),
                     ),
                     *dry_run,
                 ),
             };
             let locator = ctx.locator().await;
-            let plan = request.plan(ctx, locator.source_url(request.queue()).await?);
+            let mut plan = request.plan(ctx, locator.source_url(request.queue()).await?);
+            if let Some(mongo) = ctx.mongo_for_plan().await {
+                let fate = predict::message(Some(&mongo), request.queue(), &request.body(), false).await;
+                plan.effects = vec![format!("the consumer, from the state now: {}", fate.text)];
+            } else {
+                plan.effects.push("(what the consumer will do is not predicted: MONGODB_URI is not set)".into());
+            }
             let interview = request.interview_id();
             if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &[interview], dry_run).await? {
                 return Ok(Outcome::DryRun(plan));
@@ -340,6 +462,7 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
                 method: *method,
                 visibility: *visibility_timeout,
                 progress: ctx.progress,
+                ops_request_id: Some(ctx.request_id("dlq-redrive").await),
             };
             let io = SqsMoveIo(locator.client().clone());
             let mut report = if reset && *dry_run {
@@ -371,6 +494,9 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
             ));
             if let Some(e) = &shown.message.contract_error {
                 plan.effects.push(format!("its body breaks the contract: {e}"));
+            } else if let Some(mongo) = ctx.mongo_for_plan().await {
+                let fate = predict::message(Some(&mongo), *queue, &shown.message.body, false).await;
+                plan.effects.push(format!("redriven instead, the consumer would, from the state now: {}", fate.text));
             }
             let ids: Vec<InterviewId> = shown.message.interview_id.iter().filter_map(|i| i.parse().ok()).collect();
             if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &ids, *dry_run).await? {
@@ -378,8 +504,9 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
             }
             Ok(Outcome::DlqDelete(dlq::delete(&locator, *queue, message_id, ctx.progress).await?))
         }
-        Command::Interview(InterviewCommand::Show { interview_id, dlq_scan }) => {
-            Ok(Outcome::InterviewShow(Box::new(interview::show(ctx, *interview_id, *dlq_scan).await?)))
+        Command::Interview(InterviewCommand::Show { interview_id, dlq_scan, no_receive }) => {
+            let scan = if *no_receive { 0 } else { *dlq_scan };
+            Ok(Outcome::InterviewShow(Box::new(interview::show(ctx, *interview_id, scan).await?)))
         }
         Command::Queue(QueueCommand::Move { from_url, to, into_dlq, max, dry_run, visibility_timeout }) => {
             let locator = ctx.locator().await;
@@ -394,12 +521,23 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
                 peeked.approximate_visible.map_or("?".into(), |n| n.to_string()),
                 max.map_or(String::new(), |m| format!(" (at most {m} moved)"))
             ));
+            let mongo = ctx.mongo_for_plan().await;
             for m in &peeked.messages {
-                plan.effects.push(format!(
-                    "sample {}: {}",
-                    m.message_id,
-                    m.contract_error.as_ref().map_or("valid".to_owned(), |e| format!("INVALID, stays in place ({e})"))
-                ));
+                let line = match &m.contract_error {
+                    Some(e) => format!("INVALID, stays in place ({e})"),
+                    None if mongo.is_some() => {
+                        let reset = *into_dlq && to.is(sophia_queue_settings::REPORT_GENERATE);
+                        let fate = predict::message(mongo.as_ref(), *to, &m.body, reset).await;
+                        format!(
+                            "valid; interview {}: {}{}",
+                            m.interview_id.as_deref().unwrap_or("-"),
+                            if *into_dlq { "once redriven (with the reset), " } else { "" },
+                            fate.text
+                        )
+                    }
+                    None => "valid".to_owned(),
+                };
+                plan.effects.push(format!("sample {}: {line}", m.message_id));
             }
             let ids: Vec<InterviewId> =
                 peeked.messages.iter().filter_map(|m| m.interview_id.as_deref()?.parse().ok()).collect();
@@ -413,6 +551,7 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
                 method: redrive::RedriveMethod::ReceiveSendDelete,
                 visibility: *visibility_timeout,
                 progress: ctx.progress,
+                ops_request_id: Some(ctx.request_id("queue-move").await),
             };
             let io = SqsMoveIo(locator.client().clone());
             let mut report = redrive::queue_move_to(&locator, from_url, *to, &destination, &options, &io).await?;
@@ -423,32 +562,95 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
             let url = ctx.locator().await.source_url(QueueName::report_generate()).await?;
             let mut plan = Plan::new(ctx, "publish pending report.generate outbox entries", url);
             plan.effects.push(format!("entries created more than {}s ago, at most {limit}", older_than.as_secs()));
-            confirm::gate(ctx, plan, &[], false).await?;
+            let ids = match ctx.mongo_for_plan().await {
+                Some(mongo) => admin::outbox_plan(&mongo, *older_than, *limit, &mut plan).await?,
+                None => Vec::new(),
+            };
+            confirm::gate(ctx, plan, &ids, false).await?;
             Ok(Outcome::OutboxFlush(admin::outbox_flush(ctx, *older_than, *limit).await?))
         }
         Command::Report(ReportCommand::Retry { ids, reset_attempts, dry_run }) => {
-            let request = PublishRequest::report(ids.interview_id, ids.organization_id, RequestId::from_caller(None));
+            let ops_id = ctx.request_id("report-retry").await;
+            let request =
+                PublishRequest::report(ids.interview_id, ids.organization_id, RequestId::from_caller(Some(&ops_id)));
             let mut plan = request.plan(ctx, ctx.locator().await.source_url(QueueName::report_generate()).await?);
             plan.action = "re-publish report.generate (report retry)".into();
-            plan.attributes.remove("requestId");
-            if *reset_attempts {
-                plan.effects.push(format!(
-                    "resets the FAILED report's attemptCount to 0 first (recorded on the report: lastRetry, by {})",
-                    ctx.operator("report-retry").by
-                ));
+            plan.effects.clear();
+            let fate = match ctx.mongo_for_plan().await {
+                Some(mongo) => Some(predict::report(&mongo.db, request_message(ids), *reset_attempts).await),
+                None => None,
+            };
+            match &fate {
+                Some(f) if f.outcome == "already-completed" => {
+                    plan.effects.push("report COMPLETED: nothing to do (nothing is reset, nothing is published)".into())
+                }
+                Some(f) if f.outcome == "dropped" => plan
+                    .effects
+                    .push(format!("publishes report.generate; the consumer, from the state now: {}", f.text)),
+                Some(f) => {
+                    if *reset_attempts && f.text.starts_with("attempts reset") {
+                        plan.effects.push(format!(
+                            "resets the report's attemptCount to 0 first (recorded on the report: lastRetry, by {})",
+                            ctx.operator("report-retry").by
+                        ));
+                    }
+                    plan.effects
+                        .push(format!("publishes report.generate; the consumer, from the state now: {}", f.text));
+                }
+                None => {
+                    if *reset_attempts {
+                        plan.effects.push(format!(
+                            "resets a FAILED report's attemptCount to 0 first (recorded on the report: lastRetry, by {})",
+                            ctx.operator("report-retry").by
+                        ));
+                    }
+                    plan.effects.push("publishes report.generate (what the consumer will do is not predicted: MONGODB_URI is not set)".into());
+                }
             }
             if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &[ids.interview_id], *dry_run).await? {
                 return Ok(Outcome::DryRun(plan));
             }
             Ok(Outcome::ReportRetry(
-                admin::report_retry(ctx, ids.interview_id, ids.organization_id, *reset_attempts).await?,
+                admin::report_retry(ctx, ids.interview_id, ids.organization_id, *reset_attempts, &ops_id).await?,
             ))
         }
         Command::Invariants(InvariantsCommand::Check { org }) => {
             Ok(Outcome::InvariantsCheck(admin::invariants_check(ctx, *org).await?))
         }
         Command::Migrate => Ok(Outcome::Migrate(admin::migrate(ctx).await?)),
+        Command::Queue(QueueCommand::Status { queue, window }) => {
+            Ok(Outcome::QueueStatus(Box::new(status::queue_status(ctx, *queue, *window).await?)))
+        }
+        Command::Interview(InterviewCommand::Unsettled { org, older_than, limit }) => {
+            Ok(Outcome::InterviewUnsettled(listing::unsettled(ctx, *org, *older_than, *limit).await?))
+        }
+        Command::Report(ReportCommand::Failures { since, limit }) => {
+            Ok(Outcome::ReportFailures(listing::failures(ctx, *since, *limit).await?))
+        }
+        Command::Audit(AuditCommand::List { limit, command, since }) => {
+            Ok(Outcome::AuditList(audit::list(ctx, *limit, command.as_deref(), *since).await?))
+        }
     }
+}
+
+fn request_message(ids: &cli::Ids) -> sophia_contracts::ReportGenerate {
+    sophia_contracts::ReportGenerate { interview_id: ids.interview_id, organization_id: ids.organization_id }
+}
+
+/// The audit name of a command that changes something (`None`: a read-only command).
+pub fn mutating_name(command: &Command) -> Option<&'static str> {
+    Some(match command {
+        Command::Publish(PublishCommand::Completed { .. }) => "publish-completed",
+        Command::Publish(PublishCommand::Failed { .. }) => "publish-failed",
+        Command::Publish(PublishCommand::Report { .. }) => "publish-report",
+        Command::Dlq(DlqCommand::Redrive { .. }) => "dlq-redrive",
+        Command::Dlq(DlqCommand::Delete { .. }) => "dlq-delete",
+        Command::Queue(QueueCommand::Move { .. }) => "queue-move",
+        Command::Outbox(OutboxCommand::Flush { .. }) => "outbox-flush",
+        Command::Report(ReportCommand::Retry { .. }) => "report-retry",
+        Command::Migrate => "migrate",
+        _ => return None,
+    })
 }
 
 /// What to print and the exit code: stdout text, stderr text.
@@ -468,6 +670,10 @@ pub fn render(result: &Result<Outcome, OpsError>, json: bool) -> Rendered {
         }
         (Ok(outcome), true) => {
             Rendered { stdout: outcome.to_json() + "\n", stderr: String::new(), exit_code: outcome.exit_code() }
+        }
+        // A plan waiting for --yes is not an error: it is printed as the plan it is.
+        (Err(e @ OpsError::ConfirmationRequired(_)), false) => {
+            Rendered { stdout: String::new(), stderr: format!("{e}\n"), exit_code: EXIT_ERROR }
         }
         (Err(e), false) => Rendered { stdout: String::new(), stderr: format!("error: {e}\n"), exit_code: EXIT_ERROR },
         (Err(e), true) => {
@@ -524,10 +730,11 @@ async fn redrive_plan(
     }
     let ids: Vec<InterviewId> =
         peeked.messages.iter().filter_map(|m| m.interview_id.as_deref()?.parse().ok()).collect();
-    let states = if ctx.has_mongo() { confirm::interview_states(ctx, &ids).await.ok() } else { None };
+    let mongo = ctx.mongo_for_plan().await;
     for m in &peeked.messages {
-        let state = m.interview_id.as_ref().and_then(|id| states.as_ref()?.iter().find(|s| &s.interview_id == id));
-        plan.effects.push(format!("message {}: {}", m.message_id, message_fate(queue, m, state, reset)));
+        let interview = m.interview_id.as_deref().unwrap_or("-");
+        let fate = predict::message(mongo.as_ref(), queue, &m.body, reset).await;
+        plan.effects.push(format!("message {}: interview {interview}: {}", m.message_id, fate.text));
     }
     if peeked.truncated {
         plan.effects.push(format!("(only the first {REDRIVE_PLAN_MESSAGES} messages are listed)"));
@@ -536,47 +743,26 @@ async fn redrive_plan(
     Ok((plan, if ctx.has_mongo() || !confirm::is_local_url(&dlq_url) { ids } else { Vec::new() }))
 }
 
-/// What the consumer will do with one redriven message, from the state it will find.
-fn message_fate(queue: QueueName, m: &dlq::DlqMessage, state: Option<&confirm::InterviewState>, reset: bool) -> String {
-    let interview = m.interview_id.as_deref().unwrap_or("-");
-    if let Some(e) = &m.contract_error {
-        return format!("body breaks the contract ({e}): the consumer will drop it; consider `dlq delete`");
-    }
-    let Some(s) = state else { return format!("interview {interview} (state not read: set MONGODB_URI)") };
-    if !s.found {
-        return format!("interview {interview} NOT FOUND in MongoDB: the message will fail again");
-    }
-    if queue.is(sophia_queue_settings::REPORT_GENERATE) {
-        let status = s.report_status.as_deref().unwrap_or("none");
-        let attempts = s.report_attempts.unwrap_or(0);
-        let kind = s.report_error_kind.as_deref().unwrap_or("-");
-        let fate = match status {
-            "COMPLETED" => "already COMPLETED: acknowledged without a model call".to_owned(),
-            "FAILED" | "PROCESSING" if reset => "attempts reset to 0, then generated again".to_owned(),
-            "FAILED" if attempts >= i64::from(sophia_reports::store::MAX_ATTEMPTS) => {
-                "stays FAILED (no attempts left; redrive without --keep-attempts to reset)".to_owned()
-            }
-            _ => "generated again".to_owned(),
-        };
-        format!("interview {interview}: report {status}, {attempts} attempt(s), errorKind {kind} -> {fate}")
-    } else {
-        match &s.settled_at {
-            Some(at) => format!("interview {interview}: already settled at {at}: acknowledged, nothing charged again"),
-            None => format!("interview {interview}: UNSETTLED: will be settled"),
-        }
-    }
-}
-
 /// Parses nothing: runs an already parsed command line end to end (env file, clients, command,
 /// rendering). The binary is this plus argument parsing and printing.
 pub async fn run(cli: &Cli) -> Rendered {
+    run_with_args(cli, std::env::args().skip(1).collect()).await
+}
+
+/// [`run`], with the arguments to record in the audit trail.
+pub async fn run_with_args(cli: &Cli, args: Vec<String>) -> Rendered {
     let mut note = String::new();
+    let mut audit_line = None;
     let result = match Context::from_cli(cli) {
         Ok(ctx) => {
             if let Some(file) = ctx.env.file().filter(|_| !cli.json) {
                 note = format!("(settings completed from {})\n", file.display());
             }
+            let started = chrono::Utc::now();
             let result = execute(&cli.command, &ctx).await;
+            if let Some(name) = mutating_name(&cli.command) {
+                audit_line = Some(record_audit(&ctx, name, &args, started, &result).await);
+            }
             note.push_str(&ctx.take_notes());
             result
         }
@@ -584,5 +770,115 @@ pub async fn run(cli: &Cli) -> Rendered {
     };
     let mut rendered = render(&result, cli.json);
     rendered.stderr.insert_str(0, &note);
+    if let Some(line) = audit_line {
+        rendered.stderr.push_str(&line);
+    }
+    if let Some(stage) = &cli.stage {
+        rendered = for_stage(rendered, stage);
+    }
     rendered
+}
+
+/// The hints name `sophia/<stage>/...` (the credentials hint's secret): with `--stage` the
+/// operator gave the stage, so it is written in.
+pub fn for_stage(mut rendered: Rendered, stage: &str) -> Rendered {
+    rendered.stderr = rendered.stderr.replace("sophia/<stage>/", &format!("sophia/{stage}/"));
+    rendered.stdout = rendered.stdout.replace("sophia/<stage>/", &format!("sophia/{stage}/"));
+    rendered
+}
+
+/// Writes the audit record of a mutating command (MongoDB `operatorAudit` when configured) and
+/// returns its stderr lines (the record, and a warning if it could not be stored).
+pub async fn record_audit(
+    ctx: &Context,
+    command: &'static str,
+    args: &[String],
+    started: chrono::DateTime<chrono::Utc>,
+    result: &Result<Outcome, OpsError>,
+) -> String {
+    let who = ctx.identify().await;
+    let request_id = match ctx.current_request_id() {
+        Some(r) => r,
+        None => ctx.request_id(command).await,
+    };
+    let (kind, exit_code, mut outcome) = match result {
+        Ok(Outcome::DryRun(_)) => ("dry-run", EXIT_OK, serde_json::to_value(result.as_ref().ok()).unwrap_or_default()),
+        Ok(o) => (
+            if o.exit_code() == EXIT_OK { "done" } else { "incomplete" },
+            o.exit_code(),
+            serde_json::to_value(o).unwrap_or_default(),
+        ),
+        Err(OpsError::ConfirmationRequired(_)) => {
+            ("refused", EXIT_ERROR, serde_json::json!({"error": "not confirmed (--yes)"}))
+        }
+        Err(e) => ("error", EXIT_ERROR, serde_json::json!({"error": e.to_string(), "kind": error_kind(e)})),
+    };
+    audit::redact_json(&mut outcome);
+    let mut plan = ctx.take_plan().and_then(|p| serde_json::to_value(p).ok());
+    if let Some(p) = plan.as_mut() {
+        audit::redact_json(p);
+    }
+    let record = audit::Record {
+        command: command.to_owned(),
+        args: audit::redact_args(args),
+        stage: ctx.stage.clone(),
+        who,
+        request_id,
+        started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        finished_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        result: kind,
+        exit_code,
+        plan,
+        outcome,
+    };
+    let mut lines = record.line() + "\n";
+    if ctx.has_mongo() {
+        let stored = match ctx.mongo().await {
+            Ok(m) => audit::write(&m.db, &record).await,
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = stored {
+            lines.push_str(&format!(
+                "warning: the audit record was NOT stored in MongoDB ({}): keep the line above\n",
+                e
+            ));
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_credentials_hint_names_the_stage_given() {
+        let rendered = for_stage(render(&Err(OpsError::CredentialsRefused), false), "prod");
+        assert!(rendered.stderr.contains("--secret-id sophia/prod/mongodb-uri"), "{}", rendered.stderr);
+        let json = for_stage(render(&Err(OpsError::CredentialsRefused), true), "prod");
+        assert!(json.stdout.contains("sophia/prod/mongodb-uri"), "{}", json.stdout);
+    }
+
+    #[test]
+    fn a_plan_waiting_for_yes_is_not_printed_as_an_error() {
+        let ctx = Context::default();
+        let plan = confirm::Plan::new(&ctx, "publish interview.completed", "https://sqs.eu-west-1.amazonaws.com/1/q");
+        let rendered = render(&Err(OpsError::ConfirmationRequired(Box::new(plan))), false);
+        assert!(rendered.stderr.starts_with("publish interview.completed"), "{}", rendered.stderr);
+        assert!(!rendered.stderr.contains("error:"), "{}", rendered.stderr);
+        assert_eq!(rendered.exit_code, EXIT_ERROR);
+    }
+
+    #[test]
+    fn without_user_the_operator_is_the_uid_marked_self_declared() {
+        let declared = audit::Identity::declared(None);
+        if std::env::var("USER").is_ok_and(|u| !u.trim().is_empty()) {
+            assert_eq!(declared.source, "USER");
+        } else {
+            assert!(declared.who.starts_with("uid-") && declared.who != "uid-unknown", "{declared:?}");
+        }
+        assert!(declared.self_declared);
+        let by = Context::default().acting_as(Some("alice".into())).operator("report-retry").by;
+        assert_eq!(by, "alice (self-declared)");
+    }
 }

@@ -76,7 +76,13 @@ pub struct RedriveOptions {
     /// How long the fallback hides a received message while it moves it.
     pub visibility: Duration,
     pub progress: ProgressMode,
+    /// Added to every message sent as the `opsRequestId` attribute (`ops:<command>:<who>:<uuid>`;
+    /// the message's own `requestId` is kept).
+    pub ops_request_id: Option<String>,
 }
+
+/// The message attribute that names the operator command that moved a message.
+pub const OPS_REQUEST_ID: &str = "opsRequestId";
 
 impl Default for RedriveOptions {
     fn default() -> Self {
@@ -86,6 +92,7 @@ impl Default for RedriveOptions {
             method: RedriveMethod::Auto,
             visibility: Duration::from_secs(120),
             progress: ProgressMode::Hidden,
+            ops_request_id: None,
         }
     }
 }
@@ -643,25 +650,45 @@ async fn wait_for_move_task(
     }
 }
 
-/// The body, message attributes and tracing header of a DLQ message, as a send entry.
-fn send_entry(id: String, m: &Message) -> SendMessageBatchRequestEntry {
+/// The body, message attributes and tracing header of a DLQ message, as a send entry, with the
+/// operator's request id and, on a standard queue, `MessageGroupId` = the body's organization
+/// (fair queues: one organization's burst does not delay the others).
+fn send_entry(id: String, m: &Message, ops_request_id: Option<&str>) -> SendMessageBatchRequestEntry {
     let system = m.attributes();
     let trace = system.and_then(|a| a.get(&MessageSystemAttributeName::AwsTraceHeader)).map(|v| {
         MessageSystemAttributeValue::builder().data_type("String").string_value(v).build().expect("data type is set")
     });
     // A FIFO source queue needs a group; reuse the original one, deduplicated by the message id.
-    let group = system.and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId)).cloned();
-    let dedup = group.as_ref().and(m.message_id().map(str::to_owned));
+    let fifo_group = system.and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId)).cloned();
+    let dedup = fifo_group.as_ref().and(m.message_id().map(str::to_owned));
+    let group = fifo_group.or_else(|| organization_named(m.body().unwrap_or_default()));
+    let mut attributes = m.message_attributes().cloned().unwrap_or_default();
+    if let Some(r) = ops_request_id {
+        attributes.insert(
+            OPS_REQUEST_ID.to_owned(),
+            aws_sdk_sqs::types::MessageAttributeValue::builder()
+                .data_type("String")
+                .string_value(r)
+                .build()
+                .expect("data type is set"),
+        );
+    }
     let mut entry = SendMessageBatchRequestEntry::builder()
         .id(id)
         .message_body(m.body().unwrap_or_default())
-        .set_message_attributes(m.message_attributes().cloned())
+        .set_message_attributes(Some(attributes).filter(|a| !a.is_empty()))
         .set_message_group_id(group)
         .set_message_deduplication_id(dedup);
     if let Some(trace) = trace {
         entry = entry.message_system_attributes(MessageSystemAttributeNameForSends::AwsTraceHeader, trace);
     }
     entry.build().expect("id and body are set")
+}
+
+/// The `organizationId` a body names (a valid ObjectId), for `MessageGroupId`.
+pub fn organization_named(body: &str) -> Option<String> {
+    let id = serde_json::from_str::<serde_json::Value>(body).ok()?.get("organizationId")?.as_str()?.to_owned();
+    id.parse::<sophia_contracts::OrganizationId>().ok().map(|o| o.to_string())
 }
 
 fn delete_entry(id: &str, receipt_handle: &str) -> DeleteMessageBatchRequestEntry {
@@ -767,7 +794,7 @@ async fn move_by_hand(
             let sent = if to_send.is_empty() {
                 HashMap::new()
             } else {
-                let entries = ids.iter().zip(&to_send).map(|(id, m)| send_entry(id.clone(), m)).collect();
+                let entries = ids.iter().zip(&to_send).map(|(id, m)| send_entry(id.clone(), m, options.ops_request_id.as_deref())).collect();
                 outcome(&ids, io.send_batch(&source.url, entries).await)
             };
             let mut deletes: Vec<(String, String)> = redeletes;

@@ -1,0 +1,228 @@
+//! Read-only listings that need no id: `interview unsettled` (reservations no settlement has
+//! released) and `report failures` (reports with failed attempts). Identifiers, numbers, statuses
+//! and dates only.
+
+use std::time::Duration;
+
+use bson::{Bson, Document, doc};
+use futures::TryStreamExt;
+use serde::Serialize;
+use sophia_contracts::OrganizationId;
+use sophia_credits::model::INTERVIEWS;
+use sophia_reports::store::INTERVIEW_REPORTS;
+
+use crate::confirm::{number, text};
+use crate::status::human_duration;
+use crate::{Context, OpsError};
+
+/// A numeric comparison that matches Int32, Int64 and double alike (nx-27017, the local server,
+/// compares numbers within one BSON type only).
+fn any_number(op: &str, n: i64) -> Bson {
+    let alternatives: Vec<Document> =
+        vec![doc! {op: i32::try_from(n).unwrap_or(i32::MAX)}, doc! {op: n}, doc! {op: n as f64}];
+    Bson::Array(alternatives.into_iter().map(Bson::Document).collect())
+}
+
+fn or_field(field: &str, op: &str, n: i64) -> Document {
+    let Bson::Array(alts) = any_number(op, n) else { unreachable!() };
+    doc! {"$or": alts.into_iter().map(|a| Bson::Document(doc! {field: a})).collect::<Vec<_>>()}
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unsettled {
+    pub interview_id: String,
+    pub organization_id: Option<String>,
+    pub status: Option<String>,
+    pub credits_reserved: Option<i64>,
+    /// `createdAt`, else the ObjectId's time.
+    pub created_at: Option<String>,
+    pub age_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnsettledListing {
+    pub organization_id: Option<OrganizationId>,
+    pub interviews: Vec<Unsettled>,
+    pub truncated: bool,
+}
+
+impl UnsettledListing {
+    pub fn human(&self) -> String {
+        let scope = self.organization_id.map_or("all organizations".into(), |o| format!("organization {o}"));
+        let mut s = format!(
+            "{} unsettled interview(s) holding a reservation ({scope}), oldest first{}\n",
+            self.interviews.len(),
+            if self.truncated { " (--limit reached)" } else { "" }
+        );
+        for i in &self.interviews {
+            s.push_str(&format!(
+                "  {}  age {:>8}  organization {}  reserved {}  status {}\n",
+                i.interview_id,
+                i.age_seconds.map_or("?".into(), human_duration),
+                i.organization_id.as_deref().unwrap_or("-"),
+                i.credits_reserved.map_or("?".into(), |n| n.to_string()),
+                i.status.as_deref().unwrap_or("-"),
+            ));
+        }
+        if !self.interviews.is_empty() {
+            s.push_str("  next: sophia-ops interview show <interviewId> (its DLQ messages, ledger, outbox)\n");
+        }
+        s
+    }
+}
+
+/// `interview unsettled [--org] [--older-than] [--limit]`.
+pub async fn unsettled(
+    ctx: &Context,
+    org: Option<OrganizationId>,
+    older_than: Option<Duration>,
+    limit: i64,
+) -> Result<UnsettledListing, OpsError> {
+    let db = ctx.mongo().await?.db;
+    let mut filter = doc! {"settledAt": Bson::Null, "deletedAt": Bson::Null};
+    let mut and = vec![Bson::Document(or_field("credits.reserved", "$gt", 0))];
+    if let Some(o) = org {
+        filter.insert("organizationId", o.oid());
+    }
+    if let Some(age) = older_than {
+        let before = bson::oid::ObjectId::from_bytes({
+            let secs = (chrono::Utc::now().timestamp() - age.as_secs() as i64).max(0) as u32;
+            let mut b = [0u8; 12];
+            b[..4].copy_from_slice(&secs.to_be_bytes());
+            b
+        });
+        and.push(Bson::Document(doc! {"_id": {"$lt": before}}));
+    }
+    filter.insert("$and", and);
+    let docs: Vec<Document> = db
+        .collection::<Document>(INTERVIEWS)
+        .find(filter)
+        // `credits` whole: nx-27017 returns a dotted projection as a flat key.
+        .projection(doc! {"organizationId": 1, "status": 1, "credits": 1, "createdAt": 1})
+        .sort(doc! {"_id": 1})
+        .limit(limit + 1)
+        .await
+        .map_err(|e| OpsError::domain("listing unsettled interviews", e))?
+        .try_collect()
+        .await
+        .map_err(|e| OpsError::domain("listing unsettled interviews", e))?;
+    let truncated = docs.len() as i64 > limit;
+    let now = chrono::Utc::now();
+    let interviews = docs
+        .iter()
+        .take(limit as usize)
+        .map(|d| {
+            let created = match d.get("createdAt") {
+                Some(Bson::DateTime(t)) => Some(t.to_chrono()),
+                _ => d.get_object_id("_id").ok().map(|o| o.timestamp().to_chrono()),
+            };
+            Unsettled {
+                interview_id: d.get("_id").and_then(text).unwrap_or_default(),
+                organization_id: d.get("organizationId").and_then(text),
+                status: d.get("status").and_then(text),
+                credits_reserved: d.get_document("credits").ok().and_then(|c| c.get("reserved")).and_then(number),
+                created_at: created.map(|c| c.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                age_seconds: created.map(|c| (now - c).num_seconds().max(0) as u64),
+            }
+        })
+        .collect();
+    Ok(UnsettledListing { organization_id: org, interviews, truncated })
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Failure {
+    pub interview_id: String,
+    pub organization_id: Option<String>,
+    pub status: Option<String>,
+    pub error_kind: Option<String>,
+    pub attempts: Option<i64>,
+    pub last_error_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailuresListing {
+    pub since_seconds: u64,
+    pub reports: Vec<Failure>,
+    pub truncated: bool,
+    /// Reports per error kind.
+    pub by_kind: std::collections::BTreeMap<String, usize>,
+}
+
+impl FailuresListing {
+    pub fn human(&self) -> String {
+        let mut s = format!(
+            "{} report(s) with failed attempts, not COMPLETED, in the last {}{}\n",
+            self.reports.len(),
+            human_duration(self.since_seconds),
+            if self.truncated { " (--limit reached)" } else { "" }
+        );
+        if !self.by_kind.is_empty() {
+            let kinds: Vec<String> = self.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            s.push_str(&format!(
+                "  by error kind: {} (what each means: docs/runbook.md#error-kinds)\n",
+                kinds.join(", ")
+            ));
+        }
+        for r in &self.reports {
+            s.push_str(&format!(
+                "  {}  organization {}  {} after {} attempt(s)  errorKind {}  last error {}\n",
+                r.interview_id,
+                r.organization_id.as_deref().unwrap_or("-"),
+                r.status.as_deref().unwrap_or("-"),
+                r.attempts.map_or("?".into(), |n| n.to_string()),
+                r.error_kind.as_deref().unwrap_or("-"),
+                r.last_error_at.as_deref().unwrap_or("-"),
+            ));
+        }
+        if !self.reports.is_empty() {
+            s.push_str("  next: sophia-ops interview show <interviewId> (lastError, lease, retries)\n");
+        }
+        s
+    }
+}
+
+/// `report failures [--since 24h] [--limit]`.
+pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<FailuresListing, OpsError> {
+    let db = ctx.mongo().await?.db;
+    let after = bson::DateTime::from_millis(
+        chrono::Utc::now().timestamp_millis() - i64::try_from(since.as_millis()).unwrap_or(i64::MAX / 2),
+    );
+    let filter = doc! {
+        "status": {"$ne": "COMPLETED"},
+        "lastErrorAt": {"$gte": after},
+        "$and": [or_field("attemptCount", "$gt", 0)],
+    };
+    let docs: Vec<Document> = db
+        .collection::<Document>(INTERVIEW_REPORTS)
+        .find(filter)
+        .projection(doc! {"interviewId": 1, "organizationId": 1, "status": 1, "errorKind": 1, "attemptCount": 1, "lastErrorAt": 1})
+        .sort(doc! {"lastErrorAt": -1})
+        .limit(limit + 1)
+        .await
+        .map_err(|e| OpsError::domain("listing failed reports", e))?
+        .try_collect()
+        .await
+        .map_err(|e| OpsError::domain("listing failed reports", e))?;
+    let truncated = docs.len() as i64 > limit;
+    let reports: Vec<Failure> = docs
+        .iter()
+        .take(limit as usize)
+        .map(|d| Failure {
+            interview_id: d.get("interviewId").and_then(text).unwrap_or_default(),
+            organization_id: d.get("organizationId").and_then(text),
+            status: d.get("status").and_then(text),
+            error_kind: d.get("errorKind").and_then(text),
+            attempts: d.get("attemptCount").and_then(number),
+            last_error_at: d.get("lastErrorAt").and_then(text),
+        })
+        .collect();
+    let mut by_kind = std::collections::BTreeMap::new();
+    for r in &reports {
+        *by_kind.entry(r.error_kind.clone().unwrap_or_else(|| "-".into())).or_insert(0) += 1;
+    }
+    Ok(FailuresListing { since_seconds: since.as_secs(), reports, truncated, by_kind })
+}

@@ -1,0 +1,208 @@
+//! What a consumer will do with a message, predicted from the state it will read, in the
+//! consumer's own words. The prediction calls the consumers' own decisions wherever they are
+//! public: the settlement's first step, [`SettlementService::prepare`] (no transaction, no
+//! write: it reads the interview and decides already settled / settles with these amounts /
+//! fails with this error), the error's [`sophia_credits::Disposition`] (retry or drop, as the
+//! interview-completed consumer maps it), the report consumer's org-scoped interview read
+//! ([`sophia_reports::interview::load_raw`]) and its claim rules (COMPLETED, out of attempts,
+//! a live lease, [`MAX_ATTEMPTS`]).
+//!
+//! A prediction is made for the state at the time of the plan: a consumer running in between
+//! may change it (the plan says "now").
+
+use bson::Document;
+use serde::Serialize;
+use sophia_contracts::{InterviewId, InterviewQueueMessage, OrganizationId, QueueMessage, ReportGenerate};
+use sophia_credits::settlement::SettleKind;
+use sophia_credits::{CreditsError, Disposition, SettlementService};
+use sophia_reports::store::{MAX_ATTEMPTS, ReportStore};
+
+use crate::queues::QueueName;
+
+/// One message's predicted fate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fate {
+    /// A stable label: `settles`, `already-settled`, `retried`, `dropped`, `generated`,
+    /// `already-completed`, `out-of-attempts`, `held`, `invalid`, `unknown`.
+    pub outcome: &'static str,
+    /// In the consumer's words (what its log line will say).
+    pub text: String,
+}
+
+impl Fate {
+    fn new(outcome: &'static str, text: impl Into<String>) -> Self {
+        Self { outcome, text: text.into() }
+    }
+
+    /// The state could not be read: the plan says so rather than guess.
+    pub fn unknown(why: impl std::fmt::Display) -> Self {
+        Self::new("unknown", format!("state not read ({why}): the outcome cannot be predicted"))
+    }
+}
+
+/// The retry wording of both consumers: SQS redelivers, and after the last receive the message
+/// is in the DLQ again (with a new message id).
+const RETRIED: &str = "the consumer fails it and SQS retries it; after its receives run out it is back in the DLQ";
+
+/// What the interview-completed consumer will do with `body` (an `interview.completed` or
+/// `interview.failed` message), by running the settlement's read-only first step.
+pub async fn interview_message(mongo: &sophia_platform::mongo::Mongo, body: &str) -> Fate {
+    let message = match InterviewQueueMessage::parse(body) {
+        Ok(m) => m,
+        Err(e) => return Fate::new("invalid", format!("dropped: the body breaks the contract ({e})")),
+    };
+    let (interview, org, kind) = match &message {
+        InterviewQueueMessage::Completed(m) => (
+            m.interview_id,
+            m.organization_id,
+            SettleKind::Completed { completed_at: m.completed_at, duration_seconds: m.duration_seconds },
+        ),
+        InterviewQueueMessage::Failed(m) => {
+            (m.interview_id, m.organization_id, SettleKind::Failed { failed_at: m.failed_at })
+        }
+    };
+    settlement(mongo, interview, org, kind).await
+}
+
+/// What a settlement of `interview` for `org` would do now.
+pub async fn settlement(
+    mongo: &sophia_platform::mongo::Mongo,
+    interview: InterviewId,
+    org: OrganizationId,
+    kind: SettleKind,
+) -> Fate {
+    let service = SettlementService::new(mongo.client.clone(), mongo.db.clone());
+    match service.prepare(interview.oid(), org.oid(), kind).await {
+        Ok(None) => Fate::new("already-settled", "already settled: acknowledged, nothing charged"),
+        Ok(Some(p)) => {
+            let released = p.reserved - p.consumed;
+            match kind {
+                SettleKind::Completed { .. } => Fate::new(
+                    "settles",
+                    format!(
+                        "settles: {} credit(s) consumed, {released} released (forfeited instead on an expired lot) of {} reserved; a report is requested",
+                        p.consumed, p.reserved
+                    ),
+                ),
+                SettleKind::Failed { .. } => Fate::new(
+                    "settles",
+                    format!(
+                        "settles as failed: nothing consumed, {released} credit(s) released (forfeited instead on an expired lot); no report"
+                    ),
+                ),
+            }
+        }
+        // The plan could not read: say so rather than predict a failure of the consumer.
+        Err(e @ (CreditsError::Mongo { .. } | CreditsError::DeadlineExceeded { .. })) => Fate::unknown(e),
+        Err(e) => settlement_error(&e),
+    }
+}
+
+/// The consumer's answer to a settlement error, by its disposition.
+fn settlement_error(e: &CreditsError) -> Fate {
+    let why = match e {
+        CreditsError::WrongOrganization { actual, .. } => {
+            format!("the interview belongs to another organization ({actual})")
+        }
+        CreditsError::InterviewNotFound { .. } => "the interview does not exist (interview not found)".to_owned(),
+        other => other.to_string(),
+    };
+    match e.disposition() {
+        Disposition::Retry => Fate::new("retried", format!("fails: {why}; {RETRIED}")),
+        Disposition::Drop => Fate::new("dropped", format!("dropped: {why}; acknowledged, nothing written")),
+    }
+}
+
+/// What the report-generate consumer will do with `interview`'s `report.generate` now; with
+/// `reset`, after a FAILED (or stuck) report's attempts are reset first (`dlq redrive
+/// report-generate`, `report retry --reset-attempts`).
+pub async fn report(db: &mongodb::Database, message: ReportGenerate, reset: bool) -> Fate {
+    let ReportGenerate { interview_id, organization_id } = message;
+    match sophia_reports::interview::load_raw(db, interview_id, organization_id).await {
+        Err(e) => return Fate::unknown(format!("reading the interview: {e}")),
+        Ok(None) => {
+            return Fate::new(
+                "dropped",
+                "dropped: interview not found in this organization (absent, soft-deleted or another organization's): acknowledged, nothing written",
+            );
+        }
+        Ok(Some(_)) => {}
+    }
+    let raw = match ReportStore::new(db).find_raw(interview_id).await {
+        Ok(raw) => raw,
+        Err(e) => return Fate::unknown(format!("reading the report: {e}")),
+    };
+    report_from(raw.as_ref(), reset, bson::DateTime::now())
+}
+
+/// The claim rules of the report consumer over the stored report (no I/O).
+pub fn report_from(raw: Option<&Document>, reset: bool, now: bson::DateTime) -> Fate {
+    let Some(raw) = raw else {
+        return Fate::new("generated", format!("generated: attempt 1 of {MAX_ATTEMPTS} (an OpenAI call)"));
+    };
+    let status = raw.get_str("status").unwrap_or("NOT_STARTED");
+    let attempts = raw.get("attemptCount").and_then(crate::confirm::number).unwrap_or(0);
+    let lease_live = matches!(raw.get("leaseExpiresAt"), Some(bson::Bson::DateTime(until)) if *until >= now)
+        || (status == "PROCESSING" && !matches!(raw.get("leaseExpiresAt"), Some(bson::Bson::DateTime(_))));
+    let max = i64::from(MAX_ATTEMPTS);
+    match status {
+        "COMPLETED" => Fate::new("already-completed", "report COMPLETED: acknowledged, nothing to do"),
+        "PROCESSING" if lease_live => {
+            Fate::new("held", "another worker holds a live lease on this report: skipped (acknowledged); not reset")
+        }
+        "FAILED" | "PROCESSING" if reset => Fate::new(
+            "generated",
+            format!("attempts reset from {attempts} to 0, then generated: attempt 1 of {max} (an OpenAI call)"),
+        ),
+        _ if attempts >= max => Fate::new(
+            "out-of-attempts",
+            format!(
+                "out of attempts ({attempts} of {max}): acknowledged without a model call; the report stays FAILED (reset its attempts to generate it)"
+            ),
+        ),
+        _ => Fate::new("generated", format!("generated: attempt {} of {max} (an OpenAI call)", attempts + 1)),
+    }
+}
+
+/// The fate of one body of `queue`, with MongoDB (`None`: not configured).
+pub async fn message(mongo: Option<&sophia_platform::mongo::Mongo>, queue: QueueName, body: &str, reset: bool) -> Fate {
+    if let Err(e) = crate::contract::check(queue, body) {
+        return Fate::new("invalid", format!("dropped: the body breaks the contract ({e})"));
+    }
+    let Some(mongo) = mongo else { return Fate::unknown("MONGODB_URI is not set") };
+    if queue.is(sophia_queue_settings::REPORT_GENERATE) {
+        match ReportGenerate::parse(body) {
+            Ok(m) => report(&mongo.db, m, reset).await,
+            Err(e) => Fate::new("invalid", format!("dropped: the body breaks the contract ({e})")),
+        }
+    } else {
+        interview_message(mongo, body).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bson::doc;
+
+    use super::*;
+
+    #[test]
+    fn the_report_claim_rules_in_the_consumers_words() {
+        let now = bson::DateTime::now();
+        let later = bson::DateTime::from_millis(now.timestamp_millis() + 60_000);
+        let earlier = bson::DateTime::from_millis(now.timestamp_millis() - 60_000);
+        let fate = |d: Option<Document>, reset| report_from(d.as_ref(), reset, now);
+        assert_eq!(fate(None, false).outcome, "generated");
+        let completed = doc! {"status": "COMPLETED", "attemptCount": 1};
+        assert_eq!(fate(Some(completed.clone()), true).text, "report COMPLETED: acknowledged, nothing to do");
+        let failed = doc! {"status": "FAILED", "attemptCount": 3_i64};
+        assert_eq!(fate(Some(failed.clone()), false).outcome, "out-of-attempts");
+        assert!(fate(Some(failed), true).text.starts_with("attempts reset from 3 to 0"));
+        let held = doc! {"status": "PROCESSING", "attemptCount": 1, "leaseExpiresAt": later};
+        assert_eq!(fate(Some(held), true).outcome, "held");
+        let stuck = doc! {"status": "PROCESSING", "attemptCount": 2, "leaseExpiresAt": earlier};
+        assert_eq!(fate(Some(stuck.clone()), false).text, "generated: attempt 3 of 3 (an OpenAI call)");
+        assert_eq!(fate(Some(stuck), true).outcome, "generated");
+    }
+}
