@@ -15,12 +15,10 @@
 //!   touching a document (MongoDB deletes expired reports from then on);
 //! - no index at all (a database the stage was just pointed at, before the invocation has run):
 //!   settlement still settles once (the claim on `settledAt` is the gate, the ledger's unique index
-//!   a second line), but report-generate only logs its missing `interviewId_unique` and goes on: the
-//!   insert-claim is insert-if-absent only with that index, so the redelivery of a completed
-//!   report's message inserts a second report and calls the model again, and the migration that
-//!   follows cannot build the unique index over the duplicate (the invocation, and `pulumi up`,
-//!   fail until one report is removed). docs/deploy.md says to migrate a new database before the
-//!   deploy that switches to it.
+//!   a second line); report-generate refuses every batch, whole, while its unique `interviewId`
+//!   index is missing (without it the insert-claim is not insert-if-absent: a redelivery would store
+//!   a second report and call the model again), so SQS redelivers the messages and nothing is
+//!   generated; once the migration has run, the same process generates each report once.
 
 mod report_support;
 mod settlement_common;
@@ -34,7 +32,7 @@ use mongodb::options::IndexOptions;
 use mongodb::{Database, IndexModel};
 use report_support::{
     Behaviour, ConsumerOptions, Env, FakeOpenAi, InterviewFixture, ReportGenerateHandler, ReportModel, ReportService,
-    deliver, org, report_count, settings, stored,
+    deliver, event, org, report_count, settings, stored,
 };
 use settlement_common::{RecordingPublisher, World};
 use sophia_contracts::{InterviewId, OrganizationId};
@@ -168,7 +166,7 @@ async fn new_code_on_the_previous_releases_indexes_settles_and_reports_then_the_
 }
 
 #[tokio::test]
-async fn new_code_on_a_database_without_any_index_settles_once_but_a_report_redelivery_is_generated_again() {
+async fn new_code_on_a_database_without_any_index_settles_once_and_refuses_reports_until_the_migration() {
     let logs = LogCapture::global();
     let mongo = harness::test_mongo().await;
     let database = mongo.db.name().to_owned();
@@ -176,17 +174,16 @@ async fn new_code_on_a_database_without_any_index_settles_once_but_a_report_rede
     // Settlement: the claim on `settledAt` is the gate; the ledger's unique index only a second line.
     settle_twice(&settlement_world(&mongo)).await;
 
-    // Reports: without `interviewId_unique` the insert-claim is no longer insert-if-absent, so the
-    // redelivery of a completed report's message inserts a second report and asks the model again.
+    // Reports: refused, whole batch, while `interviewId_unique` is missing; nothing written, no model call.
     let env = report_env(&mongo);
     let fixture = InterviewFixture::new(org());
     let ids = fixture.insert(&mongo.db).await.unwrap();
-    env.fake.push(Behaviour::Report);
-    env.fake.push(Behaviour::Report);
-    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
-    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
-    assert_eq!(env.fake.request_count(), 2, "a second model call for the same interview");
-    assert_eq!(report_count(&env).await, 2, "two reports for one interview");
+    for _ in 0..2 {
+        let refused = env.handler.handle_detailed(event(&[ids])).await.expect_err("refused before the migration");
+        assert!(refused.to_string().contains("the whole batch will be retried"), "{refused}");
+    }
+    assert_eq!(env.fake.request_count(), 0, "no model call");
+    assert_eq!(report_count(&env).await, 0, "no report");
 
     let mut errors = index_errors(logs, &database);
     errors.sort();
@@ -199,27 +196,18 @@ async fn new_code_on_a_database_without_any_index_settles_once_but_a_report_rede
             ("report-generate".to_owned(), "interviewReports(interviewId)".to_owned()),
             ("report-generate".to_owned(), "interviewReports(retentionExpiresAt) expireAfterSeconds 0".to_owned()),
         ],
-        "each missing index named once per cold start, by the function that needs it (an ERROR, not a refusal)"
+        "each missing index named once per cold start, by the function that needs it"
     );
 
-    // The migration that comes after cannot build the unique index over the duplicate: the
-    // stack's invocation fails, and with it `pulumi up`, until an operator removes one report.
-    let refused = interview_completed::ops::migrate(&mongo.db).await;
-    {
-        let e = refused.expect_err("a unique index cannot be built over two reports of one interview").to_string();
-        // MongoDB: E11000 duplicate key; nx-27017: "UNIQUE constraint failed" (in the raw reply).
-        let hex_unique = "554e4951554520636f6e73747261696e74206661696c6564";
-        assert!(e.contains("11000") || e.to_lowercase().contains("duplicate") || e.contains(hex_unique), "{e}");
-        let keep = stored(&env, ids.0).await.unwrap();
-        mongo
-            .db
-            .collection::<bson::Document>(INTERVIEW_REPORTS)
-            .delete_many(doc! {"interviewId": ids.0.oid(), "_id": {"$ne": keep.get_object_id("_id").unwrap()}})
-            .await
-            .unwrap();
-        interview_completed::ops::migrate(&mongo.db).await.expect("the migration, once the duplicate is gone");
-    }
+    // The stack's invocation: then the retried message is generated once, by the same process.
+    interview_completed::ops::migrate(&mongo.db).await.expect("the migration");
     assert_eq!(missing_unique_indexes(&mongo.db, REQUIRED).await.unwrap(), vec![]);
     assert_eq!(missing_unique_indexes(&mongo.db, interview_completed::ops::REQUIRED_INDEXES).await.unwrap(), vec![]);
     assert_eq!(missing_ttl_indexes(&mongo.db, REQUIRED_TTL).await.unwrap(), vec![]);
+    env.fake.push(Behaviour::Report);
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed, "a redelivery is a no-op");
+    assert_eq!(env.fake.request_count(), 1, "one model call");
+    assert_eq!(report_count(&env).await, 1, "one report");
+    assert_eq!(stored(&env, ids.0).await.unwrap().get_str("status").unwrap(), "COMPLETED");
 }
