@@ -44,14 +44,17 @@ pip_install_pinned() {
   fi
 }
 
-# npm ci in a folder with a committed lock, once per lock hash.
+# npm ci in a folder with a committed lock, once per lock hash. --ignore-scripts: no package's install
+# script runs (the deploy path installs with AWS credentials at hand). None is needed: @pulumi/* have
+# none; esbuild's postinstall only checks the binary that npm already installed from its
+# platform-specific optional dependency; protobufjs's only prints notices.
 npm_ci_pinned() {
   local dir="$1" stamp
   need npm "install Node.js 20+ and npm (Debian: apt-get install nodejs npm)"
   stamp="$LOCAL_DIR/stamps/npm-$(echo "$dir" | tr / _).$(sha256sum "$dir/package-lock.json" | cut -c1-16)"
   if [ ! -f "$stamp" ] || [ ! -d "$dir/node_modules" ]; then
     log "npm ci in ${dir#"$REPO_ROOT"/}"
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
     mkdir -p "$LOCAL_DIR/stamps" && touch "$stamp"
   fi
 }

@@ -38,10 +38,11 @@ async fn logs_carry_the_generation_fields_and_never_candidate_text_or_the_key() 
 }
 
 /// A fresh stage whose migrations never ran: the first invocation of a cold start logs one
-/// ERROR per missing required unique index (not one per batch); after `sophia-ops migrate`'s
-/// step, a new cold start logs none.
+/// ERROR per missing required unique index (not one per batch), and every batch is refused whole
+/// (retried by SQS: without the index a redelivery could store a second report); after
+/// `sophia-ops migrate`'s step, a new cold start logs none and processes the batch.
 #[tokio::test]
-async fn a_missing_unique_index_is_logged_as_an_error_once_per_cold_start() {
+async fn a_missing_unique_index_is_logged_once_per_cold_start_and_every_batch_is_refused_until_it_exists() {
     let logs = LogCapture::global();
     let mongo = harness::test_mongo().await;
     let database = mongo.db.name().to_owned();
@@ -60,16 +61,25 @@ async fn a_missing_unique_index_is_logged_as_an_error_once_per_cold_start() {
     let absent = (InterviewId::new(bson::oid::ObjectId::new()), org());
     let handler = cold_start();
     for _ in 0..3 {
-        handler.handle_detailed(event(&[absent])).await.expect("no batch error");
+        let refused = handler.handle_detailed(event(&[absent])).await.expect_err("the batch is refused");
+        let message = refused.to_string();
+        assert!(message.contains("the whole batch will be retried"), "{message}");
+        assert!(message.contains("interviewReports(interviewId)"), "{message}");
     }
     let lines = errors();
     assert_eq!(lines.len(), 1, "once per cold start: {lines:#?}");
     assert_eq!(lines[0]["index"], "interviewReports(interviewId)");
     assert_eq!(lines[0]["function"], "report-generate");
+    assert_eq!(report_count_in(&mongo).await, 0, "nothing written while refused");
 
     migrations::apply(&mongo.db).await.unwrap();
+    handler.handle_detailed(event(&[absent])).await.expect("the same process goes on once the index exists");
     cold_start().handle_detailed(event(&[absent])).await.expect("no batch error");
     assert_eq!(errors().len(), 1, "nothing more once the index exists");
+}
+
+async fn report_count_in(mongo: &Mongo) -> u64 {
+    mongo.db.collection::<Document>(INTERVIEW_REPORTS).count_documents(doc! {}).await.unwrap()
 }
 
 /// Issue 21: candidate text and OpenAI error bodies never reach a log line or a stored field

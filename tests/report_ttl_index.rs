@@ -135,6 +135,17 @@ async fn report_generate_logs_the_missing_ttl_index_once_per_cold_start_and_not_
             .collect::<Vec<_>>()
     };
     let absent = [(InterviewId::new(bson::oid::ObjectId::new()), org())];
+    // The unique interviewId index exists (without it every batch is refused): only the TTL index is missing.
+    let unique = mongodb::IndexModel::builder()
+        .keys(doc! {"interviewId": 1})
+        .options(
+            mongodb::options::IndexOptions::builder()
+                .name(sophia_reports::migrations::INTERVIEW_ID_UNIQUE.to_owned())
+                .unique(true)
+                .build(),
+        )
+        .build();
+    mongo.db.collection::<Document>(REPORTS).create_index(unique).await.unwrap();
     let handler = cold_start();
     for _ in 0..2 {
         handler.handle_detailed(event(&absent)).await.expect("no batch error");

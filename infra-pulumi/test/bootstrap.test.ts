@@ -1,12 +1,20 @@
 /**
- * scripts/bootstrap-stage against stub `pulumi`, `aws` and `git` CLIs on PATH (the first two cannot
- * run here): it creates the stack (named as CI names it, `$PULUMI_ORG/<stage>`), pins it to the
- * credentials' account as a string (a leading zero kept), pipes the secrets to `pulumi config set
- * --secret` (never on a command line), refuses the wrong account, flags a stale extension layer,
- * never deploys, and ends with the stack file committed (--commit) or the command to commit it.
+ * scripts/bootstrap-stage against stub `pulumi`, `aws`, `git` and `gh` CLIs on PATH (none can run
+ * here), in a scratch checkout (the scripts, a stack file, infra-bootstrap/): it reads the
+ * bootstrap's outputs from the bootstrap's own backend BEFORE logging in to the stage's bucket, and
+ * stops, changing nothing, when they cannot be read (never a passphrase stack); it creates the stack
+ * (named as CI names it, `$PULUMI_ORG/<stage>`) under the stage's awskms provider, or re-encrypts an
+ * existing one; pins it to the credentials' account as a string (a leading zero kept), pipes the
+ * secrets to `pulumi config set --secret` (never on a command line), refuses the wrong account, flags
+ * a stale extension layer, checks or applies the stage's GitHub environment
+ * (scripts/protect-environments through a stub of GitHub's REST API), never deploys, and ends with
+ * the stack file committed (--commit) or the command to commit it.
  *
  * The pulumi stub stores `--path` values as Pulumi does (https://www.pulumi.com/docs/iac/cli/commands/pulumi_config_set/):
  * digits become a number (leading zeros lost) unless `--type string`, which keeps a quoted string.
+ * Like the DIY backend, it finds the bootstrap's stack only in the bootstrap's backend
+ * (`PULUMI_BACKEND_URL` for the one command, else the last `pulumi login`), and `stack init` writes
+ * `secretsprovider:` (or, without one, the passphrase provider's `encryptionsalt:`) to the stack file.
  */
 import * as assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -18,22 +26,38 @@ import { test } from "node:test";
 import { REPO_ROOT } from "../src/artifacts";
 
 const PULUMI_STUB = `#!/usr/bin/env bash
-# Records argv; keeps config as key=value lines; "config set --secret k" reads the value from stdin.
+# Records argv (and, in calls, the backend each command ran against); keeps config as key=value lines;
+# "config set --secret k" reads the value from stdin.
 echo "$*" >> "$FAKE_STATE/argv"
-args=(); secret=0; path=0; type=""
+backend="\${PULUMI_BACKEND_URL:-$(cat "$FAKE_STATE/login" 2>/dev/null)}"
+echo "[$backend] [$(basename "$PWD")] $*" >> "$FAKE_STATE/calls"
+args=(); secret=0; path=0; type=""; provider=""; stack=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --stack) echo "$2" >> "$FAKE_STATE/stacks"; shift 2 ;;
+    --stack) stack="$2"; echo "$2" >> "$FAKE_STATE/stacks"; shift 2 ;;
+    --secrets-provider) provider="$2"; shift 2 ;;
     --secret) secret=1; shift ;;
     --path) path=1; shift ;;
     --type) type="$2"; shift 2 ;;
-    --non-interactive) shift ;;
+    --non-interactive|--json) shift ;;
     *) args+=("$1"); shift ;;
   esac
 done
+stack_file() { echo "Pulumi.\${1##*/}.yaml"; }
 case "\${args[0]} \${args[1]}" in
+  "login "*) echo "\${args[1]}" > "$FAKE_STATE/login" ;;
+  "stack output")
+    [ "$backend" = "$FAKE_BOOTSTRAP_BACKEND" ] && [ "$(basename "$PWD")" = infra-bootstrap ] && [ "$stack" = account-main ] \
+      || { echo "error: no stack named '$stack' found" >&2; exit 255; }
+    printf '%s\n' "$FAKE_OUTPUTS" ;;
   "stack select") [ -f "$FAKE_STATE/stack" ] ;;
-  "stack init") touch "$FAKE_STATE/stack" ;;
+  "stack init")
+    touch "$FAKE_STATE/stack"
+    if [ -n "$provider" ]; then echo "secretsprovider: $provider" >> "$(stack_file "\${args[2]}")"
+    else echo "encryptionsalt: v1:fakesalt" >> "$(stack_file "\${args[2]}")"; fi ;;
+  "stack change-secrets-provider")
+    f=$(stack_file "$stack"); grep -v -E '^(secretsprovider|encryptionsalt|encryptedkey):' "$f" > "$f.new"
+    echo "secretsprovider: \${args[2]}" >> "$f.new"; mv "$f.new" "$f" ;;
   "config get") line=$(grep -m1 "^\${args[2]}=" "$FAKE_STATE/config") || exit 1; echo "\${line#*=}" ;;
   "config set")
     value="\${args[3]}"
@@ -58,26 +82,190 @@ echo "$*" >> "$FAKE_STATE/git-argv"
 case "$1" in status) echo " M Pulumi.dev.yaml" ;; *) exit 0 ;; esac
 `;
 
-function bootstrap(account: string, config: string[], extraEnv: Record<string, string> = {}, stackExists = false, extraArgs: string[] = []) {
+/**
+ * GitHub's REST API as \`gh api\` answers it (https://docs.github.com/en/rest/deployments/environments,
+ * .../deployments/branch-policies, .../actions/variables), over a JSON state file: environments with
+ * reviewers, prevent_self_review and deployment_branch_policy, their branch policies and variables;
+ * users and teams by name. \`fail\` answers every call with that HTTP status; \`readOnly\` refuses writes.
+ */
+const GH_STUB = `#!/usr/bin/env node
+const fs = require("fs"), path = require("path");
+const file = path.join(process.env.FAKE_STATE, "github.json");
+const st = JSON.parse(fs.readFileSync(file, "utf8"));
+const args = process.argv.slice(2);
+fs.appendFileSync(path.join(process.env.FAKE_STATE, "gh-argv"), args.join(" ") + "\\n");
+const out = (v) => { console.log(JSON.stringify(v)); };
+const fail = (code, message) => { console.error("gh: " + message + " (HTTP " + code + ")"); process.exit(1); };
+if (args[0] === "repo" && args[1] === "view") { console.log(st.repo); process.exit(0); }
+if (args[0] !== "api") { console.error("unexpected gh " + args.join(" ")); process.exit(3); }
+let method = "GET", p = "", input = false;
+for (let i = 1; i < args.length; i++) {
+  if (args[i] === "--method") method = args[++i];
+  else if (args[i] === "-H") i++;
+  else if (args[i] === "--input") input = args[++i] === "-";
+  else p = args[i];
+}
+const body = input ? JSON.parse(fs.readFileSync(0, "utf8")) : undefined;
+if (st.fail) fail(st.fail, "Bad credentials");
+if (method !== "GET" && st.readOnly) fail(403, "Resource not accessible by integration");
+fs.appendFileSync(path.join(process.env.FAKE_STATE, "gh-calls"), method + " " + p + (body ? " " + JSON.stringify(body) : "") + "\\n");
+const save = () => fs.writeFileSync(file, JSON.stringify(st));
+let m;
+if ((m = /^users\\/(.+)$/.exec(p))) { if (!(m[1] in st.users)) fail(404, "Not Found"); out({ login: m[1], id: st.users[m[1]] }); process.exit(0); }
+if ((m = /^orgs\\/[^/]+\\/teams\\/(.+)$/.exec(p))) { if (!(m[1] in st.teams)) fail(404, "Not Found"); out({ slug: m[1], id: st.teams[m[1]] }); process.exit(0); }
+m = /^repos\\/([^/]+\\/[^/]+)\\/environments\\/([^/]+)(?:\\/(.*))?$/.exec(p);
+if (!m || m[1] !== st.repo) fail(404, "Not Found");
+const name = m[2], rest = m[3] || "";
+let env = st.environments[name];
+if (rest === "" && method === "PUT") {
+  env = st.environments[name] = { branchPolicies: [], variables: {}, ...(env || {}), reviewers: body.reviewers || [], prevent_self_review: body.prevent_self_review === true, deployment_branch_policy: body.deployment_branch_policy || null };
+  save();
+}
+if (!env) fail(404, "Not Found");
+if (rest === "") {
+  const rules = [];
+  if (env.reviewers.length > 0) rules.push({ type: "required_reviewers", prevent_self_review: env.prevent_self_review, reviewers: env.reviewers.map((r) => ({ type: r.type, reviewer: { id: r.id } })) });
+  if (env.deployment_branch_policy) rules.push({ type: "branch_policy" });
+  out({ name, protection_rules: rules, deployment_branch_policy: env.deployment_branch_policy });
+} else if (rest === "deployment-branch-policies" && method === "GET") {
+  out({ total_count: env.branchPolicies.length, branch_policies: env.branchPolicies });
+} else if (rest === "deployment-branch-policies" && method === "POST") {
+  const policy = { id: 1000 + env.branchPolicies.length, name: body.name, type: body.type };
+  env.branchPolicies.push(policy); save(); out(policy);
+} else if ((m = /^deployment-branch-policies\\/(\\d+)$/.exec(rest)) && method === "DELETE") {
+  env.branchPolicies = env.branchPolicies.filter((b) => String(b.id) !== m[1]); save();
+} else if ((m = /^variables\\/(.+)$/.exec(rest))) {
+  if (method === "GET") { if (!(m[1] in env.variables)) fail(404, "Not Found"); out({ name: m[1], value: env.variables[m[1]] }); }
+  else if (method === "PATCH") { env.variables[m[1]] = body.value; save(); }
+  else fail(405, "Method not allowed");
+} else if (rest === "variables" && method === "POST") {
+  env.variables[body.name] = body.value; save();
+} else fail(404, "Not Found");
+`;
+
+interface GithubEnvironment {
+  reviewers: { type: "User" | "Team"; id: number }[];
+  prevent_self_review: boolean;
+  deployment_branch_policy: { protected_branches: boolean; custom_branch_policies: boolean } | null;
+  branchPolicies: { id: number; name: string; type?: string }[];
+  variables: Record<string, string>;
+}
+interface Github {
+  repo: string;
+  users: Record<string, number>;
+  teams: Record<string, number>;
+  environments: Record<string, GithubEnvironment>;
+  fail?: number;
+  readOnly?: boolean;
+}
+const REPO = "acme/sophia";
+const github = (environments: Record<string, GithubEnvironment> = {}, extra: Partial<Github> = {}): Github => ({
+  repo: REPO,
+  users: { alice: 101, bob: 102 },
+  teams: { platform: 7 },
+  environments,
+  ...extra,
+});
+const DEV_ROLE = "arn:aws:iam::222222222222:role/sophia-bootstrap/sophia-dev-deploy";
+const PROTECTED_DEV: GithubEnvironment = {
+  reviewers: [],
+  prevent_self_review: true,
+  deployment_branch_policy: { protected_branches: false, custom_branch_policies: true },
+  branchPolicies: [{ id: 1, name: "main", type: "branch" }],
+  variables: { AWS_DEPLOY_ROLE_ARN: DEV_ROLE },
+};
+
+const BOOTSTRAP_BACKEND = "file:///home/admin/.sophia-bootstrap-state";
+const STATE_BUCKET = "s3://sophia-state-222222222222?region=eu-west-1";
+const DEV_PROVIDER = "awskms://alias/sophia-dev-pulumi-secrets?region=eu-west-1";
+/** `pulumi stack output --json` of infra-bootstrap (index.ts: three named outputs and `all`). */
+const OUTPUTS = {
+  OIDC_PROVIDER_ARN: "arn:aws:iam::222222222222:oidc-provider/token.actions.githubusercontent.com",
+  PREVIEW_ROLE_ARN: "arn:aws:iam::222222222222:role/sophia-bootstrap/sophia-preview",
+  PULUMI_BACKEND_URL: STATE_BUCKET,
+  all: { DEV_DEPLOY_ROLE_ARN: DEV_ROLE, DEV_SECRETS_PROVIDER: DEV_PROVIDER, PULUMI_BACKEND_URL: STATE_BUCKET },
+};
+const STACK_FILE = "config:\n  aws:region: eu-west-1\n";
+
+interface Run {
+  status: number | null;
+  output: string;
+  stdout: string;
+  argv: string;
+  calls: string;
+  config: string;
+  stacks: string;
+  git: string;
+  aws: string;
+  ghCalls: string;
+  stackFile: string;
+  github: Github;
+}
+
+/** A scratch checkout (the scripts, Pulumi.dev.yaml, infra-bootstrap/) with the stubs first on PATH. */
+function scratch(stackFile: string, gh: Github) {
   const state = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-bootstrap-"));
   const bin = path.join(state, "bin");
-  fs.mkdirSync(bin);
+  const repo = path.join(state, "repo");
+  for (const d of [bin, path.join(repo, "scripts"), path.join(repo, "infra-bootstrap")]) fs.mkdirSync(d, { recursive: true });
+  for (const script of ["bootstrap-stage", "protect-environments", "lib.sh"]) {
+    fs.copyFileSync(path.join(REPO_ROOT, "scripts", script), path.join(repo, "scripts", script));
+  }
+  fs.writeFileSync(path.join(repo, "Pulumi.dev.yaml"), stackFile);
   fs.writeFileSync(path.join(bin, "pulumi"), PULUMI_STUB, { mode: 0o755 });
   fs.writeFileSync(path.join(bin, "aws"), AWS_STUB, { mode: 0o755 });
   fs.writeFileSync(path.join(bin, "git"), GIT_STUB, { mode: 0o755 });
+  fs.writeFileSync(path.join(bin, "gh"), GH_STUB, { mode: 0o755 });
+  fs.writeFileSync(path.join(state, "github.json"), JSON.stringify(gh));
+  const read = (f: string) => (fs.existsSync(path.join(state, f)) ? fs.readFileSync(path.join(state, f), "utf8") : "");
+  return { state, bin, repo, read };
+}
+
+function bootstrap(
+  account: string,
+  config: string[],
+  extraEnv: Record<string, string> = {},
+  stackExists = false,
+  extraArgs: string[] = [],
+  opts: { stackFile?: string; github?: Github; outputs?: unknown } = {},
+): Run {
+  const { state, bin, repo, read } = scratch(opts.stackFile ?? STACK_FILE, opts.github ?? github({ dev: PROTECTED_DEV }));
   fs.writeFileSync(path.join(state, "config"), config.map((l) => `${l}\n`).join(""));
   if (stackExists) fs.writeFileSync(path.join(state, "stack"), "");
-  const r = spawnSync("bash", [path.join(REPO_ROOT, "scripts", "bootstrap-stage"), "dev", ...extraArgs], {
+  const r = spawnSync("bash", [path.join(repo, "scripts", "bootstrap-stage"), "dev", "--bootstrap-backend", BOOTSTRAP_BACKEND, ...extraArgs], {
     encoding: "utf8",
     input: "",
-    env: { ...process.env, PATH: `${bin}:${process.env["PATH"]}`, FAKE_STATE: state, FAKE_ACCOUNT: account, ...extraEnv },
+    env: {
+      ...process.env,
+      PATH: `${bin}:${process.env["PATH"]}`,
+      FAKE_STATE: state,
+      FAKE_ACCOUNT: account,
+      FAKE_BOOTSTRAP_BACKEND: BOOTSTRAP_BACKEND,
+      FAKE_OUTPUTS: JSON.stringify(opts.outputs ?? OUTPUTS),
+      PULUMI_BACKEND_URL: "",
+      GH_REPO: "",
+      ...extraEnv,
+    },
   });
-  const read = (f: string) => (fs.existsSync(path.join(state, f)) ? fs.readFileSync(path.join(state, f), "utf8") : "");
-  const out = { status: r.status, output: r.stdout + r.stderr, argv: read("argv"), config: read("config"), stacks: read("stacks"), git: read("git-argv"), aws: read("aws-argv") };
+  const out: Run = {
+    status: r.status,
+    output: r.stdout + r.stderr,
+    stdout: r.stdout,
+    argv: read("argv"),
+    calls: read("calls"),
+    config: read("config"),
+    stacks: read("stacks"),
+    git: read("git-argv"),
+    aws: read("aws-argv"),
+    ghCalls: read("gh-calls"),
+    stackFile: fs.readFileSync(path.join(repo, "Pulumi.dev.yaml"), "utf8"),
+    github: JSON.parse(read("github.json")) as Github,
+  };
   fs.rmSync(state, { recursive: true, force: true });
   return out;
 }
 
+const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 const URI = "mongodb+srv://app:s3cret-pw@cluster0.example.net/";
 const KEY = "sk-test-bootstrap-0123456789";
 
@@ -87,7 +275,7 @@ test("fresh stage: stack init, pinned to the credentials' account, secrets piped
     SOPHIA_OPENAI_API_KEY: KEY,
   });
   assert.equal(r.status, 0, r.output);
-  assert.match(r.argv, /^stack init dev$/m);
+  assert.match(r.argv, new RegExp(`^stack init dev --secrets-provider ${esc(DEV_PROVIDER)}$`, "m"));
   assert.match(r.config, /^aws:allowedAccountIds\[0\]="222222222222"$/m, "stored as a string");
   assert.match(r.config, new RegExp(`^sophia:mongodbUri=SECRET:${URI.replace(/[.+?]/g, "\\$&")}$`, "m"));
   assert.match(r.config, new RegExp(`^sophia:openaiApiKey=SECRET:${KEY}$`, "m"));
@@ -97,8 +285,7 @@ test("fresh stage: stack init, pinned to the credentials' account, secrets piped
   }
   assert.doesNotMatch(r.argv, /^(up|destroy)\b/m, "never deploys");
   assert.match(r.output, /Left to do:/);
-  assert.match(r.output, /read-only preview role trusted for pull_request only/);
-  assert.match(r.output, /infra-bootstrap/);
+  assert.match(r.output, new RegExp(`AWS_PREVIEW_ROLE_ARN=${esc(OUTPUTS.PREVIEW_ROLE_ARN)}, PULUMI_BACKEND_URL=${esc(STATE_BUCKET)}`));
   assert.match(r.output, /nobody is subscribed to the stage's alarm topic/);
 });
 
@@ -140,8 +327,9 @@ test("a pin stored as a number (the old bug) is named, with the command that fix
 test("PULUMI_ORG: the stack is <org>/<stage>, the name CI uses, for init and every config call", () => {
   const r = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], { ...SECRETS, PULUMI_ORG: "acme" });
   assert.equal(r.status, 0, r.output);
-  assert.match(r.argv, /^stack init acme\/dev$/m);
-  assert.deepEqual([...new Set(r.stacks.trim().split("\n"))], ["acme/dev"], "every --stack names acme/dev");
+  assert.match(r.argv, /^stack init acme\/dev --secrets-provider awskms:/m);
+  const stacks = [...new Set(r.stacks.trim().split("\n"))].filter((s) => s !== "account-main");
+  assert.deepEqual(stacks, ["acme/dev"], "every --stack of the stage names acme/dev (account-main is the bootstrap's)");
 });
 
 test("a newer extension layer version than the configured one is flagged", () => {
@@ -162,4 +350,155 @@ test("last step: the stack file is committed with --commit, else the exact comma
   assert.equal(committed.status, 0, committed.output);
   assert.match(committed.git, /^add -- Pulumi\.dev\.yaml$/m);
   assert.match(committed.git, /^commit -q -m Stage dev: bootstrap config \(account pin, encrypted secrets\) -- Pulumi\.dev\.yaml$/m);
+});
+
+test("the bootstrap's outputs are read from the bootstrap's own backend, then the stage's bucket is logged in to", () => {
+  const r = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS);
+  assert.equal(r.status, 0, r.output);
+  const calls = r.calls.trim().split("\n");
+  const read = calls.findIndex((c) => c.startsWith(`[${BOOTSTRAP_BACKEND}] [infra-bootstrap] stack output --json --stack account-main`));
+  const login = calls.findIndex((c) => c.endsWith(`login ${STATE_BUCKET}`));
+  const init = calls.findIndex((c) => c.includes("stack init"));
+  assert.ok(read >= 0, r.calls);
+  assert.ok(read < login && login < init, `outputs, then login, then init:\n${r.calls}`);
+  assert.ok(calls[init]!.startsWith(`[${STATE_BUCKET}] [repo] stack init dev --secrets-provider ${DEV_PROVIDER}`), calls[init]);
+  for (const c of calls.slice(login + 1)) assert.ok(c.startsWith(`[${STATE_BUCKET}]`), `every later command in the stage's bucket: ${c}`);
+  assert.match(r.stackFile, new RegExp(`^secretsprovider: ${esc(DEV_PROVIDER)}$`, "m"));
+  assert.doesNotMatch(r.stackFile, /encryptionsalt/);
+  assert.match(r.output, /stack dev encrypts its secrets with awskms:\/\/alias\/sophia-dev-pulumi-secrets/);
+});
+
+test("bootstrap outputs that cannot be read stop everything: no login, no stack, no passphrase provider", () => {
+  const wrong = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--bootstrap-backend", STATE_BUCKET]);
+  assert.notEqual(wrong.status, 0);
+  assert.match(wrong.output, /cannot read the bootstrap's outputs \(stack account-main in s3:\/\/sophia-state-222222222222\?region=eu-west-1\): error: no stack named 'account-main' found/);
+  assert.match(wrong.output, /Nothing was changed: without them the stack would get the passphrase provider, which CI cannot decrypt/);
+  assert.doesNotMatch(wrong.argv, /^(login|stack init|config set)/m, "nothing after the failed read");
+  assert.equal(wrong.stackFile, STACK_FILE, "the stack file is untouched");
+  assert.doesNotMatch(wrong.config, /SECRET:/, "no secret set");
+  // The bootstrap knows no such stage: stop as well, naming the fix.
+  const noStage = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, [], {
+    outputs: { ...OUTPUTS, all: { PULUMI_BACKEND_URL: STATE_BUCKET } },
+  });
+  assert.notEqual(noStage.status, 0);
+  assert.match(noStage.output, /has no deploy role for stage dev: add dev to sophia-bootstrap:stages/);
+  assert.doesNotMatch(noStage.argv, /^(login|stack init)/m);
+  // A bucket but no key for the stage: never a stack without the awskms provider.
+  const noKey = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, [], {
+    outputs: { ...OUTPUTS, all: { DEV_DEPLOY_ROLE_ARN: DEV_ROLE, PULUMI_BACKEND_URL: STATE_BUCKET } },
+  });
+  assert.notEqual(noKey.status, 0);
+  assert.match(noKey.output, /no awskms secrets provider for dev \(DEV_SECRETS_PROVIDER\)/);
+  assert.doesNotMatch(noKey.argv, /^stack init/m);
+});
+
+test("an existing stack under the passphrase provider is re-encrypted under the stage's key", () => {
+  const r = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, true, [], {
+    stackFile: `encryptionsalt: v1:oldsalt\n${STACK_FILE}`,
+  });
+  assert.equal(r.status, 0, r.output);
+  assert.match(r.argv, new RegExp(`^stack change-secrets-provider ${esc(DEV_PROVIDER)} --stack dev$`, "m"));
+  assert.match(r.output, /re-encrypting stack dev under awskms:.* \(it had: the passphrase provider\)/);
+  assert.match(r.stackFile, new RegExp(`^secretsprovider: ${esc(DEV_PROVIDER)}$`, "m"));
+  assert.doesNotMatch(r.stackFile, /encryptionsalt/);
+  const current = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, true, [], {
+    stackFile: `secretsprovider: ${DEV_PROVIDER}\n${STACK_FILE}`,
+  });
+  assert.equal(current.status, 0, current.output);
+  assert.doesNotMatch(current.argv, /change-secrets-provider/, "already under the key: nothing to do");
+});
+
+test("a Pulumi Cloud bootstrap (no bucket): no login, the stack keeps Pulumi Cloud's provider", () => {
+  const r = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, [], {
+    outputs: { PREVIEW_ROLE_ARN: OUTPUTS.PREVIEW_ROLE_ARN, all: { DEV_DEPLOY_ROLE_ARN: DEV_ROLE } },
+  });
+  assert.equal(r.status, 0, r.output);
+  assert.doesNotMatch(r.argv, /^login/m);
+  assert.match(r.argv, /^stack init dev$/m);
+  assert.match(r.output, /the bootstrap uses Pulumi Cloud \(no state bucket\)/);
+});
+
+test("GitHub: a protected dev environment is checked and reported; a missing one is named as to-do", () => {
+  const ok = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS);
+  assert.equal(ok.status, 0, ok.output);
+  assert.match(ok.output, /GitHub environment 'dev' is protected \(deployments from main only, prevent self-review\)/);
+  assert.doesNotMatch(ok.ghCalls, /^(PUT|POST|PATCH|DELETE) /m, "a check writes nothing");
+  const missing = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, [], { github: github() });
+  assert.equal(missing.status, 0, "GitHub is a to-do, not a failure, without --github apply");
+  assert.match(missing.stdout, /^ {2}- the GitHub environment 'dev' does not exist$/m);
+  assert.match(missing.stdout, /--github apply/);
+  const open = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, [], {
+    github: github({ dev: { ...PROTECTED_DEV, deployment_branch_policy: null, branchPolicies: [], variables: {} } }),
+  });
+  assert.match(open.stdout, /deployment branches are not limited to selected branches \(any branch could deploy\)/);
+  assert.match(open.stdout, /the deployment branch policies are 'none', not exactly the branch main/);
+  assert.match(open.stdout, new RegExp(`variable AWS_DEPLOY_ROLE_ARN is 'unset', not ${esc(DEV_ROLE)}`));
+  const denied = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, [], { github: github({}, { fail: 401 }) });
+  assert.equal(denied.status, 0);
+  assert.match(denied.stdout, /GitHub environment 'dev' could not be read: error: gh api repos\/acme\/sophia\/environments\/dev failed: gh: Bad credentials \(HTTP 401\)/);
+  const skipped = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--github", "skip"]);
+  assert.equal(skipped.ghCalls, "", "--github skip calls nothing");
+  assert.match(skipped.stdout, /GitHub environment 'dev': deployments from main only, prevent self-review/);
+});
+
+test("GitHub --apply: main only, prevent self-review, the deploy role's variable; read back", () => {
+  const before: GithubEnvironment = {
+    reviewers: [{ type: "User", id: 102 }],
+    prevent_self_review: false,
+    deployment_branch_policy: { protected_branches: false, custom_branch_policies: true },
+    branchPolicies: [{ id: 5, name: "release/*", type: "branch" }],
+    variables: { AWS_DEPLOY_ROLE_ARN: "arn:aws:iam::222222222222:role/old" },
+  };
+  const r = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--github", "apply"], { github: github({ dev: before }) });
+  assert.equal(r.status, 0, r.output);
+  const dev = r.github.environments["dev"]!;
+  assert.equal(dev.prevent_self_review, true);
+  assert.deepEqual(dev.reviewers, [{ type: "User", id: 102 }], "the environment's reviewers are kept");
+  assert.deepEqual(dev.deployment_branch_policy, { protected_branches: false, custom_branch_policies: true });
+  assert.deepEqual(dev.branchPolicies.map((b) => `${b.type}:${b.name}`), ["branch:main"], "release/* removed, main added");
+  assert.equal(dev.variables["AWS_DEPLOY_ROLE_ARN"], DEV_ROLE);
+  assert.match(r.ghCalls, /^DELETE repos\/acme\/sophia\/environments\/dev\/deployment-branch-policies\/5$/m);
+  assert.match(r.output, /GitHub environment 'dev' is protected/);
+  const refused = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--github", "apply"], {
+    github: github({}, { readOnly: true }),
+  });
+  assert.notEqual(refused.status, 0, "--github apply fails loudly when GitHub refuses");
+  assert.match(refused.output, /Resource not accessible by integration \(HTTP 403\).*Administration and Variables write/);
+});
+
+/** scripts/protect-environments on its own (prod: the `production` environment). */
+function protect(args: string[], gh: Github) {
+  const { state, bin, repo, read } = scratch(STACK_FILE, gh);
+  const r = spawnSync("bash", [path.join(repo, "scripts", "protect-environments"), ...args], {
+    encoding: "utf8",
+    env: { ...process.env, PATH: `${bin}:${process.env["PATH"]}`, FAKE_STATE: state, GH_REPO: REPO },
+  });
+  const out = { status: r.status, stdout: r.stdout, output: r.stdout + r.stderr, github: JSON.parse(read("github.json")) as Github, calls: read("gh-calls") };
+  fs.rmSync(state, { recursive: true, force: true });
+  return out;
+}
+
+test("protect-environments: production needs reviewers; --reviewer resolves users and teams; self-review prevented", () => {
+  const none = protect(["prod", "--apply"], github());
+  assert.notEqual(none.status, 0);
+  assert.match(none.output, /environment 'production' has no required reviewers and none were given: --reviewer user:<login>/);
+  assert.doesNotMatch(none.calls, /^PUT/m, "nothing written");
+  const PROD_ROLE = "arn:aws:iam::333333333333:role/sophia-bootstrap/sophia-prod-deploy";
+  const r = protect(["prod", "--apply", "--reviewer", "user:alice", "--reviewer", "team:platform", "--deploy-role-arn", PROD_ROLE], github());
+  assert.equal(r.status, 0, r.output);
+  const prod = r.github.environments["production"]!;
+  assert.deepEqual(prod.reviewers, [{ type: "User", id: 101 }, { type: "Team", id: 7 }]);
+  assert.equal(prod.prevent_self_review, true);
+  assert.deepEqual(prod.branchPolicies.map((b) => b.name), ["main"]);
+  assert.equal(prod.variables["AWS_PROD_DEPLOY_ROLE_ARN"], PROD_ROLE, "the variable deploy-prod reads");
+  const check = protect(["prod", "--deploy-role-arn", PROD_ROLE], r.github);
+  assert.equal(check.status, 0, check.output);
+  const selfReview = protect(["prod"], github({ production: { ...prod, prevent_self_review: false } }));
+  assert.equal(selfReview.status, 1);
+  assert.match(selfReview.stdout, /environment 'production': prevent self-review is off \(whoever pushed could approve their own deploy\)/);
+  const noReviewers = protect(["prod"], github({ production: { ...prod, reviewers: [] } }));
+  assert.match(noReviewers.stdout, /environment 'production': no required reviewers/);
+  const unknown = protect(["prod", "--apply", "--reviewer", "user:mallory"], github());
+  assert.notEqual(unknown.status, 0);
+  assert.match(unknown.output, /user:mallory/);
 });

@@ -275,16 +275,13 @@ test("the scripts the workflow and the README call exist and are executable", ()
 
 /** Every `secrets.NAME` a job's steps reference. */
 const secretsOf = (job: Job) => [...new Set([...JSON.stringify(job.steps).matchAll(/secrets\.([A-Z0-9_]+)/g)].map((m) => m[1]!))].sort();
-const DEPLOY_SECRETS = ["PULUMI_ACCESS_TOKEN", "PULUMI_CONFIG_PASSPHRASE"];
+const DEPLOY_SECRETS = ["PULUMI_ACCESS_TOKEN"];
 
 test("previews cannot touch deploy secrets: own read-only names, no environment; deploy secrets only in the dev/production environments", () => {
   const preview = jobs["preview"]!;
   assert.equal(preview.environment, undefined, "no environment: the environments' secrets are out of its reach");
-  assert.deepEqual(secretsOf(preview), ["PULUMI_PREVIEW_ACCESS_TOKEN", "PULUMI_PREVIEW_CONFIG_PASSPHRASE"]);
-  assert.deepEqual(pulumiStep(preview).env, {
-    PULUMI_ACCESS_TOKEN: "${{ secrets.PULUMI_PREVIEW_ACCESS_TOKEN }}",
-    PULUMI_CONFIG_PASSPHRASE: "${{ secrets.PULUMI_PREVIEW_CONFIG_PASSPHRASE }}",
-  });
+  assert.deepEqual(secretsOf(preview), ["PULUMI_PREVIEW_ACCESS_TOKEN"]);
+  assert.deepEqual(pulumiStep(preview).env, { PULUMI_ACCESS_TOKEN: "${{ secrets.PULUMI_PREVIEW_ACCESS_TOKEN }}" });
   for (const { file, name, job } of allJobs) {
     const used = secretsOf(job).filter((s) => DEPLOY_SECRETS.includes(s));
     if (used.length === 0) continue;
@@ -301,29 +298,33 @@ test("previews cannot touch deploy secrets: own read-only names, no environment;
 test("every preview and deploy checks the committed stack file before pulumi runs", () => {
   for (const [name, stage] of [["preview", "dev"], ["deploy-dev", "dev"], ["deploy-prod", "prod"]] as const) {
     const job = jobs[name]!;
-    const check = job.steps.findIndex((s) => s.run === `node infra-pulumi/ci/check-stack-file.cjs ${stage}`);
+    // In Pulumi Cloud (no vars.PULUMI_BACKEND_URL) the stack may use Pulumi Cloud's own secrets provider.
+    const check = job.steps.findIndex(
+      (s) => s.run === `node infra-pulumi/ci/check-stack-file.cjs ${stage} \${{ vars.PULUMI_BACKEND_URL == '' && '--pulumi-cloud' || '' }}`,
+    );
     assert.ok(check >= 0, `${name} checks Pulumi.${stage}.yaml`);
     assert.ok(check < job.steps.indexOf(pulumiStep(job)), `${name}: before pulumi`);
   }
 });
 
-test("check-stack-file names every missing key, and a number-stored account id", () => {
+test("check-stack-file names every missing key, a number-stored account id, and a secrets provider CI cannot use", () => {
   const { spawnSync } = require("node:child_process") as typeof import("node:child_process");
   const os = require("node:os") as typeof import("node:os");
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-stack-file-"));
-  const check = (stage: string, content: string) => {
+  const check = (stage: string, content: string, ...flags: string[]) => {
     const file = path.join(dir, `Pulumi.${stage}.yaml`);
     fs.writeFileSync(file, content);
-    return spawnSync("node", [path.join(REPO_ROOT, "infra-pulumi", "ci", "check-stack-file.cjs"), stage, "--file", file], { encoding: "utf8" });
+    return spawnSync("node", [path.join(REPO_ROOT, "infra-pulumi", "ci", "check-stack-file.cjs"), stage, "--file", file, ...flags], { encoding: "utf8" });
   };
   try {
     const bare = check("prod", "config:\n  aws:region: eu-west-1\n");
     assert.equal(bare.status, 1);
     const errors = bare.stdout.trim().split("\n");
-    assert.equal(errors.length, 4, bare.stdout);
-    for (const key of ["sophia:mongodbUri", "sophia:openaiApiKey", "sophia:secretsExtensionLayerArn", "aws:allowedAccountIds"]) {
+    assert.equal(errors.length, 5, bare.stdout);
+    for (const key of ["secretsprovider", "sophia:mongodbUri", "sophia:openaiApiKey", "sophia:secretsExtensionLayerArn", "aws:allowedAccountIds"]) {
       assert.ok(errors.some((e) => e.startsWith("::error file=Pulumi.prod.yaml::") && e.includes(key)), `${key}: ${bare.stdout}`);
     }
+    const provider = "secretsprovider: awskms://alias/sophia-prod-pulumi-secrets?region=eu-west-1\nencryptedkey: AQICAHh\n";
     const complete = [
       "config:",
       "  aws:region: eu-west-1",
@@ -333,16 +334,112 @@ test("check-stack-file names every missing key, and a number-stored account id",
       "  sophia:openaiApiKey:\n    secure: v1:def",
       "",
     ].join("\n");
-    const ok = check("prod", complete);
+    const ok = check("prod", provider + complete);
     assert.equal(ok.status, 0, ok.stdout);
-    const numeric = check("prod", complete.replace('["012345678901"]', "[12345678901]"));
+    const numeric = check("prod", provider + complete.replace('["012345678901"]', "[12345678901]"));
     assert.equal(numeric.status, 1);
     assert.match(numeric.stdout, /aws:allowedAccountIds holds 12345678901: account ids are 12-digit strings/);
-    const dev = check("dev", complete.replace('  aws:allowedAccountIds: ["012345678901"]\n', ""));
+    const dev = check("dev", provider.replace(/prod/g, "dev") + complete.replace('  aws:allowedAccountIds: ["012345678901"]\n', ""));
     assert.equal(dev.status, 0, "dev needs no pin");
+
+    // The secrets provider: awskms only (CI has no passphrase); each refusal names the fix.
+    const fix = /scripts\/bootstrap-stage prod re-encrypts it under the stage's key from infra-bootstrap \(pulumi stack change-secrets-provider "awskms:\/\/alias\/sophia-prod-pulumi-secrets\?region=<region>" --stack prod\), then commit Pulumi\.prod\.yaml/;
+    const none = check("prod", complete);
+    assert.equal(none.status, 1);
+    assert.match(none.stdout, /^::error file=Pulumi\.prod\.yaml::secretsprovider: awskms:\/\/\.\.\. is missing/m);
+    assert.match(none.stdout, fix);
+    const passphrase = check("prod", "encryptionsalt: v1:abc\n" + complete);
+    assert.equal(passphrase.status, 1);
+    assert.match(passphrase.stdout, /the stack uses the passphrase provider \(encryptionsalt\), which CI cannot decrypt/);
+    assert.match(passphrase.stdout, fix);
+    const vault = check("prod", "secretsprovider: hashivault://sophia\n" + complete);
+    assert.match(vault.stdout, /secretsprovider is hashivault:\/\/sophia, not awskms:\/\/\.\.\./);
+    // Pulumi Cloud's own provider writes no provider line: accepted only when the stack lives there.
+    assert.equal(check("prod", complete, "--pulumi-cloud").status, 0);
+    assert.equal(check("prod", "encryptionsalt: v1:abc\n" + complete, "--pulumi-cloud").status, 1, "never a passphrase");
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+/** Jobs that get AWS credentials, in every workflow (client-publish.yml included). */
+const awsJobs = allJobs.filter(({ job }) => uses(job, "aws-actions/configure-aws-credentials").length > 0);
+
+test("jobs that hold AWS credentials run no package's install script: npm ci --ignore-scripts, nothing else installs", () => {
+  assert.deepEqual(awsJobs.map(({ file, name }) => `${file} ${name}`).sort(), ["infra.yml deploy-dev", "infra.yml deploy-prod", "infra.yml preview"]);
+  for (const { file, name, job } of awsJobs) {
+    const installs = job.steps.filter((s) => /\bnpm (ci|install|i)\b/.test(s.run ?? ""));
+    assert.equal(installs.length, 1, `${file} ${name}: one install`);
+    assert.equal(installs[0]!.run, "npm ci --ignore-scripts --no-audit --no-fund", `${file} ${name}`);
+    assert.equal((installs[0] as Step & { "working-directory"?: string })["working-directory"], "infra-pulumi");
+    const credentials = job.steps.indexOf(uses(job, "aws-actions/configure-aws-credentials")[0]!);
+    assert.ok(job.steps.indexOf(installs[0]!) < credentials, `${file} ${name}: installed before the credentials`);
+    assert.doesNotMatch(runs(job), /scripts\/(test-infra|test-client-ts|setup-tools|build)\b|\bnpx\b|\byarn\b|\bpnpm\b/, `${file} ${name}`);
+  }
+  // Laptops too: scripts/deploy and scripts/preview install through npm_ci_pinned.
+  assert.match(read("scripts/lib.sh"), /npm ci --ignore-scripts --no-audit/);
+});
+
+test("the packages work without their install scripts: only esbuild and protobufjs have one, and neither is needed", () => {
+  for (const dir of ["infra-pulumi", "infra-bootstrap"]) {
+    const lock = JSON.parse(read(`${dir}/package-lock.json`)) as { packages: Record<string, { hasInstallScript?: boolean }> };
+    const scripted = Object.entries(lock.packages)
+      .filter(([, p]) => p.hasInstallScript)
+      .map(([name]) => name)
+      .sort();
+    // A new package with an install script must be looked at (does it work with --ignore-scripts?).
+    assert.deepEqual(scripted, ["node_modules/esbuild", "node_modules/protobufjs"], dir);
+    const pulumi = Object.keys(lock.packages).filter((n) => n.startsWith("node_modules/@pulumi/"));
+    assert.ok(pulumi.length >= 2 && pulumi.every((n) => !lock.packages[n]!.hasInstallScript), `${dir}: @pulumi/* have none`);
+  }
+  // esbuild's postinstall only verifies the platform binary npm installed as an optional
+  // dependency (@esbuild/<platform>); installed with --ignore-scripts, it still compiles (tsx, which
+  // runs these tests, uses it too). protobufjs's postinstall only prints version notices.
+  const esbuild = require("esbuild") as { transformSync(code: string, o: { loader: string }): { code: string } };
+  assert.match(esbuild.transformSync("const x: number = 1;", { loader: "ts" }).code, /const x = 1;/);
+  const protobuf = require("protobufjs") as { Root: new () => unknown };
+  assert.equal(typeof protobuf.Root, "function");
+});
+
+test("the Pulumi CLI of every workflow is the version of @pulumi/pulumi; Dependabot bumps them as one group", () => {
+  const sdk = (JSON.parse(read("infra-pulumi/package.json")) as { dependencies: Record<string, string> }).dependencies["@pulumi/pulumi"]!;
+  assert.match(sdk, /^\d+\.\d+\.\d+$/, "an exact version");
+  const bootstrapSdk = (JSON.parse(read("infra-bootstrap/package.json")) as { dependencies: Record<string, string> }).dependencies["@pulumi/pulumi"];
+  assert.equal(bootstrapSdk, sdk, "infra-bootstrap runs under the same CLI");
+  let steps = 0;
+  for (const { file, name, job } of allJobs) {
+    for (const s of uses(job, "pulumi/actions")) {
+      steps++;
+      // pulumi/actions defaults to the range ^3, i.e. whichever 3.x is newest that day
+      // (pulumi/actions src/config.ts); an exact version installs that version.
+      assert.equal(String(s.with?.["pulumi-version"]), sdk, `${file} ${name}: pulumi-version`);
+    }
+  }
+  assert.equal(steps, 3, "preview, deploy-dev, deploy-prod");
+  const dependabot = yaml.load(read(".github/dependabot.yml")) as {
+    updates: { "package-ecosystem": string; directory: string; groups?: Record<string, { patterns: string[] }> }[];
+  };
+  for (const dir of ["/infra-pulumi", "/infra-bootstrap"]) {
+    const npm = dependabot.updates.find((u) => u["package-ecosystem"] === "npm" && u.directory === dir)!;
+    assert.ok(Object.values(npm.groups ?? {}).some((g) => g.patterns.includes("@pulumi/*")), `${dir}: @pulumi/* in one group`);
+  }
+  assert.match(read(".github/dependabot.yml"), /pulumi-version/, "the config says the workflows' pulumi-version moves with it");
+});
+
+test("no workflow uses a passphrase: a stack's config is decrypted by the stage's KMS key (or Pulumi Cloud)", () => {
+  for (const f of allWorkflows) {
+    assert.doesNotMatch(fs.readFileSync(path.join(WORKFLOWS, f), "utf8"), /PASSPHRASE/, f);
+  }
+});
+
+test("the dev and production environments are protected by scripts/protect-environments (main only, prevent self-review)", () => {
+  // What it sends is asserted on a stub of GitHub's API in bootstrap.test.ts; here, the wiring.
+  const script = read("scripts/protect-environments");
+  for (const variable of ["AWS_DEPLOY_ROLE_ARN", "AWS_PROD_DEPLOY_ROLE_ARN"]) {
+    assert.ok(JSON.stringify(workflow).includes(`vars.${variable}`), `infra.yml reads ${variable}`);
+    assert.match(script, new RegExp(`variable=${variable}`));
+  }
+  assert.match(read("scripts/bootstrap-stage"), /bash scripts\/protect-environments "\$stage"/);
 });
 
 test("ops-cli: sophia-ops release binaries for linux x86_64 and arm64, with aws-iam-auth, uploaded per commit", () => {

@@ -7,9 +7,15 @@
 //! another worker); an error is retried or dropped by its [`Disposition`] (decided by the
 //! error's kind: every generation failure is retried, so the third reaches the DLQ). The
 //! per-batch setup pings MongoDB (failure: the whole batch is retried). Indexes are created by
-//! the explicit migration step (`sophia-ops migrate`, run by `scripts/deploy`), never by the
-//! handler; its first invocation checks the required unique index and logs an ERROR if it is
-//! missing (once per cold start).
+//! the explicit migration step (the deploy's `{"sophiaOps":"migrate"}` invocation, `sophia-ops
+//! migrate`), never by the handler. Its first invocation checks the required indexes and logs an
+//! ERROR for each one missing (once per cold start). Without the unique `interviewId` index the
+//! insert-claim is not insert-if-absent (a redelivery would insert a second report and call the
+//! model again, and the migration could then not build the index over the duplicate), so every
+//! batch is refused, whole, until the index exists ([`UniqueIndexMissing`]): SQS redelivers it,
+//! after `maxReceiveCount` receives it waits in the DLQ; nothing is generated twice and nothing is
+//! lost. A database is in that state only between a switch to a new database and its migration
+//! (docs/deploy.md, "Later deploys"); the TTL index is only logged.
 //!
 //! Tests call [`ReportGenerateHandler::handle_detailed`] in-process with
 //! `LambdaEvent::new(event, Context::default())`.
@@ -19,7 +25,7 @@ use lambda_runtime::LambdaEvent;
 use sophia_contracts::ReportGenerate;
 use std::sync::Arc;
 
-use sophia_platform::indexes::{log_missing_ttl_indexes, log_missing_unique_indexes};
+use sophia_platform::indexes::{log_missing_ttl_indexes, log_missing_unique_indexes, missing_unique_indexes};
 use sophia_platform::mongo::{Mongo, credentials_refused};
 use sophia_platform::rotation::{self, Renewed, Rotating};
 use sophia_platform::secrets::{self, Secret};
@@ -36,6 +42,26 @@ pub fn to_failure(e: ReportError) -> Failure {
     }
 }
 
+/// The batch setup's refusal while the unique `interviewId` index is missing (the batch is retried).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UniqueIndexMissing {
+    pub database: String,
+    pub indexes: Vec<String>,
+}
+
+impl std::fmt::Display for UniqueIndexMissing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "required unique index missing in {} ({}): no report is generated until the migration has created it; the batch will be retried",
+            self.database,
+            self.indexes.join("; ")
+        )
+    }
+}
+
+impl std::error::Error for UniqueIndexMissing {}
+
 /// The clients one process uses, rebuilt together when a refused secret has a new value.
 #[derive(Debug, Clone)]
 pub struct Clients {
@@ -48,8 +74,10 @@ pub struct Clients {
 pub struct ReportGenerateHandler {
     clients: Rotating<Clients>,
     consumer: SqsConsumer,
-    /// The required unique indexes, checked once per process (cold start).
+    /// The required indexes' ERROR lines, once per process (cold start).
     index_check: tokio::sync::OnceCell<()>,
+    /// Set once the unique `interviewId` index is found; until then every batch checks it.
+    unique_index_found: tokio::sync::OnceCell<()>,
 }
 
 impl ReportGenerateHandler {
@@ -64,7 +92,12 @@ impl ReportGenerateHandler {
     }
 
     fn with_clients(clients: Rotating<Clients>, options: ConsumerOptions) -> Self {
-        Self { clients, consumer: SqsConsumer::new(options), index_check: tokio::sync::OnceCell::new() }
+        Self {
+            clients,
+            consumer: SqsConsumer::new(options),
+            index_check: tokio::sync::OnceCell::new(),
+            unique_index_found: tokio::sync::OnceCell::new(),
+        }
     }
 
     /// From the environment: `MONGODB_*` (see `sophia_platform::mongo`) and `OPENAI_*` (see
@@ -133,6 +166,21 @@ impl ReportGenerateHandler {
                     log_missing_ttl_indexes(&clients.mongo.db, "report-generate", migrations::REQUIRED_TTL).await;
                 })
                 .await;
+            if self.unique_index_found.get().is_none() {
+                match missing_unique_indexes(&clients.mongo.db, migrations::REQUIRED).await {
+                    Ok(missing) if missing.is_empty() => {
+                        let _ = self.unique_index_found.set(());
+                    }
+                    Ok(missing) => {
+                        return Err(BoxError::from(UniqueIndexMissing {
+                            database: clients.mongo.db.name().to_owned(),
+                            indexes: missing.iter().map(ToString::to_string).collect(),
+                        }));
+                    }
+                    // Not checkable (the cold start logged a WARN): the function runs, as before.
+                    Err(_) => {}
+                }
+            }
             Ok::<(), BoxError>(())
         };
         let handler = |message: ReportGenerate, meta: RecordMeta| async move {
