@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * Checks a committed stack file before CI previews or deploys it: every key the program requires is
- * there (the two secrets as ciphertext, the region, the extension layer; the account pin on a
- * protected stage), so a stage bootstrapped without committing `Pulumi.<stage>.yaml` fails here,
+ * there (the two secrets as ciphertext, the region, the extension layer, the key's break-glass
+ * administrators; the account pin on a protected stage), so a stage bootstrapped without committing `Pulumi.<stage>.yaml` fails here,
  * naming each missing key and the command that sets it, instead of deep inside `pulumi up`.
  *
  * And the stack's secrets provider: CI has no passphrase, so a stack in the S3 state bucket must say
@@ -54,6 +54,12 @@ function missingKeys(stage, doc, { pulumiCloud = false } = {}) {
     if (!secure(config[key])) {
       problems.push(`${key} is missing (or not encrypted): scripts/bootstrap-stage ${stage}, then commit Pulumi.${stage}.yaml`);
     }
+  }
+  // The same shape the program requires (src/secrets.ts, keyAdministrators): exact IAM ARNs.
+  const admins = config["sophia:kmsKeyAdministrators"];
+  const principal = /^arn:aws[a-z-]*:iam::\d{12}:(role|user)\/[\w+=,.@/-]+$/;
+  if (!Array.isArray(admins) || admins.length === 0 || admins.some((a) => typeof a !== "string" || !principal.test(a))) {
+    problems.push(`sophia:kmsKeyAdministrators must list the stage's break-glass IAM role or user ARNs, exact and path included: see docs/deploy.md, "KMS key administrators"`);
   }
   if (typeof config["aws:region"] !== "string" || config["aws:region"] === "") {
     problems.push(`aws:region is missing: pulumi config set aws:region <region> --stack ${stage}`);

@@ -307,7 +307,7 @@ test("every preview and deploy checks the committed stack file before pulumi run
   }
 });
 
-test("check-stack-file names every missing key, a number-stored account id, and a secrets provider CI cannot use", () => {
+test("check-stack-file names every missing key, a number-stored account id, the key administrators, and a secrets provider CI cannot use", () => {
   const { spawnSync } = require("node:child_process") as typeof import("node:child_process");
   const os = require("node:os") as typeof import("node:os");
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-stack-file-"));
@@ -320,8 +320,8 @@ test("check-stack-file names every missing key, a number-stored account id, and 
     const bare = check("prod", "config:\n  aws:region: eu-west-1\n");
     assert.equal(bare.status, 1);
     const errors = bare.stdout.trim().split("\n");
-    assert.equal(errors.length, 5, bare.stdout);
-    for (const key of ["secretsprovider", "sophia:mongodbUri", "sophia:openaiApiKey", "sophia:secretsExtensionLayerArn", "aws:allowedAccountIds"]) {
+    assert.equal(errors.length, 6, bare.stdout);
+    for (const key of ["secretsprovider", "sophia:mongodbUri", "sophia:openaiApiKey", "sophia:kmsKeyAdministrators", "sophia:secretsExtensionLayerArn", "aws:allowedAccountIds"]) {
       assert.ok(errors.some((e) => e.startsWith("::error file=Pulumi.prod.yaml::") && e.includes(key)), `${key}: ${bare.stdout}`);
     }
     const provider = "secretsprovider: awskms://alias/sophia-prod-pulumi-secrets?region=eu-west-1\nencryptedkey: AQICAHh\n";
@@ -332,10 +332,17 @@ test("check-stack-file names every missing key, a number-stored account id, and 
       "  sophia:secretsExtensionLayerArn: arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:19",
       "  sophia:mongodbUri:\n    secure: v1:abc",
       "  sophia:openaiApiKey:\n    secure: v1:def",
+      '  sophia:kmsKeyAdministrators: ["arn:aws:iam::012345678901:role/aws-reserved/sso.amazonaws.com/eu-west-1/AWSReservedSSO_BreakGlass_0123456789abcdef"]',
       "",
     ].join("\n");
     const ok = check("prod", provider + complete);
     assert.equal(ok.status, 0, ok.stdout);
+    // The key's administrators: exact IAM ARNs, as the program requires (never a bare account or a wildcard).
+    for (const admins of ["[]", '["012345678901"]', '["arn:aws:iam::012345678901:role/*"]']) {
+      const bad = check("prod", provider + complete.replace(/sophia:kmsKeyAdministrators: .*/, `sophia:kmsKeyAdministrators: ${admins}`));
+      assert.equal(bad.status, 1, admins);
+      assert.match(bad.stdout, /sophia:kmsKeyAdministrators must list the stage's break-glass IAM role or user ARNs/, admins);
+    }
     const numeric = check("prod", provider + complete.replace('["012345678901"]', "[12345678901]"));
     assert.equal(numeric.status, 1);
     assert.match(numeric.stdout, /aws:allowedAccountIds holds 12345678901: account ids are 12-digit strings/);
