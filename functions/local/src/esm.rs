@@ -45,6 +45,9 @@ pub struct EsmStats {
     pub deleted: AtomicU64,
     pub item_failures: AtomicU64,
     pub batch_failures: AtomicU64,
+    /// The longest invocation so far, in milliseconds (the local stand-in for Lambda's Duration
+    /// maximum, which the near-its-timeout alarm watches).
+    pub longest_invocation_ms: AtomicU64,
     /// Records delivered by their `ApproximateReceiveCount` (1 = first delivery): how often the
     /// pipeline needed a retry, the load test's receive-count histogram.
     receive_counts: Mutex<BTreeMap<u32, u64>>,
@@ -134,8 +137,22 @@ impl EventSourceMapping {
     }
 
     /// Polls and invokes until `shutdown` turns true.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+    pub async fn run(self, shutdown: watch::Receiver<bool>) {
+        let (_never_paused, paused) = watch::channel(false);
+        self.run_pausable(shutdown, paused).await
+    }
+
+    /// [`run`](Self::run), and while `paused` is true receives nothing, as a disabled event
+    /// source mapping: a batch already taken finishes; the messages wait in the queue.
+    pub async fn run_pausable(self, mut shutdown: watch::Receiver<bool>, mut paused: watch::Receiver<bool>) {
         while !*shutdown.borrow() {
+            if *paused.borrow_and_update() {
+                tokio::select! {
+                    _ = shutdown.changed() => break,
+                    changed = paused.changed() => if changed.is_err() { break },
+                }
+                continue;
+            }
             tokio::select! {
                 _ = shutdown.changed() => break,
                 polled = self.poll_once(Duration::from_secs(2)) => {
@@ -210,9 +227,11 @@ impl EventSourceMapping {
         self.stats.records.fetch_add(messages.len() as u64, Ordering::Relaxed);
         self.stats.count_receives(&messages);
         let ids: Vec<String> = messages.iter().map(|m| m.message_id().unwrap_or_default().to_owned()).collect();
+        let started = std::time::Instant::now();
         let result = tokio::time::timeout(self.function_timeout, self.invoker.invoke(event, context))
             .await
             .unwrap_or(Err(InvokeError::Timeout));
+        self.stats.longest_invocation_ms.fetch_max(started.elapsed().as_millis() as u64, Ordering::Relaxed);
         let failed = match result.and_then(|response| failed_identifiers(&response, &ids)) {
             Ok(failed) => failed,
             Err(e) => {
