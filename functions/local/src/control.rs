@@ -28,10 +28,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, put};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::esm::EsmStats;
+use crate::esm::{EsmStats, Pause};
 use crate::proxy::TcpProxy;
 use crate::queues::QueuePair;
 
@@ -55,6 +54,8 @@ pub enum ControlError {
     Fake(String),
     #[error("{0}")]
     BadRequest(String),
+    #[error("{0}: paused, but a poller still holds a batch past the function's timeout")]
+    Busy(String),
 }
 
 impl ControlError {
@@ -64,6 +65,7 @@ impl ControlError {
             Self::RealOpenAi(_) => StatusCode::CONFLICT,
             Self::Fake(_) => StatusCode::BAD_GATEWAY,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Busy(_) => StatusCode::GATEWAY_TIMEOUT,
         }
     }
 }
@@ -74,7 +76,9 @@ pub struct ControlledFunction {
     pub pair: QueuePair,
     pub timeout: Duration,
     pub stats: Arc<EsmStats>,
-    pub paused: watch::Sender<bool>,
+    pub pause: Arc<Pause>,
+    /// Its pollers (all of them park before `pause` answers).
+    pub pollers: usize,
 }
 
 /// What can be injected, and the state to report.
@@ -109,9 +113,17 @@ impl Controls {
         })
     }
 
-    /// Stops (`true`) or restarts (`false`) the event source mapping of `function`.
-    pub fn set_paused(&self, function: &str, paused: bool) -> Result<(), ControlError> {
-        self.function(function)?.paused.send_replace(paused);
+    /// Stops (`true`) or restarts (`false`) the event source mapping of `function`. A pause
+    /// returns once every poller has finished the batch it held: from then on nothing is received.
+    pub async fn set_paused(&self, function: &str, paused: bool) -> Result<(), ControlError> {
+        let f = self.function(function)?;
+        if paused {
+            if !f.pause.pause(f.pollers, f.timeout + Duration::from_secs(10)).await {
+                return Err(ControlError::Busy(function.to_owned()));
+            }
+        } else {
+            f.pause.resume();
+        }
         tracing::info!(function, paused, "drill: event source mapping {}", if paused { "paused" } else { "resumed" });
         Ok(())
     }
@@ -134,6 +146,11 @@ impl Controls {
             return Err(ControlError::RealOpenAi(self.openai_endpoint.clone()));
         };
         let (status, answer) = http("PUT", url, None, Some(body.to_string())).await.map_err(ControlError::Fake)?;
+        if status == 404 {
+            return Err(ControlError::Fake(format!(
+                "HTTP 404 on {url}: this build's offline endpoint has no fault interface (PUT /__sophia/fault)"
+            )));
+        }
         if status != 204 {
             return Err(ControlError::Fake(format!("HTTP {status}: {answer}")));
         }
@@ -145,6 +162,7 @@ impl Controls {
         let url = self.openai_fault_url.as_ref()?;
         match http("GET", url, None, None).await {
             Ok((200, body)) => serde_json::from_str(&body).ok(),
+            Ok((404, _)) => Some(json!({"error": "no fault interface on the offline endpoint (HTTP 404)"})),
             Ok((status, body)) => Some(json!({"error": format!("HTTP {status}: {body}")})),
             Err(e) => Some(json!({"error": e})),
         }
@@ -177,7 +195,7 @@ impl Controls {
             let [invocations, records, deleted, item_failures, batch_failures] = f.stats.snapshot();
             functions.push(FunctionStatus {
                 name: f.name.clone(),
-                paused: *f.paused.borrow(),
+                paused: f.pause.is_on(),
                 queue: f.pair.source.name.clone(),
                 visible,
                 in_flight,
@@ -446,14 +464,14 @@ async fn pause(State(s): State<Arc<ServerState>>, headers: HeaderMap, UrlPath(fu
     if let Err(r) = authorized(&s, &headers) {
         return r;
     }
-    result(s.controls.set_paused(&function, true))
+    result(s.controls.set_paused(&function, true).await)
 }
 
 async fn resume(State(s): State<Arc<ServerState>>, headers: HeaderMap, UrlPath(function): UrlPath<String>) -> Response {
     if let Err(r) = authorized(&s, &headers) {
         return r;
     }
-    result(s.controls.set_paused(&function, false))
+    result(s.controls.set_paused(&function, false).await)
 }
 
 /// The client side of the channel, as `sophia-local fault|pause|resume|status` use it.

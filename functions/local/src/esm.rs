@@ -87,6 +87,32 @@ fn receive_count(message: &Message) -> u32 {
         .unwrap_or(1)
 }
 
+/// The switch of a mapping's pollers (a drill's `pause` / `resume`): on, each poller finishes
+/// what it received and parks; [`Pause::parked`] counts the parked pollers.
+#[derive(Debug, Default)]
+pub struct Pause {
+    pub on: watch::Sender<bool>,
+    pub parked: watch::Sender<usize>,
+}
+
+impl Pause {
+    /// Turns the switch on and waits until `pollers` pollers are parked (nothing receives any
+    /// more), at most `limit`; false when they did not all park in time.
+    pub async fn pause(&self, pollers: usize, limit: Duration) -> bool {
+        self.on.send_replace(true);
+        let mut parked = self.parked.subscribe();
+        tokio::time::timeout(limit, parked.wait_for(|n| *n >= pollers)).await.is_ok_and(|r| r.is_ok())
+    }
+
+    pub fn resume(&self) {
+        self.on.send_replace(false);
+    }
+
+    pub fn is_on(&self) -> bool {
+        *self.on.borrow()
+    }
+}
+
 /// What one invocation did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvocationSummary {
@@ -138,18 +164,23 @@ impl EventSourceMapping {
 
     /// Polls and invokes until `shutdown` turns true.
     pub async fn run(self, shutdown: watch::Receiver<bool>) {
-        let (_never_paused, paused) = watch::channel(false);
-        self.run_pausable(shutdown, paused).await
+        self.run_pausable(shutdown, Arc::new(Pause::default())).await
     }
 
-    /// [`run`](Self::run), and while `paused` is true receives nothing, as a disabled event
-    /// source mapping: a batch already taken finishes; the messages wait in the queue.
-    pub async fn run_pausable(self, mut shutdown: watch::Receiver<bool>, mut paused: watch::Receiver<bool>) {
+    /// [`run`](Self::run), receiving nothing while `pause` is on, as a disabled event source
+    /// mapping: a batch already received finishes, then the poller parks; messages wait.
+    pub async fn run_pausable(self, mut shutdown: watch::Receiver<bool>, pause: Arc<Pause>) {
+        let mut paused = pause.on.subscribe();
         while !*shutdown.borrow() {
             if *paused.borrow_and_update() {
-                tokio::select! {
-                    _ = shutdown.changed() => break,
-                    changed = paused.changed() => if changed.is_err() { break },
+                pause.parked.send_modify(|n| *n += 1);
+                let gone = tokio::select! {
+                    changed = shutdown.changed() => changed.is_err(),
+                    _ = paused.wait_for(|on| !*on) => false,
+                };
+                pause.parked.send_modify(|n| *n -= 1);
+                if gone {
+                    break;
                 }
                 continue;
             }

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::control::{ControlServer, ControlledFunction, Controls};
-use crate::esm::{EsmStats, EventSourceMapping};
+use crate::esm::{EsmStats, EventSourceMapping, Pause};
 use crate::handlers::{self, OpenAiEndpoint};
 use crate::invoke::Invoke;
 use crate::proxy::TcpProxy;
@@ -177,17 +177,18 @@ impl Runner {
             )
             .await?;
             let esm = EventSourceMapping::declared(sqs.clone(), pair.source.clone(), settings, decl, invoker);
-            let (paused, paused_rx) = watch::channel(false);
+            let pause = Arc::new(Pause::default());
             stats.push((settings.consumer.clone(), esm.stats.clone()));
             controlled.push(ControlledFunction {
                 name: settings.consumer.clone(),
                 pair: pair.clone(),
                 timeout: esm.function_timeout,
                 stats: esm.stats.clone(),
-                paused,
+                pause: pause.clone(),
+                pollers,
             });
             for _ in 0..pollers {
-                tasks.push(tokio::spawn(esm.clone().run_pausable(shutdown_rx.clone(), paused_rx.clone())));
+                tasks.push(tokio::spawn(esm.clone().run_pausable(shutdown_rx.clone(), pause.clone())));
             }
         }
         let controls = Arc::new(Controls::new(
