@@ -222,7 +222,12 @@ async fn mongo_down_fails_and_retries_the_settlement_without_loss_then_it_settle
     assert!(status.mongo.refused + status.mongo.cut >= 1, "the proxy turned the functions away: {status}");
 
     drill.control.mongo(MongoState::Up).await.expect("fault mongo up");
-    wait_until("the interview settles after `fault mongo up`", LIMIT, || drill.settled(id)).await;
+    // nx-27017 does not isolate transactions: settledAt and the ledger line may show one after
+    // the other; wait for both before counting.
+    wait_until("the interview settles after `fault mongo up`", LIMIT, || async {
+        drill.settled(id).await && !drill.settle_lines(id).await.is_empty()
+    })
+    .await;
     assert_eq!(drill.settle_lines(id).await, vec![RESERVED], "charged exactly once");
     let interview = drill.interview(id).await;
     let consumed = interview.get_document("credits").ok().and_then(|c| c.get("consumed")).and_then(number);
@@ -367,5 +372,72 @@ async fn the_control_channel_needs_its_token_and_says_what_it_cannot_do() {
     let status = drill.control.status().await.unwrap();
     assert!(!status.openai.injectable, "{status}");
     assert!(status.to_string().contains("no fault can be injected"), "{status}");
+    drill.stop().await;
+}
+
+/// docs/local.md, drill "Invalid messages dropped": `sophia-local seed` then `publish-invalid`
+/// -> the consumer drops the body (acknowledged, not retried, not in the DLQ) and the interview
+/// keeps its reservation, unsettled; the right message then settles it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_invalid_body_is_dropped_and_leaves_its_interview_reserved_until_the_right_message() {
+    let drill = Drill::start(30, None).await;
+    let seeded = drill.control.seed(1).await.expect("seed");
+    assert_eq!(seeded.interview_ids.len(), 1);
+    let id = InterviewId::new(bson::oid::ObjectId::parse_str(&seeded.interview_ids[0]).unwrap());
+    let org = OrganizationId::new(bson::oid::ObjectId::parse_str(&seeded.organization_id).unwrap());
+    let reserved =
+        drill.interview(id).await.get_document("credits").ok().and_then(|c| c.get("reserved")).and_then(number);
+    assert_eq!(reserved, Some(seeded.reserved_per_interview));
+
+    let sent = drill.control.send_invalid(&seeded.interview_ids[0], &seeded.organization_id).await.expect("sent");
+    assert!(sent.contains("\"durationSeconds\":-5"), "{sent}");
+    wait_until("the invalid message is consumed", LIMIT, || async {
+        let f = drill.function("interview-completed").await;
+        f.deleted >= 1 && f.visible == Some(0) && f.in_flight == Some(0)
+    })
+    .await;
+    let f = drill.function("interview-completed").await;
+    assert_eq!(
+        (f.item_failures, f.batch_failures, f.dlq_visible),
+        (0, 0, Some(0)),
+        "dropped, not retried: {}",
+        f.line()
+    );
+    assert!(!drill.settled(id).await, "nothing settled by an invalid body");
+    assert!(drill.settle_lines(id).await.is_empty());
+
+    // The fix: the message the producer should have sent.
+    drill.publish_completed(org, &[id]).await;
+    wait_until("the interview settles", LIMIT, || async {
+        drill.settled(id).await && !drill.settle_lines(id).await.is_empty()
+    })
+    .await;
+    assert_eq!(drill.settle_lines(id).await, vec![seeded.reserved_per_interview]);
+    drill.stop().await;
+}
+
+/// docs/local.md, drill "report-generate DLQ not empty": OpenAI refuses the key (401) -> three
+/// attempts fail with `credentials_refused` and the message reaches the report DLQ with its report
+/// FAILED at three attempts (what a plain redrive would not change).
+///
+/// Needs the offline endpoint's fault interface (`PUT /__sophia/fault`, functions/openai-fake).
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_unauthorized_fails_three_attempts_and_the_report_message_reaches_the_dlq() {
+    let drill = Drill::start(3, None).await;
+    let (org, ids) = drill.completed_interviews(1).await;
+    let id = ids[0];
+    drill.control.openai_fault("unauthorized", None, None).await.expect("fault openai unauthorized");
+    drill.publish_completed(org, &ids).await;
+
+    wait_until("the report message reaches the DLQ", LIMIT, || async {
+        drill.function("report-generate").await.dlq_visible == Some(1)
+    })
+    .await;
+    let report = drill.report(id).await.expect("a report document");
+    assert_eq!(report.get_str("status"), Ok("FAILED"), "{report}");
+    assert_eq!(report.get_str("errorKind"), Ok("credentials_refused"), "{report}");
+    assert_eq!(report.get("attemptCount").and_then(number), Some(3), "{report}");
+    assert!(drill.settled(id).await, "the settlement does not depend on the report");
+    drill.control.openai_fault("none", None, None).await.expect("fault openai none");
     drill.stop().await;
 }

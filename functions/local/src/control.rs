@@ -7,7 +7,9 @@
 //!   "delayMs"}`); impossible when the runner calls a real endpoint (`OPENAI_API_KEY` set);
 //! - MongoDB: the functions reach nx-27017 through a [`TcpProxy`] that `down` closes and `up`
 //!   opens again (the operator's tools and the runner's own client connect directly);
-//! - a consumer: its event source mapping stops receiving (as a disabled mapping) and resumes.
+//! - a consumer: its event source mapping stops receiving (as a disabled mapping) and resumes;
+//! - material for the drills: an organization with interviews holding a reservation (`seed`), and
+//!   an `interview.completed` body the contract rejects, as a broken producer sends (`invalid`).
 //!
 //! The channel is a small HTTP server of the runner on 127.0.0.1; its URL and a per-run bearer
 //! token are written to the env file (readable by its owner only), as
@@ -25,7 +27,7 @@ use axum::body::Bytes;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, put};
+use axum::routing::{get, post, put};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -56,6 +58,8 @@ pub enum ControlError {
     BadRequest(String),
     #[error("{0}: paused, but a poller still holds a batch past the function's timeout")]
     Busy(String),
+    #[error("MongoDB: {0}")]
+    Mongo(String),
 }
 
 impl ControlError {
@@ -66,6 +70,7 @@ impl ControlError {
             Self::Fake(_) => StatusCode::BAD_GATEWAY,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Busy(_) => StatusCode::GATEWAY_TIMEOUT,
+            Self::Mongo(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }
@@ -84,6 +89,9 @@ pub struct ControlledFunction {
 /// What can be injected, and the state to report.
 pub struct Controls {
     functions: Vec<ControlledFunction>,
+    mongo: sophia_platform::mongo::Mongo,
+    /// The interview-completed queue's URL (the invalid body goes there).
+    interview_queue_url: Option<String>,
     proxy: TcpProxy,
     direct_mongo_uri: String,
     /// `http://127.0.0.1:<port>/__sophia/fault` of the offline endpoint; `None` with a real one.
@@ -93,15 +101,82 @@ pub struct Controls {
 }
 
 impl Controls {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         functions: Vec<ControlledFunction>,
+        mongo: sophia_platform::mongo::Mongo,
+        interview_queue_url: Option<String>,
         proxy: TcpProxy,
         direct_mongo_uri: String,
         openai_fault_url: Option<String>,
         openai_endpoint: String,
         sqs: aws_sdk_sqs::Client,
     ) -> Self {
-        Self { functions, proxy, direct_mongo_uri, openai_fault_url, openai_endpoint, sqs }
+        Self { functions, mongo, interview_queue_url, proxy, direct_mongo_uri, openai_fault_url, openai_endpoint, sqs }
+    }
+
+    /// A new organization (1000 credits, 30 days) with `interviews` interviews, each holding
+    /// [`SEED_RESERVED`] credits, transcript stored, marked COMPLETED with
+    /// [`SEED_DURATION_SECONDS`] as the API does before it publishes; nothing is published.
+    pub async fn seed(&self, interviews: usize) -> Result<Seeded, ControlError> {
+        use sophia_contracts::{DurationSeconds, Timestamp};
+        use sophia_credits::{CreditsStore, seed};
+        let fail = |e: sophia_credits::CreditsError| ControlError::Mongo(e.to_string());
+        let store = CreditsStore::new(self.mongo.db.clone());
+        let now = chrono::Utc::now();
+        let org = seed::create_organization(&store, &format!("Drill organization {}", now.format("%H:%M:%S")))
+            .await
+            .map_err(fail)?;
+        seed::grant_lot(&store, org, 1000, now + chrono::Duration::days(30)).await.map_err(fail)?;
+        let mut ids = Vec::new();
+        for _ in 0..interviews.clamp(1, 50) {
+            let id =
+                seed::reserved_interview(&self.mongo.client, &store, org, SEED_RESERVED, crate::demo::transcript(true))
+                    .await
+                    .map_err(fail)?;
+            let duration = DurationSeconds::new(SEED_DURATION_SECONDS).expect("in range");
+            seed::mark_completed(&store, id, Timestamp::now(), duration).await.map_err(fail)?;
+            ids.push(id.to_string());
+        }
+        tracing::info!(organizationId = %org, interviews = ids.len(), "drill: seeded");
+        Ok(Seeded {
+            organization_id: org.to_string(),
+            interview_ids: ids,
+            reserved_per_interview: SEED_RESERVED,
+            duration_seconds: SEED_DURATION_SECONDS,
+        })
+    }
+
+    /// Sends to the interview-completed queue an `interview.completed` for these ids whose
+    /// `completedAt` and `durationSeconds` the contract rejects: the consumer drops it (the
+    /// invalid-messages-dropped drill); the interview keeps its reservation.
+    pub async fn send_invalid(&self, interview_id: &str, organization_id: &str) -> Result<String, ControlError> {
+        use sophia_contracts::{EventType, RequestId};
+        let body = serde_json::to_string(&json!({
+            "interviewId": interview_id,
+            "organizationId": organization_id,
+            "completedAt": "yesterday",
+            "durationSeconds": -5,
+        }))
+        .expect("serialises");
+        let producer = sophia_sqs_producer::SqsProducer::new(
+            self.sqs.clone(),
+            sophia_sqs_producer::QueueUrls {
+                interview_completed: self.interview_queue_url.clone(),
+                report_generate: None,
+            },
+        );
+        producer
+            .send(
+                self.interview_queue_url.as_deref(),
+                sophia_platform::config::INTERVIEW_COMPLETED_QUEUE_URL,
+                &body,
+                EventType::InterviewCompleted,
+                &RequestId::from_caller(Some("drill-invalid")),
+            )
+            .await
+            .map_err(|e| ControlError::BadRequest(format!("could not send: {e}")))?;
+        Ok(body)
     }
 
     fn function(&self, name: &str) -> Result<&ControlledFunction, ControlError> {
@@ -341,6 +416,33 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// Credits each seeded interview holds.
+pub const SEED_RESERVED: i64 = 10;
+/// The duration each seeded interview is completed with (bills all 10 credits).
+pub const SEED_DURATION_SECONDS: u64 = 600;
+
+/// What `seed` made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Seeded {
+    pub organization_id: String,
+    pub interview_ids: Vec<String>,
+    pub reserved_per_interview: i64,
+    pub duration_seconds: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SeedRequest {
+    interviews: usize,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InvalidRequest {
+    interview_id: String,
+    organization_id: String,
+}
+
 /// The `state` of `PUT /fault/mongo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -373,6 +475,8 @@ impl ControlServer {
             .route("/fault/openai", put(openai_fault))
             .route("/fault/mongo", put(mongo_fault))
             .route("/pause/{function}", put(pause).delete(resume))
+            .route("/seed", post(seed))
+            .route("/invalid", post(invalid))
             .with_state(state);
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -474,6 +578,39 @@ async fn resume(State(s): State<Arc<ServerState>>, headers: HeaderMap, UrlPath(f
     result(s.controls.set_paused(&function, false).await)
 }
 
+async fn seed(State(s): State<Arc<ServerState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(r) = authorized(&s, &headers) {
+        return r;
+    }
+    let n = serde_json::from_slice::<SeedRequest>(&body).map(|r| r.interviews).unwrap_or(1);
+    // The seeding future is not `Send` for every lifetime (rustc's higher-ranked `Send` check on
+    // the credits crate's reservation): run it on a blocking thread of this runtime.
+    let controls = s.controls.clone();
+    let handle = tokio::runtime::Handle::current();
+    let seeded = tokio::task::spawn_blocking(move || handle.block_on(controls.seed(n))).await;
+    match seeded {
+        Ok(Ok(seeded)) => axum::Json(seeded).into_response(),
+        Ok(Err(e)) => error_response(e.status(), &e.to_string()),
+        Err(e) => error_response(StatusCode::INTERNAL_SERVER_ERROR, &format!("seeding stopped: {e}")),
+    }
+}
+
+async fn invalid(State(s): State<Arc<ServerState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(r) = authorized(&s, &headers) {
+        return r;
+    }
+    let request = match serde_json::from_slice::<InvalidRequest>(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return result(Err(ControlError::BadRequest(format!("expected interviewId and organizationId: {e}"))));
+        }
+    };
+    match s.controls.send_invalid(&request.interview_id, &request.organization_id).await {
+        Ok(sent) => axum::Json(json!({"sent": sent})).into_response(),
+        Err(e) => error_response(e.status(), &e.to_string()),
+    }
+}
+
 /// The client side of the channel, as `sophia-local fault|pause|resume|status` use it.
 #[derive(Debug, Clone)]
 pub struct ControlClient {
@@ -542,6 +679,21 @@ impl ControlClient {
 
     pub async fn resume(&self, function: &str) -> Result<(), String> {
         self.call("DELETE", &format!("/pause/{function}"), None).await.map(drop)
+    }
+
+    pub async fn seed(&self, interviews: usize) -> Result<Seeded, String> {
+        let body = self.call("POST", "/seed", Some(json!(SeedRequest { interviews }))).await?;
+        serde_json::from_str(&body).map_err(|e| format!("unreadable answer from the runner: {e}"))
+    }
+
+    /// Sends the invalid body; answers the body sent.
+    pub async fn send_invalid(&self, interview_id: &str, organization_id: &str) -> Result<String, String> {
+        let request =
+            InvalidRequest { interview_id: interview_id.to_owned(), organization_id: organization_id.to_owned() };
+        let body = self.call("POST", "/invalid", Some(json!(request))).await?;
+        let answer: Value =
+            serde_json::from_str(&body).map_err(|e| format!("unreadable answer from the runner: {e}"))?;
+        Ok(answer["sent"].as_str().unwrap_or_default().to_owned())
     }
 
     pub async fn status(&self) -> Result<Status, String> {

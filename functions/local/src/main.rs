@@ -76,6 +76,27 @@ enum Command {
         #[arg(long)]
         env_file: Option<PathBuf>,
     },
+    /// Drill material: a new organization with interviews that hold a reservation and are
+    /// marked COMPLETED (not published); prints the ids and the publish command.
+    Seed {
+        /// How many interviews (1 to 50).
+        #[arg(long, default_value_t = 1)]
+        interviews: usize,
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        env_file: Option<PathBuf>,
+    },
+    /// Drill: send to the interview-completed queue an `interview.completed` for these ids that
+    /// the contract rejects (completedAt "yesterday", durationSeconds -5), as a broken producer
+    /// would; the consumer drops it and the interview keeps its reservation.
+    PublishInvalid {
+        interview_id: String,
+        organization_id: String,
+        #[arg(long)]
+        env_file: Option<PathBuf>,
+    },
     /// What is injected or paused now, and per function its queue, DLQ and counters.
     Status {
         /// As JSON.
@@ -300,6 +321,54 @@ async fn main() -> ExitCode {
         Command::Resume { function, env_file } => {
             let done = format!("{function}: event source mapping polling again");
             drill(env_file, &done, |c| async move { c.resume(&function).await }).await
+        }
+        Command::Seed { interviews, json, env_file } => {
+            let seeded = match control(env_file) {
+                Ok(c) => c.seed(interviews).await,
+                Err(e) => Err(e),
+            };
+            match seeded {
+                Ok(s) if json => {
+                    println!("{}", serde_json::to_string(&s).expect("serialises"));
+                    ExitCode::SUCCESS
+                }
+                Ok(s) => {
+                    println!(
+                        "organization {} with {} interview(s), each holding {} credits, COMPLETED after {} s (not published):",
+                        s.organization_id,
+                        s.interview_ids.len(),
+                        s.reserved_per_interview,
+                        s.duration_seconds
+                    );
+                    for id in &s.interview_ids {
+                        println!(
+                            "  sophia-ops --stage local publish completed {id} {} --duration-seconds {}",
+                            s.organization_id, s.duration_seconds
+                        );
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::PublishInvalid { interview_id, organization_id, env_file } => {
+            let sent = match control(env_file) {
+                Ok(c) => c.send_invalid(&interview_id, &organization_id).await,
+                Err(e) => Err(e),
+            };
+            match sent {
+                Ok(body) => {
+                    println!("sent to interview-completed (the contract rejects it): {body}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Status { json, env_file } => {
             let status = match control(env_file) {

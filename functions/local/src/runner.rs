@@ -193,6 +193,8 @@ impl Runner {
         }
         let controls = Arc::new(Controls::new(
             controlled,
+            mongo.clone(),
+            env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(),
             proxy,
             nx_mongo.url(),
             openai.fault_url(),
