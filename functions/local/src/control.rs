@@ -1,6 +1,6 @@
 //! Drills: the runner's control channel. While `sophia-local up` runs, an operator injects faults
 //! and pauses consumers from another shell (`sophia-local fault|pause|resume|status`, see
-//! docs/local.md#drills):
+//! docs/local.md#4-drills-rehearse-the-runbook):
 //!
 //! - OpenAI: the standing fault of the offline OpenAI-compatible endpoint, set over its own HTTP
 //!   interface (`PUT /__sophia/fault` on the fake's server, `{"kind", "retryAfterSeconds",

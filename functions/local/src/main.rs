@@ -54,7 +54,7 @@ enum Command {
         #[arg(long)]
         visibility_timeout: Option<u32>,
     },
-    /// Drill: inject a fault into the running pipeline (see docs/local.md#drills).
+    /// Drill: inject a fault into the running pipeline (see docs/local.md#4-drills-rehearse-the-runbook).
     Fault {
         #[command(subcommand)]
         target: FaultTarget,
@@ -248,7 +248,7 @@ async fn main() -> ExitCode {
                 env_file.display()
             );
             eprintln!(
-                "drills (another shell): sophia-local status | fault openai <kind> | fault mongo down|up | pause|resume <function> (control channel {}, docs/local.md#drills)",
+                "drills (another shell): sophia-local status | fault openai <kind> | fault mongo down|up | pause|resume <function> (control channel {}, docs/local.md#4-drills-rehearse-the-runbook)",
                 runner.control_url()
             );
             eprintln!("for the API (e.g. its .env) to publish into this pipeline and read its reports:");
