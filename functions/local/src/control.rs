@@ -509,17 +509,16 @@ struct ServerState {
     token: String,
 }
 
-fn authorized(state: &ServerState, headers: &HeaderMap) -> Result<(), Response> {
+fn authorized(state: &ServerState, headers: &HeaderMap) -> bool {
     let given = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     // Compared without an early exit on the first differing byte.
-    let same = given.is_some_and(|g| {
+    given.is_some_and(|g| {
         g.len() == state.token.len() && g.bytes().zip(state.token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
-    });
-    if same {
-        Ok(())
-    } else {
-        Err(error_response(StatusCode::UNAUTHORIZED, "missing or wrong control token (see the runner's env file)"))
-    }
+    })
+}
+
+fn unauthorized() -> Response {
+    error_response(StatusCode::UNAUTHORIZED, "missing or wrong control token (see the runner's env file)")
 }
 
 fn error_response(status: StatusCode, message: &str) -> Response {
@@ -534,15 +533,15 @@ fn result(r: Result<(), ControlError>) -> Response {
 }
 
 async fn status(State(s): State<Arc<ServerState>>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorized(&s, &headers) {
-        return r;
+    if !authorized(&s, &headers) {
+        return unauthorized();
     }
     axum::Json(s.controls.status().await).into_response()
 }
 
 async fn openai_fault(State(s): State<Arc<ServerState>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = authorized(&s, &headers) {
-        return r;
+    if !authorized(&s, &headers) {
+        return unauthorized();
     }
     let body: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
@@ -552,8 +551,8 @@ async fn openai_fault(State(s): State<Arc<ServerState>>, headers: HeaderMap, bod
 }
 
 async fn mongo_fault(State(s): State<Arc<ServerState>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = authorized(&s, &headers) {
-        return r;
+    if !authorized(&s, &headers) {
+        return unauthorized();
     }
     match serde_json::from_slice::<MongoFault>(&body) {
         Ok(f) => {
@@ -565,22 +564,22 @@ async fn mongo_fault(State(s): State<Arc<ServerState>>, headers: HeaderMap, body
 }
 
 async fn pause(State(s): State<Arc<ServerState>>, headers: HeaderMap, UrlPath(function): UrlPath<String>) -> Response {
-    if let Err(r) = authorized(&s, &headers) {
-        return r;
+    if !authorized(&s, &headers) {
+        return unauthorized();
     }
     result(s.controls.set_paused(&function, true).await)
 }
 
 async fn resume(State(s): State<Arc<ServerState>>, headers: HeaderMap, UrlPath(function): UrlPath<String>) -> Response {
-    if let Err(r) = authorized(&s, &headers) {
-        return r;
+    if !authorized(&s, &headers) {
+        return unauthorized();
     }
     result(s.controls.set_paused(&function, false).await)
 }
 
 async fn seed(State(s): State<Arc<ServerState>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = authorized(&s, &headers) {
-        return r;
+    if !authorized(&s, &headers) {
+        return unauthorized();
     }
     let n = serde_json::from_slice::<SeedRequest>(&body).map(|r| r.interviews).unwrap_or(1);
     // The seeding future is not `Send` for every lifetime (rustc's higher-ranked `Send` check on
@@ -596,8 +595,8 @@ async fn seed(State(s): State<Arc<ServerState>>, headers: HeaderMap, body: Bytes
 }
 
 async fn invalid(State(s): State<Arc<ServerState>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = authorized(&s, &headers) {
-        return r;
+    if !authorized(&s, &headers) {
+        return unauthorized();
     }
     let request = match serde_json::from_slice::<InvalidRequest>(&body) {
         Ok(r) => r,
