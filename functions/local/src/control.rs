@@ -416,6 +416,9 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// How long `pause` may take: the longest function timeout, and the runner's own margin.
+const PAUSE_LIMIT: Duration = Duration::from_secs(330);
+
 /// Credits each seeded interview holds.
 pub const SEED_RESERVED: i64 = 10;
 /// The duration each seeded interview is completed with (bills all 10 credits).
@@ -639,9 +642,19 @@ impl ControlClient {
     }
 
     async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<String, String> {
+        self.call_within(method, path, body, Duration::from_secs(30)).await
+    }
+
+    async fn call_within(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        limit: Duration,
+    ) -> Result<String, String> {
         let url = format!("{}{path}", self.url);
         let (status, answer) =
-            http(method, &url, Some(&self.token), body.map(|b| b.to_string())).await.map_err(|e| {
+            http_within(method, &url, Some(&self.token), body.map(|b| b.to_string()), limit).await.map_err(|e| {
                 format!(
                     "the runner's control channel at {} does not answer ({e}): is `sophia-local up` still running?",
                     self.url
@@ -672,8 +685,10 @@ impl ControlClient {
         self.call("PUT", "/fault/mongo", Some(json!(MongoFault { state }))).await.map(drop)
     }
 
+    /// Answers once the mapping's pollers are parked: a poller finishing a slow batch can take up
+    /// to the function's timeout (report-generate: 300 s).
     pub async fn pause(&self, function: &str) -> Result<(), String> {
-        self.call("PUT", &format!("/pause/{function}"), None).await.map(drop)
+        self.call_within("PUT", &format!("/pause/{function}"), None, PAUSE_LIMIT).await.map(drop)
     }
 
     pub async fn resume(&self, function: &str) -> Result<(), String> {
@@ -725,6 +740,17 @@ pub fn openai_fault_body(kind: &str, retry_after_seconds: Option<u64>, delay_ms:
 
 /// One plain-HTTP exchange with a loopback server: (status, body).
 async fn http(method: &str, url: &str, token: Option<&str>, body: Option<String>) -> Result<(u16, String), String> {
+    http_within(method, url, token, body, Duration::from_secs(30)).await
+}
+
+/// [`http`] with its own limit.
+async fn http_within(
+    method: &str,
+    url: &str,
+    token: Option<&str>,
+    body: Option<String>,
+    limit: Duration,
+) -> Result<(u16, String), String> {
     use http_body_util::{BodyExt, Full};
     use hyper_util::client::legacy::Client;
     use hyper_util::rt::TokioExecutor;
@@ -744,7 +770,7 @@ async fn http(method: &str, url: &str, token: Option<&str>, body: Option<String>
         let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
         Ok::<_, String>((status, String::from_utf8_lossy(&bytes).into_owned()))
     };
-    tokio::time::timeout(Duration::from_secs(30), exchange).await.map_err(|_| "no answer within 30 s".to_owned())?
+    tokio::time::timeout(limit, exchange).await.map_err(|_| format!("no answer within {} s", limit.as_secs()))?
 }
 
 #[cfg(test)]
