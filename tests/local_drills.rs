@@ -146,6 +146,16 @@ impl Drill {
         status.functions.into_iter().find(|f| f.name == name).expect("the function is listed")
     }
 
+    /// Waits until `function`'s queue is empty, then checks that its DLQ is too.
+    async fn drained_without_dlq(&self, function: &str) {
+        wait_until(&format!("{function}'s queue is empty"), LIMIT, || async {
+            let f = self.function(function).await;
+            f.visible == Some(0) && f.in_flight == Some(0)
+        })
+        .await;
+        assert_eq!(self.function(function).await.dlq_visible, Some(0), "nothing in the DLQ");
+    }
+
     /// SETTLE lines of one interview (what was charged).
     async fn settle_lines(&self, id: InterviewId) -> Vec<i64> {
         let lines: Vec<Document> = self
@@ -234,12 +244,7 @@ async fn mongo_down_fails_and_retries_the_settlement_without_loss_then_it_settle
     assert_eq!(consumed, Some(RESERVED), "{interview}");
     let violations = invariants::check_organization(&drill.store(), org.oid()).await.unwrap();
     assert!(violations.is_empty(), "{violations:?}");
-    wait_until("the queue is empty", LIMIT, || async {
-        let f = drill.function("interview-completed").await;
-        f.visible == Some(0) && f.in_flight == Some(0)
-    })
-    .await;
-    assert_eq!(drill.function("interview-completed").await.dlq_visible, Some(0));
+    drill.drained_without_dlq("interview-completed").await;
     drill.stop().await;
 }
 
@@ -314,12 +319,7 @@ async fn openai_rate_limited_fails_report_attempts_then_the_report_completes_aft
     // one that completed counts).
     let attempts = report.get("attemptCount").and_then(number);
     assert!(attempts.is_some_and(|a| (1..=3).contains(&a)), "{report}");
-    wait_until("report-generate's queue is empty", LIMIT, || async {
-        let f = drill.function("report-generate").await;
-        f.visible == Some(0) && f.in_flight == Some(0)
-    })
-    .await;
-    assert_eq!(drill.function("report-generate").await.dlq_visible, Some(0));
+    drill.drained_without_dlq("report-generate").await;
     drill.stop().await;
 }
 

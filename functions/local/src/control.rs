@@ -88,33 +88,22 @@ pub struct ControlledFunction {
 
 /// What can be injected, and the state to report.
 pub struct Controls {
-    functions: Vec<ControlledFunction>,
-    mongo: sophia_platform::mongo::Mongo,
+    pub functions: Vec<ControlledFunction>,
+    pub mongo: sophia_platform::mongo::Mongo,
     /// The interview-completed queue's URL (the invalid body goes there).
-    interview_queue_url: Option<String>,
-    proxy: TcpProxy,
-    direct_mongo_uri: String,
+    pub interview_queue_url: Option<String>,
+    /// The functions' way to MongoDB.
+    pub proxy: TcpProxy,
+    /// nx-27017 itself (the env file's `MONGODB_URI`).
+    pub direct_mongo_uri: String,
     /// `http://127.0.0.1:<port>/__sophia/fault` of the offline endpoint; `None` with a real one.
-    openai_fault_url: Option<String>,
-    openai_endpoint: String,
-    sqs: aws_sdk_sqs::Client,
+    pub openai_fault_url: Option<String>,
+    /// What the runner calls (for `status`).
+    pub openai_endpoint: String,
+    pub sqs: aws_sdk_sqs::Client,
 }
 
 impl Controls {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        functions: Vec<ControlledFunction>,
-        mongo: sophia_platform::mongo::Mongo,
-        interview_queue_url: Option<String>,
-        proxy: TcpProxy,
-        direct_mongo_uri: String,
-        openai_fault_url: Option<String>,
-        openai_endpoint: String,
-        sqs: aws_sdk_sqs::Client,
-    ) -> Self {
-        Self { functions, mongo, interview_queue_url, proxy, direct_mongo_uri, openai_fault_url, openai_endpoint, sqs }
-    }
-
     /// A new organization (1000 credits, 30 days) with `interviews` interviews, each holding
     /// [`SEED_RESERVED`] credits, transcript stored, marked COMPLETED with
     /// [`SEED_DURATION_SECONDS`] as the API does before it publishes; nothing is published.

@@ -191,16 +191,16 @@ impl Runner {
                 tasks.push(tokio::spawn(esm.clone().run_pausable(shutdown_rx.clone(), pause.clone())));
             }
         }
-        let controls = Arc::new(Controls::new(
-            controlled,
-            mongo.clone(),
-            env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(),
+        let controls = Arc::new(Controls {
+            functions: controlled,
+            mongo: mongo.clone(),
+            interview_queue_url: env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(),
             proxy,
-            nx_mongo.url(),
-            openai.fault_url(),
-            openai.describe(),
-            sqs.clone(),
-        ));
+            direct_mongo_uri: nx_mongo.url(),
+            openai_fault_url: openai.fault_url(),
+            openai_endpoint: openai.describe(),
+            sqs: sqs.clone(),
+        });
         let control_server = ControlServer::start(controls.clone()).await?;
         env.extend(control_server.env());
         if let Some(path) = &options.env_file {
