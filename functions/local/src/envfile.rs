@@ -6,9 +6,15 @@ use std::path::{Path, PathBuf};
 
 pub const FILE_NAME: &str = "sophia.env";
 
-/// The default location: `.local/sophia.env` in the repository.
+/// The default location: `.local/sophia.env` in the repository (see
+/// [`crate::servers::try_repo_root`]).
 pub fn default_path() -> PathBuf {
     crate::servers::state_dir().join(FILE_NAME)
+}
+
+/// [`default_path`], or why there is none (not inside a checkout, no `SOPHIA_REPO_ROOT`).
+pub fn try_default_path() -> Result<PathBuf, String> {
+    crate::servers::try_repo_root().map(|root| root.join(".local").join(FILE_NAME))
 }
 
 /// Writes the variables, sorted, atomically (write then rename), readable only by the owner.

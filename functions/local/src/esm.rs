@@ -45,6 +45,9 @@ pub struct EsmStats {
     pub deleted: AtomicU64,
     pub item_failures: AtomicU64,
     pub batch_failures: AtomicU64,
+    /// The longest invocation so far, in milliseconds (the local stand-in for Lambda's Duration
+    /// maximum, which the near-its-timeout alarm watches).
+    pub longest_invocation_ms: AtomicU64,
     /// Records delivered by their `ApproximateReceiveCount` (1 = first delivery): how often the
     /// pipeline needed a retry, the load test's receive-count histogram.
     receive_counts: Mutex<BTreeMap<u32, u64>>,
@@ -82,6 +85,32 @@ fn receive_count(message: &Message) -> u32 {
         .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
         .and_then(|v| v.parse().ok())
         .unwrap_or(1)
+}
+
+/// The switch of a mapping's pollers (a drill's `pause` / `resume`): on, each poller finishes
+/// what it received and parks; [`Pause::parked`] counts the parked pollers.
+#[derive(Debug, Default)]
+pub struct Pause {
+    pub on: watch::Sender<bool>,
+    pub parked: watch::Sender<usize>,
+}
+
+impl Pause {
+    /// Turns the switch on and waits until `pollers` pollers are parked (nothing receives any
+    /// more), at most `limit`; false when they did not all park in time.
+    pub async fn pause(&self, pollers: usize, limit: Duration) -> bool {
+        self.on.send_replace(true);
+        let mut parked = self.parked.subscribe();
+        tokio::time::timeout(limit, parked.wait_for(|n| *n >= pollers)).await.is_ok_and(|r| r.is_ok())
+    }
+
+    pub fn resume(&self) {
+        self.on.send_replace(false);
+    }
+
+    pub fn is_on(&self) -> bool {
+        *self.on.borrow()
+    }
 }
 
 /// What one invocation did.
@@ -134,8 +163,27 @@ impl EventSourceMapping {
     }
 
     /// Polls and invokes until `shutdown` turns true.
-    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+    pub async fn run(self, shutdown: watch::Receiver<bool>) {
+        self.run_pausable(shutdown, Arc::new(Pause::default())).await
+    }
+
+    /// [`run`](Self::run), receiving nothing while `pause` is on, as a disabled event source
+    /// mapping: a batch already received finishes, then the poller parks; messages wait.
+    pub async fn run_pausable(self, mut shutdown: watch::Receiver<bool>, pause: Arc<Pause>) {
+        let mut paused = pause.on.subscribe();
         while !*shutdown.borrow() {
+            if *paused.borrow_and_update() {
+                pause.parked.send_modify(|n| *n += 1);
+                let gone = tokio::select! {
+                    changed = shutdown.changed() => changed.is_err(),
+                    _ = paused.wait_for(|on| !*on) => false,
+                };
+                pause.parked.send_modify(|n| *n -= 1);
+                if gone {
+                    break;
+                }
+                continue;
+            }
             tokio::select! {
                 _ = shutdown.changed() => break,
                 polled = self.poll_once(Duration::from_secs(2)) => {
@@ -210,9 +258,11 @@ impl EventSourceMapping {
         self.stats.records.fetch_add(messages.len() as u64, Ordering::Relaxed);
         self.stats.count_receives(&messages);
         let ids: Vec<String> = messages.iter().map(|m| m.message_id().unwrap_or_default().to_owned()).collect();
+        let started = std::time::Instant::now();
         let result = tokio::time::timeout(self.function_timeout, self.invoker.invoke(event, context))
             .await
             .unwrap_or(Err(InvokeError::Timeout));
+        self.stats.longest_invocation_ms.fetch_max(started.elapsed().as_millis() as u64, Ordering::Relaxed);
         let failed = match result.and_then(|response| failed_identifiers(&response, &ids)) {
             Ok(failed) => failed,
             Err(e) => {

@@ -69,6 +69,14 @@ impl OpenAiEndpoint {
         s
     }
 
+    /// The offline endpoint's fault URL (`PUT`/`GET /__sophia/fault` on its own server, its base
+    /// URL without `/v1`); `None` for a real endpoint, where nothing can be injected.
+    pub fn fault_url(&self) -> Option<String> {
+        self.fake
+            .as_ref()
+            .map(|_| format!("{}/__sophia/fault", self.base_url.trim_end_matches('/').trim_end_matches("/v1")))
+    }
+
     pub fn stop(&mut self) {
         self.fake.take();
     }
@@ -123,7 +131,14 @@ pub async fn in_process(
             )
         }
         "report-generate" => {
-            let openai = openai.settings();
+            let mut openai = openai.settings();
+            // As the binary reads it (`OPENAI_TIMEOUT_MS`): a drill shortens the attempt timeout.
+            if let Some(ms) = env.get(sophia_reports::openai::OPENAI_TIMEOUT_MS) {
+                let ms: u64 = ms
+                    .parse()
+                    .map_err(|_| format!("{function}: OPENAI_TIMEOUT_MS: expected milliseconds, got {ms:?}"))?;
+                openai.timeout = std::time::Duration::from_millis(ms);
+            }
             Instances::spawn(
                 function,
                 instances,

@@ -8,13 +8,17 @@
 //! - [`invoke`] / [`runtime_api`]: calling a function in-process, or its built `bootstrap`
 //!   binary behind a local Lambda Runtime API;
 //! - [`runner`] / [`handlers`]: the whole pipeline, started and stopped as one; [`envfile`]: its
-//!   endpoints for other tools; [`demo`]: the scenarios and their summary.
+//!   endpoints for other tools; [`demo`]: the scenarios and their summary;
+//! - [`control`] / [`proxy`]: drills, i.e. OpenAI faults, MongoDB cut off from the functions and
+//!   paused consumers, set from another shell while the pipeline runs.
 
+pub mod control;
 pub mod demo;
 pub mod envfile;
 pub mod esm;
 pub mod handlers;
 pub mod invoke;
+pub mod proxy;
 pub mod queues;
 pub mod runner;
 pub mod runtime_api;

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
+use sophia_local::control::{ControlClient, MongoState};
 use sophia_local::demo;
 use sophia_local::queues::QueueOverrides;
 use sophia_local::runner::{FunctionMode, Runner, RunnerOptions};
@@ -53,6 +54,139 @@ enum Command {
         #[arg(long)]
         visibility_timeout: Option<u32>,
     },
+    /// Drill: inject a fault into the running pipeline (see docs/local.md#4-drills-rehearse-the-runbook).
+    Fault {
+        #[command(subcommand)]
+        target: FaultTarget,
+        /// The runner's env file (default: .local/sophia.env of this checkout).
+        #[arg(long, global = true)]
+        env_file: Option<PathBuf>,
+    },
+    /// Drill: stop a function's event source mapping (it receives nothing; messages wait), as
+    /// disabling the mapping does.
+    Pause {
+        /// interview-completed or report-generate.
+        function: String,
+        #[arg(long)]
+        env_file: Option<PathBuf>,
+    },
+    /// Drill: start a paused event source mapping again.
+    Resume {
+        function: String,
+        #[arg(long)]
+        env_file: Option<PathBuf>,
+    },
+    /// Drill material: a new organization with interviews that hold a reservation and are
+    /// marked COMPLETED (not published); prints the ids and the publish command.
+    Seed {
+        /// How many interviews (1 to 50).
+        #[arg(long, default_value_t = 1)]
+        interviews: usize,
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        env_file: Option<PathBuf>,
+    },
+    /// Drill: send to the interview-completed queue an `interview.completed` for these ids that
+    /// the contract rejects (completedAt "yesterday", durationSeconds -5), as a broken producer
+    /// would; the consumer drops it and the interview keeps its reservation.
+    PublishInvalid {
+        interview_id: String,
+        organization_id: String,
+        #[arg(long)]
+        env_file: Option<PathBuf>,
+    },
+    /// What is injected or paused now, and per function its queue, DLQ and counters.
+    Status {
+        /// As JSON.
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        env_file: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum FaultTarget {
+    /// The offline OpenAI endpoint answers every chat completion with this until `none`.
+    Openai {
+        #[arg(value_enum)]
+        kind: OpenAiFault,
+        /// rate_limited: the Retry-After header, in seconds.
+        #[arg(long)]
+        retry_after_seconds: Option<u64>,
+        /// slow: how long each answer waits, in milliseconds (default 5000).
+        #[arg(long)]
+        delay_ms: Option<u64>,
+    },
+    /// MongoDB unreachable for the functions (`down`) or reachable again (`up`); the operator's
+    /// MONGODB_URI (nx-27017 itself) keeps working.
+    Mongo {
+        #[arg(value_enum)]
+        state: MongoArg,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+#[value(rename_all = "snake_case")]
+enum OpenAiFault {
+    None,
+    Unauthorized,
+    RateLimited,
+    ServerError,
+    Timeout,
+    Slow,
+}
+
+impl OpenAiFault {
+    fn kind(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Unauthorized => "unauthorized",
+            Self::RateLimited => "rate_limited",
+            Self::ServerError => "server_error",
+            Self::Timeout => "timeout",
+            Self::Slow => "slow",
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum MongoArg {
+    Down,
+    Up,
+}
+
+/// The control client of the runner whose env file is `env_file` (default: this checkout's).
+fn control(env_file: Option<PathBuf>) -> Result<ControlClient, String> {
+    let path = match env_file {
+        Some(p) => p,
+        None => sophia_local::envfile::try_default_path()?,
+    };
+    ControlClient::from_env_file(&path)
+}
+
+/// Runs a drill command: prints `done` on success, the reason on failure.
+async fn drill<F, Fut>(env_file: Option<PathBuf>, done: &str, f: F) -> ExitCode
+where
+    F: FnOnce(ControlClient) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let outcome = match control(env_file) {
+        Ok(client) => f(client).await,
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(()) => {
+            println!("{done}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[tokio::main]
@@ -73,7 +207,17 @@ async fn main() -> ExitCode {
             env_file,
             visibility_timeout,
         } => {
+            // Everything (tools, logs, the env file) lives in the checkout this is run from.
+            if let Err(e) = sophia_local::servers::try_repo_root() {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
+            }
             let env_file = env_file.unwrap_or_else(sophia_local::envfile::default_path);
+            // A drill may shorten report-generate's attempt timeout (as on a stage).
+            let function_env = sophia_platform::config::optional(sophia_reports::openai::OPENAI_TIMEOUT_MS)
+                .map(|v| (sophia_reports::openai::OPENAI_TIMEOUT_MS.to_owned(), v))
+                .into_iter()
+                .collect();
             let started = Instant::now();
             let options = RunnerOptions {
                 sqs_port,
@@ -83,6 +227,7 @@ async fn main() -> ExitCode {
                 overrides: QueueOverrides { visibility_timeout_seconds: visibility_timeout },
                 pollers,
                 env_file: Some(env_file.clone()),
+                function_env,
                 ..RunnerOptions::default()
             };
             let runner = match Runner::start(options).await {
@@ -101,6 +246,10 @@ async fn main() -> ExitCode {
                 runner.nx_mongo().pid(),
                 runner.openai().describe(),
                 env_file.display()
+            );
+            eprintln!(
+                "drills (another shell): sophia-local status | fault openai <kind> | fault mongo down|up | pause|resume <function> (control channel {}, docs/local.md#4-drills-rehearse-the-runbook)",
+                runner.control_url()
             );
             eprintln!("for the API (e.g. its .env) to publish into this pipeline and read its reports:");
             for (k, v) in sophia_local::runner::api_env(runner.env()) {
@@ -141,6 +290,105 @@ async fn main() -> ExitCode {
             }
             runner.stop().await;
             code
+        }
+        Command::Fault { target: FaultTarget::Openai { kind, retry_after_seconds, delay_ms }, env_file } => {
+            let done = match kind {
+                OpenAiFault::None => "OpenAI fault cleared: the endpoint answers normally".to_owned(),
+                k => format!(
+                    "OpenAI fault set: every chat completion gets {} until `sophia-local fault openai none`",
+                    k.kind()
+                ),
+            };
+            drill(env_file, &done, |c| async move { c.openai_fault(kind.kind(), retry_after_seconds, delay_ms).await })
+                .await
+        }
+        Command::Fault { target: FaultTarget::Mongo { state }, env_file } => {
+            let (state, done) = match state {
+                MongoArg::Down => (
+                    MongoState::Down,
+                    "MongoDB is DOWN for the functions (open connections cut, new ones closed) until `sophia-local fault mongo up`",
+                ),
+                MongoArg::Up => (MongoState::Up, "MongoDB is up for the functions again"),
+            };
+            drill(env_file, done, |c| async move { c.mongo(state).await }).await
+        }
+        Command::Pause { function, env_file } => {
+            let done = format!(
+                "{function}: event source mapping PAUSED (its messages wait) until `sophia-local resume {function}`"
+            );
+            drill(env_file, &done, |c| async move { c.pause(&function).await }).await
+        }
+        Command::Resume { function, env_file } => {
+            let done = format!("{function}: event source mapping polling again");
+            drill(env_file, &done, |c| async move { c.resume(&function).await }).await
+        }
+        Command::Seed { interviews, json, env_file } => {
+            let seeded = match control(env_file) {
+                Ok(c) => c.seed(interviews).await,
+                Err(e) => Err(e),
+            };
+            match seeded {
+                Ok(s) if json => {
+                    println!("{}", serde_json::to_string(&s).expect("serialises"));
+                    ExitCode::SUCCESS
+                }
+                Ok(s) => {
+                    println!(
+                        "organization {} with {} interview(s), each holding {} credits, COMPLETED after {} s (not published):",
+                        s.organization_id,
+                        s.interview_ids.len(),
+                        s.reserved_per_interview,
+                        s.duration_seconds
+                    );
+                    for id in &s.interview_ids {
+                        println!(
+                            "  sophia-ops --stage local publish completed {id} {} --duration-seconds {}",
+                            s.organization_id, s.duration_seconds
+                        );
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::PublishInvalid { interview_id, organization_id, env_file } => {
+            let sent = match control(env_file) {
+                Ok(c) => c.send_invalid(&interview_id, &organization_id).await,
+                Err(e) => Err(e),
+            };
+            match sent {
+                Ok(body) => {
+                    println!("sent to interview-completed (the contract rejects it): {body}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Status { json, env_file } => {
+            let status = match control(env_file) {
+                Ok(c) => c.status().await,
+                Err(e) => Err(e),
+            };
+            match status {
+                Ok(s) if json => {
+                    println!("{}", serde_json::to_string(&s).expect("status serialises"));
+                    ExitCode::SUCCESS
+                }
+                Ok(s) => {
+                    print!("{s}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
     }
 }

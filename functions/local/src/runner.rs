@@ -3,8 +3,10 @@
 //! Starts fauxqs and nx-27017 on 127.0.0.1, creates the four queues from the shared declaration,
 //! applies the MongoDB migrations, serves the offline OpenAI-compatible endpoint when no key is
 //! given, and runs one event-source-mapping emulator per subscribed function, calling the real
-//! handler code in-process or the built `bootstrap` binaries behind a local Runtime API. Its
-//! endpoints go to `.local/sophia.env`. [`Runner::stop`] stops everything it started.
+//! handler code in-process or the built `bootstrap` binaries behind a local Runtime API. The
+//! functions reach MongoDB through a [`TcpProxy`] and every mapping can be paused, so that drills
+//! can take them away ([`crate::control`], served on 127.0.0.1). Its endpoints go to
+//! `.local/sophia.env`. [`Runner::stop`] stops everything it started.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -17,9 +19,11 @@ use sophia_queue_settings::Declaration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::esm::{EsmStats, EventSourceMapping};
+use crate::control::{ControlServer, ControlledFunction, Controls};
+use crate::esm::{EsmStats, EventSourceMapping, Pause};
 use crate::handlers::{self, OpenAiEndpoint};
 use crate::invoke::Invoke;
+use crate::proxy::TcpProxy;
 use crate::queues::{QueueOverrides, QueueSet, create_queue_set_with};
 use crate::runtime_api::RuntimeApi;
 use crate::servers::{LocalServer, free_port, start_fauxqs, start_nx_mongo};
@@ -95,14 +99,14 @@ pub struct Runner {
     pub mongo: Mongo,
     pub sqs: aws_sdk_sqs::Client,
     env: BTreeMap<String, String>,
-    /// `env` and the options' `function_env`: what the functions are started with.
-    function_env: BTreeMap<String, String>,
     env_file: Option<PathBuf>,
     stats: Vec<(String, Arc<EsmStats>)>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     runtime_apis: Vec<Arc<tokio::sync::Mutex<RuntimeApi>>>,
     openai: OpenAiEndpoint,
+    controls: Arc<Controls>,
+    control_server: ControlServer,
     // Dropped last: stopping the servers ends everything else's I/O.
     fauxqs: LocalServer,
     nx_mongo: LocalServer,
@@ -130,6 +134,10 @@ impl Runner {
         handlers::migrate(&mongo).await.map_err(RunnerError::Setup)?;
         let openai = OpenAiEndpoint::start(options.openai_api_key.clone()).await.map_err(RunnerError::Setup)?;
 
+        // The functions' way to MongoDB, which a drill can cut (the operator's stays direct).
+        let mongo_target = std::net::SocketAddr::from(([127, 0, 0, 1], nx_mongo.port()));
+        let proxy = TcpProxy::start(mongo_target).await?;
+
         let mut env = BTreeMap::new();
         env.insert("AWS_ENDPOINT_URL_SQS".to_owned(), fauxqs.url());
         env.insert("AWS_REGION".to_owned(), "us-east-1".to_owned());
@@ -144,83 +152,86 @@ impl Runner {
         env.insert(config::MONGODB_ALLOW_STANDALONE.to_owned(), "true".to_owned());
         env.insert(config::OPENAI_BASE_URL.to_owned(), openai.base_url.clone());
         env.insert(config::OPENAI_MODEL.to_owned(), openai.model.clone());
-        if let Some(path) = &options.env_file {
-            crate::envfile::write(path, &env)?;
-        }
         let mut function_env = env.clone();
+        function_env.insert(config::MONGODB_URI.to_owned(), format!("mongodb://127.0.0.1:{}/", proxy.port()));
         function_env.extend(options.function_env.clone());
 
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let mut runner = Runner {
+        let mut tasks = Vec::new();
+        let mut runtime_apis = Vec::new();
+        let mut stats = Vec::new();
+        let mut controlled = Vec::new();
+        let pairs: Vec<_> = queues.pairs().to_vec();
+        for pair in &pairs {
+            let settings = decl.queue(&pair.key).expect("declared");
+            let pollers = options.function_pollers.get(&settings.consumer).copied().unwrap_or(options.pollers).max(1);
+            let invoker = invoker(
+                &settings.consumer,
+                &options.functions,
+                pollers,
+                &mongo,
+                &fauxqs.url(),
+                &function_env,
+                &openai,
+                &mut runtime_apis,
+            )
+            .await?;
+            let esm = EventSourceMapping::declared(sqs.clone(), pair.source.clone(), settings, decl, invoker);
+            let pause = Arc::new(Pause::default());
+            stats.push((settings.consumer.clone(), esm.stats.clone()));
+            controlled.push(ControlledFunction {
+                name: settings.consumer.clone(),
+                pair: pair.clone(),
+                timeout: esm.function_timeout,
+                stats: esm.stats.clone(),
+                pause: pause.clone(),
+                pollers,
+            });
+            for _ in 0..pollers {
+                tasks.push(tokio::spawn(esm.clone().run_pausable(shutdown_rx.clone(), pause.clone())));
+            }
+        }
+        let controls = Arc::new(Controls {
+            functions: controlled,
+            mongo: mongo.clone(),
+            interview_queue_url: env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(),
+            proxy,
+            direct_mongo_uri: nx_mongo.url(),
+            openai_fault_url: openai.fault_url(),
+            openai_endpoint: openai.describe(),
+            sqs: sqs.clone(),
+        });
+        let control_server = ControlServer::start(controls.clone()).await?;
+        env.extend(control_server.env());
+        if let Some(path) = &options.env_file {
+            crate::envfile::write(path, &env)?;
+        }
+        Ok(Runner {
             queues,
             mongo,
             sqs,
             env,
-            function_env,
             env_file: options.env_file.clone(),
-            stats: Vec::new(),
+            stats,
             shutdown,
-            tasks: Vec::new(),
-            runtime_apis: Vec::new(),
+            tasks,
+            runtime_apis,
             openai,
+            controls,
+            control_server,
             fauxqs,
             nx_mongo,
-        };
-        let pairs: Vec<_> = runner.queues.pairs().to_vec();
-        for pair in &pairs {
-            let settings = decl.queue(&pair.key).expect("declared");
-            let pollers = options.function_pollers.get(&settings.consumer).copied().unwrap_or(options.pollers).max(1);
-            let invoker = runner.invoker(&settings.consumer, &options.functions, pollers).await?;
-            let esm = EventSourceMapping::declared(runner.sqs.clone(), pair.source.clone(), settings, decl, invoker);
-            runner.stats.push((settings.consumer.clone(), esm.stats.clone()));
-            for _ in 0..pollers {
-                runner.tasks.push(tokio::spawn(esm.clone().run(shutdown_rx.clone())));
-            }
-        }
-        Ok(runner)
+        })
     }
 
-    async fn invoker(
-        &mut self,
-        function: &str,
-        mode: &FunctionMode,
-        instances: usize,
-    ) -> Result<Arc<dyn Invoke>, RunnerError> {
-        match mode {
-            FunctionMode::InProcess => handlers::in_process(
-                function,
-                instances,
-                &self.mongo,
-                &self.fauxqs.url(),
-                &self.function_env,
-                &self.openai,
-            )
-            .await
-            .map_err(RunnerError::Setup),
-            FunctionMode::Bootstrap(dir) => {
-                let binary = [dir.join(function).join("bootstrap"), dir.join(function)]
-                    .into_iter()
-                    .find(|p| p.is_file())
-                    .ok_or_else(|| RunnerError::Setup(format!("no built binary for {function} under {} (build with `cargo build --release -p {function}` or scripts/build x86_64)", dir.display())))?;
-                let decl = Declaration::embedded();
-                let memory = decl.function(function).map(|f| f.memory_mb).unwrap_or(256);
-                let mut env: Vec<(String, String)> =
-                    self.function_env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                env.push((config::OPENAI_API_KEY.to_owned(), self.openai.api_key.clone()));
-                env.push(("AWS_ACCESS_KEY_ID".to_owned(), "local".to_owned()));
-                env.push(("AWS_SECRET_ACCESS_KEY".to_owned(), "local".to_owned()));
-                let mut api = RuntimeApi::serve().await?;
-                api.start_function(&binary, function, memory, &env)?;
-                let ready = api
-                    .wait_ready(Duration::from_secs(30))
-                    .await
-                    .map_err(|e| RunnerError::Setup(format!("{function}: {e}")))?;
-                tracing::info!(function, readyMs = ready.as_millis() as u64, binary = %binary.display(), "bootstrap ready");
-                let api = Arc::new(tokio::sync::Mutex::new(api));
-                self.runtime_apis.push(api.clone());
-                Ok(Arc::new(SharedApi(api)))
-            }
-        }
+    /// The drills' controls (also served over HTTP, see [`crate::control`]).
+    pub fn controls(&self) -> &Arc<Controls> {
+        &self.controls
+    }
+
+    /// The control channel's URL (also in the env file).
+    pub fn control_url(&self) -> &str {
+        self.control_server.url()
     }
 
     /// The endpoints, as written to the env file.
@@ -259,12 +270,54 @@ impl Runner {
         for api in self.runtime_apis.drain(..) {
             api.lock().await.stop().await;
         }
+        self.control_server.stop();
         self.openai.stop();
         if let Some(path) = &self.env_file {
             let _ = std::fs::remove_file(path);
         }
         self.fauxqs.stop();
         self.nx_mongo.stop();
+    }
+}
+
+/// The invoker of a subscribed function in `mode`.
+#[allow(clippy::too_many_arguments)]
+async fn invoker(
+    function: &str,
+    mode: &FunctionMode,
+    instances: usize,
+    mongo: &Mongo,
+    sqs_endpoint: &str,
+    function_env: &BTreeMap<String, String>,
+    openai: &OpenAiEndpoint,
+    runtime_apis: &mut Vec<Arc<tokio::sync::Mutex<RuntimeApi>>>,
+) -> Result<Arc<dyn Invoke>, RunnerError> {
+    match mode {
+        FunctionMode::InProcess => handlers::in_process(function, instances, mongo, sqs_endpoint, function_env, openai)
+            .await
+            .map_err(RunnerError::Setup),
+        FunctionMode::Bootstrap(dir) => {
+            let binary = [dir.join(function).join("bootstrap"), dir.join(function)]
+                .into_iter()
+                .find(|p| p.is_file())
+                .ok_or_else(|| RunnerError::Setup(format!("no built binary for {function} under {} (build with `cargo build --release -p {function}` or scripts/build x86_64)", dir.display())))?;
+            let decl = Declaration::embedded();
+            let memory = decl.function(function).map(|f| f.memory_mb).unwrap_or(256);
+            let mut env: Vec<(String, String)> = function_env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            env.push((config::OPENAI_API_KEY.to_owned(), openai.api_key.clone()));
+            env.push(("AWS_ACCESS_KEY_ID".to_owned(), "local".to_owned()));
+            env.push(("AWS_SECRET_ACCESS_KEY".to_owned(), "local".to_owned()));
+            let mut api = RuntimeApi::serve().await?;
+            api.start_function(&binary, function, memory, &env)?;
+            let ready = api
+                .wait_ready(Duration::from_secs(30))
+                .await
+                .map_err(|e| RunnerError::Setup(format!("{function}: {e}")))?;
+            tracing::info!(function, readyMs = ready.as_millis() as u64, binary = %binary.display(), "bootstrap ready");
+            let api = Arc::new(tokio::sync::Mutex::new(api));
+            runtime_apis.push(api.clone());
+            Ok(Arc::new(SharedApi(api)))
+        }
     }
 }
 

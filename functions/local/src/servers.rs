@@ -22,12 +22,41 @@ pub enum ServerError {
     Io(#[from] std::io::Error),
 }
 
-/// Where the repository (and so its pinned tools) lives: `SOPHIA_REPO_ROOT`, or the checkout this
-/// crate was built from.
+/// The variable that names the repository explicitly (scripts set it); without it the checkout is
+/// found from the current directory.
+pub const SOPHIA_REPO_ROOT: &str = "SOPHIA_REPO_ROOT";
+
+/// Where the repository (and so its pinned tools and `.local/`) lives: `SOPHIA_REPO_ROOT`, else the
+/// checkout the current directory is in (see [`find_repo_root`]). Never the checkout the binary
+/// was built in: a binary copied or built elsewhere keeps its files where it is run.
+pub fn try_repo_root() -> Result<PathBuf, String> {
+    if let Some(root) = std::env::var_os(SOPHIA_REPO_ROOT).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(root));
+    }
+    let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    find_repo_root(&cwd).ok_or_else(|| {
+        format!(
+            "{} is not inside a Sophia checkout (no directory above it holds the workspace Cargo.toml with functions/local): run from the repository, or set {SOPHIA_REPO_ROOT}",
+            cwd.display()
+        )
+    })
+}
+
+/// [`try_repo_root`], for callers that cannot go on without it (the servers, the tests).
 pub fn repo_root() -> PathBuf {
-    std::env::var_os("SOPHIA_REPO_ROOT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root"))
+    try_repo_root().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The nearest directory at or above `start` that is a Sophia checkout: a `Cargo.toml` declaring a
+/// `[workspace]`, next to `functions/local/Cargo.toml` (a `.git` alone could be any repository).
+pub fn find_repo_root(start: &Path) -> Option<PathBuf> {
+    start.ancestors().find(|dir| is_checkout(dir)).map(Path::to_path_buf)
+}
+
+fn is_checkout(dir: &Path) -> bool {
+    dir.join("functions/local/Cargo.toml").is_file()
+        && std::fs::read_to_string(dir.join("Cargo.toml"))
+            .is_ok_and(|text| text.lines().any(|l| l.trim() == "[workspace]"))
 }
 
 /// The local state directory (`.local/` in the repository, gitignored).
@@ -205,4 +234,38 @@ pub fn start_nx_mongo(port: u16) -> Result<LocalServer, ServerError> {
         .arg("-p")
         .arg(port.to_string());
     LocalServer::spawn("nx-27017", port, cmd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sophia-root-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("functions/local")).unwrap();
+        std::fs::create_dir_all(dir.join("docs/deep/er")).unwrap();
+        std::fs::write(dir.join("functions/local/Cargo.toml"), "[package]\nname = \"sophia-local\"\n").unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_checkout_is_the_nearest_workspace_with_the_local_crate_above_the_directory() {
+        let dir = tree("found");
+        std::fs::write(dir.join("Cargo.toml"), "# comment\n[workspace]\nmembers = []\n").unwrap();
+        // A member's own Cargo.toml on the way up is not the checkout.
+        assert_eq!(find_repo_root(&dir.join("functions/local")), Some(dir.clone()));
+        assert_eq!(find_repo_root(&dir.join("docs/deep/er")), Some(dir.clone()));
+        assert_eq!(find_repo_root(&dir), Some(dir.clone()));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_directory_outside_any_checkout_has_none() {
+        let dir = tree("none");
+        // A Cargo.toml without [workspace] (or a workspace without functions/local) is not one.
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"other\"\n").unwrap();
+        assert_eq!(find_repo_root(&dir.join("docs/deep/er")), None);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }
