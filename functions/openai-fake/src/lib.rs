@@ -20,6 +20,10 @@
 //!   schema-valid report derived deterministically from the transcript in the request, clearly
 //!   labelled: model [`FAKE_MODEL`], summary starting with [`OFFLINE_LABEL`].
 //!
+//! A standing [`Fault`] ([`FakeOpenAi::set_fault`], or `PUT /__sophia/fault` on the fake's own
+//! server) answers every request until cleared, before the script: an outage, a rate limit, a
+//! revoked key, a hang or slow answers (see [`fault`]).
+//!
 //! The server runs on its own thread and runtime, on 127.0.0.1 only, and stops when the
 //! [`FakeOpenAi`] is dropped.
 //!
@@ -29,6 +33,7 @@
 //! ```
 
 mod deterministic;
+pub mod fault;
 pub mod strict;
 
 use std::collections::VecDeque;
@@ -42,11 +47,12 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 pub use deterministic::{OFFLINE_LABEL, compromised_report, deterministic_report};
+pub use fault::{Fault, FaultBody};
 
 /// The `model` of every response.
 pub const FAKE_MODEL: &str = "sophia-offline-fake";
@@ -233,6 +239,9 @@ struct Shared {
     /// When set, a request without `Authorization: Bearer <this key>` is answered HTTP 401
     /// `invalid_api_key`, as OpenAI answers a revoked key.
     accepted_key: Mutex<Option<String>>,
+    /// The standing fault (see [`fault`]); a watch, so that requests hanging under
+    /// [`Fault::Timeout`] are released when it changes.
+    fault: watch::Sender<Option<Fault>>,
 }
 
 /// A running fake server.
@@ -274,10 +283,14 @@ impl FakeOpenAi {
             counter: AtomicU64::new(0),
             cached_prefixes: Mutex::new(std::collections::HashSet::new()),
             accepted_key: Mutex::new(None),
+            fault: watch::Sender::new(None),
         });
         let (tx, rx) = oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let app = Router::new().route("/v1/chat/completions", post(chat_completions)).with_state(shared.clone());
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat_completions))
+            .route("/__sophia/fault", get(get_fault).put(put_fault))
+            .with_state(shared.clone());
         std::thread::Builder::new().name(format!("openai-fake-{}", addr.port())).spawn(move || {
             runtime.block_on(async move {
                 let listener = match tokio::net::TcpListener::from_std(listener) {
@@ -327,6 +340,18 @@ impl FakeOpenAi {
         self
     }
 
+    /// Sets the standing fault applied to every chat completion until cleared with `None` (see
+    /// [`fault`] for what each kind answers and how it ranks before the script).
+    pub fn set_fault(&self, fault: Option<Fault>) -> &Self {
+        self.shared.fault.send_replace(fault);
+        self
+    }
+
+    /// The standing fault.
+    pub fn fault(&self) -> Option<Fault> {
+        *self.shared.fault.borrow()
+    }
+
     /// Behaviours scripted but not yet used.
     pub fn pending(&self) -> usize {
         self.shared.script.lock().expect("script lock").len()
@@ -335,6 +360,8 @@ impl FakeOpenAi {
 
 impl Drop for FakeOpenAi {
     fn drop(&mut self) {
+        // Requests hanging under a timeout fault would keep the server from stopping.
+        self.shared.fault.send_replace(None);
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -396,6 +423,50 @@ fn cached_tokens(shared: &Shared, request: &Value) -> u64 {
     if seen && tokens >= 1024 { tokens / 128 * 128 } else { 0 }
 }
 
+async fn get_fault(State(shared): State<Arc<Shared>>) -> Response {
+    axum::Json(FaultBody::from_fault(*shared.fault.borrow())).into_response()
+}
+
+async fn put_fault(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let parsed = serde_json::from_slice::<FaultBody>(&body).map_err(|e| e.to_string()).and_then(|b| b.to_fault());
+    match parsed {
+        Ok(fault) => {
+            tracing::info!(?fault, "openai fake: standing fault set");
+            shared.fault.send_replace(fault);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(reason) => (StatusCode::BAD_REQUEST, axum::Json(json!({"error": reason}))).into_response(),
+    }
+}
+
+/// The answer of the standing fault, if it answers this request (see [`fault`]).
+async fn apply_fault(shared: &Shared) -> Option<Response> {
+    let mut changes = shared.fault.subscribe();
+    let fault = *changes.borrow_and_update();
+    match fault {
+        None => None,
+        Some(Fault::Unauthorized) => Some(error_response(&ApiError::invalid_api_key())),
+        Some(Fault::RateLimited { retry_after }) => {
+            let mut e = ApiError::rate_limited(retry_after.unwrap_or_default());
+            e.retry_after = retry_after;
+            Some(error_response(&e))
+        }
+        Some(Fault::ServerError) => Some(error_response(&ApiError::server_error())),
+        Some(Fault::Slow { delay }) => {
+            tokio::time::sleep(delay).await;
+            None
+        }
+        Some(Fault::Timeout) => {
+            // Released when the fault changes (its client long gone): an error that takes no
+            // scripted behaviour, so that the script is kept for the requests after it.
+            let _ = changes.changed().await;
+            Some(error_response(
+                &ApiError::server_error().with_message("sophia-openai-fake: released from a timeout fault"),
+            ))
+        }
+    }
+}
+
 async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let json_body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     shared.requests.lock().expect("requests lock").push(RecordedRequest {
@@ -403,6 +474,9 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap,
         authorization: headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned),
         body: json_body.clone(),
     });
+    if let Some(answer) = apply_fault(&shared).await {
+        return answer;
+    }
     let accepted = shared.accepted_key.lock().expect("key lock").clone();
     if let Some(key) = accepted {
         let given = headers.get("authorization").and_then(|v| v.to_str().ok());
