@@ -16,6 +16,9 @@ use futures::future::BoxFuture;
 
 use crate::BoxError;
 
+/// The account of local emulators' queue ARNs (fauxqs).
+const LOCAL_ACCOUNT: &str = "000000000000";
+
 /// What the wrapper needs of one record to change its visibility or send a copy of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordRef {
@@ -95,6 +98,10 @@ impl SqsRecordQueue {
     }
 
     fn url(&self, record: &RecordRef) -> Result<String, BoxError> {
+        // A local emulator's queue (its placeholder account) is never looked for on AWS.
+        if self.endpoint.is_none() && record.queue_arn.contains(&format!(":{LOCAL_ACCOUNT}:")) {
+            return Err("a local queue (account 000000000000) and no AWS_ENDPOINT_URL_SQS: not sent to AWS".into());
+        }
         queue_url_from_arn(&record.queue_arn, self.endpoint.as_deref())
             .ok_or_else(|| format!("eventSourceARN {:?} is not an SQS queue ARN", record.queue_arn).into())
     }
