@@ -72,8 +72,9 @@ pub enum Decision {
     Backoff(Duration),
     /// Send a copy delayed this long, then acknowledge the record.
     Requeue(Duration),
-    /// The last receive, transient for longer than the give-up age: report it failed (the DLQ).
-    GiveUp,
+    /// The last receive, transient for longer than the give-up age: back off this long (so that
+    /// SQS moves it soon), then report it failed: the DLQ.
+    GiveUp(Duration),
 }
 
 impl Backoff {
@@ -125,7 +126,7 @@ impl Backoff {
             return if age < self.scaled(requeue.give_up_after) {
                 Decision::Requeue(whole_seconds(self.scaled(requeue.delay)).min(MAX_DELAY))
             } else {
-                Decision::GiveUp
+                Decision::GiveUp(self.visibility(receive_count, retry_after, jitter_key))
             };
         }
         Decision::Backoff(self.visibility(receive_count, retry_after, jitter_key))
@@ -198,7 +199,7 @@ mod tests {
         assert!(matches!(b.decide(1, 3, hour, None, "m"), Decision::Backoff(_)));
         assert!(matches!(b.decide(2, 3, 6 * hour, None, "m"), Decision::Backoff(_)));
         assert_eq!(b.decide(3, 3, 6 * hour, None, "m"), Decision::Requeue(Duration::from_secs(600)));
-        assert_eq!(b.decide(3, 3, 25 * hour, None, "m"), Decision::GiveUp);
+        assert!(matches!(b.decide(3, 3, 25 * hour, None, "m"), Decision::GiveUp(_)));
         let no_requeue = Backoff { requeue: None, ..b };
         assert!(matches!(no_requeue.decide(3, 3, hour, None, "m"), Decision::Backoff(_)));
         let long = report_queue().with_requeue(Requeue { delay: Duration::from_secs(5_000), ..Requeue::default() });
@@ -210,6 +211,6 @@ mod tests {
         let b = Backoff { time_scale: 60, ..report_queue() };
         assert_eq!(b.visibility(1, None, "m"), Duration::from_secs(1));
         assert_eq!(b.decide(3, 3, Duration::from_secs(60), None, "m"), Decision::Requeue(Duration::from_secs(10)));
-        assert_eq!(b.decide(3, 3, Duration::from_secs(24 * 60), None, "m"), Decision::GiveUp);
+        assert!(matches!(b.decide(3, 3, Duration::from_secs(24 * 60), None, "m"), Decision::GiveUp(_)));
     }
 }

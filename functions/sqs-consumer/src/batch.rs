@@ -388,12 +388,13 @@ where
                 transient_since.map_or(Duration::ZERO, |t| SystemTime::now().duration_since(t).unwrap_or_default());
             let decision = options.backoff.decide(receive_count, max_receive_count, age, *retry_after, &message_id);
             let done = match (&options.queue, &raw, decision) {
-                (Some(queue), Some(raw), Decision::Backoff(after)) => queue.change_visibility(raw, after).await,
+                (Some(queue), Some(raw), Decision::Backoff(after) | Decision::GiveUp(after)) => {
+                    queue.change_visibility(raw, after).await
+                }
                 (Some(queue), Some(raw), Decision::Requeue(delay)) => {
                     let since = transient_since.unwrap_or_else(SystemTime::now);
                     queue.requeue(raw, delay, crate::backoff::epoch_ms(since)).await
                 }
-                (_, _, Decision::GiveUp) => Ok(()),
                 (None, _, _) | (_, None, _) => Err("no queue to change the record's visibility on".into()),
             };
             Some((decision, age, done))
@@ -460,7 +461,7 @@ fn log_transient(
             maxReceiveCount = max_receive_count,
             "record failed transiently on its last receive; a delayed copy was sent and this one acknowledged"
         ),
-        (Decision::GiveUp, _) => {
+        (Decision::GiveUp(_), _) => {
             Metrics::from_env().add(Metric::RecordsGivenUp, 1.0).emit();
             tracing::error!(
                 error,

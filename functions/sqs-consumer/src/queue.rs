@@ -4,11 +4,13 @@
 //!
 //! [`RecordQueue`] is the port; [`SqsRecordQueue`] the adapter over the SQS API. The queue URL is
 //! derived from the record's `eventSourceARN` (`arn:<partition>:sqs:<region>:<account>:<name>`):
-//! `https://sqs.<region>.amazonaws.com/<account>/<name>` on AWS, `<endpoint>/<account>/<name>`
-//! when an endpoint is configured (`AWS_ENDPOINT_URL_SQS`: fauxqs names its queues so).
+//! `https://sqs.<region>.amazonaws.com/<account>/<name>` on AWS (no call, no permission beyond
+//! the action itself); when an endpoint is configured (`AWS_ENDPOINT_URL_SQS`: a local SQS, whose
+//! URLs depend on how it was started), `GetQueueUrl` of the ARN's name, once per queue.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use aws_sdk_sqs::types::MessageAttributeValue;
@@ -67,6 +69,8 @@ pub fn queue_url_from_arn(arn: &str, endpoint: Option<&str>) -> Option<String> {
 pub struct SqsRecordQueue {
     client: Arc<OnceLock<Result<aws_sdk_sqs::Client, String>>>,
     endpoint: Option<String>,
+    /// Queue URLs by ARN, as a local endpoint answered `GetQueueUrl`.
+    local_urls: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl fmt::Debug for SqsRecordQueue {
@@ -80,14 +84,14 @@ impl SqsRecordQueue {
     pub fn from_env() -> Self {
         let endpoint = sophia_platform::config::optional(sophia_platform::sqs::AWS_ENDPOINT_URL_SQS)
             .or_else(|| sophia_platform::config::optional(sophia_platform::sqs::AWS_ENDPOINT_URL));
-        Self { client: Arc::new(OnceLock::new()), endpoint }
+        Self { client: Arc::new(OnceLock::new()), endpoint, local_urls: Arc::default() }
     }
 
     /// This client; `endpoint`: the one it was built for (`None`: AWS).
     pub fn with_client(client: aws_sdk_sqs::Client, endpoint: Option<String>) -> Self {
         let cell = OnceLock::new();
         let _ = cell.set(Ok(client));
-        Self { client: Arc::new(cell), endpoint }
+        Self { client: Arc::new(cell), endpoint, local_urls: Arc::default() }
     }
 
     fn client(&self) -> Result<&aws_sdk_sqs::Client, BoxError> {
@@ -97,13 +101,30 @@ impl SqsRecordQueue {
             .map_err(|e| BoxError::from(e.clone()))
     }
 
-    fn url(&self, record: &RecordRef) -> Result<String, BoxError> {
-        // A local emulator's queue (its placeholder account) is never looked for on AWS.
-        if self.endpoint.is_none() && record.queue_arn.contains(&format!(":{LOCAL_ACCOUNT}:")) {
-            return Err("a local queue (account 000000000000) and no AWS_ENDPOINT_URL_SQS: not sent to AWS".into());
+    async fn url(&self, record: &RecordRef) -> Result<String, BoxError> {
+        let Some(endpoint) = self.endpoint.as_deref() else {
+            // A local emulator's queue (its placeholder account) is never looked for on AWS.
+            if record.queue_arn.contains(&format!(":{LOCAL_ACCOUNT}:")) {
+                return Err("a local queue (account 000000000000) and no AWS_ENDPOINT_URL_SQS: not sent to AWS".into());
+            }
+            return queue_url_from_arn(&record.queue_arn, None)
+                .ok_or_else(|| format!("eventSourceARN {:?} is not an SQS queue ARN", record.queue_arn).into());
+        };
+        if let Some(url) = self.local_urls.lock().expect("urls lock").get(&record.queue_arn) {
+            return Ok(url.clone());
         }
-        queue_url_from_arn(&record.queue_arn, self.endpoint.as_deref())
-            .ok_or_else(|| format!("eventSourceARN {:?} is not an SQS queue ARN", record.queue_arn).into())
+        let name = record.queue_arn.rsplit(':').next().unwrap_or_default();
+        let url = self
+            .client()?
+            .get_queue_url()
+            .queue_name(name)
+            .send()
+            .await
+            .map_err(|e| BoxError::from(aws_sdk_sqs::Error::from(e)))?
+            .queue_url
+            .unwrap_or_else(|| format!("{}/{LOCAL_ACCOUNT}/{name}", endpoint.trim_end_matches('/')));
+        self.local_urls.lock().expect("urls lock").insert(record.queue_arn.clone(), url.clone());
+        Ok(url)
     }
 }
 
@@ -120,7 +141,7 @@ impl RecordQueue for SqsRecordQueue {
         Box::pin(async move {
             self.client()?
                 .change_message_visibility()
-                .queue_url(self.url(record)?)
+                .queue_url(self.url(record).await?)
                 .receipt_handle(&record.receipt_handle)
                 .visibility_timeout(timeout.as_secs().min(43_200) as i32)
                 .send()
@@ -140,7 +161,7 @@ impl RecordQueue for SqsRecordQueue {
             let mut send = self
                 .client()?
                 .send_message()
-                .queue_url(self.url(record)?)
+                .queue_url(self.url(record).await?)
                 .message_body(&record.body)
                 .message_group_id(&record.group_id)
                 .delay_seconds(delay.as_secs().min(900) as i32)
