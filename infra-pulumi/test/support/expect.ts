@@ -121,7 +121,12 @@ export const arn = {
 };
 
 /** No sqs:ChangeMessageVisibility: no handler calls it. */
-export const CONSUME = ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"];
+export const CONSUME = [
+  "sqs:ChangeMessageVisibility",
+  "sqs:DeleteMessage",
+  "sqs:GetQueueAttributes",
+  "sqs:ReceiveMessage",
+];
 export const LOGS = ["logs:CreateLogStream", "logs:PutLogEvents"];
 export const S3_RW = ["s3:GetObject", "s3:PutObject"];
 
@@ -196,7 +201,7 @@ export function expectedGrants(
     ].sort(),
     "report-generate": [
       ...grant(LOGS, arn.logStreams(n.fn("report-generate"))),
-      ...grant(CONSUME, arn.queue(n.queue("report-generate"))),
+      ...grant([...CONSUME, "sqs:SendMessage"], arn.queue(n.queue("report-generate"))),
       ...bucket(),
       ...secretGrants(stage, [...mongo, "openai-api-key"]),
     ].sort(),
