@@ -35,6 +35,7 @@
 mod deterministic;
 pub mod fault;
 pub mod strict;
+pub mod traffic;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -53,6 +54,7 @@ use tokio::sync::{oneshot, watch};
 
 pub use deterministic::{OFFLINE_LABEL, compromised_report, deterministic_report};
 pub use fault::{Fault, FaultBody};
+pub use traffic::{Latency, TokenLimit};
 
 /// The `model` of every response.
 pub const FAKE_MODEL: &str = "sophia-offline-fake";
@@ -242,6 +244,11 @@ struct Shared {
     /// The standing fault (see [`fault`]); a watch, so that requests hanging under
     /// [`Fault::Timeout`] are released when it changes.
     fault: watch::Sender<Option<Fault>>,
+    /// A latency on every answer ([`traffic`]).
+    latency: Mutex<Option<Latency>>,
+    /// A tokens-per-minute limit and its window ([`traffic`]).
+    token_limit: Mutex<Option<TokenLimit>>,
+    window: Mutex<traffic::Window>,
 }
 
 /// A running fake server.
@@ -284,7 +291,22 @@ impl FakeOpenAi {
             cached_prefixes: Mutex::new(std::collections::HashSet::new()),
             accepted_key: Mutex::new(None),
             fault: watch::Sender::new(None),
+            latency: Mutex::new(None),
+            token_limit: Mutex::new(None),
+            window: Mutex::new(traffic::Window::default()),
         });
+        if mode == Mode::Deterministic {
+            // The local runner's fake: load tests ask for realistic traffic through the environment.
+            if let Some(ms) = traffic::env_ms(traffic::SOPHIA_OPENAI_FAKE_LATENCY_MS) {
+                *shared.latency.lock().expect("latency lock") =
+                    Some(Latency { typical: Duration::from_millis(ms), jitter: 0.25 });
+            }
+            if let Some(tpm) = traffic::env_ms(traffic::SOPHIA_OPENAI_FAKE_TPM) {
+                let window = traffic::env_ms(traffic::SOPHIA_OPENAI_FAKE_WINDOW_MS).unwrap_or(60_000);
+                *shared.token_limit.lock().expect("limit lock") =
+                    Some(TokenLimit { tokens_per_window: tpm, window: Duration::from_millis(window) });
+            }
+        }
         let (tx, rx) = oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let app = Router::new()
@@ -347,6 +369,19 @@ impl FakeOpenAi {
         self
     }
 
+    /// Every answer waits this long (`None`: at once, the default).
+    pub fn set_latency(&self, latency: Option<Latency>) -> &Self {
+        *self.shared.latency.lock().expect("latency lock") = latency;
+        self
+    }
+
+    /// OpenAI's tokens-per-minute limit (`None`: no limit, the default): a request that would go
+    /// over it is answered 429 `rate_limit_exceeded` with `Retry-After`.
+    pub fn set_token_limit(&self, limit: Option<TokenLimit>) -> &Self {
+        *self.shared.token_limit.lock().expect("limit lock") = limit;
+        self
+    }
+
     /// The standing fault.
     pub fn fault(&self) -> Option<Fault> {
         *self.shared.fault.borrow()
@@ -401,6 +436,17 @@ fn oversize(bytes: usize, chunked: bool) -> Response {
     chunks.push(Ok(Bytes::from_static(TAIL.as_bytes())));
     let body = axum::body::Body::from_stream(futures::stream::iter(chunks));
     ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// What a request counts against a token limit: its estimated input (messages and response
+/// format) plus its `max_completion_tokens`.
+fn request_tokens(request: &Value) -> u64 {
+    let prompt_chars: usize = request["messages"]
+        .as_array()
+        .map(|ms| ms.iter().filter_map(|m| m["content"].as_str()).map(str::len).sum())
+        .unwrap_or(0);
+    let format_chars = request.get("response_format").map_or(0, |f| f.to_string().len());
+    approx_tokens(prompt_chars + format_chars) + request["max_completion_tokens"].as_u64().unwrap_or(0)
 }
 
 fn approx_tokens(chars: usize) -> u64 {
@@ -489,6 +535,14 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap,
         e.param = r.param;
         return error_response(&e);
     }
+    let limit = *shared.token_limit.lock().expect("limit lock");
+    if let Some(limit) = limit {
+        let cost = request_tokens(&json_body);
+        let admitted = shared.window.lock().expect("window lock").admit(&limit, cost, tokio::time::Instant::now());
+        if let Err(after) = admitted {
+            return error_response(&ApiError::rate_limited(after));
+        }
+    }
     let next = shared.script.lock().expect("script lock").pop_front();
     let behaviour = match (next, shared.mode) {
         (Some(b), _) => b,
@@ -502,6 +556,10 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap,
     };
     let n = shared.counter.fetch_add(1, Ordering::Relaxed) + 1;
     let cached = cached_tokens(&shared, &json_body);
+    let latency = *shared.latency.lock().expect("latency lock");
+    if let Some(latency) = latency {
+        tokio::time::sleep(latency.draw(n)).await;
+    }
     respond(behaviour, &json_body, n, cached).await
 }
 
