@@ -37,7 +37,7 @@ use sophia_local::esm::EventSourceMapping;
 use sophia_local::invoke::Instances;
 use sophia_local::queues::{QueueOverrides, create_queue_set_with};
 use sophia_local::servers::{free_port, start_fauxqs, start_nx_mongo};
-use sophia_openai_fake::{Fault, FakeOpenAi, Latency, TokenLimit};
+use sophia_openai_fake::{FakeOpenAi, Fault, Latency, TokenLimit};
 use sophia_platform::mongo::{Mongo, MongoSettings};
 use sophia_queue_settings::Declaration;
 use sophia_reports::fixtures::InterviewFixture;
@@ -137,7 +137,11 @@ impl fmt::Display for BurstReport {
         }
         writeln!(f, "  attempts used by completed reports: {:?}", self.attempts)?;
         writeln!(f, "  records by receive count: {:?}", self.receive_counts)?;
-        writeln!(f, "  model requests: {}; report DLQ: {}; not completed: {}", self.model_requests, self.dlq, self.not_completed)?;
+        writeln!(
+            f,
+            "  model requests: {}; report DLQ: {}; not completed: {}",
+            self.model_requests, self.dlq, self.not_completed
+        )?;
         if self.out_of_attempts.is_empty() {
             writeln!(f, "  out of attempts: none")?;
         } else {
@@ -214,7 +218,8 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
         (0..options.concurrency).map(|_| tokio::spawn(esm.clone().run(shutdown_rx.clone()))).collect();
 
     // The interviews, then their report.generate: the busy organization's first, all at once.
-    let (busy, quiet) = (OrganizationId::new(bson::oid::ObjectId::new()), OrganizationId::new(bson::oid::ObjectId::new()));
+    let (busy, quiet) =
+        (OrganizationId::new(bson::oid::ObjectId::new()), OrganizationId::new(bson::oid::ObjectId::new()));
     let mut published: Vec<(String, OrganizationId, SystemTime)> = Vec::new();
     let producer = SqsProducer::new(
         sqs.clone(),
@@ -260,7 +265,9 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
                 status == "COMPLETED" || (status == "FAILED" && int(r, "attemptCount") >= 3)
             })
             .count();
-        if (terminal == total && (outage_end.is_none() || recovered_at.is_some())) || started.elapsed() > options.timeout {
+        if (terminal == total && (outage_end.is_none() || recovered_at.is_some()))
+            || started.elapsed() > options.timeout
+        {
             break;
         }
     }
@@ -270,10 +277,8 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
     }
 
     let scaled = |d: Duration| d.as_secs_f64() * f64::from(scale);
-    let by_interview: BTreeMap<String, &Document> = reports
-        .iter()
-        .filter_map(|r| r.get_object_id("interviewId").ok().map(|id| (id.to_hex(), r)))
-        .collect();
+    let by_interview: BTreeMap<String, &Document> =
+        reports.iter().filter_map(|r| r.get_object_id("interviewId").ok().map(|id| (id.to_hex(), r))).collect();
     let completed_at = |r: &Document| r.get_datetime("completedAt").ok().map(|d| d.to_system_time());
     let mut dwell = Vec::new();
     for (name, org) in [("busy", busy), ("quiet", quiet)] {
@@ -324,12 +329,20 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
         .send()
         .await
         .ok()
-        .and_then(|a| a.attributes?.get(&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)?.parse().ok())
+        .and_then(|a| {
+            a.attributes?.get(&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)?.parse().ok()
+        })
         .unwrap_or(-1);
     let report = BurstReport {
         options: format!(
             "{} + {} reports, concurrency {}, latency {:?}, TPM {:?}, outage {:?}, time scale {}",
-            options.busy, options.quiet, options.concurrency, options.latency, options.tokens_per_minute, options.outage, scale
+            options.busy,
+            options.quiet,
+            options.concurrency,
+            options.latency,
+            options.tokens_per_minute,
+            options.outage,
+            scale
         ),
         dwell,
         out_of_attempts,
