@@ -144,7 +144,7 @@ test("a Logs Insights widget lists the stage's ERROR lines from the log groups o
 test("every alarm on an EMF metric names a declared metric and dimension set; reports failing alarms within 5 minutes", () => {
   const n = names(STAGE);
   const emf = ofType(run.resources, TYPE.alarm).filter((a) => a.inputs["namespace"] === EMF_NAMESPACE);
-  assert.equal(emf.length, 3, "dropped-invalid x2, reports-failed");
+  assert.equal(emf.length, 4, "dropped-invalid x2, reports-failed, transient-give-up");
   for (const a of emf) {
     checkDimensionSet(declaration, a.inputs["metricName"] as string, Object.keys(plain(a.inputs["dimensions"]) as object));
   }
@@ -153,6 +153,9 @@ test("every alarm on an EMF metric names a declared metric and dimension set; re
   assert.deepEqual(plain(failing["dimensions"]), { Stage: STAGE, Function: n.fn("report-generate") });
   assert.deepEqual([failing["statistic"], failing["period"], failing["evaluationPeriods"], failing["threshold"]], ["Sum", 300, 1, 0]);
   assert.equal(failing["comparisonOperator"], "GreaterThanThreshold");
+  const givenUp = byName(run.resources, TYPE.alarm, `sophia-${STAGE}-report-generate-transient-give-up`).inputs;
+  assert.equal(givenUp["metricName"], "RecordsGivenUp");
+  assert.deepEqual(plain(givenUp["dimensions"]), { Stage: STAGE, Function: n.fn("report-generate") });
   for (const f of ["interview-completed", "report-generate"]) {
     const a = byName(run.resources, TYPE.alarm, `sophia-${STAGE}-${f}-dropped-invalid`).inputs;
     assert.equal(a["metricName"], "RecordsDroppedInvalid");

@@ -133,7 +133,7 @@ impl SqsProducer {
             url,
             REPORT_GENERATE_QUEUE_URL,
             &to_body(message),
-            event_type_of(message),
+            EventType::ReportGenerate,
             request_id,
             Some(&group),
         )
@@ -218,10 +218,6 @@ impl sophia_credits::ReportPublisher for SqsReportPublisher {
             Err(e) => Err(Box::new(e)),
         }
     }
-}
-
-fn event_type_of(message: &ReportGenerate) -> EventType {
-    message.event_type()
 }
 
 /// The fair-queue tenant of a raw body: the organization id of the contract message it parses
