@@ -470,11 +470,19 @@ fn log_transient(
                 "record failed transiently for longer than the give-up age; it goes to the DLQ"
             )
         }
-        (_, Err(e)) => tracing::error!(
+        // The DLQ next: a person is needed.
+        (_, Err(e)) if last_receive => tracing::error!(
             error,
             queueError = %chain(e.as_ref()),
             transientAgeSeconds = age_seconds,
-            "record failed transiently and its backoff or requeue failed; SQS redelivers it after the visibility timeout (the DLQ after its last receive)"
+            maxReceiveCount = max_receive_count,
+            "record failed transiently on its last receive and its requeue failed; it goes to the DLQ"
+        ),
+        (_, Err(e)) => tracing::warn!(
+            error,
+            queueError = %chain(e.as_ref()),
+            transientAgeSeconds = age_seconds,
+            "record failed transiently and its backoff failed; SQS redelivers it after the visibility timeout"
         ),
     }
 }
