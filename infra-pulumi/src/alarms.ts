@@ -107,7 +107,7 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     anchor: (s) => `${s.name}-dlq-not-empty`,
     what: (s) =>
       s.name === "report-generate"
-        ? `Messages are waiting in the report-generate DLQ: their reports are FAILED at 3 attempts; a plain redrive would change nothing (redrive with the reset).`
+        ? `Messages are waiting in the report-generate DLQ: their reports are FAILED, at 3 attempts for answers that were wrong (redrive with the reset), or with their attempts left after a day of transient failures (a plain redrive, once the provider answers).`
         : `Messages are waiting in the ${s.name} DLQ: they failed every retry.`,
     firstCommand: (s) => ops(s.stage, `dlq list ${s.name}`),
   },

@@ -476,7 +476,7 @@ fn log_transient(
             queueError = %chain(e.as_ref()),
             transientAgeSeconds = age_seconds,
             maxReceiveCount = max_receive_count,
-            "record failed transiently on its last receive and its requeue failed; it goes to the DLQ"
+            "record failed transiently on its last receive and its backoff or requeue failed; it goes to the DLQ"
         ),
         (_, Err(e)) => tracing::warn!(
             error,
