@@ -172,7 +172,10 @@ async fn a_failure_reaches_the_report_dlq(answers: Vec<Behaviour>, kind: &str, e
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!(stored.len(), 1, "one report document");
     let report = stored[0].clone();
-    assert_eq!(status(&report), ("FAILED", i64::from(MAX_ATTEMPTS)));
+    // The provider away (a 5xx, a 429, no answer) costs no attempt: they are given back.
+    let transient = ["server_error", "rate_limited", "timeout"].contains(&kind);
+    let attempts = if transient { 0 } else { MAX_ATTEMPTS };
+    assert_eq!(status(&report), ("FAILED", i64::from(attempts)));
     assert_eq!(report.get_str("errorKind").unwrap(), kind, "{report}");
     let last_error = report.get_str("lastError").unwrap().to_owned();
     assert!(last_error.contains(error), "{error:?} not in {last_error:?}");
@@ -192,13 +195,27 @@ async fn a_failure_reaches_the_report_dlq(answers: Vec<Behaviour>, kind: &str, e
         shown.report,
         Some(sophia_ops::dlq::ReportState::Found {
             status: "FAILED".into(),
-            attempt_count: MAX_ATTEMPTS,
+            attempt_count: attempts,
             error_kind: Some(kind.into()),
             last_error: Some(last_error.clone()),
         })
     );
     let human = sophia_ops::Outcome::DlqShow(shown).human();
     assert!(human.contains(&format!("errorKind {kind}")), "{human}");
+
+    if transient {
+        // The attempts are still there: a duplicate (or a plain redrive) generates the report.
+        fake.push(Behaviour::Report);
+        send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+        let again = reports.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
+        assert_eq!((again.failed_ids.len(), again.deleted), (0, 1), "completed: {again:?}");
+        let done = reports_of(&w.mongo.db, interview).await;
+        assert_eq!(status(&done[0]), ("COMPLETED", 1));
+        drain(&sqs, &queues.report_generate.dlq.url).await;
+        assert_queues_empty(&sqs, &queues).await;
+        w.assert_invariants().await;
+        return report;
+    }
 
     // A duplicate (or a redrive without --reset-attempts): acknowledged, no model call.
     send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
@@ -258,11 +275,12 @@ async fn content_that_is_not_json_reaches_the_report_dlq_as_invalid_output() {
 }
 
 /// HTTP 429 and 500 (each answered again on the client's own retries) and a reply slower than
-/// the client timeout: three failed attempts over three SQS receives, then the report DLQ; the
-/// report is FAILED with attemptCount 3 and the last attempt's kind; a later duplicate is
-/// acknowledged without a model call, and there is never a second report document.
+/// the client timeout: three failed receives, then the report DLQ (this consumer has no queue to
+/// back off on or requeue to: `ConsumerOptions::default()`); the provider being away cost the
+/// report none of its attempts (FAILED, attemptCount 0, the last kind), so a later duplicate
+/// generates it; there is never a second report document.
 #[tokio::test]
-async fn rate_limits_server_errors_and_timeouts_fail_the_report_after_three_attempts_and_the_message_reaches_the_dlq() {
+async fn rate_limits_server_errors_and_timeouts_cost_no_attempt_and_the_message_reaches_the_dlq() {
     let (w, org, interview, sqs, queues) = setup(50, 10).await;
     let fake = FakeOpenAi::scripted().unwrap();
     for _ in 0..=CLIENT_RETRIES {
@@ -279,19 +297,20 @@ async fn rate_limits_server_errors_and_timeouts_fail_the_report_after_three_atte
     three_failed_attempts_then_the_dlq(&sqs, &queues, &reports).await;
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!(stored.len(), 1, "one report document");
-    assert_eq!(status(&stored[0]), ("FAILED", i64::from(MAX_ATTEMPTS)));
+    assert_eq!(status(&stored[0]), ("FAILED", 0));
+    assert_eq!(int(&stored[0], "transientFailures"), Some(3));
     assert!(stored[0].get_str("lastError").unwrap().contains("timed out"), "{}", stored[0]);
     assert_eq!(stored[0].get_str("errorKind").unwrap(), "timeout");
     assert_eq!(fake.request_count(), 2 * (CLIENT_RETRIES + 1) + 1);
     assert_eq!(fake.pending(), 0);
 
-    // A duplicate report.generate (or an operator's re-publish): acknowledged, no model call.
+    // A duplicate report.generate (or an operator's plain redrive): the attempts are there.
+    fake.push(Behaviour::Report);
     send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
-    let again = reports.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
-    assert_eq!((again.failed_ids.len(), again.deleted), (0, 1), "acknowledged: {again:?}");
-    assert_eq!(fake.request_count(), 2 * (CLIENT_RETRIES + 1) + 1, "no model call");
+    let again = poll_until(&reports, Duration::from_secs(10), |s| !s.is_empty()).await;
+    assert_eq!((again[0].failed_ids.len(), again[0].deleted), (0, 1), "completed: {again:?}");
     let stored = reports_of(&w.mongo.db, interview).await;
-    assert_eq!((stored.len(), status(&stored[0])), (1, ("FAILED", i64::from(MAX_ATTEMPTS))));
+    assert_eq!((stored.len(), status(&stored[0])), (1, ("COMPLETED", 1)));
     drain(&sqs, &queues.report_generate.dlq.url).await;
     assert_queues_empty(&sqs, &queues).await;
     w.assert_invariants().await;

@@ -146,21 +146,13 @@ async fn a_completed_report_redelivered_is_a_no_op() {
 
 /// docs/design.md: every attempt's error is returned, the third included (SQS then moves the message
 /// to the DLQ); only a delivery that finds the report already FAILED at 3 attempts is
-/// acknowledged, without a model call.
+/// acknowledged, without a model call. Attempts count answers that were wrong.
 #[tokio::test]
 async fn three_failures_leave_the_report_failed_and_every_one_is_returned_for_the_dlq() {
     let env = env().await;
     let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
-    // async-openai retries a 5xx or 429 itself (up to CLIENT_RETRIES times, backing off from
-    // 100 ms) inside one attempt: an attempt fails on the last of those answers.
-    for _ in 0..=CLIENT_RETRIES {
-        env.fake.push(Behaviour::ServerError);
-    }
-    for _ in 0..=CLIENT_RETRIES {
-        env.fake.push(Behaviour::RateLimited);
-    }
-    env.fake.push(Behaviour::MalformedJson);
-    let expected = [("HTTP 500", "server_error"), ("HTTP 429", "rate_limited"), ("not JSON", "invalid_output")];
+    env.fake.push(Behaviour::Refusal).push(Behaviour::Length).push(Behaviour::MalformedJson);
+    let expected = [("refused", "refusal"), ("length", "truncated"), ("not JSON", "invalid_output")];
     for (attempt, (error, kind)) in (1..=MAX_ATTEMPTS).zip(expected) {
         assert_eq!(deliver(&env, ids).await, Outcome::Failed, "attempt {attempt}: returned for SQS, the last one too");
         let d = stored(&env, ids.0).await.unwrap();
@@ -173,11 +165,39 @@ async fn three_failures_leave_the_report_failed_and_every_one_is_returned_for_th
         assert_eq!(d.get("leaseExpiresAt"), Some(&Bson::Null));
     }
     assert_eq!(deliver(&env, ids).await, Outcome::Processed, "a later delivery (duplicate, redrive) is acknowledged");
-    assert_eq!(env.fake.request_count(), 2 * (CLIENT_RETRIES + 1) + 1, "no model call after the third attempt");
+    assert_eq!(env.fake.request_count(), 3, "no model call after the third attempt");
     assert_eq!(env.fake.pending(), 0);
     let d = stored(&env, ids.0).await.unwrap();
     assert_eq!(d.get_str("status").unwrap(), "FAILED");
     assert_eq!(int(&d, "attemptCount"), 3);
+}
+
+/// The provider away (HTTP 500 and 429 through the client's own retries) costs no attempt: each
+/// failure is returned for SQS (a transient failure: backed off, requeued on the last receive),
+/// the attempt given back and counted in `transientFailures`; the report's three attempts are
+/// still there for answers that are wrong.
+#[tokio::test]
+async fn server_errors_and_rate_limits_give_the_attempt_back() {
+    let env = env().await;
+    let ids = InterviewFixture::new(org()).insert(&env.mongo.db).await.unwrap();
+    for _ in 0..=CLIENT_RETRIES {
+        env.fake.push(Behaviour::ServerError);
+    }
+    for _ in 0..=CLIENT_RETRIES {
+        env.fake.push(Behaviour::RateLimited);
+    }
+    for (n, kind) in [(1, "server_error"), (2, "rate_limited")] {
+        assert_eq!(deliver(&env, ids).await, Outcome::Failed);
+        let d = stored(&env, ids.0).await.unwrap();
+        assert_eq!((d.get_str("status").unwrap(), d.get_str("errorKind").unwrap()), ("FAILED", kind));
+        assert_eq!((int(&d, "attemptCount"), int(&d, "transientFailures")), (0, n), "{d}");
+    }
+    env.fake.push(Behaviour::MalformedJson).push(Behaviour::Report);
+    assert_eq!(deliver(&env, ids).await, Outcome::Failed);
+    assert_eq!(int(&stored(&env, ids.0).await.unwrap(), "attemptCount"), 1, "a wrong answer counts");
+    assert_eq!(deliver(&env, ids).await, Outcome::Processed);
+    let d = stored(&env, ids.0).await.unwrap();
+    assert_eq!((d.get_str("status").unwrap(), int(&d, "attemptCount")), ("COMPLETED", 2));
 }
 
 #[tokio::test]

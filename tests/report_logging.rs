@@ -37,6 +37,37 @@ async fn logs_carry_the_generation_fields_and_never_candidate_text_or_the_key() 
     assert!(lines.iter().any(|l| l["message"] == "report generation failed" && l["kind"] == "refusal"));
 }
 
+/// What the dashboard's ERROR widget shows (infra-pulumi/src/dashboard.ts: `level = "ERROR"`,
+/// `kind`, `span.interviewId`): every failed report attempt from the FIRST one, a transient kind
+/// included, with its interview id and kind, and never candidate text.
+#[tokio::test]
+async fn every_failed_attempt_is_an_error_line_with_its_interview_id_and_kind_from_the_first() {
+    let logs = LogCapture::global();
+    let env = env().await;
+    let ids =
+        InterviewFixture::new(org()).resume("Resume of Ann Roe, phone 555-0142").insert(&env.mongo.db).await.unwrap();
+    for _ in 0..=CLIENT_RETRIES {
+        env.fake.push(Behaviour::ServerError);
+    }
+    env.fake.push(Behaviour::MalformedJson);
+    assert_eq!(deliver(&env, ids).await, Outcome::Failed);
+    assert_eq!(deliver(&env, ids).await, Outcome::Failed);
+
+    let failed: Vec<Value> = logs
+        .lines()
+        .into_iter()
+        .filter(|l| l["message"] == "report generation failed" && l["span"]["interviewId"] == ids.0.to_string())
+        .collect();
+    let kinds: Vec<(&str, &str)> =
+        failed.iter().map(|l| (l["level"].as_str().unwrap(), l["kind"].as_str().unwrap())).collect();
+    assert_eq!(kinds, [("ERROR", "server_error"), ("ERROR", "invalid_output")], "{failed:#?}");
+    assert_eq!(failed[0]["span"]["attempt"], 1, "the first attempt");
+    for line in &failed {
+        let text = line.to_string();
+        assert!(!text.contains("555-0142") && !text.contains(SECRET_ANSWER), "candidate text logged: {text}");
+    }
+}
+
 /// A fresh stage whose migrations never ran: the first invocation of a cold start logs one
 /// ERROR per missing required unique index (not one per batch), and every batch is refused whole
 /// (retried by SQS: without the index a redelivery could store a second report); after

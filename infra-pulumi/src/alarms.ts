@@ -22,6 +22,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
 import { ConfigError, type StageConfig } from "./config";
+import { REQUEUES_TO_OWN_QUEUE } from "./iam";
 import { emfAlarmMetric, emits, type MetricsDeclaration } from "./metrics";
 import type { FunctionSpec, Settings } from "./settings";
 import { wiringFor } from "./wiring";
@@ -52,7 +53,20 @@ export type AlarmKindId =
   | "throttles"
   | "duration"
   | "dropped-invalid"
-  | "reports-failed";
+  | "reports-failed"
+  | "transient-give-up";
+
+/** The alarms on the functions' own EMF metrics (see [`emfAlarm`]), with their metric. */
+export const EMF_ALARM_METRICS = {
+  "dropped-invalid": "RecordsDroppedInvalid",
+  "reports-failed": "ReportsFailed",
+  "transient-give-up": "RecordsGivenUp",
+} as const;
+export type EmfAlarmKind = keyof typeof EMF_ALARM_METRICS;
+
+export function isEmfAlarm(kind: AlarmKindId): kind is EmfAlarmKind {
+  return kind in EMF_ALARM_METRICS;
+}
 
 /** What an alarm is about: a queue (queues.json `name`) or a function (queues.json function name). */
 export interface AlarmSubject {
@@ -93,7 +107,7 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     anchor: (s) => `${s.name}-dlq-not-empty`,
     what: (s) =>
       s.name === "report-generate"
-        ? `Messages are waiting in the report-generate DLQ: their reports are FAILED at 3 attempts; a plain redrive would change nothing (redrive with the reset).`
+        ? `Messages are waiting in the report-generate DLQ: their reports are FAILED, at 3 attempts for answers that were wrong (redrive with the reset), or with their attempts left after a day of transient failures (a plain redrive, once the provider answers).`
         : `Messages are waiting in the ${s.name} DLQ: they failed every retry.`,
     firstCommand: (s) => ops(s.stage, `dlq list ${s.name}`),
   },
@@ -157,6 +171,17 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     what: (s) => `${s.name} failed report attempts in the last 5 minutes (by error kind on the dashboard); the third failure of a report sends its message to the DLQ.`,
     firstCommand: (s) => ops(s.stage, "report failures"),
   },
+  {
+    id: "transient-give-up",
+    title: "Records given up after a day of transient failures",
+    per: "function",
+    metric: "Sophia RecordsGivenUp (Stage, Function)",
+    condition: "Sum > 0 over 5 minutes",
+    anchor: () => "records-given-up-after-transient-failures",
+    what: (s) =>
+      `${s.name} gave up on records that failed transiently (the provider or database away) for longer than the give-up age (24 hours); they are in the ${s.queue ?? s.name} DLQ with their attempts still available.`,
+    firstCommand: (s) => ops(s.stage, `dlq list ${s.queue ?? s.name}`),
+  },
 ];
 
 export function alarmKind(id: AlarmKindId): AlarmKind {
@@ -193,6 +218,9 @@ export function plannedAlarms(
     if (wiringFor(fn.name).durationAlarm) kinds.push("duration");
     if (emits(metrics, "RecordsDroppedInvalid", fn.name)) kinds.push("dropped-invalid");
     if (emits(metrics, "ReportsFailed", fn.name)) kinds.push("reports-failed");
+    // Only a consumer that requeues transient failures has a give-up age (iam.ts REQUEUES_TO_OWN_QUEUE).
+    const requeues = settings.queues.some((q) => q.key === fn.subscribedTo && REQUEUES_TO_OWN_QUEUE.includes(q.key));
+    if (requeues && emits(metrics, "RecordsGivenUp", fn.name)) kinds.push("transient-give-up");
     for (const kind of kinds) planned.push({ kind, subject, suffix: `${fn.name}-${kind}` });
   }
   return planned;
@@ -340,19 +368,20 @@ export function functionAlarm(
  * `dropped-invalid` (RecordsDroppedInvalid: the drop is the contract, but a producer sends what
  * the contract rejects and the message is gone; its redacted preview is in the log) or
  * `reports-failed` (ReportsFailed in total: a failing report pages within minutes instead of when
- * its message reaches the DLQ, 3 receives x 1800 s later).
+ * its message reaches the DLQ, 3 receives x 1800 s later) or `transient-give-up` (RecordsGivenUp:
+ * a record failed transiently for longer than the give-up age and went to the DLQ).
  */
 export function emfAlarm(
   name: string,
   alarmName: string,
-  kind: "dropped-invalid" | "reports-failed",
+  kind: EmfAlarmKind,
   metrics: MetricsDeclaration,
   subject: AlarmSubject,
   functionName: string,
   target: AlarmTarget,
   opts: pulumi.CustomResourceOptions,
 ): aws.cloudwatch.MetricAlarm {
-  const metricName = kind === "dropped-invalid" ? "RecordsDroppedInvalid" : "ReportsFailed";
+  const metricName = EMF_ALARM_METRICS[kind];
   if (!emits(metrics, metricName, subject.name)) throw new Error(`${subject.name} does not emit ${metricName} (infra-pulumi/metrics.json)`);
   return new aws.cloudwatch.MetricAlarm(
     name,

@@ -8,6 +8,7 @@ import * as pulumi from "@pulumi/pulumi";
 
 import { defaultArtifactsDir, REPO_ROOT } from "./artifacts";
 import { checkMongoBudget } from "./mongo-budget";
+import { checkOpenAiBudget } from "./openai-budget";
 import type { Settings } from "./settings";
 import { FUNCTION_WIRING } from "./wiring";
 
@@ -399,6 +400,7 @@ export function loadStageConfig(
   }
 
   problems.push(...checkMongoBudget(config, maximumConcurrency));
+  problems.push(...checkOpenAiBudget(config, maximumConcurrency));
   if (problems.length > 0) throw new ConfigError(stage, problems);
 
   return {

@@ -9,11 +9,24 @@ import * as pulumi from "@pulumi/pulumi";
 import type { Naming } from "./naming";
 
 /**
- * What the Lambda event source mapping needs (it polls with the function's role). No
- * `sqs:ChangeMessageVisibility`: no handler calls it (a failed record is reported in the batch
- * response and comes back after the visibility timeout).
+ * What a consumer needs on its own queue: the Lambda event source mapping polls with the
+ * function's role (receive, delete, attributes), and the SQS consumer wrapper sets a transiently
+ * failed record's visibility to a backoff before reporting it failed (`sqs:ChangeMessageVisibility`,
+ * functions/sqs-consumer/src/backoff.rs), so that it is retried in about a minute, not after the
+ * whole visibility timeout.
  */
-export const SQS_CONSUME_ACTIONS = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"] as const;
+export const SQS_CONSUME_ACTIONS = [
+  "sqs:ReceiveMessage",
+  "sqs:DeleteMessage",
+  "sqs:GetQueueAttributes",
+  "sqs:ChangeMessageVisibility",
+] as const;
+/**
+ * Queues whose consumer requeues a delayed copy of a transiently failed record on its last
+ * receive (so that a provider outage does not end in the DLQ): `sqs:SendMessage` on that queue
+ * itself, for its own consumer only.
+ */
+export const REQUEUES_TO_OWN_QUEUE: readonly string[] = ["reportGenerate"];
 export const SQS_PUBLISH_ACTIONS = ["sqs:SendMessage"] as const;
 export const LOG_WRITE_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"] as const;
 export const S3_OBJECT_READ_ACTIONS = ["s3:GetObject"] as const;
@@ -101,9 +114,13 @@ export const LAMBDA_ASSUME_ROLE_POLICY = JSON.stringify({
   ],
 });
 
-/** Receive/delete/change visibility/get attributes on exactly one queue. */
-export function consumeQueueStatement(queueArn: pulumi.Input<string>): Statement {
-  return { Sid: "ConsumeOwnQueue", Effect: "Allow", Action: SQS_CONSUME_ACTIONS, Resource: [queueArn] };
+/**
+ * Receive/delete/change visibility/get attributes on exactly one queue; with `requeue` (a queue of
+ * [`REQUEUES_TO_OWN_QUEUE`]) also SendMessage on it.
+ */
+export function consumeQueueStatement(queueArn: pulumi.Input<string>, requeue = false): Statement {
+  const actions = requeue ? [...SQS_CONSUME_ACTIONS, ...SQS_PUBLISH_ACTIONS] : SQS_CONSUME_ACTIONS;
+  return { Sid: "ConsumeOwnQueue", Effect: "Allow", Action: actions, Resource: [queueArn] };
 }
 
 /** SendMessage on exactly the given queues. */

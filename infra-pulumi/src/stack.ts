@@ -15,6 +15,7 @@ import {
   canRun,
   checkAlarmDelivery,
   emfAlarm,
+  isEmfAlarm,
   functionAlarm,
   type FunctionAlarmKind,
   plannedAlarms,
@@ -240,7 +241,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     const fn = settings.functions.find((f) => f.name === a.subject.name)!;
     const alarmName = naming.alarmName(a.suffix);
     functionAlarms.push(
-      a.kind === "dropped-invalid" || a.kind === "reports-failed"
+      isEmfAlarm(a.kind)
         ? emfAlarm(a.suffix, alarmName, a.kind, metrics, a.subject, naming.functionName(fn.name), alarms, {})
         : functionAlarm(a.suffix, alarmName, functions[fn.name]!.name, a.kind as FunctionAlarmKind, fn.timeoutSeconds, a.subject, alarms, {}),
     );

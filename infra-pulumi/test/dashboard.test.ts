@@ -144,7 +144,7 @@ test("a Logs Insights widget lists the stage's ERROR lines from the log groups o
 test("every alarm on an EMF metric names a declared metric and dimension set; reports failing alarms within 5 minutes", () => {
   const n = names(STAGE);
   const emf = ofType(run.resources, TYPE.alarm).filter((a) => a.inputs["namespace"] === EMF_NAMESPACE);
-  assert.equal(emf.length, 3, "dropped-invalid x2, reports-failed");
+  assert.equal(emf.length, 4, "dropped-invalid x2, reports-failed, transient-give-up");
   for (const a of emf) {
     checkDimensionSet(declaration, a.inputs["metricName"] as string, Object.keys(plain(a.inputs["dimensions"]) as object));
   }
@@ -153,6 +153,9 @@ test("every alarm on an EMF metric names a declared metric and dimension set; re
   assert.deepEqual(plain(failing["dimensions"]), { Stage: STAGE, Function: n.fn("report-generate") });
   assert.deepEqual([failing["statistic"], failing["period"], failing["evaluationPeriods"], failing["threshold"]], ["Sum", 300, 1, 0]);
   assert.equal(failing["comparisonOperator"], "GreaterThanThreshold");
+  const givenUp = byName(run.resources, TYPE.alarm, `sophia-${STAGE}-report-generate-transient-give-up`).inputs;
+  assert.equal(givenUp["metricName"], "RecordsGivenUp");
+  assert.deepEqual(plain(givenUp["dimensions"]), { Stage: STAGE, Function: n.fn("report-generate") });
   for (const f of ["interview-completed", "report-generate"]) {
     const a = byName(run.resources, TYPE.alarm, `sophia-${STAGE}-${f}-dropped-invalid`).inputs;
     assert.equal(a["metricName"], "RecordsDroppedInvalid");
@@ -193,7 +196,7 @@ test("every alarm says what happened, the first sophia-ops command and an existi
   }
   // The report DLQ's notification warns about the redrive trap.
   const reportDlq = plain(byName(run.resources, TYPE.alarm, "sophia-dev-report-generate-dlq-not-empty").inputs["alarmDescription"]) as string;
-  assert.match(reportDlq, /FAILED at 3 attempts; a plain redrive would change nothing/);
+  assert.match(reportDlq, /FAILED, at 3 attempts for answers that were wrong \(redrive with the reset\), or with their attempts left after a day of transient failures/);
 });
 
 test("the program creates exactly the one list of alarms (plannedAlarms), none for interview-failed in dev", () => {

@@ -217,11 +217,19 @@ test("the ops policy (sophia-ops): send to both queues; receive, delete, release
   );
 });
 
-test("consumers get no sqs:ChangeMessageVisibility (no handler calls it)", () => {
-  for (const f of ["interview-completed", "report-generate"]) {
-    const g = grants(rolePolicyOf(run.resources, names(STAGE).fn(f)));
-    assert.ok(!g.some((x) => x.startsWith("sqs:ChangeMessageVisibility")), f);
+test("consumers: sqs:ChangeMessageVisibility on their own queue only; report-generate also SendMessage to its own queue (the requeue)", () => {
+  const n = names(STAGE);
+  for (const [f, own, other] of [
+    ["interview-completed", "interview-completed", "report-generate"],
+    ["report-generate", "report-generate", "interview-completed"],
+  ] as const) {
+    const g = grants(rolePolicyOf(run.resources, n.fn(f)));
+    const visibility = g.filter((x) => x.startsWith("sqs:ChangeMessageVisibility "));
+    assert.deepEqual(visibility, grant(["sqs:ChangeMessageVisibility"], arn.queue(n.queue(own))), f);
+    assert.ok(!g.includes(`sqs:ChangeMessageVisibility on ${arn.queue(n.queue(other))}`), f);
   }
+  const rg = grants(rolePolicyOf(run.resources, n.fn("report-generate")));
+  assert.deepEqual(rg.filter((x) => x.startsWith("sqs:SendMessage ")), grant(["sqs:SendMessage"], arn.queue(n.queue("report-generate"))));
 });
 
 test("alarms: DLQ depth, oldest message age (Pulumi.dev.yaml's thresholds), function errors/throttles, report-generate duration", () => {

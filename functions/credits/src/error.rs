@@ -94,6 +94,22 @@ impl CreditsError {
         }
     }
 
+    /// A retry that waits for something away to come back (MongoDB failing or busy, a concurrent
+    /// writer, the record's time running out, SQS refusing a publish), not for an operator: the
+    /// consumer backs the record off for about a minute rather than the queue's visibility
+    /// timeout. Data an operator must fix is not transient.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Self::Mongo { .. }
+                | Self::Conflict { .. }
+                | Self::DeadlineExceeded { .. }
+                | Self::RetryBudgetExhausted { .. }
+                | Self::Publish { .. }
+                | Self::PublishDeferred { .. }
+        )
+    }
+
     pub fn is_retryable(&self) -> bool {
         self.disposition() == Disposition::Retry
     }

@@ -20,6 +20,10 @@
 //!   schema-valid report derived deterministically from the transcript in the request, clearly
 //!   labelled: model [`FAKE_MODEL`], summary starting with [`OFFLINE_LABEL`].
 //!
+//! A standing [`Fault`] ([`FakeOpenAi::set_fault`], or `PUT /__sophia/fault` on the fake's own
+//! server) answers every request until cleared, before the script: an outage, a rate limit, a
+//! revoked key, a hang or slow answers (see [`fault`]).
+//!
 //! The server runs on its own thread and runtime, on 127.0.0.1 only, and stops when the
 //! [`FakeOpenAi`] is dropped.
 //!
@@ -29,7 +33,9 @@
 //! ```
 
 mod deterministic;
+pub mod fault;
 pub mod strict;
+pub mod traffic;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -42,11 +48,13 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 pub use deterministic::{OFFLINE_LABEL, compromised_report, deterministic_report};
+pub use fault::{Fault, FaultBody};
+pub use traffic::{Latency, TokenLimit};
 
 /// The `model` of every response.
 pub const FAKE_MODEL: &str = "sophia-offline-fake";
@@ -233,6 +241,14 @@ struct Shared {
     /// When set, a request without `Authorization: Bearer <this key>` is answered HTTP 401
     /// `invalid_api_key`, as OpenAI answers a revoked key.
     accepted_key: Mutex<Option<String>>,
+    /// The standing fault (see [`fault`]); a watch, so that requests hanging under
+    /// [`Fault::Timeout`] are released when it changes.
+    fault: watch::Sender<Option<Fault>>,
+    /// A latency on every answer ([`traffic`]).
+    latency: Mutex<Option<Latency>>,
+    /// A tokens-per-minute limit and its window ([`traffic`]).
+    token_limit: Mutex<Option<TokenLimit>>,
+    window: Mutex<traffic::Window>,
 }
 
 /// A running fake server.
@@ -274,10 +290,29 @@ impl FakeOpenAi {
             counter: AtomicU64::new(0),
             cached_prefixes: Mutex::new(std::collections::HashSet::new()),
             accepted_key: Mutex::new(None),
+            fault: watch::Sender::new(None),
+            latency: Mutex::new(None),
+            token_limit: Mutex::new(None),
+            window: Mutex::new(traffic::Window::default()),
         });
+        if mode == Mode::Deterministic {
+            // The local runner's fake: load tests ask for realistic traffic through the environment.
+            if let Some(ms) = traffic::env_ms(traffic::SOPHIA_OPENAI_FAKE_LATENCY_MS) {
+                *shared.latency.lock().expect("latency lock") =
+                    Some(Latency { typical: Duration::from_millis(ms), jitter: 0.25 });
+            }
+            if let Some(tpm) = traffic::env_ms(traffic::SOPHIA_OPENAI_FAKE_TPM) {
+                let window = traffic::env_ms(traffic::SOPHIA_OPENAI_FAKE_WINDOW_MS).unwrap_or(60_000);
+                *shared.token_limit.lock().expect("limit lock") =
+                    Some(TokenLimit { tokens_per_window: tpm, window: Duration::from_millis(window) });
+            }
+        }
         let (tx, rx) = oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        let app = Router::new().route("/v1/chat/completions", post(chat_completions)).with_state(shared.clone());
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat_completions))
+            .route("/__sophia/fault", get(get_fault).put(put_fault))
+            .with_state(shared.clone());
         std::thread::Builder::new().name(format!("openai-fake-{}", addr.port())).spawn(move || {
             runtime.block_on(async move {
                 let listener = match tokio::net::TcpListener::from_std(listener) {
@@ -327,6 +362,31 @@ impl FakeOpenAi {
         self
     }
 
+    /// Sets the standing fault applied to every chat completion until cleared with `None` (see
+    /// [`fault`] for what each kind answers and how it ranks before the script).
+    pub fn set_fault(&self, fault: Option<Fault>) -> &Self {
+        self.shared.fault.send_replace(fault);
+        self
+    }
+
+    /// Every answer waits this long (`None`: at once, the default).
+    pub fn set_latency(&self, latency: Option<Latency>) -> &Self {
+        *self.shared.latency.lock().expect("latency lock") = latency;
+        self
+    }
+
+    /// OpenAI's tokens-per-minute limit (`None`: no limit, the default): a request that would go
+    /// over it is answered 429 `rate_limit_exceeded` with `Retry-After`.
+    pub fn set_token_limit(&self, limit: Option<TokenLimit>) -> &Self {
+        *self.shared.token_limit.lock().expect("limit lock") = limit;
+        self
+    }
+
+    /// The standing fault.
+    pub fn fault(&self) -> Option<Fault> {
+        *self.shared.fault.borrow()
+    }
+
     /// Behaviours scripted but not yet used.
     pub fn pending(&self) -> usize {
         self.shared.script.lock().expect("script lock").len()
@@ -335,6 +395,8 @@ impl FakeOpenAi {
 
 impl Drop for FakeOpenAi {
     fn drop(&mut self) {
+        // Requests hanging under a timeout fault would keep the server from stopping.
+        self.shared.fault.send_replace(None);
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -376,6 +438,17 @@ fn oversize(bytes: usize, chunked: bool) -> Response {
     ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+/// What a request counts against a token limit: its estimated input (messages and response
+/// format) plus its `max_completion_tokens`.
+fn request_tokens(request: &Value) -> u64 {
+    let prompt_chars: usize = request["messages"]
+        .as_array()
+        .map(|ms| ms.iter().filter_map(|m| m["content"].as_str()).map(str::len).sum())
+        .unwrap_or(0);
+    let format_chars = request.get("response_format").map_or(0, |f| f.to_string().len());
+    approx_tokens(prompt_chars + format_chars) + request["max_completion_tokens"].as_u64().unwrap_or(0)
+}
+
 fn approx_tokens(chars: usize) -> u64 {
     (chars as u64).div_ceil(4)
 }
@@ -396,6 +469,50 @@ fn cached_tokens(shared: &Shared, request: &Value) -> u64 {
     if seen && tokens >= 1024 { tokens / 128 * 128 } else { 0 }
 }
 
+async fn get_fault(State(shared): State<Arc<Shared>>) -> Response {
+    axum::Json(FaultBody::from_fault(*shared.fault.borrow())).into_response()
+}
+
+async fn put_fault(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+    let parsed = serde_json::from_slice::<FaultBody>(&body).map_err(|e| e.to_string()).and_then(|b| b.to_fault());
+    match parsed {
+        Ok(fault) => {
+            tracing::info!(?fault, "openai fake: standing fault set");
+            shared.fault.send_replace(fault);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(reason) => (StatusCode::BAD_REQUEST, axum::Json(json!({"error": reason}))).into_response(),
+    }
+}
+
+/// The answer of the standing fault, if it answers this request (see [`fault`]).
+async fn apply_fault(shared: &Shared) -> Option<Response> {
+    let mut changes = shared.fault.subscribe();
+    let fault = *changes.borrow_and_update();
+    match fault {
+        None => None,
+        Some(Fault::Unauthorized) => Some(error_response(&ApiError::invalid_api_key())),
+        Some(Fault::RateLimited { retry_after }) => {
+            let mut e = ApiError::rate_limited(retry_after.unwrap_or_default());
+            e.retry_after = retry_after;
+            Some(error_response(&e))
+        }
+        Some(Fault::ServerError) => Some(error_response(&ApiError::server_error())),
+        Some(Fault::Slow { delay }) => {
+            tokio::time::sleep(delay).await;
+            None
+        }
+        Some(Fault::Timeout) => {
+            // Released when the fault changes (its client long gone): an error that takes no
+            // scripted behaviour, so that the script is kept for the requests after it.
+            let _ = changes.changed().await;
+            Some(error_response(
+                &ApiError::server_error().with_message("sophia-openai-fake: released from a timeout fault"),
+            ))
+        }
+    }
+}
+
 async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let json_body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     shared.requests.lock().expect("requests lock").push(RecordedRequest {
@@ -403,6 +520,9 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap,
         authorization: headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned),
         body: json_body.clone(),
     });
+    if let Some(answer) = apply_fault(&shared).await {
+        return answer;
+    }
     let accepted = shared.accepted_key.lock().expect("key lock").clone();
     if let Some(key) = accepted {
         let given = headers.get("authorization").and_then(|v| v.to_str().ok());
@@ -414,6 +534,14 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap,
         let mut e = ApiError::new(400, &r.message, "invalid_request_error", r.code.as_deref());
         e.param = r.param;
         return error_response(&e);
+    }
+    let limit = *shared.token_limit.lock().expect("limit lock");
+    if let Some(limit) = limit {
+        let cost = request_tokens(&json_body);
+        let admitted = shared.window.lock().expect("window lock").admit(&limit, cost, tokio::time::Instant::now());
+        if let Err(after) = admitted {
+            return error_response(&ApiError::rate_limited(after));
+        }
     }
     let next = shared.script.lock().expect("script lock").pop_front();
     let behaviour = match (next, shared.mode) {
@@ -428,6 +556,10 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, headers: HeaderMap,
     };
     let n = shared.counter.fetch_add(1, Ordering::Relaxed) + 1;
     let cached = cached_tokens(&shared, &json_body);
+    let latency = *shared.latency.lock().expect("latency lock");
+    if let Some(latency) = latency {
+        tokio::time::sleep(latency.draw(n)).await;
+    }
     respond(behaviour, &json_body, n, cached).await
 }
 

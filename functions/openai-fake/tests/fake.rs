@@ -9,8 +9,14 @@ use sophia_reports::ErrorKind;
 use sophia_reports::openai::{ModelError, OpenAiSettings, ReportModel};
 use sophia_reports::prompt::Prompt;
 
+/// A plain HTTP client (the TLS provider installed first: reqwest is built without one).
+fn http() -> reqwest::Client {
+    sophia_platform::tls::install_default_provider();
+    reqwest::Client::new()
+}
+
 async fn post(fake: &FakeOpenAi, body: &Value) -> (u16, reqwest::header::HeaderMap, Value) {
-    let r = reqwest::Client::new()
+    let r = http()
         .post(format!("{}/chat/completions", fake.base_url()))
         .header("content-type", "application/json")
         .body(body.to_string())
@@ -151,4 +157,89 @@ async fn a_refusal_keeps_its_text_and_a_wrong_schema_names_the_path_not_the_valu
     assert_eq!(e.kind(), ErrorKind::InvalidOutput);
     let text = e.to_string();
     assert!(text.contains("skillAssessments[0].score") && !text.contains("SECRET"), "{text}");
+}
+
+async fn put_fault(fake: &FakeOpenAi, body: &str) -> u16 {
+    let r = http()
+        .put(format!("http://{}/__sophia/fault", fake.addr()))
+        .header("content-type", "application/json")
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    r.status().as_u16()
+}
+
+async fn get_fault(fake: &FakeOpenAi) -> Value {
+    let r = http().get(format!("http://{}/__sophia/fault", fake.addr())).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    serde_json::from_slice(&r.bytes().await.unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_standing_fault_set_over_http_answers_every_request_and_keeps_the_script_for_after() {
+    let fake = FakeOpenAi::scripted().unwrap();
+    fake.push(Behaviour::Report);
+    assert_eq!(get_fault(&fake).await, json!({"kind": "none"}));
+
+    assert_eq!(put_fault(&fake, r#"{"kind":"server_error"}"#).await, 204);
+    assert_eq!(get_fault(&fake).await, json!({"kind": "server_error"}));
+    for _ in 0..3 {
+        let (status, _, body) = post(&fake, &minimal()).await;
+        assert_eq!(status, 500);
+        assert_eq!(body["error"]["type"], "server_error");
+    }
+    assert_eq!(fake.pending(), 1, "a standing fault takes no scripted behaviour");
+
+    assert_eq!(put_fault(&fake, r#"{"kind":"rate_limited","retryAfterSeconds":7}"#).await, 204);
+    assert_eq!(get_fault(&fake).await, json!({"kind": "rate_limited", "retryAfterSeconds": 7}));
+    let (status, headers, body) = post(&fake, &minimal()).await;
+    assert_eq!(status, 429);
+    assert_eq!(headers["retry-after"], "7");
+    assert_eq!(body["error"]["code"], "rate_limit_exceeded");
+
+    assert_eq!(put_fault(&fake, r#"{"kind":"unauthorized"}"#).await, 204);
+    let (status, _, body) = post(&fake, &minimal()).await;
+    assert_eq!(status, 401);
+    assert_eq!(body["error"]["code"], "invalid_api_key");
+
+    assert_eq!(put_fault(&fake, r#"{"kind":"slow","delayMs":50}"#).await, 204);
+    assert_eq!(get_fault(&fake).await, json!({"kind": "slow", "delayMs": 50}));
+    let (status, _, body) = post(&fake, &minimal()).await;
+    assert_eq!(status, 200, "slow answers normally: {body}");
+    assert_eq!(body["object"], "chat.completion");
+    assert_eq!(fake.pending(), 0, "slow goes on to the script");
+
+    assert_eq!(put_fault(&fake, r#"{"kind":"none"}"#).await, 204);
+    assert_eq!(fake.fault(), None);
+    let (status, _, body) = post(&fake, &minimal()).await;
+    assert_eq!(status, 500, "back to the script: nothing scripted");
+    assert!(body["error"]["message"].as_str().unwrap().contains("no behaviour was scripted"));
+    assert_eq!(fake.request_count(), 7, "every request is recorded, fault or not");
+}
+
+#[tokio::test]
+async fn a_bad_fault_body_is_refused_and_changes_nothing() {
+    let fake = FakeOpenAi::scripted().unwrap();
+    fake.set_fault(Some(sophia_openai_fake::Fault::ServerError));
+    for bad in
+        [r#"{"kind":"outage"}"#, r#"{"kind":"server_error","delayMs":5}"#, "not json", r#"{"kind":"none","x":1}"#]
+    {
+        assert_eq!(put_fault(&fake, bad).await, 400, "{bad}");
+    }
+    assert_eq!(get_fault(&fake).await, json!({"kind": "server_error"}));
+}
+
+#[tokio::test]
+async fn a_timeout_fault_hangs_until_the_client_gives_up_and_the_client_calls_it_a_timeout() {
+    let fake = FakeOpenAi::scripted().unwrap();
+    fake.set_fault(Some(sophia_openai_fake::Fault::Timeout));
+    let mut s = OpenAiSettings::for_endpoint(fake.base_url(), "gpt-4.1-mini");
+    s.timeout = Duration::from_millis(300);
+    let err = ReportModel::new(&s).generate(&prompt(), None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err:?}");
+    fake.set_fault(None);
+    fake.push(Behaviour::Report);
+    let (status, _, _) = post(&fake, &minimal()).await;
+    assert_eq!(status, 200);
 }

@@ -5,9 +5,12 @@
 //! - [`bench`]: the benchmarks (`scripts/bench`, binary `sophia-bench`): zip sizes, cold starts,
 //!   peak memory, MongoDB round trips, batch latency;
 //! - [`charts`]: the SVG pictures of both;
-//! - [`cost`]: the cost of one report in tokens and dollars, before and after the compact prompt.
+//! - [`cost`]: the cost of one report in tokens and dollars, before and after the compact prompt;
+//! - [`burst`]: one organization's burst beside a quiet one, and a provider outage, through report
+//!   generation with a realistic OpenAI fake (`sophia-load --burst`).
 
 pub mod bench;
+pub mod burst;
 pub mod charts;
 pub mod cost;
 pub mod load;

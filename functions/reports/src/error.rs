@@ -78,6 +78,15 @@ impl ErrorKind {
         matches!(self, Self::RateLimited | Self::ServerError)
     }
 
+    /// The provider or the database was away (rate limited, a 5xx or unreachable, no answer in
+    /// time, MongoDB failing): the attempt says nothing about the report, so it is given back
+    /// ([`crate::store::ReportStore::fail`]) and the consumer backs off rather than spending one
+    /// of the report's attempts (docs/design.md, "Outages cost no attempt"). Every other kind is
+    /// an answer that was wrong and counts.
+    pub fn is_provider_away(self) -> bool {
+        matches!(self, Self::RateLimited | Self::ServerError | Self::Timeout | Self::Database)
+    }
+
     /// Every kind, in declaration order (for the stored document's schema and tests).
     pub const ALL: [ErrorKind; 14] = [
         Self::RateLimited,
@@ -146,6 +155,20 @@ impl ReportError {
             Self::Model { source, .. } => Some(source.kind()),
             Self::Document(_) => Some(ErrorKind::InvalidDocument),
             Self::Mongo(_) => Some(ErrorKind::Database),
+        }
+    }
+
+    /// Whether the failure is the provider's or the database's absence
+    /// ([`ErrorKind::is_provider_away`]): the consumer backs off and the attempt is given back.
+    pub fn is_transient(&self) -> bool {
+        self.error_kind().is_some_and(ErrorKind::is_provider_away)
+    }
+
+    /// The provider's `Retry-After`, when its answer gave one.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            Self::Model { source, .. } => source.retry_after(),
+            _ => None,
         }
     }
 

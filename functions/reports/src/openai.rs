@@ -251,7 +251,8 @@ impl ModelError {
         }
     }
 
-    fn retry_after(&self) -> Option<Duration> {
+    /// The provider's `Retry-After` (or `retry-after-ms`), when the answer gave one.
+    pub fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::Api { retry_after, .. } => *retry_after,
             _ => None,

@@ -138,7 +138,18 @@ impl ReportService {
         let result = self.run(interview_id, organization_id, deadline).instrument(span.clone()).await;
         span.in_scope(|| match &result {
             Ok(g) => tracing::info!(outcome = g.as_str(), "report generation finished"),
-            Err(e) => tracing::warn!(kind = e.kind(), error = %e, "report generation failed"),
+            // ERROR from the first attempt, so that the dashboard's ERROR widget shows every
+            // failed report with its interview id (the span) and kind; a missing interview is no
+            // report failure (nothing written, the message dropped).
+            Err(e @ ReportError::InterviewNotFound { .. }) => {
+                tracing::warn!(kind = e.kind(), error = %e, "report generation failed")
+            }
+            Err(e) => tracing::error!(
+                kind = e.kind(),
+                transient = e.is_transient(),
+                error = %e,
+                "report generation failed"
+            ),
         });
         result
     }
@@ -218,7 +229,7 @@ impl ReportService {
             Ok(reply) => reply,
             Err(source) => {
                 let error = ReportError::Model { attempt: lease.attempt, source };
-                if lease.attempt >= MAX_ATTEMPTS {
+                if lease.attempt >= MAX_ATTEMPTS && !error.is_transient() {
                     tracing::error!(
                         kind = error.kind(),
                         maxAttempts = MAX_ATTEMPTS,

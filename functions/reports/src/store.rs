@@ -406,7 +406,9 @@ impl ReportStore {
     }
 
     /// `PROCESSING` -> `FAILED` with `lastError`, `errorKind` (and the refusal's text), under the
-    /// caller's lease.
+    /// caller's lease. A kind of the provider or the database being away
+    /// ([`ErrorKind::is_provider_away`]) gives the attempt back (`attemptCount` − 1) and counts
+    /// it in `transientFailures` instead: attempts count answers that were wrong.
     pub async fn fail(
         &self,
         lease: &Lease,
@@ -414,11 +416,15 @@ impl ReportStore {
         kind: ErrorKind,
         refusal: Option<&str>,
     ) -> mongodb::error::Result<bool> {
+        let mut update = failure_update(DateTime::now(), error, kind, refusal, lease.retention_expires_at);
+        if kind.is_provider_away() {
+            update.insert("$inc", doc! {"attemptCount": -1_i32, "transientFailures": 1_i32});
+        }
         let r = self
             .reports
             .update_one(
                 doc! {"interviewId": lease.interview_id, "leaseId": lease.id, "status": ReportStatus::Processing.as_str()},
-                failure_update(DateTime::now(), error, kind, refusal, lease.retention_expires_at),
+                update,
             )
             .await?;
         Ok(r.matched_count == 1)

@@ -1,6 +1,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
@@ -10,8 +11,10 @@ use sophia_contracts::{OrderingKey, QueueMessage};
 use tokio::time::Instant;
 use tracing::{Instrument, field};
 
+use crate::backoff::{Backoff, Decision};
 use crate::failure::chain;
 use crate::metrics::{Metric, Metrics};
+use crate::queue::{RecordQueue, RecordRef};
 use crate::{BoxError, Failure, Outcome, RecordMeta};
 
 /// How an invocation fails as a whole (so SQS retries every record of the batch).
@@ -41,6 +44,38 @@ pub struct ConsumerOptions {
     /// The queue's maxReceiveCount: a record failing on this receive goes to the DLQ, which needs
     /// a person, so it is logged at ERROR; earlier failures, which SQS retries, at WARN.
     pub max_receive_count: u32,
+    /// What a transient failure ([`Failure::Transient`]) does: the backoff, bounded by the
+    /// queue's visibility timeout, and whether the last receive requeues ([`crate::backoff`]).
+    pub backoff: Backoff,
+    /// The records' own queue, for the backoff and the requeue. `None`: a transient failure is
+    /// an ordinary batch item failure (SQS shows it again after the visibility timeout).
+    pub queue: Option<Arc<dyn RecordQueue>>,
+}
+
+impl ConsumerOptions {
+    /// The options of the consumer of this declared queue (`infra-pulumi/queues.json` key): its
+    /// maxReceiveCount and its visibility timeout bounding the backoff.
+    pub fn for_queue(key: &str) -> Self {
+        let d = sophia_queue_settings::Declaration::embedded();
+        let q = d.queue(key).unwrap_or_else(|| panic!("queues.json declares no queue {key}"));
+        Self {
+            max_receive_count: q.max_receive_count,
+            backoff: Backoff::new(Duration::from_secs(u64::from(q.visibility_timeout_seconds))),
+            ..Self::default()
+        }
+    }
+
+    pub fn with_queue(mut self, queue: Arc<dyn RecordQueue>) -> Self {
+        self.queue = Some(queue);
+        self
+    }
+}
+
+/// The smallest visibility timeout of the declared queues: the default bound of a backoff.
+fn declared_visibility_timeout() -> Duration {
+    let d = sophia_queue_settings::Declaration::embedded();
+    let secs = d.queues.iter().map(|q| q.visibility_timeout_seconds).min().expect("queues.json declares queues");
+    Duration::from_secs(u64::from(secs))
 }
 
 /// The smallest maxReceiveCount of the declared queues (`infra-pulumi/queues.json`).
@@ -57,6 +92,8 @@ impl Default for ConsumerOptions {
             cancel_margin: Duration::from_secs(1),
             invalid_body_preview_chars: 1024,
             max_receive_count: declared_max_receive_count(),
+            backoff: Backoff::new(declared_visibility_timeout()),
+            queue: None,
         }
     }
 }
@@ -87,6 +124,8 @@ struct Parsed<M> {
     index: usize,
     message: M,
     meta: RecordMeta,
+    /// For the backoff and the requeue (`None` without a receipt handle or a source ARN).
+    raw: Option<RecordRef>,
 }
 
 impl SqsConsumer {
@@ -145,18 +184,21 @@ impl SqsConsumer {
             for (index, (record, id)) in records.iter().zip(&ids).enumerate() {
                 let meta = RecordMeta::from_record(id.clone(), record, deadline);
                 match parse_record::<M>(record, &meta, &self.options) {
-                    Some(message) => parsed.push(Parsed { index, message, meta }),
+                    Some(message) => {
+                        let raw = record_ref(record, &message);
+                        parsed.push(Parsed { index, message, meta, raw })
+                    }
                     None => outcomes[index] = Some(Outcome::DroppedInvalid),
                 }
             }
             let handler = &handler;
-            let margins = (self.options.deadline_margin, self.options.cancel_margin, self.options.max_receive_count);
+            let options = &self.options;
             let results: Vec<Vec<(usize, Outcome)>> = futures::stream::iter(group_by_ordering_keys(parsed))
                 .map(|group| async move {
                     let mut done = Vec::with_capacity(group.len());
                     for record in group {
                         let index = record.index;
-                        done.push((index, run_record(record, handler, margins).await));
+                        done.push((index, run_record(record, handler, options).await));
                     }
                     done
                 })
@@ -196,6 +238,7 @@ fn batch_metrics(outcomes: &[(String, Outcome)], deadline: Option<Instant>) -> M
             Outcome::Processed => Metric::RecordsProcessed,
             Outcome::DroppedInvalid => Metric::RecordsDroppedInvalid,
             Outcome::DroppedByHandler => Metric::RecordsDropped,
+            Outcome::Requeued => Metric::RecordsRequeued,
             _ => Metric::RecordsFailed,
         };
         m.add(metric, 1.0);
@@ -264,17 +307,33 @@ fn parse_record<M: QueueMessage>(record: &SqsMessage, meta: &RecordMeta, options
     }
 }
 
-async fn run_record<M, H, HF>(
-    record: Parsed<M>,
-    handler: &H,
-    (margin, cancel_margin, max_receive_count): (Duration, Duration, u32),
-) -> Outcome
+/// What the wrapper needs to change a record's visibility or send a copy of it.
+fn record_ref<M: QueueMessage>(record: &SqsMessage, message: &M) -> Option<RecordRef> {
+    Some(RecordRef {
+        queue_arn: record.event_source_arn.clone()?,
+        receipt_handle: record.receipt_handle.clone()?,
+        body: record.body.clone().unwrap_or_default(),
+        string_attributes: record
+            .message_attributes
+            .iter()
+            .filter(|(_, a)| a.data_type.as_deref() == Some("String"))
+            .filter_map(|(k, a)| Some((k.clone(), a.string_value.clone()?)))
+            .collect(),
+        group_id: message.organization_id().to_string(),
+    })
+}
+
+async fn run_record<M, H, HF>(record: Parsed<M>, handler: &H, options: &ConsumerOptions) -> Outcome
 where
     M: QueueMessage,
     H: Fn(M, RecordMeta) -> HF,
     HF: Future<Output = Result<(), Failure>>,
 {
-    let Parsed { message, meta, .. } = record;
+    let (margin, cancel_margin, max_receive_count) =
+        (options.deadline_margin, options.cancel_margin, options.max_receive_count);
+    let Parsed { message, meta, raw, .. } = record;
+    let (message_id, receive_count, transient_since) =
+        (meta.message_id.clone(), meta.receive_count, meta.transient_since);
     let span = record_span(&meta, message.event_type().as_str());
     // Log levels mean something: ERROR only when a person is needed (the message is going to the
     // DLQ, or the code panicked); a failure SQS will retry is a WARN.
@@ -321,9 +380,32 @@ where
             }
         },
     };
+    // A transient failure: a backoff (or, on the last receive, a requeued copy) before the
+    // record is answered; decided before the span's outcome is recorded.
+    let decision = match &result {
+        Ok(Err(Failure::Transient { retry_after, .. })) => {
+            let age =
+                transient_since.map_or(Duration::ZERO, |t| SystemTime::now().duration_since(t).unwrap_or_default());
+            let decision = options.backoff.decide(receive_count, max_receive_count, age, *retry_after, &message_id);
+            let done = match (&options.queue, &raw, decision) {
+                (Some(queue), Some(raw), Decision::Backoff(after) | Decision::GiveUp(after)) => {
+                    queue.change_visibility(raw, after).await
+                }
+                (Some(queue), Some(raw), Decision::Requeue(delay)) => {
+                    let since = transient_since.unwrap_or_else(SystemTime::now);
+                    queue.requeue(raw, delay, crate::backoff::epoch_ms(since)).await
+                }
+                (None, _, _) | (_, None, _) => Err("no queue to change the record's visibility on".into()),
+            };
+            Some((decision, age, done))
+        }
+        _ => None,
+    };
+    let requeued = matches!(decision, Some((Decision::Requeue(_), _, Ok(()))));
     let outcome = match &result {
         Ok(Ok(())) => Outcome::Processed,
-        Ok(Err(Failure::Retry(_))) => Outcome::Failed,
+        Ok(Err(Failure::Transient { .. })) if requeued => Outcome::Requeued,
+        Ok(Err(Failure::Retry(_) | Failure::Transient { .. })) => Outcome::Failed,
         Ok(Err(Failure::Drop(_))) => Outcome::DroppedByHandler,
         Err(_) => Outcome::Panicked,
     };
@@ -340,11 +422,69 @@ where
         Ok(Err(Failure::Retry(e))) => {
             tracing::warn!(error = %chain(e.as_ref()), "record failed; SQS will redeliver it")
         }
+        Ok(Err(Failure::Transient { error, .. })) => {
+            log_transient(&chain(error.as_ref()), decision, last_receive, max_receive_count)
+        }
         // An expected end (e.g. a report for a soft-deleted interview): nothing for a person to do.
         Ok(Err(Failure::Drop(e))) => tracing::warn!(error = %chain(e.as_ref()), "record not processed; dropped"),
         Err(panic) => tracing::error!(panic = %panic_text(&panic), "handler panicked; SQS will redeliver the record"),
     }
     outcome
+}
+
+/// The line of a transient failure, by what was done about it (see [`crate::backoff`]).
+fn log_transient(
+    error: &str,
+    decision: Option<(Decision, Duration, Result<(), BoxError>)>,
+    last_receive: bool,
+    max_receive_count: u32,
+) {
+    let Some((decision, age, done)) = decision else { return };
+    let age_seconds = age.as_secs();
+    match (decision, done) {
+        (Decision::Backoff(after), Ok(())) if last_receive => tracing::error!(
+            error,
+            backoffSeconds = after.as_secs(),
+            maxReceiveCount = max_receive_count,
+            "record failed transiently on its last receive; it goes to the DLQ after the backoff"
+        ),
+        (Decision::Backoff(after), Ok(())) => tracing::warn!(
+            error,
+            backoffSeconds = after.as_secs(),
+            transientAgeSeconds = age_seconds,
+            "record failed transiently; visible again after the backoff"
+        ),
+        (Decision::Requeue(delay), Ok(())) => tracing::warn!(
+            error,
+            delaySeconds = delay.as_secs(),
+            transientAgeSeconds = age_seconds,
+            maxReceiveCount = max_receive_count,
+            "record failed transiently on its last receive; a delayed copy was sent and this one acknowledged"
+        ),
+        (Decision::GiveUp(_), _) => {
+            Metrics::from_env().add(Metric::RecordsGivenUp, 1.0).emit();
+            tracing::error!(
+                error,
+                transientAgeSeconds = age_seconds,
+                maxReceiveCount = max_receive_count,
+                "record failed transiently for longer than the give-up age; it goes to the DLQ"
+            )
+        }
+        // The DLQ next: a person is needed.
+        (_, Err(e)) if last_receive => tracing::error!(
+            error,
+            queueError = %chain(e.as_ref()),
+            transientAgeSeconds = age_seconds,
+            maxReceiveCount = max_receive_count,
+            "record failed transiently on its last receive and its backoff or requeue failed; it goes to the DLQ"
+        ),
+        (_, Err(e)) => tracing::warn!(
+            error,
+            queueError = %chain(e.as_ref()),
+            transientAgeSeconds = age_seconds,
+            "record failed transiently and its backoff failed; SQS redelivers it after the visibility timeout"
+        ),
+    }
 }
 
 fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {

@@ -1,4 +1,5 @@
 use std::fmt;
+use std::time::Duration;
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -8,6 +9,12 @@ pub enum Failure {
     /// A transient failure: report the record as a batch item failure so SQS redelivers it
     /// (and, after maxReceiveCount receives, moves it to the DLQ).
     Retry(BoxError),
+    /// A failure of something away for a while (a provider that rate-limits, answers 5xx or does
+    /// not answer; a database that is unreachable): redelivered after a backoff (the provider's
+    /// `Retry-After` when it gave one, else exponential with jitter: see [`crate::backoff`]), not
+    /// after the queue's whole visibility timeout; on the last receive, where a consumer allows
+    /// it, requeued as a delayed copy until the give-up age, so an outage does not end in the DLQ.
+    Transient { error: BoxError, retry_after: Option<Duration> },
     /// A permanent failure: no retry can succeed. Logged as an error and acknowledged.
     Drop(BoxError),
 }
@@ -19,9 +26,13 @@ impl Failure {
     pub fn drop(e: impl Into<BoxError>) -> Self {
         Self::Drop(e.into())
     }
+    /// A transient failure; `retry_after`: what the provider asked for, if it did.
+    pub fn transient(e: impl Into<BoxError>, retry_after: Option<Duration>) -> Self {
+        Self::Transient { error: e.into(), retry_after }
+    }
     pub fn error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
         match self {
-            Self::Retry(e) | Self::Drop(e) => e.as_ref(),
+            Self::Retry(e) | Self::Drop(e) | Self::Transient { error: e, .. } => e.as_ref(),
         }
     }
 }
@@ -31,6 +42,7 @@ impl fmt::Debug for Failure {
         match self {
             Self::Retry(e) => write!(f, "Retry({e})"),
             Self::Drop(e) => write!(f, "Drop({e})"),
+            Self::Transient { error, retry_after } => write!(f, "Transient({error}, retry_after: {retry_after:?})"),
         }
     }
 }

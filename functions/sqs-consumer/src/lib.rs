@@ -13,17 +13,22 @@
 //! 5. cancels a record still running shortly before the invocation's deadline
 //!    ([`ConsumerOptions::cancel_margin`], 1 s), so the partial batch response is always sent;
 //! 6. returns as batch item failures exactly the records whose handler asked for a retry,
-//!    panicked, were cancelled at the deadline, or were not started because it was too close.
+//!    panicked, were cancelled at the deadline, or were not started because it was too close;
+//!    a transient failure ([`Failure::Transient`]) first sets the record's visibility to a
+//!    backoff, or on the last receive of a queue that allows it sends a delayed copy and
+//!    acknowledges the record ([`backoff`], [`queue`]).
 //!
 //! Each record is processed inside one `tracing` span carrying `messageId`, `requestId`,
 //! `eventType` and `receiveCount`, and ends with one `record processed` event with its
 //! `outcome` and `durationMs`. Each batch also writes one line of metrics in CloudWatch Embedded
 //! Metric Format ([`metrics`]): records by outcome, batch size, time left.
 
+pub mod backoff;
 mod batch;
 mod failure;
 pub mod metrics;
 pub mod preview;
+pub mod queue;
 mod record;
 
 pub use batch::{BatchError, BatchReport, ConsumerOptions, SqsConsumer};

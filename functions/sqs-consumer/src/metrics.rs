@@ -193,6 +193,10 @@ metrics! {
     RecordsDroppedInvalid,
     RecordsDropped,
     RecordsFailed,
+    /// Transient failures on the last receive: a delayed copy sent, the record acknowledged.
+    RecordsRequeued,
+    /// Transient failures past the give-up age: sent to the DLQ.
+    RecordsGivenUp,
     BatchSize,
     /// Time left before the invocation's deadline when the batch was answered.
     TimeLeftMs,

@@ -1,4 +1,4 @@
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::event::sqs::SqsMessage;
 use sophia_contracts::{MessageAttributes, RequestId};
@@ -16,6 +16,10 @@ pub struct RecordMeta {
     pub receive_count: u32,
     /// When the invocation's time runs out, if known. Handlers bound their own retries by it.
     pub deadline: Option<Instant>,
+    /// Since when this message may have been failing transiently: the `transientSince`
+    /// attribute of a requeued copy, else the first receive (`ApproximateFirstReceiveTimestamp`),
+    /// else when it was sent (`SentTimestamp`). The give-up age counts from it.
+    pub transient_since: Option<SystemTime>,
 }
 
 impl RecordMeta {
@@ -27,6 +31,10 @@ impl RecordMeta {
             event_type_attribute: attr(MessageAttributes::EVENT_TYPE).map(|s| s.chars().take(64).collect()),
             receive_count: record.attributes.get("ApproximateReceiveCount").and_then(|v| v.parse().ok()).unwrap_or(1),
             deadline,
+            transient_since: attr(crate::backoff::TRANSIENT_SINCE)
+                .or_else(|| record.attributes.get("ApproximateFirstReceiveTimestamp").map(String::as_str))
+                .or_else(|| record.attributes.get("SentTimestamp").map(String::as_str))
+                .and_then(crate::backoff::from_epoch_ms),
         }
     }
 
@@ -54,6 +62,9 @@ pub enum Outcome {
     /// Still running shortly before the invocation's deadline: cancelled and reported as a
     /// failure, so the invocation answers in time.
     DeadlineCancelled,
+    /// A transient failure on the last receive: a delayed copy was sent, then the record
+    /// acknowledged (see [`crate::backoff`]).
+    Requeued,
 }
 
 impl Outcome {
@@ -71,6 +82,7 @@ impl Outcome {
             Self::Panicked => "panicked_retry",
             Self::DeadlineSkipped => "deadline_retry",
             Self::DeadlineCancelled => "deadline_cancelled_retry",
+            Self::Requeued => "requeued",
         }
     }
 }

@@ -2,14 +2,16 @@
 //! `publish_interview_failed` and `publish_report_generate`.
 //!
 //! Each publish sends the message's JSON body (no envelope) with the String attributes
-//! `requestId` and `eventType`. A queue whose URL is not configured is skipped with a warning, and
+//! `requestId` and `eventType`, and `MessageGroupId` = the message's organization id: the tenant of
+//! Amazon SQS fair queues on a standard queue (docs/design.md, "Tenant fairness"), derived from the
+//! typed message (for a raw body, [`SqsProducer::send`] parses it first). A queue whose URL is not configured is skipped with a warning, and
 //! the caller is told so ([`PublishOutcome::Skipped`]); it is not an error, as in the spec.
 
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::MessageAttributeValue;
 use sophia_contracts::{
-    DurationSeconds, EventType, InterviewCompleted, InterviewFailed, InterviewId, OrganizationId, ReportGenerate,
-    RequestId, Timestamp, to_body,
+    DurationSeconds, EventType, InterviewCompleted, InterviewFailed, InterviewId, InterviewQueueMessage,
+    OrganizationId, QueueMessage, ReportGenerate, RequestId, Timestamp, to_body,
 };
 use sophia_platform::config::{self, INTERVIEW_COMPLETED_QUEUE_URL, REPORT_GENERATE_QUEUE_URL};
 
@@ -100,7 +102,8 @@ impl SqsProducer {
             completed_at: input.completed_at.unwrap_or_else(Timestamp::now),
             duration_seconds: input.duration_seconds.unwrap_or_default(),
         };
-        self.send_interview(&to_body(&message), EventType::InterviewCompleted, request_id).await
+        let group = message.organization_id.to_string();
+        self.send_interview(&to_body(&message), EventType::InterviewCompleted, request_id, &group).await
     }
 
     pub async fn publish_interview_failed(
@@ -114,7 +117,8 @@ impl SqsProducer {
             input.failure_reason,
             input.failed_at.unwrap_or_else(Timestamp::now),
         );
-        self.send_interview(&to_body(&message), EventType::InterviewFailed, request_id).await
+        let group = message.organization_id().to_string();
+        self.send_interview(&to_body(&message), EventType::InterviewFailed, request_id, &group).await
     }
 
     /// `report.generate`; settlement passes `RequestId::settlement(interview_id)`.
@@ -124,7 +128,16 @@ impl SqsProducer {
         request_id: &RequestId,
     ) -> Result<PublishOutcome, PublishError> {
         let url = self.urls.report_generate.as_deref();
-        self.send(url, REPORT_GENERATE_QUEUE_URL, &to_body(message), EventType::ReportGenerate, request_id).await
+        let group = message.organization_id.to_string();
+        self.send_grouped(
+            url,
+            REPORT_GENERATE_QUEUE_URL,
+            &to_body(message),
+            EventType::ReportGenerate,
+            request_id,
+            Some(&group),
+        )
+        .await
     }
 
     async fn send_interview(
@@ -132,12 +145,14 @@ impl SqsProducer {
         body: &str,
         event_type: EventType,
         request_id: &RequestId,
+        group: &str,
     ) -> Result<PublishOutcome, PublishError> {
         let url = self.urls.interview_completed.as_deref();
-        self.send(url, INTERVIEW_COMPLETED_QUEUE_URL, body, event_type, request_id).await
+        self.send_grouped(url, INTERVIEW_COMPLETED_QUEUE_URL, body, event_type, request_id, Some(group)).await
     }
 
-    /// Sends a body that is already a valid contract message (e.g. redrive or replay tools).
+    /// Sends a body that is already a valid contract message (e.g. redrive or replay tools), with
+    /// `MessageGroupId` = its organization id (see [`group_of_body`]).
     pub async fn send(
         &self,
         queue_url: Option<&str>,
@@ -145,6 +160,23 @@ impl SqsProducer {
         body: &str,
         event_type: EventType,
         request_id: &RequestId,
+    ) -> Result<PublishOutcome, PublishError> {
+        let group = group_of_body(body, event_type);
+        if group.is_none() {
+            tracing::warn!(eventType = %event_type, requestId = %request_id, "body is not a contract message; sent without a MessageGroupId");
+        }
+        self.send_grouped(queue_url, env_name, body, event_type, request_id, group.as_deref()).await
+    }
+
+    /// [`send`](Self::send) with this `MessageGroupId` (`None`: none).
+    pub async fn send_grouped(
+        &self,
+        queue_url: Option<&str>,
+        env_name: &'static str,
+        body: &str,
+        event_type: EventType,
+        request_id: &RequestId,
+        group: Option<&str>,
     ) -> Result<PublishOutcome, PublishError> {
         let Some(queue_url) = queue_url else {
             tracing::warn!(eventType = %event_type, requestId = %request_id, "{env_name} is not set; publish skipped");
@@ -157,6 +189,7 @@ impl SqsProducer {
             .message_body(body)
             .message_attributes("requestId", string_attribute(request_id.as_str()))
             .message_attributes("eventType", string_attribute(event_type.as_str()))
+            .set_message_group_id(group.map(str::to_owned))
             .send()
             .await
             .map_err(|e| PublishError::Send { event_type, queue_url: queue_url.to_owned(), source: e.into() })?;
@@ -184,6 +217,16 @@ impl sophia_credits::ReportPublisher for SqsReportPublisher {
             }
             Err(e) => Err(Box::new(e)),
         }
+    }
+}
+
+/// The fair-queue tenant of a raw body: the organization id of the contract message it parses
+/// into (`report.generate` for that event type, else the interview queue's union); `None` when it
+/// does not parse.
+pub fn group_of_body(body: &str, event_type: EventType) -> Option<String> {
+    match event_type {
+        EventType::ReportGenerate => ReportGenerate::parse(body).ok().map(|m| m.organization_id.to_string()),
+        _ => InterviewQueueMessage::parse(body).ok().map(|m| m.organization_id().to_string()),
     }
 }
 

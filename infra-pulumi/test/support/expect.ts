@@ -49,9 +49,10 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.policy]: 2,
   // 2 DLQ + 2 age + 5 function alarms (errors and throttles of the 2 functions that can run,
   // report-generate's duration), one "invalid messages dropped" per function that can run and
-  // report-generate's "reports failing" (EMF metrics). interview-failed (reserved concurrency 0,
-  // no queue) gets none unless sophia:invocableUnsubscribedFunctions is true.
-  [TYPE.alarm]: 12,
+  // report-generate's "reports failing" and "records given up after transient failures" (EMF
+  // metrics). interview-failed (reserved concurrency 0, no queue) gets none unless
+  // sophia:invocableUnsubscribedFunctions is true.
+  [TYPE.alarm]: 13,
   [TYPE.dashboard]: 1,
   [TYPE.pipeline]: 2,
   [TYPE.rustFunction]: 3,
@@ -122,7 +123,12 @@ export const arn = {
 };
 
 /** No sqs:ChangeMessageVisibility: no handler calls it. */
-export const CONSUME = ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"];
+export const CONSUME = [
+  "sqs:ChangeMessageVisibility",
+  "sqs:DeleteMessage",
+  "sqs:GetQueueAttributes",
+  "sqs:ReceiveMessage",
+];
 export const LOGS = ["logs:CreateLogStream", "logs:PutLogEvents"];
 export const S3_RW = ["s3:GetObject", "s3:PutObject"];
 
@@ -197,7 +203,7 @@ export function expectedGrants(
     ].sort(),
     "report-generate": [
       ...grant(LOGS, arn.logStreams(n.fn("report-generate"))),
-      ...grant(CONSUME, arn.queue(n.queue("report-generate"))),
+      ...grant([...CONSUME, "sqs:SendMessage"], arn.queue(n.queue("report-generate"))),
       ...bucket(),
       ...secretGrants(stage, [...mongo, "openai-api-key"]),
     ].sort(),

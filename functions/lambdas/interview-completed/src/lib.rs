@@ -35,6 +35,7 @@ pub mod ops;
 /// The consumer's answer for a settlement error, by kind (see `sophia_credits` docs).
 pub fn failure_of(e: CreditsError) -> Failure {
     match e.disposition() {
+        Disposition::Retry if e.is_transient() => Failure::transient(e, None),
         Disposition::Retry => Failure::retry(e),
         Disposition::Drop => Failure::drop(e),
     }
@@ -47,8 +48,12 @@ pub fn options_from_env() -> Result<ConsumerOptions, ConfigError> {
 }
 
 /// [`options_from_env`] with the value of `RECORD_CONCURRENCY` given.
+/// The interview queue's settings (maxReceiveCount, the visibility timeout bounding a backoff)
+/// and the queue reached with the function's own SQS client, so that a transient failure is
+/// retried after about a minute (`sophia_sqs_consumer::backoff`).
 pub fn consumer_options(record_concurrency: Option<&str>) -> Result<ConsumerOptions, ConfigError> {
-    let defaults = ConsumerOptions::default();
+    let defaults = ConsumerOptions::for_queue("interviewCompleted")
+        .with_queue(std::sync::Arc::new(sophia_sqs_consumer::queue::SqsRecordQueue::from_env()));
     let concurrency = config::positive(config::RECORD_CONCURRENCY, record_concurrency, defaults.concurrency)?;
     Ok(ConsumerOptions { concurrency, ..defaults })
 }

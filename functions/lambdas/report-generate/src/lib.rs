@@ -31,12 +31,20 @@ use sophia_platform::rotation::{self, Renewed, Rotating};
 use sophia_platform::secrets::{self, Secret};
 use sophia_reports::store::MAX_ATTEMPTS;
 use sophia_reports::{Disposition, ErrorKind, Generated, ReportError, ReportModel, ReportService, migrations};
+use sophia_sqs_consumer::backoff::Requeue;
 use sophia_sqs_consumer::metrics::{Dimension, Metric, Metrics};
+use sophia_sqs_consumer::queue::SqsRecordQueue;
 use sophia_sqs_consumer::{BatchError, BatchReport, BoxError, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
 
-/// The consumer's decision for an error: retry (SQS redelivers) or drop (logged, acknowledged).
+/// The consumer's decision for an error: retry (SQS redelivers), transient (the provider or the
+/// database away: redelivered after a backoff, requeued on the last receive until the give-up
+/// age, the attempt given back) or drop (logged, acknowledged). Decided by the error's kind.
 pub fn to_failure(e: ReportError) -> Failure {
     match e.disposition() {
+        Disposition::Retry if e.is_transient() => {
+            let retry_after = e.retry_after();
+            Failure::transient(e, retry_after)
+        }
         Disposition::Retry => Failure::retry(e),
         Disposition::Drop => Failure::drop(e),
     }
@@ -62,6 +70,15 @@ impl std::fmt::Display for UniqueIndexMissing {
 
 impl std::error::Error for UniqueIndexMissing {}
 
+/// The report queue's consumer options: its maxReceiveCount and visibility timeout, transient
+/// failures requeued on the last receive (`sophia_sqs_consumer::backoff`), and the queue itself
+/// reached with the function's own SQS client (from the environment, built on first use).
+pub fn consumer_options() -> ConsumerOptions {
+    let options = ConsumerOptions::for_queue("reportGenerate");
+    let backoff = options.backoff.with_requeue(Requeue::default());
+    ConsumerOptions { backoff, ..options }.with_queue(Arc::new(SqsRecordQueue::from_env()))
+}
+
 /// The clients one process uses, rebuilt together when a refused secret has a new value.
 #[derive(Debug, Clone)]
 pub struct Clients {
@@ -83,7 +100,7 @@ pub struct ReportGenerateHandler {
 impl ReportGenerateHandler {
     pub fn new(mongo: Mongo, model: ReportModel) -> Self {
         let service = ReportService::new(mongo.db.clone(), model);
-        Self::with_service(mongo, service, ConsumerOptions::default())
+        Self::with_service(mongo, service, consumer_options())
     }
 
     /// With a prepared service (e.g. a shorter lease) and consumer options; never rebuilt.
@@ -118,7 +135,7 @@ impl ReportGenerateHandler {
             let reuse = (secret == Secret::OpenAiApiKey).then(|| used.mongo.clone());
             async move { Self::clients_from_env(reuse).await }
         });
-        Ok(Self::with_clients(rotating, ConsumerOptions::default()))
+        Ok(Self::with_clients(rotating, consumer_options()))
     }
 
     /// The clients from the secrets as [`secrets::get`] returns them now; `mongo` is reused when

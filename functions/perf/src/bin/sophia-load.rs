@@ -4,6 +4,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use sophia_perf::burst::{self, BurstOptions};
 use sophia_perf::load::{self, LoadOptions};
 
 #[derive(Parser)]
@@ -44,12 +45,62 @@ struct Cli {
     /// counts, outcomes).
     #[arg(long)]
     svg: Option<std::path::PathBuf>,
+    /// The burst scenario instead (sophia_perf::burst): one organization's `--busy` reports beside
+    /// a quiet one's `--quiet`, report generation only, the OpenAI fake with a realistic latency
+    /// and a tokens-per-minute limit; prints each organization's dwell time and any report out
+    /// of attempts.
+    #[arg(long)]
+    burst: bool,
+    #[arg(long, default_value_t = 1_000)]
+    busy: usize,
+    #[arg(long, default_value_t = 10)]
+    quiet: usize,
+    /// report-generate instances (maxConcurrency of its event source mapping).
+    #[arg(long, default_value_t = 2)]
+    concurrency: usize,
+    /// The fake's typical answer time in milliseconds (scale 1).
+    #[arg(long, default_value_t = 15_000)]
+    latency_ms: u64,
+    /// The fake's tokens-per-minute limit (0: none).
+    #[arg(long, default_value_t = 200_000)]
+    tpm: u64,
+    /// Every duration (latency, rate-limit window, backoffs) divided by this; figures multiplied back.
+    #[arg(long, default_value_t = 30)]
+    time_scale: u32,
+    /// A provider outage (HTTP 500 to everything) from the start, this many hours (scale 1).
+    #[arg(long)]
+    outage_hours: Option<f64>,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     sophia_platform::telemetry::init_for_cli("warn,sophia_sqs_consumer=error");
     let cli = Cli::parse();
+    if cli.burst {
+        let options = BurstOptions {
+            busy: cli.busy,
+            quiet: cli.quiet,
+            concurrency: cli.concurrency,
+            latency: Duration::from_millis(cli.latency_ms),
+            tokens_per_minute: (cli.tpm > 0).then_some(cli.tpm),
+            time_scale: cli.time_scale,
+            outage: cli.outage_hours.map(|h| Duration::from_secs_f64(h * 3600.0)),
+            timeout: Duration::from_secs(cli.timeout_seconds),
+        };
+        return match burst::run(&options).await {
+            Ok(report) => {
+                println!("{report}");
+                if let Some(path) = cli.json {
+                    let _ = std::fs::write(&path, serde_json::to_string_pretty(&report).expect("report serialises"));
+                }
+                if report.ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+            }
+            Err(e) => {
+                eprintln!("burst failed: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let options = LoadOptions {
         events: cli.events,
         orgs: cli.orgs,
