@@ -10,8 +10,9 @@ use report_generate::ReportGenerateHandler;
 use sophia_openai_fake::FakeOpenAi;
 use sophia_platform::config;
 use sophia_platform::mongo::{Mongo, MongoSettings};
-use sophia_reports::ReportModel;
 use sophia_reports::openai::OpenAiSettings;
+use sophia_reports::{ReportModel, ReportService};
+use sophia_sqs_consumer::queue::SqsRecordQueue;
 use sophia_sqs_producer::{QueueUrls, SqsProducer};
 
 use crate::invoke::{BoxError, Instances, Invoke};
@@ -108,7 +109,8 @@ pub async fn in_process(
     let invoker: Instances = match function {
         "interview-completed" => {
             let options = consumer_options(env.get(config::RECORD_CONCURRENCY).map(String::as_str))
-                .map_err(|e| format!("{function}: {e}"))?;
+                .map_err(|e| format!("{function}: {e}"))?
+                .with_queue(local_record_queue(sqs_endpoint));
             Instances::spawn(
                 function,
                 instances,
@@ -139,14 +141,16 @@ pub async fn in_process(
                     .map_err(|_| format!("{function}: OPENAI_TIMEOUT_MS: expected milliseconds, got {ms:?}"))?;
                 openai.timeout = std::time::Duration::from_millis(ms);
             }
+            let options = report_generate::consumer_options().with_queue(local_record_queue(sqs_endpoint));
             Instances::spawn(
                 function,
                 instances,
                 move || {
-                    let (settings, openai) = (settings.clone(), openai.clone());
+                    let (settings, openai, options) = (settings.clone(), openai.clone(), options.clone());
                     async move {
                         let mongo = Mongo::connect(&settings).await?;
-                        Ok::<_, BoxError>(ReportGenerateHandler::new(mongo, ReportModel::new(&openai)))
+                        let service = ReportService::new(mongo.db.clone(), ReportModel::new(&openai));
+                        Ok::<_, BoxError>(ReportGenerateHandler::with_service(mongo, service, options))
                     }
                 },
                 |h, event| Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { Box::new(e) }) }),
@@ -156,6 +160,13 @@ pub async fn in_process(
     }
     .map_err(|e| e.to_string())?;
     Ok(Arc::new(invoker))
+}
+
+/// The queue a consumer changes a failed record's visibility on (its backoff) and requeues to: the
+/// local SQS, whose address the runner knows and the process environment does not.
+fn local_record_queue(sqs_endpoint: &str) -> Arc<SqsRecordQueue> {
+    let client = sophia_platform::sqs::local_client(sqs_endpoint);
+    Arc::new(SqsRecordQueue::with_client(client, Some(sqs_endpoint.to_owned())))
 }
 
 fn mongo_settings(mongo: &Mongo, env: &BTreeMap<String, String>) -> MongoSettings {
