@@ -91,6 +91,37 @@ async fn report_failures_lists_a_refused_key_from_its_first_attempt_without_an_i
 }
 
 #[tokio::test]
+async fn report_failures_lists_a_report_waiting_out_an_outage_whose_attempt_was_given_back() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(100).await;
+    let interview = w.reserved_interview(org, 10).await;
+    let sqs = sqs_client().await;
+    let queues = test_queues_fast(&sqs, 1).await;
+    let fake = FakeOpenAi::scripted().unwrap();
+    for _ in 0..4 {
+        fake.push(Behaviour::Error(ApiError::server_error()));
+    }
+    let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
+    send(
+        &sqs,
+        &queues.report_generate.source.url,
+        &format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#),
+    )
+    .await;
+    poll_until(&reports, Duration::from_secs(20), |runs| runs.iter().any(|r| !r.failed_ids.is_empty())).await;
+
+    let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
+    let Outcome::ReportFailures(listing) = ok(&ctx, &["report", "failures", "--since", "1h"]).await else { panic!() };
+    assert_eq!(listing.reports.len(), 1, "an outage's reports are listed although no attempt was spent: {listing:#?}");
+    let r = &listing.reports[0];
+    assert_eq!(r.interview_id, interview.to_string());
+    assert_eq!(r.error_kind.as_deref(), Some("server_error"));
+    assert_eq!(r.attempts, Some(0), "the transient failure gave its attempt back");
+    assert!(r.transient_failures.unwrap_or(0) >= 1, "{r:#?}");
+    assert!(listing.human().contains("transient failure(s)"), "{}", listing.human());
+}
+
+#[tokio::test]
 async fn queue_status_locally_shows_depth_and_says_what_it_cannot_see() {
     let sqs = sqs_client().await;
     let queues = test_queues_fast(&sqs, 1).await;

@@ -139,6 +139,9 @@ pub struct Failure {
     pub status: Option<String>,
     pub error_kind: Option<String>,
     pub attempts: Option<i64>,
+    /// Failures that gave their attempt back (a provider or the database away: `rate_limited`,
+    /// `server_error`, `timeout`, `database`), so an outage shows here with `attempts` at 0.
+    pub transient_failures: Option<i64>,
     pub last_error_at: Option<String>,
 }
 
@@ -169,11 +172,12 @@ impl FailuresListing {
         }
         for r in &self.reports {
             s.push_str(&format!(
-                "  {}  organization {}  {} after {} attempt(s)  errorKind {}  last error {}\n",
+                "  {}  organization {}  {} after {} attempt(s), {} transient failure(s)  errorKind {}  last error {}\n",
                 r.interview_id,
                 r.organization_id.as_deref().unwrap_or("-"),
                 r.status.as_deref().unwrap_or("-"),
                 r.attempts.map_or("?".into(), |n| n.to_string()),
+                r.transient_failures.unwrap_or(0),
                 r.error_kind.as_deref().unwrap_or("-"),
                 r.last_error_at.as_deref().unwrap_or("-"),
             ));
@@ -194,12 +198,13 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
     let filter = doc! {
         "status": {"$ne": "COMPLETED"},
         "lastErrorAt": {"$gte": after},
-        "$and": [or_field("attemptCount", "$gt", 0)],
+        // A failed attempt, or a transient failure that gave its attempt back (an outage).
+        "$or": [or_field("attemptCount", "$gt", 0), or_field("transientFailures", "$gt", 0)],
     };
     let docs: Vec<Document> = db
         .collection::<Document>(INTERVIEW_REPORTS)
         .find(filter)
-        .projection(doc! {"interviewId": 1, "organizationId": 1, "status": 1, "errorKind": 1, "attemptCount": 1, "lastErrorAt": 1})
+        .projection(doc! {"interviewId": 1, "organizationId": 1, "status": 1, "errorKind": 1, "attemptCount": 1, "transientFailures": 1, "lastErrorAt": 1})
         .sort(doc! {"lastErrorAt": -1})
         .limit(limit + 1)
         .await
@@ -217,6 +222,7 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
             status: d.get("status").and_then(text),
             error_kind: d.get("errorKind").and_then(text),
             attempts: d.get("attemptCount").and_then(number),
+            transient_failures: d.get("transientFailures").and_then(number),
             last_error_at: d.get("lastErrorAt").and_then(text),
         })
         .collect();
