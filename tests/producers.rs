@@ -234,3 +234,28 @@ async fn a_message_that_fails_three_times_lands_in_the_dlq() {
     let body: serde_json::Value = serde_json::from_str(dead.body().unwrap()).unwrap();
     assert_eq!(body["interviewId"], INTERVIEW);
 }
+
+#[tokio::test]
+async fn interview_failed_over_the_failure_reason_limit_is_refused_before_sending() {
+    let client = sqs_client().await;
+    let queues = test_queues(&client).await;
+    let url = queues.interview_completed.source.url.clone();
+    let producer =
+        SqsProducer::new(client.clone(), QueueUrls { interview_completed: Some(url.clone()), report_generate: None });
+    let (interview_id, organization_id) = ids();
+    let limit = sophia_contracts::FAILURE_REASON_MAX_CHARS;
+    // Counted in characters, as the consumer's contract counts them: multi-byte characters at the limit
+    // pass. (Two-byte ones here: fauxqs refuses characters above U+FFFF, which SQS accepts.)
+    let at_limit = FailedInput { interview_id, organization_id, failure_reason: "é".repeat(limit), failed_at: None };
+    let sent = producer.publish_interview_failed(at_limit, &RequestId::from_caller(Some("req-limit"))).await.unwrap();
+    assert!(matches!(sent, PublishOutcome::Sent { .. }));
+    let over = FailedInput { interview_id, organization_id, failure_reason: "x".repeat(limit + 1), failed_at: None };
+    let err = producer.publish_interview_failed(over, &RequestId::from_caller(Some("req-over"))).await.unwrap_err();
+    assert!(matches!(err, sophia_sqs_producer::PublishError::Contract { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!("interview.failed not sent: failureReason has {} characters, at most {limit} are accepted", limit + 1)
+    );
+    let m = receive_one(&client, &url).await;
+    assert!(m.body().unwrap().contains("éé"), "only the message at the limit was sent");
+}

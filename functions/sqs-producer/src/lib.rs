@@ -10,7 +10,7 @@
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::MessageAttributeValue;
 use sophia_contracts::{
-    DurationSeconds, EventType, InterviewCompleted, InterviewFailed, InterviewId, InterviewQueueMessage,
+    DurationSeconds, EventType, FAILURE_REASON_MAX_CHARS, InterviewCompleted, InterviewFailed, InterviewId, InterviewQueueMessage,
     OrganizationId, QueueMessage, ReportGenerate, RequestId, Timestamp, to_body,
 };
 use sophia_platform::config::{self, INTERVIEW_COMPLETED_QUEUE_URL, REPORT_GENERATE_QUEUE_URL};
@@ -54,6 +54,10 @@ pub enum PublishError {
         #[source]
         source: aws_sdk_sqs::Error,
     },
+    /// The message breaks the contract the consumer parses it with: sending it would only have it
+    /// dropped there. Not worth retrying; nothing was sent.
+    #[error("{event_type} not sent: {reason}")]
+    Contract { event_type: EventType, reason: String },
 }
 
 /// What the API knows when an interview completes; absent fields take the spec's defaults
@@ -111,6 +115,13 @@ impl SqsProducer {
         input: FailedInput,
         request_id: &RequestId,
     ) -> Result<PublishOutcome, PublishError> {
+        let chars = input.failure_reason.chars().count();
+        if chars > FAILURE_REASON_MAX_CHARS {
+            return Err(PublishError::Contract {
+                event_type: EventType::InterviewFailed,
+                reason: format!("failureReason has {chars} characters, at most {FAILURE_REASON_MAX_CHARS} are accepted"),
+            });
+        }
         let message = InterviewFailed::new(
             input.interview_id,
             input.organization_id,
