@@ -88,3 +88,15 @@ export function checkOpenAiBudget(config: pulumi.Config, maximumConcurrency: Rec
   }
   return openAiBudgetProblems(raw, maximumConcurrency["reportGenerate"]);
 }
+
+/**
+ * The deploy's warning when `sophia:openaiLimits` is unset: nothing relates report-generate's
+ * concurrency to the OpenAI project's limits (too low lags a burst, too high burns requests on 429s).
+ */
+export function openAiLimitsUnsetWarning(raw: unknown, reportConcurrency: number | undefined): string | null {
+  if (raw !== undefined && raw !== null) return null;
+  return (
+    `sophia:openaiLimits is not set: report-generate's maxConcurrency (${reportConcurrency ?? "unset"}) is not checked against the OpenAI ` +
+    `project's tokens and requests per minute; set {tokensPerMinute, requestsPerMinute} from the project's limits page (docs/performance.md)`
+  );
+}

@@ -54,6 +54,7 @@ import { type FunctionSpec, loadSettings, queueByKey, queuesInCreationOrder, typ
 import { keyAdministrators, StageSecrets } from "./secrets";
 import { stageVpcEndpoints } from "./vpc-endpoints";
 import { API_PUBLISHES_TO, checkWiring, MIGRATION_FUNCTION, MIGRATION_PAYLOAD, wiringFor } from "./wiring";
+import { OPENAI_LIMITS_KEY, openAiLimitsUnsetWarning } from "./openai-budget";
 
 export interface SophiaStack {
   settings: Settings;
@@ -96,6 +97,11 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   // Alarms reach a person: a protected stage without a topic or subscription fails here.
   const unrouted = checkAlarmDelivery(config);
   if (unrouted) void pulumi.log.warn(unrouted);
+  const unbudgeted = openAiLimitsUnsetWarning(
+    new pulumi.Config("sophia").getObject<unknown>(OPENAI_LIMITS_KEY),
+    config.maximumConcurrency["reportGenerate"],
+  );
+  if (unbudgeted) void pulumi.log.warn(unbudgeted);
 
   // Alarms reach a person: the stage's own SNS topic (optionally subscribed from config) unless a topic is given.
   let alarmTopic: aws.sns.Topic | undefined;

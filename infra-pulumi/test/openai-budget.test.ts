@@ -17,6 +17,7 @@ import {
   maxConcurrencyFor,
   openAiBudgetProblems,
   openAiDemand,
+  openAiLimitsUnsetWarning,
 } from "../src/openai-budget";
 import { loadSettings } from "../src/settings";
 import { TEST_LAYER_ARN, TEST_SECRETS } from "./support/harness";
@@ -71,4 +72,9 @@ test("the stage configuration refuses a report concurrency its OpenAI limits can
     Object.keys(TEST_SECRETS),
   );
   assert.equal(loadStageConfig(settings, {}).maximumConcurrency["reportGenerate"], 20);
+});
+
+test("an unset sophia:openaiLimits is a deploy warning that names the unchecked concurrency; a set one is none", () => {
+  assert.match(openAiLimitsUnsetWarning(undefined, 2) ?? "", /sophia:openaiLimits is not set: report-generate's maxConcurrency \(2\) is not checked/);
+  assert.equal(openAiLimitsUnsetWarning({ tokensPerMinute: 200_000, requestsPerMinute: 500 }, 2), null);
 });
