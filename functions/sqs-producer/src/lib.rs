@@ -10,8 +10,8 @@
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::MessageAttributeValue;
 use sophia_contracts::{
-    DurationSeconds, EventType, FAILURE_REASON_MAX_CHARS, InterviewCompleted, InterviewFailed, InterviewId, InterviewQueueMessage,
-    OrganizationId, QueueMessage, ReportGenerate, RequestId, Timestamp, to_body,
+    DurationSeconds, EventType, FAILURE_REASON_MAX_CHARS, InterviewCompleted, InterviewFailed, InterviewId,
+    InterviewQueueMessage, OrganizationId, QueueMessage, ReportGenerate, RequestId, Timestamp, to_body,
 };
 use sophia_platform::config::{self, INTERVIEW_COMPLETED_QUEUE_URL, REPORT_GENERATE_QUEUE_URL};
 
@@ -119,7 +119,9 @@ impl SqsProducer {
         if chars > FAILURE_REASON_MAX_CHARS {
             return Err(PublishError::Contract {
                 event_type: EventType::InterviewFailed,
-                reason: format!("failureReason has {chars} characters, at most {FAILURE_REASON_MAX_CHARS} are accepted"),
+                reason: format!(
+                    "failureReason has {chars} characters, at most {FAILURE_REASON_MAX_CHARS} are accepted"
+                ),
             });
         }
         let message = InterviewFailed::new(
