@@ -25,7 +25,7 @@ pub enum ServerError {
 /// Where the repository (and so its pinned tools) lives: `SOPHIA_REPO_ROOT`, or the checkout this
 /// crate was built from.
 pub fn repo_root() -> PathBuf {
-    std::env::var_os("SOPHIA_REPO_ROOT")
+    sophia_platform::env::var_os("SOPHIA_REPO_ROOT")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root"))
 }

@@ -1013,7 +1013,7 @@ impl fmt::Display for BenchReport {
 
 /// `<repo>/target` unless `CARGO_TARGET_DIR` says otherwise.
 pub fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
+    match sophia_platform::env::var_os("CARGO_TARGET_DIR") {
         Some(d) => {
             let p = PathBuf::from(d);
             if p.is_absolute() { p } else { sophia_local::servers::repo_root().join(p) }

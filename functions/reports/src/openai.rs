@@ -43,11 +43,11 @@ use crate::prompt::Prompt;
 use crate::schema::{SCHEMA_NAME, report_schema};
 
 /// Milliseconds one attempt (its chat completions and their waits) may take, end to end.
-pub const OPENAI_TIMEOUT_MS: &str = "OPENAI_TIMEOUT_MS";
+pub const OPENAI_TIMEOUT_MS: &str = sophia_platform::env::declared("OPENAI_TIMEOUT_MS");
 /// `max_completion_tokens` of the request.
-pub const OPENAI_MAX_COMPLETION_TOKENS: &str = "OPENAI_MAX_COMPLETION_TOKENS";
+pub const OPENAI_MAX_COMPLETION_TOKENS: &str = sophia_platform::env::declared("OPENAI_MAX_COMPLETION_TOKENS");
 /// `temperature` of the request (0 to 2).
-pub const OPENAI_TEMPERATURE: &str = "OPENAI_TEMPERATURE";
+pub const OPENAI_TEMPERATURE: &str = sophia_platform::env::declared("OPENAI_TEMPERATURE");
 
 /// Default attempt timeout: well inside the 300 s function timeout, leaving time to record a
 /// failure before the invocation ends.
