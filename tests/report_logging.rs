@@ -72,7 +72,7 @@ async fn a_missing_unique_index_is_logged_as_an_error_once_per_cold_start() {
     assert_eq!(errors().len(), 1, "nothing more once the index exists");
 }
 
-/// Issue 21: candidate text and OpenAI error bodies never reach a log line or a stored field
+/// Candidate text and OpenAI error bodies never reach a log line or a stored field
 /// other than the interview itself. The marker is in the transcript, the resume and the
 /// credibility, and in every error body and non-conforming reply of the fake.
 #[tokio::test]

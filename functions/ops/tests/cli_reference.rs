@@ -1,5 +1,5 @@
 //! `docs/reference/ops-cli.md` is the binary's help: this test fails when they differ.
-//! Regenerate with `SOPHIA_BLESS=1 cargo test -p sophia-ops --test cli_reference`.
+//! Regenerate with `scripts/regenerate` (which runs this test with `SOPHIA_BLESS=1`).
 
 use std::path::PathBuf;
 
@@ -15,7 +15,7 @@ fn the_command_reference_matches_the_clap_definitions() {
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         on_disk == generated,
-        "{} is out of date with functions/ops/src/cli.rs; regenerate it with\n  SOPHIA_BLESS=1 cargo test -p sophia-ops --test cli_reference",
+        "{} is out of date with functions/ops/src/cli.rs; regenerate it with\n  scripts/regenerate",
         sophia_ops::reference::PATH
     );
 }

@@ -5,7 +5,7 @@
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, valid for the life of the
 //! execution environment). It deliberately does not use `aws-config`: its credential chain
 //! (profiles, SSO, STS web identity, IMDS) adds three SDK clients to every binary (a large share of
-//! the zip, see issue 6) and nothing a function uses. Operators' tools that need that chain
+//! the zip, whose size docs/performance.md tracks) and nothing a function uses. Operators' tools that need that chain
 //! enable the `credential-chain` feature and call [`client_from_default_chain`].
 //!
 //! The endpoint is an explicit URL, else `AWS_ENDPOINT_URL_SQS` / `AWS_ENDPOINT_URL` (what the

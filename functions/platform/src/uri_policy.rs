@@ -1,4 +1,4 @@
-//! The TLS policy of a MongoDB connection string (issue 29): outside local mode a URI must not turn
+//! The TLS policy of a MongoDB connection string: outside local mode a URI must not turn
 //! TLS or its verification off. The driver honours `tls=false` / `ssl=false`,
 //! `tlsAllowInvalidCertificates=true`, `tlsAllowInvalidHostnames=true` and `tlsInsecure=true`
 //! (and the legacy `ssl...` spellings) as written; a `mongodb://` URI without `tls=true` is

@@ -444,7 +444,7 @@ impl ReportModel {
             temperature: Some(self.temperature),
             max_completion_tokens: Some(self.max_completion_tokens),
             // One key per prompt version: requests that share the static prefix (instructions and
-            // schema) are routed to the same cache (OPENAI.md, "Prompt caching").
+            // schema) are routed to the same cache (https://platform.openai.com/docs/guides/prompt-caching).
             prompt_cache_key: Some(crate::prompt::prompt_version().to_owned()),
             ..Default::default()
         }

@@ -4,7 +4,7 @@
 //! - subschemas are inlined (no `$ref`/`$defs`);
 //! - every object lists all its properties in `required` and has `additionalProperties: false`;
 //! - only keywords of the strict subset are kept ([`ALLOWED_KEYWORDS`]): the scores' `minimum`
-//!   and `maximum` stay (strict mode supports them, OPENAI.md); schemars' `format` (`int32`),
+//!   and `maximum` stay (strict mode supports them: https://platform.openai.com/docs/guides/structured-outputs); schemars' `format` (`int32`),
 //!   `$schema`, `title`, `default`... are removed. [`LlmReport::validate`] checks the ranges
 //!   again after parsing;
 //! - properties keep the order of the Rust fields, which is the order the model writes them in:
