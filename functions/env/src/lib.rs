@@ -255,6 +255,31 @@ pub const VARIABLES: &[EnvVar] = &[
         "set by `scripts/test-arm64`: the arm64 zips must be there",
     ),
     s(
+        "SOPHIA_TS_MONGODB_URI",
+        "`clients/typescript` tests",
+        "unset: nx-27017",
+        "run the package's admin tests against this MongoDB (the one test nx-27017 cannot serve runs only then)",
+    ),
+    s(
+        "SOPHIA_CONTRACT_SCHEMAS",
+        "`clients/typescript`'s `npm run generate`",
+        "`functions/contracts/schemas`",
+        "the folder of JSON Schemas the TypeScript types are generated from",
+    ),
+    s("SOPHIA_ARM64_LAMBDA_DIR", "the arm64 bootstrap test", "`$CARGO_TARGET_DIR/lambda`", "where the arm64 zips are"),
+    s(
+        "SOPHIA_EXIT_ON_STDIN_EOF",
+        "the local servers' launchers (`scripts/tools`)",
+        "unset",
+        "`1` (set by the test harness and `sophia-local`): a server exits when its parent closes its stdin, so none outlives a test run",
+    ),
+    s(
+        "SSL_CERT_FILE",
+        "the TLS clients' system root store",
+        "the system's",
+        "extra root certificates; the TLS clients test sets it to its own test CA",
+    ),
+    s(
         "SOPHIA_BLESS",
         "the tests of generated references",
         "unset",
@@ -495,13 +520,73 @@ mod tests {
         assert_eq!(direct_reads(sample), [1]);
     }
 
-    /// Every variable named in an environment call under `functions/` is declared, and outside
-    /// test code the process environment is read through [`var`] / [`var_os`] only.
+    fn text_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !["target", "node_modules", "generated", "dist", ".local"].contains(&name.as_str()) {
+                    text_files(&path, out);
+                }
+            } else if std::fs::read_to_string(&path).is_ok() {
+                out.push(path);
+            }
+        }
+    }
+
+    /// The `SOPHIA_*` names in `text`.
+    fn sophia_names(text: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("SOPHIA_") {
+            let before = rest[..at].chars().next_back();
+            rest = &rest[at..];
+            let name: String =
+                rest.chars().take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_').collect();
+            rest = &rest[name.len()..];
+            if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                names.push(name);
+            }
+        }
+        names
+    }
+
+    /// Every `SOPHIA_*` variable the scripts, workflows, tests, the Pulumi program and the
+    /// TypeScript package name is declared (the page lists them all).
+    #[test]
+    fn every_sophia_variable_named_anywhere_is_declared() {
+        assert_eq!(sophia_names("a SOPHIA_X_1, ${SOPHIA_Y} NOT_SOPHIA_Z"), ["SOPHIA_X_1", "SOPHIA_Y"]);
+        let mut files = Vec::new();
+        for dir in
+            ["scripts", ".github", "tests", "functions", "infra-pulumi/src", "infra-pulumi/ci", "clients/typescript"]
+        {
+            text_files(&root().join(dir), &mut files);
+        }
+        let me = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs").canonicalize().unwrap();
+        let mut problems = Vec::new();
+        for file in files.into_iter().filter(|f| f.canonicalize().unwrap() != me) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for name in sophia_names(&text) {
+                if lookup(&name).is_none() {
+                    let shown = file.strip_prefix(root()).unwrap_or(&file).display().to_string();
+                    problems.push(format!("{shown}: {name} is not declared in sophia_env::VARIABLES"));
+                }
+            }
+        }
+        problems.dedup();
+        assert!(problems.is_empty(), "undeclared variables:\n{}", problems.join("\n"));
+    }
+
+    /// Every variable named in an environment call under `functions/` and `tests/` is declared,
+    /// and outside test code (a crate's `src/`, before `#[cfg(test)]`) the process environment is
+    /// read through [`var`] / [`var_os`] only.
     #[test]
     fn functions_read_only_declared_variables_and_only_through_the_declaration() {
         let mut files = Vec::new();
         rust_files(&root().join("functions"), &mut files);
         assert!(files.len() > 50, "found only {} Rust files under functions/", files.len());
+        rust_files(&root().join("tests"), &mut files);
         let me = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs").canonicalize().unwrap();
         let mut problems = Vec::new();
         for file in files {
@@ -515,7 +600,8 @@ mod tests {
                     problems.push(format!("{shown}:{line}: {name} is not declared in sophia_env::VARIABLES"));
                 }
             }
-            let in_src = file.components().any(|c| c.as_os_str() == "src");
+            let relative = file.strip_prefix(root()).unwrap_or(&file);
+            let in_src = relative.components().any(|c| c.as_os_str() == "src");
             if in_src {
                 for line in direct_reads(&text) {
                     problems.push(format!("{shown}:{line}: read it through sophia_env::var / var_os"));
