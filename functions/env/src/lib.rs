@@ -192,6 +192,12 @@ pub const VARIABLES: &[EnvVar] = &[
         "set by Lambda",
         "the `FunctionName` dimension of the metrics; unset means not under Lambda: no metric lines",
     ),
+    f(
+        "SOPHIA_RETRY_TIME_SCALE",
+        "interview-completed, report-generate",
+        "`1`",
+        "divides the transient-failure backoffs, the requeue delay and the give-up age (`functions/sqs-consumer/src/backoff.rs`): local measurements with scaled time only; never set on a stage",
+    ),
     t(
         "INTERVIEW_COMPLETED_DLQ_URL",
         "`sophia-ops`",
@@ -225,9 +231,39 @@ pub const VARIABLES: &[EnvVar] = &[
     ),
     t(
         "SOPHIA_REPO_ROOT",
-        "`sophia-local`",
-        "the checkout it was built from",
-        "where the local servers (`scripts/setup-tools`' `.local/`) are found",
+        "`sophia-local`, the test harness, `sophia-bench`",
+        "the nearest directory above the current one with the workspace `Cargo.toml` and `functions/local`",
+        "the checkout whose `.local/` and pinned tools to use (set by every script)",
+    ),
+    t(
+        "SOPHIA_LOCAL_CONTROL_URL",
+        "`sophia-local` control commands (`fault`, `pause`, `resume`, `status`, `seed`, `publish-invalid`)",
+        "written by `sophia-local up` to `.local/sophia.env`",
+        "the runner's control channel on 127.0.0.1 ([local.md](../local.md))",
+    ),
+    t(
+        "SOPHIA_LOCAL_CONTROL_TOKEN",
+        "`sophia-local` control commands",
+        "written by `sophia-local up` to `.local/sophia.env`",
+        "the control channel's per-run bearer token",
+    ),
+    t(
+        "SOPHIA_OPENAI_FAKE_LATENCY_MS",
+        "the OpenAI fake in deterministic mode (the local runner's offline endpoint)",
+        "no wait",
+        "every answer waits about this long (± 25 %) (`functions/openai-fake/src/traffic.rs`)",
+    ),
+    t(
+        "SOPHIA_OPENAI_FAKE_TPM",
+        "the OpenAI fake in deterministic mode",
+        "no limit",
+        "a tokens-per-minute limit answered with 429 and `Retry-After`",
+    ),
+    t(
+        "SOPHIA_OPENAI_FAKE_WINDOW_MS",
+        "the OpenAI fake in deterministic mode",
+        "`60000` unless time is scaled",
+        "the tokens-per-minute limit's window",
     ),
     t(
         "CARGO_TARGET_DIR",
@@ -316,6 +352,18 @@ pub const VARIABLES: &[EnvVar] = &[
         "`scripts/bootstrap-stage`",
         "asked",
         "non-interactive bootstrap: the stack's secrets provider",
+    ),
+    s(
+        "SOPHIA_BOOTSTRAP_BACKEND",
+        "`scripts/bootstrap-stage`",
+        "`file://$HOME/.sophia-bootstrap-state`",
+        "where the bootstrap's outputs are read from (`--bootstrap-backend`)",
+    ),
+    s(
+        "SOPHIA_BOOTSTRAP_STACK",
+        "`scripts/bootstrap-stage`",
+        "`account-main`",
+        "the bootstrap stack whose outputs are read (`--bootstrap-stack`)",
     ),
 ];
 
