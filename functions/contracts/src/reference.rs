@@ -183,15 +183,6 @@ mod tests {
     #[test]
     fn the_report_document_reference_is_the_rendering_of_the_schema() {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(PATH);
-        let generated = markdown();
-        if std::env::var("SOPHIA_BLESS").is_ok_and(|v| v == "1") {
-            std::fs::write(&path, &generated).unwrap();
-            return;
-        }
-        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            on_disk == generated,
-            "{PATH} is out of date with the report document's schema; run scripts/regenerate"
-        );
+        sophia_env::bless_or_assert(&path, &markdown(), "the stored report's schema");
     }
 }

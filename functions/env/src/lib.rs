@@ -421,6 +421,18 @@ pub fn var_os(name: &str) -> Option<OsString> {
 /// The page, relative to the repository root.
 pub const PATH: &str = "docs/reference/configuration.md";
 
+/// The drift test of a generated file: with `SOPHIA_BLESS=1` (`scripts/regenerate`) writes
+/// `generated` to `path`; otherwise panics when the file differs, naming `source` and the command.
+/// For the tests of the crates that render a reference page.
+pub fn bless_or_assert(path: &std::path::Path, generated: &str, source: &str) {
+    if var("SOPHIA_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(path, generated).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        return;
+    }
+    let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(on_disk == generated, "{} is out of date with {source}; run scripts/regenerate", path.display());
+}
+
 fn cell(text: &str) -> String {
     text.replace('|', "\\|")
 }
@@ -503,14 +515,7 @@ mod tests {
     /// The page is the declaration's rendering (`scripts/regenerate` rewrites it).
     #[test]
     fn the_configuration_reference_is_the_rendering_of_the_declaration() {
-        let path = root().join(PATH);
-        let generated = markdown();
-        if std::env::var("SOPHIA_BLESS").is_ok_and(|v| v == "1") {
-            std::fs::write(&path, &generated).unwrap();
-            return;
-        }
-        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(on_disk == generated, "{PATH} is out of date with functions/env/src/lib.rs; run scripts/regenerate");
+        bless_or_assert(&root().join(PATH), &markdown(), "functions/env/src/lib.rs");
     }
 
     fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
