@@ -49,7 +49,7 @@ pub const REPORT_DOCUMENT_SCHEMA_FILE: &str = "interview-report-document.schema.
 /// The JSON Schema of one `interviewReports` document as this service writes it, generated from
 /// [`ReportDocument`](crate::model::ReportDocument) (BSON dates as `date-time` strings, ObjectIds
 /// as 24-hex strings, as in extended JSON). Checked in and drift-tested
-/// (`SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-reports` regenerates it).
+/// (`scripts/regenerate` regenerates it).
 pub fn report_document_schema() -> Value {
     let mut schema = schemars::schema_for!(crate::model::ReportDocument).to_value();
     schema["description"] = Value::from(
