@@ -26,7 +26,7 @@ ensure_venv() {
     log "creating Python venv at .local/venv"
     # The venv's pip is the one Python bundles (ensurepip, no download); it is not upgraded from
     # the index: an unpinned `pip install --upgrade pip` would run whatever pip PyPI serves that day
-    # before any hash is checked (issue 29). Every package is installed --require-hashes.
+    # before any hash is checked. Every package is installed --require-hashes.
     python3 -m venv "$VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
   fi
 }

@@ -1,4 +1,4 @@
-//! Issue 29: corrupt lot numbers never wrap. Two expired lots whose unreserved remainders add up
+//! Corrupt lot numbers never wrap. Two expired lots whose unreserved remainders add up
 //! past `i64::MAX`: settling the interview that holds the last reservations on both would forfeit
 //! both remainders, and an unchecked `+` (the release profile has no overflow checks) would write
 //! a wrapped, plausible-looking `credits.available` change. Through the real settlement service,

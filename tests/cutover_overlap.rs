@@ -8,10 +8,10 @@
 //! settled exactly once, charged once, and gets one `report.generate`; `sophia-ops invariants
 //! check` holds before and after the move.
 //!
-//! The old consumer cannot run here (it is the Node system the spec describes). It is stood in
+//! The old consumer cannot run here (it is the Node system docs/design.md#the-system-it-replaces describes). It is stood in
 //! for by this project's settlement function on the old queue: what makes "settled once" hold
 //! across the two implementations is the claim they share, a transaction that claims the
-//! interview only while `settledAt` is `null` (the spec's "claim interview (settledAt: null)";
+//! interview only while `settledAt` is `null` (the replaced system's "claim interview (settledAt: null)";
 //! here `sophia_credits` `claim_interview`), so the stand-in exercises exactly that race.
 
 mod ops_support;

@@ -1,4 +1,4 @@
-//! Operator commands that move money are explicit (issue 21): against a stage (`--stage`, here
+//! Operator commands that move money are explicit: against a stage (`--stage`, here
 //! queues named `sophia-<stage>-...` on fauxqs), `publish`, `report retry`, `dlq redrive` and
 //! `outbox flush` show the interview's current state from MongoDB and refuse to run without
 //! `--yes`, sending nothing; `--dry-run` prints the body, attributes and queue URL and sends

@@ -113,7 +113,7 @@ async fn report_count_in(mongo: &Mongo) -> u64 {
     mongo.db.collection::<Document>(INTERVIEW_REPORTS).count_documents(doc! {}).await.unwrap()
 }
 
-/// Issue 21: candidate text and OpenAI error bodies never reach a log line or a stored field
+/// Candidate text and OpenAI error bodies never reach a log line or a stored field
 /// other than the interview itself. The marker is in the transcript, the resume and the
 /// credibility, and in every error body and non-conforming reply of the fake.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! The model's output checked against the interview before it is stored (issue 19, docs/design.md
+//! The model's output checked against the interview before it is stored (docs/design.md
 //! "Report input and output"), through the report-generate handler, MongoDB (nx-27017) and the
 //! OpenAI fake answering as a careless or compromised model would; and the whole interview sent
 //! within the token budget, with what was omitted recorded on the report.
@@ -66,7 +66,7 @@ async fn a_compromised_reply_is_corrected_or_flagged_never_stored_as_said() {
     assert_eq!(env.fake.request_count(), 2, "one repair");
 }
 
-/// Issue 29: only the allowlisted fields of the proctoring credibility assessment reach the
+/// Only the allowlisted fields of the proctoring credibility assessment reach the
 /// model; an unknown field (and a known one holding free text) carrying a marker does not.
 #[tokio::test]
 async fn only_allowlisted_proctoring_fields_reach_the_model() {

@@ -1,4 +1,4 @@
-//! Issue 31, through the report-generate handler, MongoDB (nx-27017) and the OpenAI fake over
+//! The repair call (docs/report-quality.md), through the report-generate handler, MongoDB (nx-27017) and the OpenAI fake over
 //! HTTP: a reply with a critical finding gets one repair call within the same attempt and
 //! deadline (the first request unchanged, then the first reply and a corrective message); the
 //! better reply is stored with both calls' tokens; a report still carrying a critical finding is

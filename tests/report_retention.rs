@@ -1,5 +1,5 @@
-//! Issue 29: a retention date on every report write path (DESIGN.md: "every report write sets a
-//! retention date"; the TTL index on `interviewReports.retentionExpiresAt` deletes the report).
+//! A retention date on every report write path (docs/design.md, "Documents written by other
+//! services"; the TTL index on `interviewReports.retentionExpiresAt` deletes the report).
 //!
 //! The write paths of `sophia_reports` (store.rs), each exercised here through the
 //! report-generate handler against nx-27017 and the OpenAI fake:

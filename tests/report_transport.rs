@@ -1,4 +1,4 @@
-//! Issue 29: what the OpenAI client does not trust, through the report-generate handler and the
+//! What the OpenAI client does not trust, through the report-generate handler and the
 //! fake over HTTP. A 307/308 is not followed (reqwest's default policy follows up to 10
 //! redirects and re-sends the body, the transcript, to the `Location`): the attempt fails as
 //! `bad_request` and the other host receives nothing. An answer body longer than

@@ -1,4 +1,4 @@
-//! Issue 29: report retention is enforced by MongoDB. After `sophia-ops migrate` (the same code
+//! Report retention is enforced by MongoDB. After `sophia-ops migrate` (the same code
 //! the CLI runs, and `scripts/deploy` runs it against a stage), `interviewReports` has a TTL index
 //! on `retentionExpiresAt` with `expireAfterSeconds: 0`: MongoDB deletes a report at the date its
 //! field holds, and never one without a date

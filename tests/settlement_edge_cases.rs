@@ -1,4 +1,4 @@
-//! Settlement against the edge cases of real data (issue 14, docs/design.md "Settlement decisions"),
+//! Settlement against the edge cases of real data (docs/design.md "Settlement decisions"),
 //! through the real settlement over the wire (nx-27017 here, or `SOPHIA_TEST_MONGODB_URI`):
 //! nothing reserved, inconsistent reservations, numbers as other writers store them (mongo shell
 //! doubles, Mongoose Int32, null vs absent), sums that overflow, anchors outside their window,
@@ -384,7 +384,7 @@ async fn an_anchor_outside_its_window_is_inconsistent_data_naming_the_field() {
         assert!(s.settled(), "{anchor:?}");
     }
     // Without a createdAt an old but possible anchor is accepted as it is; one before the
-    // absolute floor (2024-01-01, issue 29: a 1970 `new Date(0)`) is out of its window.
+    // absolute floor (2024-01-01; a 1970 `new Date(0)`) is out of its window.
     let old = w.reserved_interview(org, 10).await;
     let err = w.service.settle_failed_interview(old, org, at("1970-01-01T00:00:00Z"), ctx()).await.unwrap_err();
     assert!(matches!(err, CreditsError::AnchorOutOfWindow { field: "failedAt", .. }), "{err:?}");
@@ -470,7 +470,7 @@ async fn a_publish_without_time_left_leaves_the_entry_pending_for_the_redelivery
     w.assert_invariants().await;
 }
 
-/// Issue 21.3: published outbox entries expire through a TTL index on `publishedAt`; pending
+/// Published outbox entries expire through a TTL index on `publishedAt`; pending
 /// entries have no `publishedAt` and never expire.
 #[tokio::test]
 async fn published_outbox_entries_expire_through_a_ttl_index_and_pending_ones_never() {

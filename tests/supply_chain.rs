@@ -1,4 +1,4 @@
-//! Issue 29, supply chain: what the build and the tests install is pinned to content, not to a
+//! Supply chain: what the build and the tests install is pinned to content, not to a
 //! name that can move.
 //! - Python tools (`scripts/tools/requirements.txt`, `scripts/requirements-build.txt`): every
 //!   requirement `==`-pinned with at least one `--hash=sha256:` (scripts/lib.sh then installs with

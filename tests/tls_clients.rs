@@ -1,4 +1,4 @@
-//! Every TLS client of the Lambda binaries, through ring, against real TLS servers (issue 19).
+//! Every TLS client of the Lambda binaries, through ring, against real TLS servers (docs/performance.md, "Zip size": why ring).
 //!
 //! The zips use one crypto provider, ring (`sophia_platform::tls`). No local server speaks TLS,
 //! so this puts a TLS terminator (tokio-rustls) in front of each: nx-27017 for the MongoDB driver

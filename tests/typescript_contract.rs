@@ -1,5 +1,5 @@
 //! The contract between the TypeScript API and the Rust consumers, across the language boundary
-//! (issues 16 and 27). Both directions run the BUILT TypeScript package (`clients/typescript`,
+//! ([clients/typescript](../clients/typescript/README.md)). Both directions run the BUILT TypeScript package (`clients/typescript`,
 //! imported by its package name as the API imports it):
 //!
 //! - forward: a scratch API project (`clients/typescript/scripts/scratch.mjs`: the PACKED tarball

@@ -1,4 +1,4 @@
-//! Issue 29: the escape hatch for a test database (`MONGODB_ALLOW_INSECURE_TLS=true`) is logged:
+//! The escape hatch for a test database (`MONGODB_ALLOW_INSECURE_TLS=true`) is logged:
 //! one WARN per process, naming the parameter it overrode and the hosts, never the URI (which
 //! may hold a password). Captured by the harness's process-wide JSON subscriber.
 

@@ -377,7 +377,7 @@ export function checkNoSecretValuesInFunctionEnv(r: ResourceLike): Violation[] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Rules of issue 29: the key, the secrets and the VPC endpoints carry policies of their own that
+// Rules for the stage's own resources: the key, the secrets and the VPC endpoints carry policies of their own that
 // name their principals and resources. A policy still unknown (a preview, before the ARNs it names
 // exist) is judged once known.
 

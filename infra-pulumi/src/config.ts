@@ -445,7 +445,7 @@ const LAYER_ARN = /^arn:aws[a-z-]*:lambda:([a-z0-9-]+):(\d{12}):layer:([A-Za-z0-
 
 /**
  * `sophia:secretsExtensionLayerArn` is required (AWS publishes one ARN per region, architecture and
- * version; see README "Secrets"): a layer version ARN in the stage's region, and, when it is the
+ * version; docs/secrets.md, "Where a function gets a secret"): a layer version ARN in the stage's region, and, when it is the
  * AWS-published layer, the variant for the stage's architecture.
  */
 function checkLayerArn(value: string | undefined, region: string, arch: string, problems: string[]): string | undefined {

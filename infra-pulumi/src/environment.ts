@@ -1,6 +1,6 @@
 /**
- * Environment variables of the functions (names fixed by docs/design.md and the contract with the Rust
- * side). On AWS no secret is an environment variable: a function gets the ARN of each Secrets
+ * Environment variables of the functions (each one the Rust side reads is declared in
+ * functions/env/src/lib.rs, rendered as docs/reference/configuration.md). On AWS no secret is an environment variable: a function gets the ARN of each Secrets
  * Manager secret it needs (`*_SECRET_ARN`) and reads the value at its first invocation through the Parameters and
  * Secrets Lambda Extension on localhost. With `sophia:mongodbAuth aws-iam` the MongoDB URI carries
  * no password and is passed as plain `MONGODB_URI`.

@@ -1,5 +1,5 @@
 /**
- * The MongoDB connection budget (issue 21): every Lambda sandbox holds its own connection pool,
+ * The MongoDB connection budget: every Lambda sandbox holds its own connection pool,
  * so the functions can open up to `maxConcurrency x pool size` connections per subscribed queue.
  * With `sophia:mongoMaxConnections` set (e.g. what the Atlas tier allows this stage, minus what
  * the API and operators need), the stack refuses a configuration whose total exceeds it.

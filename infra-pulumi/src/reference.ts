@@ -2,8 +2,7 @@
  * docs/reference/alarms.md and docs/reference/metrics.md, rendered from the program's one list of
  * alarms (alarms.ts `plannedAlarms` / `ALARM_KINDS`) and from the metrics declaration
  * (metrics.json). A test fails when the committed files differ from what this renders;
- * `node --import tsx infra-pulumi/ci/write-reference.ts` (from the repository root, after
- * `scripts/test-infra --install-only`) writes them.
+ * `scripts/regenerate` writes them (through ci/write-reference.ts).
  */
 import * as path from "node:path";
 
@@ -18,7 +17,7 @@ const STAGE = "<stage>";
 
 const generated = (source: string) =>
   `<!-- Generated from ${source} by infra-pulumi/src/reference.ts: do not edit; run\n` +
-  `     node --import tsx infra-pulumi/ci/write-reference.ts  (a test fails when this file drifts). -->\n`;
+  `     scripts/regenerate  (a test fails when this file drifts). -->\n`;
 
 const cell = (s: string) => s.replace(/\|/g, "\\|");
 

@@ -211,7 +211,7 @@ test("the program creates exactly the one list of alarms (plannedAlarms), none f
   );
 });
 
-test("docs/reference/alarms.md and metrics.md are what the alarm list and metrics.json render (regenerate: node --import tsx infra-pulumi/ci/write-reference.ts)", () => {
+test("docs/reference/alarms.md and metrics.md are what the alarm list and metrics.json render (regenerate: scripts/regenerate)", () => {
   assert.equal(fs.readFileSync(ALARMS_REFERENCE, "utf8"), renderAlarmsReference(settings, declaration));
   assert.equal(fs.readFileSync(METRICS_REFERENCE, "utf8"), renderMetricsReference(declaration));
 });

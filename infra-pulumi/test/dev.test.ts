@@ -36,7 +36,7 @@ test("registers the expected number of resources of each type", () => {
   checkCounts(run.resources);
 });
 
-test("queues, DLQs and mappings carry the spec's numbers (180/1800, 30/300, 10/1, 3, 1209600)", () => {
+test("queues, DLQs and mappings carry the replaced system's numbers (180/1800, 30/300, 10/1, 3, 1209600)", () => {
   checkSpecNumbers(run.resources, STAGE);
 });
 

@@ -22,7 +22,7 @@ test("registers every resource in preview mode", () => {
   checkCounts(run.resources);
 });
 
-test("the spec's numbers are known in a preview", () => {
+test("the replaced system's numbers are known in a preview", () => {
   checkSpecNumbers(run.resources, STAGE, true);
 });
 

@@ -52,7 +52,7 @@ test("same resources as dev, every name carrying the prod stage and none the dev
   }
 });
 
-test("stage settings never change the spec's numbers", () => {
+test("stage settings never change the replaced system's numbers", () => {
   checkSpecNumbers(run.resources, STAGE);
   checkSixTimesRule(run.resources, STAGE);
 });

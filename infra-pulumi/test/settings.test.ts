@@ -24,7 +24,7 @@ import { checkWiring, FUNCTION_WIRING } from "../src/wiring";
 const settings = loadSettings();
 const raw = (): Record<string, any> => JSON.parse(fs.readFileSync(DEFAULT_SETTINGS_PATH, "utf8"));
 
-test("queues.json declares the spec's numbers", () => {
+test("queues.json declares the replaced system's numbers", () => {
   const ic = queueByKey(settings, "interviewCompleted");
   const rg = queueByKey(settings, "reportGenerate");
   assert.deepEqual(

@@ -1,6 +1,6 @@
 /**
- * The CI workflows, the scripts they call and the supply-chain files: the properties issues 7, 15
- * and 20 ask for, checked on the files (GitHub itself is not available here).
+ * The CI workflows, the scripts they call and the supply-chain files: the properties the project
+ * requires of them (docs/deploy.md, docs/contributing.md), checked on the files (GitHub itself is not available here).
  */
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";

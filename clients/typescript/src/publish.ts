@@ -1,5 +1,6 @@
 /**
- * The API's producers (the spec's `sqs.service.ts`): `publishInterviewCompleted`,
+ * The API's producers (replacing its previous `sqs.service.ts`, described in the Rust
+ * repository's docs/design.md, "Its producers"): `publishInterviewCompleted`,
  * `publishInterviewFailed` and `publishReportGenerate`. Every behaviour below is a decision written
  * down in the package README ("Behaviour"):
  *
@@ -8,12 +9,12 @@
  *   naming the field, never a `TypeError`, and it throws even when the queue URL is missing;
  * - unknown input keys are refused (a typo such as `durationSecond` must not bill 0);
  * - `completedAt` / `failedAt` default to now; `durationSeconds` is required by the types, and a
- *   plain-JavaScript call that omits it keeps the spec's default 0 with a warning naming the
+ *   plain-JavaScript call that omits it keeps the previous `sqs.service.ts`'s default 0 with a warning naming the
  *   interview id;
  * - every message carries the String attributes `requestId` (`unknown` when the caller has none;
  *   longer than 256 characters: cut, as the Rust producer does) and `eventType`;
  * - every message carries `MessageGroupId` = the organization id (SQS fair queues: tenant fairness);
- * - without the queue's URL the publish is skipped with a warning (the spec's behaviour), unless
+ * - without the queue's URL the publish is skipped with a warning (as the previous `sqs.service.ts` did), unless
  *   the publisher is in production mode (`requireQueueUrls: true`, `assertConfigured()`): then a
  *   missing URL is a {@link PublisherConfigurationError} at start-up;
  * - the default logger is quiet on success (warnings only);
@@ -129,7 +130,7 @@ export type PublishResult =
   | { status: "sent"; messageId: string; eventType: EventType; body: string }
   | { status: "skipped"; eventType: EventType; reason: string };
 
-/** The request id of a settlement-triggered `report.generate` (the spec's `settlement-${interviewId}`). */
+/** The request id of a settlement-triggered `report.generate` (the previous `sqs.service.ts`'s `settlement-${interviewId}`). */
 export function settlementRequestId(interviewId: string): string {
   return `settlement-${interviewId}`;
 }
@@ -324,8 +325,8 @@ export class InterviewQueuePublisher {
     const requestId = contextOf(context);
     const body = interviewCompletedBody(input, this.now);
     if ((input as Partial<InterviewCompletedInput>).durationSeconds === undefined) {
-      // Plain JavaScript only (the types require it): the spec's default, said out loud.
-      this.logger.warn("durationSeconds missing: the spec's default 0 is used (nothing is billed, the whole reservation is released)", {
+      // Plain JavaScript only (the types require it): the previous producer's default, said out loud.
+      this.logger.warn("durationSeconds missing: the previous producer's default 0 is used (nothing is billed, the whole reservation is released)", {
         interviewId: body.interviewId,
         requestId,
       });
@@ -340,7 +341,7 @@ export class InterviewQueuePublisher {
   }
 
   /**
-   * `report.generate` on the report queue. The spec's request ids: {@link settlementRequestId}
+   * `report.generate` on the report queue. The previous producer's request ids: {@link settlementRequestId}
    * after a settlement, {@link adminRetryRequestId} for an admin retry (see `retryReportGeneration`:
    * a FAILED report needs its attempts reset first, or the consumer acknowledges without a retry).
    */
@@ -401,17 +402,17 @@ export function defaultPublisher(): InterviewQueuePublisher {
   return (shared ??= InterviewQueuePublisher.fromEnv());
 }
 
-/** `publishInterviewCompleted` of the spec's `sqs.service.ts`, on {@link defaultPublisher}. */
+/** `publishInterviewCompleted` of the previous `sqs.service.ts`, on {@link defaultPublisher}. */
 export function publishInterviewCompleted(input: InterviewCompletedInput, context?: PublishContext): Promise<PublishResult> {
   return defaultPublisher().publishInterviewCompleted(input, context);
 }
 
-/** `publishInterviewFailed` of the spec's `sqs.service.ts`, on {@link defaultPublisher}. */
+/** `publishInterviewFailed` of the previous `sqs.service.ts`, on {@link defaultPublisher}. */
 export function publishInterviewFailed(input: InterviewFailedInput, context?: PublishContext): Promise<PublishResult> {
   return defaultPublisher().publishInterviewFailed(input, context);
 }
 
-/** `publishReportGenerate` of the spec's `sqs.service.ts`, on {@link defaultPublisher}. */
+/** `publishReportGenerate` of the previous `sqs.service.ts`, on {@link defaultPublisher}. */
 export function publishReportGenerate(input: ReportGenerateInput, context?: PublishContext): Promise<PublishResult> {
   return defaultPublisher().publishReportGenerate(input, context);
 }

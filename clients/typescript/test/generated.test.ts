@@ -1,6 +1,6 @@
 /**
  * Drift: src/generated/ is exactly what the generator makes of functions/contracts/schemas today.
- * A schema changed (e.g. by SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-contracts) without
+ * A schema changed (e.g. by scripts/regenerate, or SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-contracts) without
  * `npm run generate` fails here.
  */
 import * as assert from "node:assert/strict";

@@ -134,7 +134,7 @@ test("the default client sends to AWS_ENDPOINT_URL_SQS, not to the queue URL's h
   assert.notEqual(defaultSqsClient({}).config.useQueueUrlAsEndpoint, false, "on AWS the queue URL's host is used");
 });
 
-test("plain JavaScript without durationSeconds: the spec's default 0, with a warning naming the interview id", async () => {
+test("plain JavaScript without durationSeconds: the previous producer's default 0, with a warning naming the interview id", async () => {
   const r = recorder();
   const publisher = new InterviewQueuePublisher({ queueUrl: URL, client: r.client, logger: r.logger, now: () => NOW });
   const js = { interviewId: I, organizationId: O } as unknown as InterviewCompletedInput;

@@ -12,6 +12,7 @@ mod attributes;
 mod error;
 mod ids;
 mod messages;
+pub mod reference;
 pub mod schema;
 mod timestamp;
 

@@ -200,7 +200,7 @@ pub enum FailedTag {
 pub const FAILURE_REASON_MAX_CHARS: usize = 4096;
 
 /// `interview.failed`: the bot reported an interview that could not be held.
-/// `failure_reason` is carried for the record and not used by settlement (as in the spec); it is at
+/// `failure_reason` is carried for the record and not used by settlement (as in the replaced system, docs/design.md#the-system-it-replaces); it is at
 /// most [`FAILURE_REASON_MAX_CHARS`] characters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -235,7 +235,7 @@ pub struct ReportGenerate {
     pub organization_id: OrganizationId,
 }
 
-/// What the interview queue carries: the spec's Zod union. A body with a `type` key is the
+/// What the interview queue carries: the Zod union of the API's schemas (docs/design.md, "Its consumer wrapper"). A body with a `type` key is the
 /// failed shape (and `type` must then be `"interview.failed"`); any other body is the completed
 /// shape.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -426,7 +426,7 @@ impl InterviewFailed {
     }
 }
 
-/// The wire body of a message: compact JSON, fields in the order of the spec.
+/// The wire body of a message: compact JSON, fields in the order the API's producers write them (docs/design.md, "Its producers").
 pub fn to_body<T: Serialize>(message: &T) -> String {
     serde_json::to_string(message).expect("contract types always serialise")
 }

@@ -1,7 +1,7 @@
 //! JSON Schema documents for every message, generated from the Rust types. The checked-in copies
 //! under `functions/contracts/schemas/` are what the TypeScript API validates its publishes
 //! against; `tests::checked_in_schemas_match_the_types` fails when they drift (regenerate with
-//! `SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-contracts`).
+//! `scripts/regenerate`, which sets `SOPHIA_BLESS_SCHEMAS=1`).
 
 use std::borrow::Cow;
 
@@ -150,13 +150,9 @@ mod tests {
                 std::fs::write(&path, &want).unwrap();
                 continue;
             }
-            let have = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-                panic!("{} is missing ({e}); run SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-contracts", path.display())
-            });
-            assert_eq!(
-                have, want,
-                "{name} drifted from the Rust types; regenerate with SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-contracts and review the diff"
-            );
+            let have = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{} is missing ({e}); run scripts/regenerate", path.display()));
+            assert_eq!(have, want, "{name} drifted from the Rust types; run scripts/regenerate and review the diff");
         }
     }
 

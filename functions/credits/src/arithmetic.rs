@@ -2,7 +2,7 @@
 //! (consume, then release or forfeit), lot status transitions. No I/O; every database write of a
 //! settlement is derived from a [`SettlementPlan`].
 //!
-//! # Overflow (issue 29)
+//! # Overflow
 //! Stored amounts are not trusted to be small: a corrupt lot or allocation can hold any 64-bit
 //! value, and the release profile has no overflow checks, so an unchecked `+` would wrap silently
 //! into a plausible-looking balance. Every sum of stored amounts here is checked
@@ -512,7 +512,7 @@ mod tests {
         assert_eq!((plan.lots[0].reserved, plan.lots[0].released), (5, 4));
     }
 
-    /// Issue 29: over arbitrary (corrupt) lot numbers, allocations and consumption, the walks
+    /// Over arbitrary (corrupt) lot numbers, allocations and consumption, the walks
     /// either return a typed [`PlanError`] or a plan whose every total equals the exact sum
     /// (computed in i128): never a wrapped value. Tests run with overflow checks, so an unchecked
     /// operation that overflowed would panic here as well.

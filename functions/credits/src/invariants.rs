@@ -11,7 +11,7 @@
 //! Sums are computed here, in Rust, from the documents (no aggregation), so the check does not
 //! depend on the server's numeric types; documents are read leniently (`sophia_documents`: a
 //! balance an operator fixed by hand in the mongo shell is a double). Sums are exact: stored
-//! 64-bit amounts are added in 128 bits (issue 29), so corrupt numbers can neither wrap nor
+//! 64-bit amounts are added in 128 bits, so corrupt numbers can neither wrap nor
 //! saturate into an apparent balance; the comparison reports them.
 
 use std::collections::HashMap;

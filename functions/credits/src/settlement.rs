@@ -3,7 +3,7 @@
 //! One settlement is one transaction, in this order:
 //! 1. (before the transaction) read the interview: missing, wrong organization, already settled,
 //!    inconsistent reservation and an anchor outside its window are decided here without starting
-//!    a transaction (DESIGN.md, "Settlement decisions"). An interview with nothing reserved
+//!    a transaction (docs/design.md, "Settlement decisions"). An interview with nothing reserved
 //!    (`credits.reserved` 0, absent or `null`, no allocations) is still settled: claimed,
 //!    `consumed` 0, retention, the outbox entry, and no credit writes. A soft-deleted interview
 //!    is settled like any other (the minutes were used; its report is not generated);
@@ -53,11 +53,11 @@ pub const ROUND_TRIPS_COMPLETED: usize = 8;
 /// Days from the completion (or failure) anchor to `retentionExpiresAt`.
 pub const RETENTION_DAYS: i64 = 60;
 
-/// How far in the future a completion or failure anchor may be (DESIGN.md): the API's clock and
+/// How far in the future a completion or failure anchor may be (docs/design.md, "Settlement decisions"): the API's clock and
 /// Lambda's may disagree by seconds, never by minutes; retention is computed from the anchor.
 pub const ANCHOR_FUTURE_TOLERANCE: chrono::TimeDelta = chrono::TimeDelta::minutes(5);
 
-/// The absolute lower bound of a completion or failure anchor (issue 29): 2024-01-01T00:00:00Z,
+/// The absolute lower bound of a completion or failure anchor: 2024-01-01T00:00:00Z,
 /// before any interview this system settles (it was built in 2026; the API's interviews are
 /// settled within days of completion). Retention is computed from the anchor, so an anchor below
 /// it (a JavaScript `new Date(0)`, a zeroed field: 1970) would give a `retentionExpiresAt` decades
@@ -65,7 +65,7 @@ pub const ANCHOR_FUTURE_TOLERANCE: chrono::TimeDelta = chrono::TimeDelta::minute
 /// no date from it can be trusted. Such an anchor is outside its window, like one before the
 /// interview's `createdAt`: inconsistent data, retried, then the DLQ, with the field named. It
 /// applies whether or not the interview has a `createdAt` (a `createdAt` can be as wrong).
-/// An anchor between the floor and now is accepted as it is (DESIGN.md: an old but possible
+/// An anchor between the floor and now is accepted as it is (docs/design.md, "Settlement decisions": an old but possible
 /// anchor keeps its retention even if that is already due).
 pub const ANCHOR_FLOOR_UNIX_SECONDS: i64 = 1_704_067_200;
 
@@ -445,7 +445,7 @@ fn check_settleable(interview: &InterviewCreditsView, organization_id: ObjectId)
     Ok(Some(reserved))
 }
 
-/// The completion or failure anchor must lie in its window (DESIGN.md): not before
+/// The completion or failure anchor must lie in its window (docs/design.md, "Settlement decisions"): not before
 /// [`anchor_floor`], not before the interview's `createdAt` (when it has one), not more than
 /// [`ANCHOR_FUTURE_TOLERANCE`] ahead.
 pub fn check_anchor(

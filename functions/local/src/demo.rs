@@ -1,6 +1,6 @@
-//! The demo: one organization, a handful of interviews that cover the paths of the spec, their
+//! The demo: one organization, a handful of interviews that cover the paths of the pipelines (docs/design.md), their
 //! events published through the real producers, and a readable summary read back from MongoDB and
-//! the queues, with each outcome checked against what the spec says should happen.
+//! the queues, with each outcome checked against what docs/design.md says should happen.
 //!
 //! | scenario | what is published | expected |
 //! | --- | --- | --- |

@@ -24,13 +24,13 @@ pub enum ServerError {
 
 /// The variable that names the repository explicitly (scripts set it); without it the checkout is
 /// found from the current directory.
-pub const SOPHIA_REPO_ROOT: &str = "SOPHIA_REPO_ROOT";
+pub const SOPHIA_REPO_ROOT: &str = sophia_platform::env::declared("SOPHIA_REPO_ROOT");
 
 /// Where the repository (and so its pinned tools and `.local/`) lives: `SOPHIA_REPO_ROOT`, else the
 /// checkout the current directory is in (see [`find_repo_root`]). Never the checkout the binary
 /// was built in: a binary copied or built elsewhere keeps its files where it is run.
 pub fn try_repo_root() -> Result<PathBuf, String> {
-    if let Some(root) = std::env::var_os(SOPHIA_REPO_ROOT).filter(|v| !v.is_empty()) {
+    if let Some(root) = sophia_platform::env::var_os(SOPHIA_REPO_ROOT).filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(root));
     }
     let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;

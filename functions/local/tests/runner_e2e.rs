@@ -56,7 +56,7 @@ async fn the_runner_brings_the_pipeline_up_and_the_demo_outcomes_hold_in_the_sto
 
     // What the stores say, read without the demo's code.
     let env = sophia_local::envfile::read(&env_file).unwrap();
-    // What it prints for the API's developers (issue 16): the same values as the env file.
+    // What it prints for the API's developers: the same values as the env file.
     let printed = std::fs::read_to_string(&stderr_log).unwrap();
     for key in
         ["INTERVIEW_COMPLETED_QUEUE_URL", "AWS_ENDPOINT_URL_SQS", "AWS_REGION", "MONGODB_URI", "MONGODB_DATABASE"]

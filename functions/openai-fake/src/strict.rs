@@ -87,8 +87,8 @@ pub const UNSUPPORTED_KEYWORDS: &[&str] = &[
     "uniqueItems",
 ];
 
-/// The most output tokens of the models this project may be configured with (OPENAI.md and
-/// OpenAI's model pages); `max_completion_tokens` above it is rejected as the API does.
+/// The most output tokens of the models this project may be configured with (OpenAI's model
+/// pages, https://platform.openai.com/docs/models); `max_completion_tokens` above it is rejected as the API does.
 pub const MODEL_MAX_OUTPUT_TOKENS: &[(&str, u64)] = &[
     ("gpt-4.1-mini", 32_768),
     ("gpt-4.1", 32_768),

@@ -33,7 +33,7 @@ impl Identity {
         if let Some(by) = by.map(str::trim).filter(|b| !b.is_empty()) {
             return Self { who: by.to_owned(), source: "--by", self_declared: true };
         }
-        if let Some(user) = std::env::var("USER").ok().filter(|u| !u.trim().is_empty()) {
+        if let Some(user) = sophia_platform::env::var("USER").filter(|u| !u.trim().is_empty()) {
             return Self { who: user, source: "USER", self_declared: true };
         }
         Self {

@@ -1,4 +1,4 @@
-//! Commands that move money are explicit (issue 21): against a queue that is not on this machine,
+//! Commands that move money are explicit: against a queue that is not on this machine,
 //! every command that publishes, redrives or resets first shows what it would do and the current
 //! state of the interviews concerned (read from MongoDB), and runs only with `--yes`. Without it,
 //! it prints that and exits non-zero; it never reads stdin (CI has none). `--dry-run` prints the

@@ -13,8 +13,8 @@ use sophia_platform::config;
 
 /// The env file the local runner writes, relative to the working directory.
 pub const DEFAULT_ENV_FILE: &str = ".local/sophia.env";
-pub const INTERVIEW_COMPLETED_DLQ_URL: &str = "INTERVIEW_COMPLETED_DLQ_URL";
-pub const REPORT_GENERATE_DLQ_URL: &str = "REPORT_GENERATE_DLQ_URL";
+pub const INTERVIEW_COMPLETED_DLQ_URL: &str = sophia_platform::env::declared("INTERVIEW_COMPLETED_DLQ_URL");
+pub const REPORT_GENERATE_DLQ_URL: &str = sophia_platform::env::declared("REPORT_GENERATE_DLQ_URL");
 pub use sophia_platform::sqs::{AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS};
 
 /// Variables that show the shell is already configured for some deployment: the endpoints,
@@ -67,8 +67,9 @@ impl Env {
             Some(path) => env.read_file(path)?,
             None if use_default => {
                 let path = Path::new(DEFAULT_ENV_FILE);
-                let targeted =
-                    targeting_variables().iter().any(|v| std::env::var(v).is_ok_and(|value| !value.trim().is_empty()));
+                let targeted = targeting_variables()
+                    .iter()
+                    .any(|v| sophia_platform::env::var(v).is_some_and(|value| !value.trim().is_empty()));
                 if path.is_file() && !targeted {
                     env.read_file(path)?;
                 }
@@ -91,13 +92,13 @@ impl Env {
 
     /// A set, non-blank value: the process environment first, then the file.
     pub fn get(&self, name: &str) -> Option<String> {
-        let real = if self.isolated { None } else { std::env::var(name).ok() };
+        let real = if self.isolated { None } else { sophia_platform::env::var(name) };
         real.or_else(|| self.values.get(name).cloned()).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
     }
 
     /// Whether `name` came from the file rather than the process environment.
     pub fn from_file(&self, name: &str) -> bool {
-        let real = !self.isolated && std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+        let real = !self.isolated && sophia_platform::env::var(name).is_some_and(|v| !v.trim().is_empty());
         !real && self.values.contains_key(name)
     }
 

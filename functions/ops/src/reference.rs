@@ -1,7 +1,7 @@
 //! The command reference, `docs/reference/ops-cli.md`, generated from the clap definitions (the
 //! `--help` of every command), so the document cannot drift from the binary:
 //! `functions/ops/tests/cli_reference.rs` fails when the file differs, and rewrites it with
-//! `SOPHIA_BLESS=1`.
+//! `SOPHIA_BLESS=1` (`scripts/regenerate` sets it).
 
 use clap::CommandFactory;
 
@@ -19,7 +19,7 @@ pub fn markdown() -> String {
     cmd.build();
     let mut out = String::from(
         "<!-- Generated from the clap definitions of functions/ops (src/cli.rs); do not edit.\n     \
-         Regenerate: SOPHIA_BLESS=1 cargo test -p sophia-ops --test cli_reference\n     \
+         Regenerate: scripts/regenerate\n     \
          (the test fails when this file differs from the binary's help). -->\n\
          # `sophia-ops` command reference\n\n\
          Every command's `--help`, as the binary prints it. How to get the binary, the permissions it\n\

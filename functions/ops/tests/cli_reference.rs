@@ -1,23 +1,12 @@
 //! `docs/reference/ops-cli.md` is the binary's help: this test fails when they differ.
-//! Regenerate with `SOPHIA_BLESS=1 cargo test -p sophia-ops --test cli_reference`.
+//! Regenerate with `scripts/regenerate` (which runs this test with `SOPHIA_BLESS=1`).
 
 use std::path::PathBuf;
 
 #[test]
 fn the_command_reference_matches_the_clap_definitions() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(sophia_ops::reference::PATH);
-    let generated = sophia_ops::reference::markdown();
-    if std::env::var("SOPHIA_BLESS").is_ok_and(|v| v == "1") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &generated).unwrap();
-        return;
-    }
-    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        on_disk == generated,
-        "{} is out of date with functions/ops/src/cli.rs; regenerate it with\n  SOPHIA_BLESS=1 cargo test -p sophia-ops --test cli_reference",
-        sophia_ops::reference::PATH
-    );
+    sophia_platform::env::bless_or_assert(&path, &sophia_ops::reference::markdown(), "functions/ops/src/cli.rs");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! What one report costs, in the numbers people read (issue 19): input, cached and output tokens
+//! What one report costs, in the numbers people read: input, cached and output tokens
 //! of the chat completion for a 30-minute and a 4-hour fixture interview, counted with OpenAI's
 //! o200k tokenizer (gpt-4.1's), and the list-price cost, for the prompt as it is now and as it
 //! was before the compact form and the token budget (`report-v1`: the interview as pretty JSON
@@ -7,7 +7,7 @@
 //! Counts are of the request's text (system message, user message, response schema) plus a few
 //! tokens of message framing; OpenAI's own `usage` can differ by a handful of tokens. Cached
 //! tokens are the static prefix (the instructions and the schema) as OpenAI's prompt caching
-//! would serve it on a repeated request: from 1,024 tokens on, in steps of 128 (OPENAI.md).
+//! would serve it on a repeated request: from 1,024 tokens on, in steps of 128 (https://platform.openai.com/docs/guides/prompt-caching).
 //!
 //! The worst case of a report is its first call plus the one repair a reply with a critical
 //! finding gets (`docs/report-quality.md`): the same request, then the first reply and a short
@@ -21,7 +21,7 @@ use sophia_reports::interview::{Interview, Proctoring, Snapshot, Turn};
 use sophia_reports::schema::report_schema;
 use sophia_reports::{prompt, repair, validate};
 
-/// gpt-4.1-mini list prices, US dollars per million tokens (OPENAI.md, 2026-12-03).
+/// gpt-4.1-mini list prices, US dollars per million tokens (https://openai.com/api/pricing/, read 2026-12-03).
 pub const INPUT_PER_MILLION: f64 = 0.40;
 pub const CACHED_INPUT_PER_MILLION: f64 = 0.10;
 pub const OUTPUT_PER_MILLION: f64 = 1.60;

@@ -1,19 +1,22 @@
-//! Environment variables, named as in docs/design.md.
+//! Environment variables: the names this crate reads (each declared in [`sophia_env::VARIABLES`],
+//! the one list docs/reference/configuration.md is rendered from) and their parsing.
 
 use std::time::Duration;
 
-pub const INTERVIEW_COMPLETED_QUEUE_URL: &str = "INTERVIEW_COMPLETED_QUEUE_URL";
-pub const REPORT_GENERATE_QUEUE_URL: &str = "REPORT_GENERATE_QUEUE_URL";
-pub const MONGODB_URI: &str = "MONGODB_URI";
-pub const MONGODB_DATABASE: &str = "MONGODB_DATABASE";
+pub const INTERVIEW_COMPLETED_QUEUE_URL: &str = crate::env::declared("INTERVIEW_COMPLETED_QUEUE_URL");
+pub const REPORT_GENERATE_QUEUE_URL: &str = crate::env::declared("REPORT_GENERATE_QUEUE_URL");
+pub const MONGODB_URI: &str = crate::env::declared("MONGODB_URI");
+pub const MONGODB_DATABASE: &str = crate::env::declared("MONGODB_DATABASE");
 /// Local use only: accept a MongoDB that cannot run transactions (e.g. nx-27017).
-pub const MONGODB_ALLOW_STANDALONE: &str = "MONGODB_ALLOW_STANDALONE";
-pub const OPENAI_API_KEY: &str = "OPENAI_API_KEY";
-pub const OPENAI_MODEL: &str = "OPENAI_MODEL";
-pub const OPENAI_BASE_URL: &str = "OPENAI_BASE_URL";
-pub const LOG_LEVEL: &str = "LOG_LEVEL";
+pub const MONGODB_ALLOW_STANDALONE: &str = crate::env::declared("MONGODB_ALLOW_STANDALONE");
+pub const OPENAI_API_KEY: &str = crate::env::declared("OPENAI_API_KEY");
+pub const OPENAI_MODEL: &str = crate::env::declared("OPENAI_MODEL");
+pub const OPENAI_BASE_URL: &str = crate::env::declared("OPENAI_BASE_URL");
+pub const LOG_LEVEL: &str = crate::env::declared("LOG_LEVEL");
 /// How many records of one batch the interview consumers work on at once.
-pub const RECORD_CONCURRENCY: &str = "RECORD_CONCURRENCY";
+/// MongoDB server selection timeout in milliseconds.
+pub const MONGODB_SERVER_SELECTION_TIMEOUT_MS: &str = crate::env::declared("MONGODB_SERVER_SELECTION_TIMEOUT_MS");
+pub const RECORD_CONCURRENCY: &str = crate::env::declared("RECORD_CONCURRENCY");
 pub const DEFAULT_DATABASE: &str = "sophia";
 pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4.1-mini";
 
@@ -27,7 +30,7 @@ pub enum ConfigError {
 
 /// A set, non-blank variable.
 pub fn optional(name: &'static str) -> Option<String> {
-    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    crate::env::var(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
 pub fn required(name: &'static str) -> Result<String, ConfigError> {
@@ -70,6 +73,28 @@ pub fn positive(name: &'static str, value: Option<&str>, default: usize) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The defaults docs/reference/configuration.md states (from `sophia_env::VARIABLES`) are the
+    /// ones this crate applies.
+    #[test]
+    fn the_declared_defaults_are_the_ones_applied() {
+        let declared = |name: &str| crate::env::lookup(name).map(|v| v.default).unwrap_or_default();
+        let millis = |d: std::time::Duration| format!("`{}`", d.as_millis());
+        for (name, applied) in [
+            (MONGODB_DATABASE, format!("`{DEFAULT_DATABASE}`")),
+            (OPENAI_MODEL, format!("`{DEFAULT_OPENAI_MODEL}`")),
+            (crate::mongo::MONGODB_MAX_POOL_SIZE, format!("`{}`", crate::mongo::DEFAULT_MAX_POOL_SIZE)),
+            (crate::mongo::MONGODB_MAX_IDLE_TIME_MS, millis(crate::mongo::DEFAULT_MAX_IDLE_TIME)),
+            (
+                crate::secrets::PARAMETERS_SECRETS_EXTENSION_HTTP_PORT,
+                format!("`{}`", crate::secrets::DEFAULT_EXTENSION_PORT),
+            ),
+            (crate::secrets::SECRETS_EXTENSION_TIMEOUT_MS, millis(crate::secrets::DEFAULT_EXTENSION_BUDGET)),
+            (crate::rotation::SECRETS_REFRESH_INTERVAL_MS, millis(crate::rotation::DEFAULT_REFRESH_INTERVAL)),
+        ] {
+            assert_eq!(declared(name), applied, "{name}");
+        }
+    }
 
     #[test]
     fn a_positive_count_is_its_value_or_the_default_and_zero_or_text_is_refused() {

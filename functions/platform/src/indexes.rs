@@ -3,7 +3,7 @@
 //! that finds one missing says so loudly, once per cold start:
 //! - a missing unique index: concurrent duplicates can write two documents where the design
 //!   allows one;
-//! - a missing TTL index (issue 29: `interviewReports.retentionExpiresAt`): candidate data is kept
+//! - a missing TTL index (`interviewReports.retentionExpiresAt`): candidate data is kept
 //!   past the retention date the system promises.
 
 use bson::{Bson, Document};

@@ -4,6 +4,8 @@
 
 pub mod config;
 pub mod deferred;
+/// The declaration of every environment variable (the `sophia-env` crate).
+pub use sophia_env as env;
 pub mod indexes;
 pub mod mongo;
 pub mod rotation;

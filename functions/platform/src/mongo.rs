@@ -21,8 +21,8 @@ use mongodb::{Client, Database};
 use crate::config::{self, ConfigError};
 use crate::secrets::{self, Secret, SecretError};
 
-pub const MONGODB_MAX_POOL_SIZE: &str = "MONGODB_MAX_POOL_SIZE";
-pub const MONGODB_MAX_IDLE_TIME_MS: &str = "MONGODB_MAX_IDLE_TIME_MS";
+pub const MONGODB_MAX_POOL_SIZE: &str = crate::env::declared("MONGODB_MAX_POOL_SIZE");
+pub const MONGODB_MAX_IDLE_TIME_MS: &str = crate::env::declared("MONGODB_MAX_IDLE_TIME_MS");
 pub const DEFAULT_MAX_POOL_SIZE: u32 = 4;
 /// Well below the idle timeouts of AWS NAT gateways (350 s) and typical freezes between batches.
 pub const DEFAULT_MAX_IDLE_TIME: Duration = Duration::from_secs(60);
@@ -150,7 +150,10 @@ impl MongoSettings {
         Ok(Self {
             uri: secrets::required(Secret::MongoDbUri)?.into_inner(),
             database: config::optional(config::MONGODB_DATABASE).unwrap_or_else(|| config::DEFAULT_DATABASE.to_owned()),
-            server_selection_timeout: config::millis("MONGODB_SERVER_SELECTION_TIMEOUT_MS", Duration::from_secs(5))?,
+            server_selection_timeout: config::millis(
+                config::MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+                Duration::from_secs(5),
+            )?,
             allow_standalone: config::flag(config::MONGODB_ALLOW_STANDALONE, false)?,
         })
     }

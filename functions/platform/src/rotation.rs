@@ -33,7 +33,7 @@ use crate::secrets::{self, Secret};
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Milliseconds between two re-reads of one secret by one process (default 30 s).
-pub const SECRETS_REFRESH_INTERVAL_MS: &str = "SECRETS_REFRESH_INTERVAL_MS";
+pub const SECRETS_REFRESH_INTERVAL_MS: &str = crate::env::declared("SECRETS_REFRESH_INTERVAL_MS");
 pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(30);
 /// The `errorKind` of every log line about a refused credential.
 pub const CREDENTIALS_REFUSED: &str = "credentials_refused";

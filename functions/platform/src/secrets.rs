@@ -34,12 +34,12 @@ use tokio::time::Instant;
 use crate::config::{self, ConfigError, MONGODB_URI, OPENAI_API_KEY};
 pub use crate::sqs::AWS_SESSION_TOKEN;
 
-pub const MONGODB_URI_SECRET_ARN: &str = "MONGODB_URI_SECRET_ARN";
-pub const OPENAI_API_KEY_SECRET_ARN: &str = "OPENAI_API_KEY_SECRET_ARN";
+pub const MONGODB_URI_SECRET_ARN: &str = crate::env::declared("MONGODB_URI_SECRET_ARN");
+pub const OPENAI_API_KEY_SECRET_ARN: &str = crate::env::declared("OPENAI_API_KEY_SECRET_ARN");
 /// The extension's port (the extension reads the same variable).
-pub const PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: &str = "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT";
+pub const PARAMETERS_SECRETS_EXTENSION_HTTP_PORT: &str = crate::env::declared("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT");
 /// How long init may wait for the extension, in milliseconds (all attempts together).
-pub const SECRETS_EXTENSION_TIMEOUT_MS: &str = "SECRETS_EXTENSION_TIMEOUT_MS";
+pub const SECRETS_EXTENSION_TIMEOUT_MS: &str = crate::env::declared("SECRETS_EXTENSION_TIMEOUT_MS");
 pub const DEFAULT_EXTENSION_PORT: u16 = 2773;
 /// Short: init as a whole must end within Lambda's 10 s, and when the extension has not started
 /// serving by then the clients are built at the first invocation ([`crate::deferred`]).

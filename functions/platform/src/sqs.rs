@@ -5,7 +5,7 @@
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, valid for the life of the
 //! execution environment). It deliberately does not use `aws-config`: its credential chain
 //! (profiles, SSO, STS web identity, IMDS) adds three SDK clients to every binary (a large share of
-//! the zip, see issue 6) and nothing a function uses. Operators' tools that need that chain
+//! the zip, whose size docs/performance.md tracks) and nothing a function uses. Operators' tools that need that chain
 //! enable the `credential-chain` feature and call [`client_from_default_chain`].
 //!
 //! The endpoint is an explicit URL, else `AWS_ENDPOINT_URL_SQS` / `AWS_ENDPOINT_URL` (what the
@@ -20,13 +20,13 @@ use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 
 use crate::config::optional;
 
-pub const AWS_REGION: &str = "AWS_REGION";
-pub const AWS_DEFAULT_REGION: &str = "AWS_DEFAULT_REGION";
-pub const AWS_ACCESS_KEY_ID: &str = "AWS_ACCESS_KEY_ID";
-pub const AWS_SECRET_ACCESS_KEY: &str = "AWS_SECRET_ACCESS_KEY";
-pub const AWS_SESSION_TOKEN: &str = "AWS_SESSION_TOKEN";
-pub const AWS_ENDPOINT_URL_SQS: &str = "AWS_ENDPOINT_URL_SQS";
-pub const AWS_ENDPOINT_URL: &str = "AWS_ENDPOINT_URL";
+pub const AWS_REGION: &str = crate::env::declared("AWS_REGION");
+pub const AWS_DEFAULT_REGION: &str = crate::env::declared("AWS_DEFAULT_REGION");
+pub const AWS_ACCESS_KEY_ID: &str = crate::env::declared("AWS_ACCESS_KEY_ID");
+pub const AWS_SECRET_ACCESS_KEY: &str = crate::env::declared("AWS_SECRET_ACCESS_KEY");
+pub const AWS_SESSION_TOKEN: &str = crate::env::declared("AWS_SESSION_TOKEN");
+pub const AWS_ENDPOINT_URL_SQS: &str = crate::env::declared("AWS_ENDPOINT_URL_SQS");
+pub const AWS_ENDPOINT_URL: &str = crate::env::declared("AWS_ENDPOINT_URL");
 
 /// Why no SQS client could be configured from the environment.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]

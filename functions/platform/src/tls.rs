@@ -2,7 +2,7 @@
 //!
 //! Three clients speak TLS: the SQS SDK's HTTP client, the MongoDB driver and reqwest (OpenAI).
 //! Each would pick its own default, and the SDK's and reqwest's default is aws-lc-rs: linking it
-//! made every zip 0.16-0.25 MB larger (issue 19, docs/performance.md "Zip size"). Each is pointed at ring:
+//! made every zip 0.16-0.25 MB larger (docs/performance.md, "Zip size"). Each is pointed at ring:
 //!
 //! - SQS: [`sqs_http_client`], aws-smithy-http-client's rustls connector in ring mode, set on the
 //!   SDK config by [`crate::sqs`] (the SDK's own default client is not compiled in);

@@ -1,4 +1,4 @@
-//! The TLS policy of a MongoDB connection string (issue 29): outside local mode a URI must not turn
+//! The TLS policy of a MongoDB connection string: outside local mode a URI must not turn
 //! TLS or its verification off. The driver honours `tls=false` / `ssl=false`,
 //! `tlsAllowInvalidCertificates=true`, `tlsAllowInvalidHostnames=true` and `tlsInsecure=true`
 //! (and the legacy `ssl...` spellings) as written; a `mongodb://` URI without `tls=true` is
@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::config::{self, ConfigError};
 
 /// Accept a URI that disables TLS or its verification on a non-local host (a test database only).
-pub const MONGODB_ALLOW_INSECURE_TLS: &str = "MONGODB_ALLOW_INSECURE_TLS";
+pub const MONGODB_ALLOW_INSECURE_TLS: &str = crate::env::declared("MONGODB_ALLOW_INSECURE_TLS");
 
 /// Why a URI was refused. Never holds the URI.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

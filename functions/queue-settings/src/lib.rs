@@ -26,7 +26,7 @@ pub struct Declaration {
 pub struct QueueSettings {
     /// Stable key (`interviewCompleted`, `reportGenerate`).
     pub key: String,
-    /// Component name in the spec (`InterviewCompleted`).
+    /// Component name of the queue in the stack (`InterviewCompleted`).
     pub component: String,
     /// Queue name without the `<app>-<stage>-` prefix.
     pub name: String,

@@ -3,7 +3,7 @@
 //! local runner). The report-generate function never creates them; it checks [`REQUIRED`] and
 //! [`REQUIRED_TTL`] on its first invocation and logs an ERROR for a missing one.
 //!
-//! # Retention (issue 29)
+//! # Retention
 //! Reports hold candidate text (verbatim quotes, the summary). [`RETENTION_TTL_INDEX`] makes
 //! MongoDB delete a report once its `retentionExpiresAt` has passed: a TTL index on a date field
 //! with `expireAfterSeconds: 0` expires each document at the date the field holds; a document

@@ -180,11 +180,17 @@ pub struct ReportContent {
     /// 0..=100; `null` when there was not enough evidence to score.
     #[schemars(range(min = 0, max = 100))]
     pub overall_score: Option<i32>,
+    /// The hiring recommendation.
     pub recommendation: Recommendation,
+    /// A short summary of the interview for the hiring team.
     pub summary: String,
+    /// The candidate's strengths, as the model wrote them.
     pub strengths: Vec<String>,
+    /// The concerns, as the model wrote them.
     pub concerns: Vec<String>,
+    /// One assessment per skill of the role, with the transcript quotes it rests on.
     pub skill_assessments: Vec<SkillAssessment>,
+    /// One analysis per interview question.
     pub question_analysis: Vec<QuestionAnalysis>,
     /// Set when the insufficient-evidence rule wrote the report: which threshold was missed.
     pub insufficient_evidence_reason: Option<String>,
@@ -355,12 +361,14 @@ impl JsonSchema for BsonObjectId {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(title = "InterviewReportDocument")]
 pub struct ReportDocument {
+    /// The document's id.
     #[serde(rename = "_id")]
     #[schemars(with = "BsonObjectId")]
     pub id: bson::oid::ObjectId,
     /// The interview (unique: one report per interview).
     #[schemars(with = "BsonObjectId")]
     pub interview_id: bson::oid::ObjectId,
+    /// The organization whose interview it is.
     #[schemars(with = "BsonObjectId")]
     pub organization_id: bson::oid::ObjectId,
     /// `NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`.
@@ -383,6 +391,7 @@ pub struct ReportDocument {
     /// The kind of the last failure (`FAILED`; cleared on completion).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_kind: Option<crate::error::ErrorKind>,
+    /// When the last attempt failed (`FAILED`; cleared on completion).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<BsonDate>")]
     pub last_error_at: Option<bson::DateTime>,
@@ -411,14 +420,19 @@ pub struct ReportDocument {
     /// `generation.truncation` (`omittedFromTurn`, `omittedToTurn`).
     #[serde(default)]
     pub transcript_turns_omitted: Option<i64>,
+    /// When the document was created (by the API's placeholder or the first claim).
     #[schemars(with = "BsonDate")]
     pub created_at: bson::DateTime,
+    /// The last write. A `PROCESSING` report without `leaseExpiresAt` (written before leases
+    /// existed) is claimed again one lease length after it.
     #[schemars(with = "BsonDate")]
     pub updated_at: bson::DateTime,
+    /// When the report was completed (`COMPLETED` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<BsonDate>")]
     pub completed_at: Option<bson::DateTime>,
-    /// Set by `sophia-ops report retry --reset-attempts`.
+    /// When an operator last gave the report a fresh attempt budget (`attemptCount` back to 0):
+    /// `sophia-ops report retry --reset-attempts`, or `sophia-ops dlq redrive report-generate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<BsonDate>")]
     pub attempts_reset_at: Option<bson::DateTime>,

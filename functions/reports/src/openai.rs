@@ -43,11 +43,11 @@ use crate::prompt::Prompt;
 use crate::schema::{SCHEMA_NAME, report_schema};
 
 /// Milliseconds one attempt (its chat completions and their waits) may take, end to end.
-pub const OPENAI_TIMEOUT_MS: &str = "OPENAI_TIMEOUT_MS";
+pub const OPENAI_TIMEOUT_MS: &str = sophia_platform::env::declared("OPENAI_TIMEOUT_MS");
 /// `max_completion_tokens` of the request.
-pub const OPENAI_MAX_COMPLETION_TOKENS: &str = "OPENAI_MAX_COMPLETION_TOKENS";
+pub const OPENAI_MAX_COMPLETION_TOKENS: &str = sophia_platform::env::declared("OPENAI_MAX_COMPLETION_TOKENS");
 /// `temperature` of the request (0 to 2).
-pub const OPENAI_TEMPERATURE: &str = "OPENAI_TEMPERATURE";
+pub const OPENAI_TEMPERATURE: &str = sophia_platform::env::declared("OPENAI_TEMPERATURE");
 
 /// Default attempt timeout: well inside the 300 s function timeout, leaving time to record a
 /// failure before the invocation ends.
@@ -445,7 +445,7 @@ impl ReportModel {
             temperature: Some(self.temperature),
             max_completion_tokens: Some(self.max_completion_tokens),
             // One key per prompt version: requests that share the static prefix (instructions and
-            // schema) are routed to the same cache (OPENAI.md, "Prompt caching").
+            // schema) are routed to the same cache (https://platform.openai.com/docs/guides/prompt-caching).
             prompt_cache_key: Some(crate::prompt::prompt_version().to_owned()),
             ..Default::default()
         }

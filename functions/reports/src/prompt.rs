@@ -68,7 +68,7 @@ pub fn prompt_version() -> &'static str {
 }
 
 /// The transcript budget in estimated tokens (environment variable; a whole number >= 1000).
-pub const REPORT_TRANSCRIPT_TOKEN_BUDGET: &str = "REPORT_TRANSCRIPT_TOKEN_BUDGET";
+pub const REPORT_TRANSCRIPT_TOKEN_BUDGET: &str = sophia_platform::env::declared("REPORT_TRANSCRIPT_TOKEN_BUDGET");
 
 /// About 3,000 tokens: a long resume's substance fits; more is boilerplate.
 pub const MAX_RESUME_CHARS: usize = 12_000;
@@ -131,9 +131,9 @@ impl PromptLimits {
 
     /// From [`REPORT_TRANSCRIPT_TOKEN_BUDGET`] (unset: the default). The error names the variable.
     pub fn from_env() -> Result<Self, String> {
-        match std::env::var(REPORT_TRANSCRIPT_TOKEN_BUDGET) {
-            Err(_) => Ok(Self::default()),
-            Ok(v) => match v.trim().parse::<usize>() {
+        match sophia_platform::env::var(REPORT_TRANSCRIPT_TOKEN_BUDGET) {
+            None => Ok(Self::default()),
+            Some(v) => match v.trim().parse::<usize>() {
                 Ok(n) if n >= Self::MIN_TRANSCRIPT_TOKEN_BUDGET => Ok(Self { transcript_token_budget: n }),
                 _ => Err(format!(
                     "{REPORT_TRANSCRIPT_TOKEN_BUDGET} must be a whole number of tokens >= {}",

@@ -4,7 +4,7 @@
 //! - subschemas are inlined (no `$ref`/`$defs`);
 //! - every object lists all its properties in `required` and has `additionalProperties: false`;
 //! - only keywords of the strict subset are kept ([`ALLOWED_KEYWORDS`]): the scores' `minimum`
-//!   and `maximum` stay (strict mode supports them, OPENAI.md); schemars' `format` (`int32`),
+//!   and `maximum` stay (strict mode supports them: https://platform.openai.com/docs/guides/structured-outputs); schemars' `format` (`int32`),
 //!   `$schema`, `title`, `default`... are removed. [`LlmReport::validate`] checks the ranges
 //!   again after parsing;
 //! - properties keep the order of the Rust fields, which is the order the model writes them in:
@@ -49,7 +49,7 @@ pub const REPORT_DOCUMENT_SCHEMA_FILE: &str = "interview-report-document.schema.
 /// The JSON Schema of one `interviewReports` document as this service writes it, generated from
 /// [`ReportDocument`](crate::model::ReportDocument) (BSON dates as `date-time` strings, ObjectIds
 /// as 24-hex strings, as in extended JSON). Checked in and drift-tested
-/// (`SOPHIA_BLESS_SCHEMAS=1 cargo test -p sophia-reports` regenerates it).
+/// (`scripts/regenerate` regenerates it).
 pub fn report_document_schema() -> Value {
     let mut schema = schemars::schema_for!(crate::model::ReportDocument).to_value();
     schema["description"] = Value::from(

@@ -1,5 +1,5 @@
-//! `generate_report`: the spec's seven steps (queues.md section 2, DESIGN.md "Report
-//! generation").
+//! `generate_report`: the replaced system's seven steps (docs/design.md, "Its report generation"),
+//! with the rules of docs/design.md, "Report generation".
 
 use std::time::Duration;
 
@@ -210,7 +210,7 @@ impl ReportService {
         }
 
         // 7. The model. Every failure is recorded on the report and returned, the last
-        // attempt's included (DESIGN.md): SQS retries it, then moves it to the DLQ.
+        // attempt's included (docs/design.md, "Report generation"): SQS retries it, then moves it to the DLQ.
         let prompt = prompt::build_with(&interview, &self.limits);
         span.record("model", self.model.model());
         if prompt.truncation.any() {
@@ -240,7 +240,7 @@ impl ReportService {
             }
         };
         log_reply(&first, CallPurpose::First);
-        // The output checked against the interview before it is stored (DESIGN.md).
+        // The output checked against the interview before it is stored (docs/design.md, "Report generation").
         let (first_checked, first_warnings) = validate::check(first.report.clone(), &expected);
         log_findings(&first_warnings, CallPurpose::First);
         let mut calls = vec![call_of(CallPurpose::First, &first, &first_warnings)];
@@ -307,7 +307,7 @@ impl ReportService {
     }
 
     /// Why the report could not be claimed: completed, out of attempts (acknowledged without a
-    /// model call: DESIGN.md's only acknowledged failure), held by a live worker, or unreadable
+    /// model call: the only failure acknowledged, docs/design.md "Report generation"), held by a live worker, or unreadable
     /// (recorded on the report and returned as `invalid_document`).
     async fn not_claimed(&self, interview_id: InterviewId, retention: DateTime) -> Result<Generated, ReportError> {
         let Some(raw) = self.store.find_raw(interview_id).await? else {

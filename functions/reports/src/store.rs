@@ -1,7 +1,8 @@
 //! `interviewReports`: one document per interview (unique on `interviewId`, see
 //! [`crate::migrations`]), and every state transition as one conditional write.
 //!
-//! The claim (the spec's "atomic update/upsert that increments `attemptCount`") is two atomic
+//! The claim (step 4 of the replaced report generation, "an atomic update/upsert that increments
+//! `attemptCount`": docs/design.md, "Its report generation") is two atomic
 //! writes, each correct on its own under concurrency, the second only when the first finds the
 //! document already there:
 //! 1. [`ReportStore::insert_claimed`]: insert the report already `PROCESSING` under this
@@ -48,8 +49,7 @@ pub const MAX_LAST_ERROR_CHARS: usize = 1_000;
 pub const FALLBACK_RETENTION_DAYS: i64 = 60;
 
 /// The report's retention date: the interview's `retentionExpiresAt`, else
-/// [`FALLBACK_RETENTION_DAYS`] from `now`. Every write of a report sets it (DESIGN.md: "every
-/// report write sets a retention date"; the TTL index on it deletes the report).
+/// [`FALLBACK_RETENTION_DAYS`] from `now`. Every write of a report sets it (docs/design.md, "Documents written by other services"; the TTL index on it deletes the report).
 pub fn retention_or_fallback(interview_retention: Option<DateTime>, now: DateTime) -> DateTime {
     interview_retention.unwrap_or_else(|| {
         DateTime::from_millis(now.timestamp_millis().saturating_add(FALLBACK_RETENTION_DAYS * 24 * 3600 * 1000))
@@ -339,7 +339,7 @@ impl ReportStore {
         }))
     }
 
-    /// Step 3 of the spec: out of attempts -> `FAILED` (unless completed, or a live holder is
+    /// Step 3 of the replaced report generation (docs/design.md, "Its report generation"): out of attempts -> `FAILED` (unless completed, or a live holder is
     /// still working on its last attempt). Returns whether the document was marked.
     pub async fn mark_exhausted(
         &self,

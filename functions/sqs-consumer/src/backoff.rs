@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const TRANSIENT_SINCE: &str = "transientSince";
 /// Environment variable: a whole number dividing every backoff, requeue delay and the give-up age
 /// (local measurements with scaled time). 1 (no scaling) when unset.
-pub const SOPHIA_RETRY_TIME_SCALE: &str = "SOPHIA_RETRY_TIME_SCALE";
+pub const SOPHIA_RETRY_TIME_SCALE: &str = sophia_env::declared("SOPHIA_RETRY_TIME_SCALE");
 
 /// The first backoff before jitter (receive 1), doubled per receive.
 pub const DEFAULT_BASE: Duration = Duration::from_secs(60);
@@ -138,11 +138,7 @@ fn whole_seconds(d: Duration) -> Duration {
 }
 
 fn time_scale_from_env() -> u32 {
-    std::env::var(SOPHIA_RETRY_TIME_SCALE)
-        .ok()
-        .and_then(|v| v.trim().parse::<u32>().ok())
-        .filter(|n| *n >= 1)
-        .unwrap_or(1)
+    sophia_env::var(SOPHIA_RETRY_TIME_SCALE).and_then(|v| v.trim().parse::<u32>().ok()).filter(|n| *n >= 1).unwrap_or(1)
 }
 
 /// Milliseconds since the epoch (a [`TRANSIENT_SINCE`] value).

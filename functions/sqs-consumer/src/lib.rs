@@ -1,4 +1,4 @@
-//! The SQS consumer wrapper: the spec's `createSqsConsumer`, in Rust.
+//! The SQS consumer wrapper: the replaced system's `createSqsConsumer` (docs/design.md, "Its consumer wrapper"), in Rust.
 //!
 //! For one Lambda invocation it
 //! 1. refuses a batch with a record that has no `messageId` (an empty `itemIdentifier` would make

@@ -27,9 +27,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// The CloudWatch namespace of every metric.
 pub const NAMESPACE: &str = "Sophia";
 /// Environment variable: `off` disables emission.
-pub const SOPHIA_METRICS: &str = "SOPHIA_METRICS";
+pub const SOPHIA_METRICS: &str = sophia_env::declared("SOPHIA_METRICS");
 /// Environment variable: the stage (the stack sets it); `local` when unset.
-pub const SOPHIA_STAGE: &str = "SOPHIA_STAGE";
+pub const SOPHIA_STAGE: &str = sophia_env::declared("SOPHIA_STAGE");
 
 /// The declaration of every metric (`infra-pulumi/metrics.json`), shared with the Pulumi program
 /// (the dashboard and the alarms read it), embedded at build time.
@@ -266,8 +266,8 @@ pub fn set_sink(sink: Option<Sink>) {
 fn enabled_by_env() -> bool {
     static ENABLED: OnceLock<bool> = OnceLock::new();
     *ENABLED.get_or_init(|| {
-        std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some()
-            && std::env::var(SOPHIA_METRICS).map(|v| v != "off").unwrap_or(true)
+        sophia_env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some()
+            && sophia_env::var(SOPHIA_METRICS).map(|v| v != "off").unwrap_or(true)
     })
 }
 
@@ -294,8 +294,8 @@ impl Metrics {
         static DIMENSIONS: OnceLock<(String, String)> = OnceLock::new();
         let (stage, function) = DIMENSIONS.get_or_init(|| {
             (
-                clean(&std::env::var(SOPHIA_STAGE).unwrap_or_else(|_| "local".to_owned())),
-                clean(&std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".to_owned())),
+                clean(&sophia_env::var(SOPHIA_STAGE).unwrap_or_else(|| "local".to_owned())),
+                clean(&sophia_env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "local".to_owned())),
             )
         });
         Self { stage: stage.clone(), function: function.clone(), extra: None, values: BTreeMap::new() }

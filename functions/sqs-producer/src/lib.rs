@@ -1,11 +1,11 @@
-//! The producers (the spec's `sqs.service.ts`): `publish_interview_completed`,
+//! The producers (replacing the API's `sqs.service.ts`, docs/design.md "Its producers"): `publish_interview_completed`,
 //! `publish_interview_failed` and `publish_report_generate`.
 //!
 //! Each publish sends the message's JSON body (no envelope) with the String attributes
 //! `requestId` and `eventType`, and `MessageGroupId` = the message's organization id: the tenant of
 //! Amazon SQS fair queues on a standard queue (docs/design.md, "Tenant fairness"), derived from the
 //! typed message (for a raw body, [`SqsProducer::send`] parses it first). A queue whose URL is not configured is skipped with a warning, and
-//! the caller is told so ([`PublishOutcome::Skipped`]); it is not an error, as in the spec.
+//! the caller is told so ([`PublishOutcome::Skipped`]); it is not an error, as in the replaced producers (docs/design.md, "Its producers").
 
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::MessageAttributeValue;
@@ -60,7 +60,7 @@ pub enum PublishError {
     Contract { event_type: EventType, reason: String },
 }
 
-/// What the API knows when an interview completes; absent fields take the spec's defaults
+/// What the API knows when an interview completes; absent fields take the replaced producers' defaults
 /// (`completedAt` = now, `durationSeconds` = 0).
 #[derive(Debug, Clone)]
 pub struct CompletedInput {

@@ -19,7 +19,7 @@ export function checkCounts(resources: RecordedResource[], delta: Record<string,
   assert.deepEqual(countsByType(resources), expected);
 }
 
-/** Queue, DLQ, ESM and function numbers straight from the spec, on the registered inputs. */
+/** Queue, DLQ, ESM and function numbers of the replaced system (docs/design.md#the-system-it-replaces), on the registered inputs. */
 export function checkSpecNumbers(resources: RecordedResource[], stage: string, preview = false): void {
   const n = names(stage);
   for (const spec of Object.values(SPEC)) {

@@ -1,6 +1,6 @@
 /**
- * Expectations shared by the stack tests (dev, prod, preview). The numbers here are the spec's
- * (queues.md), written out on purpose: changing one in queues.json must fail a test.
+ * Expectations shared by the stack tests (dev, prod, preview). The numbers here are the replaced
+ * system's (docs/design.md#the-system-it-replaces), written out on purpose: changing one in queues.json must fail a test.
  */
 import * as assert from "node:assert/strict";
 
@@ -34,7 +34,7 @@ export const TYPE = {
 } as const;
 
 /**
- * queues.md: two pipelines, three functions (one not subscribed), the API and ops policies; the
+ * The replaced system's shape (docs/design.md#the-system-it-replaces): two pipelines, three functions (one not subscribed), the API and ops policies; the
  * stage's KMS key and its two secrets, the key's policy and the secrets' resource policies; the stage's alarm topic; 4 queue alarms + errors and
  * throttles per function + report-generate's duration.
  */
@@ -75,7 +75,7 @@ export function countsByType(resources: RecordedResource[]): Record<string, numb
   return counts;
 }
 
-/** The spec's numbers per pipeline (queues.md sections 1 and 2). */
+/** The replaced system's numbers per pipeline (docs/design.md#the-system-it-replaces). */
 export const SPEC = {
   interviewCompleted: {
     queue: "interview-completed",

@@ -21,12 +21,6 @@ export type ErrorKind =
   | "invalid_document"
   | "database";
 /**
- * The hiring recommendation. `insufficient_evidence` is also what the rule writes when the
- * interview was too short to judge (and the model may choose it too).
- */
-export type Recommendation =
-  "strong_hire" | "hire" | "lean_hire" | "lean_no_hire" | "no_hire" | "insufficient_evidence";
-/**
  * What a check found.
  */
 export type WarningCode =
@@ -42,6 +36,12 @@ export type WarningCode =
   | "too_many_items"
   | "too_long";
 /**
+ * The hiring recommendation. `insufficient_evidence` is also what the rule writes when the
+ * interview was too short to judge (and the model may choose it too).
+ */
+export type Recommendation =
+  "strong_hire" | "hire" | "lean_hire" | "lean_no_hire" | "no_hire" | "insufficient_evidence";
+/**
  * Where a stored report came from.
  */
 export type ReportSource = "model" | "insufficient_evidence_rule";
@@ -55,7 +55,7 @@ export type CallPurpose = "first" | "repair";
  */
 export interface InterviewReportDocument {
   /**
-   * A BSON ObjectId (24 hex characters as a string)
+   * The document's id.
    */
   _id: string;
   /**
@@ -63,7 +63,7 @@ export interface InterviewReportDocument {
    */
   interviewId: string;
   /**
-   * A BSON ObjectId (24 hex characters as a string)
+   * The organization whose interview it is.
    */
   organizationId: string;
   /**
@@ -92,7 +92,7 @@ export interface InterviewReportDocument {
    */
   errorKind?: ErrorKind | null;
   /**
-   * A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)
+   * When the last attempt failed (`FAILED`; cleared on completion).
    */
   lastErrorAt?: string | null;
   /**
@@ -126,19 +126,21 @@ export interface InterviewReportDocument {
    */
   transcriptTurnsOmitted?: number | null;
   /**
-   * A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)
+   * When the document was created (by the API's placeholder or the first claim).
    */
   createdAt: string;
   /**
-   * A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)
+   * The last write. A `PROCESSING` report without `leaseExpiresAt` (written before leases
+   * existed) is claimed again one lease length after it.
    */
   updatedAt: string;
   /**
-   * A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)
+   * When the report was completed (`COMPLETED` only).
    */
   completedAt?: string | null;
   /**
-   * Set by `sophia-ops report retry --reset-attempts`.
+   * When an operator last gave the report a fresh attempt budget (`attemptCount` back to 0):
+   * `sophia-ops report retry --reset-attempts`, or `sophia-ops dlq redrive report-generate`.
    */
   attemptsResetAt?: string | null;
 }
@@ -150,11 +152,29 @@ export interface ReportContent {
    * 0..=100; `null` when there was not enough evidence to score.
    */
   overallScore?: number | null;
-  recommendation: Recommendation;
+  /**
+   * The hiring recommendation.
+   */
+  recommendation: "strong_hire" | "hire" | "lean_hire" | "lean_no_hire" | "no_hire" | "insufficient_evidence";
+  /**
+   * A short summary of the interview for the hiring team.
+   */
   summary: string;
+  /**
+   * The candidate's strengths, as the model wrote them.
+   */
   strengths: string[];
+  /**
+   * The concerns, as the model wrote them.
+   */
   concerns: string[];
+  /**
+   * One assessment per skill of the role, with the transcript quotes it rests on.
+   */
   skillAssessments: SkillAssessment[];
+  /**
+   * One analysis per interview question.
+   */
   questionAnalysis: QuestionAnalysis[];
   /**
    * Set when the insufficient-evidence rule wrote the report: which threshold was missed.

@@ -171,7 +171,7 @@ export const schemas = {
       "_id": {
         "type": "string",
         "pattern": "^[0-9a-fA-F]{24}$",
-        "description": "A BSON ObjectId (24 hex characters as a string)"
+        "description": "The document's id."
       },
       "interviewId": {
         "type": "string",
@@ -181,7 +181,7 @@ export const schemas = {
       "organizationId": {
         "type": "string",
         "pattern": "^[0-9a-fA-F]{24}$",
-        "description": "A BSON ObjectId (24 hex characters as a string)"
+        "description": "The organization whose interview it is."
       },
       "status": {
         "$ref": "#/$defs/ReportStatus",
@@ -236,7 +236,7 @@ export const schemas = {
           "null"
         ],
         "format": "date-time",
-        "description": "A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)"
+        "description": "When the last attempt failed (`FAILED`; cleared on completion)."
       },
       "refusal": {
         "type": [
@@ -297,12 +297,12 @@ export const schemas = {
       "createdAt": {
         "type": "string",
         "format": "date-time",
-        "description": "A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)"
+        "description": "When the document was created (by the API's placeholder or the first claim)."
       },
       "updatedAt": {
         "type": "string",
         "format": "date-time",
-        "description": "A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)"
+        "description": "The last write. A `PROCESSING` report without `leaseExpiresAt` (written before leases\nexisted) is claimed again one lease length after it."
       },
       "completedAt": {
         "type": [
@@ -310,7 +310,7 @@ export const schemas = {
           "null"
         ],
         "format": "date-time",
-        "description": "A BSON date (a JavaScript Date through Mongoose; ISO-8601 in extended JSON)"
+        "description": "When the report was completed (`COMPLETED` only)."
       },
       "attemptsResetAt": {
         "type": [
@@ -318,7 +318,7 @@ export const schemas = {
           "null"
         ],
         "format": "date-time",
-        "description": "Set by `sophia-ops report retry --reset-attempts`."
+        "description": "When an operator last gave the report a fresh attempt budget (`attemptCount` back to 0):\n`sophia-ops report retry --reset-attempts`, or `sophia-ops dlq redrive report-generate`."
       }
     },
     "required": [
@@ -433,34 +433,40 @@ export const schemas = {
             "maximum": 100
           },
           "recommendation": {
-            "$ref": "#/$defs/Recommendation"
+            "$ref": "#/$defs/Recommendation",
+            "description": "The hiring recommendation."
           },
           "summary": {
-            "type": "string"
+            "type": "string",
+            "description": "A short summary of the interview for the hiring team."
           },
           "strengths": {
             "type": "array",
             "items": {
               "type": "string"
-            }
+            },
+            "description": "The candidate's strengths, as the model wrote them."
           },
           "concerns": {
             "type": "array",
             "items": {
               "type": "string"
-            }
+            },
+            "description": "The concerns, as the model wrote them."
           },
           "skillAssessments": {
             "type": "array",
             "items": {
               "$ref": "#/$defs/SkillAssessment"
-            }
+            },
+            "description": "One assessment per skill of the role, with the transcript quotes it rests on."
           },
           "questionAnalysis": {
             "type": "array",
             "items": {
               "$ref": "#/$defs/QuestionAnalysis"
-            }
+            },
+            "description": "One analysis per interview question."
           },
           "insufficientEvidenceReason": {
             "type": [
