@@ -15,11 +15,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Environment variable: every answer waits this many milliseconds (± 25 %, drawn per request).
-pub const SOPHIA_OPENAI_FAKE_LATENCY_MS: &str = sophia_platform::env::declared("SOPHIA_OPENAI_FAKE_LATENCY_MS");
+pub const SOPHIA_OPENAI_FAKE_LATENCY_MS: &str = sophia_env::declared("SOPHIA_OPENAI_FAKE_LATENCY_MS");
 /// Environment variable: the tokens-per-minute limit.
-pub const SOPHIA_OPENAI_FAKE_TPM: &str = sophia_platform::env::declared("SOPHIA_OPENAI_FAKE_TPM");
+pub const SOPHIA_OPENAI_FAKE_TPM: &str = sophia_env::declared("SOPHIA_OPENAI_FAKE_TPM");
 /// Environment variable: the limit's window in milliseconds (60,000 unless time is scaled).
-pub const SOPHIA_OPENAI_FAKE_WINDOW_MS: &str = sophia_platform::env::declared("SOPHIA_OPENAI_FAKE_WINDOW_MS");
+pub const SOPHIA_OPENAI_FAKE_WINDOW_MS: &str = sophia_env::declared("SOPHIA_OPENAI_FAKE_WINDOW_MS");
 
 /// A latency on every answer: `typical` ± `jitter` (a share of it, 0..1), drawn per request.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -84,7 +84,7 @@ impl Window {
 }
 
 pub(crate) fn env_ms(name: &str) -> Option<u64> {
-    sophia_platform::env::var(name).and_then(|v| v.trim().parse().ok())
+    sophia_env::var(name).and_then(|v| v.trim().parse().ok())
 }
 
 #[cfg(test)]
