@@ -4,7 +4,7 @@
 //! against nx-27017 (or `SOPHIA_TEST_MONGODB_URI`). Table-driven: each row is one document and
 //! the outcome the read model must give it.
 
-mod report_support;
+use crate::support::report as report_support;
 
 use report_support::*;
 use sophia_documents::int;

@@ -1,7 +1,7 @@
 //! Report generation's logs: every line JSON with the generation fields, and never candidate
 //! text, refusal text or the API key. Captured by the harness's process-wide subscriber.
 
-mod report_support;
+use crate::support::report as report_support;
 
 use harness::faults::LogCapture;
 use report_support::*;

@@ -2,7 +2,7 @@
 //! publishes a settlement's pending `report.generate`, `invariants check` reports a broken
 //! balance with exit code 3, and `report retry` re-publishes (or refuses, with the reason).
 
-mod ops_support;
+use crate::support::ops as ops_support;
 
 use bson::doc;
 use bson::oid::ObjectId;

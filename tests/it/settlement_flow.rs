@@ -1,7 +1,7 @@
 //! Settlement over the real wire protocol (nx-27017 here, or `SOPHIA_TEST_MONGODB_URI`): one
 //! database per test, and the five invariants checked after every scenario.
 
-mod settlement_common;
+use crate::support::settlement as settlement_common;
 
 use bson::doc;
 use chrono::{Duration, Utc};

@@ -3,7 +3,7 @@
 //! times; DLQ bodies redacted unless `--show-body`; `dlq delete` of one message the operator has
 //! decided to drop. Candidate text never appears in what is printed (human or JSON).
 
-mod ops_support;
+use crate::support::ops as ops_support;
 
 use std::collections::HashMap;
 use std::time::Duration;

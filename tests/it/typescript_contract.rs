@@ -23,7 +23,7 @@
 //! builds and packs it once per run. Without Node the tests FAIL with a message: they never pass
 //! silently.
 
-mod ops_support;
+use crate::support::ops as ops_support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! (tests/fixtures/settlement-sqs-event.json), an `SqsBatchResponse` out, MongoDB (nx-27017 or
 //! `SOPHIA_TEST_MONGODB_URI`) and a real local SQS (fauxqs) for `report.generate`.
 
-mod settlement_common;
+use crate::support::settlement as settlement_common;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use harness::{sqs_client, test_queues};

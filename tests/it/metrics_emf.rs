@@ -6,7 +6,7 @@
 //! the declaration names (the dashboard and alarms are built from the same file).
 //! (One handler test in this file: the metrics sink is process-wide.)
 
-mod settlement_common;
+use crate::support::settlement as settlement_common;
 
 use std::sync::{Arc, Mutex};
 

@@ -8,7 +8,7 @@
 //! `appName`, so parallel tests are not affected; the same branches are unit-tested against a
 //! scripted session in `functions/credits/src/txn.rs`.
 
-mod settlement_common;
+use crate::support::settlement as settlement_common;
 
 use bson::doc;
 use settlement_common::{at, ctx, secs, world};

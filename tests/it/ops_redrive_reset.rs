@@ -10,7 +10,7 @@
 //! - redriving the interview DLQ shows per message whether the interview is still unsettled, and
 //!   each interview is settled once.
 
-mod ops_support;
+use crate::support::ops as ops_support;
 
 use std::time::Duration;
 

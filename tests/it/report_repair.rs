@@ -5,7 +5,7 @@
 //! stored COMPLETED with `needsReview: true`; a clean reply is one call. The compromised replies
 //! answer an interview whose transcript carries a prompt injection asking for `strong_hire`.
 
-mod report_support;
+use crate::support::report as report_support;
 
 use report_support::*;
 use sophia_reports::model::ReportStatus;

@@ -2,7 +2,7 @@
 //! attributes; `--max` and `--dry-run` do what they say; and when sends or deletes fail midway
 //! nothing is lost: afterwards every message is in the DLQ or in the source queue.
 
-mod ops_support;
+use crate::support::ops as ops_support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};

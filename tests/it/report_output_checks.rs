@@ -3,7 +3,7 @@
 //! OpenAI fake answering as a careless or compromised model would; and the whole interview sent
 //! within the token budget, with what was omitted recorded on the report.
 
-mod report_support;
+use crate::support::report as report_support;
 
 use report_support::*;
 use sophia_reports::prompt::{PromptLimits, parse_user_message};

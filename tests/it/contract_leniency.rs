@@ -4,7 +4,7 @@
 //! `floor(durationSeconds / 60)`; a string duration is still dropped, and its value is never in
 //! the reason.
 
-mod settlement_common;
+use crate::support::settlement as settlement_common;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use interview_completed::{Handler, SqsReportPublisher};

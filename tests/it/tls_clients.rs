@@ -11,7 +11,7 @@
 //! One test in its own process: `SSL_CERT_FILE` is process-wide and read when a client first
 //! connects.
 
-mod report_support;
+use crate::support::report as report_support;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

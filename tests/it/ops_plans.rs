@@ -6,7 +6,7 @@
 //! a wrong organization, a missing interview, a settled one, an unsettled one, a COMPLETED report.
 //! The audit record of each command and the request id of the messages it sends are checked too.
 
-mod ops_support;
+use crate::support::ops as ops_support;
 
 use std::time::Duration;
 

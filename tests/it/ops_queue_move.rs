@@ -4,7 +4,7 @@
 //! `--dry-run` moves nothing; and a run that stops midway (sends failing, the destination
 //! gone) loses nothing: every message is in one of the two queues.
 
-mod ops_support;
+use crate::support::ops as ops_support;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,7 +1,7 @@
 //! `sophia-ops dlq list|show` against fauxqs: a listing shows every message with its id,
 //! receive count, sent time, eventType and body, and removes nothing.
 
-mod ops_support;
+use crate::support::ops as ops_support;
 
 use std::collections::HashMap;
 

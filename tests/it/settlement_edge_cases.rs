@@ -5,7 +5,7 @@
 //! soft-deleted interviews, the record's deadline, and the outbox's TTL index. The five
 //! invariants are checked after every scenario that writes.
 
-mod settlement_common;
+use crate::support::settlement as settlement_common;
 
 use std::time::Duration;
 

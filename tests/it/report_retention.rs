@@ -15,7 +15,7 @@
 //! The last test runs the whole local pipeline (fauxqs, the event-source-mapping emulator,
 //! interview-completed settling the interview, report-generate) and checks every report written.
 
-mod report_support;
+use crate::support::report as report_support;
 
 use harness::faults::{
     World, completed_body, esm, fake_openai, interview_esm, poll_until, report_instance, reports_of, send,

@@ -4,7 +4,7 @@
 //! `bad_request` and the other host receives nothing. An answer body longer than
 //! `MAX_RESPONSE_BYTES` is not read further, with or without a `Content-Length`.
 
-mod report_support;
+use crate::support::report as report_support;
 
 use report_support::*;
 use sophia_reports::openai::MAX_RESPONSE_BYTES;

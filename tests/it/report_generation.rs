@@ -2,7 +2,7 @@
 //! `generate_report`) against nx-27017 and the OpenAI-compatible fake over real HTTP, with the
 //! real async-openai client.
 
-mod report_support;
+use crate::support::report as report_support;
 
 use report_support::*;
 use sophia_reports::model::ReportStatus;

@@ -11,8 +11,8 @@
 //! expired documents when the collection is next read, which the second test uses to show the
 //! three cases (past date, future date, no date) on the local server.
 
-mod ops_support;
-mod report_support;
+use crate::support::ops as ops_support;
+use crate::support::report as report_support;
 
 use bson::{DateTime, Document, doc};
 use chrono::{Duration, Utc};

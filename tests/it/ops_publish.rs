@@ -2,7 +2,7 @@
 //! queue (body and both attributes); bad input and missing configuration are clear errors; the
 //! `--json` output parses.
 
-mod ops_support;
+use crate::support::ops as ops_support;
 
 use aws_sdk_sqs::types::Message;
 use ops_support::{INTERVIEW, ORG, drain, ops, run};

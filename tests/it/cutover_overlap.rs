@@ -14,7 +14,7 @@
 //! interview only while `settledAt` is `null` (the spec's "claim interview (settledAt: null)";
 //! here `sophia_credits` `claim_interview`), so the stand-in exercises exactly that race.
 
-mod ops_support;
+use crate::support::ops as ops_support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! `--yes`, sending nothing; `--dry-run` prints the body, attributes and queue URL and sends
 //! nothing; with `--yes` they run and the state shown is kept for the operator.
 
-mod ops_support;
+use crate::support::ops as ops_support;
 
 use harness::faults::World;
 use ops_support::{drain, put, run, visible};

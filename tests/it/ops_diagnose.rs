@@ -8,7 +8,7 @@
 //! - oldest message too old: `queue status` shows the depth, says locally that there is no event
 //!   source mapping API and no CloudWatch, and decides only what it can.
 
-mod ops_support;
+use crate::support::ops as ops_support;
 
 use std::time::Duration;
 

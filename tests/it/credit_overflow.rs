@@ -6,7 +6,7 @@
 //! inconsistent credit data is. The pure arithmetic is covered by the property test in
 //! `functions/credits/src/arithmetic.rs`.
 
-mod settlement_common;
+use crate::support::settlement as settlement_common;
 
 use bson::oid::ObjectId;
 use bson::{DateTime, Document, doc};
