@@ -21,6 +21,7 @@ mod cutover_overlap;
 mod esm_emulator;
 mod faults_mongo;
 mod faults_pipeline;
+mod harness_checks;
 mod load_pipeline;
 mod log_redaction;
 mod metrics_emf;

@@ -6,6 +6,7 @@
 //! the declaration names (the dashboard and alarms are built from the same file).
 //! (One handler test in this file: the metrics sink is process-wide.)
 
+use crate::support::alone;
 use crate::support::settlement as settlement_common;
 
 use std::sync::{Arc, Mutex};
@@ -21,6 +22,11 @@ const MARKER: &str = "CANDIDATE-MARKER-7c1f";
 
 #[tokio::test]
 async fn a_batch_and_its_settlements_write_emf_lines_with_numbers_only() {
+    // The metrics sink is process-wide: every test's handlers would write into it.
+    const TEST: &str = "a_batch_and_its_settlements_write_emf_lines_with_numbers_only";
+    if !alone::is_alone(module_path!(), TEST) {
+        return alone::run_alone(module_path!(), TEST, &[], &[]);
+    }
     let w = world().await;
     let org = w.org_with_credits(50).await;
     let interview = w.reserved_interview(org, 20).await;

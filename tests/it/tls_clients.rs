@@ -8,9 +8,11 @@
 //! verifies the server's certificate (issued per run by a test CA, for 127.0.0.1) and do its
 //! work through it; each must refuse a server whose certificate another CA issued.
 //!
-//! One test in its own process: `SSL_CERT_FILE` is process-wide and read when a client first
-//! connects.
+//! `SSL_CERT_FILE` is process-wide and read when a client is built, so the test runs in a process
+//! of its own: the test binary runs itself again for this one test, with the variable set on the
+//! child only (the other tests of the binary keep the system store and see no variable change).
 
+use crate::support::alone;
 use crate::support::report as report_support;
 
 use std::net::SocketAddr;
@@ -113,13 +115,20 @@ fn write_temp(name: &str, text: &str) -> PathBuf {
 
 #[tokio::test]
 async fn every_client_of_the_functions_speaks_tls_through_ring_and_refuses_an_unknown_issuer() {
+    const TEST: &str = "every_client_of_the_functions_speaks_tls_through_ring_and_refuses_an_unknown_issuer";
+    if !alone::is_alone(module_path!(), TEST) {
+        let ca_file = write_temp("ca.pem", "");
+        alone::run_alone(module_path!(), TEST, &[("SSL_CERT_FILE", ca_file.as_os_str())], &["refused "]);
+        let _ = std::fs::remove_file(&ca_file);
+        return;
+    }
     let trusted = Authority::new("trusted");
     let stranger = Authority::new("stranger");
-    let ca_file = write_temp("ca.pem", &trusted.ca_pem);
     // The system store of this process: the test CA only (read by rustls-native-certs, which the
-    // SDK's connector and reqwest's platform verifier use on Linux). Set before any client exists.
-    // SAFETY: the only test of this binary, and no thread reads the environment yet.
-    unsafe { std::env::set_var("SSL_CERT_FILE", &ca_file) };
+    // SDK's connector and reqwest's platform verifier use on Linux). The parent set SSL_CERT_FILE
+    // for this process; the CA is written there before any client exists.
+    let ca_file = PathBuf::from(std::env::var_os("SSL_CERT_FILE").expect("set by the parent process"));
+    std::fs::write(&ca_file, &trusted.ca_pem).expect("CA file");
 
     // MongoDB: the driver's rustls with ring, roots from tlsCAFile. An nx-27017 of this test's
     // own, whatever SOPHIA_TEST_MONGODB_URI says: the front needs one plain address behind it.

@@ -3,6 +3,7 @@
 //! (`report`), and the `sophia-ops` context over a test's own queues (`ops`). The local servers,
 //! databases and queues come from the `harness` library.
 
+pub mod alone;
 pub mod ops;
 pub mod report;
 pub mod settlement;
