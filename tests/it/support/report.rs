@@ -89,12 +89,9 @@ pub async fn report_count(env: &Env) -> u64 {
     env.mongo.db.collection::<Document>(INTERVIEW_REPORTS).count_documents(doc! {}).await.unwrap()
 }
 
+/// An integer field whatever its stored width; fails the test when it is not one.
 pub fn int(d: &Document, key: &str) -> i64 {
-    match d.get(key) {
-        Some(Bson::Int32(n)) => i64::from(*n),
-        Some(Bson::Int64(n)) => *n,
-        other => panic!("{key} is not an integer: {other:?}"),
-    }
+    harness::faults::int(d, key).unwrap_or_else(|| panic!("{key} is not an integer: {:?}", d.get(key)))
 }
 
 pub fn in_ms(ms: i64) -> DateTime {

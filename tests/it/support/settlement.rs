@@ -1,4 +1,4 @@
-//! Shared by the `settlement_*` test binaries: a database of its own with the migration applied,
+//! Shared by the `settlement_*` test modules: a database of its own with the migration applied,
 //! the settlement service over it, a recording publisher, seed shortcuts, and the one invariant
 //! check every scenario ends with.
 #![allow(dead_code)]
@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bson::doc;
-use chrono::{Duration, Utc};
+use chrono::Utc;
 use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, ReportGenerate, RequestId, Timestamp};
 use sophia_credits::model::{CreditLot, LedgerEntry, LedgerType, OutboxEntry};
 use sophia_credits::{
-    BoxError, CreditsStore, Published, ReportPublisher, SettleContext, SettlementService, invariants, migrations, seed,
+    BoxError, CreditsStore, Published, ReportPublisher, SettleContext, SettlementService, migrations, seed,
 };
 use sophia_platform::mongo::Mongo;
 
@@ -33,9 +33,7 @@ pub async fn world() -> World {
 impl World {
     /// An organization with one lot of `granted` credits expiring in 30 days.
     pub async fn org_with_credits(&self, granted: i64) -> OrganizationId {
-        let org = seed::create_organization(&self.store, "Acme").await.unwrap();
-        seed::grant_lot(&self.store, org, granted, Utc::now() + Duration::days(30)).await.unwrap();
-        org
+        harness::faults::org_with_credits(&self.store, "Acme", granted).await
     }
 
     pub async fn reserved_interview(&self, org: OrganizationId, amount: i64) -> InterviewId {
@@ -65,22 +63,16 @@ impl World {
     }
 
     pub async fn outbox(&self, interview: InterviewId) -> Option<OutboxEntry> {
-        self.store.outbox().find_one(doc! {"_id": OutboxEntry::report_generate_id(interview.oid())}).await.unwrap()
+        harness::faults::outbox(&self.store, interview).await
     }
 
     pub async fn org_credits(&self, org: OrganizationId) -> (i64, i64) {
-        let o = self.store.organizations().find_one(doc! {"_id": org.oid()}).await.unwrap().unwrap();
-        (o.credits.available, o.credits.reserved)
+        harness::faults::org_credits(&self.store, org).await
     }
 
     /// The five invariants of docs/design.md over the whole database: every scenario ends here.
     pub async fn assert_invariants(&self) {
-        let violations = invariants::check_all(&self.store).await.expect("invariants can be read");
-        assert!(
-            violations.is_empty(),
-            "invariants broken:\n{}",
-            violations.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n")
-        );
+        harness::faults::assert_invariants(&self.store).await;
     }
 }
 
