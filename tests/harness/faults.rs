@@ -1,4 +1,4 @@
-//! Helpers of the fault and bad-input suite (`tests/faults_*.rs`, `tests/bad_input.rs`):
+//! Helpers of the fault and bad-input suite (`tests/faults_*.rs`, `tests/it/bad_input.rs`):
 //!
 //! - [`DiskMongo`]: an nx-27017 of a test's own whose databases live in SQLite files, so that it
 //!   can be killed (SIGKILL, by PID) and restarted on the same port with its committed data; a
@@ -188,7 +188,7 @@ impl World {
     }
 
     /// Documents of `collection` matching `filter` (a `find`: nx-27017's count_documents does
-    /// not match ObjectId fields, see tests/mongo_wire_gaps.rs).
+    /// not match ObjectId fields, see tests/it/mongo_wire_gaps.rs).
     pub async fn find(&self, collection: &str, filter: Document) -> Vec<Document> {
         self.mongo
             .db

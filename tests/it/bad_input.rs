@@ -106,7 +106,7 @@ fn bad_bodies(i: InterviewId, o: OrganizationId) -> Vec<(&'static str, String, &
         ("date in words", failed(json!({"failedAt": "yesterday"})), "ISO-8601"),
         // Out-of-range numbers.
         ("negative duration", completed(json!({"durationSeconds": -60})), "durationSeconds"),
-        // A fractional duration is valid (docs/design.md; tests/contract_leniency.rs); a string or null is not.
+        // A fractional duration is valid (docs/design.md; tests/it/contract_leniency.rs); a string or null is not.
         ("string duration", completed(json!({"durationSeconds": "90"})), "durationSeconds"),
         ("null duration", completed(json!({"durationSeconds": null})), "durationSeconds"),
         ("duration above 2^53", completed(json!({"durationSeconds": 9_007_199_254_740_993_u64})), "durationSeconds"),

@@ -37,7 +37,7 @@ async fn a_compromised_reply_is_corrected_or_flagged_never_stored_as_said() {
     let skills = reply["skillAssessments"].as_array_mut().unwrap();
     skills[0]["evidence"] = json!(["I single-handedly rewrote the Linux kernel in Rust over a weekend"]);
     skills[2]["skill"] = json!("Kubernetes");
-    // Compromised twice (the first reply and its repair): stored for review (tests/report_repair.rs).
+    // Compromised twice (the first reply and its repair): stored for review (tests/it/report_repair.rs).
     env.fake.push(Behaviour::Content(reply.to_string())).push(Behaviour::Content(reply.to_string()));
 
     assert_eq!(deliver(&env, ids).await, Outcome::Processed);

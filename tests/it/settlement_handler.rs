@@ -1,5 +1,5 @@
 //! The Lambda handlers end to end, through the code path Lambda calls: an SQS event JSON in
-//! (tests/fixtures/settlement-sqs-event.json), an `SqsBatchResponse` out, MongoDB (nx-27017 or
+//! (tests/it/fixtures/settlement-sqs-event.json), an `SqsBatchResponse` out, MongoDB (nx-27017 or
 //! `SOPHIA_TEST_MONGODB_URI`) and a real local SQS (fauxqs) for `report.generate`.
 
 use crate::support::settlement as settlement_common;
