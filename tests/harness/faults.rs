@@ -1,4 +1,4 @@
-//! Helpers of the fault and bad-input suite (`tests/faults_*.rs`, `tests/it/bad_input.rs`):
+//! Helpers of the fault and bad-input suite (`tests/it/faults_*.rs`, `tests/it/bad_input.rs`):
 //!
 //! - [`DiskMongo`]: an nx-27017 of a test's own whose databases live in SQLite files, so that it
 //!   can be killed (SIGKILL, by PID) and restarted on the same port with its committed data; a
