@@ -22,6 +22,7 @@ mod esm_emulator;
 mod faults_mongo;
 mod faults_pipeline;
 mod harness_checks;
+mod layout;
 mod load_pipeline;
 mod log_redaction;
 mod metrics_emf;
