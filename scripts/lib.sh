@@ -10,6 +10,38 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 need() { command -v "$1" >/dev/null 2>&1 || die "$1 is required: $2"; }
 
+# The SHA-256 of a file, as hex: GNU coreutils' sha256sum, else shasum -a 256 (macOS has no
+# sha256sum). scripts/check-bash32 flags a direct call anywhere else.
+sha256() {
+  if command -v sha256sum >/dev/null 2>&1; then # bash32: portable
+    sha256sum "$1" | cut -d' ' -f1 # bash32: portable
+  else
+    shasum -a 256 "$1" | cut -d' ' -f1
+  fi
+}
+
+# `with_timeout SECONDS command...`: runs the command, stops it (TERM, by its PID) after SECONDS
+# and then returns 124, as GNU coreutils' `timeout` does (macOS has no `timeout`); otherwise
+# returns the command's status. The command runs in the background: its stdin is not the
+# terminal.
+with_timeout() {
+  local seconds="$1" pid tenths=0 status=0
+  shift
+  "$@" &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$tenths" -ge $((seconds * 10)) ]; then
+      kill -TERM "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+      return 124
+    fi
+    sleep 0.1
+    tenths=$((tenths + 1))
+  done
+  wait "$pid" || status=$?
+  return "$status"
+}
+
 # The Lambda functions infra-pulumi/queues.json declares, one name per line (the one list the
 # Pulumi program, the build and the lint share).
 lambda_functions() {
@@ -34,7 +66,7 @@ ensure_venv() {
 # Installs a pinned requirements file into the venv once per content hash. A file that carries
 # --hash= lines is installed with --require-hashes (every wheel checked against its recorded hash).
 pip_install_pinned() {
-  local req="$1" stamp="$LOCAL_DIR/stamps/$(basename "$1").$(sha256sum "$1" | cut -c1-16)" hashes=()
+  local req="$1" stamp="$LOCAL_DIR/stamps/$(basename "$1").$(sha256 "$1" | cut -c1-16)" hashes=()
   ensure_venv
   grep -q -- '--hash=' "$req" && hashes=(--require-hashes --only-binary=:all:)
   if [ ! -f "$stamp" ]; then
@@ -51,7 +83,7 @@ pip_install_pinned() {
 npm_ci_pinned() {
   local dir="$1" stamp
   need npm "install Node.js 20+ and npm (Debian: apt-get install nodejs npm)"
-  stamp="$LOCAL_DIR/stamps/npm-$(echo "$dir" | tr / _).$(sha256sum "$dir/package-lock.json" | cut -c1-16)"
+  stamp="$LOCAL_DIR/stamps/npm-$(echo "$dir" | tr / _).$(sha256 "$dir/package-lock.json" | cut -c1-16)"
   if [ ! -f "$stamp" ] || [ ! -d "$dir/node_modules" ]; then
     log "npm ci in ${dir#"$REPO_ROOT"/}"
     (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)

@@ -1,7 +1,7 @@
 /**
  * scripts/check-bash32, the lint for macOS's /bin/bash 3.2 (run by scripts/lint): each idiom 3.2
- * lacks is flagged on a fixture, the portable forms are not, and every script of the repository
- * passes. bash 3.2 itself is not installable here (no Debian package, no source download), so the
+ * lacks, and each GNU coreutils command a Mac lacks (sha256sum, timeout), is flagged on a
+ * fixture, the portable forms are not, and every script of the repository passes. bash 3.2 itself is not installable here (no Debian package, no source download), so the
  * scripts are checked for the idioms, not run under 3.2.
  */
 import * as assert from "node:assert/strict";
@@ -38,6 +38,9 @@ const BAD: Record<string, string> = {
   "globstar": "shopt -s globstar",
   EPOCHSECONDS: "echo $EPOCHSECONDS",
   "possibly empty array": 'exec pulumi up "${args[@]}"',
+  // GNU coreutils commands a Mac lacks (scripts/lib.sh has the portable helpers).
+  sha256sum: 'stamp=$(sha256sum "$file" | cut -c1-16)',
+  timeout: "if timeout 20 git ls-remote origin HEAD; then :; fi",
 };
 
 for (const [rule, line] of Object.entries(BAD)) {
@@ -49,7 +52,7 @@ for (const [rule, line] of Object.entries(BAD)) {
   });
 }
 
-test("the portable forms pass: a guarded expansion, a marked non-empty array, a comment", () => {
+test("the portable forms pass: a guarded expansion, a marked non-empty array, a comment, lib.sh's sha256 and with_timeout", () => {
   const r = check(
     [
       'exec pulumi up ${args[@]+"${args[@]}"}',
@@ -57,6 +60,9 @@ test("the portable forms pass: a guarded expansion, a marked non-empty array, a 
       "# mapfile is bash 4: not used here",
       'echo "${#arr[@]}" "${x:-default}" "${x#prefix}"',
       'while read -r f; do list+=("$f"); done < <(ls)',
+      'stamp=$(sha256 "$file" | cut -c1-16)',
+      "if with_timeout 20 git ls-remote origin HEAD; then :; fi",
+      "curl --connect-timeout 3 --max-time 10 http://127.0.0.1:1/",
     ].join("\n"),
   );
   assert.equal(r.status, 0, r.out);

@@ -20,7 +20,7 @@ neosqlite, the storage layer under nx-27017:
    narrows the rows by the indexed `_id` column, and one with a top-level ObjectId equality (e.g.
    `{interviewId: ...}`) to the rows whose JSON text contains that hex string (SQLite `instr`, a
    superset); the Python matcher still checks the whole filter.
-`tests/mongo_wire_gaps.rs` shows what the flow relies on. Production code is not bent to the
+`tests/it/mongo_wire_gaps.rs` shows what the flow relies on. Production code is not bent to the
 server: this is test tooling only.
 
 Usage: python nx_launcher.py --data-dir memory --host 127.0.0.1 -p PORT

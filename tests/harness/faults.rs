@@ -1,4 +1,4 @@
-//! Helpers of the fault and bad-input suite (`tests/faults_*.rs`, `tests/bad_input.rs`):
+//! Helpers of the fault and bad-input suite (`tests/it/faults_*.rs`, `tests/it/bad_input.rs`):
 //!
 //! - [`DiskMongo`]: an nx-27017 of a test's own whose databases live in SQLite files, so that it
 //!   can be killed (SIGKILL, by PID) and restarted on the same port with its committed data; a
@@ -164,9 +164,7 @@ impl World {
 
     /// An organization with one lot of `granted` credits expiring in 30 days.
     pub async fn org_with_credits(&self, granted: i64) -> OrganizationId {
-        let org = seed::create_organization(&self.store, "Faults Inc").await.expect("organization");
-        seed::grant_lot(&self.store, org, granted, chrono::Utc::now() + chrono::Duration::days(30)).await.expect("lot");
-        org
+        org_with_credits(&self.store, "Faults Inc", granted).await
     }
 
     /// An interview with `amount` credits reserved and enough evidence for a model report.
@@ -190,7 +188,7 @@ impl World {
     }
 
     /// Documents of `collection` matching `filter` (a `find`: nx-27017's count_documents does
-    /// not match ObjectId fields, see tests/mongo_wire_gaps.rs).
+    /// not match ObjectId fields, see tests/it/mongo_wire_gaps.rs).
     pub async fn find(&self, collection: &str, filter: Document) -> Vec<Document> {
         self.mongo
             .db
@@ -205,9 +203,7 @@ impl World {
 
     /// `(available, reserved)` of the organization.
     pub async fn org_credits(&self, org: OrganizationId) -> (i64, i64) {
-        let o =
-            self.store.organizations().find_one(doc! {"_id": org.oid()}).await.expect("find").expect("organization");
-        (o.credits.available, o.credits.reserved)
+        org_credits(&self.store, org).await
     }
 
     /// The ledger entries of one interview, as `(type, amount)` sorted.
@@ -224,8 +220,7 @@ impl World {
 
     /// The interview's `report.generate` outbox entry.
     pub async fn outbox(&self, interview: InterviewId) -> Option<sophia_credits::model::OutboxEntry> {
-        let id = sophia_credits::model::OutboxEntry::report_generate_id(interview.oid());
-        self.store.outbox().find_one(doc! {"_id": id}).await.expect("read outbox")
+        outbox(&self.store, interview).await
     }
 
     /// Whether the interview's `settledAt` is set.
@@ -235,12 +230,7 @@ impl World {
 
     /// The five invariants of docs/design.md over the whole database.
     pub async fn assert_invariants(&self) {
-        let violations = invariants::check_all(&self.store).await.expect("invariants can be read");
-        assert!(
-            violations.is_empty(),
-            "invariants broken:\n{}",
-            violations.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n")
-        );
+        assert_invariants(&self.store).await;
     }
 
     /// Every collection's documents, by name (for "nothing was written").
@@ -253,6 +243,35 @@ impl World {
         }
         out
     }
+}
+
+/// An organization named `name` with one lot of `granted` credits expiring in 30 days.
+pub async fn org_with_credits(store: &CreditsStore, name: &str, granted: i64) -> OrganizationId {
+    let org = seed::create_organization(store, name).await.expect("organization");
+    seed::grant_lot(store, org, granted, chrono::Utc::now() + chrono::Duration::days(30)).await.expect("lot");
+    org
+}
+
+/// `(available, reserved)` of the organization.
+pub async fn org_credits(store: &CreditsStore, org: OrganizationId) -> (i64, i64) {
+    let o = store.organizations().find_one(doc! {"_id": org.oid()}).await.expect("find").expect("organization");
+    (o.credits.available, o.credits.reserved)
+}
+
+/// The interview's `report.generate` outbox entry.
+pub async fn outbox(store: &CreditsStore, interview: InterviewId) -> Option<sophia_credits::model::OutboxEntry> {
+    let id = sophia_credits::model::OutboxEntry::report_generate_id(interview.oid());
+    store.outbox().find_one(doc! {"_id": id}).await.expect("read outbox")
+}
+
+/// The five invariants of docs/design.md over the whole database: every scenario ends here.
+pub async fn assert_invariants(store: &CreditsStore) {
+    let violations = invariants::check_all(store).await.expect("invariants can be read");
+    assert!(
+        violations.is_empty(),
+        "invariants broken:\n{}",
+        violations.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n")
+    );
 }
 
 /// An integer field (dotted path) whatever its stored width (nx-27017 returns small Int64 as Int32).

@@ -76,11 +76,18 @@ pub fn replica_set_required(value: Option<&str>) -> bool {
 /// prints a loud SKIPPED line (visible with `--nocapture` and in the test summary's stdout) and
 /// returns false, or fails the test when [`REQUIRE_REPLICA_SET`] is set.
 pub async fn requires_transactions(mongo: &Mongo, test: &str) -> bool {
+    requires_transactions_unless(mongo, test, replica_set_required(std::env::var(REQUIRE_REPLICA_SET).ok().as_deref()))
+        .await
+}
+
+/// [`requires_transactions`] with the requirement given instead of read from the process
+/// environment (so that its own test sets no variable in the shared test process).
+pub async fn requires_transactions_unless(mongo: &Mongo, test: &str, replica_set_is_required: bool) -> bool {
     match mongo.topology().await.expect("hello answers") {
         Topology::ReplicaSet | Topology::Sharded => true,
         Topology::Standalone => {
             assert!(
-                !replica_set_required(std::env::var(REQUIRE_REPLICA_SET).ok().as_deref()),
+                !replica_set_is_required,
                 "{test}: {REQUIRE_REPLICA_SET} is set but the MongoDB under test ({}) is standalone",
                 if std::env::var("SOPHIA_TEST_MONGODB_URI").is_ok_and(|u| !u.is_empty()) {
                     "SOPHIA_TEST_MONGODB_URI"
@@ -144,39 +151,5 @@ pub async fn drain(client: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::
                 .expect("delete");
         }
         all.extend(batch);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_replica_set_requirement_is_read_from_its_variable() {
-        assert!(replica_set_required(Some("1")));
-        assert!(replica_set_required(Some("true")));
-        assert!(!replica_set_required(None));
-        assert!(!replica_set_required(Some("0")));
-        assert!(!replica_set_required(Some("")));
-    }
-
-    /// With the requirement set, a standalone server fails the test instead of skipping it.
-    #[tokio::test]
-    async fn a_required_replica_set_turns_the_skip_into_a_failure() {
-        let mongo = test_mongo().await;
-        if !matches!(mongo.topology().await.expect("hello answers"), Topology::Standalone) {
-            return; // A real replica set under test: nothing to skip.
-        }
-        // SAFETY (edition 2024 `set_var`): this unit-test binary has no other test reading the
-        // variable; it is restored at once.
-        let previous = std::env::var(REQUIRE_REPLICA_SET).ok();
-        unsafe { std::env::set_var(REQUIRE_REPLICA_SET, "1") };
-        let outcome = tokio::spawn(async move { requires_transactions(&mongo, "probe").await }).await;
-        match previous {
-            Some(v) => unsafe { std::env::set_var(REQUIRE_REPLICA_SET, v) },
-            None => unsafe { std::env::remove_var(REQUIRE_REPLICA_SET) },
-        }
-        let panic = outcome.expect_err("a standalone server fails the test");
-        assert!(panic.is_panic());
     }
 }

@@ -16,7 +16,7 @@
 // Prints {"dir": <scratch project>, "sdk": <its SDK version>, "tarball": <path>} on the last line.
 //   node scripts/scratch.mjs [--smoke] [--prebuilt]
 // --prebuilt: pack the dist/ that is there (`npm pack --ignore-scripts`), for a caller that has just
-// built it and may be reading it concurrently (tests/typescript_contract.rs); prepack would
+// built it and may be reading it concurrently (tests/it/typescript_contract.rs); prepack would
 // rebuild dist/ under it.
 import { execFileSync, spawn } from "node:child_process";
 import { createRequire } from "node:module";

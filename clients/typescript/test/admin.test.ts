@@ -2,7 +2,7 @@
  * The admin retry against nx-27017 (the local MongoDB wire server) with the `mongodb` driver (a
  * devDependency: the package itself brings none), mirroring `sophia-ops report retry
  * [--reset-attempts]` (functions/reports/src/admin.rs). The end-to-end path (reset, re-publish,
- * the Rust consumer generating the report) is tests/typescript_contract.rs.
+ * the Rust consumer generating the report) is tests/it/typescript_contract.rs.
  */
 import * as assert from "node:assert/strict";
 import { after, before, test } from "node:test";

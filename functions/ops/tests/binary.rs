@@ -1,7 +1,7 @@
 //! The built `sophia-ops` binary, as an operator runs it against the local pipeline: settings
 //! from an env file (explicit, or the default `.local/sophia.env` of the working directory),
 //! JSON on stdout, exit codes 0 / 1 / 2. The library's behaviour is tested in the workspace's
-//! `tests/ops_*.rs`; this checks the wiring of `main`.
+//! `tests/it/ops_*.rs`; this checks the wiring of `main`.
 //!
 //! Starts its own fauxqs (from `scripts/tools`, installed by `scripts/setup-tools`) on a free
 //! loopback port and stops it by PID.

@@ -45,7 +45,7 @@ pub const MAX_LAST_ERROR_CHARS: usize = 1_000;
 /// Days after a write that a report is kept when its interview has no `retentionExpiresAt` (an
 /// interview is given one when it is settled, before `report.generate` is published, so this
 /// only covers a document written otherwise): the settlement's own 60 days
-/// (`sophia_credits::settlement::RETENTION_DAYS`; tests/report_retention.rs checks they agree).
+/// (`sophia_credits::settlement::RETENTION_DAYS`; tests/it/report_retention.rs checks they agree).
 pub const FALLBACK_RETENTION_DAYS: i64 = 60;
 
 /// The report's retention date: the interview's `retentionExpiresAt`, else
@@ -444,7 +444,7 @@ impl ReportStore {
             .update_one(
                 // `$nin` rather than `$ne`: the same on MongoDB, and nx-27017 (whose date-filter
                 // path misses documents lacking the date field under `$ne`) matches it too
-                // (tests/mongo_wire_gaps.rs).
+                // (tests/it/mongo_wire_gaps.rs).
                 doc! {
                     "interviewId": interview_id.oid(),
                     "status": {"$nin": [ReportStatus::Completed.as_str()]},

@@ -1,6 +1,6 @@
 //! The wrapper against every row of the replaced wrapper's (docs/design.md, "Its consumer wrapper") "Retry behaviour" and "Failure behaviour
 //! (summary)" tables that belongs to it, fed with SQS event JSON in the shape AWS delivers.
-//! Rows that belong to SQS itself (DLQ after 3 receives) are shown in `tests/producers.rs` and the
+//! Rows that belong to SQS itself (DLQ after 3 receives) are shown in `tests/it/producers.rs` and the
 //! ESM emulator tests; rows that belong to settlement (publish after settle) in its own tests.
 
 use std::collections::BTreeSet;

@@ -1,4 +1,4 @@
-// Cross-language contract test, reverse direction (driven by tests/typescript_contract.rs):
+// Cross-language contract test, reverse direction (driven by tests/it/typescript_contract.rs):
 // validates messages captured off the queues from the Rust producers with the BUILT package's
 // runtime validation. argv[2]: a JSON file of [{"body": string, "attributes": {name: value}}].
 // Prints {"checked": n, "results": [[issues...] per message]} on stdout.

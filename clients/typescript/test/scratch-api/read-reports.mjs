@@ -3,7 +3,7 @@
 // date-time is a Date, every ObjectId-pattern field an ObjectId (top level and `generation`), as
 // StoredInterviewReportDocument declares. argv[2]: a JSON array of interview ids. Configured by
 // MONGODB_URI and MONGODB_DATABASE. Prints {"checked": n, "problems": [...]}. Driven by
-// tests/typescript_contract.rs.
+// tests/it/typescript_contract.rs.
 import { MongoClient, ObjectId } from "mongodb";
 import { REPORTS_COLLECTION, schemas } from "@sophia/async-jobs-client";
 
