@@ -288,6 +288,12 @@ pub const VARIABLES: &[EnvVar] = &[
         "unset",
         "`1`: a test that needs a replica set fails instead of saying SKIPPED",
     ),
+    s(
+        "SOPHIA_TEST_ALONE",
+        "the Rust integration tests",
+        "unset",
+        "set by the test binary on a child process of itself: the one test that changes process-wide state (a variable, the metrics sink) runs there alone (`tests/it/support/alone.rs`)",
+    ),
     s("SOPHIA_SKIP_ARM64", "`scripts/test`", "unset", "`1`: do not build and run the arm64 zips under qemu"),
     s(
         "SOPHIA_REQUIRE_ARM64",
