@@ -26,16 +26,14 @@ fn line_of(plan: &sophia_ops::confirm::Plan, interview: InterviewId) -> String {
 }
 
 async fn settle_now(w: &World, interview: InterviewId, org: OrganizationId, seconds: u64) {
+    settle_at(w, interview, org, seconds, SettleContext::now_with_deadline(None)).await;
+}
+
+async fn settle_at(w: &World, interview: InterviewId, org: OrganizationId, seconds: u64, context: SettleContext) {
     let service = SettlementService::new(w.mongo.client.clone(), w.mongo.db.clone());
     let at: Timestamp = harness::faults::COMPLETED_AT.parse().unwrap();
     let outcome = service
-        .settle_completed_interview(
-            interview,
-            org,
-            at,
-            DurationSeconds::new(seconds).unwrap(),
-            SettleContext::now_with_deadline(None),
-        )
+        .settle_completed_interview(interview, org, at, DurationSeconds::new(seconds).unwrap(), context)
         .await
         .unwrap();
     assert!(outcome.settled());
@@ -229,7 +227,10 @@ async fn outbox_flush_counts_its_entries_and_dlq_delete_says_what_the_message_wo
     let w = World::fresh().await;
     let org = w.org_with_credits(100).await;
     let interview = w.reserved_interview(org, 10).await;
-    settle_now(&w, interview, org, 120).await;
+    // Settled two minutes ago, as tests/it/ops_admin.rs does: an entry only milliseconds old was
+    // missed by nx-27017's `createdAt $lt now` in the one test binary (MongoDB does not miss it).
+    let two_minutes_ago = SettleContext { deadline: None, now: chrono::Utc::now() - chrono::Duration::minutes(2) };
+    settle_at(&w, interview, org, 120, two_minutes_ago).await;
     let sqs = sqs_client().await;
     let queues = test_queues_fast(&sqs, 1).await;
     let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
