@@ -15,8 +15,10 @@ use std::time::Duration;
 use harness::faults::{World, interview_esm, poll_until, send};
 use harness::{sqs_client, test_queues_fast};
 use ops_support::ok;
+use sophia_contracts::InterviewId;
 use sophia_openai_fake::{ApiError, Behaviour, FakeOpenAi};
 use sophia_ops::Outcome;
+use sophia_ops::listing::FailuresListing;
 use sophia_ops::status::Verdict;
 
 #[tokio::test]
@@ -60,16 +62,18 @@ async fn a_dropped_interview_message_shows_in_interview_unsettled_not_in_invaria
     assert!(other.interviews.is_empty(), "scoped to the organization");
 }
 
-#[tokio::test]
-async fn report_failures_lists_a_refused_key_from_its_first_attempt_without_an_id() {
+/// One reserved interview's `report.generate` through the report consumer while OpenAI answers
+/// `error` (`times` times), until a run fails; then what `report failures` lists.
+async fn report_failures_after_a_failed_run(error: ApiError, times: usize) -> (InterviewId, FailuresListing) {
     let w = World::fresh().await;
     let org = w.org_with_credits(100).await;
     let interview = w.reserved_interview(org, 10).await;
     let sqs = sqs_client().await;
     let queues = test_queues_fast(&sqs, 1).await;
     let fake = FakeOpenAi::scripted().unwrap();
-    fake.push(Behaviour::Error(ApiError::invalid_api_key()));
-    fake.push(Behaviour::Error(ApiError::invalid_api_key()));
+    for _ in 0..times {
+        fake.push(Behaviour::Error(error.clone()));
+    }
     let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
     send(
         &sqs,
@@ -78,9 +82,14 @@ async fn report_failures_lists_a_refused_key_from_its_first_attempt_without_an_i
     )
     .await;
     poll_until(&reports, Duration::from_secs(20), |runs| runs.iter().any(|r| !r.failed_ids.is_empty())).await;
-
     let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
     let Outcome::ReportFailures(listing) = ok(&ctx, &["report", "failures", "--since", "1h"]).await else { panic!() };
+    (interview, listing)
+}
+
+#[tokio::test]
+async fn report_failures_lists_a_refused_key_from_its_first_attempt_without_an_id() {
+    let (interview, listing) = report_failures_after_a_failed_run(ApiError::invalid_api_key(), 2).await;
     assert_eq!(listing.reports.len(), 1, "{listing:#?}");
     let r = &listing.reports[0];
     assert_eq!(r.interview_id, interview.to_string());
@@ -92,26 +101,7 @@ async fn report_failures_lists_a_refused_key_from_its_first_attempt_without_an_i
 
 #[tokio::test]
 async fn report_failures_lists_a_report_waiting_out_an_outage_whose_attempt_was_given_back() {
-    let w = World::fresh().await;
-    let org = w.org_with_credits(100).await;
-    let interview = w.reserved_interview(org, 10).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
-    let fake = FakeOpenAi::scripted().unwrap();
-    for _ in 0..4 {
-        fake.push(Behaviour::Error(ApiError::server_error()));
-    }
-    let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
-    send(
-        &sqs,
-        &queues.report_generate.source.url,
-        &format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#),
-    )
-    .await;
-    poll_until(&reports, Duration::from_secs(20), |runs| runs.iter().any(|r| !r.failed_ids.is_empty())).await;
-
-    let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
-    let Outcome::ReportFailures(listing) = ok(&ctx, &["report", "failures", "--since", "1h"]).await else { panic!() };
+    let (interview, listing) = report_failures_after_a_failed_run(ApiError::server_error(), 4).await;
     assert_eq!(listing.reports.len(), 1, "an outage's reports are listed although no attempt was spent: {listing:#?}");
     let r = &listing.reports[0];
     assert_eq!(r.interview_id, interview.to_string());
