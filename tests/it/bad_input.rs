@@ -166,7 +166,7 @@ async fn bad_bodies_are_dropped_with_a_clear_log_line_and_nothing_is_written() {
         cases.iter().map(|(name, body, _)| (name.replace(' ', "-"), body.clone())).collect();
     let mut outcomes = Vec::new();
     for chunk in records.chunks(10) {
-        let report = handler.handle_detailed(sqs_event(chunk)).await.expect("no batch error");
+        let report = handler.handle_with_report(sqs_event(chunk)).await.expect("no batch error");
         assert!(report.response.batch_item_failures.is_empty(), "nothing is retried: {:?}", report.failed_ids());
         outcomes.extend(report.outcomes);
     }

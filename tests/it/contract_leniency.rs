@@ -63,7 +63,7 @@ async fn fractional_durations_are_settled_and_billed_by_the_floor_of_the_minutes
         .map(|(n, ((duration, _, _), id))| record(&format!("m-{n}"), &completed_body(*id, org, duration)))
         .collect();
 
-    let report = handler.handle_detailed(event(records)).await.unwrap();
+    let report = handler.handle_with_report(event(records)).await.unwrap();
 
     for (n, ((duration, reserved, billed), id)) in cases.iter().zip(&interviews).enumerate() {
         let outcome = report.outcomes.iter().find(|(m, _)| *m == format!("m-{n}")).map(|(_, o)| *o);
@@ -83,7 +83,7 @@ async fn a_string_duration_is_still_dropped_and_nothing_is_written() {
     let producer = SqsProducer::new(harness::sqs_client().await, QueueUrls::default());
     let handler = Handler::new(w.mongo.clone(), SqsReportPublisher(producer));
     let report = handler
-        .handle_detailed(event(vec![
+        .handle_with_report(event(vec![
             record("m-string", &completed_body(interview, org, r#""60""#)),
             record("m-null", &completed_body(interview, org, "null")),
             record("m-negative", &completed_body(interview, org, "-0.5")),

@@ -102,7 +102,7 @@ async fn settle_twice(world: &World) {
     let publisher = RecordingPublisher::default();
     let handler = SettlementHandler::new(world.mongo.clone(), publisher.clone());
     for id in ["m-first", "m-redelivered"] {
-        let report = handler.handle_detailed(completed_event(id, interview, org)).await.expect("no batch error");
+        let report = handler.handle_with_report(completed_event(id, interview, org)).await.expect("no batch error");
         assert_eq!(report.outcomes, vec![(id.to_owned(), Outcome::Processed)], "{id}");
         assert!(report.response.batch_item_failures.is_empty(), "{id}");
     }
@@ -112,7 +112,7 @@ async fn settle_twice(world: &World) {
     assert_eq!(publisher.sent().len(), 1, "one report.generate for the interview");
     // A third delivery, from a fresh process (a new cold start), writes nothing either.
     let again = SettlementHandler::new(world.mongo.clone(), publisher.clone());
-    again.handle_detailed(completed_event("m-third", interview, org)).await.expect("no batch error");
+    again.handle_with_report(completed_event("m-third", interview, org)).await.expect("no batch error");
     assert_eq!(world.ledger(interview).await.len(), entries, "no second settlement");
     assert_eq!(publisher.sent().len(), 1);
     world.assert_invariants().await;
@@ -179,7 +179,7 @@ async fn new_code_on_a_database_without_any_index_settles_once_and_refuses_repor
     let fixture = InterviewFixture::new(org());
     let ids = fixture.insert(&mongo.db).await.unwrap();
     for _ in 0..2 {
-        let refused = env.handler.handle_detailed(event(&[ids])).await.expect_err("refused before the migration");
+        let refused = env.handler.handle_with_report(event(&[ids])).await.expect_err("refused before the migration");
         assert!(refused.to_string().contains("the whole batch will be retried"), "{refused}");
     }
     assert_eq!(env.fake.request_count(), 0, "no model call");

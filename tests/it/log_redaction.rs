@@ -70,7 +70,7 @@ async fn a_marker_in_every_free_text_position_of_a_body_is_never_logged() {
         cases.iter().map(|(name, body, _)| (format!("redact-{}", name.replace(' ', "-")), body.clone())).collect();
     let mut outcomes = Vec::new();
     for chunk in records.chunks(10) {
-        outcomes.extend(handler.handle_detailed(sqs_event(chunk)).await.expect("no batch error").outcomes);
+        outcomes.extend(handler.handle_with_report(sqs_event(chunk)).await.expect("no batch error").outcomes);
     }
     for ((id, outcome), (name, _, dropped)) in outcomes.iter().zip(&cases) {
         let expected = if *dropped { Outcome::DroppedInvalid } else { Outcome::Processed };

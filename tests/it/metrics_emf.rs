@@ -48,7 +48,7 @@ async fn a_batch_and_its_settlements_write_emf_lines_with_numbers_only() {
         )), "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {}}),
     ];
     let payload: SqsEvent = serde_json::from_value(serde_json::json!({"Records": records})).unwrap();
-    let report = handler.handle_detailed(LambdaEvent::new(payload, Context::default())).await.unwrap();
+    let report = handler.handle_with_report(LambdaEvent::new(payload, Context::default())).await.unwrap();
     metrics::set_sink(None);
     assert!(report.response.batch_item_failures.is_empty());
 

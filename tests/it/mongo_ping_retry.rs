@@ -85,7 +85,7 @@ async fn handler_behind_proxy(
 async fn a_ping_that_fails_once_does_not_fail_the_batch() {
     let (w, org, interview, dropped, handler) = handler_behind_proxy(1).await;
     let event = sqs_event(&[("after-thaw".to_owned(), completed_body(interview, org, 120))]);
-    let report = handler.handle_detailed(event).await.expect("the batch is not failed by one dead socket");
+    let report = handler.handle_with_report(event).await.expect("the batch is not failed by one dead socket");
     assert_eq!(report.outcomes, [("after-thaw".to_owned(), Outcome::Processed)]);
     assert_eq!(dropped.load(Ordering::SeqCst), 2, "the first ping was dropped, the second went through");
     assert!(w.settled(interview).await);
@@ -95,7 +95,7 @@ async fn a_ping_that_fails_once_does_not_fail_the_batch() {
 async fn a_ping_that_fails_twice_fails_the_batch() {
     let (w, org, interview, dropped, handler) = handler_behind_proxy(2).await;
     let event = sqs_event(&[("still-down".to_owned(), completed_body(interview, org, 120))]);
-    let err = handler.handle_detailed(event).await.expect_err("two failed pings fail the batch");
+    let err = handler.handle_with_report(event).await.expect_err("two failed pings fail the batch");
     assert!(matches!(err, BatchError::Setup(_)), "{err:?}");
     assert_eq!(dropped.load(Ordering::SeqCst), 2, "exactly one retry");
     assert!(!w.settled(interview).await);

@@ -94,7 +94,7 @@ async fn a_missing_unique_index_is_logged_once_per_cold_start_and_every_batch_is
     let absent = (InterviewId::new(bson::oid::ObjectId::new()), org());
     let handler = cold_start();
     for _ in 0..3 {
-        let refused = handler.handle_detailed(event(&[absent])).await.expect_err("the batch is refused");
+        let refused = handler.handle_with_report(event(&[absent])).await.expect_err("the batch is refused");
         let message = refused.to_string();
         assert!(message.contains("the whole batch will be retried"), "{message}");
         assert!(message.contains("interviewReports(interviewId)"), "{message}");
@@ -106,8 +106,8 @@ async fn a_missing_unique_index_is_logged_once_per_cold_start_and_every_batch_is
     assert_eq!(report_count_in(&mongo).await, 0, "nothing written while refused");
 
     migrations::apply(&mongo.db).await.unwrap();
-    handler.handle_detailed(event(&[absent])).await.expect("the same process goes on once the index exists");
-    cold_start().handle_detailed(event(&[absent])).await.expect("no batch error");
+    handler.handle_with_report(event(&[absent])).await.expect("the same process goes on once the index exists");
+    cold_start().handle_with_report(event(&[absent])).await.expect("no batch error");
     assert_eq!(errors().len(), 1, "nothing more once the index exists");
 }
 

@@ -148,7 +148,7 @@ async fn report_generate_logs_the_missing_ttl_index_once_per_cold_start_and_not_
     mongo.db.collection::<Document>(REPORTS).create_index(unique).await.unwrap();
     let handler = cold_start();
     for _ in 0..2 {
-        handler.handle_detailed(event(&absent)).await.expect("no batch error");
+        handler.handle_with_report(event(&absent)).await.expect("no batch error");
     }
     let lines = ttl_errors();
     assert_eq!(lines.len(), 1, "once per cold start: {lines:#?}");
@@ -156,6 +156,6 @@ async fn report_generate_logs_the_missing_ttl_index_once_per_cold_start_and_not_
     assert_eq!(lines[0]["function"], "report-generate");
 
     sophia_reports::migrations::apply(&mongo.db).await.unwrap();
-    cold_start().handle_detailed(event(&absent)).await.expect("no batch error");
+    cold_start().handle_with_report(event(&absent)).await.expect("no batch error");
     assert_eq!(ttl_errors().len(), 1, "nothing more once the index exists");
 }

@@ -78,7 +78,7 @@ async fn a_batch_is_routed_settled_published_once_and_answered() {
         record("m-wrong-org", &completed_body(done, other_org, 754), "interview.completed"),
         record("m-unknown", &completed_body(unknown, org, 60), "interview.completed"),
     ];
-    let report = handler.handle_detailed(event(records.clone())).await.unwrap();
+    let report = handler.handle_with_report(event(records.clone())).await.unwrap();
     assert_eq!(outcome_of(&report, "m-completed"), Outcome::Processed);
     assert_eq!(outcome_of(&report, "m-failed"), Outcome::Processed);
     assert_eq!(outcome_of(&report, "m-duplicate"), Outcome::Processed);
@@ -154,7 +154,7 @@ async fn the_failed_only_handler_settles_failures_and_drops_the_completed_shape(
     let other = w.reserved_interview(org, 10).await;
     let handler = interview_failed::Handler::new(w.mongo.clone());
     let report = handler
-        .handle_detailed(event(vec![
+        .handle_with_report(event(vec![
             record("m-failed", &failed_body(failed, org), "interview.failed"),
             record("m-completed", &completed_body(other, org, 60), "interview.completed"),
         ]))

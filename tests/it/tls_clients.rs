@@ -190,7 +190,7 @@ async fn every_client_of_the_functions_speaks_tls_through_ring_and_refuses_an_un
     migrations::apply(&mongo.db).await.expect("reports migrations");
     let ids = InterviewFixture::new(org()).insert(&mongo.db).await.unwrap();
     fake.push(Behaviour::Report);
-    let batch = handler(&openai_front).handle_detailed(event(&[ids])).await.expect("no batch error");
+    let batch = handler(&openai_front).handle_with_report(event(&[ids])).await.expect("no batch error");
     assert_eq!(batch.outcomes[0].1, Outcome::Processed);
     assert_eq!(report(ids.0).await.get_str("status").unwrap(), "COMPLETED");
     assert_eq!(fake.requests().len(), 1, "the chat completion reached the fake through TLS");
@@ -198,7 +198,7 @@ async fn every_client_of_the_functions_speaks_tls_through_ring_and_refuses_an_un
 
     let openai_stranger = TlsFront::start(&stranger, fake.addr()).await;
     let ids = InterviewFixture::new(org()).insert(&mongo.db).await.unwrap();
-    let batch = handler(&openai_stranger).handle_detailed(event(&[ids])).await.expect("no batch error");
+    let batch = handler(&openai_stranger).handle_with_report(event(&[ids])).await.expect("no batch error");
     assert_eq!(batch.outcomes[0].1, Outcome::Failed, "retried: SQS redelivers it");
     let failed = report(ids.0).await;
     assert_eq!(failed.get_str("status").unwrap(), "FAILED");

@@ -152,11 +152,11 @@ impl SqsConsumer {
         H: Fn(M, RecordMeta) -> HF,
         HF: Future<Output = Result<(), Failure>>,
     {
-        self.process_detailed(event, setup, handler).await.map(|r| r.response)
+        self.process_with_report(event, setup, handler).await.map(|r| r.response)
     }
 
     /// As [`process`](Self::process), with every record's outcome (for tests and the local runner).
-    pub async fn process_detailed<M, S, SF, H, HF>(
+    pub async fn process_with_report<M, S, SF, H, HF>(
         &self,
         event: LambdaEvent<SqsEvent>,
         setup: S,

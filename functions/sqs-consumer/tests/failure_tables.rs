@@ -37,7 +37,7 @@ struct Transient;
 #[tokio::test]
 async fn retry_row_handler_throw_puts_only_that_message_in_batch_item_failures() {
     let report = consumer()
-        .process_detailed(fixture_event(), ok_setup, |m: InterviewQueueMessage, _meta| async move {
+        .process_with_report(fixture_event(), ok_setup, |m: InterviewQueueMessage, _meta| async move {
             match m {
                 InterviewQueueMessage::Completed(_) => Err(Failure::retry(Transient)),
                 InterviewQueueMessage::Failed(_) => Ok(()),
@@ -53,7 +53,7 @@ async fn retry_row_handler_throw_puts_only_that_message_in_batch_item_failures()
 async fn retry_row_invalid_schema_is_acknowledged_without_calling_the_handler() {
     let calls = AtomicUsize::new(0);
     let report = consumer()
-        .process_detailed(fixture_event(), ok_setup, |_m: InterviewQueueMessage, _meta| {
+        .process_with_report(fixture_event(), ok_setup, |_m: InterviewQueueMessage, _meta| {
             calls.fetch_add(1, Ordering::SeqCst);
             async { Ok(()) }
         })
@@ -70,9 +70,11 @@ async fn failure_row_malformed_json_is_dropped() {
     event.records[0].body = Some("{not json".into());
     event.records[1].body = Some(r#"{"type":"interview.started","interviewId":"65a1b2c3d4e5f60718293a4b"}"#.into());
     let report = consumer()
-        .process_detailed(LambdaEvent::new(event, Context::default()), ok_setup, |_m: InterviewQueueMessage, _| async {
-            panic!("the handler must not see malformed bodies")
-        })
+        .process_with_report(
+            LambdaEvent::new(event, Context::default()),
+            ok_setup,
+            |_m: InterviewQueueMessage, _| async { panic!("the handler must not see malformed bodies") },
+        )
         .await
         .unwrap();
     assert_eq!(report.count(Outcome::DroppedInvalid), 3);
@@ -99,7 +101,7 @@ async fn retry_row_setup_failure_fails_the_whole_invocation() {
 #[tokio::test]
 async fn failure_row_transient_error_is_retried_per_message() {
     let report = consumer()
-        .process_detailed(fixture_event(), ok_setup, |_m: InterviewQueueMessage, _| async {
+        .process_with_report(fixture_event(), ok_setup, |_m: InterviewQueueMessage, _| async {
             Err(Failure::retry(Transient))
         })
         .await
@@ -110,7 +112,7 @@ async fn failure_row_transient_error_is_retried_per_message() {
 #[tokio::test]
 async fn a_permanent_handler_error_is_logged_and_acknowledged() {
     let report = consumer()
-        .process_detailed(fixture_event(), ok_setup, |_m: InterviewQueueMessage, _| async {
+        .process_with_report(fixture_event(), ok_setup, |_m: InterviewQueueMessage, _| async {
             Err(Failure::drop(Transient))
         })
         .await
@@ -122,7 +124,7 @@ async fn a_permanent_handler_error_is_logged_and_acknowledged() {
 #[tokio::test]
 async fn a_panic_fails_that_record_only() {
     let report = consumer()
-        .process_detailed(fixture_event(), ok_setup, |m: InterviewQueueMessage, _| async move {
+        .process_with_report(fixture_event(), ok_setup, |m: InterviewQueueMessage, _| async move {
             if matches!(m, InterviewQueueMessage::Failed(_)) {
                 panic!("bug in the failed path");
             }
@@ -188,7 +190,7 @@ async fn records_past_the_deadline_margin_are_returned_as_failures_without_runni
         .as_millis() as u64;
     let calls = AtomicUsize::new(0);
     let report = consumer()
-        .process_detailed(
+        .process_with_report(
             LambdaEvent::new(serde_json::from_str(FIXTURE).unwrap(), context),
             ok_setup,
             |_m: InterviewQueueMessage, _| {
@@ -228,7 +230,7 @@ async fn a_record_that_runs_into_the_margin_stops_later_records_of_its_group() {
         ..ConsumerOptions::default()
     };
     let report = SqsConsumer::new(options)
-        .process_detailed(LambdaEvent::new(event, context), ok_setup, |_m: InterviewQueueMessage, _| async {
+        .process_with_report(LambdaEvent::new(event, context), ok_setup, |_m: InterviewQueueMessage, _| async {
             tokio::time::sleep(Duration::from_secs(1)).await;
             Ok(())
         })
@@ -252,7 +254,7 @@ async fn a_record_still_running_near_the_deadline_is_cancelled_and_the_batch_is_
         ..ConsumerOptions::default()
     };
     let report = SqsConsumer::new(options)
-        .process_detailed(
+        .process_with_report(
             LambdaEvent::new(serde_json::from_str(FIXTURE).unwrap(), context),
             ok_setup,
             |m: InterviewQueueMessage, _| async move {
@@ -296,7 +298,7 @@ async fn same_organization_records_run_one_after_another_and_others_concurrently
     let max_parallel = Arc::new(AtomicUsize::new(0));
     let overlaps = Arc::new(AtomicUsize::new(0));
     let report = SqsConsumer::new(ConsumerOptions { concurrency: 8, ..ConsumerOptions::default() })
-        .process_detailed(
+        .process_with_report(
             LambdaEvent::new(batch_of(&bodies), Context::default()),
             ok_setup,
             |m: InterviewQueueMessage, _| {
@@ -367,7 +369,7 @@ mod property {
             let plan_by_interview: std::collections::HashMap<String, Planned> =
                 plan.iter().enumerate().map(|(i, (p, _))| (format!("{i:024x}"), *p)).collect();
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            let report = rt.block_on(SqsConsumer::new(ConsumerOptions { concurrency, ..ConsumerOptions::default() }).process_detailed(
+            let report = rt.block_on(SqsConsumer::new(ConsumerOptions { concurrency, ..ConsumerOptions::default() }).process_with_report(
                 LambdaEvent::new(batch_of(&bodies), Context::default()),
                 ok_setup,
                 |m: InterviewQueueMessage, _| {

@@ -69,7 +69,7 @@ pub fn event(ids: &[(InterviewId, OrganizationId)]) -> LambdaEvent<SqsEvent> {
 }
 
 pub async fn deliver(env: &Env, ids: (InterviewId, OrganizationId)) -> Outcome {
-    let report: BatchReport = env.handler.handle_detailed(event(&[ids])).await.expect("no batch error");
+    let report: BatchReport = env.handler.handle_with_report(event(&[ids])).await.expect("no batch error");
     assert_eq!(report.outcomes.len(), 1);
     let outcome = report.outcomes[0].1;
     assert_eq!(report.response.batch_item_failures.len(), usize::from(outcome.is_batch_item_failure()));

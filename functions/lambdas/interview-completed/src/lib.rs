@@ -159,11 +159,11 @@ impl<P: ReportPublisher> Handler<P> {
 
     /// One invocation, as Lambda calls it.
     pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, lambda_runtime::Error> {
-        Ok(self.handle_detailed(event).await?.response)
+        Ok(self.handle_with_report(event).await?.response)
     }
 
     /// One invocation with every record's outcome (tests, the local runner).
-    pub async fn handle_detailed(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
+    pub async fn handle_with_report(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
         let setup = || async {
             ping_renewing(&self.clients).await?;
             self.index_check
@@ -174,7 +174,7 @@ impl<P: ReportPublisher> Handler<P> {
                 .await;
             Ok::<(), BoxError>(())
         };
-        self.consumer.process_detailed(event, setup, |m, meta| self.handle_record(m, meta)).await
+        self.consumer.process_with_report(event, setup, |m, meta| self.handle_record(m, meta)).await
     }
 
     async fn handle_record(&self, message: InterviewQueueMessage, meta: RecordMeta) -> Result<(), Failure> {

@@ -76,19 +76,19 @@ async fn a_refused_ping_reads_the_uri_again_and_the_batch_settles_on_rebuilt_cli
     let handler = Handler::renewable(mongo, FnPublisher(skip), options, interval);
 
     // Revoked without a replacement yet: the batch fails after one re-read.
-    let failed = handler.handle_detailed(event(interview, org)).await;
+    let failed = handler.handle_with_report(event(interview, org)).await;
     assert!(failed.is_err(), "the ping is refused and the URI has no new value");
     assert_eq!(extension.reads(ARN), 2);
 
     // The new version is put, but within the interval nothing is read again.
     extension.put(ARN, &server.url());
-    assert!(handler.handle_detailed(event(interview, org)).await.is_err());
+    assert!(handler.handle_with_report(event(interview, org)).await.is_err());
     assert_eq!(extension.reads(ARN), 2, "one re-read per interval");
     assert!(store.interview(interview.oid()).await.unwrap().unwrap().settled_at.is_none());
 
     // The next interval: read again, a new value, clients rebuilt, the batch settles on them.
     tokio::time::sleep(interval + Duration::from_millis(200)).await;
-    let report = handler.handle_detailed(event(interview, org)).await.expect("the batch runs");
+    let report = handler.handle_with_report(event(interview, org)).await.expect("the batch runs");
     assert!(report.failed_ids().is_empty(), "{:?}", report.outcomes);
     assert_eq!(extension.reads(ARN), 3);
     let settled = store.interview(interview.oid()).await.unwrap().unwrap();

@@ -28,13 +28,13 @@ impl Handler {
     }
 
     pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, lambda_runtime::Error> {
-        Ok(self.handle_detailed(event).await?.response)
+        Ok(self.handle_with_report(event).await?.response)
     }
 
-    pub async fn handle_detailed(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
+    pub async fn handle_with_report(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
         let setup = || async { self.mongo.ping().await.map_err(BoxError::from) };
         self.consumer
-            .process_detailed(event, setup, |m: InterviewFailed, meta| async move {
+            .process_with_report(event, setup, |m: InterviewFailed, meta| async move {
                 settle_failed(&self.service, &m, &meta).await
             })
             .await

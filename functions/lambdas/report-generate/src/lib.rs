@@ -17,7 +17,7 @@
 //! lost. A database is in that state only between a switch to a new database and its migration
 //! (docs/deploy.md, "Later deploys"); the TTL index is only logged.
 //!
-//! Tests call [`ReportGenerateHandler::handle_detailed`] in-process with
+//! Tests call [`ReportGenerateHandler::handle_with_report`] in-process with
 //! `LambdaEvent::new(event, Context::default())`.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
@@ -159,11 +159,11 @@ impl ReportGenerateHandler {
 
     /// One invocation, answered for Lambda.
     pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, BatchError> {
-        self.handle_detailed(event).await.map(|r| r.response)
+        self.handle_with_report(event).await.map(|r| r.response)
     }
 
     /// One invocation, with every record's outcome.
-    pub async fn handle_detailed(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
+    pub async fn handle_with_report(&self, event: LambdaEvent<SqsEvent>) -> Result<BatchReport, BatchError> {
         let setup = || async {
             let mut clients = self.clients.current();
             if let Err(e) = clients.mongo.ping().await {
@@ -221,7 +221,7 @@ impl ReportGenerateHandler {
             report_metrics(&result).emit();
             result.map(|_| ()).map_err(to_failure)
         };
-        self.consumer.process_detailed(event, setup, handler).await
+        self.consumer.process_with_report(event, setup, handler).await
     }
 }
 
