@@ -43,8 +43,7 @@ pub(super) async fn seed_and_check(
     rng: &mut Rng,
 ) -> Result<(Vec<Planned>, f64), LoadError> {
     let seed_started = Instant::now();
-    let mut planned = Vec::new();
-    seed(store, &mut planned, mix, orgs, rng).await?;
+    let planned = seed(store, mix, orgs, rng).await?;
     let seed_seconds = seed_started.elapsed().as_secs_f64();
     let violations_before = invariants::check_all(store).await?;
     if !violations_before.is_empty() {
@@ -63,18 +62,14 @@ pub(super) async fn seed_and_check(
 }
 
 /// Organizations, lots and reserved interviews in bulk, consistent with the five invariants.
-async fn seed(
-    store: &CreditsStore,
-    planned: &mut Vec<Planned>,
-    mix: &Mix,
-    orgs: usize,
-    rng: &mut Rng,
-) -> Result<(), LoadError> {
+async fn seed(store: &CreditsStore, mix: &Mix, orgs: usize, rng: &mut Rng) -> Result<Vec<Planned>, LoadError> {
     let mut plan = SeedPlan::new(orgs, mix.interviews());
+    let mut planned = Vec::with_capacity(mix.interviews());
     for i in 0..mix.interviews() {
         planned.push(plan.add_interview(i, mix, rng)?);
     }
-    plan.insert(store).await
+    plan.insert(store).await?;
+    Ok(planned)
 }
 
 /// The documents of a seed before they are written.
@@ -101,14 +96,14 @@ impl SeedPlan {
 
     /// The `i`-th interview: reserved on one lot of its organization (both, every fifth), its
     /// `RESERVE` entries, completed (or failed past `mix.completed`) with a transcript.
-    fn add_interview(&mut self, i: usize, mix: &Mix, rng: &mut Rng) -> Result<Planned, LoadError> {
+    fn add_interview(&mut self, i: usize, mix: &Mix, rng: &mut Rng) -> Result<Planned, bson::ser::Error> {
         let (at, lot_ids) = (self.at, &self.lot_ids);
         let o = i % self.org_ids.len();
         let reserved = rng.range(10, 40) as i64;
         let failed = i >= mix.completed;
         // Mostly 2-40 minutes; one in twenty under a minute (insufficient evidence).
         let duration = (!failed).then(|| if rng.range(0, 19) == 0 { rng.range(5, 59) } else { rng.range(120, 2700) });
-        let allocations: Vec<Allocation> = if i % 5 == 0 {
+        let allocations: Vec<Allocation> = if i.is_multiple_of(5) {
             let a = reserved / 2;
             vec![
                 Allocation { lot_id: lot_ids[o][0], credits: a },
@@ -158,26 +153,26 @@ impl SeedPlan {
     /// Each organization and its two lots (30 and 365 days), 50 credits available on each lot
     /// beside what the interviews reserved.
     fn organizations_and_lots(&self) -> (Vec<Organization>, Vec<CreditLot>) {
-        let (now, at, lot_reserved) = (self.now, self.at, &self.lot_reserved);
+        let (now, at) = (self.now, self.at);
         let mut organizations = Vec::new();
         let mut lots = Vec::new();
-        for o in 0..self.org_ids.len() {
+        for (o, lot_reserved) in self.lot_reserved.iter().enumerate() {
             let mut available = 0;
             for (slot, days) in [(0, 30), (1, 365)] {
-                let granted = lot_reserved[o][slot] + 50;
-                available += granted - lot_reserved[o][slot];
+                let granted = lot_reserved[slot] + 50;
+                available += granted - lot_reserved[slot];
                 lots.push(CreditLot {
                     id: self.lot_ids[o][slot],
                     organization_id: self.org_ids[o],
                     granted,
                     remaining: granted,
-                    reserved: lot_reserved[o][slot],
+                    reserved: lot_reserved[slot],
                     expires_at: DateTime::from_chrono(now + chrono::Duration::days(days)),
                     status: LotStatus::Active,
                     created_at: Some(at),
                 });
             }
-            let reserved = lot_reserved[o][0] + lot_reserved[o][1];
+            let reserved = lot_reserved[0] + lot_reserved[1];
             organizations.push(Organization {
                 id: self.org_ids[o],
                 name: format!("Load organization {o}"),
