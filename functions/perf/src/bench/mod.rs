@@ -1,23 +1,23 @@
 //! The benchmarks (`scripts/bench`, binary `sophia-bench`): figures, not assertions.
 //!
-//! - [`zips`]: zip size of each function (`<lambda dir>/<fn>/bootstrap.zip` from `scripts/build`);
-//! - [`cold_start`]: cold start of each release binary behind the local Runtime API: process start
+//! - `zips`: zip size of each function (`<lambda dir>/<fn>/bootstrap.zip` from `scripts/build`);
+//! - `cold_start`: cold start of each release binary behind the local Runtime API: process start
 //!   to its first `/next` poll (its init, incl. the MongoDB `hello` of `Mongo::from_env`, is done),
 //!   median of `runs` fresh processes; then the first event's end-to-end time (one real batch
 //!   invoked right after ready: 10 settlements, or one report) and the peak RSS (`VmHWM`) after it;
-//! - [`secrets`]: the same with the secrets as plain variables vs Secrets Manager behind an
+//! - `secrets`: the same with the secrets as plain variables vs Secrets Manager behind an
 //!   extension that is not ready during init;
-//! - [`round_trips`]: MongoDB round trips per settlement and per report, counted with the driver's
+//! - `round_trips`: MongoDB round trips per settlement and per report, counted with the driver's
 //!   command monitoring around the library calls (`SettlementService`, `ReportService`), next to
 //!   the minimum the data model allows;
-//! - [`latency`]: latency of one batch of 10 settlements of 10 organizations through a warm release
+//! - `latency`: latency of one batch of 10 settlements of 10 organizations through a warm release
 //!   `interview-completed` behind the local Runtime API, with `RECORD_CONCURRENCY` 10 and 1.
 //!
-//! It starts its own fauxqs, nx-27017 and offline OpenAI endpoint ([`world`]: the runner's parts,
+//! It starts its own fauxqs, nx-27017 and offline OpenAI endpoint (`world`: the runner's parts,
 //! without its pollers, so nothing else competes for the servers while a figure is taken) and feeds
-//! the functions from [`events`]. [`report`] is the table and the JSON's fields, [`json`] where the
-//! JSON goes; [`release`] finds the release binaries and invokes them, [`stats`] the median and
-//! extremes, [`machine`] the host.
+//! the functions from `events`. `report` is the table and the JSON's fields, `json` where the
+//! JSON goes; `release` finds the release binaries and invokes them, `stats` the median and
+//! extremes, `machine` the host.
 
 use std::fmt;
 use std::path::PathBuf;

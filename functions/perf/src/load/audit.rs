@@ -37,6 +37,8 @@ struct ReportCounts {
     done_at: HashMap<ObjectId, SystemTime>,
 }
 
+/// Audits the run and takes its figures; the run's settings (mix, pollers, seed and publish times)
+/// are left for `drive` to fill in.
 pub(super) async fn audit(
     runner: &Runner,
     store: &CreditsStore,

@@ -18,6 +18,7 @@ use super::rng::Rng;
 use super::seed::seed_and_check;
 use super::{LoadError, LoadOptions};
 
+/// One load run on the started `runner`; the report lacks only what the runner counted itself.
 pub(super) async fn drive(
     runner: &Runner,
     options: &LoadOptions,

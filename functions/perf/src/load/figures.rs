@@ -10,6 +10,7 @@ use super::latency::Latency;
 use super::seed::Planned;
 use super::timeline::{TIMELINE_WINDOWS, Window, timeline};
 
+/// What the report takes from the audit's timestamps.
 pub(super) struct Figures {
     /// First publish to the last `settledAt`, and to the last terminal report.
     pub(super) settle_seconds: f64,

@@ -5,23 +5,23 @@
 //!    event-source-mapping emulator per function with in-process instances): report generation with
 //!    several pollers, settlement one transaction at a time (nx-27017's limit, see
 //!    [`runner_options`]);
-//! 2. [`seed`]: `orgs` organizations, two credit lots each, and one reserved interview per valid
+//! 2. `seed`: `orgs` organizations, two credit lots each, and one reserved interview per valid
 //!    event, written in bulk (`insert_many`) in the exact shape the library's reservation writes
 //!    (organization balances, lot `reserved`, `RESERVE` ledger entries, interview
 //!    `credits.allocations`), so the five invariants hold before anything is published; every
 //!    fifth reservation spans both lots;
-//! 3. [`mix`] and [`publish`]: the mix, shuffled ([`rng`]), published through the real producer
+//! 3. `mix` and `publish`: the mix, shuffled (`rng`), published through the real producer
 //!    with bounded concurrency: 5 % duplicates (an interview published twice), 2 % malformed
 //!    bodies (six kinds), 1 % failed interviews, the rest completed with varied durations (some
 //!    under a minute: insufficient evidence, no model call);
-//! 4. [`drive`]: waits ([`progress`] bar on stderr, overall timeout) until every valid interview is
+//! 4. `drive`: waits (`progress` bar on stderr, overall timeout) until every valid interview is
 //!    settled and every completed one has a terminal report;
-//! 5. [`audit`]: settled exactly once (per interview `SETTLE` entries ≤ its lots, no duplicate
+//! 5. `audit`: settled exactly once (per interview `SETTLE` entries ≤ its lots, no duplicate
 //!    ledger key, `credits.consumed` = `SETTLE` sum = the expected bill, `RESERVE` = `SETTLE` +
 //!    `RELEASE` + `FORFEIT`), exactly one report per completed interview and none for failed ones,
-//!    both DLQs empty ([`queue_depth`]), no pending outbox entry, no interview written by a
+//!    both DLQs empty (`queue_depth`), no pending outbox entry, no interview written by a
 //!    malformed body, `invariants::check_all` empty; and measures throughput and per-message
-//!    latency ([`figures`], [`latency`], [`timeline`]) into the [`report`].
+//!    latency (`figures`, `latency`, `timeline`) into the `report`.
 
 use std::collections::BTreeMap;
 use std::fmt;
