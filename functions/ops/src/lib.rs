@@ -28,6 +28,7 @@
 pub mod admin;
 pub mod audit;
 pub mod cli;
+pub mod commands;
 pub mod confirm;
 pub mod contract;
 pub mod dlq;
@@ -50,22 +51,15 @@ use sophia_platform::config;
 use sophia_platform::mongo::{Mongo, MongoSettings};
 
 pub use cli::Cli;
+pub use commands::dlq::REDRIVE_PLAN_MESSAGES;
 pub use error::OpsError;
 pub use progress::ProgressMode;
 
-use sophia_contracts::{InterviewId, RequestId};
-
 use crate::audit::Identity;
-use crate::cli::{
-    AuditCommand, Command, DlqCommand, InterviewCommand, InvariantsCommand, OutboxCommand, PublishCommand,
-    QueueCommand, ReportCommand,
-};
-use crate::confirm::{Gate, Plan};
+use crate::cli::{Command, DlqCommand, OutboxCommand, QueueCommand, ReportCommand};
 use crate::env::Env;
-use crate::publish::PublishRequest;
 use crate::queues::QueueLocator;
 use crate::queues::QueueName;
-use crate::redrive::{RedriveOptions, ResetReports, SqsMoveIo};
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_ERROR: i32 = 1;
@@ -379,270 +373,25 @@ where
     <Cli as clap::Parser>::try_parse_from(args)
 }
 
-/// Runs one parsed command.
+/// Runs one parsed command: the handler of its family (see [`commands`]).
 pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsError> {
     match command {
-        Command::Publish(p) => {
-            let name = mutating_name(command).unwrap_or("publish");
-            let ops_id = ctx.request_id(name).await;
-            let (request, dry_run) = match p {
-                PublishCommand::Completed { ids, completed_at, duration_seconds, request_id, dry_run } => (
-                    PublishRequest::completed(
-                        ids.interview_id,
-                        ids.organization_id,
-                        *completed_at,
-                        Some(*duration_seconds),
-                        Some(request_id.as_deref().unwrap_or(&ops_id)),
-                    ),
-                    *dry_run,
-                ),
-                PublishCommand::Failed { ids, reason, failed_at, request_id, dry_run } => (
-                    PublishRequest::failed(
-                        ids.interview_id,
-                        ids.organization_id,
-                        reason.clone(),
-                        *failed_at,
-                        Some(request_id.as_deref().unwrap_or(&ops_id)),
-                    ),
-                    *dry_run,
-                ),
-                PublishCommand::Report { ids, request_id, dry_run } => (
-                    PublishRequest::report(
-                        ids.interview_id,
-                        ids.organization_id,
-                        sophia_contracts::RequestId::from_caller(Some(request_id.as_deref().unwrap_or(&ops_id))),
-                    ),
-                    *dry_run,
-                ),
-            };
-            let locator = ctx.locator().await;
-            let mut plan = request.plan(ctx, locator.source_url(request.queue()).await?);
-            if let Some(mongo) = ctx.mongo_for_plan().await {
-                let fate = predict::message(Some(&mongo), request.queue(), &request.body(), false).await;
-                plan.effects = vec![format!("the consumer, from the state now: {}", fate.text)];
-            } else {
-                plan.effects.push("(what the consumer will do is not predicted: MONGODB_URI is not set)".into());
-            }
-            let interview = request.interview_id();
-            if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &[interview], dry_run).await? {
-                return Ok(Outcome::DryRun(plan));
-            }
-            Ok(Outcome::Publish(publish::publish(&locator, request).await?))
-        }
-        Command::Dlq(DlqCommand::List { queue, max, show_body }) => {
-            Ok(Outcome::DlqList(dlq::list_with(&ctx.locator().await, *queue, *max, ctx.progress, *show_body).await?))
-        }
-        Command::Dlq(DlqCommand::Show { queue, message_id, show_body }) => {
-            let mut shown = dlq::show_with(&ctx.locator().await, *queue, message_id, ctx.progress, *show_body).await?;
-            dlq::attach_report(&mut shown, ctx).await;
-            Ok(Outcome::DlqShow(shown))
-        }
-        Command::Dlq(DlqCommand::Redrive { queue, max, dry_run, method, visibility_timeout, keep_attempts }) => {
-            let locator = ctx.locator().await;
-            let reset = queue.is(sophia_queue_settings::REPORT_GENERATE) && !keep_attempts;
-            if reset && *method == redrive::RedriveMethod::MoveTask {
-                return Err(OpsError::Invalid(format!(
-                    "StartMessageMoveTask moves every message server-side, so a {queue} redrive cannot reset each report just before its message moves; use --method auto, or --keep-attempts to move without resets"
-                )));
-            }
-            let plan = redrive_plan(ctx, &locator, *queue, *max, reset).await?;
-            let ids: Vec<InterviewId> = plan.1.clone();
-            let plan = if *dry_run {
-                match confirm::gate(ctx, plan.0, &ids, true).await? {
-                    Gate::DryRun(plan) => Some(plan),
-                    Gate::Proceed => None,
-                }
-            } else {
-                confirm::gate(ctx, plan.0, &ids, false).await?;
-                None
-            };
-            let options = RedriveOptions {
-                max: *max,
-                dry_run: *dry_run,
-                method: *method,
-                visibility: *visibility_timeout,
-                progress: ctx.progress,
-                ops_request_id: Some(ctx.request_id("dlq-redrive").await),
-            };
-            let io = SqsMoveIo(locator.client().clone());
-            let mut report = if reset && *dry_run {
-                redrive::redrive_prepared(&locator, *queue, &options, &io, &redrive::ResetPreview).await?
-            } else if reset {
-                let db = ctx.mongo().await.map_err(|e| match e {
-                    OpsError::NotConfigured { .. } => OpsError::NotConfigured {
-                        what: "MongoDB".into(),
-                        hint: format!("a {queue} redrive resets each report's attempts before its message moves: set MONGODB_URI (or pass --keep-attempts to move the messages without resets)"),
-                    },
-                    other => other,
-                })?.db;
-                let prepare = ResetReports { db, operator: ctx.operator("dlq-redrive") };
-                redrive::redrive_prepared(&locator, *queue, &options, &io, &prepare).await?
-            } else {
-                redrive::redrive_with(&locator, *queue, &options, &io).await?
-            };
-            report.plan = plan;
-            Ok(Outcome::DlqRedrive(report))
-        }
-        Command::Dlq(DlqCommand::Delete { queue, message_id, dry_run }) => {
-            let locator = ctx.locator().await;
-            let shown = dlq::show(&locator, *queue, message_id, ProgressMode::Hidden).await?;
-            let mut plan =
-                Plan::new(ctx, format!("delete message {message_id} from the {queue} DLQ"), shown.dlq_url.clone());
-            plan.effects.push(format!(
-                "the message is gone for good: it will not be processed (redacted body: {})",
-                shown.message.body
-            ));
-            if let Some(e) = &shown.message.contract_error {
-                plan.effects.push(format!("its body breaks the contract: {e}"));
-            } else if let Some(mongo) = ctx.mongo_for_plan().await {
-                let fate = predict::message(Some(&mongo), *queue, &shown.message.body, false).await;
-                plan.effects.push(format!("redriven instead, the consumer would, from the state now: {}", fate.text));
-            }
-            let ids: Vec<InterviewId> = shown.message.interview_id.iter().filter_map(|i| i.parse().ok()).collect();
-            if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &ids, *dry_run).await? {
-                return Ok(Outcome::DryRun(plan));
-            }
-            Ok(Outcome::DlqDelete(dlq::delete(&locator, *queue, message_id, ctx.progress).await?))
-        }
-        Command::Interview(InterviewCommand::Show { interview_id, dlq_scan, no_receive }) => {
-            let scan = if *no_receive { 0 } else { *dlq_scan };
-            Ok(Outcome::InterviewShow(Box::new(interview::show(ctx, *interview_id, scan).await?)))
-        }
-        Command::Queue(QueueCommand::Move { from_url, to, into_dlq, max, dry_run, visibility_timeout }) => {
-            let locator = ctx.locator().await;
-            let destination = if *into_dlq { locator.dlq_url(*to).await? } else { locator.source_url(*to).await? };
-            let what = if *into_dlq { format!("the {to} DLQ") } else { format!("the {to} queue") };
-            let mut plan = Plan::new(ctx, format!("move every message of {from_url} into {what}"), destination.clone());
-            // The source counts too: an old stack's queue is not local either.
-            plan.local = plan.local && ctx.is_local(from_url);
-            let peeked = dlq::list_from(&locator, from_url, *to, 10).await?;
-            plan.effects.push(format!(
-                "about {} message(s) in {from_url}{}; each body is checked against the {to} contract, an invalid one stays there",
-                peeked.approximate_visible.map_or("?".into(), |n| n.to_string()),
-                max.map_or(String::new(), |m| format!(" (at most {m} moved)"))
-            ));
-            let mongo = ctx.mongo_for_plan().await;
-            for m in &peeked.messages {
-                let line = match &m.contract_error {
-                    Some(e) => format!("INVALID, stays in place ({e})"),
-                    None if mongo.is_some() => {
-                        let reset = *into_dlq && to.is(sophia_queue_settings::REPORT_GENERATE);
-                        let fate = predict::message(mongo.as_ref(), *to, &m.body, reset).await;
-                        format!(
-                            "valid; interview {}: {}{}",
-                            m.interview_id.as_deref().unwrap_or("-"),
-                            if *into_dlq { "once redriven (with the reset), " } else { "" },
-                            fate.text
-                        )
-                    }
-                    None => "valid".to_owned(),
-                };
-                plan.effects.push(format!("sample {}: {line}", m.message_id));
-            }
-            let ids: Vec<InterviewId> =
-                peeked.messages.iter().filter_map(|m| m.interview_id.as_deref()?.parse().ok()).collect();
-            let plan = match confirm::gate(ctx, plan, &ids, *dry_run).await? {
-                Gate::DryRun(plan) => Some(plan),
-                Gate::Proceed => None,
-            };
-            let options = RedriveOptions {
-                max: *max,
-                dry_run: *dry_run,
-                method: redrive::RedriveMethod::ReceiveSendDelete,
-                visibility: *visibility_timeout,
-                progress: ctx.progress,
-                ops_request_id: Some(ctx.request_id("queue-move").await),
-            };
-            let io = SqsMoveIo(locator.client().clone());
-            let mut report = redrive::queue_move_to(&locator, from_url, *to, &destination, &options, &io).await?;
-            report.plan = plan;
-            Ok(Outcome::QueueMove(report))
-        }
-        Command::Outbox(OutboxCommand::Flush { older_than, limit }) => {
-            let url = ctx.locator().await.source_url(QueueName::report_generate()).await?;
-            let mut plan = Plan::new(ctx, "publish pending report.generate outbox entries", url);
-            plan.effects.push(format!("entries created more than {}s ago, at most {limit}", older_than.as_secs()));
-            let ids = match ctx.mongo_for_plan().await {
-                Some(mongo) => admin::outbox_plan(&mongo, *older_than, *limit, &mut plan).await?,
-                None => Vec::new(),
-            };
-            confirm::gate(ctx, plan, &ids, false).await?;
-            Ok(Outcome::OutboxFlush(admin::outbox_flush(ctx, *older_than, *limit).await?))
-        }
-        Command::Report(ReportCommand::Retry { ids, reset_attempts, dry_run }) => {
-            let ops_id = ctx.request_id("report-retry").await;
-            let request =
-                PublishRequest::report(ids.interview_id, ids.organization_id, RequestId::from_caller(Some(&ops_id)));
-            let mut plan = request.plan(ctx, ctx.locator().await.source_url(QueueName::report_generate()).await?);
-            plan.action = "re-publish report.generate (report retry)".into();
-            plan.effects.clear();
-            let fate = match ctx.mongo_for_plan().await {
-                Some(mongo) => Some(predict::report(&mongo.db, request_message(ids), *reset_attempts).await),
-                None => None,
-            };
-            match &fate {
-                Some(f) if f.outcome == "already-completed" => {
-                    plan.effects.push("report COMPLETED: nothing to do (nothing is reset, nothing is published)".into())
-                }
-                Some(f) if f.outcome == "dropped" => plan
-                    .effects
-                    .push(format!("publishes report.generate; the consumer, from the state now: {}", f.text)),
-                Some(f) => {
-                    if *reset_attempts && f.text.starts_with("attempts reset") {
-                        plan.effects.push(format!(
-                            "resets the report's attemptCount to 0 first (recorded on the report: lastRetry, by {})",
-                            ctx.operator("report-retry").by
-                        ));
-                    }
-                    plan.effects
-                        .push(format!("publishes report.generate; the consumer, from the state now: {}", f.text));
-                }
-                None => {
-                    if *reset_attempts {
-                        plan.effects.push(format!(
-                            "resets a FAILED report's attemptCount to 0 first (recorded on the report: lastRetry, by {})",
-                            ctx.operator("report-retry").by
-                        ));
-                    }
-                    plan.effects.push("publishes report.generate (what the consumer will do is not predicted: MONGODB_URI is not set)".into());
-                }
-            }
-            if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &[ids.interview_id], *dry_run).await? {
-                return Ok(Outcome::DryRun(plan));
-            }
-            Ok(Outcome::ReportRetry(
-                admin::report_retry(ctx, ids.interview_id, ids.organization_id, *reset_attempts, &ops_id).await?,
-            ))
-        }
-        Command::Invariants(InvariantsCommand::Check { org }) => {
-            Ok(Outcome::InvariantsCheck(admin::invariants_check(ctx, *org).await?))
-        }
-        Command::Migrate => Ok(Outcome::Migrate(admin::migrate(ctx).await?)),
-        Command::Queue(QueueCommand::Status { queue, window }) => {
-            Ok(Outcome::QueueStatus(Box::new(status::queue_status(ctx, *queue, *window).await?)))
-        }
-        Command::Interview(InterviewCommand::Unsettled { org, older_than, limit }) => {
-            Ok(Outcome::InterviewUnsettled(listing::unsettled(ctx, *org, *older_than, *limit).await?))
-        }
-        Command::Report(ReportCommand::Failures { since, limit }) => {
-            Ok(Outcome::ReportFailures(listing::failures(ctx, *since, *limit).await?))
-        }
-        Command::Audit(AuditCommand::List { limit, command, since }) => {
-            Ok(Outcome::AuditList(audit::list(ctx, *limit, command.as_deref(), *since).await?))
-        }
+        Command::Publish(c) => commands::publish::run(c, ctx).await,
+        Command::Dlq(c) => commands::dlq::run(c, ctx).await,
+        Command::Interview(c) => commands::interview::run(c, ctx).await,
+        Command::Queue(c) => commands::queue::run(c, ctx).await,
+        Command::Outbox(c) => commands::outbox::run(c, ctx).await,
+        Command::Report(c) => commands::report::run(c, ctx).await,
+        Command::Invariants(c) => commands::invariants::run(c, ctx).await,
+        Command::Migrate => commands::migrate::run(ctx).await,
+        Command::Audit(c) => commands::audit::run(c, ctx).await,
     }
-}
-
-fn request_message(ids: &cli::Ids) -> sophia_contracts::ReportGenerate {
-    sophia_contracts::ReportGenerate { interview_id: ids.interview_id, organization_id: ids.organization_id }
 }
 
 /// The audit name of a command that changes something (`None`: a read-only command).
 pub fn mutating_name(command: &Command) -> Option<&'static str> {
     Some(match command {
-        Command::Publish(PublishCommand::Completed { .. }) => "publish-completed",
-        Command::Publish(PublishCommand::Failed { .. }) => "publish-failed",
-        Command::Publish(PublishCommand::Report { .. }) => "publish-report",
+        Command::Publish(c) => commands::publish::audit_name(c),
         Command::Dlq(DlqCommand::Redrive { .. }) => "dlq-redrive",
         Command::Dlq(DlqCommand::Delete { .. }) => "dlq-delete",
         Command::Queue(QueueCommand::Move { .. }) => "queue-move",
@@ -697,50 +446,6 @@ fn error_kind(e: &OpsError) -> &'static str {
         OpsError::Io(_) => "io",
         OpsError::ConfirmationRequired(_) => "confirmation-required",
     }
-}
-
-/// How many DLQ messages a redrive plan lists, at most.
-pub const REDRIVE_PLAN_MESSAGES: usize = 50;
-
-/// The plan of a redrive: what moves where and, per message (the first
-/// [`REDRIVE_PLAN_MESSAGES`]), the state that decides what the consumer will do with it: for
-/// report-generate the report's status, attempts and errorKind and whether it will be reset; for
-/// interview-completed whether the interview is still unsettled. Also the interviews to show.
-async fn redrive_plan(
-    ctx: &Context,
-    locator: &QueueLocator,
-    queue: QueueName,
-    max: Option<usize>,
-    reset: bool,
-) -> Result<(Plan, Vec<InterviewId>), OpsError> {
-    let (source, dlq_url) = (locator.source_url(queue).await?, locator.dlq_url(queue).await?);
-    let mut plan = Plan::new(ctx, format!("redrive the {queue} DLQ ({dlq_url})"), source);
-    let peeked = dlq::list(locator, queue, REDRIVE_PLAN_MESSAGES, ProgressMode::Hidden).await?;
-    plan.effects.push(format!(
-        "about {} message(s) move back to the source queue{}",
-        peeked.approximate_visible.map_or("?".into(), |n| n.to_string()),
-        max.map_or(String::new(), |m| format!(" (at most {m})"))
-    ));
-    if queue.is(sophia_queue_settings::REPORT_GENERATE) {
-        plan.effects.push(if reset {
-            "each FAILED (or stuck) report gets a fresh attempt budget just before its message moves, recorded on the report (lastRetry, retries); COMPLETED reports are not touched".into()
-        } else {
-            "--keep-attempts: reports keep their attempts; a report FAILED at its last attempt stays FAILED (its message is acknowledged without a model call)".into()
-        });
-    }
-    let ids: Vec<InterviewId> =
-        peeked.messages.iter().filter_map(|m| m.interview_id.as_deref()?.parse().ok()).collect();
-    let mongo = ctx.mongo_for_plan().await;
-    for m in &peeked.messages {
-        let interview = m.interview_id.as_deref().unwrap_or("-");
-        let fate = predict::message(mongo.as_ref(), queue, &m.body, reset).await;
-        plan.effects.push(format!("message {}: interview {interview}: {}", m.message_id, fate.text));
-    }
-    if peeked.truncated {
-        plan.effects.push(format!("(only the first {REDRIVE_PLAN_MESSAGES} messages are listed)"));
-    }
-    // The per-message lines say it all; the plan's interview lines would repeat them.
-    Ok((plan, if ctx.has_mongo() || !confirm::is_local_url(&dlq_url) { ids } else { Vec::new() }))
 }
 
 /// Parses nothing: runs an already parsed command line end to end (env file, clients, command,
