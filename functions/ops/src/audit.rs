@@ -12,6 +12,8 @@
 
 use serde::Serialize;
 
+use crate::{Context, EXIT_ERROR, EXIT_OK, OpsError, Outcome};
+
 /// The collection of audit records.
 pub const OPERATOR_AUDIT: &str = "operatorAudit";
 
@@ -200,6 +202,66 @@ pub async fn list(
 pub async fn write(db: &mongodb::Database, record: &Record) -> Result<(), String> {
     let doc = bson::to_document(record).map_err(|e| e.to_string())?;
     db.collection::<bson::Document>(OPERATOR_AUDIT).insert_one(doc).await.map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Writes the audit record of a mutating command (MongoDB `operatorAudit` when configured) and
+/// returns its stderr lines (the record, and a warning if it could not be stored).
+pub async fn record_audit(
+    ctx: &Context,
+    command: &'static str,
+    args: &[String],
+    started: chrono::DateTime<chrono::Utc>,
+    result: &Result<Outcome, OpsError>,
+) -> String {
+    let who = ctx.identify().await;
+    let request_id = match ctx.current_request_id() {
+        Some(r) => r,
+        None => ctx.request_id(command).await,
+    };
+    let (kind, exit_code, mut outcome) = match result {
+        Ok(Outcome::DryRun(_)) => ("dry-run", EXIT_OK, serde_json::to_value(result.as_ref().ok()).unwrap_or_default()),
+        Ok(o) => (
+            if o.exit_code() == EXIT_OK { "done" } else { "incomplete" },
+            o.exit_code(),
+            serde_json::to_value(o).unwrap_or_default(),
+        ),
+        Err(OpsError::ConfirmationRequired(_)) => {
+            ("refused", EXIT_ERROR, serde_json::json!({"error": "not confirmed (--yes)"}))
+        }
+        Err(e) => ("error", EXIT_ERROR, serde_json::json!({"error": e.to_string(), "kind": e.kind()})),
+    };
+    redact_json(&mut outcome);
+    let mut plan = ctx.take_plan().and_then(|p| serde_json::to_value(p).ok());
+    if let Some(p) = plan.as_mut() {
+        redact_json(p);
+    }
+    let record = Record {
+        command: command.to_owned(),
+        args: redact_args(args),
+        stage: ctx.stage.clone(),
+        who,
+        request_id,
+        started_at: started.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        finished_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        result: kind,
+        exit_code,
+        plan,
+        outcome,
+    };
+    let mut lines = record.line() + "\n";
+    if ctx.has_mongo() {
+        let stored = match ctx.mongo().await {
+            Ok(m) => write(&m.db, &record).await,
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = stored {
+            lines.push_str(&format!(
+                "warning: the audit record was NOT stored in MongoDB ({}): keep the line above\n",
+                e
+            ));
+        }
+    }
+    lines
 }
 
 #[cfg(test)]

@@ -90,6 +90,24 @@ impl OpsError {
     pub fn domain(context: &'static str, e: impl std::fmt::Display) -> Self {
         Self::Domain { context, message: e.to_string() }
     }
+
+    /// The error's kind, as `--json` prints it (`{"error": ..., "kind": ...}`) and the audit
+    /// record stores it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Env(_) => "env-file",
+            Self::NotConfigured { .. } => "not-configured",
+            Self::Sqs { .. } | Self::Publish(_) => "sqs",
+            Self::Mongo(_) => "mongodb",
+            Self::CredentialsRefused => "credentials-refused",
+            Self::NotFound(_) => "not-found",
+            Self::Invalid(_) => "invalid-input",
+            Self::Unavailable { .. } => "not-yet-available",
+            Self::Domain { .. } => "domain",
+            Self::Io(_) => "io",
+            Self::ConfirmationRequired(_) => "confirmation-required",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,22 @@
+//! `audit list`: the latest records of the operator audit trail, newest first.
+
+use std::time::Duration;
+
+use crate::cli::AuditCommand;
+use crate::{Context, OpsError, Outcome, audit};
+
+pub async fn run(command: &AuditCommand, ctx: &Context) -> Result<Outcome, OpsError> {
+    match command {
+        AuditCommand::List { limit, command, since } => list(ctx, *limit, command.as_deref(), *since).await,
+    }
+}
+
+/// `audit list`.
+pub async fn list(
+    ctx: &Context,
+    limit: i64,
+    command: Option<&str>,
+    since: Option<Duration>,
+) -> Result<Outcome, OpsError> {
+    Ok(Outcome::AuditList(audit::list(ctx, limit, command, since).await?))
+}
