@@ -183,7 +183,7 @@ impl ReportService {
         self.generate_with_model(&lease, &interview, deadline).await
     }
 
-    /// 2.-5. The claim: a first delivery inserts the report already claimed (one write);
+    /// Steps 2-5, the claim: a first delivery inserts the report already claimed (one write);
     /// otherwise the atomic claim of the existing report. `None`: not claimed, and
     /// [`not_claimed`](Self::not_claimed) reads why. Every write sets the retention date.
     async fn claim(
@@ -204,7 +204,7 @@ impl ReportService {
         Ok(Some(lease))
     }
 
-    /// 6. The insufficient-evidence rule's report, stored COMPLETED without a model call.
+    /// Step 6, the insufficient-evidence rule's report, stored COMPLETED without a model call.
     async fn complete_without_model(
         &self,
         lease: &Lease,
@@ -230,9 +230,10 @@ impl ReportService {
         self.finish(lease, content, generation, ReportSource::InsufficientEvidenceRule, 0).await
     }
 
-    /// 7. The model: the first call, one repair if its reply has a critical finding, the better
-    /// reply stored. Every failure is recorded on the report and returned, the last attempt's
-    /// included (docs/design.md, "Report generation"): SQS retries it, then moves it to the DLQ.
+    /// Step 7, the model: the first call, one repair if its reply has a critical finding, the
+    /// better reply stored. Every failure is recorded on the report and returned, the last
+    /// attempt's included (docs/design.md, "Report generation"): SQS retries it, then moves it to
+    /// the DLQ.
     async fn generate_with_model(
         &self,
         lease: &Lease,
