@@ -10,16 +10,17 @@ use sophia_queue_settings::Declaration;
 use tracing::{Instrument, field};
 
 use crate::error::{ErrorKind, ReportError};
-use crate::evidence;
+use crate::evidence::{self, Insufficient};
 use crate::interview;
 use crate::model::{
-    CallPurpose, GenerationMetadata, ModelCall, Recommendation, ReportContent, ReportSource, ReportStatus, Truncation,
+    CallPurpose, GenerationMetadata, LlmReport, ModelCall, Recommendation, ReportContent, ReportSource, ReportStatus,
+    Truncation,
 };
 use crate::openai::{ModelReply, ReportModel};
-use crate::prompt::{self, PromptLimits, prompt_version};
+use crate::prompt::{self, Prompt, PromptLimits, prompt_version};
 use crate::repair;
 use crate::store::{INTERVIEW_REPORTS, Lease, MAX_ATTEMPTS, ReportStore, StoredReport, retention_or_fallback};
-use crate::validate::{self, ValidationWarning};
+use crate::validate::{self, Expectations, ValidationWarning};
 
 /// The declared function whose timeout is the lease length.
 pub const FUNCTION_NAME: &str = "report-generate";
@@ -165,54 +166,96 @@ impl ReportService {
         let Some(raw) = interview::load_raw(&self.db, interview_id, organization_id).await? else {
             return Err(ReportError::InterviewNotFound { interview_id, organization_id });
         };
-
-        // 2.-5. The claim: a first delivery inserts the report already claimed (one write);
-        // otherwise the atomic claim of the existing report; otherwise one read says why not
-        // (already completed, out of attempts, held under a live lease, or unreadable). Every
-        // write sets the retention date.
+        // 2.-5. The claim, or why there is none.
         let retention = retention_or_fallback(interview::retention_of(&raw), DateTime::now());
-        let lease = match self.store.insert_claimed(interview_id, organization_id, retention, self.lease).await? {
-            Some(lease) => lease,
-            None => match self.store.claim(interview_id, self.lease, retention).await? {
-                Some(lease) => lease,
-                None => return self.not_claimed(interview_id, retention).await,
-            },
+        let Some(lease) = self.claim(interview_id, organization_id, retention).await? else {
+            return self.not_claimed(interview_id, retention).await;
         };
-        let span = tracing::Span::current();
-        span.record("attempt", lease.attempt);
-        tracing::info!(leaseExpiresAt = %lease.expires_at, "report claimed");
-
         let interview = match interview::decode(raw) {
             Ok(interview) => interview,
             Err(e) => return Err(self.failed(&lease, ReportError::Document(e)).await),
         };
-
         // 6. Insufficient evidence: a COMPLETED report without a model call.
         if let Some(insufficient) = evidence::assess(interview.duration_seconds, &interview.proctoring.transcript) {
-            tracing::info!(reason = insufficient.kind(), "insufficient evidence; no model call");
-            let generation = GenerationMetadata {
-                source: ReportSource::InsufficientEvidenceRule,
-                model: None,
-                requested_model: None,
-                completion_id: None,
-                prompt_version: prompt_version().to_owned(),
-                prompt_tokens: 0,
-                cached_tokens: 0,
-                completion_tokens: 0,
-                total_tokens: 0,
-                latency_ms: 0,
-                truncation: Truncation::default(),
-                generated_at: DateTime::now(),
-                calls: Vec::new(),
-            };
-            let content = insufficient.report();
-            return self.finish(&lease, content, generation, ReportSource::InsufficientEvidenceRule, 0).await;
+            return self.complete_without_model(&lease, insufficient).await;
         }
+        // 7. The model.
+        self.generate_with_model(&lease, &interview, deadline).await
+    }
 
-        // 7. The model. Every failure is recorded on the report and returned, the last
-        // attempt's included (docs/design.md, "Report generation"): SQS retries it, then moves it to the DLQ.
-        let prompt = prompt::build_with(&interview, &self.limits);
-        span.record("model", self.model.model());
+    /// Steps 2-5, the claim: a first delivery inserts the report already claimed (one write);
+    /// otherwise the atomic claim of the existing report. `None`: not claimed, and
+    /// [`not_claimed`](Self::not_claimed) reads why. Every write sets the retention date.
+    async fn claim(
+        &self,
+        interview_id: InterviewId,
+        organization_id: OrganizationId,
+        retention: DateTime,
+    ) -> Result<Option<Lease>, ReportError> {
+        let lease = match self.store.insert_claimed(interview_id, organization_id, retention, self.lease).await? {
+            Some(lease) => lease,
+            None => match self.store.claim(interview_id, self.lease, retention).await? {
+                Some(lease) => lease,
+                None => return Ok(None),
+            },
+        };
+        tracing::Span::current().record("attempt", lease.attempt);
+        tracing::info!(leaseExpiresAt = %lease.expires_at, "report claimed");
+        Ok(Some(lease))
+    }
+
+    /// Step 6, the insufficient-evidence rule's report, stored COMPLETED without a model call.
+    async fn complete_without_model(
+        &self,
+        lease: &Lease,
+        insufficient: Insufficient,
+    ) -> Result<Generated, ReportError> {
+        tracing::info!(reason = insufficient.kind(), "insufficient evidence; no model call");
+        let generation = GenerationMetadata {
+            source: ReportSource::InsufficientEvidenceRule,
+            model: None,
+            requested_model: None,
+            completion_id: None,
+            prompt_version: prompt_version().to_owned(),
+            prompt_tokens: 0,
+            cached_tokens: 0,
+            completion_tokens: 0,
+            total_tokens: 0,
+            latency_ms: 0,
+            truncation: Truncation::default(),
+            generated_at: DateTime::now(),
+            calls: Vec::new(),
+        };
+        let content = insufficient.report();
+        self.finish(lease, content, generation, ReportSource::InsufficientEvidenceRule, 0).await
+    }
+
+    /// Step 7, the model: the first call, one repair if its reply has a critical finding, the
+    /// better reply stored. Every failure is recorded on the report and returned, the last
+    /// attempt's included (docs/design.md, "Report generation"): SQS retries it, then moves it to
+    /// the DLQ.
+    async fn generate_with_model(
+        &self,
+        lease: &Lease,
+        interview: &interview::Interview,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Generated, ReportError> {
+        let prompt = self.prompt(interview);
+        // Every call of the attempt (the first and the one repair) ends by the same time.
+        let end = self.model.attempt_end(deadline);
+        let expected = expectations(interview);
+        let first = self.first_call(lease, &prompt, &expected, end).await?;
+        let (stored, calls) = self.repair_if_critical(first, &prompt, &expected, end).await;
+        let repair_calls = calls.iter().filter(|c| c.purpose == CallPurpose::Repair).count() as i64;
+        let generation = self.model_generation(&stored.reply, calls, prompt.truncation);
+        self.finish(lease, stored.into_content(), generation, ReportSource::Model, repair_calls).await
+    }
+
+    /// The prompt within the limits; what was cut is logged (counts only) and recorded on the
+    /// report.
+    fn prompt(&self, interview: &interview::Interview) -> Prompt {
+        let prompt = prompt::build_with(interview, &self.limits);
+        tracing::Span::current().record("model", self.model.model());
         if prompt.truncation.any() {
             tracing::info!(
                 resumeTruncated = prompt.truncation.resume_truncated,
@@ -222,11 +265,19 @@ impl ReportService {
                 "candidate data cut to the prompt's limits (recorded on the report)"
             );
         }
-        // Every call of the attempt (the first and the one repair) ends by the same time.
-        let end = self.model.attempt_end(deadline);
-        let expected = expectations(&interview);
-        let first = match self.model.complete_until(&self.model.request(&prompt), end).await {
-            Ok(reply) => reply,
+        prompt
+    }
+
+    /// The first chat completion, checked. Its failure is recorded on the report and returned.
+    async fn first_call(
+        &self,
+        lease: &Lease,
+        prompt: &Prompt,
+        expected: &Expectations,
+        end: tokio::time::Instant,
+    ) -> Result<CheckedReply, ReportError> {
+        match self.model.complete_until(&self.model.request(prompt), end).await {
+            Ok(reply) => Ok(CheckedReply::new(reply, expected, CallPurpose::First)),
             Err(source) => {
                 let error = ReportError::Model { attempt: lease.attempt, source };
                 if lease.attempt >= MAX_ATTEMPTS && !error.is_transient() {
@@ -236,74 +287,63 @@ impl ReportService {
                         "report generation failed on its last attempt; the report stays FAILED and the message goes to the DLQ"
                     );
                 }
-                return Err(self.failed(&lease, error).await);
-            }
-        };
-        log_reply(&first, CallPurpose::First);
-        // The output checked against the interview before it is stored (docs/design.md, "Report generation").
-        let (first_checked, first_warnings) = validate::check(first.report.clone(), &expected);
-        log_findings(&first_warnings, CallPurpose::First);
-        let mut calls = vec![call_of(CallPurpose::First, &first, &first_warnings)];
-        let mut kept = (first, first_checked, first_warnings);
-
-        // One repair when the first reply has a critical finding (docs/report-quality.md).
-        let mut repair_calls = 0;
-        if validate::critical(&kept.2).next().is_some() {
-            repair_calls = 1;
-            let corrective = repair::corrective_message(&kept.0.report, &kept.1, &kept.2, &expected);
-            let request = self.model.repair_request(&prompt, &kept.0.content, &corrective);
-            match self.model.complete_until(&request, end).await {
-                Ok(second) => {
-                    log_reply(&second, CallPurpose::Repair);
-                    let (checked, warnings) = validate::check(second.report.clone(), &expected);
-                    log_findings(&warnings, CallPurpose::Repair);
-                    calls.push(call_of(CallPurpose::Repair, &second, &warnings));
-                    if repair::repair_is_better(&kept.2, &warnings) {
-                        kept = (second, checked, warnings);
-                        calls[0].stored = false;
-                    } else {
-                        calls[1].stored = false;
-                    }
-                }
-                Err(e) => {
-                    // The first reply is still a report: stored, marked for review.
-                    tracing::warn!(kind = %e.kind(), "the repair call failed; the first reply is stored for review");
-                    calls.push(ModelCall {
-                        purpose: CallPurpose::Repair,
-                        completion_id: None,
-                        prompt_tokens: 0,
-                        cached_tokens: 0,
-                        completion_tokens: 0,
-                        total_tokens: 0,
-                        latency_ms: 0,
-                        critical_findings: None,
-                        error_kind: Some(e.kind()),
-                        stored: false,
-                    });
-                }
+                Err(self.failed(lease, error).await)
             }
         }
+    }
 
-        let (reply, report, warnings) = kept;
+    /// One repair when the first reply has a critical finding (docs/report-quality.md). Returns
+    /// the reply to store and every call made, the stored one marked. A failed repair call
+    /// leaves the first reply stored, marked for review by its finding.
+    async fn repair_if_critical(
+        &self,
+        first: CheckedReply,
+        prompt: &Prompt,
+        expected: &Expectations,
+        end: tokio::time::Instant,
+    ) -> (CheckedReply, Vec<ModelCall>) {
+        if !first.has_critical_findings() {
+            let call = first.call(CallPurpose::First);
+            return (first, vec![call]);
+        }
+        let request = self.model.repair_request(prompt, &first.reply.content, &first.corrective_message(expected));
+        match self.model.complete_until(&request, end).await {
+            Ok(reply) => {
+                let repair = CheckedReply::new(reply, expected, CallPurpose::Repair);
+                CheckedReply::better_of(first, repair)
+            }
+            Err(e) => {
+                tracing::warn!(kind = %e.kind(), "the repair call failed; the first reply is stored for review");
+                let calls = vec![first.call(CallPurpose::First), failed_call(CallPurpose::Repair, e.kind())];
+                (first, calls)
+            }
+        }
+    }
+
+    /// The generation metadata of a model-written report: `stored` is the reply stored; the
+    /// tokens and the latency are the sums over every call of the attempt.
+    fn model_generation(
+        &self,
+        stored: &ModelReply,
+        calls: Vec<ModelCall>,
+        truncation: Truncation,
+    ) -> GenerationMetadata {
         let sum = |f: fn(&ModelCall) -> i64| calls.iter().map(f).sum::<i64>();
-        let generation = GenerationMetadata {
+        GenerationMetadata {
             source: ReportSource::Model,
-            model: Some(reply.model),
+            model: Some(stored.model.clone()),
             requested_model: Some(self.model.model().to_owned()),
-            completion_id: Some(reply.completion_id),
+            completion_id: Some(stored.completion_id.clone()),
             prompt_version: prompt_version().to_owned(),
             prompt_tokens: sum(|c| c.prompt_tokens),
             cached_tokens: sum(|c| c.cached_tokens),
             completion_tokens: sum(|c| c.completion_tokens),
             total_tokens: sum(|c| c.total_tokens),
             latency_ms: sum(|c| c.latency_ms),
-            truncation: prompt.truncation,
+            truncation,
             generated_at: DateTime::now(),
             calls,
-        };
-        let mut content: ReportContent = report.into();
-        content.validation_warnings = warnings;
-        self.finish(&lease, content, generation, ReportSource::Model, repair_calls).await
+        }
     }
 
     /// Why the report could not be claimed: completed, out of attempts (acknowledged without a
@@ -431,18 +471,96 @@ fn log_findings(warnings: &[ValidationWarning], purpose: CallPurpose) {
     }
 }
 
-fn call_of(purpose: CallPurpose, reply: &ModelReply, warnings: &[ValidationWarning]) -> ModelCall {
+/// One chat completion of an attempt (the first or the repair) and what the check against the
+/// interview made of it.
+struct CheckedReply {
+    /// The reply as the model answered: its report before the check, its content, its usage.
+    reply: ModelReply,
+    /// Its report after the check: what is stored if this reply is kept.
+    checked: LlmReport,
+    /// The check's findings.
+    warnings: Vec<ValidationWarning>,
+}
+
+impl CheckedReply {
+    /// Logs the reply, checks it against the interview before it can be stored (docs/design.md,
+    /// "Report generation"), and logs the findings' codes.
+    fn new(reply: ModelReply, expected: &Expectations, purpose: CallPurpose) -> Self {
+        log_reply(&reply, purpose);
+        let (checked, warnings) = validate::check(reply.report.clone(), expected);
+        log_findings(&warnings, purpose);
+        Self { reply, checked, warnings }
+    }
+
+    /// A critical finding: the reply is repaired once, and is stored marked for review if kept.
+    fn has_critical_findings(&self) -> bool {
+        validate::critical(&self.warnings).next().is_some()
+    }
+
+    /// What the repair request tells the model to fix in this reply.
+    fn corrective_message(&self, expected: &Expectations) -> String {
+        repair::corrective_message(&self.reply.report, &self.checked, &self.warnings, expected)
+    }
+
+    /// Whether this reply, the repair of `first`, is the one to store
+    /// ([`repair::repair_is_better`]).
+    fn replaces(&self, first: &CheckedReply) -> bool {
+        repair::repair_is_better(&first.warnings, &self.warnings)
+    }
+
+    /// Of `first` and its `repair`, the one to store ([`replaces`](Self::replaces)), and the two
+    /// calls (first, repair) with only the stored one marked.
+    fn better_of(first: CheckedReply, repair: CheckedReply) -> (CheckedReply, Vec<ModelCall>) {
+        let (mut first_call, mut repair_call) = (first.call(CallPurpose::First), repair.call(CallPurpose::Repair));
+        let stored = if repair.replaces(&first) {
+            first_call.stored = false;
+            repair
+        } else {
+            repair_call.stored = false;
+            first
+        };
+        (stored, vec![first_call, repair_call])
+    }
+
+    /// Its entry in the report's calls (no content: tokens, ids, latency), marked stored.
+    fn call(&self, purpose: CallPurpose) -> ModelCall {
+        let reply = &self.reply;
+        ModelCall {
+            purpose,
+            completion_id: Some(reply.completion_id.clone()),
+            prompt_tokens: i64::from(reply.prompt_tokens),
+            cached_tokens: i64::from(reply.cached_tokens),
+            completion_tokens: i64::from(reply.completion_tokens),
+            total_tokens: i64::from(reply.total_tokens),
+            latency_ms: reply.latency.as_millis() as i64,
+            critical_findings: Some(validate::critical(&self.warnings).count() as i64),
+            error_kind: None,
+            stored: true,
+        }
+    }
+
+    /// The report to store: the checked report with its findings.
+    fn into_content(self) -> ReportContent {
+        let mut content: ReportContent = self.checked.into();
+        content.validation_warnings = self.warnings;
+        content
+    }
+}
+
+/// The entry of a call that produced no report: no tokens (an HTTP error answer is not billed),
+/// never stored.
+fn failed_call(purpose: CallPurpose, error_kind: ErrorKind) -> ModelCall {
     ModelCall {
         purpose,
-        completion_id: Some(reply.completion_id.clone()),
-        prompt_tokens: i64::from(reply.prompt_tokens),
-        cached_tokens: i64::from(reply.cached_tokens),
-        completion_tokens: i64::from(reply.completion_tokens),
-        total_tokens: i64::from(reply.total_tokens),
-        latency_ms: reply.latency.as_millis() as i64,
-        critical_findings: Some(validate::critical(warnings).count() as i64),
-        error_kind: None,
-        stored: true,
+        completion_id: None,
+        prompt_tokens: 0,
+        cached_tokens: 0,
+        completion_tokens: 0,
+        total_tokens: 0,
+        latency_ms: 0,
+        critical_findings: None,
+        error_kind: Some(error_kind),
+        stored: false,
     }
 }
 

@@ -211,17 +211,26 @@ impl Expectations {
 /// Checks `report` against the interview; returns the report to store and what was found.
 pub fn check(mut report: LlmReport, expected: &Expectations) -> (LlmReport, Vec<ValidationWarning>) {
     let mut warnings = Vec::new();
+    align_items(&mut report, expected, &mut warnings);
+    keep_candidate_quotes(&mut report, expected, &mut warnings);
+    check_scores(&report, &mut warnings);
+    apply_bounds(&mut report, &mut warnings);
+    (report, warnings)
+}
 
-    // Skills and questions: exactly the snapshot's, in its order.
+/// Skills and questions: exactly the snapshot's, in its order.
+fn align_items(report: &mut LlmReport, expected: &Expectations, warnings: &mut Vec<ValidationWarning>) {
     let skills = std::mem::take(&mut report.skill_assessments);
-    report.skill_assessments = align("skillAssessments", skills, &expected.skills, |s| &mut s.skill, &mut warnings);
+    report.skill_assessments = align("skillAssessments", skills, &expected.skills, |s| &mut s.skill, warnings);
     let questions = std::mem::take(&mut report.question_analysis);
-    report.question_analysis =
-        align("questionAnalysis", questions, &expected.questions, |q| &mut q.question, &mut warnings);
-    coverage("skillAssessments", "skills", report.skill_assessments.len(), expected.skills.len(), &mut warnings);
-    coverage("questionAnalysis", "questions", report.question_analysis.len(), expected.questions.len(), &mut warnings);
+    report.question_analysis = align("questionAnalysis", questions, &expected.questions, |q| &mut q.question, warnings);
+    coverage("skillAssessments", "skills", report.skill_assessments.len(), expected.skills.len(), warnings);
+    coverage("questionAnalysis", "questions", report.question_analysis.len(), expected.questions.len(), warnings);
+}
 
-    // Quotes: verbatim from the candidate's turns.
+/// Quotes: verbatim from the candidate's turns, at most [`MAX_QUOTES_PER_SKILL`] per skill; a
+/// skill scored [`MIN_SCORE_NEEDING_EVIDENCE`] or more keeps at least one.
+fn keep_candidate_quotes(report: &mut LlmReport, expected: &Expectations, warnings: &mut Vec<ValidationWarning>) {
     let turns = expected.normalized_turns();
     for (i, skill) in report.skill_assessments.iter_mut().enumerate() {
         let quotes = std::mem::take(&mut skill.evidence);
@@ -244,7 +253,7 @@ pub fn check(mut report: LlmReport, expected: &Expectations) -> (LlmReport, Vec<
                     quote,
                     MAX_QUOTE_CHARS,
                     &format!("skillAssessments[{i}].evidence[{j}]"),
-                    &mut warnings,
+                    warnings,
                 ));
             }
         }
@@ -256,8 +265,10 @@ pub fn check(mut report: LlmReport, expected: &Expectations) -> (LlmReport, Vec<
             ));
         }
     }
+}
 
-    // Scores agree with each other and with the recommendation.
+/// Scores agree with each other and with the recommendation.
+fn check_scores(report: &LlmReport, warnings: &mut Vec<ValidationWarning>) {
     if let Some(band) = band_of(report.recommendation)
         && !(band.min_score..=band.max_score).contains(&report.overall_score)
     {
@@ -290,17 +301,19 @@ pub fn check(mut report: LlmReport, expected: &Expectations) -> (LlmReport, Vec<
             ));
         }
     }
+}
 
-    // Bounds.
-    report.summary = bounded(std::mem::take(&mut report.summary), MAX_SUMMARY_CHARS, "summary", &mut warnings);
-    report.strengths = bounded_list(std::mem::take(&mut report.strengths), "strengths", &mut warnings);
-    report.concerns = bounded_list(std::mem::take(&mut report.concerns), "concerns", &mut warnings);
+/// Lists and strings within their bounds; what exceeds them is cut.
+fn apply_bounds(report: &mut LlmReport, warnings: &mut Vec<ValidationWarning>) {
+    report.summary = bounded(std::mem::take(&mut report.summary), MAX_SUMMARY_CHARS, "summary", warnings);
+    report.strengths = bounded_list(std::mem::take(&mut report.strengths), "strengths", warnings);
+    report.concerns = bounded_list(std::mem::take(&mut report.concerns), "concerns", warnings);
     for (i, skill) in report.skill_assessments.iter_mut().enumerate() {
         skill.rationale = bounded(
             std::mem::take(&mut skill.rationale),
             MAX_SENTENCE_CHARS,
             &format!("skillAssessments[{i}].rationale"),
-            &mut warnings,
+            warnings,
         );
     }
     for (i, q) in report.question_analysis.iter_mut().enumerate() {
@@ -308,10 +321,9 @@ pub fn check(mut report: LlmReport, expected: &Expectations) -> (LlmReport, Vec<
             std::mem::take(&mut q.analysis),
             MAX_SENTENCE_CHARS,
             &format!("questionAnalysis[{i}].analysis"),
-            &mut warnings,
+            warnings,
         );
     }
-    (report, warnings)
 }
 
 /// Keeps exactly one entry per expected label, in the expected order.
