@@ -1,10 +1,10 @@
-//! The queue list comes from `infra-pulumi/queues.json`: a third queue declared there is created
+//! The queue list comes from `declarations/queues.json`: a third queue declared there is created
 //! by the local pipeline with its DLQ and attributes, and written under its own variables, with
 //! no Rust change; `sophia-ops` accepts exactly the declared queue names. (What a third queue
 //! still needs by hand, its handler and contract, is the checklist in docs/contributing.md.)
 
+use sophia_declarations::{DECLARATION_JSON, Declaration};
 use sophia_local::queues::create_queue_set;
-use sophia_queue_settings::{DECLARATION_JSON, Declaration};
 
 /// queues.json with a third queue, `audit-export`, consumed by a third function.
 fn with_a_third_queue() -> Declaration {

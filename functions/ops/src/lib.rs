@@ -130,7 +130,7 @@ impl Context {
         if self.stage.is_none() && QueueName::all().all(|q| self.env.get(q.source_env()).is_none()) {
             return false;
         }
-        match self.locator().await.source_url(QueueName::interview_completed()).await {
+        match self.locator().await.source_url(QueueName::of(sophia_declarations::Queue::InterviewCompleted)).await {
             Ok(url) => !confirm::is_local_url(&url),
             Err(_) => false,
         }
@@ -439,7 +439,7 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
         }
         Command::Dlq(DlqCommand::Redrive { queue, max, dry_run, method, visibility_timeout, keep_attempts }) => {
             let locator = ctx.locator().await;
-            let reset = queue.is(sophia_queue_settings::REPORT_GENERATE) && !keep_attempts;
+            let reset = queue.is(sophia_declarations::Queue::ReportGenerate) && !keep_attempts;
             if reset && *method == redrive::RedriveMethod::MoveTask {
                 return Err(OpsError::Invalid(format!(
                     "StartMessageMoveTask moves every message server-side, so a {queue} redrive cannot reset each report just before its message moves; use --method auto, or --keep-attempts to move without resets"
@@ -526,7 +526,7 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
                 let line = match &m.contract_error {
                     Some(e) => format!("INVALID, stays in place ({e})"),
                     None if mongo.is_some() => {
-                        let reset = *into_dlq && to.is(sophia_queue_settings::REPORT_GENERATE);
+                        let reset = *into_dlq && to.is(sophia_declarations::Queue::ReportGenerate);
                         let fate = predict::message(mongo.as_ref(), *to, &m.body, reset).await;
                         format!(
                             "valid; interview {}: {}{}",
@@ -559,7 +559,7 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
             Ok(Outcome::QueueMove(report))
         }
         Command::Outbox(OutboxCommand::Flush { older_than, limit }) => {
-            let url = ctx.locator().await.source_url(QueueName::report_generate()).await?;
+            let url = ctx.locator().await.source_url(QueueName::of(sophia_declarations::Queue::ReportGenerate)).await?;
             let mut plan = Plan::new(ctx, "publish pending report.generate outbox entries", url);
             plan.effects.push(format!("entries created more than {}s ago, at most {limit}", older_than.as_secs()));
             let ids = match ctx.mongo_for_plan().await {
@@ -573,7 +573,10 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
             let ops_id = ctx.request_id("report-retry").await;
             let request =
                 PublishRequest::report(ids.interview_id, ids.organization_id, RequestId::from_caller(Some(&ops_id)));
-            let mut plan = request.plan(ctx, ctx.locator().await.source_url(QueueName::report_generate()).await?);
+            let mut plan = request.plan(
+                ctx,
+                ctx.locator().await.source_url(QueueName::of(sophia_declarations::Queue::ReportGenerate)).await?,
+            );
             plan.action = "re-publish report.generate (report retry)".into();
             plan.effects.clear();
             let fate = match ctx.mongo_for_plan().await {
@@ -721,7 +724,7 @@ async fn redrive_plan(
         peeked.approximate_visible.map_or("?".into(), |n| n.to_string()),
         max.map_or(String::new(), |m| format!(" (at most {m})"))
     ));
-    if queue.is(sophia_queue_settings::REPORT_GENERATE) {
+    if queue.is(sophia_declarations::Queue::ReportGenerate) {
         plan.effects.push(if reset {
             "each FAILED (or stuck) report gets a fresh attempt budget just before its message moves, recorded on the report (lastRetry, retries); COMPLETED reports are not touched".into()
         } else {

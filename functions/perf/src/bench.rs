@@ -28,11 +28,11 @@ use sophia_contracts::{
     Timestamp,
 };
 use sophia_credits::{CreditsStore, SettleContext, SettlementService, seed};
+use sophia_declarations::Declaration;
 use sophia_platform::config;
 use sophia_platform::mongo::{Mongo, MongoSettings};
-use sophia_queue_settings::Declaration;
 use sophia_reports::{ReportModel, ReportService};
-use sophia_sqs_producer::{QueueUrls, SqsProducer};
+use sophia_sqs_producer::{Queue, QueueUrls, SqsProducer};
 
 use sophia_local::handlers::{self, OpenAiEndpoint};
 use sophia_local::invoke::{Invoke, InvokeContext};
@@ -294,8 +294,8 @@ impl World {
             ("AWS_REGION".to_owned(), "us-east-1".to_owned()),
             ("AWS_ACCESS_KEY_ID".to_owned(), "local".to_owned()),
             ("AWS_SECRET_ACCESS_KEY".to_owned(), "local".to_owned()),
-            (config::INTERVIEW_COMPLETED_QUEUE_URL.to_owned(), queues.interview_completed.source.url.clone()),
-            (config::REPORT_GENERATE_QUEUE_URL.to_owned(), queues.report_generate.source.url.clone()),
+            (Queue::InterviewCompleted.url_env().to_owned(), queues.interview_completed.source.url.clone()),
+            (Queue::ReportGenerate.url_env().to_owned(), queues.report_generate.source.url.clone()),
             (config::MONGODB_URI.to_owned(), uri),
             (config::MONGODB_DATABASE.to_owned(), settings.database.clone()),
             (config::MONGODB_ALLOW_STANDALONE.to_owned(), nx.is_some().to_string()),
@@ -319,10 +319,9 @@ impl World {
     fn producer(&self) -> SqsProducer {
         SqsProducer::new(
             self.sqs.clone(),
-            QueueUrls {
-                interview_completed: Some(self.queues.interview_completed.source.url.clone()),
-                report_generate: Some(self.queues.report_generate.source.url.clone()),
-            },
+            QueueUrls::default()
+                .with(Queue::InterviewCompleted, self.queues.interview_completed.source.url.clone())
+                .with(Queue::ReportGenerate, self.queues.report_generate.source.url.clone()),
         )
     }
 
@@ -359,24 +358,17 @@ impl World {
         Ok(id)
     }
 
-    /// The SQS event Lambda would deliver for these bodies: sent to `queue`, received back
+    /// The SQS event Lambda would deliver for these bodies: sent to `to`, received back
     /// (with their real attributes), left in flight.
     async fn event_of(
         &self,
-        queue: &sophia_local::queues::QueueRef,
+        to: Queue,
         bodies: &[(String, sophia_contracts::EventType)],
     ) -> Result<serde_json::Value, BenchError> {
+        let queue = &self.queues.pair(to.key()).expect("every declared queue is created").source;
         let producer = self.producer();
         for (body, kind) in bodies {
-            producer
-                .send(
-                    Some(&queue.url),
-                    config::INTERVIEW_COMPLETED_QUEUE_URL,
-                    body,
-                    *kind,
-                    &RequestId::from_caller(Some("bench")),
-                )
-                .await?;
+            producer.send(to, body, *kind, &RequestId::from_caller(Some("bench"))).await?;
         }
         let mut messages = Vec::new();
         let until = Instant::now() + Duration::from_secs(20);
@@ -418,7 +410,7 @@ impl World {
             };
             bodies.push((serde_json::to_string(&m).map_err(other)?, sophia_contracts::EventType::InterviewCompleted));
         }
-        self.event_of(&self.queues.interview_completed.source, &bodies).await
+        self.event_of(Queue::InterviewCompleted, &bodies).await
     }
 
     async fn failed_batch(&self, orgs: &[OrganizationId]) -> Result<serde_json::Value, BenchError> {
@@ -428,14 +420,14 @@ impl World {
             let m = InterviewFailed::new(id, *org, "bench: bot could not join".into(), Timestamp::now());
             bodies.push((serde_json::to_string(&m).map_err(other)?, sophia_contracts::EventType::InterviewFailed));
         }
-        self.event_of(&self.queues.interview_completed.source, &bodies).await
+        self.event_of(Queue::InterviewCompleted, &bodies).await
     }
 
     async fn report_batch(&self, org: OrganizationId) -> Result<serde_json::Value, BenchError> {
         let id = self.interview(org, 30, Some(900)).await?;
         let m = ReportGenerate { interview_id: id, organization_id: org };
         self.event_of(
-            &self.queues.report_generate.source,
+            Queue::ReportGenerate,
             &[(serde_json::to_string(&m).map_err(other)?, sophia_contracts::EventType::ReportGenerate)],
         )
         .await

@@ -36,7 +36,7 @@ use sophia_credits::model::{
 };
 use sophia_credits::{CreditsStore, invariants};
 use sophia_platform::config;
-use sophia_sqs_producer::{CompletedInput, FailedInput, QueueUrls, SqsProducer};
+use sophia_sqs_producer::{CompletedInput, FailedInput, Queue, QueueUrls, SqsProducer};
 
 use sophia_local::demo::transcript;
 use sophia_local::runner::{Runner, RunnerOptions};
@@ -493,17 +493,10 @@ async fn drive(runner: &Runner, options: &LoadOptions, mix: Mix, orgs: usize) ->
     }
     rng.shuffle(&mut messages);
 
-    let producer = SqsProducer::new(
-        runner.sqs.clone(),
-        QueueUrls {
-            interview_completed: env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(),
-            report_generate: env.get(config::REPORT_GENERATE_QUEUE_URL).cloned(),
-        },
-    );
-    let queue_url = env
-        .get(config::INTERVIEW_COMPLETED_QUEUE_URL)
-        .cloned()
-        .ok_or_else(|| LoadError::Setup("no interview queue URL".into()))?;
+    let producer = SqsProducer::new(runner.sqs.clone(), QueueUrls::from_lookup(|name| env.get(name).cloned()));
+    if producer.urls().get(Queue::InterviewCompleted).is_none() {
+        return Err(LoadError::Setup("no interview queue URL".into()));
+    }
 
     // 3. Publish, bounded concurrency; the first publish time of each interview.
     let bar = progress_bar(options.progress, messages.len() as u64, "publish");
@@ -513,7 +506,7 @@ async fn drive(runner: &Runner, options: &LoadOptions, mix: Mix, orgs: usize) ->
     let published: Vec<Result<Option<(usize, SystemTime)>, LoadError>> =
         futures::stream::iter(messages.into_iter().enumerate())
             .map(|(n, m)| {
-                let (producer, queue_url, bar) = (&producer, &queue_url, &bar);
+                let (producer, bar) = (&producer, &bar);
                 async move {
                     let request_id = RequestId::from_caller(Some(&format!("load-{n}")));
                     let at = SystemTime::now();
@@ -544,13 +537,7 @@ async fn drive(runner: &Runner, options: &LoadOptions, mix: Mix, orgs: usize) ->
                         }
                         Message::Malformed(body) => {
                             producer
-                                .send(
-                                    Some(queue_url),
-                                    config::INTERVIEW_COMPLETED_QUEUE_URL,
-                                    &body,
-                                    EventType::InterviewCompleted,
-                                    &request_id,
-                                )
+                                .send(Queue::InterviewCompleted, &body, EventType::InterviewCompleted, &request_id)
                                 .await?;
                             None
                         }
