@@ -25,7 +25,7 @@ impl QueueUrls {
     /// Every declared queue's URL variable (`queueUrlEnv`: `INTERVIEW_COMPLETED_QUEUE_URL`, ...)
     /// from the process environment.
     pub fn from_env() -> Self {
-        Self::from_lookup(|name| config::optional(name))
+        Self::from_lookup(config::optional)
     }
 
     /// Every declared queue's URL variable, looked up in `lookup` (an env file, a map).
