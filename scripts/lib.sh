@@ -42,13 +42,13 @@ with_timeout() {
   return "$status"
 }
 
-# The Lambda functions infra-pulumi/queues.json declares, one name per line (the one list the
+# The Lambda functions declarations/queues.json declares, one name per line (the one list the
 # Pulumi program, the build and the lint share).
 lambda_functions() {
   python3 -c '
 import json, sys
 for f in json.load(open(sys.argv[1]))["functions"]:
-    print(f["name"])' "$REPO_ROOT/infra-pulumi/queues.json"
+    print(f["name"])' "$REPO_ROOT/declarations/queues.json"
 }
 
 # Creates the project's Python venv (idempotent).

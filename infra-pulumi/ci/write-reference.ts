@@ -23,7 +23,7 @@ for (const [file, text] of [
   if (check) {
     const onDisk = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "";
     if (onDisk !== text) {
-      console.error(`${file} is out of date with the alarm list / infra-pulumi/metrics.json`);
+      console.error(`${file} is out of date with the alarm list / declarations/metrics.json`);
       drifted += 1;
     }
     continue;

@@ -382,7 +382,7 @@ export function emfAlarm(
   opts: pulumi.CustomResourceOptions,
 ): aws.cloudwatch.MetricAlarm {
   const metricName = EMF_ALARM_METRICS[kind];
-  if (!emits(metrics, metricName, subject.name)) throw new Error(`${subject.name} does not emit ${metricName} (infra-pulumi/metrics.json)`);
+  if (!emits(metrics, metricName, subject.name)) throw new Error(`${subject.name} does not emit ${metricName} (declarations/metrics.json)`);
   return new aws.cloudwatch.MetricAlarm(
     name,
     {

@@ -5,7 +5,7 @@
  * by error kind, model latency and tokens per report, the system's main running cost), and the
  * stage's ERROR log lines (a Logs Insights widget).
  *
- * EMF metrics come from the declaration (infra-pulumi/metrics.json, read by the Rust functions
+ * EMF metrics come from the declaration (declarations/metrics.json, read by the Rust functions
  * too): a series is drawn only for a function that emits the metric, with a dimension set it is
  * emitted with (`emfMetric` refuses anything else). Functions that cannot run (reserved
  * concurrency 0, no queue) get no series. The body is built from names only, so it is plain JSON

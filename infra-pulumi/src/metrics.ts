@@ -1,5 +1,5 @@
 /**
- * The functions' metrics, `infra-pulumi/metrics.json`: the one declaration of names, units,
+ * The functions' metrics, `declarations/metrics.json`: the one declaration of names, units,
  * dimension sets and emitting functions, which the Rust functions embed
  * (`sophia_sqs_consumer::metrics`). The dashboard and the alarms name EMF metrics only through
  * `emfMetric` / `searchExpression`, which refuse a metric or a dimension set the functions do not
@@ -12,7 +12,7 @@ import * as path from "node:path";
 
 import type { Settings } from "./settings";
 
-export const DEFAULT_METRICS_PATH = path.join(__dirname, "..", "metrics.json");
+export const DEFAULT_METRICS_PATH = path.join(__dirname, "..", "..", "declarations", "metrics.json");
 
 export const UNITS = ["Count", "Milliseconds"] as const;
 export type Unit = (typeof UNITS)[number];
@@ -67,7 +67,7 @@ export function loadMetrics(settings?: Settings, file: string = DEFAULT_METRICS_
 
 export function metricSpec(decl: MetricsDeclaration, name: string): MetricSpec {
   const m = decl.metrics.find((x) => x.name === name);
-  if (!m) throw new Error(`metric ${name} is not declared in infra-pulumi/metrics.json: the functions do not emit it`);
+  if (!m) throw new Error(`metric ${name} is not declared in declarations/metrics.json: the functions do not emit it`);
   return m;
 }
 

@@ -4,8 +4,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 
-import { type FunctionSpec, queueByKey, type QueueSpec, type Settings } from "./settings";
-import { API_PUBLISHES_TO } from "./wiring";
+import { apiPublishedQueues, type FunctionSpec, type QueueSpec, type Settings } from "./settings";
 
 export const API_PUBLISH_POLICY_ARN = "API_PUBLISH_POLICY_ARN";
 /** The structured output: the API's environment variables, name -> value (scripts/stack-env). */
@@ -13,15 +12,15 @@ export const API_ENV = "apiEnv";
 
 /**
  * The variables the API's service needs, as one object: the `<NAME>_QUEUE_URL` of every queue the
- * API publishes to (API_PUBLISHES_TO), with the same values as the flat outputs of those names.
+ * API publishes to (`publishedByApi` in queues.json), with the same values as the flat outputs of those names.
  * The publish policy is not an environment variable: it stays the flat API_PUBLISH_POLICY_ARN.
  */
 export function apiEnv(
   settings: Settings,
   outputs: Record<string, pulumi.Output<string>>,
 ): pulumi.Output<Record<string, string>> {
-  const entries = API_PUBLISHES_TO.map((key) => {
-    const name = queueByKey(settings, key).queueUrlEnv;
+  const entries = apiPublishedQueues(settings).map((q) => {
+    const name = q.queueUrlEnv;
     const value = outputs[name];
     if (!value) throw new Error(`apiEnv: no flat output named ${name}`);
     return [name, value] as const;

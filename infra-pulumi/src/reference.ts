@@ -66,11 +66,11 @@ export function renderAlarmsReference(settings: Settings, metrics: MetricsDeclar
 
 export function renderMetricsReference(decl: MetricsDeclaration): string {
   const lines = [
-    generated("infra-pulumi/metrics.json"),
+    generated("declarations/metrics.json"),
     "# Metrics",
     "",
     `The functions write their metrics as CloudWatch Embedded Metric Format lines (namespace \`${decl.namespace}\`),`,
-    "declared once in `infra-pulumi/metrics.json`: the Rust functions embed it (every line carries exactly the",
+    "declared once in `declarations/metrics.json`: the Rust functions embed it (every line carries exactly the",
     "declared dimension sets) and the Pulumi program builds the dashboard and the alarms from it.",
     "CloudWatch matches whole dimension sets: a metric can be read only with a set it is emitted with.",
     "",
@@ -91,7 +91,7 @@ export function renderMetricsReference(decl: MetricsDeclaration): string {
         } | ${cell(m.description)} |`,
     ),
     "",
-    "Adding a metric: its line in `infra-pulumi/metrics.json` and its name in the `metrics!` list of",
+    "Adding a metric: its line in `declarations/metrics.json` and its name in the `metrics!` list of",
     "`functions/sqs-consumer/src/metrics.rs` (a Rust test and a Pulumi test check that both agree).",
     "",
   ];

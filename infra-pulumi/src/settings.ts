@@ -1,14 +1,14 @@
 /**
- * The one declaration of queue and function settings, `infra-pulumi/queues.json`, loaded and
- * validated. The Rust side reads the same file (functions/queue-settings); nothing in this program
- * repeats its numbers.
+ * The one declaration of queue and function settings, `declarations/queues.json`, loaded and
+ * validated. The Rust side reads the same file (the `sophia-declarations` crate in that folder);
+ * nothing in this program repeats its numbers.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
 
 import { requiredVisibilityTimeoutSeconds } from "./invariants";
 
-export const DEFAULT_SETTINGS_PATH = path.join(__dirname, "..", "queues.json");
+export const DEFAULT_SETTINGS_PATH = path.join(__dirname, "..", "..", "declarations", "queues.json");
 
 export interface QueueSpec {
   /** camelCase key used for cross references (`subscribedTo`, `publishesTo`, config maps). */
@@ -20,6 +20,10 @@ export interface QueueSpec {
   dlqName: string;
   /** Environment variable that carries this queue's URL (API and functions). */
   queueUrlEnv: string;
+  /** What the queue carries (documentation: the Rust enum, the configuration page). */
+  description: string;
+  /** The API sends to it: its URL is in `apiEnv` and the API publish policy covers it. */
+  publishedByApi: boolean;
   /** Name of the function subscribed to this queue. */
   consumer: string;
   visibilityTimeoutSeconds: number;
@@ -129,6 +133,8 @@ function parseQueue(c: Checker, raw: Json, i: number): QueueSpec {
     name: c.str(o, "name", where),
     dlqName: c.str(o, "dlqName", where),
     queueUrlEnv: c.str(o, "queueUrlEnv", where),
+    description: c.str(o, "description", where),
+    publishedByApi: c.bool(o, "publishedByApi", where),
     consumer: c.str(o, "consumer", where),
     visibilityTimeoutSeconds: c.int(o, "visibilityTimeoutSeconds", where, 0, SQS_VISIBILITY_TIMEOUT_MAX),
     messageRetentionSeconds: c.int(o, "messageRetentionSeconds", where, SQS_RETENTION_MIN, SQS_RETENTION_MAX),
@@ -242,6 +248,11 @@ export function queueByKey(settings: Settings, key: string): QueueSpec {
   const q = settings.queues.find((x) => x.key === key);
   if (!q) throw new Error(`unknown queue key "${key}"`);
   return q;
+}
+
+/** The queues the API sends to (`publishedByApi`), in declaration order. */
+export function apiPublishedQueues(settings: Settings): QueueSpec[] {
+  return settings.queues.filter((q) => q.publishedByApi);
 }
 
 export function functionByName(settings: Settings, name: string): FunctionSpec {

@@ -50,10 +50,10 @@ import {
   queueOutputNames,
 } from "./outputs";
 import { QueuePipeline } from "./pipeline";
-import { type FunctionSpec, loadSettings, queueByKey, queuesInCreationOrder, type Settings } from "./settings";
+import { apiPublishedQueues, type FunctionSpec, loadSettings, queueByKey, queuesInCreationOrder, type Settings } from "./settings";
 import { keyAdministrators, StageSecrets } from "./secrets";
 import { stageVpcEndpoints } from "./vpc-endpoints";
-import { API_PUBLISHES_TO, checkWiring, MIGRATION_FUNCTION, MIGRATION_PAYLOAD, wiringFor } from "./wiring";
+import { checkWiring, MIGRATION_FUNCTION, MIGRATION_PAYLOAD, wiringFor } from "./wiring";
 import { OPENAI_LIMITS_KEY, openAiLimitsUnsetWarning } from "./openai-budget";
 
 export interface SophiaStack {
@@ -296,7 +296,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     name: naming.policyName("api-publish"),
     path: naming.iamPath,
     description: "Lets the Sophia API publish interview events (attach to the API task role).",
-    policy: policyJson([publishStatement(API_PUBLISHES_TO.map((k) => pipelines[k]!.queueArn), "ApiPublish")]),
+    policy: policyJson([publishStatement(apiPublishedQueues(settings).map((q) => pipelines[q.key]!.queueArn), "ApiPublish")]),
     tags: naming.tags,
   }, { deleteBeforeReplace: true });
 
@@ -354,11 +354,4 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     migration,
     outputs,
   };
-}
-
-/** Looks up an output by name; throws when the name is not one this stack produces. */
-export function output(stack: SophiaStack, name: string): pulumi.Output<string> {
-  const o = stack.outputs[name];
-  if (!o) throw new Error(`stack has no output named ${name}; known: ${Object.keys(stack.outputs).join(", ")}`);
-  return o;
 }

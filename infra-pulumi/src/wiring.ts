@@ -1,7 +1,8 @@
 /**
  * Infrastructure-only facts that queues.json (shared with the Rust side) does not carry: which
- * function needs which secret or bucket, and which queues the API publishes to. Keyed by the names
- * and keys of queues.json; `checkWiring` fails when the two drift apart.
+ * function needs which secret or bucket, and which function runs the migration. Keyed by the
+ * function names of queues.json; `checkWiring` fails when the two drift apart. (Which queues the
+ * API publishes to is in queues.json, `publishedByApi`: the TypeScript package reads it too.)
  */
 import type { Settings } from "./settings";
 
@@ -31,18 +32,13 @@ export const FUNCTION_WIRING: Readonly<Record<string, FunctionWiring>> = {
 export const MIGRATION_FUNCTION = "interview-completed";
 export const MIGRATION_PAYLOAD = { sophiaOps: "migrate" } as const;
 
-/** Queues the API (Fargate service) sends to; the managed policy API_PUBLISH_POLICY_ARN covers exactly these. */
-export const API_PUBLISHES_TO: readonly string[] = ["interviewCompleted"];
-
 export function checkWiring(settings: Settings): void {
   const names = settings.functions.map((f) => f.name);
   const missing = names.filter((n) => !(n in FUNCTION_WIRING));
   const extra = Object.keys(FUNCTION_WIRING).filter((n) => !names.includes(n));
-  const badQueues = API_PUBLISHES_TO.filter((k) => !settings.queues.some((q) => q.key === k));
   const problems = [
     ...missing.map((n) => `function "${n}" from queues.json has no entry in FUNCTION_WIRING (src/wiring.ts)`),
     ...extra.map((n) => `FUNCTION_WIRING names "${n}", which queues.json does not declare`),
-    ...badQueues.map((k) => `API_PUBLISHES_TO names queue "${k}", which queues.json does not declare`),
   ];
   if (problems.length > 0) throw new Error(problems.join("\n"));
 }

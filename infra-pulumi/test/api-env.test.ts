@@ -36,12 +36,15 @@ function withOutputs(outputs: Record<string, unknown>): string {
   return file;
 }
 
-test("apiEnv: the interview queue's URL under its env name, equal to the flat output, known and not secret", async () => {
+test("apiEnv: the URL of each queue the API publishes to (interview events, report retries) under its env name, equal to the flat output, known and not secret", async () => {
   const r = await resolve(run.outputs["apiEnv"] as never);
   assert.equal(r.known, true);
   assert.equal(r.secret, false);
   const expected = expectedOutputValues(STAGE);
-  assert.deepEqual(r.value, { INTERVIEW_COMPLETED_QUEUE_URL: expected["INTERVIEW_COMPLETED_QUEUE_URL"] });
+  assert.deepEqual(r.value, {
+    INTERVIEW_COMPLETED_QUEUE_URL: expected["INTERVIEW_COMPLETED_QUEUE_URL"],
+    REPORT_GENERATE_QUEUE_URL: expected["REPORT_GENERATE_QUEUE_URL"],
+  });
 });
 
 test("the recorded stack output names exactly this program's outputs, apiEnv with the same keys", async () => {
@@ -53,10 +56,14 @@ test("the recorded stack output names exactly this program's outputs, apiEnv wit
 
 test("scripts/stack-env writes dotenv (default) and json from the recorded output", () => {
   const url = "https://sqs.eu-west-1.amazonaws.com/123456789012/sophia-dev-interview-completed";
-  assert.equal(execFileSync("bash", [STACK_ENV, STAGE, "--from-file", RECORDED], { encoding: "utf8" }), `INTERVIEW_COMPLETED_QUEUE_URL=${url}\n`);
+  const reports = "https://sqs.eu-west-1.amazonaws.com/123456789012/sophia-dev-report-generate";
+  assert.equal(
+    execFileSync("bash", [STACK_ENV, STAGE, "--from-file", RECORDED], { encoding: "utf8" }),
+    `INTERVIEW_COMPLETED_QUEUE_URL=${url}\nREPORT_GENERATE_QUEUE_URL=${reports}\n`,
+  );
   const json = stackEnv(RECORDED, "--format", "json");
   assert.equal(json.code, 0, json.stderr);
-  assert.deepEqual(JSON.parse(json.stdout), { INTERVIEW_COMPLETED_QUEUE_URL: url });
+  assert.deepEqual(JSON.parse(json.stdout), { INTERVIEW_COMPLETED_QUEUE_URL: url, REPORT_GENERATE_QUEUE_URL: reports });
 });
 
 test("scripts/stack-env falls back to the flat outputs of a stack without apiEnv", () => {
@@ -64,14 +71,18 @@ test("scripts/stack-env falls back to the flat outputs of a stack without apiEnv
   delete recorded["apiEnv"];
   const r = stackEnv(withOutputs(recorded));
   assert.equal(r.code, 0, r.stderr);
-  assert.equal(r.stdout, `INTERVIEW_COMPLETED_QUEUE_URL=${recorded["INTERVIEW_COMPLETED_QUEUE_URL"]}\n`);
+  assert.equal(
+    r.stdout,
+    `INTERVIEW_COMPLETED_QUEUE_URL=${recorded["INTERVIEW_COMPLETED_QUEUE_URL"]}\nREPORT_GENERATE_QUEUE_URL=${recorded["REPORT_GENERATE_QUEUE_URL"]}\n`,
+  );
 });
 
 test("scripts/stack-env refuses outputs without the variable, secrets/objects and bad formats, printing nothing", () => {
   for (const [outputs, message] of [
     [{ API_PUBLISH_POLICY_ARN: "arn:x" }, /no INTERVIEW_COMPLETED_QUEUE_URL/],
-    [{ apiEnv: { INTERVIEW_COMPLETED_QUEUE_URL: { "4dabf18193072939515e22adb298388d": "secret" } } }, /not a one-line/],
-    [{ apiEnv: { INTERVIEW_COMPLETED_QUEUE_URL: "a\nB=c" } }, /not a one-line/],
+    [{ apiEnv: { INTERVIEW_COMPLETED_QUEUE_URL: "https://q" } }, /no REPORT_GENERATE_QUEUE_URL/],
+    [{ apiEnv: { INTERVIEW_COMPLETED_QUEUE_URL: { "4dabf18193072939515e22adb298388d": "secret" }, REPORT_GENERATE_QUEUE_URL: "https://r" } }, /not a one-line/],
+    [{ apiEnv: { INTERVIEW_COMPLETED_QUEUE_URL: "a\nB=c", REPORT_GENERATE_QUEUE_URL: "https://r" } }, /not a one-line/],
   ] as const) {
     const r = stackEnv(withOutputs(outputs));
     assert.equal(r.code, 1, JSON.stringify(outputs));

@@ -1,6 +1,6 @@
 /**
  * Observability under mocks (dev's real config): the dashboard and the alarms name only metrics
- * and dimension sets the functions emit (infra-pulumi/metrics.json, the declaration the Rust side
+ * and dimension sets the functions emit (declarations/metrics.json, the declaration the Rust side
  * embeds), ReportsFailed shows, failing reports alarm within minutes, the stage's ERROR lines are
  * listed; every alarm says the first command and names an existing runbook section; the program
  * creates exactly the one list of alarms, and docs/reference/{alarms,metrics}.md match what that
@@ -102,7 +102,7 @@ test("every EMF series and SEARCH of the dashboard names a declared metric with 
   assert.ok(series >= 20 && searches === 1, `${series} series, ${searches} searches`);
   // The guard itself: the old widget's [Stage, Function, ErrorKind]-less read of an undeclared set is refused.
   assert.throws(() => emfMetric(declaration, "ReportsFailed", { Stage: "dev", Function: "f", Kind: "x" }), /is not emitted with the dimension set/);
-  assert.throws(() => emfMetric(declaration, "ReportsSkipped", { Stage: "dev", Function: "f" }), /not declared in infra-pulumi\/metrics\.json/);
+  assert.throws(() => emfMetric(declaration, "ReportsSkipped", { Stage: "dev", Function: "f" }), /not declared in declarations\/metrics\.json/);
 });
 
 test("reports: completed, failed (the [Stage, Function] total the functions now emit), needing review, repair calls; failures by kind; tokens per report", () => {

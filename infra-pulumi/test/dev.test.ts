@@ -187,9 +187,15 @@ test("IAM: no wildcard action, and a bare * resource only for an action that tak
   }
 });
 
-test("the API's managed policy grants exactly sqs:SendMessage on the interview-completed queue", () => {
+test("the API's managed policy grants exactly sqs:SendMessage on the queues the API publishes to: interview events, and report retries (the package's retryReportGeneration)", () => {
   const policy = byName(run.resources, TYPE.policy, "sophia-dev-api-publish");
-  assert.deepEqual(grants(parseDoc(policy.inputs["policy"])), grant(["sqs:SendMessage"], arn.queue("sophia-dev-interview-completed")));
+  assert.deepEqual(
+    grants(parseDoc(policy.inputs["policy"])).sort(),
+    [
+      ...grant(["sqs:SendMessage"], arn.queue("sophia-dev-interview-completed")),
+      ...grant(["sqs:SendMessage"], arn.queue("sophia-dev-report-generate")),
+    ].sort(),
+  );
 });
 
 test("the ops policy (sophia-ops): send to both queues; receive, delete, release and move on the two DLQs; what queue status reads", () => {

@@ -91,7 +91,8 @@ test("a push to main that changes neither code nor infra does not deploy", () =>
   for (const docsOnly of [["README.md"], ["infra-pulumi/README.md"], ["docs/x.md", ".github/workflows/rust.yml"], ["scripts/run-local"]]) {
     assert.equal(pathsMatch(paths, docsOnly), false, docsOnly.join(", "));
   }
-  for (const code of [["functions/lambdas/report-generate/src/main.rs"], ["infra-pulumi/src/stack.ts"], ["Cargo.lock"], ["Pulumi.dev.yaml"], ["scripts/build"]]) {
+  const declarations = [["declarations/queues.json"], ["declarations/metrics.json"]];
+  for (const code of [["functions/lambdas/report-generate/src/main.rs"], ["infra-pulumi/src/stack.ts"], ["Cargo.lock"], ["Pulumi.dev.yaml"], ["scripts/build"], ...declarations]) {
     assert.equal(pathsMatch(paths, code), true, code.join(", "));
   }
 });

@@ -23,12 +23,12 @@ use lambda_runtime::{Context, LambdaEvent};
 use report_generate::ReportGenerateHandler;
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_credits::{CreditsStore, invariants, migrations, seed};
+use sophia_declarations::Declaration;
 use sophia_local::esm::{EventSourceMapping, InvocationSummary};
 use sophia_local::invoke::{BoxError, Instances, Invoke};
 use sophia_local::queues::{QueueRef, QueueSet};
 use sophia_local::servers::{ensure_tools_installed, state_dir};
 use sophia_platform::mongo::{Mongo, MongoSettings};
-use sophia_queue_settings::Declaration;
 use sophia_reports::{OpenAiSettings, ReportModel, ReportService};
 use sophia_sqs_consumer::ConsumerOptions;
 use sophia_sqs_producer::{QueueUrls, SqsProducer};
@@ -393,7 +393,7 @@ pub fn completed_instances(count: usize, mongo: MongoSettings, report_generate_u
             async move {
                 let mongo = Mongo::connect(&mongo).await?;
                 let sqs = sophia_platform::sqs::local_client(&endpoint);
-                let urls = QueueUrls { interview_completed: None, report_generate: Some(url) };
+                let urls = QueueUrls::default().with(sophia_sqs_producer::Queue::ReportGenerate, url);
                 Ok::<_, BoxError>(interview_completed::Handler::new(
                     mongo,
                     SqsReportPublisher(SqsProducer::new(sqs, urls)),
@@ -444,15 +444,15 @@ pub async fn completed_handler(
     mongo: Mongo,
     report_generate_url: &str,
 ) -> interview_completed::Handler<SqsReportPublisher> {
-    let urls = QueueUrls { interview_completed: None, report_generate: Some(report_generate_url.to_owned()) };
+    let urls = QueueUrls::default().with(sophia_sqs_producer::Queue::ReportGenerate, report_generate_url.to_owned());
     interview_completed::Handler::new(mongo, SqsReportPublisher(SqsProducer::new(crate::sqs_client().await, urls)))
 }
 
-/// The declared event source mapping of `queue` with the settings of `key` (`interviewCompleted`
-/// or `reportGenerate`), invoking `invoker`.
+/// The declared event source mapping of `queue` with the settings of the declared queue `key`
+/// (`interviewCompleted`, `reportGenerate`), invoking `invoker`.
 pub fn esm(client: &aws_sdk_sqs::Client, queue: &QueueRef, key: &str, invoker: Arc<dyn Invoke>) -> EventSourceMapping {
     let decl = Declaration::embedded();
-    let settings = if key == "reportGenerate" { decl.report_generate() } else { decl.interview_completed() };
+    let settings = decl.queue(key).unwrap_or_else(|| panic!("{key} is not a declared queue key"));
     EventSourceMapping::declared(client.clone(), queue.clone(), settings, decl, invoker)
 }
 

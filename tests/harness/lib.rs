@@ -11,10 +11,10 @@ pub mod faults;
 
 use std::sync::OnceLock;
 
+use sophia_declarations::Declaration;
 use sophia_local::queues::{QueueSet, create_queue_set};
 use sophia_local::servers::{LocalServer, free_port, start_fauxqs, start_nx_mongo};
 use sophia_platform::mongo::{Mongo, MongoSettings, Topology};
-use sophia_queue_settings::Declaration;
 
 static FAUXQS: OnceLock<LocalServer> = OnceLock::new();
 static NX_MONGO: OnceLock<LocalServer> = OnceLock::new();

@@ -8,9 +8,9 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use harness::{sqs_client, test_queues_fast};
 use lambda_runtime::LambdaEvent;
+use sophia_declarations::Declaration;
 use sophia_local::esm::EventSourceMapping;
 use sophia_local::invoke::{BoxError, InProcess};
-use sophia_queue_settings::Declaration;
 
 async fn send(client: &aws_sdk_sqs::Client, url: &str, body: &str) {
     client.send_message().queue_url(url).message_body(body).send().await.unwrap();
@@ -48,7 +48,7 @@ async fn batches_respect_the_declared_size_and_carry_the_lambda_event_shape() {
     let esm = EventSourceMapping::declared(
         client.clone(),
         queues.interview_completed.source.clone(),
-        decl.interview_completed(),
+        sophia_declarations::Queue::InterviewCompleted.settings(),
         decl,
         Arc::new(recording_function(seen.clone())),
     );
@@ -73,7 +73,7 @@ async fn batches_respect_the_declared_size_and_carry_the_lambda_event_shape() {
     let esm = EventSourceMapping::declared(
         client.clone(),
         queues.report_generate.source.clone(),
-        decl.report_generate(),
+        sophia_declarations::Queue::ReportGenerate.settings(),
         decl,
         Arc::new(recording_function(Arc::default())),
     );
@@ -92,7 +92,7 @@ async fn partial_failures_come_back_after_the_visibility_timeout_and_poison_reac
     let esm = EventSourceMapping::declared(
         client.clone(),
         queues.interview_completed.source.clone(),
-        decl.interview_completed(),
+        sophia_declarations::Queue::InterviewCompleted.settings(),
         decl,
         Arc::new(recording_function(seen.clone())),
     );
@@ -146,7 +146,7 @@ async fn an_error_or_an_unknown_identifier_fails_the_whole_batch() {
     let esm = EventSourceMapping::declared(
         client.clone(),
         queues.interview_completed.source.clone(),
-        decl.interview_completed(),
+        sophia_declarations::Queue::InterviewCompleted.settings(),
         decl,
         Arc::new(failing),
     );
@@ -165,7 +165,7 @@ async fn an_error_or_an_unknown_identifier_fails_the_whole_batch() {
     let esm = EventSourceMapping::declared(
         client.clone(),
         queues.interview_completed.source.clone(),
-        decl.interview_completed(),
+        sophia_declarations::Queue::InterviewCompleted.settings(),
         decl,
         Arc::new(bogus),
     );
@@ -191,7 +191,7 @@ async fn a_function_that_outlives_its_timeout_fails_the_batch() {
     let mut esm = EventSourceMapping::declared(
         client.clone(),
         queues.interview_completed.source.clone(),
-        decl.interview_completed(),
+        sophia_declarations::Queue::InterviewCompleted.settings(),
         decl,
         Arc::new(slow),
     );

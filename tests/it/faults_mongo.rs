@@ -195,7 +195,7 @@ async fn kill_mid_settlement(trigger: &'static str, nth: usize, reached: &[&str]
                 let client = mongodb::Client::with_options(options)?;
                 let service = SettlementService::new(client.clone(), client.database(&db));
                 let sqs = harness::sqs_client().await;
-                let urls = QueueUrls { interview_completed: None, report_generate: Some(report_url) };
+                let urls = QueueUrls::default().with(sophia_sqs_producer::Queue::ReportGenerate, report_url);
                 let consumer = SqsConsumer::new(ConsumerOptions {
                     deadline_margin: Duration::from_millis(200),
                     ..ConsumerOptions::default()

@@ -22,7 +22,6 @@ use sophia_credits::{CreditsStore, invariants, seed};
 use sophia_local::control::{ControlClient, FunctionStatus, MongoState, Status};
 use sophia_local::queues::QueueOverrides;
 use sophia_local::runner::{Runner, RunnerOptions};
-use sophia_platform::config;
 use sophia_sqs_producer::{CompletedInput, QueueUrls, SqsProducer};
 
 /// Credits reserved per interview and the duration published: 600 s consume all 10.
@@ -93,13 +92,7 @@ impl Drill {
     /// `interview.completed` for each interview, as the API publishes it.
     async fn publish_completed(&self, org: OrganizationId, ids: &[InterviewId]) {
         let env = self.runner.env();
-        let producer = SqsProducer::new(
-            self.runner.sqs.clone(),
-            QueueUrls {
-                interview_completed: env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(),
-                report_generate: env.get(config::REPORT_GENERATE_QUEUE_URL).cloned(),
-            },
-        );
+        let producer = SqsProducer::new(self.runner.sqs.clone(), QueueUrls::from_lookup(|name| env.get(name).cloned()));
         for id in ids {
             producer
                 .publish_interview_completed(

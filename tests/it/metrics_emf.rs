@@ -2,7 +2,7 @@
 //! handler on nx-27017: one line per batch (records by outcome, batch size, time left) and one per
 //! settlement (credits moved), each a valid EMF document; no candidate text enters a line; and
 //! every line of the handlers (interview-completed's, report-generate's failure line) carries
-//! exactly the dimension sets `infra-pulumi/metrics.json` declares for its metrics, from a function
+//! exactly the dimension sets `declarations/metrics.json` declares for its metrics, from a function
 //! the declaration names (the dashboard and alarms are built from the same file).
 //! (One handler test in this file: the metrics sink is process-wide.)
 
@@ -35,8 +35,7 @@ async fn a_batch_and_its_settlements_write_emf_lines_with_numbers_only() {
     let kept = lines.clone();
     metrics::set_sink(Some(Arc::new(move |l: &str| kept.lock().unwrap().push(l.to_owned()))));
 
-    let producer =
-        SqsProducer::new(harness::sqs_client().await, QueueUrls { interview_completed: None, report_generate: None });
+    let producer = SqsProducer::new(harness::sqs_client().await, QueueUrls::default());
     let handler = Handler::new(w.mongo.clone(), SqsReportPublisher(producer));
     let body = |s: &str| serde_json::Value::String(s.to_owned());
     let records = vec![
@@ -89,7 +88,7 @@ fn assert_matches_declaration(doc: &serde_json::Value, function: &str) {
         assert_eq!(directive["Namespace"], declaration.namespace.as_str());
         for metric in directive["Metrics"].as_array().unwrap() {
             let name = metric["Name"].as_str().unwrap();
-            let spec = declaration.metric(name).unwrap_or_else(|| panic!("{name} is not in infra-pulumi/metrics.json"));
+            let spec = declaration.metric(name).unwrap_or_else(|| panic!("{name} is not in declarations/metrics.json"));
             assert_eq!(directive["Dimensions"], serde_json::json!(spec.dimension_sets), "{name}: {doc}");
             assert_eq!(metric["Unit"], spec.unit.as_str(), "{name}");
             match &spec.emitted_by {

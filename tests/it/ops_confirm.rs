@@ -30,7 +30,7 @@ impl Stage {
         let client = harness::sqs_client().await;
         let stage = harness::unique("prod");
         let queues =
-            create_queue_set(&client, &format!("sophia-{stage}"), sophia_queue_settings::Declaration::embedded())
+            create_queue_set(&client, &format!("sophia-{stage}"), sophia_declarations::Declaration::embedded())
                 .await
                 .unwrap();
         Self { world, org, interview, queues, client, stage }

@@ -1,17 +1,19 @@
-//! The queue list comes from `infra-pulumi/queues.json`: a third queue declared there is created
+//! The queue list comes from `declarations/queues.json`: a third queue declared there is created
 //! by the local pipeline with its DLQ and attributes, and written under its own variables, with
 //! no Rust change; `sophia-ops` accepts exactly the declared queue names. (What a third queue
-//! still needs by hand, its handler and contract, is the checklist in docs/contributing.md.)
+//! still needs by hand, its handler and contract, is the checklist in docs/contributing.md; the
+//! generated `Queue` enum makes the build stop at each of those places.)
 
+use sophia_declarations::{DECLARATION_JSON, Declaration};
 use sophia_local::queues::create_queue_set;
-use sophia_queue_settings::{DECLARATION_JSON, Declaration};
 
 /// queues.json with a third queue, `audit-export`, consumed by a third function.
 fn with_a_third_queue() -> Declaration {
     let mut v: serde_json::Value = serde_json::from_str(DECLARATION_JSON).unwrap();
     v["queues"].as_array_mut().unwrap().push(serde_json::json!({
         "key": "auditExport", "component": "AuditExport", "name": "audit-export", "dlqName": "audit-export-dlq",
-        "queueUrlEnv": "AUDIT_EXPORT_QUEUE_URL", "consumer": "audit-export", "visibilityTimeoutSeconds": 360,
+        "queueUrlEnv": "AUDIT_EXPORT_QUEUE_URL", "description": "audit exports", "publishedByApi": false,
+        "consumer": "audit-export", "visibilityTimeoutSeconds": 360,
         "messageRetentionSeconds": 345600, "maxReceiveCount": 5, "dlqMessageRetentionSeconds": 1209600,
         "batchSize": 5, "maximumBatchingWindowSeconds": 0, "reportBatchItemFailures": true
     }));

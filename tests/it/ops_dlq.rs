@@ -6,7 +6,7 @@ use crate::support::ops as ops_support;
 use std::collections::HashMap;
 
 use ops_support::{drain, ops, put, report_body, run, string_attr, visible};
-use sophia_ops::env::{self, Env};
+use sophia_ops::env::Env;
 use sophia_ops::{Context, OpsError, Outcome, ProgressMode, render};
 
 fn attrs(event_type: &str, request_id: &str) -> HashMap<String, aws_sdk_sqs::types::MessageAttributeValue> {
@@ -106,7 +106,7 @@ async fn the_dlq_is_found_from_the_redrive_policy_when_its_url_is_not_set() {
     let o = ops().await;
     put(&o.client, &o.queues.interview_completed.dlq.url, &report_body(3), attrs("interview.completed", "r")).await;
     let pairs: Vec<(&str, String)> =
-        ops_support::env_pairs(&o.queues).into_iter().filter(|(k, _)| *k != env::INTERVIEW_COMPLETED_DLQ_URL).collect();
+        ops_support::env_pairs(&o.queues).into_iter().filter(|(k, _)| *k != "INTERVIEW_COMPLETED_DLQ_URL").collect();
     let ctx = Context::new(Env::from_pairs(pairs), None, ProgressMode::Hidden).with_sqs(o.client.clone());
     let Outcome::DlqList(listing) = run(&ctx, &["dlq", "list", "interview-completed"]).await.unwrap() else { panic!() };
     assert_eq!(listing.dlq_url, o.queues.interview_completed.dlq.url);

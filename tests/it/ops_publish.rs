@@ -119,7 +119,7 @@ async fn stage_resolves_queues_by_name() {
     let queues = sophia_local::queues::create_queue_set(
         &client,
         &format!("sophia-{stage}"),
-        sophia_queue_settings::Declaration::embedded(),
+        sophia_declarations::Declaration::embedded(),
     )
     .await
     .unwrap();

@@ -41,7 +41,8 @@ async fn interview_completed_is_published_with_the_exact_body_and_attributes() {
     let queues = test_queues(&client).await;
     let producer = SqsProducer::new(
         client.clone(),
-        QueueUrls { interview_completed: Some(queues.interview_completed.source.url.clone()), report_generate: None },
+        QueueUrls::default()
+            .with(sophia_sqs_producer::Queue::InterviewCompleted, queues.interview_completed.source.url.clone()),
     );
     let (interview_id, organization_id) = ids();
     let input = CompletedInput {
@@ -69,7 +70,8 @@ async fn interview_failed_defaults_failed_at_to_now_and_request_id_to_unknown() 
     let queues = test_queues(&client).await;
     let producer = SqsProducer::new(
         client.clone(),
-        QueueUrls { interview_completed: Some(queues.interview_completed.source.url.clone()), report_generate: None },
+        QueueUrls::default()
+            .with(sophia_sqs_producer::Queue::InterviewCompleted, queues.interview_completed.source.url.clone()),
     );
     let (interview_id, organization_id) = ids();
     let before = chrono::Utc::now();
@@ -92,7 +94,8 @@ async fn completed_defaults_duration_to_zero() {
     let queues = test_queues(&client).await;
     let producer = SqsProducer::new(
         client.clone(),
-        QueueUrls { interview_completed: Some(queues.interview_completed.source.url.clone()), report_generate: None },
+        QueueUrls::default()
+            .with(sophia_sqs_producer::Queue::InterviewCompleted, queues.interview_completed.source.url.clone()),
     );
     let (interview_id, organization_id) = ids();
     producer
@@ -113,7 +116,8 @@ async fn report_generate_carries_the_settlement_request_id() {
     let queues = test_queues(&client).await;
     let producer = SqsProducer::new(
         client.clone(),
-        QueueUrls { interview_completed: None, report_generate: Some(queues.report_generate.source.url.clone()) },
+        QueueUrls::default()
+            .with(sophia_sqs_producer::Queue::ReportGenerate, queues.report_generate.source.url.clone()),
     );
     let (interview_id, organization_id) = ids();
     producer
@@ -156,7 +160,7 @@ async fn a_missing_queue_url_skips_the_publish_and_says_so() {
 async fn a_publish_to_a_queue_that_does_not_exist_is_an_error() {
     let client = sqs_client().await;
     let url = format!("{}/000000000000/{}", harness::sqs_endpoint(), harness::unique("missing"));
-    let producer = SqsProducer::new(client, QueueUrls { interview_completed: None, report_generate: Some(url) });
+    let producer = SqsProducer::new(client, QueueUrls::default().with(sophia_sqs_producer::Queue::ReportGenerate, url));
     let (interview_id, organization_id) = ids();
     let err = producer
         .publish_report_generate(&ReportGenerate { interview_id, organization_id }, &RequestId::unknown())
@@ -202,7 +206,7 @@ async fn a_message_that_fails_three_times_lands_in_the_dlq() {
     let source = &queues.interview_completed.source.url;
     let producer = SqsProducer::new(
         client.clone(),
-        QueueUrls { interview_completed: Some(source.clone()), report_generate: None },
+        QueueUrls::default().with(sophia_sqs_producer::Queue::InterviewCompleted, source.clone()),
     );
     let (interview_id, organization_id) = ids();
     producer
@@ -240,8 +244,10 @@ async fn interview_failed_over_the_failure_reason_limit_is_refused_before_sendin
     let client = sqs_client().await;
     let queues = test_queues(&client).await;
     let url = queues.interview_completed.source.url.clone();
-    let producer =
-        SqsProducer::new(client.clone(), QueueUrls { interview_completed: Some(url.clone()), report_generate: None });
+    let producer = SqsProducer::new(
+        client.clone(),
+        QueueUrls::default().with(sophia_sqs_producer::Queue::InterviewCompleted, url.clone()),
+    );
     let (interview_id, organization_id) = ids();
     let limit = sophia_contracts::FAILURE_REASON_MAX_CHARS;
     // Counted in characters, as the consumer's contract counts them: multi-byte characters at the limit

@@ -53,8 +53,13 @@ async fn handler_with_queue(
     report_generate_url: Option<String>,
 ) -> (Handler<SqsReportPublisher>, aws_sdk_sqs::Client) {
     let client = sqs_client().await;
-    let producer =
-        SqsProducer::new(client.clone(), QueueUrls { interview_completed: None, report_generate: report_generate_url });
+    let producer = SqsProducer::new(
+        client.clone(),
+        match report_generate_url {
+            Some(url) => QueueUrls::default().with(sophia_sqs_producer::Queue::ReportGenerate, url),
+            None => QueueUrls::default(),
+        },
+    );
     (Handler::new(w.mongo.clone(), SqsReportPublisher(producer)), client)
 }
 

@@ -59,10 +59,9 @@ async fn every_publish_on_both_queues_carries_the_organization_as_message_group_
     let queues = test_queues(&plain).await;
     let recorder = Recorder::default();
     let client = aws_sdk_sqs::Client::from_conf(plain.config().to_builder().interceptor(recorder.clone()).build());
-    let urls = QueueUrls {
-        interview_completed: Some(queues.interview_completed.source.url.clone()),
-        report_generate: Some(queues.report_generate.source.url.clone()),
-    };
+    let urls = QueueUrls::default()
+        .with(sophia_sqs_producer::Queue::InterviewCompleted, queues.interview_completed.source.url.clone())
+        .with(sophia_sqs_producer::Queue::ReportGenerate, queues.report_generate.source.url.clone());
     let producer = SqsProducer::new(client, urls.clone());
     let orgs: Vec<OrganizationId> = (0..4).map(|_| OrganizationId::new(bson::oid::ObjectId::new())).collect();
     let interview = || InterviewId::new(bson::oid::ObjectId::new());
@@ -96,10 +95,7 @@ async fn every_publish_on_both_queues_carries_the_organization_as_message_group_
     SqsReportPublisher(producer.clone()).publish(&report, &RequestId::settlement(report.interview_id)).await.unwrap();
     // A raw body, as a redrive or replay tool sends it.
     let raw = format!(r#"{{"interviewId":"{}","organizationId":"{}"}}"#, interview(), orgs[3]);
-    producer
-        .send(urls.report_generate.as_deref(), "REPORT_GENERATE_QUEUE_URL", &raw, EventType::ReportGenerate, &request)
-        .await
-        .unwrap();
+    producer.send(sophia_sqs_producer::Queue::ReportGenerate, &raw, EventType::ReportGenerate, &request).await.unwrap();
 
     let expected: Vec<Option<String>> = orgs.iter().map(|o| Some(o.to_string())).collect();
     assert_eq!(recorder.group_ids(), expected);

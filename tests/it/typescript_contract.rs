@@ -39,7 +39,6 @@ use sophia_contracts::{
 };
 use sophia_credits::{CreditsStore, seed};
 use sophia_local::runner::{Runner, RunnerOptions};
-use sophia_platform::config;
 use sophia_reports::fixtures::InterviewFixture;
 use sophia_reports::store::ReportStore;
 
@@ -278,10 +277,11 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
     publishes.push(serde_json::json!({"kind": "retry", "input": ids_of(exhausted), "resetAttempts": false}));
     publishes.push(serde_json::json!({"kind": "retry", "input": ids_of(exhausted), "resetAttempts": true}));
 
-    // Only what `sophia-local up` prints for the API, and the report queue the API publishes to.
-    let mut env: BTreeMap<String, String> = sophia_local::runner::api_env(runner.env());
-    assert!(env.contains_key(config::INTERVIEW_COMPLETED_QUEUE_URL) && env.contains_key("AWS_ENDPOINT_URL_SQS"));
-    env.insert(config::REPORT_GENERATE_QUEUE_URL.to_owned(), runner.env()[config::REPORT_GENERATE_QUEUE_URL].clone());
+    // Only what `sophia-local up` prints for the API: both queues the API publishes to.
+    let env: BTreeMap<String, String> = sophia_local::runner::api_env(runner.env());
+    for name in ["INTERVIEW_COMPLETED_QUEUE_URL", "REPORT_GENERATE_QUEUE_URL", "AWS_ENDPOINT_URL_SQS"] {
+        assert!(env.contains_key(name), "the API's environment has {name}");
+    }
     let cases_json = serde_json::Value::from(publishes).to_string();
     let (scratch, sdk) = scratch_project();
     let mut cmd = Command::new("node");
@@ -437,10 +437,9 @@ async fn what_the_rust_producers_send_passes_the_typescript_validation() {
     // duration written by the contract types.
     let producer = sophia_sqs_producer::SqsProducer::new(
         o.client.clone(),
-        sophia_sqs_producer::QueueUrls {
-            interview_completed: Some(o.queues.interview_completed.source.url.clone()),
-            report_generate: Some(o.queues.report_generate.source.url.clone()),
-        },
+        sophia_sqs_producer::QueueUrls::default()
+            .with(sophia_sqs_producer::Queue::InterviewCompleted, o.queues.interview_completed.source.url.clone())
+            .with(sophia_sqs_producer::Queue::ReportGenerate, o.queues.report_generate.source.url.clone()),
     );
     let id: InterviewId = i.parse().unwrap();
     let org_id: OrganizationId = org.parse().unwrap();
@@ -562,8 +561,8 @@ fn the_failure_reason_limit_is_one_limit_in_both_languages() {
     cmd.arg(scratch.join("publish-all.mjs"))
         .arg(serde_json::Value::from(cases).to_string())
         .current_dir(scratch)
-        .env_remove(config::INTERVIEW_COMPLETED_QUEUE_URL)
-        .env_remove(config::REPORT_GENERATE_QUEUE_URL);
+        .env_remove("INTERVIEW_COMPLETED_QUEUE_URL")
+        .env_remove("REPORT_GENERATE_QUEUE_URL");
     let stdout = run_checked(&mut cmd, "publish-all.mjs (failureReason limit)");
     let out: serde_json::Value =
         serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("no JSON ({e}): {stdout}"));

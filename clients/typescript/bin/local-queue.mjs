@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A local SQS for the API's development, without Rust: fauxqs (an npm package) on 127.0.0.1,
-// the two queues the API publishes to (each with its DLQ, 3 receives as deployed), and the
+// the queues the API publishes to (each with its DLQ, 3 receives as deployed), and the
 // variables the API needs printed as `export` lines. Runs until Ctrl-C.
 //
 //   npm install --save-dev fauxqs@1.9.2     (once, in the API project)
@@ -108,17 +108,22 @@ async function queueWithDlq(name) {
   return source.QueueUrl;
 }
 
-const env = {
-  INTERVIEW_COMPLETED_QUEUE_URL: await queueWithDlq("interview-completed"),
-  REPORT_GENERATE_QUEUE_URL: await queueWithDlq("report-generate"),
+// Every queue the API publishes to, under its URL variable (declarations/queues.json, generated
+// into the package's build as dist/generated/queues.js; in this repository `npm run local-queue`
+// builds it first).
+const { queues } = createRequire(import.meta.url)("../dist/generated/queues.js");
+const env = {};
+for (const q of Object.values(queues).filter((q) => q.publishedByApi)) env[q.urlEnv] = await queueWithDlq(q.name);
+Object.assign(env, {
   AWS_ENDPOINT_URL_SQS: endpoint,
   AWS_REGION: "us-east-1",
   AWS_ACCESS_KEY_ID: "local",
   AWS_SECRET_ACCESS_KEY: "local",
-};
+});
 sqs.destroy();
-for (const [url, name] of [[env.INTERVIEW_COMPLETED_QUEUE_URL, "interview"], [env.REPORT_GENERATE_QUEUE_URL, "report"]]) {
-  if (new URL(url).origin !== endpoint) throw new Error(`the ${name} queue URL ${url} does not name ${endpoint}`);
+for (const q of Object.values(queues).filter((q) => q.publishedByApi)) {
+  const url = env[q.urlEnv];
+  if (new URL(url).origin !== endpoint) throw new Error(`the ${q.name} queue URL ${url} does not name ${endpoint}`);
 }
 for (const [k, v] of Object.entries(env)) console.log(`export ${k}=${v}`);
 console.log(`# fauxqs listening on ${endpoint}: Ctrl-C stops it`);

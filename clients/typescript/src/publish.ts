@@ -23,12 +23,14 @@
 import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 
 import type { EventType } from "./generated/message-attributes";
+import { queues } from "./generated/queues";
 import { schemas, type SchemaName } from "./generated/schemas";
 import type { InterviewCompleted, InterviewFailed, ReportGenerate } from "./types";
 import { assertValid, ContractViolationError, type ContractIssue } from "./validate";
 
-export const INTERVIEW_COMPLETED_QUEUE_URL = "INTERVIEW_COMPLETED_QUEUE_URL";
-export const REPORT_GENERATE_QUEUE_URL = "REPORT_GENERATE_QUEUE_URL";
+/** The variables that carry the queues' URLs (declarations/queues.json, `queueUrlEnv`). */
+export const INTERVIEW_COMPLETED_QUEUE_URL = queues.interviewCompleted.urlEnv;
+export const REPORT_GENERATE_QUEUE_URL = queues.reportGenerate.urlEnv;
 /** The attribute value when the caller has no request id (the API's `requestIdForPublish`). */
 export const UNKNOWN_REQUEST_ID = "unknown";
 /** A request id is an identifier: longer input is cut (as the Rust producer does). */

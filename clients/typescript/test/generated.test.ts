@@ -10,7 +10,8 @@ import * as path from "node:path";
 import { test } from "node:test";
 
 import { schemas } from "../src/generated/schemas";
-import { drift, generate, GENERATED_DIR, pascal, SCHEMA_DIR } from "../scripts/generate";
+import { drift, generate, GENERATED_DIR, pascal, QUEUE_DECLARATION, SCHEMA_DIR } from "../scripts/generate";
+import { API_QUEUE_URL_VARIABLES, queues } from "../src/generated/queues";
 
 test("src/generated/ is what the contract schemas generate (run `npm run generate` after a schema change)", async () => {
   assert.deepEqual(await drift(await generate()), []);
@@ -41,4 +42,17 @@ test("a schema change is detected as drift, and a new schema file is picked up",
   const stale = await drift(await generate(dir));
   assert.deepEqual(stale, ["extra-document.ts (missing)", "index.ts", "interview-completed.ts", "schemas.ts"]);
   assert.equal(pascal("interview-report-document"), "InterviewReportDocument");
+});
+
+test("queues.ts follows declarations/queues.json: a queue added there is drift until regenerated", async () => {
+  const declared = JSON.parse(await readFile(QUEUE_DECLARATION, "utf8"));
+  assert.deepEqual(Object.keys(queues), declared.queues.map((q: { key: string }) => q.key));
+  assert.equal(queues.reportGenerate.urlEnv, "REPORT_GENERATE_QUEUE_URL");
+  assert.deepEqual([...API_QUEUE_URL_VARIABLES], ["INTERVIEW_COMPLETED_QUEUE_URL", "REPORT_GENERATE_QUEUE_URL"]);
+  const dir = await mkdtemp(path.join(tmpdir(), "sophia-queues-"));
+  declared.queues.push({ ...declared.queues[0], key: "auditExport", name: "audit-export", dlqName: "audit-export-dlq", queueUrlEnv: "AUDIT_EXPORT_QUEUE_URL" });
+  await writeFile(path.join(dir, "queues.json"), JSON.stringify(declared));
+  const files = await generate(SCHEMA_DIR, path.join(dir, "queues.json"));
+  assert.deepEqual(await drift(files), ["queues.ts"]);
+  assert.match(files.get("queues.ts")!, /auditExport: \{ name: "audit-export", dlqName: "audit-export-dlq", urlEnv: "AUDIT_EXPORT_QUEUE_URL", publishedByApi: true \}/);
 });

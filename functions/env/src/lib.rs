@@ -16,6 +16,8 @@
 
 use std::ffi::OsString;
 
+use sophia_declarations::{Declaration, Queue};
+
 /// Who a variable is for, one section of the page each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -52,7 +54,8 @@ const fn s(name: &'static str, read_by: &'static str, default: &'static str, des
     EnvVar { name, scope: Scope::ScriptsAndTests, read_by, default, description }
 }
 
-/// The declaration, in the page's order.
+/// The variables declared by hand, in the page's order. The queues' variables are not here:
+/// [`all`] adds them from the queue declaration (`declarations/queues.json`).
 pub const VARIABLES: &[EnvVar] = &[
     f(
         "MONGODB_URI",
@@ -87,18 +90,6 @@ pub const VARIABLES: &[EnvVar] = &[
         "accept a URI that turns TLS or its verification off (`tls=false`, `tlsInsecure=true`, `tlsAllowInvalidCertificates=true`, ...) for a host that is not loopback: a test database only. Unset, such a URI is refused with an error naming the parameter; set, it is accepted and one WARN per process names the parameter and the hosts, never the URI",
     ),
     f("MONGODB_SERVER_SELECTION_TIMEOUT_MS", "all functions", "`5000`", "fail fast, well inside the function timeout"),
-    f(
-        "INTERVIEW_COMPLETED_QUEUE_URL",
-        "API producers",
-        "unset: publish skipped with a warning (local development); the TypeScript package's production mode (`requireQueueUrls: true`, `assertConfigured()`) makes it, and `REPORT_GENERATE_QUEUE_URL`, required at start-up",
-        "the interview queue",
-    ),
-    f(
-        "REPORT_GENERATE_QUEUE_URL",
-        "interview-completed",
-        "unset: outbox entry stays pending, warning",
-        "the report queue",
-    ),
     f(
         "OPENAI_API_KEY",
         "report-generate",
@@ -203,13 +194,6 @@ pub const VARIABLES: &[EnvVar] = &[
         "`1`",
         "divides the transient-failure backoffs, the requeue delay and the give-up age (`functions/sqs-consumer/src/backoff.rs`): local measurements with scaled time only; never set on a stage",
     ),
-    t(
-        "INTERVIEW_COMPLETED_DLQ_URL",
-        "`sophia-ops`",
-        "the env file's",
-        "the interview queue's DLQ (the names of the DLQ URL variables follow `infra-pulumi/queues.json`)",
-    ),
-    t("REPORT_GENERATE_DLQ_URL", "`sophia-ops`", "the env file's", "the report queue's DLQ"),
     t(
         "SOPHIA_ENV_FILE",
         "`sophia-ops`",
@@ -393,7 +377,8 @@ const fn same(a: &str, b: &str) -> bool {
     true
 }
 
-/// `name`, when [`VARIABLES`] declares it; in a `const` item, an undeclared name does not compile.
+/// `name`, when [`VARIABLES`] declares it or it is a declared queue's URL or DLQ URL variable; in
+/// a `const` item, an undeclared name does not compile.
 pub const fn declared(name: &'static str) -> &'static str {
     let mut i = 0;
     while i < VARIABLES.len() {
@@ -402,12 +387,61 @@ pub const fn declared(name: &'static str) -> &'static str {
         }
         i += 1;
     }
+    let mut q = 0;
+    while q < Queue::ALL.len() {
+        if same(Queue::ALL[q].url_env(), name) || same(Queue::ALL[q].dlq_url_env(), name) {
+            return name;
+        }
+        q += 1;
+    }
     panic!("an environment variable must be declared in sophia_env::VARIABLES before it is read")
+}
+
+/// What an unset queue URL variable means, for every queue.
+const QUEUE_URL_DEFAULT: &str = "unset: a publish to it is skipped with a warning (an outbox entry stays pending); the TypeScript package's production mode (`requireQueueUrls: true`, `assertConfigured()`) requires the URL of every queue the API publishes to at start-up";
+
+/// The variables that follow from the queue declaration: each queue's URL variable (with the
+/// functions') and its DLQ's (with the tools'). Their texts come from the declaration too.
+fn queue_variables() -> Vec<EnvVar> {
+    let decl = Declaration::embedded();
+    let leak = |s: String| -> &'static str { s.leak() };
+    let mut vars = Vec::with_capacity(2 * Queue::ALL.len());
+    for queue in Queue::ALL {
+        let mut readers = decl.publishers(queue.key());
+        readers.push("`sophia-ops`");
+        vars.push(EnvVar {
+            name: queue.url_env(),
+            scope: Scope::Functions,
+            read_by: leak(readers.join(", ")),
+            default: QUEUE_URL_DEFAULT,
+            description: queue.description(),
+        });
+    }
+    for queue in Queue::ALL {
+        vars.push(EnvVar {
+            name: queue.dlq_url_env(),
+            scope: Scope::Tools,
+            read_by: "`sophia-ops`",
+            default: "the env file's; else found from the queue's `RedrivePolicy`",
+            description: leak(format!("the DLQ of {}", queue.name())),
+        });
+    }
+    vars
+}
+
+/// Every declared variable: the queues' (first in their sections) and [`VARIABLES`].
+pub fn all() -> &'static [EnvVar] {
+    static ALL: std::sync::LazyLock<Vec<EnvVar>> = std::sync::LazyLock::new(|| {
+        let mut all = queue_variables();
+        all.extend_from_slice(VARIABLES);
+        all
+    });
+    &ALL
 }
 
 /// The declaration of `name`.
 pub fn lookup(name: &str) -> Option<&'static EnvVar> {
-    VARIABLES.iter().find(|v| v.name == name)
+    all().iter().find(|v| v.name == name)
 }
 
 fn check(name: &str) {
@@ -450,7 +484,7 @@ fn cell(text: &str) -> String {
 
 fn table(out: &mut String, scope: Scope) {
     out.push_str("| variable | read by | default | meaning |\n| --- | --- | --- | --- |\n");
-    for v in VARIABLES.iter().filter(|v| v.scope == scope) {
+    for v in all().iter().filter(|v| v.scope == scope) {
         out.push_str(&format!(
             "| `{}` | {} | {} | {} |\n",
             v.name,
@@ -481,7 +515,8 @@ pub fn markdown() -> String {
     out.push_str(
         "\nQueue and function numbers (visibility timeouts, function timeouts and memory, batch sizes,\n\
          receive counts, DLQ retention) are not variables: they live only in\n\
-         [`infra-pulumi/queues.json`](../../infra-pulumi/queues.json).\n\n\
+         [`declarations/queues.json`](../../declarations/queues.json), which also names each queue's\n\
+         URL variable (`queueUrlEnv`; its DLQ's is the same name ending in `_DLQ_URL`).\n\n\
          ## Tools\n\n\
          `sophia-ops` also reads the functions' `MONGODB_*`, queue URL and `AWS_*` variables (and\n\
          `.local/sophia.env` by default): [reference/ops-cli.md](ops-cli.md).\n\n",
@@ -504,16 +539,20 @@ mod tests {
 
     #[test]
     fn names_are_declared_once_and_look_like_variables() {
-        for (i, v) in VARIABLES.iter().enumerate() {
+        let all = all();
+        for (i, v) in all.iter().enumerate() {
             assert!(
                 !v.name.is_empty() && v.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
                 "{:?}",
                 v.name
             );
-            assert!(VARIABLES[..i].iter().all(|w| w.name != v.name), "{} is declared twice", v.name);
+            assert!(all[..i].iter().all(|w| w.name != v.name), "{} is declared twice", v.name);
             assert!(!v.read_by.is_empty() && !v.default.is_empty() && !v.description.is_empty(), "{}", v.name);
         }
         assert_eq!(declared("MONGODB_URI"), "MONGODB_URI");
+        assert_eq!(declared("REPORT_GENERATE_DLQ_URL"), "REPORT_GENERATE_DLQ_URL");
+        let report_queue = lookup("REPORT_GENERATE_QUEUE_URL").expect("declared from queues.json");
+        assert_eq!(report_queue.read_by, "the API, interview-completed, `sophia-ops`");
     }
 
     #[test]

@@ -148,21 +148,14 @@ impl Controls {
             "durationSeconds": -5,
         }))
         .expect("serialises");
-        let producer = sophia_sqs_producer::SqsProducer::new(
-            self.sqs.clone(),
-            sophia_sqs_producer::QueueUrls {
-                interview_completed: self.interview_queue_url.clone(),
-                report_generate: None,
-            },
-        );
+        let queue = sophia_sqs_producer::Queue::InterviewCompleted;
+        let urls = match &self.interview_queue_url {
+            Some(url) => sophia_sqs_producer::QueueUrls::default().with(queue, url.clone()),
+            None => sophia_sqs_producer::QueueUrls::default(),
+        };
+        let producer = sophia_sqs_producer::SqsProducer::new(self.sqs.clone(), urls);
         producer
-            .send(
-                self.interview_queue_url.as_deref(),
-                sophia_platform::config::INTERVIEW_COMPLETED_QUEUE_URL,
-                &body,
-                EventType::InterviewCompleted,
-                &RequestId::from_caller(Some("drill-invalid")),
-            )
+            .send(queue, &body, EventType::InterviewCompleted, &RequestId::from_caller(Some("drill-invalid")))
             .await
             .map_err(|e| ControlError::BadRequest(format!("could not send: {e}")))?;
         Ok(body)

@@ -23,9 +23,8 @@ use serde::Serialize;
 use sophia_contracts::{DurationSeconds, EventType, InterviewId, OrganizationId, RequestId, Timestamp};
 use sophia_credits::model::LedgerEntry;
 use sophia_credits::{CreditsStore, invariants, seed};
-use sophia_platform::config;
 use sophia_platform::mongo::Mongo;
-use sophia_sqs_producer::{CompletedInput, FailedInput, QueueUrls, SqsProducer};
+use sophia_sqs_producer::{CompletedInput, FailedInput, Queue, QueueUrls, SqsProducer};
 
 /// How long the demo waits for the pipeline to reach the expected state.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -174,13 +173,7 @@ struct Seeded {
 /// Seeds, publishes, waits, and reads back. `env` is the runner's env map (queue URLs).
 pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) -> Result<DemoReport, DemoError> {
     let store = CreditsStore::new(mongo.db.clone());
-    let producer = SqsProducer::new(
-        sqs.clone(),
-        QueueUrls {
-            interview_completed: env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(),
-            report_generate: env.get(config::REPORT_GENERATE_QUEUE_URL).cloned(),
-        },
-    );
+    let producer = SqsProducer::new(sqs.clone(), QueueUrls::from_lookup(|name| env.get(name).cloned()));
     let now = chrono::Utc::now();
     let org = seed::create_organization(&store, &format!("Demo organization {}", now.format("%H:%M:%S"))).await?;
     // Reservation takes the lot that expires first: the short-lived lot goes to `expired-lot`,
@@ -251,15 +244,13 @@ pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) ->
             s.published += 1;
         }
     }
-    let malformed_url = env
-        .get(config::INTERVIEW_COMPLETED_QUEUE_URL)
-        .cloned()
-        .ok_or_else(|| DemoError::Setup("no interview queue URL".into()))?;
+    if producer.urls().get(Queue::InterviewCompleted).is_none() {
+        return Err(DemoError::Setup("no interview queue URL".into()));
+    }
     let malformed_id = InterviewId::new(bson::oid::ObjectId::new());
     producer
         .send(
-            Some(&malformed_url),
-            config::INTERVIEW_COMPLETED_QUEUE_URL,
+            Queue::InterviewCompleted,
             &format!(r#"{{"interviewId":"{malformed_id}-not-an-id","organizationId":"{org}","completedAt":"yesterday","durationSeconds":-5}}"#),
             EventType::InterviewCompleted,
             &RequestId::from_caller(Some("demo-malformed")),
@@ -286,10 +277,10 @@ pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) ->
     let malformed_dropped =
         count(&mongo.db.collection::<Document>("interviews"), doc! {"_id": malformed_id.oid()}).await? == 0;
     let organization = organization_summary(&store, org).await?;
-    let dlqs = vec![
-        peek_dlq(sqs, "interview-completed-dlq", env.get("INTERVIEW_COMPLETED_DLQ_URL")).await,
-        peek_dlq(sqs, "report-generate-dlq", env.get("REPORT_GENERATE_DLQ_URL")).await,
-    ];
+    let mut dlqs = Vec::with_capacity(Queue::ALL.len());
+    for queue in Queue::ALL {
+        dlqs.push(peek_dlq(sqs, queue.dlq_name(), env.get(queue.dlq_url_env())).await);
+    }
     Ok(DemoReport { interviews, malformed_dropped, organization, dlqs, waited_ms, first_report_at })
 }
 

@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, Message, MessageSystemAttributeName};
 use serde_json::{Value, json};
-use sophia_queue_settings::{Declaration, QueueSettings};
+use sophia_declarations::{Declaration, QueueSettings};
 use tokio::sync::watch;
 
 use crate::invoke::{Invoke, InvokeContext, InvokeError};

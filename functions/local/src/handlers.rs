@@ -13,7 +13,7 @@ use sophia_platform::mongo::{Mongo, MongoSettings};
 use sophia_reports::openai::OpenAiSettings;
 use sophia_reports::{ReportModel, ReportService};
 use sophia_sqs_consumer::queue::SqsRecordQueue;
-use sophia_sqs_producer::{QueueUrls, SqsProducer};
+use sophia_sqs_producer::{Queue, QueueUrls, SqsProducer};
 
 use crate::invoke::{BoxError, Instances, Invoke};
 
@@ -90,9 +90,12 @@ pub async fn migrate(mongo: &Mongo) -> Result<(), String> {
     Ok(())
 }
 
-/// The in-process invoker of a subscribed function: `instances` execution environments, each
-/// with its own runtime and clients built as the binary's `main` builds them.
+/// The in-process invoker of the function subscribed to `queue`: `instances` execution
+/// environments, each with its own runtime and clients built as the binary's `main` builds them.
+/// One arm per declared queue: a queue added to the declaration does not compile here until its
+/// consumer is wired in (runs with `--bootstrap` start the built binaries instead).
 pub async fn in_process(
+    queue: Queue,
     function: &str,
     instances: usize,
     mongo: &Mongo,
@@ -100,14 +103,11 @@ pub async fn in_process(
     env: &BTreeMap<String, String>,
     openai: &OpenAiEndpoint,
 ) -> Result<Arc<dyn Invoke>, String> {
-    let urls = QueueUrls {
-        interview_completed: env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(),
-        report_generate: env.get(config::REPORT_GENERATE_QUEUE_URL).cloned(),
-    };
+    let urls = QueueUrls::from_lookup(|name| env.get(name).cloned());
     let settings = mongo_settings(mongo, env);
     let endpoint = sqs_endpoint.to_owned();
-    let invoker: Instances = match function {
-        "interview-completed" => {
+    let invoker: Instances = match queue {
+        Queue::InterviewCompleted => {
             let options = consumer_options(env.get(config::RECORD_CONCURRENCY).map(String::as_str))
                 .map_err(|e| format!("{function}: {e}"))?
                 .with_queue(local_record_queue(sqs_endpoint));
@@ -132,7 +132,7 @@ pub async fn in_process(
                 },
             )
         }
-        "report-generate" => {
+        Queue::ReportGenerate => {
             let mut openai = openai.settings();
             // As the binary reads it (`OPENAI_TIMEOUT_MS`): a drill shortens the attempt timeout.
             if let Some(ms) = env.get(sophia_reports::openai::OPENAI_TIMEOUT_MS) {
@@ -156,7 +156,6 @@ pub async fn in_process(
                 |h, event| Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { Box::new(e) }) }),
             )
         }
-        other => return Err(format!("no in-process handler for function {other}")),
     }
     .map_err(|e| e.to_string())?;
     Ok(Arc::new(invoker))

@@ -2,7 +2,7 @@
 //!
 //! - [`servers`]: fauxqs (SQS) and nx-27017 (MongoDB wire protocol) as child processes on
 //!   127.0.0.1, stopped by PID;
-//! - [`queues`]: the four queues created from the shared declaration (`infra-pulumi/queues.json`)
+//! - [`queues`]: the four queues created from the shared declaration (`declarations/queues.json`)
 //!   with their real attributes (visibility, retention, RedrivePolicy, RedriveAllowPolicy);
 //! - [`esm`]: the event-source-mapping emulator (batches, partial batch responses, timeouts);
 //! - [`invoke`] / [`runtime_api`]: calling a function in-process, or its built `bootstrap`

@@ -3,7 +3,7 @@
 
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::QueueAttributeName;
-use sophia_queue_settings::{Declaration, QueueSettings};
+use sophia_declarations::{Declaration, QueueSettings};
 
 /// A queue as created: its name, URL and ARN.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,8 +85,8 @@ pub async fn create_queue_set_with(
     }
     let named = |key: &str| all.iter().find(|p| p.key == key).cloned().expect("the declaration names both queues");
     Ok(QueueSet {
-        interview_completed: named(sophia_queue_settings::INTERVIEW_COMPLETED),
-        report_generate: named(sophia_queue_settings::REPORT_GENERATE),
+        interview_completed: named(sophia_declarations::Queue::InterviewCompleted.key()),
+        report_generate: named(sophia_declarations::Queue::ReportGenerate.key()),
         all,
     })
 }

@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sophia_declarations::{Declaration, Queue, QueueSettings};
 use sophia_platform::config;
 use sophia_platform::mongo::{Mongo, MongoSettings};
-use sophia_queue_settings::Declaration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -166,7 +166,7 @@ impl Runner {
             let settings = decl.queue(&pair.key).expect("declared");
             let pollers = options.function_pollers.get(&settings.consumer).copied().unwrap_or(options.pollers).max(1);
             let invoker = invoker(
-                &settings.consumer,
+                settings,
                 &options.functions,
                 pollers,
                 &mongo,
@@ -194,7 +194,7 @@ impl Runner {
         let controls = Arc::new(Controls {
             functions: controlled,
             mongo: mongo.clone(),
-            interview_queue_url: env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(),
+            interview_queue_url: env.get(Queue::InterviewCompleted.url_env()).cloned(),
             proxy,
             direct_mongo_uri: nx_mongo.url(),
             openai_fault_url: openai.fault_url(),
@@ -283,7 +283,7 @@ impl Runner {
 /// The invoker of a subscribed function in `mode`.
 #[allow(clippy::too_many_arguments)]
 async fn invoker(
-    function: &str,
+    queue: &QueueSettings,
     mode: &FunctionMode,
     instances: usize,
     mongo: &Mongo,
@@ -292,10 +292,15 @@ async fn invoker(
     openai: &OpenAiEndpoint,
     runtime_apis: &mut Vec<Arc<tokio::sync::Mutex<RuntimeApi>>>,
 ) -> Result<Arc<dyn Invoke>, RunnerError> {
+    let function = queue.consumer.as_str();
     match mode {
-        FunctionMode::InProcess => handlers::in_process(function, instances, mongo, sqs_endpoint, function_env, openai)
-            .await
-            .map_err(RunnerError::Setup),
+        FunctionMode::InProcess => {
+            let declared = Queue::from_key(&queue.key)
+                .ok_or_else(|| RunnerError::Setup(format!("no in-process handler for queue {}", queue.key)))?;
+            handlers::in_process(declared, function, instances, mongo, sqs_endpoint, function_env, openai)
+                .await
+                .map_err(RunnerError::Setup)
+        }
         FunctionMode::Bootstrap(dir) => {
             let binary = [dir.join(function).join("bootstrap"), dir.join(function)]
                 .into_iter()
@@ -321,22 +326,17 @@ async fn invoker(
     }
 }
 
-/// The variables the API needs to publish into this pipeline and read what it writes: the
-/// interview queue's and the report queue's URLs (`publishReportGenerate`, the admin retry), the
-/// SQS endpoint, a region, placeholder credentials (fauxqs checks none) and MongoDB. `sophia-local up` prints them; the TypeScript contract test runs the
-/// package with exactly these.
+/// The variables the API needs to publish into this pipeline and read what it writes: the URLs
+/// of the queues the API publishes to (`publishedByApi` in the declaration: the interview queue,
+/// and the report queue for `publishReportGenerate` and the admin retry), the SQS endpoint, a
+/// region, placeholder credentials (fauxqs checks none) and MongoDB. `sophia-local up` prints
+/// them; the TypeScript contract test runs the package with exactly these.
 pub fn api_env(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    let mut api: BTreeMap<String, String> = [
-        config::INTERVIEW_COMPLETED_QUEUE_URL,
-        config::REPORT_GENERATE_QUEUE_URL,
-        "AWS_ENDPOINT_URL_SQS",
-        "AWS_REGION",
-        config::MONGODB_URI,
-        config::MONGODB_DATABASE,
-    ]
-    .into_iter()
-    .filter_map(|k| env.get(k).map(|v| (k.to_owned(), v.clone())))
-    .collect();
+    let api_queues = Queue::ALL.into_iter().filter(|q| q.settings().published_by_api).map(Queue::url_env);
+    let mut api: BTreeMap<String, String> = api_queues
+        .chain(["AWS_ENDPOINT_URL_SQS", "AWS_REGION", config::MONGODB_URI, config::MONGODB_DATABASE])
+        .filter_map(|k| env.get(k).map(|v| (k.to_owned(), v.clone())))
+        .collect();
     api.insert("AWS_ACCESS_KEY_ID".to_owned(), "local".to_owned());
     api.insert("AWS_SECRET_ACCESS_KEY".to_owned(), "local".to_owned());
     api

@@ -107,8 +107,11 @@ impl InvariantsReport {
 /// report-generate queue this context resolves (environment, env file or `--stage`).
 async fn report_producer(ctx: &Context) -> Result<SqsProducer, OpsError> {
     let locator = ctx.locator().await;
-    let url = locator.source_url(QueueName::report_generate()).await?;
-    Ok(SqsProducer::new(locator.client().clone(), QueueUrls { interview_completed: None, report_generate: Some(url) }))
+    let url = locator.source_url(QueueName::of(sophia_declarations::Queue::ReportGenerate)).await?;
+    Ok(SqsProducer::new(
+        locator.client().clone(),
+        QueueUrls::default().with(sophia_declarations::Queue::ReportGenerate, url),
+    ))
 }
 
 /// `outbox flush`: `sophia_credits::flush_pending_outbox` with the SQS producer.

@@ -73,7 +73,7 @@ impl Context {
         if self.stage.is_none() && QueueName::all().all(|q| self.env.get(q.source_env()).is_none()) {
             return false;
         }
-        match self.locator().await.source_url(QueueName::interview_completed()).await {
+        match self.locator().await.source_url(QueueName::of(sophia_declarations::Queue::InterviewCompleted)).await {
             Ok(url) => !confirm::is_local_url(&url),
             Err(_) => false,
         }

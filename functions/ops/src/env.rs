@@ -13,8 +13,6 @@ use sophia_platform::config;
 
 /// The env file the local runner writes, relative to the working directory.
 pub const DEFAULT_ENV_FILE: &str = ".local/sophia.env";
-pub const INTERVIEW_COMPLETED_DLQ_URL: &str = sophia_platform::env::declared("INTERVIEW_COMPLETED_DLQ_URL");
-pub const REPORT_GENERATE_DLQ_URL: &str = sophia_platform::env::declared("REPORT_GENERATE_DLQ_URL");
 pub use sophia_platform::sqs::{AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS};
 
 /// Variables that show the shell is already configured for some deployment: the endpoints,
@@ -22,7 +20,7 @@ pub use sophia_platform::sqs::{AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS};
 fn targeting_variables() -> Vec<String> {
     let mut names: Vec<String> =
         [AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, config::MONGODB_URI].into_iter().map(str::to_owned).collect();
-    for q in &sophia_queue_settings::Declaration::embedded().queues {
+    for q in &sophia_declarations::Declaration::embedded().queues {
         names.push(q.queue_url_env.clone());
         names.push(q.dlq_url_env());
     }

@@ -171,7 +171,7 @@ pub async fn message(mongo: Option<&sophia_platform::mongo::Mongo>, queue: Queue
         return Fate::new("invalid", format!("dropped: the body breaks the contract ({e})"));
     }
     let Some(mongo) = mongo else { return Fate::unknown("MONGODB_URI is not set") };
-    if queue.is(sophia_queue_settings::REPORT_GENERATE) {
+    if queue.is(sophia_declarations::Queue::ReportGenerate) {
         match ReportGenerate::parse(body) {
             Ok(m) => report(&mongo.db, m, reset).await,
             Err(e) => Fate::new("invalid", format!("dropped: the body breaks the contract ({e})")),

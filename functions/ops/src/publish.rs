@@ -58,8 +58,10 @@ impl PublishRequest {
 
     pub fn queue(&self) -> QueueName {
         match self {
-            Self::Completed { .. } | Self::Failed { .. } => QueueName::interview_completed(),
-            Self::Report { .. } => QueueName::report_generate(),
+            Self::Completed { .. } | Self::Failed { .. } => {
+                QueueName::of(sophia_declarations::Queue::InterviewCompleted)
+            }
+            Self::Report { .. } => QueueName::of(sophia_declarations::Queue::ReportGenerate),
         }
     }
 
@@ -139,13 +141,7 @@ impl PublishReport {
 pub async fn publish(locator: &QueueLocator, request: PublishRequest) -> Result<PublishReport, OpsError> {
     let queue = request.queue();
     let url = locator.source_url(queue).await?;
-    // The producer is written for the two queues it sends to (hand-written per queue).
-    let urls = if queue.is(sophia_queue_settings::REPORT_GENERATE) {
-        QueueUrls { interview_completed: None, report_generate: Some(url.clone()) }
-    } else {
-        QueueUrls { interview_completed: Some(url.clone()), report_generate: None }
-    };
-    let producer = SqsProducer::new(locator.client().clone(), urls);
+    let producer = SqsProducer::new(locator.client().clone(), QueueUrls::default().with(queue.queue(), url.clone()));
     let body = request.body();
     let event_type = request.event_type();
     let request_id = request.request_id().clone();

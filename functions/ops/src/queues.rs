@@ -10,73 +10,60 @@
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::QueueAttributeName;
 use serde::Serialize;
-use sophia_queue_settings::{Declaration, QueueSettings};
+use sophia_declarations::{Declaration, Queue, QueueSettings};
 
 use crate::OpsError;
 use crate::env::Env;
 
-/// A pipeline, named as on the command line: one of the queues `infra-pulumi/queues.json`
+/// A pipeline, named as on the command line: one of the queues `declarations/queues.json`
 /// declares (`interview-completed`, `report-generate`, and any queue added there), by its name
 /// without the stage prefix. Its URL variables and stage names come from the declaration.
-#[derive(Clone, Copy)]
-pub struct QueueName(&'static QueueSettings);
-
-impl PartialEq for QueueName {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.key == other.0.key
-    }
-}
-
-impl Eq for QueueName {}
-
-impl std::hash::Hash for QueueName {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.0.key.hash(state);
-    }
-}
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct QueueName(Queue);
 
 impl QueueName {
     /// A declared queue by name (`interview-completed`).
     pub fn named(name: &str) -> Option<Self> {
-        Declaration::embedded().queue_named(name).map(Self)
+        Queue::from_name(name).map(Self)
     }
 
     /// Every declared queue, in declaration order.
     pub fn all() -> impl Iterator<Item = Self> {
-        Declaration::embedded().queues.iter().map(Self)
+        Queue::ALL.into_iter().map(Self)
     }
 
-    pub fn interview_completed() -> Self {
-        Self(Declaration::embedded().interview_completed())
+    pub const fn of(queue: Queue) -> Self {
+        Self(queue)
     }
 
-    pub fn report_generate() -> Self {
-        Self(Declaration::embedded().report_generate())
+    /// The declared queue.
+    pub fn queue(self) -> Queue {
+        self.0
     }
 
     pub fn settings(self) -> &'static QueueSettings {
-        self.0
+        self.0.settings()
     }
 
     /// The declaration's key (`interviewCompleted`).
     pub fn key(self) -> &'static str {
-        &self.0.key
+        self.0.key()
     }
 
     pub fn as_str(self) -> &'static str {
-        &self.0.name
+        self.0.name()
     }
 
-    pub fn is(self, key: &str) -> bool {
-        self.0.key == key
+    pub fn is(self, queue: Queue) -> bool {
+        self.0 == queue
     }
 
     pub fn source_env(self) -> &'static str {
-        &self.0.queue_url_env
+        self.0.url_env()
     }
 
     /// `<QUEUE>_DLQ_URL`, derived from the queue's variable.
-    pub fn dlq_env(self) -> String {
+    pub fn dlq_env(self) -> &'static str {
         self.0.dlq_url_env()
     }
 }
@@ -105,7 +92,7 @@ impl std::str::FromStr for QueueName {
     fn from_str(s: &str) -> Result<Self, String> {
         Self::named(s).ok_or_else(|| {
             let names: Vec<&str> = Self::all().map(Self::as_str).collect();
-            format!("unknown queue {s:?} (infra-pulumi/queues.json declares {})", names.join(", "))
+            format!("unknown queue {s:?} (declarations/queues.json declares {})", names.join(", "))
         })
     }
 }
@@ -162,7 +149,7 @@ impl QueueLocator {
         if let Some(stage) = &self.stage {
             return self.url_by_name(&Declaration::embedded().stage_name(stage, &queue.settings().dlq_name)).await;
         }
-        if let Some(url) = self.env.get(&queue.dlq_env()) {
+        if let Some(url) = self.env.get(queue.dlq_env()) {
             return Ok(url);
         }
         let source = self.source_url(queue).await.map_err(|_| OpsError::NotConfigured {

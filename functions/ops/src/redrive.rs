@@ -379,7 +379,7 @@ impl Prepare for ResetReports {
     async fn prepare(&self, message: &Message) -> Prepared {
         use sophia_reports::admin::ResetOutcome;
         let body = message.body().unwrap_or_default();
-        let subject = match crate::contract::check(QueueName::report_generate(), body) {
+        let subject = match crate::contract::check(QueueName::of(sophia_declarations::Queue::ReportGenerate), body) {
             Ok(s) => s,
             Err(_) => {
                 return Prepared::Send {

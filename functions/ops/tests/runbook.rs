@@ -5,7 +5,7 @@
 //!   (docs/reference/alarms.md, generated from infra-pulumi/src/alarms.ts), parses with the CLI's
 //!   own clap parser;
 //! - every resource name it gives (`sophia-<stage>-...`, `sophia/<stage>/...`, `alias/...`) is one
-//!   the stack creates (infra-pulumi/queues.json, infra-pulumi/src/*.ts through
+//!   the stack creates (declarations/queues.json, infra-pulumi/src/*.ts through
 //!   infra-pulumi/src/naming.ts).
 
 use std::collections::BTreeSet;
@@ -152,7 +152,7 @@ fn every_alarms_first_command_parses() {
 
 /// The names the stack gives, with `<stage>` for the stage.
 fn stack_names() -> BTreeSet<String> {
-    let decl = sophia_queue_settings::Declaration::embedded();
+    let decl = sophia_declarations::Declaration::embedded();
     let mut names = BTreeSet::new();
     for q in &decl.queues {
         names.insert(format!("sophia-<stage>-{}", q.name));
@@ -164,7 +164,7 @@ fn stack_names() -> BTreeSet<String> {
         .filter(|p| p.extension().is_some_and(|x| x == "ts"))
         .map(|p| std::fs::read_to_string(p).unwrap())
         .collect();
-    let queues_json = read("infra-pulumi/queues.json");
+    let queues_json = read("declarations/queues.json");
     // Functions: every "name" of queues.json's functions (and queues: harmless overlap).
     for part in queues_json.split("\"name\"").skip(1) {
         if let Some(name) = part.split('"').nth(1) {

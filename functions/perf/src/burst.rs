@@ -33,19 +33,19 @@ use bson::{Document, doc};
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use sophia_contracts::{OrganizationId, ReportGenerate, RequestId};
+use sophia_declarations::Declaration;
 use sophia_local::esm::EventSourceMapping;
 use sophia_local::invoke::Instances;
 use sophia_local::queues::{QueueOverrides, create_queue_set_with};
 use sophia_local::servers::{free_port, start_fauxqs, start_nx_mongo};
 use sophia_openai_fake::{FakeOpenAi, Fault, Latency, TokenLimit};
 use sophia_platform::mongo::{Mongo, MongoSettings};
-use sophia_queue_settings::Declaration;
 use sophia_reports::fixtures::InterviewFixture;
 use sophia_reports::{OpenAiSettings, ReportModel, ReportService};
 use sophia_sqs_consumer::backoff::Requeue;
 use sophia_sqs_consumer::queue::SqsRecordQueue;
 use sophia_sqs_consumer::{BoxError, ConsumerOptions};
-use sophia_sqs_producer::{QueueUrls, SqsProducer};
+use sophia_sqs_producer::{Queue, QueueUrls, SqsProducer};
 
 #[derive(Debug, Clone)]
 pub struct BurstOptions {
@@ -209,7 +209,7 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
     let esm = EventSourceMapping::declared(
         sqs.clone(),
         queues.report_generate.source.clone(),
-        decl.report_generate(),
+        Queue::ReportGenerate.settings(),
         decl,
         Arc::new(instances),
     );
@@ -223,7 +223,7 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
     let mut published: Vec<(String, OrganizationId, SystemTime)> = Vec::new();
     let producer = SqsProducer::new(
         sqs.clone(),
-        QueueUrls { interview_completed: None, report_generate: Some(queues.report_generate.source.url.clone()) },
+        QueueUrls::default().with(Queue::ReportGenerate, queues.report_generate.source.url.clone()),
     );
     for (org, n) in [(busy, options.busy), (quiet, options.quiet)] {
         let fixtures: Vec<InterviewFixture> = (0..n).map(|_| InterviewFixture::new(org)).collect();

@@ -1,10 +1,9 @@
 //! Environment variables: the names this crate reads (each declared in [`sophia_env::VARIABLES`],
+//! the queues' URL variables in `declarations/queues.json`,
 //! the one list docs/reference/configuration.md is rendered from) and their parsing.
 
 use std::time::Duration;
 
-pub const INTERVIEW_COMPLETED_QUEUE_URL: &str = crate::env::declared("INTERVIEW_COMPLETED_QUEUE_URL");
-pub const REPORT_GENERATE_QUEUE_URL: &str = crate::env::declared("REPORT_GENERATE_QUEUE_URL");
 pub const MONGODB_URI: &str = crate::env::declared("MONGODB_URI");
 pub const MONGODB_DATABASE: &str = crate::env::declared("MONGODB_DATABASE");
 /// Local use only: accept a MongoDB that cannot run transactions (e.g. nx-27017).

@@ -6,7 +6,7 @@ use std::time::Duration;
 use bson::DateTime;
 use mongodb::Database;
 use sophia_contracts::{InterviewId, OrganizationId};
-use sophia_queue_settings::Declaration;
+use sophia_declarations::Declaration;
 use tracing::{Instrument, field};
 
 use crate::error::{ErrorKind, ReportError};

@@ -53,10 +53,10 @@ pub struct ConsumerOptions {
 }
 
 impl ConsumerOptions {
-    /// The options of the consumer of this declared queue (`infra-pulumi/queues.json` key): its
+    /// The options of the consumer of this declared queue (`declarations/queues.json` key): its
     /// maxReceiveCount and its visibility timeout bounding the backoff.
     pub fn for_queue(key: &str) -> Self {
-        let d = sophia_queue_settings::Declaration::embedded();
+        let d = sophia_declarations::Declaration::embedded();
         let q = d.queue(key).unwrap_or_else(|| panic!("queues.json declares no queue {key}"));
         Self {
             max_receive_count: q.max_receive_count,
@@ -73,14 +73,14 @@ impl ConsumerOptions {
 
 /// The smallest visibility timeout of the declared queues: the default bound of a backoff.
 fn declared_visibility_timeout() -> Duration {
-    let d = sophia_queue_settings::Declaration::embedded();
+    let d = sophia_declarations::Declaration::embedded();
     let secs = d.queues.iter().map(|q| q.visibility_timeout_seconds).min().expect("queues.json declares queues");
     Duration::from_secs(u64::from(secs))
 }
 
-/// The smallest maxReceiveCount of the declared queues (`infra-pulumi/queues.json`).
+/// The smallest maxReceiveCount of the declared queues (`declarations/queues.json`).
 fn declared_max_receive_count() -> u32 {
-    let d = sophia_queue_settings::Declaration::embedded();
+    let d = sophia_declarations::Declaration::embedded();
     d.queues.iter().map(|q| q.max_receive_count).min().expect("queues.json declares queues")
 }
 

@@ -2,7 +2,7 @@
 //! Logs turns into metrics, with no API call and no agent
 //! (<https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html>).
 //!
-//! What a line may carry is declared once, in `infra-pulumi/metrics.json` (embedded here; the Pulumi
+//! What a line may carry is declared once, in `declarations/metrics.json` (embedded here; the Pulumi
 //! program builds the dashboard and the alarms from the same file): each metric's unit, its
 //! dimension sets (a line carries exactly those, so CloudWatch can be asked for each set: it
 //! matches whole dimension sets) and the functions that emit it. Tests on both sides check that
@@ -31,9 +31,9 @@ pub const SOPHIA_METRICS: &str = sophia_env::declared("SOPHIA_METRICS");
 /// Environment variable: the stage (the stack sets it); `local` when unset.
 pub const SOPHIA_STAGE: &str = sophia_env::declared("SOPHIA_STAGE");
 
-/// The declaration of every metric (`infra-pulumi/metrics.json`), shared with the Pulumi program
+/// The declaration of every metric (`declarations/metrics.json`), shared with the Pulumi program
 /// (the dashboard and the alarms read it), embedded at build time.
-pub const DECLARATION_JSON: &str = include_str!("../../../infra-pulumi/metrics.json");
+pub const DECLARATION_JSON: &str = sophia_declarations::METRICS_JSON;
 
 /// CloudWatch units used here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +76,7 @@ pub struct MetricSpec {
     pub emitted_by: EmittedBy,
 }
 
-/// `infra-pulumi/metrics.json`, parsed.
+/// `declarations/metrics.json`, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Declaration {
     pub namespace: String,
@@ -164,11 +164,11 @@ impl Declaration {
     }
 }
 
-/// Declares the [`Metric`] enum: one name per metric of `infra-pulumi/metrics.json` (the name is
+/// Declares the [`Metric`] enum: one name per metric of `declarations/metrics.json` (the name is
 /// the variant's; unit and dimension sets come from the declaration).
 macro_rules! metrics {
     ($($(#[$doc:meta])* $name:ident,)*) => {
-        /// Every metric the functions emit (names as in `infra-pulumi/metrics.json`).
+        /// Every metric the functions emit (names as in `declarations/metrics.json`).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Metric {
             $($(#[$doc])* $name,)*
@@ -186,7 +186,7 @@ macro_rules! metrics {
     };
 }
 
-// Adding a metric: its line in infra-pulumi/metrics.json and its name here.
+// Adding a metric: its line in declarations/metrics.json and its name here.
 metrics! {
     /// Records of a batch, by how they ended.
     RecordsProcessed,
@@ -226,7 +226,7 @@ impl Metric {
     /// The metric's entry in the declaration.
     pub fn spec(self) -> &'static MetricSpec {
         Declaration::embedded().metric(self.name()).unwrap_or_else(|| {
-            debug_assert!(false, "{} is not declared in infra-pulumi/metrics.json", self.name());
+            debug_assert!(false, "{} is not declared in declarations/metrics.json", self.name());
             UNDECLARED.get_or_init(|| MetricSpec {
                 name: String::new(),
                 unit: Unit::Count,
@@ -469,7 +469,7 @@ mod tests {
 
     #[test]
     fn the_declaration_parses_and_names_every_metric_of_the_enum() {
-        let d = Declaration::parse(DECLARATION_JSON).expect("infra-pulumi/metrics.json");
+        let d = Declaration::parse(DECLARATION_JSON).expect("declarations/metrics.json");
         assert_eq!(d.namespace, NAMESPACE);
         let declared: Vec<&str> = d.metrics.iter().map(|m| m.name.as_str()).collect();
         let enumerated: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
@@ -477,13 +477,13 @@ mod tests {
         let mut b = enumerated.clone();
         a.sort_unstable();
         b.sort_unstable();
-        assert_eq!(a, b, "adding a metric: a line in infra-pulumi/metrics.json and a name in metrics! {{}}");
+        assert_eq!(a, b, "adding a metric: a line in declarations/metrics.json and a name in metrics! {{}}");
         for metric in Metric::ALL {
             assert_eq!(metric.spec().name, metric.name());
             assert!(metric.name().chars().all(|c| c.is_ascii_alphanumeric()), "{metric:?}");
         }
         // emittedBy names functions of queues.json.
-        let functions = &sophia_queue_settings::Declaration::embedded().functions;
+        let functions = &sophia_declarations::Declaration::embedded().functions;
         for m in &d.metrics {
             if let EmittedBy::Functions(names) = &m.emitted_by {
                 assert!(!names.is_empty(), "{}", m.name);

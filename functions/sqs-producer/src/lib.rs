@@ -13,22 +13,35 @@ use sophia_contracts::{
     DurationSeconds, EventType, FAILURE_REASON_MAX_CHARS, InterviewCompleted, InterviewFailed, InterviewId,
     InterviewQueueMessage, OrganizationId, QueueMessage, ReportGenerate, RequestId, Timestamp, to_body,
 };
-use sophia_platform::config::{self, INTERVIEW_COMPLETED_QUEUE_URL, REPORT_GENERATE_QUEUE_URL};
+pub use sophia_declarations::Queue;
+use sophia_platform::config;
 
-/// The queue URLs a producer sends to; `None` means "not configured: skip with a warning".
+/// The queue URLs a producer sends to, by declared queue; a queue without one is "not
+/// configured: skip with a warning".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct QueueUrls {
-    pub interview_completed: Option<String>,
-    pub report_generate: Option<String>,
-}
+pub struct QueueUrls(std::collections::BTreeMap<Queue, String>);
 
 impl QueueUrls {
-    /// From `INTERVIEW_COMPLETED_QUEUE_URL` and `REPORT_GENERATE_QUEUE_URL`.
+    /// Every declared queue's URL variable (`queueUrlEnv`: `INTERVIEW_COMPLETED_QUEUE_URL`, ...)
+    /// from the process environment.
     pub fn from_env() -> Self {
-        Self {
-            interview_completed: config::optional(INTERVIEW_COMPLETED_QUEUE_URL),
-            report_generate: config::optional(REPORT_GENERATE_QUEUE_URL),
-        }
+        Self::from_lookup(config::optional)
+    }
+
+    /// Every declared queue's URL variable, looked up in `lookup` (an env file, a map).
+    pub fn from_lookup(mut lookup: impl FnMut(&'static str) -> Option<String>) -> Self {
+        Self(Queue::ALL.into_iter().filter_map(|queue| Some((queue, lookup(queue.url_env())?))).collect())
+    }
+
+    /// With `queue`'s URL set to `url`.
+    pub fn with(mut self, queue: Queue, url: impl Into<String>) -> Self {
+        self.0.insert(queue, url.into());
+        self
+    }
+
+    /// `queue`'s URL, if configured.
+    pub fn get(&self, queue: Queue) -> Option<&str> {
+        self.0.get(&queue).map(String::as_str)
     }
 }
 
@@ -140,17 +153,9 @@ impl SqsProducer {
         message: &ReportGenerate,
         request_id: &RequestId,
     ) -> Result<PublishOutcome, PublishError> {
-        let url = self.urls.report_generate.as_deref();
         let group = message.organization_id.to_string();
-        self.send_grouped(
-            url,
-            REPORT_GENERATE_QUEUE_URL,
-            &to_body(message),
-            EventType::ReportGenerate,
-            request_id,
-            Some(&group),
-        )
-        .await
+        let body = to_body(message);
+        self.send_grouped(Queue::ReportGenerate, &body, EventType::ReportGenerate, request_id, Some(&group)).await
     }
 
     async fn send_interview(
@@ -160,16 +165,14 @@ impl SqsProducer {
         request_id: &RequestId,
         group: &str,
     ) -> Result<PublishOutcome, PublishError> {
-        let url = self.urls.interview_completed.as_deref();
-        self.send_grouped(url, INTERVIEW_COMPLETED_QUEUE_URL, body, event_type, request_id, Some(group)).await
+        self.send_grouped(Queue::InterviewCompleted, body, event_type, request_id, Some(group)).await
     }
 
-    /// Sends a body that is already a valid contract message (e.g. redrive or replay tools), with
-    /// `MessageGroupId` = its organization id (see [`group_of_body`]).
+    /// Sends to `queue` a body that is already a valid contract message (e.g. redrive or replay
+    /// tools), with `MessageGroupId` = its organization id (see [`group_of_body`]).
     pub async fn send(
         &self,
-        queue_url: Option<&str>,
-        env_name: &'static str,
+        queue: Queue,
         body: &str,
         event_type: EventType,
         request_id: &RequestId,
@@ -178,20 +181,20 @@ impl SqsProducer {
         if group.is_none() {
             tracing::warn!(eventType = %event_type, requestId = %request_id, "body is not a contract message; sent without a MessageGroupId");
         }
-        self.send_grouped(queue_url, env_name, body, event_type, request_id, group.as_deref()).await
+        self.send_grouped(queue, body, event_type, request_id, group.as_deref()).await
     }
 
     /// [`send`](Self::send) with this `MessageGroupId` (`None`: none).
     pub async fn send_grouped(
         &self,
-        queue_url: Option<&str>,
-        env_name: &'static str,
+        queue: Queue,
         body: &str,
         event_type: EventType,
         request_id: &RequestId,
         group: Option<&str>,
     ) -> Result<PublishOutcome, PublishError> {
-        let Some(queue_url) = queue_url else {
+        let Some(queue_url) = self.urls.get(queue) else {
+            let env_name = queue.url_env();
             tracing::warn!(eventType = %event_type, requestId = %request_id, "{env_name} is not set; publish skipped");
             return Ok(PublishOutcome::Skipped { missing: env_name });
         };

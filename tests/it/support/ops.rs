@@ -27,8 +27,8 @@ pub fn env_pairs(queues: &QueueSet) -> Vec<(&'static str, String)> {
         (env::AWS_ENDPOINT_URL_SQS, harness::sqs_endpoint()),
         ("INTERVIEW_COMPLETED_QUEUE_URL", queues.interview_completed.source.url.clone()),
         ("REPORT_GENERATE_QUEUE_URL", queues.report_generate.source.url.clone()),
-        (env::INTERVIEW_COMPLETED_DLQ_URL, queues.interview_completed.dlq.url.clone()),
-        (env::REPORT_GENERATE_DLQ_URL, queues.report_generate.dlq.url.clone()),
+        ("INTERVIEW_COMPLETED_DLQ_URL", queues.interview_completed.dlq.url.clone()),
+        ("REPORT_GENERATE_DLQ_URL", queues.report_generate.dlq.url.clone()),
     ]
 }
 
@@ -126,7 +126,7 @@ pub async fn settle() {
 pub fn pipeline_context(queues: &QueueSet, world: Option<&harness::faults::World>, client: &Client) -> Context {
     let mut pairs: Vec<(String, String)> = vec![(env::AWS_ENDPOINT_URL_SQS.into(), harness::sqs_endpoint())];
     for pair in queues.pairs() {
-        let q = sophia_queue_settings::Declaration::embedded().queue(&pair.key).expect("declared");
+        let q = sophia_declarations::Declaration::embedded().queue(&pair.key).expect("declared");
         pairs.push((q.queue_url_env.clone(), pair.source.url.clone()));
         pairs.push((q.dlq_url_env(), pair.dlq.url.clone()));
     }

@@ -12,3 +12,4 @@ export type * as MessageAttributesSchema from "./message-attributes.js";
 export type { ReportGenerate } from "./report-generate.js"; // report-generate.schema.json
 export type * as ReportGenerateSchema from "./report-generate.js";
 export { schemas, type SchemaName } from "./schemas.js";
+export { API_QUEUE_URL_VARIABLES, queues, type QueueKey } from "./queues.js";

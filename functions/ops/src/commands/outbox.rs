@@ -16,7 +16,7 @@ pub async fn run(command: &OutboxCommand, ctx: &Context) -> Result<Outcome, OpsE
 
 /// `outbox flush`.
 pub async fn flush(ctx: &Context, older_than: Duration, limit: i64) -> Result<Outcome, OpsError> {
-    let url = ctx.locator().await.source_url(QueueName::report_generate()).await?;
+    let url = ctx.locator().await.source_url(QueueName::of(sophia_declarations::Queue::ReportGenerate)).await?;
     let mut plan = Plan::new(ctx, "publish pending report.generate outbox entries", url);
     plan.effects.push(format!("entries created more than {}s ago, at most {limit}", older_than.as_secs()));
     let ids = match ctx.mongo_for_plan().await {

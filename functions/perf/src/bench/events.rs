@@ -8,7 +8,7 @@ use sophia_contracts::{
     Timestamp,
 };
 use sophia_credits::seed;
-use sophia_platform::config;
+use sophia_sqs_producer::Queue;
 
 use super::world::World;
 use super::{BenchError, other};
@@ -47,24 +47,17 @@ impl World {
         Ok(id)
     }
 
-    /// The SQS event Lambda would deliver for these bodies: sent to `queue`, received back
+    /// The SQS event Lambda would deliver for these bodies: sent to `to`, received back
     /// (with their real attributes), left in flight.
     async fn event_of(
         &self,
-        queue: &sophia_local::queues::QueueRef,
+        to: Queue,
         bodies: &[(String, sophia_contracts::EventType)],
     ) -> Result<serde_json::Value, BenchError> {
+        let queue = &self.queues.pair(to.key()).expect("every declared queue is created").source;
         let producer = self.producer();
         for (body, kind) in bodies {
-            producer
-                .send(
-                    Some(&queue.url),
-                    config::INTERVIEW_COMPLETED_QUEUE_URL,
-                    body,
-                    *kind,
-                    &RequestId::from_caller(Some("bench")),
-                )
-                .await?;
+            producer.send(to, body, *kind, &RequestId::from_caller(Some("bench"))).await?;
         }
         let mut messages = Vec::new();
         let until = Instant::now() + Duration::from_secs(20);
@@ -106,7 +99,7 @@ impl World {
             };
             bodies.push((serde_json::to_string(&m).map_err(other)?, sophia_contracts::EventType::InterviewCompleted));
         }
-        self.event_of(&self.queues.interview_completed.source, &bodies).await
+        self.event_of(Queue::InterviewCompleted, &bodies).await
     }
 
     pub(super) async fn failed_batch(&self, orgs: &[OrganizationId]) -> Result<serde_json::Value, BenchError> {
@@ -116,14 +109,14 @@ impl World {
             let m = InterviewFailed::new(id, *org, "bench: bot could not join".into(), Timestamp::now());
             bodies.push((serde_json::to_string(&m).map_err(other)?, sophia_contracts::EventType::InterviewFailed));
         }
-        self.event_of(&self.queues.interview_completed.source, &bodies).await
+        self.event_of(Queue::InterviewCompleted, &bodies).await
     }
 
     pub(super) async fn report_batch(&self, org: OrganizationId) -> Result<serde_json::Value, BenchError> {
         let id = self.interview(org, 30, Some(900)).await?;
         let m = ReportGenerate { interview_id: id, organization_id: org };
         self.event_of(
-            &self.queues.report_generate.source,
+            Queue::ReportGenerate,
             &[(serde_json::to_string(&m).map_err(other)?, sophia_contracts::EventType::ReportGenerate)],
         )
         .await

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use sophia_declarations::Declaration;
 use sophia_local::invoke::InvokeContext;
-use sophia_queue_settings::Declaration;
 
 use super::BenchOptions;
 

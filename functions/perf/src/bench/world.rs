@@ -5,10 +5,10 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sophia_credits::CreditsStore;
+use sophia_declarations::Declaration;
 use sophia_platform::config;
 use sophia_platform::mongo::{Mongo, MongoSettings};
-use sophia_queue_settings::Declaration;
-use sophia_sqs_producer::{QueueUrls, SqsProducer};
+use sophia_sqs_producer::{Queue, QueueUrls, SqsProducer};
 
 use sophia_local::handlers::{self, OpenAiEndpoint};
 use sophia_local::queues::{QueueOverrides, QueueSet, create_queue_set_with};
@@ -63,8 +63,8 @@ impl World {
             ("AWS_REGION".to_owned(), "us-east-1".to_owned()),
             ("AWS_ACCESS_KEY_ID".to_owned(), "local".to_owned()),
             ("AWS_SECRET_ACCESS_KEY".to_owned(), "local".to_owned()),
-            (config::INTERVIEW_COMPLETED_QUEUE_URL.to_owned(), queues.interview_completed.source.url.clone()),
-            (config::REPORT_GENERATE_QUEUE_URL.to_owned(), queues.report_generate.source.url.clone()),
+            (Queue::InterviewCompleted.url_env().to_owned(), queues.interview_completed.source.url.clone()),
+            (Queue::ReportGenerate.url_env().to_owned(), queues.report_generate.source.url.clone()),
             (config::MONGODB_URI.to_owned(), uri),
             (config::MONGODB_DATABASE.to_owned(), settings.database.clone()),
             (config::MONGODB_ALLOW_STANDALONE.to_owned(), nx.is_some().to_string()),
@@ -88,10 +88,9 @@ impl World {
     pub(super) fn producer(&self) -> SqsProducer {
         SqsProducer::new(
             self.sqs.clone(),
-            QueueUrls {
-                interview_completed: Some(self.queues.interview_completed.source.url.clone()),
-                report_generate: Some(self.queues.report_generate.source.url.clone()),
-            },
+            QueueUrls::default()
+                .with(Queue::InterviewCompleted, self.queues.interview_completed.source.url.clone())
+                .with(Queue::ReportGenerate, self.queues.report_generate.source.url.clone()),
         )
     }
 

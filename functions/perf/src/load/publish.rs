@@ -6,8 +6,7 @@ use std::time::{Instant, SystemTime};
 
 use futures::StreamExt;
 use sophia_contracts::{DurationSeconds, EventType, InterviewId, OrganizationId, RequestId, Timestamp};
-use sophia_platform::config;
-use sophia_sqs_producer::{CompletedInput, FailedInput, QueueUrls, SqsProducer};
+use sophia_sqs_producer::{CompletedInput, FailedInput, Queue, QueueUrls, SqsProducer};
 
 use sophia_local::runner::Runner;
 
@@ -33,17 +32,10 @@ pub(super) async fn publish(
     options: &LoadOptions,
 ) -> Result<Published, LoadError> {
     let env = runner.env();
-    let producer = SqsProducer::new(
-        runner.sqs.clone(),
-        QueueUrls {
-            interview_completed: env.get(config::INTERVIEW_COMPLETED_QUEUE_URL).cloned(),
-            report_generate: env.get(config::REPORT_GENERATE_QUEUE_URL).cloned(),
-        },
-    );
-    let queue_url = env
-        .get(config::INTERVIEW_COMPLETED_QUEUE_URL)
-        .cloned()
-        .ok_or_else(|| LoadError::Setup("no interview queue URL".into()))?;
+    let producer = SqsProducer::new(runner.sqs.clone(), QueueUrls::from_lookup(|name| env.get(name).cloned()));
+    if producer.urls().get(Queue::InterviewCompleted).is_none() {
+        return Err(LoadError::Setup("no interview queue URL".into()));
+    }
 
     // Bounded concurrency; the first publish time of each interview.
     let bar = progress_bar(options.progress, messages.len() as u64, "publish");
@@ -53,7 +45,7 @@ pub(super) async fn publish(
     let published: Vec<Result<Option<(usize, SystemTime)>, LoadError>> =
         futures::stream::iter(messages.into_iter().enumerate())
             .map(|(n, m)| {
-                let (producer, queue_url, bar) = (&producer, &queue_url, &bar);
+                let (producer, bar) = (&producer, &bar);
                 async move {
                     let request_id = RequestId::from_caller(Some(&format!("load-{n}")));
                     let at = SystemTime::now();
@@ -84,13 +76,7 @@ pub(super) async fn publish(
                         }
                         Message::Malformed(body) => {
                             producer
-                                .send(
-                                    Some(queue_url),
-                                    config::INTERVIEW_COMPLETED_QUEUE_URL,
-                                    &body,
-                                    EventType::InterviewCompleted,
-                                    &request_id,
-                                )
+                                .send(Queue::InterviewCompleted, &body, EventType::InterviewCompleted, &request_id)
                                 .await?;
                             None
                         }

@@ -1,17 +1,50 @@
-//! The one declaration of queue and function settings (`infra-pulumi/queues.json`), shared with
-//! the Pulumi program. The Rust side reads it for the local runner (which queues to create and
-//! which variables to write), the operator CLI (which queues `sophia-ops` accepts, their URL
-//! variables and stage names), the consumers' deadlines and the tests; the numbers and the list of
+//! The Rust side of `declarations/`, the files both languages read: `queues.json` (queues and
+//! functions) and `metrics.json` (the functions' metrics). The Pulumi program reads the same files
+//! (`infra-pulumi/src/settings.ts`, `infra-pulumi/src/metrics.ts`); the numbers and the list of
 //! queues are never repeated in code.
 //!
-//! What still names a queue by its key ([`INTERVIEW_COMPLETED`], [`REPORT_GENERATE`]) is code
-//! that is specific to one queue by nature: its handler, its message contract, its producer. A
-//! third queue needs those written by hand (the checklist is in `docs/contributing.md`).
+//! - [`Queue`] is generated from `queues.json` by `build.rs`: one variant per queue, with its key,
+//!   names and URL variables. Code that is specific to one queue by nature (its handler, its
+//!   message contract, its producer) matches on it, so a queue added to the declaration stops the
+//!   build at each place that must handle it (the list is in `docs/contributing.md`).
+//! - [`Declaration`] is `queues.json` parsed and checked (the 6x rule, the cross references): the
+//!   local runner, the consumers' deadlines, `sophia-ops` and the tests read its numbers.
+//! - [`METRICS_JSON`] is `metrics.json`'s text (parsed by `sophia-sqs-consumer`'s metrics module).
+
+mod naming;
 
 use serde::Deserialize;
 
-/// The declaration's text, embedded at build time so binaries need no file at run time.
-pub const DECLARATION_JSON: &str = include_str!("../../../infra-pulumi/queues.json");
+/// `queues.json`'s text, embedded at build time so binaries need no file at run time.
+pub const DECLARATION_JSON: &str = include_str!("../queues.json");
+
+/// `metrics.json`'s text: every metric the functions emit, its unit and dimension sets.
+pub const METRICS_JSON: &str = include_str!("../metrics.json");
+
+include!(concat!(env!("OUT_DIR"), "/queue.rs"));
+
+impl Queue {
+    /// The queue whose declaration key is `key` (`reportGenerate`).
+    pub fn from_key(key: &str) -> Option<Queue> {
+        Queue::ALL.into_iter().find(|q| q.key() == key)
+    }
+
+    /// The queue named `name` without the stage prefix (`report-generate`), as operators type it.
+    pub fn from_name(name: &str) -> Option<Queue> {
+        Queue::ALL.into_iter().find(|q| q.name() == name)
+    }
+
+    /// Its numbers in the embedded declaration.
+    pub fn settings(self) -> &'static QueueSettings {
+        Declaration::embedded().queue(self.key()).expect("the Queue enum is generated from the embedded declaration")
+    }
+}
+
+impl std::fmt::Display for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -33,8 +66,12 @@ pub struct QueueSettings {
     pub dlq_name: String,
     /// The environment variable that carries this queue's URL to producers.
     pub queue_url_env: String,
+    /// What the queue carries (the generated [`Queue`]'s documentation, the configuration page).
+    pub description: String,
     /// The function subscribed to this queue.
     pub consumer: String,
+    /// The API sends to it: its URL is in the API's environment and the API's publish policy.
+    pub published_by_api: bool,
     pub visibility_timeout_seconds: u32,
     pub message_retention_seconds: u32,
     pub max_receive_count: u32,
@@ -55,18 +92,12 @@ pub struct FunctionSettings {
     pub publishes_to: Vec<String>,
 }
 
-/// The key of the interview-completed queue in the declaration.
-pub const INTERVIEW_COMPLETED: &str = "interviewCompleted";
-/// The key of the report-generate queue in the declaration.
-pub const REPORT_GENERATE: &str = "reportGenerate";
-
 impl QueueSettings {
     /// The variable that carries this queue's DLQ URL to operators' tools: `queueUrlEnv` with
     /// `_QUEUE_URL` replaced by `_DLQ_URL` (`INTERVIEW_COMPLETED_DLQ_URL`); [`Declaration::check`]
     /// makes sure every `queueUrlEnv` ends so.
     pub fn dlq_url_env(&self) -> String {
-        let stem = self.queue_url_env.strip_suffix("_QUEUE_URL").unwrap_or(&self.queue_url_env);
-        format!("{stem}_DLQ_URL")
+        naming::dlq_url_env(&self.queue_url_env)
     }
 }
 
@@ -82,7 +113,7 @@ impl Declaration {
     /// The embedded declaration, parsed and checked.
     pub fn embedded() -> &'static Declaration {
         static DECL: std::sync::LazyLock<Declaration> = std::sync::LazyLock::new(|| {
-            Declaration::parse(DECLARATION_JSON).expect("infra-pulumi/queues.json is checked by the test suite")
+            Declaration::parse(DECLARATION_JSON).expect("declarations/queues.json is checked by the test suite")
         });
         &DECL
     }
@@ -158,18 +189,16 @@ impl Declaration {
         self.functions.iter().filter_map(|f| Some((f, self.queue(f.subscribed_to.as_deref()?)?)))
     }
 
+    /// Who sends to a queue: `the API` when it is published by the API, then the functions whose
+    /// `publishesTo` names it.
+    pub fn publishers(&self, key: &str) -> Vec<&str> {
+        let api = self.queue(key).is_some_and(|q| q.published_by_api).then_some("the API");
+        let functions = self.functions.iter().filter(|f| f.publishes_to.iter().any(|k| k == key));
+        api.into_iter().chain(functions.map(|f| f.name.as_str())).collect()
+    }
+
     pub fn function(&self, name: &str) -> Option<&FunctionSettings> {
         self.functions.iter().find(|f| f.name == name)
-    }
-
-    /// The interview-completed queue (its handler and contract are written for it by hand).
-    pub fn interview_completed(&self) -> &QueueSettings {
-        self.queue(INTERVIEW_COMPLETED).expect("declared")
-    }
-
-    /// The report-generate queue (its handler and contract are written for it by hand).
-    pub fn report_generate(&self) -> &QueueSettings {
-        self.queue(REPORT_GENERATE).expect("declared")
     }
 
     /// `sophia-<stage>-<name>`: the deployed name of a queue or function.
@@ -185,10 +214,10 @@ mod tests {
     #[test]
     fn the_embedded_declaration_has_the_spec_numbers() {
         let d = Declaration::embedded();
-        let ic = d.interview_completed();
+        let ic = Queue::InterviewCompleted.settings();
         assert_eq!((ic.visibility_timeout_seconds, ic.batch_size, ic.max_receive_count), (180, 10, 3));
         assert_eq!(ic.dlq_message_retention_seconds, 14 * 24 * 60 * 60);
-        let rg = d.report_generate();
+        let rg = Queue::ReportGenerate.settings();
         assert_eq!((rg.visibility_timeout_seconds, rg.batch_size, rg.max_receive_count), (1800, 1, 3));
         assert_eq!(rg.dlq_message_retention_seconds, 1_209_600);
         assert!(ic.report_batch_item_failures && rg.report_batch_item_failures);
@@ -214,13 +243,38 @@ mod tests {
     #[test]
     fn dlq_variables_are_derived_from_the_queue_variables() {
         let d = Declaration::embedded();
-        assert_eq!(d.interview_completed().dlq_url_env(), "INTERVIEW_COMPLETED_DLQ_URL");
-        assert_eq!(d.report_generate().dlq_url_env(), "REPORT_GENERATE_DLQ_URL");
-        assert_eq!(d.queue_named("report-generate").map(|q| q.key.as_str()), Some(REPORT_GENERATE));
+        assert_eq!(Queue::InterviewCompleted.settings().dlq_url_env(), "INTERVIEW_COMPLETED_DLQ_URL");
+        assert_eq!(Queue::ReportGenerate.dlq_url_env(), "REPORT_GENERATE_DLQ_URL");
+        assert_eq!(d.queue_named("report-generate").map(|q| q.key.as_str()), Some(Queue::ReportGenerate.key()));
         let subscribed: Vec<&str> = d.subscribed_functions().map(|(f, _)| f.name.as_str()).collect();
         assert_eq!(subscribed, ["interview-completed", "report-generate"]);
         let bad = DECLARATION_JSON.replace("\"INTERVIEW_COMPLETED_QUEUE_URL\"", "\"INTERVIEW_COMPLETED_URL\"");
         assert!(Declaration::parse(&bad).unwrap_err().to_string().contains("_QUEUE_URL"));
+    }
+
+    #[test]
+    fn the_generated_queue_enum_follows_the_declaration() {
+        let d = Declaration::embedded();
+        assert_eq!(Queue::ALL.len(), d.queues.len());
+        for (queue, declared) in Queue::ALL.into_iter().zip(&d.queues) {
+            assert_eq!(queue.key(), declared.key);
+            assert_eq!(queue.name(), declared.name);
+            assert_eq!(queue.dlq_name(), declared.dlq_name);
+            assert_eq!(queue.url_env(), declared.queue_url_env);
+            assert_eq!(queue.dlq_url_env(), declared.dlq_url_env());
+            assert_eq!(queue.description(), declared.description);
+            assert_eq!(format!("{:?}", queue), declared.component);
+            assert_eq!(Queue::from_key(queue.key()), Some(queue));
+            assert_eq!(Queue::from_name(queue.name()), Some(queue));
+            assert_eq!(queue.to_string(), queue.name());
+        }
+        assert_eq!(Queue::from_name("audit-export"), None);
+    }
+
+    #[test]
+    fn the_metrics_declaration_is_embedded() {
+        let metrics: serde_json::Value = serde_json::from_str(METRICS_JSON).expect("metrics.json parses");
+        assert!(metrics["metrics"].as_array().is_some_and(|m| !m.is_empty()));
     }
 
     #[test]
