@@ -176,7 +176,8 @@ function runbookAnchors(): Set<string> {
 
 // What each command parses to is checked on the Rust side (functions/ops/tests/runbook.rs runs
 // every first command of docs/reference/alarms.md through the CLI's parser).
-const COMMANDS = [/^dlq list (interview-completed|report-generate)$/, /^queue status (interview-completed|report-generate)$/, /^interview unsettled$/, /^report failures$/, /^dlq show /, /^dlq redrive /, /^interview show <interviewId>$/, /^report retry /, /^invariants check$/];
+const QUEUE_NAMES = loadSettings().queues.map((q) => q.name).join("|");
+const COMMANDS = [new RegExp(`^dlq list (${QUEUE_NAMES})$`), new RegExp(`^queue status (${QUEUE_NAMES})$`), /^interview unsettled$/, /^report failures$/, /^dlq show /, /^dlq redrive /, /^interview show <interviewId>$/, /^report retry /, /^invariants check$/];
 
 test("every alarm says what happened, the first sophia-ops command and an existing runbook section; ALARM only, quiet when idle", () => {
   const anchors = runbookAnchors();

@@ -85,7 +85,7 @@ export function checkFunctions(
 ): Promise<void[]> {
   const n = names(stage);
   return Promise.all(
-    ["interview-completed", "report-generate", "interview-failed"].map(async (f) => {
+    loadSettings().functions.map(({ name: f }) => f).map(async (f) => {
       const fn = byName(resources, TYPE.function, n.fn(f));
       assert.equal(fn.inputs["runtime"], "provided.al2023");
       assert.equal(fn.inputs["handler"], "bootstrap");

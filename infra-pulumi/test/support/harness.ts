@@ -14,11 +14,13 @@ import * as pulumi from "@pulumi/pulumi";
 import * as yaml from "js-yaml";
 
 import { ELF_MACHINE, headCommit } from "../../src/artifacts";
+import { loadSettings } from "../../src/settings";
 import type { SophiaStack } from "../../src/stack";
 import { createMocks, type RecordedCall, type RecordedResource } from "./mocks";
 
 export const PROJECT = "sophia";
-export const FUNCTION_NAMES = ["interview-completed", "report-generate", "interview-failed"];
+/** Every function of declarations/queues.json (the fake zips are built for these). */
+export const FUNCTION_NAMES = loadSettings().functions.map((f) => f.name);
 
 /** Plaintext test secrets: tests check they only ever appear wrapped as secrets. */
 export const TEST_SECRETS = {
