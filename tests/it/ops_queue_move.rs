@@ -5,6 +5,7 @@
 //! gone) loses nothing: every message is in one of the two queues.
 
 use crate::support::ops as ops_support;
+use sophia_declarations::Queue;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -130,15 +131,9 @@ async fn a_move_that_stops_midway_loses_nothing() {
     }
     let locator = o.ctx.locator().await;
     let io = Outage { inner: SqsMoveIo(o.client.clone()), calls: AtomicUsize::new(0) };
-    let report = queue_move(
-        &locator,
-        &old,
-        QueueName::of(sophia_declarations::Queue::ReportGenerate),
-        &RedriveOptions::default(),
-        &io,
-    )
-    .await
-    .unwrap();
+    let report = queue_move(&locator, &old, QueueName::of(Queue::ReportGenerate), &RedriveOptions::default(), &io)
+        .await
+        .unwrap();
     assert!(report.stopped_early.is_some(), "three failed batches in a row stop the run: {report:?}");
     assert_eq!(report.moved, 30, "batches 1, 3 and 4 of 10 were sent: {report:?}");
     assert!(!report.is_clean());

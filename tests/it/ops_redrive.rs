@@ -3,6 +3,7 @@
 //! nothing is lost: afterwards every message is in the DLQ or in the source queue.
 
 use crate::support::ops as ops_support;
+use sophia_declarations::Queue;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -194,14 +195,8 @@ async fn failed_sends_midway_lose_nothing_and_stay_in_the_dlq() {
     let sent = fill_dlq(&o, 25).await;
     let locator = o.ctx.locator().await;
     let io = FlakySends { inner: SqsMoveIo(o.client.clone()), calls: AtomicUsize::new(0) };
-    let report = redrive_with(
-        &locator,
-        QueueName::of(sophia_declarations::Queue::ReportGenerate),
-        &RedriveOptions::default(),
-        &io,
-    )
-    .await
-    .unwrap();
+    let report =
+        redrive_with(&locator, QueueName::of(Queue::ReportGenerate), &RedriveOptions::default(), &io).await.unwrap();
     assert!(report.failed > 0 && report.moved > 0, "{report:?}");
     assert_eq!(report.moved + report.failed, 25);
     assert_eq!(report.failures.len() as u64, report.failed);
@@ -242,14 +237,8 @@ async fn a_destination_deleted_midway_stops_the_run_and_loses_nothing() {
     o.client.delete_queue().queue_url(&dead).send().await.unwrap();
     let locator = o.ctx.locator().await;
     let io = DestinationDisappears { inner: SqsMoveIo(o.client.clone()), dead_url: dead, calls: AtomicUsize::new(0) };
-    let report = redrive_with(
-        &locator,
-        QueueName::of(sophia_declarations::Queue::ReportGenerate),
-        &RedriveOptions::default(),
-        &io,
-    )
-    .await
-    .unwrap();
+    let report =
+        redrive_with(&locator, QueueName::of(Queue::ReportGenerate), &RedriveOptions::default(), &io).await.unwrap();
     assert_eq!(report.moved, 10, "{report:?}");
     assert_eq!(report.failed, 30, "three whole batches failed, then the run stopped");
     assert!(report.stopped_early.as_deref().is_some_and(|s| s.contains("unavailable")), "{report:?}");
@@ -295,8 +284,7 @@ async fn a_failed_delete_after_a_successful_send_duplicates_and_says_it_is_harml
     let locator = o.ctx.locator().await;
     let io = FirstDeleteFails { inner: SqsMoveIo(o.client.clone()), calls: AtomicUsize::new(0) };
     let options = RedriveOptions { visibility: Duration::from_secs(1), ..RedriveOptions::default() };
-    let report =
-        redrive_with(&locator, QueueName::of(sophia_declarations::Queue::ReportGenerate), &options, &io).await.unwrap();
+    let report = redrive_with(&locator, QueueName::of(Queue::ReportGenerate), &options, &io).await.unwrap();
     assert_eq!(report.failed, 0);
     assert_eq!(report.moved + report.duplicated, 15, "{report:?}");
     if report.duplicated > 0 {

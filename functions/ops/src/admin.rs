@@ -1,6 +1,7 @@
 //! The MongoDB-side commands: `outbox flush`, `report retry`, `invariants check`. They call the
 //! credits and reports libraries; this module only adapts their results for output.
 
+use sophia_declarations::Queue;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -107,7 +108,7 @@ impl InvariantsReport {
 /// report-generate queue this context resolves (environment, env file or `--stage`).
 async fn report_producer(ctx: &Context) -> Result<SqsProducer, OpsError> {
     let locator = ctx.locator().await;
-    let url = locator.source_url(QueueName::of(sophia_declarations::Queue::ReportGenerate)).await?;
+    let url = locator.source_url(QueueName::of(Queue::ReportGenerate)).await?;
     Ok(SqsProducer::new(
         locator.client().clone(),
         QueueUrls::default().with(sophia_declarations::Queue::ReportGenerate, url),

@@ -3,6 +3,7 @@
 //! by tests), who acts, the request id of the command's messages, the plan shown and the notes
 //! printed on stderr before the result.
 
+use sophia_declarations::Queue;
 use std::sync::{Mutex, OnceLock};
 
 use sophia_platform::config;
@@ -73,7 +74,7 @@ impl Context {
         if self.stage.is_none() && QueueName::all().all(|q| self.env.get(q.source_env()).is_none()) {
             return false;
         }
-        match self.locator().await.source_url(QueueName::of(sophia_declarations::Queue::InterviewCompleted)).await {
+        match self.locator().await.source_url(QueueName::of(Queue::InterviewCompleted)).await {
             Ok(url) => !confirm::is_local_url(&url),
             Err(_) => false,
         }

@@ -93,19 +93,16 @@ mod tests {
     #[test]
     fn bodies_are_checked_against_their_own_queue() {
         let report = format!(r#"{{"interviewId":"{I}","organizationId":"{O}"}}"#);
-        let subject = check(QueueName::of(sophia_declarations::Queue::ReportGenerate), &report).unwrap();
+        let subject = check(QueueName::of(Queue::ReportGenerate), &report).unwrap();
         assert_eq!((subject.event_type, subject.interview_id.to_string()), ("report.generate", I.to_owned()));
         assert!(
-            check(QueueName::of(sophia_declarations::Queue::InterviewCompleted), &report).is_err(),
+            check(QueueName::of(Queue::InterviewCompleted), &report).is_err(),
             "a report.generate body is not an interview message"
         );
         let failed = format!(
             r#"{{"type":"interview.failed","interviewId":"{I}","organizationId":"{O}","failureReason":"x","failedAt":"2026-12-02T17:30:00Z"}}"#
         );
-        assert_eq!(
-            check(QueueName::of(sophia_declarations::Queue::InterviewCompleted), &failed).unwrap().event_type,
-            "interview.failed"
-        );
+        assert_eq!(check(QueueName::of(Queue::InterviewCompleted), &failed).unwrap().event_type, "interview.failed");
     }
 
     #[test]

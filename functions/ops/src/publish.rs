@@ -6,6 +6,7 @@ use sophia_contracts::{
     DurationSeconds, EventType, InterviewCompleted, InterviewFailed, InterviewId, MessageAttributes, OrganizationId,
     ReportGenerate, RequestId, Timestamp, to_body,
 };
+use sophia_declarations::Queue;
 use sophia_sqs_producer::{CompletedInput, FailedInput, PublishOutcome, QueueUrls, SqsProducer};
 
 use crate::confirm::Plan;
@@ -58,10 +59,8 @@ impl PublishRequest {
 
     pub fn queue(&self) -> QueueName {
         match self {
-            Self::Completed { .. } | Self::Failed { .. } => {
-                QueueName::of(sophia_declarations::Queue::InterviewCompleted)
-            }
-            Self::Report { .. } => QueueName::of(sophia_declarations::Queue::ReportGenerate),
+            Self::Completed { .. } | Self::Failed { .. } => QueueName::of(Queue::InterviewCompleted),
+            Self::Report { .. } => QueueName::of(Queue::ReportGenerate),
         }
     }
 

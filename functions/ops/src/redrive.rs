@@ -25,6 +25,7 @@
 //!
 //! A kept message is released at the end of the run, like a failed send.
 
+use sophia_declarations::Queue;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::time::Duration;
@@ -379,7 +380,7 @@ impl Prepare for ResetReports {
     async fn prepare(&self, message: &Message) -> Prepared {
         use sophia_reports::admin::ResetOutcome;
         let body = message.body().unwrap_or_default();
-        let subject = match crate::contract::check(QueueName::of(sophia_declarations::Queue::ReportGenerate), body) {
+        let subject = match crate::contract::check(QueueName::of(Queue::ReportGenerate), body) {
             Ok(s) => s,
             Err(_) => {
                 return Prepared::Send {

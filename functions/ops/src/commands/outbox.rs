@@ -1,6 +1,7 @@
 //! `outbox flush`: publishes the pending report.generate outbox entries of settlements, after a
 //! plan that counts them.
 
+use sophia_declarations::Queue;
 use std::time::Duration;
 
 use crate::cli::OutboxCommand;
@@ -16,7 +17,7 @@ pub async fn run(command: &OutboxCommand, ctx: &Context) -> Result<Outcome, OpsE
 
 /// `outbox flush`.
 pub async fn flush(ctx: &Context, older_than: Duration, limit: i64) -> Result<Outcome, OpsError> {
-    let url = ctx.locator().await.source_url(QueueName::of(sophia_declarations::Queue::ReportGenerate)).await?;
+    let url = ctx.locator().await.source_url(QueueName::of(Queue::ReportGenerate)).await?;
     let mut plan = Plan::new(ctx, "publish pending report.generate outbox entries", url);
     plan.effects.push(format!("entries created more than {}s ago, at most {limit}", older_than.as_secs()));
     let ids = match ctx.mongo_for_plan().await {

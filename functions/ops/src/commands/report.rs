@@ -1,6 +1,7 @@
 //! `report retry|failures`: re-publishing report.generate for one interview (never generating
 //! synchronously), after a plan of what the consumer will do; and the reports that failed.
 
+use sophia_declarations::Queue;
 use std::time::Duration;
 
 use sophia_contracts::RequestId;
@@ -22,8 +23,7 @@ pub async fn run(command: &ReportCommand, ctx: &Context) -> Result<Outcome, OpsE
 pub async fn retry(ctx: &Context, ids: &Ids, reset_attempts: bool, dry_run: bool) -> Result<Outcome, OpsError> {
     let ops_id = ctx.request_id("report-retry").await;
     let request = PublishRequest::report(ids.interview_id, ids.organization_id, RequestId::from_caller(Some(&ops_id)));
-    let mut plan = request
-        .plan(ctx, ctx.locator().await.source_url(QueueName::of(sophia_declarations::Queue::ReportGenerate)).await?);
+    let mut plan = request.plan(ctx, ctx.locator().await.source_url(QueueName::of(Queue::ReportGenerate)).await?);
     plan.action = "re-publish report.generate (report retry)".into();
     plan.effects.clear();
     let fate = match ctx.mongo_for_plan().await {
