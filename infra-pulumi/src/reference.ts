@@ -91,8 +91,8 @@ export function renderMetricsReference(decl: MetricsDeclaration): string {
         } | ${cell(m.description)} |`,
     ),
     "",
-    "Adding a metric: its line in `declarations/metrics.json` and its name in the `metrics!` list of",
-    "`functions/sqs-consumer/src/metrics.rs` (a Rust test and a Pulumi test check that both agree).",
+    "Adding a metric: its line in `declarations/metrics.json`. The Rust `Metric` enum is generated from",
+    "it (`declarations/build.rs`, used by `functions/sqs-consumer/src/metrics.rs`); the code that emits it is yours to write.",
     "",
   ];
   return lines.join("\n");

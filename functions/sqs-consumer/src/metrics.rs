@@ -165,7 +165,8 @@ impl Declaration {
 }
 
 /// Declares the [`Metric`] enum: one name per metric of `declarations/metrics.json` (the name is
-/// the variant's; unit and dimension sets come from the declaration).
+/// the variant's, the description its documentation; unit and dimension sets come from the
+/// declaration). Called with the declaration's names by `sophia_declarations::with_metric_names!`.
 macro_rules! metrics {
     ($($(#[$doc:meta])* $name:ident,)*) => {
         /// Every metric the functions emit (names as in `declarations/metrics.json`).
@@ -186,38 +187,8 @@ macro_rules! metrics {
     };
 }
 
-// Adding a metric: its line in declarations/metrics.json and its name here.
-metrics! {
-    /// Records of a batch, by how they ended.
-    RecordsProcessed,
-    RecordsDroppedInvalid,
-    RecordsDropped,
-    RecordsFailed,
-    /// Transient failures on the last receive: a delayed copy sent, the record acknowledged.
-    RecordsRequeued,
-    /// Transient failures past the give-up age: sent to the DLQ.
-    RecordsGivenUp,
-    BatchSize,
-    /// Time left before the invocation's deadline when the batch was answered.
-    TimeLeftMs,
-    /// Settlements.
-    InterviewsSettled,
-    InterviewsAlreadySettled,
-    CreditsConsumed,
-    CreditsReleased,
-    CreditsForfeited,
-    /// Reports.
-    ReportsCompleted,
-    ReportsFailed,
-    /// A report stored COMPLETED with needsReview.
-    ReportsNeedingReview,
-    /// A second, corrective model call was made.
-    ReportRepairCalls,
-    ModelLatencyMs,
-    PromptTokens,
-    CachedTokens,
-    CompletionTokens,
-}
+// Adding a metric: its line in declarations/metrics.json; the names come from there.
+sophia_declarations::with_metric_names!(metrics);
 
 /// Used only if a variant were missing from the declaration, which a test forbids.
 static UNDECLARED: OnceLock<MetricSpec> = OnceLock::new();
@@ -477,7 +448,7 @@ mod tests {
         let mut b = enumerated.clone();
         a.sort_unstable();
         b.sort_unstable();
-        assert_eq!(a, b, "adding a metric: a line in declarations/metrics.json and a name in metrics! {{}}");
+        assert_eq!(a, b, "the Metric enum is generated from declarations/metrics.json");
         for metric in Metric::ALL {
             assert_eq!(metric.spec().name, metric.name());
             assert!(metric.name().chars().all(|c| c.is_ascii_alphanumeric()), "{metric:?}");
