@@ -308,7 +308,7 @@ fn pointer<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 /// What a JSON value is, without its content: `a string of 12 characters`, `a number`, ...
-pub fn kind_of(v: &Value) -> String {
+pub(crate) fn kind_of(v: &Value) -> String {
     match v {
         Value::Null => "null".to_owned(),
         Value::Bool(_) => "a boolean".to_owned(),
