@@ -130,8 +130,9 @@ async fn messages_split_between_the_old_and_new_queues_settle_each_interview_exa
         send(&sqs, &new.interview_completed.source.url, &body(n)).await;
     }
     // Both consumers at the same moment, interview 3 in both queues: what keeps that to one
-    // settlement is the claim's transaction, which nx-27017 does not isolate (two concurrent
-    // claims can both commit there). On a standalone server the consumers run one after the
+    // settlement is the claim's transaction, which nx-27017 does not isolate (its transactions are
+    // savepoints on one shared state: an abort restores the state from before it, undoing what
+    // the other consumer wrote meanwhile). On a standalone server the consumers run one after the
     // other, and the concurrent race is left to the replica-set run (SKIPPED says so).
     let race = "cutover_overlap: interview 3 delivered to both consumers at the same moment";
     if harness::requires_transactions(&w.mongo, race).await {
