@@ -8,8 +8,6 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use harness::{sqs_client, test_queues_fast};
 use lambda_runtime::LambdaEvent;
-use sophia_declarations::Declaration;
-use sophia_local::esm::EventSourceMapping;
 use sophia_local::invoke::{BoxError, InProcess};
 
 async fn send(client: &aws_sdk_sqs::Client, url: &str, body: &str) {
@@ -40,16 +38,14 @@ fn recording_function(seen: Arc<Mutex<Vec<SqsEvent>>>) -> InProcess {
 async fn batches_respect_the_declared_size_and_carry_the_lambda_event_shape() {
     let client = sqs_client().await;
     let queues = test_queues_fast(&client, 1).await;
-    let decl = Declaration::embedded();
     for i in 0..13 {
         send(&client, &queues.interview_completed.source.url, &format!("ok-{i}")).await;
     }
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let esm = EventSourceMapping::declared(
-        client.clone(),
-        queues.interview_completed.source.clone(),
-        sophia_declarations::Queue::InterviewCompleted.settings(),
-        decl,
+    let esm = harness::faults::esm(
+        &client,
+        &queues.interview_completed.source,
+        "interviewCompleted",
         Arc::new(recording_function(seen.clone())),
     );
     let mut total = 0;
@@ -70,11 +66,10 @@ async fn batches_respect_the_declared_size_and_carry_the_lambda_event_shape() {
     for i in 0..2 {
         send(&client, &queues.report_generate.source.url, &format!("ok-{i}")).await;
     }
-    let esm = EventSourceMapping::declared(
-        client.clone(),
-        queues.report_generate.source.clone(),
-        sophia_declarations::Queue::ReportGenerate.settings(),
-        decl,
+    let esm = harness::faults::esm(
+        &client,
+        &queues.report_generate.source,
+        "reportGenerate",
         Arc::new(recording_function(Arc::default())),
     );
     let summary = esm.poll_once(Duration::from_secs(1)).await.unwrap().unwrap();
@@ -85,15 +80,13 @@ async fn batches_respect_the_declared_size_and_carry_the_lambda_event_shape() {
 async fn partial_failures_come_back_after_the_visibility_timeout_and_poison_reaches_the_dlq_after_three_receives() {
     let client = sqs_client().await;
     let queues = test_queues_fast(&client, 1).await;
-    let decl = Declaration::embedded();
     send(&client, &queues.interview_completed.source.url, "ok-1").await;
     send(&client, &queues.interview_completed.source.url, "fail-poison").await;
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let esm = EventSourceMapping::declared(
-        client.clone(),
-        queues.interview_completed.source.clone(),
-        sophia_declarations::Queue::InterviewCompleted.settings(),
-        decl,
+    let esm = harness::faults::esm(
+        &client,
+        &queues.interview_completed.source,
+        "interviewCompleted",
         Arc::new(recording_function(seen.clone())),
     );
     let mut poison_receives = Vec::new();
@@ -138,18 +131,12 @@ async fn partial_failures_come_back_after_the_visibility_timeout_and_poison_reac
 async fn an_error_or_an_unknown_identifier_fails_the_whole_batch() {
     let client = sqs_client().await;
     let queues = test_queues_fast(&client, 1).await;
-    let decl = Declaration::embedded();
     send(&client, &queues.interview_completed.source.url, "a").await;
     let failing = InProcess::new(|_event: LambdaEvent<SqsEvent>| async {
         Err::<SqsBatchResponse, BoxError>("MongoDB is unreachable".into())
     });
-    let esm = EventSourceMapping::declared(
-        client.clone(),
-        queues.interview_completed.source.clone(),
-        sophia_declarations::Queue::InterviewCompleted.settings(),
-        decl,
-        Arc::new(failing),
-    );
+    let esm =
+        harness::faults::esm(&client, &queues.interview_completed.source, "interviewCompleted", Arc::new(failing));
     let summary = esm.poll_once(Duration::from_secs(1)).await.unwrap().unwrap();
     assert_eq!(summary.deleted, 0);
     assert!(summary.batch_error.unwrap().contains("unreachable"));
@@ -162,13 +149,7 @@ async fn an_error_or_an_unknown_identifier_fails_the_whole_batch() {
         response.batch_item_failures.push(f);
         Ok::<_, BoxError>(response)
     });
-    let esm = EventSourceMapping::declared(
-        client.clone(),
-        queues.interview_completed.source.clone(),
-        sophia_declarations::Queue::InterviewCompleted.settings(),
-        decl,
-        Arc::new(bogus),
-    );
+    let esm = harness::faults::esm(&client, &queues.interview_completed.source, "interviewCompleted", Arc::new(bogus));
     let summary = esm
         .poll_once(Duration::from_secs(2))
         .await
@@ -182,19 +163,13 @@ async fn an_error_or_an_unknown_identifier_fails_the_whole_batch() {
 async fn a_function_that_outlives_its_timeout_fails_the_batch() {
     let client = sqs_client().await;
     let queues = test_queues_fast(&client, 1).await;
-    let decl = Declaration::embedded();
     send(&client, &queues.interview_completed.source.url, "slow").await;
     let slow = InProcess::new(|_event: LambdaEvent<SqsEvent>| async {
         tokio::time::sleep(Duration::from_secs(5)).await;
         Ok::<_, BoxError>(SqsBatchResponse::default())
     });
-    let mut esm = EventSourceMapping::declared(
-        client.clone(),
-        queues.interview_completed.source.clone(),
-        sophia_declarations::Queue::InterviewCompleted.settings(),
-        decl,
-        Arc::new(slow),
-    );
+    let mut esm =
+        harness::faults::esm(&client, &queues.interview_completed.source, "interviewCompleted", Arc::new(slow));
     esm.function_timeout = Duration::from_millis(300);
     let summary = esm.poll_once(Duration::from_secs(1)).await.unwrap().unwrap();
     assert_eq!(summary.deleted, 0);

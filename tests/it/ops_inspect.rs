@@ -8,15 +8,12 @@ use crate::support::ops as ops_support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use harness::faults::{
-    World, completed_body, depth, esm, failed_body, fake_openai, interview_esm, poll_until, report_instance, send,
-};
+use harness::faults::{World, completed_body, depth, failed_body, interview_esm, poll_until, send};
 use harness::{sqs_client, test_queues_fast};
 use ops_support::{put, run, string_attr, visible};
 use sophia_local::queues::QueueSet;
 use sophia_openai_fake::{Behaviour, FakeOpenAi};
 use sophia_ops::{Context, Outcome, render};
-use sophia_sqs_consumer::ConsumerOptions;
 
 /// Text only a candidate could have said: it must never be printed.
 const MARKER: &str = "CANDIDATE-SAID-ZEBRA-7731";
@@ -48,13 +45,7 @@ async fn interview_show_tells_the_whole_story_of_one_interview_without_candidate
     for _ in 0..3 {
         fake.push(Behaviour::RefusalText(format!("I will not repeat {MARKER}")));
     }
-    let instance = report_instance(
-        w.settings(),
-        fake_openai(&fake, Duration::from_secs(10)),
-        Duration::from_secs(300),
-        ConsumerOptions::default(),
-    );
-    let reports = esm(&sqs, &queues.report_generate.source, "reportGenerate", instance);
+    let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
     poll_until(&reports, Duration::from_secs(30), |s| s.len() >= 3).await;
     assert!(reports.poll_once(Duration::from_secs(2)).await.unwrap().is_none());
     assert_eq!(depth(&sqs, &queues.report_generate.dlq.url).await, (1, 0));

@@ -6,10 +6,15 @@ use std::time::Duration;
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use harness::{sqs_client, test_queues};
 use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, ReportGenerate, RequestId, Timestamp};
-use sophia_sqs_producer::{CompletedInput, FailedInput, PublishOutcome, QueueUrls, SqsProducer};
+use sophia_sqs_producer::{CompletedInput, FailedInput, PublishOutcome, Queue, QueueUrls, SqsProducer};
 
 const INTERVIEW: &str = "65a1b2c3d4e5f60718293a4b";
 const ORG: &str = "65a1b2c3d4e5f60718293a4c";
+
+/// A producer that knows the URL of `queue` only.
+fn producer_to(client: &aws_sdk_sqs::Client, queue: Queue, url: &str) -> SqsProducer {
+    SqsProducer::new(client.clone(), QueueUrls::default().with(queue, url))
+}
 
 fn ids() -> (InterviewId, OrganizationId) {
     (INTERVIEW.parse().unwrap(), ORG.parse().unwrap())
@@ -39,11 +44,7 @@ fn attr<'a>(m: &'a aws_sdk_sqs::types::Message, name: &str) -> (&'a str, &'a str
 async fn interview_completed_is_published_with_the_exact_body_and_attributes() {
     let client = sqs_client().await;
     let queues = test_queues(&client).await;
-    let producer = SqsProducer::new(
-        client.clone(),
-        QueueUrls::default()
-            .with(sophia_sqs_producer::Queue::InterviewCompleted, queues.interview_completed.source.url.clone()),
-    );
+    let producer = producer_to(&client, Queue::InterviewCompleted, &queues.interview_completed.source.url);
     let (interview_id, organization_id) = ids();
     let input = CompletedInput {
         interview_id,
@@ -68,11 +69,7 @@ async fn interview_completed_is_published_with_the_exact_body_and_attributes() {
 async fn interview_failed_defaults_failed_at_to_now_and_request_id_to_unknown() {
     let client = sqs_client().await;
     let queues = test_queues(&client).await;
-    let producer = SqsProducer::new(
-        client.clone(),
-        QueueUrls::default()
-            .with(sophia_sqs_producer::Queue::InterviewCompleted, queues.interview_completed.source.url.clone()),
-    );
+    let producer = producer_to(&client, Queue::InterviewCompleted, &queues.interview_completed.source.url);
     let (interview_id, organization_id) = ids();
     let before = chrono::Utc::now();
     let input =
@@ -92,11 +89,7 @@ async fn interview_failed_defaults_failed_at_to_now_and_request_id_to_unknown() 
 async fn completed_defaults_duration_to_zero() {
     let client = sqs_client().await;
     let queues = test_queues(&client).await;
-    let producer = SqsProducer::new(
-        client.clone(),
-        QueueUrls::default()
-            .with(sophia_sqs_producer::Queue::InterviewCompleted, queues.interview_completed.source.url.clone()),
-    );
+    let producer = producer_to(&client, Queue::InterviewCompleted, &queues.interview_completed.source.url);
     let (interview_id, organization_id) = ids();
     producer
         .publish_interview_completed(
@@ -114,11 +107,7 @@ async fn completed_defaults_duration_to_zero() {
 async fn report_generate_carries_the_settlement_request_id() {
     let client = sqs_client().await;
     let queues = test_queues(&client).await;
-    let producer = SqsProducer::new(
-        client.clone(),
-        QueueUrls::default()
-            .with(sophia_sqs_producer::Queue::ReportGenerate, queues.report_generate.source.url.clone()),
-    );
+    let producer = producer_to(&client, Queue::ReportGenerate, &queues.report_generate.source.url);
     let (interview_id, organization_id) = ids();
     producer
         .publish_report_generate(
@@ -160,7 +149,7 @@ async fn a_missing_queue_url_skips_the_publish_and_says_so() {
 async fn a_publish_to_a_queue_that_does_not_exist_is_an_error() {
     let client = sqs_client().await;
     let url = format!("{}/000000000000/{}", harness::sqs_endpoint(), harness::unique("missing"));
-    let producer = SqsProducer::new(client, QueueUrls::default().with(sophia_sqs_producer::Queue::ReportGenerate, url));
+    let producer = producer_to(&client, Queue::ReportGenerate, &url);
     let (interview_id, organization_id) = ids();
     let err = producer
         .publish_report_generate(&ReportGenerate { interview_id, organization_id }, &RequestId::unknown())
@@ -204,10 +193,7 @@ async fn a_message_that_fails_three_times_lands_in_the_dlq() {
     let client = sqs_client().await;
     let queues = test_queues(&client).await;
     let source = &queues.interview_completed.source.url;
-    let producer = SqsProducer::new(
-        client.clone(),
-        QueueUrls::default().with(sophia_sqs_producer::Queue::InterviewCompleted, source.clone()),
-    );
+    let producer = producer_to(&client, Queue::InterviewCompleted, source);
     let (interview_id, organization_id) = ids();
     producer
         .publish_interview_completed(
@@ -244,10 +230,7 @@ async fn interview_failed_over_the_failure_reason_limit_is_refused_before_sendin
     let client = sqs_client().await;
     let queues = test_queues(&client).await;
     let url = queues.interview_completed.source.url.clone();
-    let producer = SqsProducer::new(
-        client.clone(),
-        QueueUrls::default().with(sophia_sqs_producer::Queue::InterviewCompleted, url.clone()),
-    );
+    let producer = producer_to(&client, Queue::InterviewCompleted, &url);
     let (interview_id, organization_id) = ids();
     let limit = sophia_contracts::FAILURE_REASON_MAX_CHARS;
     // Counted in characters, as the consumer's contract counts them: multi-byte characters at the limit

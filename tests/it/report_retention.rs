@@ -15,11 +15,10 @@
 //! The last test runs the whole local pipeline (fauxqs, the event-source-mapping emulator,
 //! interview-completed settling the interview, report-generate) and checks every report written.
 
+use crate::support::ops as ops_support;
 use crate::support::report as report_support;
 
-use harness::faults::{
-    World, completed_body, esm, fake_openai, interview_esm, poll_until, report_instance, reports_of, send,
-};
+use harness::faults::{World, completed_body, interview_esm, poll_until, reports_of, send};
 use report_support::*;
 use sophia_reports::store::FALLBACK_RETENTION_DAYS;
 
@@ -172,13 +171,7 @@ async fn through_the_local_pipeline_every_stored_report_has_a_retention_date() {
     poll_until(&settlements, Duration::from_secs(30), |runs| runs.iter().map(|r| r.deleted).sum::<usize>() >= 2).await;
 
     let fake = FakeOpenAi::scripted().unwrap();
-    let instance = report_instance(
-        w.settings(),
-        fake_openai(&fake, Duration::from_secs(10)),
-        Duration::from_secs(300),
-        ConsumerOptions::default(),
-    );
-    let reports = esm(&sqs, &queues.report_generate.source, "reportGenerate", instance);
+    let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
     // The two messages may come in either order: both answers are decided by the interview.
     for _ in 0..2 {
         fake.push(Behaviour::Report);
