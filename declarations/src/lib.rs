@@ -182,11 +182,6 @@ impl Declaration {
         self.queues.iter().find(|q| q.key == key)
     }
 
-    /// A queue by its name without the stage prefix (`interview-completed`), as operators type it.
-    pub fn queue_named(&self, name: &str) -> Option<&QueueSettings> {
-        self.queues.iter().find(|q| q.name == name)
-    }
-
     /// The functions subscribed to a queue, in declaration order (the local runner's consumers).
     pub fn subscribed_functions(&self) -> impl Iterator<Item = (&FunctionSettings, &QueueSettings)> {
         self.functions.iter().filter_map(|f| Some((f, self.queue(f.subscribed_to.as_deref()?)?)))
@@ -248,7 +243,6 @@ mod tests {
         let d = Declaration::embedded();
         assert_eq!(Queue::InterviewCompleted.settings().dlq_url_env(), "INTERVIEW_COMPLETED_DLQ_URL");
         assert_eq!(Queue::ReportGenerate.dlq_url_env(), "REPORT_GENERATE_DLQ_URL");
-        assert_eq!(d.queue_named("report-generate").map(|q| q.key.as_str()), Some(Queue::ReportGenerate.key()));
         let subscribed: Vec<&str> = d.subscribed_functions().map(|(f, _)| f.name.as_str()).collect();
         assert_eq!(subscribed, ["interview-completed", "report-generate"]);
         let bad = DECLARATION_JSON.replace("\"INTERVIEW_COMPLETED_QUEUE_URL\"", "\"INTERVIEW_COMPLETED_URL\"");

@@ -96,13 +96,13 @@ pub async fn migrate(mongo: &Mongo) -> Result<(), String> {
 /// consumer is wired in (runs with `--bootstrap` start the built binaries instead).
 pub async fn in_process(
     queue: Queue,
-    function: &str,
     instances: usize,
     mongo: &Mongo,
     sqs_endpoint: &str,
     env: &BTreeMap<String, String>,
     openai: &OpenAiEndpoint,
 ) -> Result<Arc<dyn Invoke>, String> {
+    let function = queue.settings().consumer.as_str();
     let urls = QueueUrls::from_lookup(|name| env.get(name).cloned());
     let settings = mongo_settings(mongo, env);
     let endpoint = sqs_endpoint.to_owned();

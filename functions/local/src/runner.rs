@@ -297,7 +297,7 @@ async fn invoker(
         FunctionMode::InProcess => {
             let declared = Queue::from_key(&queue.key)
                 .ok_or_else(|| RunnerError::Setup(format!("no in-process handler for queue {}", queue.key)))?;
-            handlers::in_process(declared, function, instances, mongo, sqs_endpoint, function_env, openai)
+            handlers::in_process(declared, instances, mongo, sqs_endpoint, function_env, openai)
                 .await
                 .map_err(RunnerError::Setup)
         }

@@ -45,11 +45,6 @@ impl QueueName {
         self.0.settings()
     }
 
-    /// The declaration's key (`interviewCompleted`).
-    pub fn key(self) -> &'static str {
-        self.0.key()
-    }
-
     pub fn as_str(self) -> &'static str {
         self.0.name()
     }
