@@ -62,7 +62,7 @@ export class StageSecrets extends pulumi.ComponentResource {
           .all([pulumi.output(args.administrators), aws.getPartitionOutput().partition, aws.getCallerIdentityOutput().accountId])
           .apply(([admins, partition, account]) => JSON.stringify(creationKeyPolicyDocument({ administrators: admins, region: args.region, partition, account }))),
       },
-      { ...child, ...kept, ignoreChanges: ["policy"] },
+      { ...child, ...kept, ignoreChanges: ["policy", "bypassPolicyLockoutSafetyCheck"] },
     );
     this.alias = new aws.kms.Alias(
       `${name}-key-alias`,
