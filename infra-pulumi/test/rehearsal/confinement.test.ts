@@ -81,6 +81,8 @@ const S3_VALUES = [
   "sophia-qa-resumes/resumes/x.pdf",
 ];
 
+const S3_BUCKETS = [STATE_BUCKET, "teamb-data", "sophia-qa-resumes"];
+
 function outOfStageArns(format: string, service: string): string[] {
   const vars = [...format.matchAll(/\$\{(\w+)\}/g)].map((m) => m[1]!).filter((v) => !["Partition", "Region", "Account"].includes(v));
   const fill = (v: string) =>
@@ -90,7 +92,11 @@ function outOfStageArns(format: string, service: string): string[] {
       .replace(/\$\{Account\}/g, ACCOUNT)
       .replace(/\$\{\w+\}/g, v);
   if (vars.length === 0) return [fill("")];
-  if (service === "s3") return S3_VALUES.map((v) => format.replace(/^arn:\$\{Partition\}:s3:::.*$/, `arn:${P}:s3:::${v}`)).filter((a) => a.includes("/") === format.includes("/"));
+  // S3's bucket and object ARNs have no region or account: the state bucket's other keys, other buckets.
+  if (service === "s3" && format.startsWith("arn:${Partition}:s3:::")) {
+    const objects = format.includes("/");
+    return (objects ? S3_VALUES : S3_BUCKETS).map((v) => `arn:${P}:s3:::${v}`);
+  }
   const global = !format.includes("${Region}");
   return [...new Set((global ? GLOBAL_VALUES : REGIONAL_VALUES).map(fill))];
 }
@@ -140,6 +146,7 @@ test("confinement: no Write, Tagging or Permissions-management action of the dep
   const allowed: string[] = [];
   const counts = { actions: 0, writeActions: 0, resourceTypes: 0, arns: 0, evaluations: 0, noResourceType: 0 };
   const seenNoResource: string[] = [];
+  const malformed: string[] = [];
   for (const action of actions) {
     counts.actions++;
     const [service, name] = action.split(":") as [string, string];
@@ -165,6 +172,7 @@ test("confinement: no Write, Tagging or Permissions-management action of the dep
       const format = (await iamResourceTypeDetails(service, rt.name)).arn;
       for (const arn of outOfStageArns(format, service)) {
         counts.arns++;
+        if (arn.includes("${")) malformed.push(arn);
         for (const ctx of contexts(service)) {
           counts.evaluations++;
           const resourcePolicy = service === "kms" && rt.name === "key" ? DEFERS_TO_IAM : undefined;
@@ -175,6 +183,7 @@ test("confinement: no Write, Tagging or Permissions-management action of the dep
     }
   }
   assert.deepEqual(seenNoResource.sort(), Object.keys(NO_RESOURCE_TYPE).sort(), "NO_RESOURCE_TYPE lists exactly the role's write actions without a resource type");
+  assert.deepEqual(malformed, [], "every ARN built is complete");
   console.log(
     `confinement: ${counts.actions} actions, ${counts.writeActions} Write/Tagging/Permissions management, ${counts.resourceTypes} (action, resource type) pairs, ` +
       `${counts.arns} out-of-stage ARNs, ${counts.noResourceType} without a resource type, ${counts.evaluations} evaluations, allowed=${allowed.length}`,
