@@ -313,7 +313,7 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
       description: `Permissions boundary of every role the ${f.stage} stage creates`,
       policy: pulumi
         .all([partition, account])
-        .apply(([p, a]) => JSON.stringify(policyDocument(boundaryStatements({ partition: p, region, account: a, stage: f.stage, vpc: f.vpc !== false, resumeBucket: f.resumeBucket })))),
+        .apply(([p, a]) => JSON.stringify(policyDocument(boundaryStatements({ partition: p, region, account: a, stage: f.stage, vpc: f.vpc, resumeBucket: f.resumeBucket })))),
       tags: { ...TAGS, stage: f.stage },
     });
     const key = secretsKeys[f.stage];

@@ -14,8 +14,8 @@ export interface TableStatement {
   actions: string[];
   resources: string[];
   condition?: Condition;
-  /** Only for a stage placed in a VPC (`sophia:vpc`). */
-  when?: "vpc";
+  /** Only for a stage placed in a VPC (`sophia:vpc`), or only for one that is not. */
+  when?: "vpc" | "novpc";
 }
 
 export interface TableRow {
@@ -145,15 +145,15 @@ function renderCondition(c: Condition | undefined, scope: StageScope, table: Per
   const out: Condition = {};
   for (const [op, kv] of Object.entries(c)) {
     out[op] = Object.fromEntries(
-      Object.entries(kv).map(([k, v]) => [k, Array.isArray(v) ? v.map((x) => render(x, scope, table)) : render(v, scope, table)]),
+      Object.entries(kv).map(([k, v]) => [k, Array.isArray(v) ? v.flatMap((x) => expand(x, scope)).map((x) => render(x, scope, table)) : render(v, scope, table)]),
     );
   }
   return out;
 }
 
 /**
- * A resource naming `${subnetId}` or `${securityGroupId}` stands for one ARN per subnet or security
- * group of the stage's `sophia:vpc`.
+ * A resource (or a condition value) naming `${subnetId}` or `${securityGroupId}` stands for one per
+ * subnet or security group of the stage's `sophia:vpc`.
  */
 function expand(template: string, scope: StageScope): string[] {
   const vpc = scope.vpc;
@@ -171,7 +171,7 @@ export function deployStatements(scope: StageScope, table: PermissionsTable = lo
   for (const [type, row] of Object.entries(table.resourceTypes)) {
     const emit = (list: TableStatement[] | undefined, effect: "Allow" | "Deny") =>
       (list ?? [])
-        .filter((s) => s.when !== "vpc" || scope.vpc)
+        .filter((s) => (s.when === "vpc" ? scope.vpc !== false : s.when === "novpc" ? scope.vpc === false : true))
         .forEach((s, i) => {
           const condition = renderCondition(s.condition, scope, table);
           out.push({
@@ -323,7 +323,8 @@ export interface BoundaryScope {
   region: string;
   account: string;
   stage: string;
-  vpc: boolean;
+  /** The stage's `sophia:vpc`: its functions' network interfaces only in its subnets and security groups. */
+  vpc: VpcScope | false;
   /** `sophia:resumeBucket` of the stage, when it names one. */
   resumeBucket?: string | undefined;
 }
@@ -363,7 +364,13 @@ export function boundaryStatements(b: BoundaryScope): PolicyStatement[] {
         Sid: "VpcNetworkInterfaces",
         Effect: "Allow",
         Action: ["ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"],
-        Resource: [arn("ec2", "network-interface/*"), arn("ec2", "subnet/*"), arn("ec2", "security-group/*")],
+        // Lambda creates a function's network interfaces with its role: only in the stage's subnets
+        // and security groups, so no code of the stage is ever placed in another team's network.
+        Resource: [
+          arn("ec2", "network-interface/*"),
+          ...b.vpc.subnetIds.map((id) => arn("ec2", `subnet/${id}`)),
+          ...b.vpc.securityGroupIds.map((id) => arn("ec2", `security-group/${id}`)),
+        ],
       },
       { Sid: "VpcDescribe", Effect: "Allow", Action: ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"], Resource: ["*"] },
     );

@@ -279,6 +279,22 @@ test("VPC: endpoints only in the stage's VPC, subnets and security groups, only 
   assert.equal(await deny("ec2:ModifyVpcEndpoint", ec2("security-group/sg-0teamb")), true);
 });
 
+test("VPC: a function of the stage is never placed in another VPC, subnet or security group", async () => {
+  const fn = `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-${STAGE}-interview-completed`;
+  const own = { "lambda:VpcIds": [EVERY_OPTION_VPC.vpcId], "lambda:SubnetIds": EVERY_OPTION_VPC.subnetIds, "lambda:SecurityGroupIds": EVERY_OPTION_VPC.securityGroupIds };
+  for (const action of ["lambda:CreateFunction", "lambda:UpdateFunctionConfiguration"]) {
+    assert.equal(await deny(action, fn, own), false, `${action} in the stage's VPC`);
+    assert.equal(await deny(action, fn), false, `${action} outside any VPC`);
+    for (const other of [
+      { ...own, "lambda:VpcIds": ["vpc-0teamb"] },
+      { ...own, "lambda:SubnetIds": [...EVERY_OPTION_VPC.subnetIds, "subnet-0teamb"] },
+      { ...own, "lambda:SecurityGroupIds": ["sg-0teamb"] },
+    ]) {
+      assert.equal(await deny(action, fn, other), true, `${action} ${JSON.stringify(other)}`);
+    }
+  }
+});
+
 test("SNS: another stage's alarm subscriptions are neither removed nor changed", async () => {
   const prodTopic = `arn:${P}:sns:${REGION}:${ACCOUNT}:sophia-prod-alarms`;
   for (const resource of [prodTopic, `${prodTopic}:6a5f3c1e-8d2b-4e7a-9c0f-1b2d3e4f5a6b`, `arn:${P}:sns:${REGION}:${ACCOUNT}:teamb-pager`]) {

@@ -233,6 +233,11 @@ async function requestContext(r: RecordedResource, phase: Phase, action: string,
   // EC2 sets ec2:CreateAction for the tags of a create call (the provider's TagSpecifications).
   if (phase === "create" && action === "ec2:CreateTags" && r.type === "aws:ec2/vpcEndpoint:VpcEndpoint") ctx["ec2:CreateAction"] = "CreateVpcEndpoint";
   if (action === "ec2:CreateVpcEndpoint") ctx["ec2:VpceServiceName"] = str(r.inputs["serviceName"]);
+  // A function's VpcConfig: Lambda puts its VPC, subnets and security groups in the request context.
+  const vpcConfig = r.inputs["vpcConfig"] as { subnetIds: string[]; securityGroupIds: string[] } | undefined;
+  if (vpcConfig && (action === "lambda:CreateFunction" || action === "lambda:UpdateFunctionConfiguration")) {
+    Object.assign(ctx, { "lambda:VpcIds": [STAGE_VPC.vpcId], "lambda:SubnetIds": vpcConfig.subnetIds, "lambda:SecurityGroupIds": vpcConfig.securityGroupIds });
+  }
   if (action === "secretsmanager:PutResourcePolicy") ctx["secretsmanager:BlockPublicPolicy"] = String(r.inputs["blockPublicPolicy"] ?? false);
   return ctx;
 }
@@ -583,7 +588,7 @@ test("never: another stage's roles, functions, queues, secrets, keys or state, i
 });
 
 test("the boundary: every function role's own policy fits inside it (the boundary takes nothing the functions use)", async () => {
-  const statements = boundaryStatements({ partition: P, region: REGION, account: ACCOUNT, stage: STAGE, vpc: true, resumeBucket: "sophia-qa-resumes" });
+  const statements = boundaryStatements({ partition: P, region: REGION, account: ACCOUNT, stage: STAGE, vpc: STAGE_VPC, resumeBucket: "sophia-qa-resumes" });
   // The simulator resolves variable condition keys only in the `prefix/name` form (aws:ResourceTag/x),
   // not kms:EncryptionContext:<name>: that condition is checked here, against every secret of the
   // stage (Secrets Manager's encryption context names the secret), then left to the rest.
