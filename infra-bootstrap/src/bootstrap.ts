@@ -44,6 +44,12 @@ import {
   PRINCIPAL_ARN,
   secretsProviderKeyPolicy,
   stateKeyPolicy,
+  type VpcScope,
+  apiPublishPolicyName,
+  apiPublishStatements,
+  loadDeclarations,
+  opsPolicyName,
+  opsStatements,
 } from "./policies";
 
 /** The repository root (its `Pulumi.<stage>.yaml` files); tests point it elsewhere. */
@@ -54,7 +60,8 @@ export interface StageFacts {
   stage: string;
   region: string;
   layerArn: string;
-  vpc: boolean;
+  /** `sophia:vpc` of the stage (its VPC, subnets and security groups), or false. */
+  vpc: VpcScope | false;
   environment: string;
   /** `sophia:resumeBucket` (the function roles' boundary allows its objects). */
   resumeBucket: string | undefined;
@@ -73,9 +80,16 @@ export function stageFacts(stage: string, region: string, environments: Record<s
   if (typeof layerArn !== "string" || !/^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:layer:[A-Za-z0-9_-]+:\d+$/.test(layerArn)) {
     problems.push(`Pulumi.${stage}.yaml: sophia:secretsExtensionLayerArn must be a layer version ARN (the deploy role may read exactly that layer)`);
   }
+  const vpcConfig = config["sophia:vpc"] as { vpcId?: unknown; subnetIds?: unknown; securityGroupIds?: unknown } | undefined;
+  const ids = (v: unknown, prefix: string) => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === "string" && x.startsWith(prefix));
+  if (vpcConfig !== undefined && (typeof vpcConfig.vpcId !== "string" || !ids(vpcConfig.subnetIds, "subnet-") || !ids(vpcConfig.securityGroupIds, "sg-"))) {
+    problems.push(`Pulumi.${stage}.yaml: sophia:vpc must name vpcId, subnetIds and securityGroupIds (the deploy role may create endpoints only in them)`);
+  }
   if (problems.length > 0) return problems;
+  const vpc: VpcScope | false =
+    vpcConfig === undefined ? false : { vpcId: vpcConfig.vpcId as string, subnetIds: vpcConfig.subnetIds as string[], securityGroupIds: vpcConfig.securityGroupIds as string[] };
   const resumeBucket = typeof config["sophia:resumeBucket"] === "string" ? (config["sophia:resumeBucket"] as string) : undefined;
-  return { stage, region, layerArn: layerArn as string, vpc: config["sophia:vpc"] !== undefined, environment: environmentOf(stage, environments), resumeBucket };
+  return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket };
 }
 
 export interface BootstrapConfig {
@@ -136,6 +150,8 @@ export interface Bootstrap {
   previewPolicy: aws.iam.RolePolicy | undefined;
   stateBucket: aws.s3.Bucket | undefined;
   secretsKeys: Record<string, aws.kms.Key>;
+  /** Per stage: the API's publish policy and the operators' policy (held outside the stage). */
+  accessPolicies: Record<string, { apiPublish: aws.iam.Policy; ops: aws.iam.Policy }>;
   outputs: Record<string, pulumi.Output<string>>;
 }
 
@@ -327,6 +343,34 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
     }
   }
 
+  // 5. Per stage: the API's and the operators' access (policies.ts, apiPublishStatements and
+  //    opsStatements). Principals outside the stage hold them, so the bootstrap owns them: no deploy
+  //    role can write a new version (docs/design.md, "Who can change the API's and the operators' access").
+  const declarations = loadDeclarations();
+  const accessPolicies: Record<string, { apiPublish: aws.iam.Policy; ops: aws.iam.Policy }> = {};
+  for (const f of facts) {
+    const statements = (build: typeof opsStatements) =>
+      pulumi.all([partition, account]).apply(([p, a]) => JSON.stringify(policyDocument(build({ partition: p, region, account: a, stage: f.stage }, declarations))));
+    const apiPublish = new aws.iam.Policy(`${f.stage}-api-publish`, {
+      name: apiPublishPolicyName(f.stage),
+      path: BOOTSTRAP_PATH,
+      description: `Lets the Sophia API publish to the ${f.stage} queues (attach to the API's task role)`,
+      policy: statements(apiPublishStatements),
+      tags: { ...TAGS, stage: f.stage },
+    });
+    const ops = new aws.iam.Policy(`${f.stage}-ops`, {
+      name: opsPolicyName(f.stage),
+      path: BOOTSTRAP_PATH,
+      description: `sophia-ops on the ${f.stage} stage (attach to the operators' roles)`,
+      policy: statements(opsStatements),
+      tags: { ...TAGS, stage: f.stage },
+    });
+    accessPolicies[f.stage] = { apiPublish, ops };
+    const key = f.stage.toUpperCase().replace(/-/g, "_");
+    outputs[`${key}_API_PUBLISH_POLICY_ARN`] = apiPublish.arn;
+    outputs[`${key}_OPS_POLICY_ARN`] = ops.arn;
+  }
+
   let previewPolicy: aws.iam.RolePolicy | undefined;
   if (previewRole && config.previewStage !== undefined) {
     const stage = config.previewStage;
@@ -348,5 +392,5 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
       outputs[`${stage.toUpperCase().replace(/-/g, "_")}_SECRETS_PROVIDER`] = pulumi.output(`awskms://alias/${APP}-${stage}-pulumi-secrets?region=${region}`);
     }
   }
-  return { oidcProviderArn, deployRoles, deployPolicies, deployManagedPolicies, boundaries, previewRole, previewPolicy, stateBucket, secretsKeys, outputs };
+  return { oidcProviderArn, deployRoles, deployPolicies, deployManagedPolicies, boundaries, previewRole, previewPolicy, stateBucket, secretsKeys, accessPolicies, outputs };
 }

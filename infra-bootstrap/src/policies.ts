@@ -14,13 +14,15 @@ export interface TableStatement {
   actions: string[];
   resources: string[];
   condition?: Condition;
-  /** Only for a stage placed in a VPC (`sophia:vpc`). */
-  when?: "vpc";
+  /** Only for a stage placed in a VPC (`sophia:vpc`), or only for one that is not. */
+  when?: "vpc" | "novpc";
 }
 
 export interface TableRow {
   source: string;
   statements: TableStatement[];
+  /** No IAM grant: the resource's own policy (named here) grants the deploy role. */
+  viaResourcePolicy?: string;
   deny?: TableStatement[];
 }
 
@@ -45,6 +47,13 @@ export function loadPermissions(file: string = PERMISSIONS_FILE): PermissionsTab
   return { migrateFunction: raw.migrateFunction, resourceTypes: raw.resourceTypes, previewActions };
 }
 
+/** A stage's `sophia:vpc` placement: the deploy role may create endpoints only in it. */
+export interface VpcScope {
+  vpcId: string;
+  subnetIds: string[];
+  securityGroupIds: string[];
+}
+
 /** What a stage's deploy role is scoped to. */
 export interface StageScope {
   partition: string;
@@ -53,8 +62,8 @@ export interface StageScope {
   stage: string;
   /** `sophia:secretsExtensionLayerArn` of the stage. */
   layerArn: string;
-  /** The stage sets `sophia:vpc`. */
-  vpc: boolean;
+  /** The stage's `sophia:vpc` (its VPC, subnets and security groups), or false without one. */
+  vpc: VpcScope | false;
 }
 
 export interface PolicyStatement {
@@ -122,6 +131,7 @@ function render(template: string, scope: StageScope, table: PermissionsTable): s
     boundaryArn: boundaryArn(scope.partition, scope.account, scope.stage),
     layerArn: scope.layerArn,
     migrateFunction: `${prefix}-${table.migrateFunction}`,
+    ...(scope.vpc ? { vpcId: scope.vpc.vpcId } : {}),
   };
   return template.replace(/\$\{(\w+)\}/g, (_, name: string) => {
     const v = values[name];
@@ -135,10 +145,21 @@ function renderCondition(c: Condition | undefined, scope: StageScope, table: Per
   const out: Condition = {};
   for (const [op, kv] of Object.entries(c)) {
     out[op] = Object.fromEntries(
-      Object.entries(kv).map(([k, v]) => [k, Array.isArray(v) ? v.map((x) => render(x, scope, table)) : render(v, scope, table)]),
+      Object.entries(kv).map(([k, v]) => [k, Array.isArray(v) ? v.flatMap((x) => expand(x, scope)).map((x) => render(x, scope, table)) : render(v, scope, table)]),
     );
   }
   return out;
+}
+
+/**
+ * A resource (or a condition value) naming `${subnetId}` or `${securityGroupId}` stands for one per
+ * subnet or security group of the stage's `sophia:vpc`.
+ */
+function expand(template: string, scope: StageScope): string[] {
+  const vpc = scope.vpc;
+  if (template.includes("${subnetId}")) return vpc ? vpc.subnetIds.map((id) => template.replace("${subnetId}", id)) : [];
+  if (template.includes("${securityGroupId}")) return vpc ? vpc.securityGroupIds.map((id) => template.replace("${securityGroupId}", id)) : [];
+  return [template];
 }
 
 const sid = (type: string, i: number, effect: string) =>
@@ -150,14 +171,14 @@ export function deployStatements(scope: StageScope, table: PermissionsTable = lo
   for (const [type, row] of Object.entries(table.resourceTypes)) {
     const emit = (list: TableStatement[] | undefined, effect: "Allow" | "Deny") =>
       (list ?? [])
-        .filter((s) => s.when !== "vpc" || scope.vpc)
+        .filter((s) => (s.when === "vpc" ? scope.vpc !== false : s.when === "novpc" ? scope.vpc === false : true))
         .forEach((s, i) => {
           const condition = renderCondition(s.condition, scope, table);
           out.push({
             Sid: sid(type, i, effect),
             Effect: effect,
             Action: [...s.actions],
-            Resource: s.resources.map((r) => render(r, scope, table)),
+            Resource: s.resources.flatMap((r) => expand(r, scope)).map((r) => render(r, scope, table)),
             ...(condition ? { Condition: condition } : {}),
           });
         });
@@ -277,6 +298,16 @@ export function guardStatements(partition: string, account: string, stage: strin
     },
     { Sid: "DenyBoundaryRemoval", Effect: "Deny", Action: ["iam:DeleteRolePermissionsBoundary"], Resource: ["*"] },
     {
+      // The stage creates no managed policy, and no policy a principal outside the stage holds
+      // (the API's and the operators' are the bootstrap's: stageAccessPolicies) may be rewritten,
+      // re-defaulted or deleted by it: a new version of a policy attached outside the stage would
+      // widen that principal, and outlive any rotation of this role.
+      Sid: "DenyManagedPolicyWrites",
+      Effect: "Deny",
+      Action: ["iam:CreatePolicy", "iam:CreatePolicyVersion", "iam:SetDefaultPolicyVersion", "iam:DeletePolicy", "iam:DeletePolicyVersion", "iam:TagPolicy", "iam:UntagPolicy"],
+      Resource: ["*"],
+    },
+    {
       Sid: "DenyRoleWritesOutsideBoundary",
       Effect: "Deny",
       Action: ["iam:CreateRole", "iam:PutRolePermissionsBoundary", "iam:PutRolePolicy", "iam:AttachRolePolicy"],
@@ -292,7 +323,8 @@ export interface BoundaryScope {
   region: string;
   account: string;
   stage: string;
-  vpc: boolean;
+  /** The stage's `sophia:vpc`: its functions' network interfaces only in its subnets and security groups. */
+  vpc: VpcScope | false;
   /** `sophia:resumeBucket` of the stage, when it names one. */
   resumeBucket?: string | undefined;
 }
@@ -310,11 +342,17 @@ export function boundaryStatements(b: BoundaryScope): PolicyStatement[] {
     { Sid: "StageLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: [arn("logs", `log-group:/aws/lambda/${prefix}-*:*`)] },
     { Sid: "StageSecrets", Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [arn("secretsmanager", `secret:${APP}/${b.stage}/*`)] },
     {
+      // Decrypt through Secrets Manager of this stage's secrets only, whatever key they use and
+      // whatever its tags: Secrets Manager's encryption context names the secret
+      // (https://docs.aws.amazon.com/secretsmanager/latest/userguide/security-encryption.html#security-encryption-encryption-context).
       Sid: "StageKeyViaSecretsManager",
       Effect: "Allow",
       Action: ["kms:Decrypt"],
       Resource: [arn("kms", "key/*")],
-      Condition: { StringEquals: { "aws:ResourceTag/stage": b.stage, "kms:ViaService": `secretsmanager.${b.region}.amazonaws.com` } },
+      Condition: {
+        StringEquals: { "kms:ViaService": `secretsmanager.${b.region}.amazonaws.com` },
+        StringLike: { "kms:EncryptionContext:SecretARN": arn("secretsmanager", `secret:${APP}/${b.stage}/*`) },
+      },
     },
   ];
   if (b.resumeBucket) {
@@ -326,7 +364,13 @@ export function boundaryStatements(b: BoundaryScope): PolicyStatement[] {
         Sid: "VpcNetworkInterfaces",
         Effect: "Allow",
         Action: ["ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"],
-        Resource: [arn("ec2", "network-interface/*"), arn("ec2", "subnet/*"), arn("ec2", "security-group/*")],
+        // Lambda creates a function's network interfaces with its role: only in the stage's subnets
+        // and security groups, so no code of the stage is ever placed in another team's network.
+        Resource: [
+          arn("ec2", "network-interface/*"),
+          ...b.vpc.subnetIds.map((id) => arn("ec2", `subnet/${id}`)),
+          ...b.vpc.securityGroupIds.map((id) => arn("ec2", `security-group/${id}`)),
+        ],
       },
       { Sid: "VpcDescribe", Effect: "Allow", Action: ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"], Resource: ["*"] },
     );
@@ -483,4 +527,81 @@ export function secretsProviderKeyPolicy(args: { admins: string[]; deployRole: s
   ];
   if (args.previewRole) st.push({ Sid: "StackSecretsDecrypt", Effect: "Allow", Principal: { AWS: [args.previewRole] }, Action: ["kms:Decrypt"], Resource: "*" });
   return { Version: "2012-10-17", Statement: st };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The API's and the operators' access to a stage (docs/design.md, "Who can change the API's and
+// the operators' access"). Principals outside the stage (the API's task role, operators' roles)
+// hold these managed policies; they live under the bootstrap's path, where every deploy role is
+// denied every IAM call, so no deploy can widen them. Their content follows declarations/queues.json
+// (exact queue, DLQ and function names of the stage); a queue added there reaches them at the next
+// bootstrap run.
+
+export const DECLARATIONS_FILE = path.join(__dirname, "..", "..", "declarations", "queues.json");
+
+/** What the access policies need from declarations/queues.json. */
+export interface StageDeclarations {
+  queues: { name: string; dlqName: string; publishedByApi: boolean }[];
+  functions: string[];
+}
+
+export function loadDeclarations(file: string = DECLARATIONS_FILE): StageDeclarations {
+  const raw = JSON.parse(fs.readFileSync(file, "utf8")) as {
+    queues: { name: string; dlqName: string; publishedByApi?: boolean }[];
+    functions: { name: string }[];
+  };
+  return {
+    queues: raw.queues.map((q) => ({ name: q.name, dlqName: q.dlqName, publishedByApi: q.publishedByApi === true })),
+    functions: raw.functions.map((f) => f.name),
+  };
+}
+
+export const apiPublishPolicyName = (stage: string): string => `${APP}-bootstrap-${stage}-api-publish`;
+export const opsPolicyName = (stage: string): string => `${APP}-bootstrap-${stage}-ops`;
+
+/**
+ * The actions, as infra-pulumi/src/iam.ts names them for the VPC endpoint policy (another
+ * package: the confinement test holds the two equal).
+ */
+export const API_PUBLISH_ACTIONS = ["sqs:SendMessage"];
+export const OPS_QUEUE_ACTIONS = ["sqs:SendMessage", "sqs:GetQueueUrl", "sqs:GetQueueAttributes"];
+export const OPS_DLQ_ACTIONS = [
+  "sqs:ReceiveMessage",
+  "sqs:DeleteMessage",
+  "sqs:ChangeMessageVisibility",
+  "sqs:GetQueueUrl",
+  "sqs:GetQueueAttributes",
+  "sqs:StartMessageMoveTask",
+  "sqs:ListMessageMoveTasks",
+  "sqs:CancelMessageMoveTask",
+];
+export const OPS_FUNCTION_READ_ACTIONS = ["lambda:GetFunctionConfiguration"];
+/** No required resource type in AWS's data: granted on `*` (read-only). */
+export const OPS_ACCOUNT_READ_ACTIONS = ["lambda:ListEventSourceMappings", "cloudwatch:GetMetricData"];
+
+export interface AccessScope {
+  partition: string;
+  region: string;
+  account: string;
+  stage: string;
+}
+
+/** The API's task role: SendMessage on exactly the queues the API publishes to. */
+export function apiPublishStatements(s: AccessScope, d: StageDeclarations): PolicyStatement[] {
+  const queue = (name: string) => `arn:${s.partition}:sqs:${s.region}:${s.account}:${APP}-${s.stage}-${name}`;
+  const published = d.queues.filter((q) => q.publishedByApi);
+  if (published.length === 0) throw new Error("declarations/queues.json: no queue is publishedByApi");
+  return [{ Sid: "ApiPublish", Effect: "Allow", Action: API_PUBLISH_ACTIONS, Resource: published.map((q) => queue(q.name)) }];
+}
+
+/** sophia-ops: publish to the queues; list, show and redrive the DLQs; queue status. */
+export function opsStatements(s: AccessScope, d: StageDeclarations): PolicyStatement[] {
+  const arn = (svc: string, rest: string) => `arn:${s.partition}:${svc}:${s.region}:${s.account}:${rest}`;
+  const name = (n: string) => `${APP}-${s.stage}-${n}`;
+  return [
+    { Sid: "OpsQueues", Effect: "Allow", Action: OPS_QUEUE_ACTIONS, Resource: d.queues.map((q) => arn("sqs", name(q.name))) },
+    { Sid: "OpsDeadLetterQueues", Effect: "Allow", Action: OPS_DLQ_ACTIONS, Resource: d.queues.map((q) => arn("sqs", name(q.dlqName))) },
+    { Sid: "OpsFunctions", Effect: "Allow", Action: OPS_FUNCTION_READ_ACTIONS, Resource: d.functions.map((f) => arn("lambda", `function:${name(f)}`)) },
+    { Sid: "OpsQueueStatus", Effect: "Allow", Action: OPS_ACCOUNT_READ_ACTIONS, Resource: ["*"] },
+  ];
 }

@@ -43,7 +43,7 @@ before(async () => {
   fs.writeFileSync(path.join(repoRoot, "Pulumi.dev.yaml"), `config:\n  aws:region: eu-west-1\n  sophia:secretsExtensionLayerArn: ${LAYER}\n`);
   fs.writeFileSync(
     path.join(repoRoot, "Pulumi.prod.yaml"),
-    `config:\n  aws:region: eu-west-1\n  sophia:secretsExtensionLayerArn: ${LAYER}\n  sophia:vpc:\n    vpcId: vpc-0abc1234\n`,
+    `config:\n  aws:region: eu-west-1\n  sophia:secretsExtensionLayerArn: ${LAYER}\n  sophia:vpc:\n    vpcId: vpc-0abc1234\n    subnetIds: [subnet-0aaa1111]\n    securityGroupIds: [sg-0ccc3333]\n`,
   );
   process.env["SOPHIA_BOOTSTRAP_REPO_ROOT"] = repoRoot;
   pulumi.runtime.setAllConfig({
@@ -187,7 +187,8 @@ test("a protected stage cannot be the previewed one (a pull request's code reads
 
 test("the deploy role's policies are exactly policies.ts's deployRolePolicies (what the rehearsal evaluates), its managed parts attached", () => {
   const { deployRolePolicies } = require("../src/policies") as typeof import("../src/policies");
-  for (const [stage, vpc] of [["dev", false], ["prod", true]] as const) {
+  const prodVpc = { vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111"], securityGroupIds: ["sg-0ccc3333"] };
+  for (const [stage, vpc] of [["dev", false], ["prod", prodVpc]] as const) {
     const expected = deployRolePolicies({
       scope: { partition: "aws", region: "eu-west-1", account: ACCOUNT, stage, layerArn: LAYER, vpc },
       state: { bucket: `sophia-pulumi-state-${ACCOUNT}-eu-west-1`, keyArn: `arn:aws:kms:eu-west-1:${ACCOUNT}:key/state-key` },
@@ -207,9 +208,9 @@ test("the deploy role's policies are exactly policies.ts's deployRolePolicies (w
 test("the guard: every deploy role denies itself IAM on the bootstrap's path, boundary removal, and role writes without its stage's boundary", () => {
   const inline = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "dev-deploy-policy").inputs["policy"] as string);
   const deny = inline.Statement.filter((s: { Effect: string }) => s.Effect === "Deny");
-  assert.deepEqual(deny.map((s: { Sid: string }) => s.Sid), ["DenyBootstrapIdentities", "DenyBoundaryRemoval", "DenyRoleWritesOutsideBoundary"]);
+  assert.deepEqual(deny.map((s: { Sid: string }) => s.Sid), ["DenyBootstrapIdentities", "DenyBoundaryRemoval", "DenyManagedPolicyWrites", "DenyRoleWritesOutsideBoundary"]);
   assert.deepEqual(deny[0].Resource, [`arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/*`, `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/*`, `arn:aws:iam::${ACCOUNT}:oidc-provider/*`]);
-  assert.deepEqual(deny[2].Condition, { StringNotEquals: { "iam:PermissionsBoundary": `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/sophia-bootstrap-dev-boundary` } });
+  assert.deepEqual(deny[3].Condition, { StringNotEquals: { "iam:PermissionsBoundary": `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/sophia-bootstrap-dev-boundary` } });
 });
 
 test("the boundary per stage: under the bootstrap's path, only the stage's queues, logs, secrets and key (prod: its VPC's ENIs)", () => {
@@ -250,4 +251,29 @@ test("the configuration: break-glass key administrators required with the S3 bac
   assert.throws(() => loadBootstrapConfig(), /stages "dev" and "dev-eu"/);
   pulumi.runtime.setAllConfig({ ...base, "sophia-bootstrap:stages": JSON.stringify(["dev"]), "sophia-bootstrap:backend": "pulumi-cloud" });
   assert.equal(loadBootstrapConfig().keyAdministrators.length, 0, "Pulumi Cloud: no bootstrap key");
+});
+
+test("the API's and the operators' policies are the bootstrap's: per stage, under its path (no deploy role can write them), exact names from declarations/queues.json", async () => {
+  for (const stage of ["dev", "prod"]) {
+    const api = byName("aws:iam/policy:Policy", `${stage}-api-publish`);
+    const ops = byName("aws:iam/policy:Policy", `${stage}-ops`);
+    assert.equal(api.inputs["name"], `sophia-bootstrap-${stage}-api-publish`);
+    assert.equal(ops.inputs["name"], `sophia-bootstrap-${stage}-ops`);
+    for (const p of [api, ops]) assert.equal(p.inputs["path"], "/sophia-bootstrap/");
+    const apiDoc = JSON.parse(api.inputs["policy"] as string);
+    assert.deepEqual(apiDoc.Statement, [
+      {
+        Sid: "ApiPublish",
+        Effect: "Allow",
+        Action: ["sqs:SendMessage"],
+        Resource: [`arn:aws:sqs:eu-west-1:${ACCOUNT}:sophia-${stage}-interview-completed`, `arn:aws:sqs:eu-west-1:${ACCOUNT}:sophia-${stage}-report-generate`],
+      },
+    ]);
+    const opsDoc = JSON.parse(ops.inputs["policy"] as string) as { Statement: { Sid: string; Resource: string[] }[] };
+    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus"]);
+    for (const s of opsDoc.Statement.filter((x) => x.Sid !== "OpsQueueStatus")) {
+      for (const r of s.Resource) assert.match(r, new RegExp(`:sophia-${stage}-[a-z-]+$`), `${s.Sid}: ${r}`);
+    }
+    assert.match(await unwrap(bootstrap.outputs[`${stage.toUpperCase()}_OPS_POLICY_ARN`]!), new RegExp(`:policy/sophia-bootstrap/sophia-bootstrap-${stage}-ops$`));
+  }
 });

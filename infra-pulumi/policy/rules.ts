@@ -143,7 +143,7 @@ function referenced(
 // ---------------------------------------------------------------------------------------------
 // Rule: every SQS source queue has a DLQ with maxReceiveCount <= MAX_RECEIVE_COUNT_LIMIT.
 
-/** Queues that serve as a DLQ: targets of redrive policies, and queues with a redrive-allow policy. */
+/** Queues that serve as a DLQ: targets of redrive policies, and queues whose redrive-allow policy lets another use them. */
 export function deadLetterQueues(resources: ResourceLike[]): Set<ResourceLike> {
   const queues = resources.filter((r) => r.type === TYPES.queue);
   const dlqs = new Set<ResourceLike>();
@@ -157,7 +157,9 @@ export function deadLetterQueues(resources: ResourceLike[]): Set<ResourceLike> {
       const target = byArn(parseJsonObject(read(r.props, "redrivePolicy"))?.["deadLetterTargetArn"]);
       if (target) dlqs.add(target);
     }
-    if (r.type === TYPES.redriveAllowPolicy) {
+    // A redrive-allow policy that lets some queue use its queue as a DLQ (byQueue, allowAll); a
+    // source queue's denyAll says the opposite.
+    if (r.type === TYPES.redriveAllowPolicy && parseJsonObject(read(r.props, "redriveAllowPolicy"))?.["redrivePermission"] !== "denyAll") {
       for (const d of dependencies(r, "queueUrl")) if (d.type === TYPES.queue) dlqs.add(d);
       const q = byUrl(reveal(read(r.props, "queueUrl")));
       if (q) dlqs.add(q);
@@ -399,7 +401,11 @@ interface PolicyStatementLike {
   Condition?: unknown;
 }
 
-/** The policy of `r`: its own `policy` property, else that of a separate policy resource attached to it. */
+/**
+ * The policy of `r`: that of a separate policy resource attached to it (applied after `r` is
+ * created, it is the one that holds), else its own `policy` property (the stage key is created with
+ * one, which its KeyPolicy resource then replaces).
+ */
 function attachedPolicy(
   resources: ResourceLike[],
   r: ResourceLike,
@@ -408,15 +414,12 @@ function attachedPolicy(
   ownFields: string[],
 ): { statements: PolicyStatementLike[] | undefined; unknown: boolean } {
   const own = read(r.props, "policy");
-  const attached =
-    own === undefined || own === ""
-      ? resources.find(
-          (p) =>
-            p.type === policyType &&
-            (dependencies(p, refKey).includes(r) || ownFields.some((f) => knownString(r, f) !== undefined && knownString(r, f) === knownString(p, refKey))),
-        )
-      : undefined;
-  const value = own === undefined || own === "" ? (attached ? read(attached.props, "policy") : undefined) : own;
+  const attached = resources.find(
+    (p) =>
+      p.type === policyType &&
+      (dependencies(p, refKey).includes(r) || ownFields.some((f) => knownString(r, f) !== undefined && knownString(r, f) === knownString(p, refKey))),
+  );
+  const value = attached ? read(attached.props, "policy") : own;
   if (isUnknownValue(reveal(value))) return { statements: undefined, unknown: true };
   const doc = parseJsonObject(value);
   if (!doc) return { statements: undefined, unknown: false };

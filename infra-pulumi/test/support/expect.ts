@@ -34,19 +34,19 @@ export const TYPE = {
 } as const;
 
 /**
- * The replaced system's shape (docs/design.md#the-system-it-replaces): two pipelines, three functions (one not subscribed), the API and ops policies; the
+ * The replaced system's shape (docs/design.md#the-system-it-replaces): two pipelines, three functions (one not subscribed) (the API and ops policies are the bootstrap's); the
  * stage's KMS key and its two secrets, the key's policy and the secrets' resource policies; the stage's alarm topic; 4 queue alarms + errors and
  * throttles per function + report-generate's duration.
  */
 export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.queue]: 4,
-  [TYPE.redriveAllow]: 2,
+  // Per pipeline: the DLQ's (byQueue, its source) and the source queue's (denyAll).
+  [TYPE.redriveAllow]: 4,
   [TYPE.function]: 3,
   [TYPE.esm]: 2,
   [TYPE.logGroup]: 3,
   [TYPE.role]: 3,
   [TYPE.rolePolicy]: 3,
-  [TYPE.policy]: 2,
   // 2 DLQ + 2 age + 5 function alarms (errors and throttles of the 2 functions that can run,
   // report-generate's duration), one "invalid messages dropped" per function that can run and
   // report-generate's "reports failing" and "records given up after transient failures" (EMF
@@ -242,11 +242,11 @@ export function expectedOutputValues(stage: string, alarmTopicArn?: string): Rec
   const n = names(stage);
   return {
     ALARM_TOPIC_ARN: alarmTopicArn ?? arn.topic(`sophia-${stage}-alarms`),
-    OPS_POLICY_ARN: arn.policy(`sophia-${stage}-ops`, `/sophia/${stage}/`),
+    OPS_POLICY_ARN: arn.policy(`sophia-bootstrap-${stage}-ops`, "/sophia-bootstrap/"),
     INTERVIEW_COMPLETED_ROLE_ARN: arn.role(n.fn("interview-completed"), `/sophia/${stage}/`),
     REPORT_GENERATE_ROLE_ARN: arn.role(n.fn("report-generate"), `/sophia/${stage}/`),
     INTERVIEW_FAILED_ROLE_ARN: arn.role(n.fn("interview-failed"), `/sophia/${stage}/`),
-    API_PUBLISH_POLICY_ARN: arn.policy(`sophia-${stage}-api-publish`, `/sophia/${stage}/`),
+    API_PUBLISH_POLICY_ARN: arn.policy(`sophia-bootstrap-${stage}-api-publish`, "/sophia-bootstrap/"),
     INTERVIEW_COMPLETED_DLQ_ARN: arn.queue(n.dlq("interview-completed")),
     INTERVIEW_COMPLETED_DLQ_URL: arn.queueUrl(n.dlq("interview-completed")),
     INTERVIEW_COMPLETED_FUNCTION_NAME: n.fn("interview-completed"),

