@@ -71,7 +71,7 @@ esac
 const AWS_STUB = `#!/usr/bin/env bash
 echo "$*" >> "$FAKE_STATE/aws-argv"
 case "$1 $2" in
-  "sts get-caller-identity") echo "$FAKE_ACCOUNT" ;;
+  "sts get-caller-identity") case "$*" in *Arn*) echo "arn:aws:sts::$FAKE_ACCOUNT:assumed-role/BreakGlass/admin" ;; *) echo "$FAKE_ACCOUNT" ;; esac ;;
   "lambda get-layer-version-by-arn") arn="$4"; [ "\${arn##*:}" -le "\${FAKE_LATEST_LAYER:-999}" ] || exit 254; echo arm64 ;;
   *) exit 0 ;;
 esac
@@ -175,7 +175,9 @@ const PROTECTED_DEV: GithubEnvironment = {
   variables: { AWS_DEPLOY_ROLE_ARN: DEV_ROLE },
 };
 
-const BOOTSTRAP_BACKEND = "file:///home/admin/.sophia-bootstrap-state";
+// An existing directory: the file backend needs one (scripts/preflight checks it first).
+const BOOTSTRAP_DIR = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-bootstrap-state-"));
+const BOOTSTRAP_BACKEND = `file://${BOOTSTRAP_DIR}`;
 const STATE_BUCKET = "s3://sophia-state-222222222222?region=eu-west-1";
 const DEV_PROVIDER = "awskms://alias/sophia-dev-pulumi-secrets?region=eu-west-1";
 /** `pulumi stack output --json` of infra-bootstrap (index.ts: three named outputs and `all`). */
@@ -185,7 +187,9 @@ const OUTPUTS = {
   PULUMI_BACKEND_URL: STATE_BUCKET,
   all: { DEV_DEPLOY_ROLE_ARN: DEV_ROLE, DEV_SECRETS_PROVIDER: DEV_PROVIDER, PULUMI_BACKEND_URL: STATE_BUCKET },
 };
-const STACK_FILE = "config:\n  aws:region: eu-west-1\n";
+// The caller (the aws stub's BreakGlass role, in each account the tests use) is a key administrator:
+// scripts/preflight refuses anyone else before anything changes.
+const STACK_FILE = `config:\n  aws:region: eu-west-1\n  sophia:kmsKeyAdministrators:\n${["222222222222", "333333333333", "012345678901"].map((a) => `    - arn:aws:iam::${a}:role/BreakGlass\n`).join("")}`;
 
 interface Run {
   status: number | null;
@@ -208,7 +212,7 @@ function scratch(stackFile: string, gh: Github) {
   const bin = path.join(state, "bin");
   const repo = path.join(state, "repo");
   for (const d of [bin, path.join(repo, "scripts"), path.join(repo, "infra-bootstrap")]) fs.mkdirSync(d, { recursive: true });
-  for (const script of ["bootstrap-stage", "protect-environments", "lib.sh"]) {
+  for (const script of ["bootstrap-stage", "preflight", "protect-environments", "lib.sh"]) {
     fs.copyFileSync(path.join(REPO_ROOT, "scripts", script), path.join(repo, "scripts", script));
   }
   fs.writeFileSync(path.join(repo, "Pulumi.dev.yaml"), stackFile);
