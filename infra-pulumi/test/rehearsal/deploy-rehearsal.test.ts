@@ -262,6 +262,16 @@ test("the request lists name the terraform-provider-aws commit they were read at
   }
 });
 
+test("a create and an update make the type's read requests too (the provider's Create and Update end with its Read)", () => {
+  for (const [type, entry] of Object.entries(REQUESTS.types)) {
+    for (const phase of ["create", "update"] as const) {
+      const made = new Set(entry.requests[phase].map(([a, on]) => `${a} ${on}`));
+      const missing = entry.requests.read.filter(([a, on]) => !made.has(`${a} ${on}`) && !entry.notMade?.[a]);
+      assert.deepEqual(missing, [], `${type}: ${phase} lacks the read requests`);
+    }
+  }
+});
+
 test("every resource type the stage creates has its requests, citing the provider's source", () => {
   const types = [...new Set(custom().map((r) => r.type))].sort();
   assert.ok(types.length >= 18, types.join(", "));
