@@ -21,7 +21,7 @@ import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { test } from "node:test";
+import { after, test } from "node:test";
 
 import { REPO_ROOT } from "../src/artifacts";
 import { GH_STUB, type Github, type GithubEnvironment } from "./support/cli-stubs";
@@ -103,6 +103,7 @@ const PROTECTED_DEV: GithubEnvironment = {
 // An existing directory: the file backend needs one (scripts/preflight checks it first).
 const BOOTSTRAP_DIR = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-bootstrap-state-"));
 const BOOTSTRAP_BACKEND = `file://${BOOTSTRAP_DIR}`;
+after(() => fs.rmSync(BOOTSTRAP_DIR, { recursive: true, force: true }));
 const STATE_BUCKET = "s3://sophia-state-222222222222?region=eu-west-1";
 const DEV_PROVIDER = "awskms://alias/sophia-dev-pulumi-secrets?region=eu-west-1";
 /** `pulumi stack output --json` of infra-bootstrap (index.ts: three named outputs and `all`). */
