@@ -37,6 +37,7 @@ import {
   GITHUB_OIDC_AUDIENCE,
   GITHUB_OIDC_HOST,
   githubTrustPolicy,
+  KMS_ADMIN_ACTIONS,
   loadPermissions,
   policyDocument,
   previewRoleName,
@@ -111,6 +112,84 @@ export interface BootstrapConfig {
    * state key and the secrets-provider keys; whoever runs the bootstrap must be one of them.
    */
   keyAdministrators: string[];
+  /**
+   * Break-glass roles by pattern (`aws:PrincipalArn`, ArnLike): roles whose exact ARN changes when
+   * they are re-provisioned (an IAM Identity Center permission set's role gets a new suffix), e.g.
+   * `arn:aws:iam::<account>:role/aws-reserved/sso.amazonaws.com/<region>/AWSReservedSSO_BreakGlass_<suffix>` with `*` for
+   * `<region>` and `<suffix>`.
+   * They administer the bootstrap's keys as `keyAdministrators` do (docs/deploy.md, "Break-glass
+   * principals").
+   */
+  breakGlassRoles: string[];
+}
+
+/** A role ARN pattern: a role of one account whose name keeps a literal prefix (a permission set's name). */
+export const BREAK_GLASS_ROLE_PATTERN = /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/*-]*\/?[\w+=,.@-]{4,}\*?$/;
+
+/** The problems of a breakGlassRoles list, all at once. */
+export function breakGlassProblems(patterns: unknown): string[] {
+  if (!Array.isArray(patterns)) return [`${CONFIG_NAMESPACE}:breakGlassRoles must be a list of role ARN patterns`];
+  return patterns
+    .filter((p) => typeof p !== "string" || !BREAK_GLASS_ROLE_PATTERN.test(p) || !p.includes("*"))
+    .map(
+      (p) =>
+        `${CONFIG_NAMESPACE}:breakGlassRoles: ${JSON.stringify(p)} must be a role ARN with '*' only where re-provisioning changes it, its name's stable prefix literal (…/AWSReservedSSO_BreakGlass_*); exact ARNs go in keyAdministrators`,
+    );
+}
+
+/** The names of the bootstrap's outputs (index.ts exports them under `all`); the deploy docs name only these. */
+export function outputNames(config: Pick<BootstrapConfig, "stages" | "previewStage" | "backend">): string[] {
+  const keyOf = (stage: string) => stage.toUpperCase().replace(/-/g, "_");
+  return [
+    "OIDC_PROVIDER_ARN",
+    ...config.stages.flatMap((s) => [`${keyOf(s)}_DEPLOY_ROLE_ARN`, `${keyOf(s)}_EXTENSION_LAYER_ARN`]),
+    ...(config.previewStage !== undefined ? ["PREVIEW_ROLE_ARN"] : []),
+    ...(config.backend === "s3" ? ["PULUMI_BACKEND_URL", ...config.stages.map((s) => `${keyOf(s)}_SECRETS_PROVIDER`)] : []),
+  ];
+}
+
+interface BreakGlassStatement {
+  Sid: "BreakGlassRoles";
+  Effect: "Allow";
+  Principal: { AWS: string };
+  Action: string[];
+  Resource: "*";
+  Condition: { ArnLike: { "aws:PrincipalArn": string[] } };
+}
+
+/**
+ * A bootstrap key's policy with the break-glass role patterns. The account principal delegates to
+ * IAM ("Allows access to the AWS account and enables IAM policies",
+ * https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html), and the condition
+ * on `aws:PrincipalArn` (for a role session: the role's ARN, path included,
+ * https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-principalarn)
+ * keeps every other principal of the account out: only a role matching a pattern, and only with an
+ * IAM policy allowing the action, gets the administrators' actions. The account principal always
+ * exists, so KMS accepts the policy however often the role is re-provisioned.
+ */
+export function withBreakGlassRoles<T extends { Version: "2012-10-17"; Statement: unknown[] }>(
+  policy: T,
+  patterns: string[],
+  partition: string,
+  account: string,
+): T | (Omit<T, "Statement"> & { Statement: (T["Statement"][number] | BreakGlassStatement)[] }) {
+  if (patterns.length === 0) return policy;
+  const foreign = patterns.filter((p) => p.split(":")[4] !== account);
+  if (foreign.length > 0) throw new Error(`${CONFIG_NAMESPACE}:breakGlassRoles must be roles of this account (${account}): ${foreign.join(", ")}`);
+  return {
+    ...policy,
+    Statement: [
+      ...policy.Statement,
+      {
+        Sid: "BreakGlassRoles",
+        Effect: "Allow",
+        Principal: { AWS: `arn:${partition}:iam::${account}:root` },
+        Action: [...KMS_ADMIN_ACTIONS],
+        Resource: "*",
+        Condition: { ArnLike: { "aws:PrincipalArn": patterns } },
+      },
+    ],
+  };
 }
 
 export function loadBootstrapConfig(): BootstrapConfig {
@@ -133,9 +212,11 @@ export function loadBootstrapConfig(): BootstrapConfig {
   if (backend === "s3" && (!Array.isArray(keyAdministrators) || keyAdministrators.length === 0 || keyAdministrators.some((a) => typeof a !== "string" || !PRINCIPAL_ARN.test(a)))) {
     problems.push(`${CONFIG_NAMESPACE}:keyAdministrators must list the break-glass IAM role or user ARNs (exact, path included) that administer the state and secrets keys`);
   }
+  const breakGlassRoles = c.getObject<string[]>("breakGlassRoles") ?? [];
+  problems.push(...breakGlassProblems(breakGlassRoles));
   if (Array.isArray(stages)) problems.push(...collidingStages(stages));
   if (problems.length > 0) throw new pulumi.RunError(`Invalid bootstrap configuration:\n  - ${problems.join("\n  - ")}`);
-  return { githubRepository, stages, environments, previewStage, oidcProviderArn: c.get("oidcProviderArn"), backend, protect, keyAdministrators };
+  return { githubRepository, stages, environments, previewStage, oidcProviderArn: c.get("oidcProviderArn"), backend, protect, keyAdministrators, breakGlassRoles };
 }
 
 export interface Bootstrap {
@@ -202,6 +283,8 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
       tags: { ...TAGS, stage: f.stage },
     });
     outputs[`${f.stage.toUpperCase().replace(/-/g, "_")}_DEPLOY_ROLE_ARN`] = deployRoles[f.stage]!.arn;
+    // The one layer version the deploy role may read (scripts/preflight compares the stack file's).
+    outputs[`${f.stage.toUpperCase().replace(/-/g, "_")}_EXTENSION_LAYER_ARN`] = pulumi.output(f.layerArn);
   }
   // The preview role: pull_request tokens only; reads the previewed stage's state and decrypts its
   // config (awskms), writes nothing (docs/deploy.md, "Previews and secrets"). With Pulumi Cloud it
@@ -236,8 +319,10 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
         enableKeyRotation: true,
         deletionWindowInDays: 30,
         policy: pulumi
-          .all([writers, readers])
-          .apply(([w, r]) => JSON.stringify(stateKeyPolicy({ admins: config.keyAdministrators, writers: w, readers: r, region }))),
+          .all([writers, readers, partition, account])
+          .apply(([w, r, p, a]) =>
+            JSON.stringify(withBreakGlassRoles(stateKeyPolicy({ admins: config.keyAdministrators, writers: w, readers: r, region }), config.breakGlassRoles, p, a)),
+          ),
         tags: TAGS,
       },
       kept,
@@ -287,8 +372,10 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
           enableKeyRotation: true,
           deletionWindowInDays: 30,
           policy: pulumi
-            .all([deployRoles[f.stage]!.arn, preview])
-            .apply(([d, p]) => JSON.stringify(secretsProviderKeyPolicy({ admins: config.keyAdministrators, deployRole: d, previewRole: p }))),
+            .all([deployRoles[f.stage]!.arn, preview, partition, account])
+            .apply(([d, p, part, a]) =>
+              JSON.stringify(withBreakGlassRoles(secretsProviderKeyPolicy({ admins: config.keyAdministrators, deployRole: d, previewRole: p }), config.breakGlassRoles, part, a)),
+            ),
           tags: { ...TAGS, stage: f.stage },
         },
         kept,

