@@ -142,7 +142,12 @@ export function outputNames(config: Pick<BootstrapConfig, "stages" | "previewSta
   const keyOf = (stage: string) => stage.toUpperCase().replace(/-/g, "_");
   return [
     "OIDC_PROVIDER_ARN",
-    ...config.stages.flatMap((s) => [`${keyOf(s)}_DEPLOY_ROLE_ARN`, `${keyOf(s)}_EXTENSION_LAYER_ARN`]),
+    ...config.stages.flatMap((s) => [
+      `${keyOf(s)}_DEPLOY_ROLE_ARN`,
+      `${keyOf(s)}_EXTENSION_LAYER_ARN`,
+      `${keyOf(s)}_API_PUBLISH_POLICY_ARN`,
+      `${keyOf(s)}_OPS_POLICY_ARN`,
+    ]),
     ...(config.previewStage !== undefined ? ["PREVIEW_ROLE_ARN"] : []),
     ...(config.backend === "s3" ? ["PULUMI_BACKEND_URL", ...config.stages.map((s) => `${keyOf(s)}_SECRETS_PROVIDER`)] : []),
   ];

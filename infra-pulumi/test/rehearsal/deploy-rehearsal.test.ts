@@ -43,7 +43,7 @@ import { KMS_ADMIN_ACTIONS } from "../../src/secrets";
 import { ACCOUNT } from "../support/mocks";
 import { EVERY_OPTION_CONFIG, EVERY_OPTION_VPC, type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN, TEST_LAYER_ARN } from "../support/harness";
 import type { RecordedResource } from "../support/mocks";
-import { actionFacts, decide, type Decision, type Doc, type Policies, type Request } from "./simulate";
+import { actionFacts, decide, type Decision, type Doc, type Policies, type Request, TAG_WRITES } from "./simulate";
 
 const STAGE = "qa";
 const REGION = "eu-west-1";
@@ -242,8 +242,6 @@ async function requestContext(r: RecordedResource, phase: Phase, action: string,
   return ctx;
 }
 
-/** Requests that set or remove tags: the provider makes them only for a resource given tags. */
-const TAG_WRITES = /:(TagResource|UntagResource|CreateTags|DeleteTags|TagQueue|UntagQueue|TagRole|UntagRole|TagPolicy|UntagPolicy)$/;
 
 interface Outcome {
   request: string;

@@ -91,3 +91,6 @@ export async function actionFacts(action: string): Promise<ActionFacts> {
   }
 }
 
+
+/** Requests that set or remove tags: the provider makes them only for a resource given tags. */
+export const TAG_WRITES = /:(TagResource|UntagResource|CreateTags|DeleteTags|TagQueue|UntagQueue|TagRole|UntagRole|TagPolicy|UntagPolicy)$/;

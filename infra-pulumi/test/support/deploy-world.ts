@@ -36,14 +36,17 @@ import * as yaml from "js-yaml";
 
 import { breakGlassProblems, outputNames, stageFacts, withBreakGlassRoles } from "../../../infra-bootstrap/src/bootstrap";
 import {
+  apiPublishPolicyName,
+  BOOTSTRAP_PATH,
   deployRoleArn,
   deployRolePolicies,
   PRINCIPAL_ARN,
+  opsPolicyName,
   previewRoleArn,
   secretsProviderKeyPolicy,
   stateKeyPolicy,
 } from "../../../infra-bootstrap/src/policies";
-import { actionFacts, decide, type Decision, type Doc } from "../rehearsal/simulate";
+import { actionFacts, decide, type Decision, type Doc, TAG_WRITES } from "../rehearsal/simulate";
 import type { Github } from "./cli-stubs";
 import type { RecordedResource } from "./mocks";
 
@@ -449,6 +452,8 @@ export class World {
       else if (name === "PULUMI_BACKEND_URL") outputs[name] = `s3://${this.bootstrap.bucket}?region=${region}`;
       else if (stage && name.endsWith("_DEPLOY_ROLE_ARN")) outputs[name] = deployRoleArn(P, this.account, stage);
       else if (stage && name.endsWith("_EXTENSION_LAYER_ARN")) outputs[name] = layers[stage]!;
+      else if (stage && name.endsWith("_API_PUBLISH_POLICY_ARN")) outputs[name] = `arn:${P}:iam::${this.account}:policy${BOOTSTRAP_PATH}${apiPublishPolicyName(stage)}`;
+      else if (stage && name.endsWith("_OPS_POLICY_ARN")) outputs[name] = `arn:${P}:iam::${this.account}:policy${BOOTSTRAP_PATH}${opsPolicyName(stage)}`;
       else if (stage && name.endsWith("_SECRETS_PROVIDER")) outputs[name] = `awskms://alias/sophia-${stage}-pulumi-secrets?region=${region}`;
       else throw new Error(`no stand-in value for output ${name}`);
     }
@@ -519,11 +524,21 @@ export class World {
             return secretPolicyNew(arn);
           };
           const own = tags(r);
+          // A resource the stage gives no tags (the key, the mappings: docs/threat-model.md) is never
+          // tagged: the provider sends tag requests only for tags it is given.
+          if (TAG_WRITES.test(action) && Object.keys(own).length === 0) continue;
           const takesTags = (phase === "create" || phase === "update") && Object.keys(own).length > 0 && (await actionFacts(action)).conditionKeys.some((k) => k.startsWith("aws:RequestTag/"));
           const requestTags: Record<string, string | string[]> = takesTags ? { ...Object.fromEntries(Object.entries(own).map(([k, v]) => [`aws:RequestTag/${k}`, v])), "aws:TagKeys": Object.keys(own) } : {};
           const resourceTags = (t: Record<string, string>) => Object.fromEntries(Object.entries(t).map(([k, v]) => [`aws:ResourceTag/${k}`, v]));
           const go = async (resource: string, context: Record<string, string | string[]>, resourcePolicy?: Doc) =>
-            check(action, resource, { context: { ...requestTags, ...context }, resourcePolicy });
+            check(action, resource, {
+              context: {
+                ...requestTags,
+                ...(action === "secretsmanager:PutResourcePolicy" ? { "secretsmanager:BlockPublicPolicy": String(r.inputs["blockPublicPolicy"] ?? false) } : {}),
+                ...context,
+              },
+              resourcePolicy,
+            });
           const self = (): string => {
             if (r.type === "aws:cloudwatch/dashboard:Dashboard") return `arn:${P}:cloudwatch::${this.account}:dashboard/${String(r.inputs["dashboardName"])}`;
             if (r.type === "aws:kms/alias:Alias") return `arn:${P}:kms:${b.region}:${this.account}:${String(r.inputs["name"])}`;
