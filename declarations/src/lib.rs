@@ -334,7 +334,11 @@ mod tests {
                     .collect::<Vec<_>>()
             })
             .collect();
-        assert!(copies.is_empty(), "a hand copy of declarations/reports.json; read sophia_declarations instead:\n{}", copies.join("\n"));
+        assert!(
+            copies.is_empty(),
+            "a hand copy of declarations/reports.json; read sophia_declarations instead:\n{}",
+            copies.join("\n")
+        );
         assert!(is_copy("pub const MAX_ATTEMPTS: i32 = 3;") && is_copy("const RESET_TRIES: usize = 5;"));
         assert!(!is_copy("pub const MAX_ATTEMPTS: i32 = sophia_declarations::MAX_REPORT_ATTEMPTS;"));
     }

@@ -424,7 +424,10 @@ async fn admin_retry_republishes_and_resets_attempts_only_when_asked() {
     let retried = typed(&stored(&env, ids.0).await.unwrap());
     assert_eq!(retried.status, ReportStatus::Completed);
     let mark = retried.last_retry.expect("lastRetry");
-    assert_eq!((mark.via.as_str(), mark.attempts_before, mark.status_before), ("report-retry", 3, ReportStatus::Failed));
+    assert_eq!(
+        (mark.via.as_str(), mark.attempts_before, mark.status_before),
+        ("report-retry", 3, ReportStatus::Failed)
+    );
     assert_eq!(retried.retries.map(|r| r.len()), Some(1));
     let again = retry_report_generation(&env.mongo.db, request, publisher(sent.clone())).await.unwrap();
     assert_eq!(again, RetryOutcome::AlreadyCompleted);

@@ -451,8 +451,8 @@ pub struct ReportDocument {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<Vec<RetryMark>>,
     /// Failures that gave their attempt back because the provider or the database was away
-    /// (`errorKind` `rate_limited`, `server_error`, `timeout`, `database`...): they do not use
-    /// the attempt budget, so they are counted here instead.
+    /// (`errorKind` `rate_limited`, `server_error`, `timeout` or `database`): they do not use the
+    /// attempt budget, so they are counted here instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub transient_failures: Option<i64>,

@@ -252,7 +252,16 @@ mod tests {
         }
         // Every field a writer sets is in the type: the consumer (`transientFailures`), the resets
         // of the operator CLI and of the API's admin retry (`lastRetry`, `retries`).
-        for optional in ["errorKind", "refusal", "completedAt", "report", "leaseExpiresAt", "lastRetry", "retries", "transientFailures"] {
+        for optional in [
+            "errorKind",
+            "refusal",
+            "completedAt",
+            "report",
+            "leaseExpiresAt",
+            "lastRetry",
+            "retries",
+            "transientFailures",
+        ] {
             assert!(!required.contains(&optional), "{optional} must be optional: {required:?}");
         }
         assert_eq!(schema["properties"]["interviewId"]["pattern"], "^[0-9a-fA-F]{24}$");
@@ -277,7 +286,10 @@ mod tests {
         assert_eq!(declared, statuses);
         use crate::model::ReportStatus::*;
         let rules: Vec<ResetRule> = [NotStarted, Processing, Completed, Failed].map(|s| s.reset_rule()).to_vec();
-        assert_eq!(rules, [ResetRule::Refused, ResetRule::WhenLeaseExpired, ResetRule::AlreadyCompleted, ResetRule::Reset]);
+        assert_eq!(
+            rules,
+            [ResetRule::Refused, ResetRule::WhenLeaseExpired, ResetRule::AlreadyCompleted, ResetRule::Reset]
+        );
         assert_eq!(crate::store::MAX_ATTEMPTS, 3);
     }
 

@@ -154,8 +154,8 @@ export interface InterviewReportDocument {
   retries?: RetryMark[] | null;
   /**
    * Failures that gave their attempt back because the provider or the database was away
-   * (`errorKind` `rate_limited`, `server_error`, `timeout`, `database`...): they do not use
-   * the attempt budget, so they are counted here instead.
+   * (`errorKind` `rate_limited`, `server_error`, `timeout` or `database`): they do not use the
+   * attempt budget, so they are counted here instead.
    */
   transientFailures?: number | null;
 }

@@ -347,7 +347,7 @@ export const schemas = {
           "null"
         ],
         "format": "int64",
-        "description": "Failures that gave their attempt back because the provider or the database was away\n(`errorKind` `rate_limited`, `server_error`, `timeout`, `database`...): they do not use\nthe attempt budget, so they are counted here instead.",
+        "description": "Failures that gave their attempt back because the provider or the database was away\n(`errorKind` `rate_limited`, `server_error`, `timeout` or `database`): they do not use the\nattempt budget, so they are counted here instead.",
         "minimum": 0
       }
     },
@@ -1008,6 +1008,7 @@ export const schemas = {
       },
       "RetryMark": {
         "type": "object",
+        "additionalProperties": false,
         "properties": {
           "at": {
             "type": "string",
@@ -1033,7 +1034,6 @@ export const schemas = {
             "description": "The status before the reset: `FAILED`, or `PROCESSING` under an expired lease."
           }
         },
-        "additionalProperties": false,
         "required": [
           "at",
           "by",
