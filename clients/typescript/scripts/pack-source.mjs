@@ -5,8 +5,10 @@
 //     (plus `.dirty` when the package's tracked files differ from the commit).
 // The same commit packs to the same bytes (npm pack fixes every file's time and mode; the build is
 // deterministic; scripts/scratch.mjs --smoke packs twice and compares). Prints the tarball's path,
-// its sha256 and its npm integrity as JSON on stdout; the release notes carry the sha256.
-//   npm run pack:source [-- --destination DIR]   (after `npm ci`)
+// its sha256 and its npm integrity as JSON on stdout; the release notes carry the sha256: with
+// --notes FILE it also writes them (the CHANGELOG's section of the version, `Unreleased` for a
+// pre-release, and the tarball's name and sha256), for `gh release create --notes-file FILE`.
+//   npm run pack:source [-- --destination DIR] [--notes FILE]   (after `npm ci`)
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -18,6 +20,8 @@ const PACKAGE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const args = process.argv.slice(2);
 const at = args.indexOf("--destination");
 const destination = path.resolve(at >= 0 ? args[at + 1] : process.cwd());
+const notesAt = args.indexOf("--notes");
+const notes = notesAt >= 0 ? path.resolve(args[notesAt + 1]) : undefined;
 const git = (...a) => execFileSync("git", a, { cwd: PACKAGE, encoding: "utf8" }).trim();
 const npm = (a, cwd) => execFileSync("npm", [...a, "--loglevel=error", "--no-audit", "--no-fund"], { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
 
@@ -52,7 +56,18 @@ try {
   renameSync(path.join(staging, packed.filename), tarball);
   const sha256 = createHash("sha256").update(readFileSync(tarball)).digest("hex");
   console.error(`pack:source: ${packed.filename} (${tagged ? "the release tagged" : "not a release: commit"} ${tagged ? `client-ts-v${version}` : commit}${dirty ? ", with uncommitted changes" : ""})`);
+  if (notes) writeFileSync(notes, releaseNotes(tagged && !dirty ? version : "Unreleased", packed.filename, sha256, commit));
   console.log(JSON.stringify({ tarball, version, commit, sha256, integrity: packed.integrity }));
 } finally {
   rmSync(staging, { recursive: true, force: true });
+}
+
+/** The CHANGELOG's section `## [<heading>]` (its body), then the tarball's checksum line. */
+function releaseNotes(heading, filename, sha256, commit) {
+  const changelog = readFileSync(path.join(PACKAGE, "CHANGELOG.md"), "utf8");
+  const start = changelog.indexOf(`## [${heading}]`);
+  if (start < 0) throw new Error(`CHANGELOG.md has no section ## [${heading}]`);
+  const next = changelog.indexOf("\n## [", start + 1);
+  const section = changelog.slice(changelog.indexOf("\n", start) + 1, next < 0 ? undefined : next).trim();
+  return `${section}\n\n## Checksum\n\nBuilt from commit ${commit} (\`npm run pack:source\`; the same commit packs to the same bytes):\n\n\`\`\`text\nsha256  ${filename}  ${sha256}\n\`\`\`\n`;
 }

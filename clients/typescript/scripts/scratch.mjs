@@ -313,11 +313,18 @@ if (process.argv.includes("--smoke")) {
   const loaded = execFileSync(process.execPath, ["-e", 'const c = require("@sophia/async-jobs-client"); console.log(typeof c.InterviewQueuePublisher, c.MAX_REPORT_ATTEMPTS)'], { cwd: api, encoding: "utf8" });
   assert.equal(loaded.trim(), "function 3");
   const first = path.join(api, `sophia-async-jobs-client-${installed}.tgz`);
-  const again = JSON.parse(execFileSync("npm", ["run", "--silent", "pack:source", "--", "--destination", path.join(WORK, "pack-again")], { cwd: PACKAGE, encoding: "utf8" }));
+  const notes = path.join(WORK, "release-notes.md");
+  const again = JSON.parse(
+    execFileSync("npm", ["run", "--silent", "pack:source", "--", "--destination", path.join(WORK, "pack-again"), "--notes", notes], { cwd: PACKAGE, encoding: "utf8" }),
+  );
   const sha = (f) => createHash("sha256").update(readFileSync(f)).digest("hex");
   assert.equal(again.version, installed);
   assert.equal(sha(again.tarball), sha(first), "the same commit packs to the same bytes");
   assert.equal(again.sha256, sha(first));
+  // The release notes carry the checksum (and, here, the CHANGELOG's Unreleased section).
+  const written = readFileSync(notes, "utf8");
+  assert.ok(written.includes(`sha256  sophia-async-jobs-client-${installed}.tgz  ${again.sha256}`), written);
+  assert.ok(written.includes("### Added") && written.includes(commit), written);
   log(`installed from source: ${installed}; packed twice: sha256 ${again.sha256}`);
   rmSync(path.join(WORK, "pack-again"), { recursive: true, force: true });
 }
