@@ -266,7 +266,10 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
     let (exhausted, _) = InterviewFixture::new(other).insert(&db).await.unwrap();
     ReportStore::new(&db)
         .collection()
-        .insert_one(doc! {"_id": bson::oid::ObjectId::new(), "interviewId": exhausted.oid(), "organizationId": other.oid(), "status": "FAILED", "attemptCount": 3_i32})
+        .insert_one(doc! {
+            "_id": bson::oid::ObjectId::new(), "interviewId": exhausted.oid(), "organizationId": other.oid(),
+            "status": "FAILED", "attemptCount": 3_i32, "createdAt": bson::DateTime::now(), "updatedAt": bson::DateTime::now(),
+        })
         .await
         .unwrap();
     let ids_of =
