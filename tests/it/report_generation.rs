@@ -198,6 +198,7 @@ async fn server_errors_and_rate_limits_give_the_attempt_back() {
     assert_eq!(deliver(&env, ids).await, Outcome::Processed);
     let d = stored(&env, ids.0).await.unwrap();
     assert_eq!((d.get_str("status").unwrap(), int(&d, "attemptCount")), ("COMPLETED", 2));
+    assert_eq!(typed(&d).transient_failures, Some(2), "transientFailures is in the documented layout");
 }
 
 #[tokio::test]
@@ -419,7 +420,15 @@ async fn admin_retry_republishes_and_resets_attempts_only_when_asked() {
     // The re-published message now generates the report.
     env.fake.push(Behaviour::Report);
     assert_eq!(deliver(&env, ids).await, Outcome::Processed);
-    assert_eq!(stored(&env, ids.0).await.unwrap().get_str("status").unwrap(), "COMPLETED");
+    // The reset's record and the completion, in the documented layout (the API's stored type).
+    let retried = typed(&stored(&env, ids.0).await.unwrap());
+    assert_eq!(retried.status, ReportStatus::Completed);
+    let mark = retried.last_retry.expect("lastRetry");
+    assert_eq!(
+        (mark.via.as_str(), mark.attempts_before, mark.status_before),
+        ("report-retry", 3, ReportStatus::Failed)
+    );
+    assert_eq!(retried.retries.map(|r| r.len()), Some(1));
     let again = retry_report_generation(&env.mongo.db, request, publisher(sent.clone())).await.unwrap();
     assert_eq!(again, RetryOutcome::AlreadyCompleted);
     let other_org = RetryRequest { organization_id: org(), ..request };

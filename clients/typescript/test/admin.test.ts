@@ -11,7 +11,9 @@ import { type Collection, type Db, MongoClient, ObjectId } from "mongodb";
 
 import {
   AdminRetryError,
+  check,
   ContractViolationError,
+  MAX_REPORT_ATTEMPTS,
   INTERVIEWS_COLLECTION,
   isResettable,
   type PublishContext,
@@ -82,7 +84,7 @@ const retry = (ids: { interviewId: string; organizationId: string }, resetAttemp
   });
 
 test("a FAILED report at 3 attempts: refused without a reset; with it, attempts back to 0 and report.generate re-published", async () => {
-  const ids = await interview({ status: "FAILED", attemptCount: 3 });
+  const ids = await interview({ status: "FAILED", attemptCount: MAX_REPORT_ATTEMPTS, createdAt: NOW, lastError: "openai: rate limited", errorKind: "rate_limited", transientFailures: 1 });
   const publisher = recorder();
   await assert.rejects(retry(ids, false, publisher), (e: unknown) => e instanceof AdminRetryError && e.kind === "attempts-exhausted");
   assert.equal(publisher.sent.length, 0, "nothing published");
@@ -102,7 +104,23 @@ test("a FAILED report at 3 attempts: refused without a reset; with it, attempts 
   const mark = { at: NOW, by: "admin@example.com", via: "api-admin-retry", attemptsBefore: 3, statusBefore: "FAILED" };
   assert.deepEqual(stored!["lastRetry"], mark);
   assert.deepEqual(stored!["retries"], [mark]);
+  // What the retry wrote is the documented layout: the schema generated from the Rust type (which
+  // refuses any field it does not declare: additionalProperties false) and the stored type.
+  assert.deepEqual(check("interview-report-document", jsonForm(stored)), []);
+  assert.deepEqual(check("interview-report-document", jsonForm({ ...stored, lastRetryBy: "x" })).map((i) => i.problem), ["must NOT have additional properties"]);
+  const typed = stored as unknown as StoredInterviewReportDocument<ObjectId>;
+  const at: Date | undefined = typed.lastRetry?.at;
+  assert.deepEqual([at, typed.retries?.map((r) => r.via)], [NOW, ["api-admin-retry"]]);
 });
+
+/** A driver's document in its JSON form (ObjectIds as hex, Dates as ISO-8601), as the schema states it. */
+function jsonForm(value: unknown): unknown {
+  if (value instanceof ObjectId) return value.toHexString();
+  if (value instanceof Date) return value.toISOString();
+  if (Array.isArray(value)) return value.map(jsonForm);
+  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonForm(v)]));
+  return value;
+}
 
 test("PROCESSING under a live lease (a worker is generating it) is refused, untouched", async () => {
   const live = await interview({ status: "PROCESSING", attemptCount: 1, leaseId: new ObjectId(), leaseExpiresAt: new Date(NOW.getTime() + 60_000) });

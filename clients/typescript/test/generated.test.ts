@@ -10,8 +10,9 @@ import * as path from "node:path";
 import { test } from "node:test";
 
 import { schemas } from "../src/generated/schemas";
-import { drift, generate, GENERATED_DIR, pascal, QUEUE_DECLARATION, SCHEMA_DIR } from "../scripts/generate";
+import { drift, generate, GENERATED_DIR, pascal, QUEUE_DECLARATION, REPORT_RULES_DECLARATION, SCHEMA_DIR } from "../scripts/generate";
 import { API_QUEUE_URL_VARIABLES, queues } from "../src/generated/queues";
+import { MAX_REPORT_ATTEMPTS, REPORT_RESET_RULES, REPORT_RESET_TRIES } from "../src/generated/report-rules";
 
 test("src/generated/ is what the contract schemas generate (run `npm run generate` after a schema change)", async () => {
   assert.deepEqual(await drift(await generate()), []);
@@ -56,3 +57,61 @@ test("queues.ts follows declarations/queues.json: a queue added there is drift u
   assert.deepEqual(await drift(files), ["queues.ts"]);
   assert.match(files.get("queues.ts")!, /auditExport: \{ name: "audit-export", dlqName: "audit-export-dlq", urlEnv: "AUDIT_EXPORT_QUEUE_URL", publishedByApi: true \}/);
 });
+
+test("report-rules.ts follows declarations/reports.json: a changed limit or rule is drift until regenerated", async () => {
+  const declared = JSON.parse(await readFile(REPORT_RULES_DECLARATION, "utf8"));
+  assert.equal(MAX_REPORT_ATTEMPTS, declared.maxAttempts);
+  assert.equal(REPORT_RESET_TRIES, declared.resetTries);
+  assert.deepEqual(REPORT_RESET_RULES, Object.fromEntries(declared.resetRules.map((r: { status: string; rule: string }) => [r.status, r.rule])));
+  assert.deepEqual(Object.keys(REPORT_RESET_RULES).sort(), ["COMPLETED", "FAILED", "NOT_STARTED", "PROCESSING"]);
+  const dir = await mkdtemp(path.join(tmpdir(), "sophia-rules-"));
+  await writeFile(path.join(dir, "reports.json"), JSON.stringify({ ...declared, maxAttempts: 4 }));
+  const files = await generate(SCHEMA_DIR, QUEUE_DECLARATION, path.join(dir, "reports.json"));
+  assert.deepEqual(await drift(files), ["report-rules.ts"]);
+  assert.match(files.get("report-rules.ts")!, /export const MAX_REPORT_ATTEMPTS = 4;/);
+});
+
+/**
+ * The attempt limit and the reset rules are declared once (declarations/reports.json) for Rust and
+ * for this package: a number or a status rule typed by hand anywhere else in the package is a copy
+ * that would drift. (The Rust side has its own scan: sophia-declarations'
+ * `no_rust_source_copies_a_report_rule_number`.)
+ */
+test("no hand copy of the report rules outside src/generated", async () => {
+  const root = path.resolve(GENERATED_DIR, "..", "..");
+  const files: string[] = [];
+  const walk = async (dir: string) => {
+    for (const e of await readdir(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) {
+        if (!["node_modules", "generated", "dist", ".local"].includes(e.name)) await walk(p);
+      } else if (/\.(ts|mts|mjs|cjs|js)$/.test(e.name) && !SCAN_SKIPS.includes(path.relative(root, p))) files.push(p);
+    }
+  };
+  for (const d of ["src", "bin", "scripts", "test"]) await walk(path.join(root, d));
+  assert.ok(files.some((f) => f.endsWith(path.join("src", "admin.ts"))), "the package's sources were scanned");
+  const copies: string[] = [];
+  for (const f of files) {
+    const lines = (await readFile(f, "utf8")).split("\n");
+    lines.forEach((line, i) => {
+      if (isRuleCopy(line, path.relative(root, f))) copies.push(`${path.relative(root, f)}:${i + 1}: ${line.trim()}`);
+    });
+  }
+  assert.deepEqual(copies, [], "read MAX_REPORT_ATTEMPTS, REPORT_RESET_TRIES and REPORT_RESET_RULES from src/generated");
+  // The scan finds what it is for.
+  assert.ok(isRuleCopy("export const MAX_REPORT_ATTEMPTS = 3;", "src/admin.ts"));
+  assert.ok(isRuleCopy("const RESET_TRIES = 5;", "src/admin.ts"));
+  assert.ok(isRuleCopy('  if (report["status"] === "FAILED") return true;', "src/admin.ts"));
+  assert.ok(!isRuleCopy("const MAX_REPORT_ATTEMPTS_SHOWN = MAX_REPORT_ATTEMPTS;", "src/admin.ts"));
+});
+
+/** Not scanned: the compiled validators (generated at build) and this file (its examples are copies on purpose). */
+const SCAN_SKIPS = [path.join("src", "validators.js"), path.join("test", "generated.test.ts")];
+
+/** A `const` of an attempt limit or reset-tries number given a literal, or (in the package's
+ * sources) a report status compared with a literal: the rules are decided in report-rules.ts. */
+function isRuleCopy(line: string, file: string): boolean {
+  const number = /\b(?:const|let|var)\s+\w*(?:MAX_(?:REPORT_)?ATTEMPTS|RESET_TRIES)\w*\s*(?::[^=]+)?=\s*\d/.test(line);
+  const status = file.startsWith("src") && /(?:===|!==|==|!=)\s*"(?:NOT_STARTED|PROCESSING|COMPLETED|FAILED)"/.test(line);
+  return number || status;
+}

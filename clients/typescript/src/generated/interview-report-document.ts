@@ -71,7 +71,8 @@ export interface InterviewReportDocument {
    */
   status: "NOT_STARTED" | "PROCESSING" | "COMPLETED" | "FAILED";
   /**
-   * Generation attempts so far (at most 3 unless an operator resets them).
+   * Generation attempts so far (at most `maxAttempts` of declarations/reports.json unless an
+   * operator resets them).
    */
   attemptCount: number;
   /**
@@ -143,6 +144,20 @@ export interface InterviewReportDocument {
    * `sophia-ops report retry --reset-attempts`, or `sophia-ops dlq redrive report-generate`.
    */
   attemptsResetAt?: string | null;
+  /**
+   * The last attempts reset: who, when, through what, and the state it found.
+   */
+  lastRetry?: RetryMark | null;
+  /**
+   * Every attempts reset, oldest first (each one also `lastRetry` when it was written).
+   */
+  retries?: RetryMark[] | null;
+  /**
+   * Failures that gave their attempt back because the provider or the database was away
+   * (`errorKind` `rate_limited`, `server_error`, `timeout` or `database`): they do not use the
+   * attempt budget, so they are counted here instead.
+   */
+  transientFailures?: number | null;
 }
 /**
  * The report as stored (`interviewReports.report`).
@@ -376,4 +391,32 @@ export interface ModelCall {
    * Whether its reply is the stored report.
    */
   stored: boolean;
+}
+/**
+ * One attempts reset as recorded on the report (`lastRetry`, and appended to `retries`): by
+ * `sophia-ops report retry --reset-attempts`, `sophia-ops dlq redrive report-generate`, and the
+ * API's admin retry (`retryReportGeneration` of clients/typescript).
+ */
+export interface RetryMark {
+  /**
+   * When the attempts were reset.
+   */
+  at: string;
+  /**
+   * Who asked: an AWS identity, an operator's `--by` or login name, or the API's admin user (an
+   * id or an e-mail). Not candidate data.
+   */
+  by: string;
+  /**
+   * Through what: `report-retry` or `dlq-redrive` (the operator CLI), `api-admin-retry` (the API).
+   */
+  via: string;
+  /**
+   * `attemptCount` before the reset.
+   */
+  attemptsBefore: number;
+  /**
+   * The status before the reset: `FAILED`, or `PROCESSING` under an expired lease.
+   */
+  statusBefore: "NOT_STARTED" | "PROCESSING" | "COMPLETED" | "FAILED";
 }

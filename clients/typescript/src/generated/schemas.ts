@@ -190,7 +190,7 @@ export const schemas = {
       "attemptCount": {
         "type": "integer",
         "format": "int32",
-        "description": "Generation attempts so far (at most 3 unless an operator resets them).",
+        "description": "Generation attempts so far (at most `maxAttempts` of declarations/reports.json unless an\noperator resets them).",
         "minimum": 0
       },
       "leaseId": {
@@ -319,6 +319,36 @@ export const schemas = {
         ],
         "format": "date-time",
         "description": "When an operator last gave the report a fresh attempt budget (`attemptCount` back to 0):\n`sophia-ops report retry --reset-attempts`, or `sophia-ops dlq redrive report-generate`."
+      },
+      "lastRetry": {
+        "anyOf": [
+          {
+            "$ref": "#/$defs/RetryMark"
+          },
+          {
+            "type": "null"
+          }
+        ],
+        "description": "The last attempts reset: who, when, through what, and the state it found."
+      },
+      "retries": {
+        "type": [
+          "array",
+          "null"
+        ],
+        "items": {
+          "$ref": "#/$defs/RetryMark"
+        },
+        "description": "Every attempts reset, oldest first (each one also `lastRetry` when it was written)."
+      },
+      "transientFailures": {
+        "type": [
+          "integer",
+          "null"
+        ],
+        "format": "int64",
+        "description": "Failures that gave their attempt back because the provider or the database was away\n(`errorKind` `rate_limited`, `server_error`, `timeout` or `database`): they do not use the\nattempt budget, so they are counted here instead.",
+        "minimum": 0
       }
     },
     "required": [
@@ -975,6 +1005,43 @@ export const schemas = {
           }
         ],
         "description": "Why a chat completion was made."
+      },
+      "RetryMark": {
+        "type": "object",
+        "additionalProperties": false,
+        "properties": {
+          "at": {
+            "type": "string",
+            "format": "date-time",
+            "description": "When the attempts were reset."
+          },
+          "by": {
+            "type": "string",
+            "description": "Who asked: an AWS identity, an operator's `--by` or login name, or the API's admin user (an\nid or an e-mail). Not candidate data."
+          },
+          "via": {
+            "type": "string",
+            "description": "Through what: `report-retry` or `dlq-redrive` (the operator CLI), `api-admin-retry` (the API)."
+          },
+          "attemptsBefore": {
+            "type": "integer",
+            "format": "int32",
+            "description": "`attemptCount` before the reset.",
+            "minimum": 0
+          },
+          "statusBefore": {
+            "$ref": "#/$defs/ReportStatus",
+            "description": "The status before the reset: `FAILED`, or `PROCESSING` under an expired lease."
+          }
+        },
+        "required": [
+          "at",
+          "by",
+          "via",
+          "attemptsBefore",
+          "statusBefore"
+        ],
+        "description": "One attempts reset as recorded on the report (`lastRetry`, and appended to `retries`): by\n`sophia-ops report retry --reset-attempts`, `sophia-ops dlq redrive report-generate`, and the\nAPI's admin retry (`retryReportGeneration` of clients/typescript)."
       }
     }
   },
