@@ -29,7 +29,9 @@ import {
   OPS_ACCOUNT_READ_ACTIONS,
   OPS_DLQ_ACTIONS,
   OPS_FUNCTION_READ_ACTIONS,
+  OPS_AUDIT_RETENTION_DAYS,
   OPS_QUEUE_ACTIONS,
+  opsAuditStatements,
   policyJson,
   publishStatement,
   readSecretsStatement,
@@ -62,8 +64,10 @@ export interface SophiaStack {
   pipelines: Record<string, QueuePipeline>;
   functions: Record<string, RustFunction>;
   apiPublishPolicy: aws.iam.Policy;
-  /** sophia-ops: send to both queues, receive/delete/move on the DLQs. */
+  /** sophia-ops: send to both queues, receive/delete/move on the DLQs, append to the audit trail. */
   opsPolicy: aws.iam.Policy;
+  /** The operator audit trail (`<app>-<stage>-operator-audit`): the ops policy may only append and read. */
+  auditLogGroup: aws.cloudwatch.LogGroup;
   secrets: StageSecrets;
   /** The stage's own topic, unless `sophia:alarmTopicArn` names one. */
   alarmTopic: aws.sns.Topic | undefined;
@@ -300,6 +304,17 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     tags: naming.tags,
   }, { deleteBeforeReplace: true });
 
+  // The operator audit trail: sophia-ops may append to it and read it, never change or delete it.
+  const auditLogGroup = new aws.cloudwatch.LogGroup(
+    "operator-audit",
+    {
+      name: naming.auditLogGroupName(settings.operatorAuditLogGroup),
+      retentionInDays: OPS_AUDIT_RETENTION_DAYS,
+      tags: naming.tags,
+    },
+    { deleteBeforeReplace: true },
+  );
+
   const queueArns = settings.queues.map((q) => pipelines[q.key]!.queueArn);
   const dlqArns = settings.queues.map((q) => pipelines[q.key]!.dlqArn);
   const opsPolicy = new aws.iam.Policy(
@@ -307,7 +322,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     {
       name: naming.policyName("ops"),
       path: naming.iamPath,
-      description: "sophia-ops (operator CLI): publish to the queues; list, show and redrive the DLQs; queue status.",
+      description: "sophia-ops (operator CLI): publish to the queues; list, show and redrive the DLQs; queue status; append to its audit trail.",
       policy: policyJson([
         { Sid: "OpsQueues", Effect: "Allow", Action: OPS_QUEUE_ACTIONS, Resource: queueArns },
         { Sid: "OpsDeadLetterQueues", Effect: "Allow", Action: OPS_DLQ_ACTIONS, Resource: dlqArns },
@@ -318,6 +333,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
           Resource: settings.functions.map((fn) => functions[fn.name]!.arn),
         },
         { Sid: "OpsQueueStatus", Effect: "Allow", Action: OPS_ACCOUNT_READ_ACTIONS, Resource: ["*"] },
+        ...opsAuditStatements(auditLogGroup.arn),
       ]),
       tags: naming.tags,
     },
@@ -346,6 +362,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     functions,
     apiPublishPolicy,
     opsPolicy,
+    auditLogGroup,
     secrets,
     alarmTopic,
     functionAlarms,

@@ -436,4 +436,18 @@ pub struct ReportDocument {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<BsonDate>")]
     pub attempts_reset_at: Option<bson::DateTime>,
+    /// Failed attempts given back because the provider or the database was away (`errorKind`
+    /// `rate_limited`, `server_error`, `timeout`, `database`): counted here, not in
+    /// `attemptCount`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub transient_failures: Option<i64>,
+    /// `FAILED` only: `true` while the report's message will be delivered again without anyone
+    /// acting (the provider or the database was away and the consumer retries, or an attempt
+    /// other than the last failed): show it as waiting for a retry, not as failed. `false` (or
+    /// absent) on a `FAILED` report: nothing retries it any more (out of attempts, given up
+    /// after the outage outlasted the give-up age, an unreadable document): it needs an
+    /// operator. Cleared by the next claim and by completion (docs/design.md, "Report states").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for_retry: Option<bool>,
 }
