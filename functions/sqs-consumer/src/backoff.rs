@@ -197,13 +197,22 @@ pub fn words(d: Duration) -> String {
     }
 }
 
+/// `30 s-1 min`, `1-2 min` (the unit once when both ends share it).
+fn band(lo: Duration, hi: Duration) -> String {
+    let (lo, hi) = (words(lo), words(hi));
+    match (lo.split_once(' '), hi.split_once(' ')) {
+        (Some((n, unit)), Some((_, hi_unit))) if unit == hi_unit => format!("{n}-{hi}"),
+        _ => format!("{lo}-{hi}"),
+    }
+}
+
 impl std::fmt::Display for Schedule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let bands: Vec<String> = self
             .backoffs
             .iter()
             .enumerate()
-            .map(|(i, (lo, hi))| format!("{}-{} after receive {}", words(*lo), words(*hi), i + 1))
+            .map(|(i, (lo, hi))| format!("{} after receive {}", band(*lo, *hi), i + 1))
             .collect();
         write!(f, "visible again {} (or after the provider's Retry-After)", bands.join(", "))?;
         match (self.requeue_delay, self.give_up_after) {
