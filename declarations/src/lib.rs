@@ -60,6 +60,10 @@ impl std::fmt::Display for Queue {
 #[serde(rename_all = "camelCase")]
 pub struct Declaration {
     pub app_name: String,
+    /// The stage's operator audit trail: the CloudWatch Logs group `<app>-<stage>-<this>` the
+    /// stack creates and the operator policy may only append to (`sophia-ops`, docs/runbook.md
+    /// "Audit trail").
+    pub operator_audit_log_group: String,
     pub queues: Vec<QueueSettings>,
     pub functions: Vec<FunctionSettings>,
 }

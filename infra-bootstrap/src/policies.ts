@@ -543,16 +543,20 @@ export const DECLARATIONS_FILE = path.join(__dirname, "..", "..", "declarations"
 export interface StageDeclarations {
   queues: { name: string; dlqName: string; publishedByApi: boolean }[];
   functions: string[];
+  /** The operator audit trail's log group, after `<app>-<stage>-`. */
+  operatorAuditLogGroup: string;
 }
 
 export function loadDeclarations(file: string = DECLARATIONS_FILE): StageDeclarations {
   const raw = JSON.parse(fs.readFileSync(file, "utf8")) as {
     queues: { name: string; dlqName: string; publishedByApi?: boolean }[];
     functions: { name: string }[];
+    operatorAuditLogGroup: string;
   };
   return {
     queues: raw.queues.map((q) => ({ name: q.name, dlqName: q.dlqName, publishedByApi: q.publishedByApi === true })),
     functions: raw.functions.map((f) => f.name),
+    operatorAuditLogGroup: raw.operatorAuditLogGroup,
   };
 }
 
@@ -578,6 +582,13 @@ export const OPS_DLQ_ACTIONS = [
 export const OPS_FUNCTION_READ_ACTIONS = ["lambda:GetFunctionConfiguration"];
 /** No required resource type in AWS's data: granted on `*` (read-only). */
 export const OPS_ACCOUNT_READ_ACTIONS = ["lambda:ListEventSourceMappings", "cloudwatch:GetMetricData"];
+/**
+ * sophia-ops' audit trail (the stage's operator audit log group): append only. A new stream per
+ * command and its events; no `logs:DeleteLogStream`, `logs:DeleteLogGroup`, `logs:PutRetentionPolicy`
+ * or `logs:DeleteRetentionPolicy`, so the operator role cannot change or remove a record it wrote.
+ */
+export const OPS_AUDIT_APPEND_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"];
+export const OPS_AUDIT_READ_ACTIONS = ["logs:FilterLogEvents"];
 
 export interface AccessScope {
   partition: string;
@@ -594,14 +605,17 @@ export function apiPublishStatements(s: AccessScope, d: StageDeclarations): Poli
   return [{ Sid: "ApiPublish", Effect: "Allow", Action: API_PUBLISH_ACTIONS, Resource: published.map((q) => queue(q.name)) }];
 }
 
-/** sophia-ops: publish to the queues; list, show and redrive the DLQs; queue status. */
+/** sophia-ops: publish to the queues; list, show and redrive the DLQs; queue status; append to its audit trail. */
 export function opsStatements(s: AccessScope, d: StageDeclarations): PolicyStatement[] {
   const arn = (svc: string, rest: string) => `arn:${s.partition}:${svc}:${s.region}:${s.account}:${rest}`;
   const name = (n: string) => `${APP}-${s.stage}-${n}`;
+  const auditGroup = arn("logs", `log-group:${name(d.operatorAuditLogGroup)}`);
   return [
     { Sid: "OpsQueues", Effect: "Allow", Action: OPS_QUEUE_ACTIONS, Resource: d.queues.map((q) => arn("sqs", name(q.name))) },
     { Sid: "OpsDeadLetterQueues", Effect: "Allow", Action: OPS_DLQ_ACTIONS, Resource: d.queues.map((q) => arn("sqs", name(q.dlqName))) },
     { Sid: "OpsFunctions", Effect: "Allow", Action: OPS_FUNCTION_READ_ACTIONS, Resource: d.functions.map((f) => arn("lambda", `function:${name(f)}`)) },
     { Sid: "OpsQueueStatus", Effect: "Allow", Action: OPS_ACCOUNT_READ_ACTIONS, Resource: ["*"] },
+    { Sid: "OpsAuditAppend", Effect: "Allow", Action: OPS_AUDIT_APPEND_ACTIONS, Resource: [`${auditGroup}:*`] },
+    { Sid: "OpsAuditRead", Effect: "Allow", Action: OPS_AUDIT_READ_ACTIONS, Resource: [auditGroup, `${auditGroup}:*`] },
   ];
 }

@@ -27,6 +27,14 @@ export const SQS_CONSUME_ACTIONS = [
  * itself, for its own consumer only.
  */
 export const REQUEUES_TO_OWN_QUEUE: readonly string[] = ["reportGenerate"];
+/**
+ * Queues whose consumer sends a record that can never succeed (a failure whose typed kind is
+ * permanent, e.g. an interview of another organization than the message says) to its own DLQ on
+ * the first delivery, then acknowledges it (functions/sqs-consumer/src/queue.rs `dead_letter`):
+ * `sqs:SendMessage` on that queue's DLQ only, for its own consumer only. The DLQ is found from the
+ * source queue's RedrivePolicy, which `sqs:GetQueueAttributes` on the own queue already reads.
+ */
+export const DEAD_LETTERS_TO_OWN_DLQ: readonly string[] = ["interviewCompleted"];
 export const SQS_PUBLISH_ACTIONS = ["sqs:SendMessage"] as const;
 export const LOG_WRITE_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"] as const;
 export const S3_OBJECT_READ_ACTIONS = ["s3:GetObject"] as const;
@@ -54,6 +62,9 @@ export const OPS_DLQ_ACTIONS = [
  */
 export const OPS_FUNCTION_READ_ACTIONS = ["lambda:GetFunctionConfiguration"] as const;
 export const OPS_ACCOUNT_READ_ACTIONS = ["lambda:ListEventSourceMappings", "cloudwatch:GetMetricData"] as const;
+/** How long the operator audit trail is kept (a CloudWatch Logs retention value). */
+export const OPS_AUDIT_RETENTION_DAYS = 400;
+
 /** Lambda's ENI management in a VPC (what AWSLambdaVPCAccessExecutionRole allows, scoped where AWS can). */
 export const VPC_ENI_ACTIONS = [
   "ec2:CreateNetworkInterface",
@@ -132,6 +143,11 @@ export const LAMBDA_ASSUME_ROLE_POLICY = JSON.stringify({
 export function consumeQueueStatement(queueArn: pulumi.Input<string>, requeue = false): Statement {
   const actions = requeue ? [...SQS_CONSUME_ACTIONS, ...SQS_PUBLISH_ACTIONS] : SQS_CONSUME_ACTIONS;
   return { Sid: "ConsumeOwnQueue", Effect: "Allow", Action: actions, Resource: [queueArn] };
+}
+
+/** SendMessage on exactly one DLQ: the consumer's own (a queue of [`DEAD_LETTERS_TO_OWN_DLQ`]). */
+export function deadLetterStatement(dlqArn: pulumi.Input<string>): Statement {
+  return { Sid: "DeadLetterToOwnDlq", Effect: "Allow", Action: SQS_PUBLISH_ACTIONS, Resource: [dlqArn] };
 }
 
 /** SendMessage on exactly the given queues. */

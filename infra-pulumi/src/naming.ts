@@ -70,6 +70,11 @@ export class Naming {
     return `${this.prefix}-${what}`;
   }
 
+  /** The operator audit trail's log group (`operatorAuditLogGroup` of queues.json). */
+  auditLogGroupName(suffix: string): string {
+    return `${this.prefix}-${suffix}`;
+  }
+
   /** Lambda writes to this log group by default; the program creates it so it can own retention. */
   logGroupName(functionName: string): string {
     return `/aws/lambda/${functionName}`;

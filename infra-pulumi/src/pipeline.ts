@@ -8,7 +8,14 @@ import * as pulumi from "@pulumi/pulumi";
 
 import { type AlarmTarget, dlqNotEmptyAlarm, oldestMessageAgeAlarm } from "./alarms";
 import type { Architecture } from "./config";
-import { REQUEUES_TO_OWN_QUEUE, consumeQueueStatement, type StageRoleScope, type Statement } from "./iam";
+import {
+  DEAD_LETTERS_TO_OWN_DLQ,
+  REQUEUES_TO_OWN_QUEUE,
+  consumeQueueStatement,
+  deadLetterStatement,
+  type StageRoleScope,
+  type Statement,
+} from "./iam";
 import { requiredVisibilityTimeoutSeconds } from "./invariants";
 import { RustFunction } from "./lambda";
 import type { Naming } from "./naming";
@@ -149,7 +156,11 @@ export class QueuePipeline extends pulumi.ComponentResource {
         timeoutSeconds: fn.timeoutSeconds,
         logRetentionDays: c.logRetentionDays,
         environment: c.environment,
-        statements: [consumeQueueStatement(this.queue.arn, REQUEUES_TO_OWN_QUEUE.includes(q.key)), ...c.statements],
+        statements: [
+          consumeQueueStatement(this.queue.arn, REQUEUES_TO_OWN_QUEUE.includes(q.key)),
+          ...(DEAD_LETTERS_TO_OWN_DLQ.includes(q.key) ? [deadLetterStatement(this.deadLetterQueue.arn)] : []),
+          ...c.statements,
+        ],
         tags,
         ...(c.layers ? { layers: c.layers } : {}),
         ...(c.vpc ? { vpc: c.vpc } : {}),

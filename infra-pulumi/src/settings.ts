@@ -48,6 +48,8 @@ export interface FunctionSpec {
 
 export interface Settings {
   appName: string;
+  /** The operator audit trail's log group, `<app>-<stage>-<this>` (sophia-ops appends to it only). */
+  operatorAuditLogGroup: string;
   queues: QueueSpec[];
   functions: FunctionSpec[];
 }
@@ -226,6 +228,7 @@ export function parseSettings(raw: unknown, file = "queues.json"): Settings {
   const root = c.record(raw, "queues.json");
   const settings: Settings = {
     appName: c.str(root, "appName", "queues.json"),
+    operatorAuditLogGroup: c.str(root, "operatorAuditLogGroup", "queues.json"),
     queues: c.array(root["queues"], "queues").map((q, i) => parseQueue(c, q, i)),
     functions: c.array(root["functions"], "functions").map((f, i) => parseFunction(c, f, i)),
   };

@@ -26,6 +26,7 @@ import { loadStageConfig, type StageConfig } from "./config";
 import { functionEnvironment, SECRET, secretsOf } from "./environment";
 import {
   decryptViaSecretsManagerStatement,
+  OPS_AUDIT_RETENTION_DAYS,
   publishStatement,
   readSecretsStatement,
   resumeBucketStatement,
@@ -57,6 +58,8 @@ export interface SophiaStack {
   config: StageConfig;
   pipelines: Record<string, QueuePipeline>;
   functions: Record<string, RustFunction>;
+  /** The operator audit trail (`<app>-<stage>-operator-audit`): the ops policy (the bootstrap's) may only append and read. */
+  auditLogGroup: aws.cloudwatch.LogGroup;
   secrets: StageSecrets;
   /** The stage's own topic, unless `sophia:alarmTopicArn` names one. */
   alarmTopic: aws.sns.Topic | undefined;
@@ -294,6 +297,18 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   // The stack outputs their ARNs, where the API and scripts/stack-env read them.
   const accessPolicyArns = stageAccessPolicyArns(naming.stage);
 
+  // The operator audit trail: sophia-ops may append to it and read it, never change or delete it.
+  const auditLogGroup = new aws.cloudwatch.LogGroup(
+    "operator-audit",
+    {
+      name: naming.auditLogGroupName(settings.operatorAuditLogGroup),
+      retentionInDays: OPS_AUDIT_RETENTION_DAYS,
+      tags: naming.tags,
+    },
+    { deleteBeforeReplace: true },
+  );
+
+
   const outputs: Record<string, pulumi.Output<string>> = {};
   for (const q of settings.queues) {
     const names = queueOutputNames(q);
@@ -314,6 +329,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     config,
     pipelines,
     functions,
+    auditLogGroup,
     secrets,
     alarmTopic,
     functionAlarms,

@@ -215,7 +215,7 @@ test("the API's managed policy (the bootstrap's) grants exactly sqs:SendMessage 
   );
 });
 
-test("the ops policy (the bootstrap's, sophia-ops): send to both queues; receive, delete, release and move on the two DLQs; what queue status reads", () => {
+test("the ops policy (the bootstrap's, sophia-ops): send to both queues; receive, delete, release and move on the two DLQs; what queue status reads; append to (never change) its audit trail", () => {
   const n = names(STAGE);
   // The VPC endpoint policy lets through what iam.ts names for sophia-ops: the bootstrap's copy is the same.
   assert.deepEqual([OPS_QUEUE_ACTIONS, OPS_DLQ_ACTIONS, OPS_FUNCTION_READ_ACTIONS, OPS_ACCOUNT_READ_ACTIONS].map((l) => [...l]), [
@@ -242,8 +242,12 @@ test("the ops policy (the bootstrap's, sophia-ops): send to both queues; receive
       ...n.dlqs.flatMap((q) => grant(dlqActions, arn.queue(q))),
       ...n.functions.flatMap((f) => grant(["lambda:GetFunctionConfiguration"], arn.fn(f))),
       ...grant(["cloudwatch:GetMetricData", "lambda:ListEventSourceMappings"], "*"),
+      ...grant(["logs:CreateLogStream", "logs:FilterLogEvents", "logs:PutLogEvents"], `${arn.logGroup("sophia-dev-operator-audit")}:*`),
+      ...grant(["logs:FilterLogEvents"], arn.logGroup("sophia-dev-operator-audit")),
     ].sort(),
   );
+  const audit = byName(run.resources, TYPE.logGroup, "sophia-dev-operator-audit");
+  assert.equal(audit.inputs["retentionInDays"], 400);
 });
 
 test("consumers: sqs:ChangeMessageVisibility on their own queue only; report-generate also SendMessage to its own queue (the requeue)", () => {
@@ -259,6 +263,15 @@ test("consumers: sqs:ChangeMessageVisibility on their own queue only; report-gen
   }
   const rg = grants(rolePolicyOf(run.resources, n.fn("report-generate")));
   assert.deepEqual(rg.filter((x) => x.startsWith("sqs:SendMessage ")), grant(["sqs:SendMessage"], arn.queue(n.queue("report-generate"))));
+});
+
+test("interview-completed may send to its own DLQ (a record that can never succeed, on its first delivery) and to no other DLQ", () => {
+  const n = names(STAGE);
+  const ic = grants(rolePolicyOf(run.resources, n.fn("interview-completed")));
+  assert.ok(ic.includes(`sqs:SendMessage on ${arn.queue(n.dlq("interview-completed"))}`), ic.join("\n"));
+  assert.ok(!ic.includes(`sqs:SendMessage on ${arn.queue(n.dlq("report-generate"))}`), ic.join("\n"));
+  const rg = grants(rolePolicyOf(run.resources, n.fn("report-generate")));
+  assert.ok(!rg.some((x) => x.startsWith("sqs:SendMessage ") && x.includes("-dlq")), rg.join("\n"));
 });
 
 test("alarms: DLQ depth, oldest message age (Pulumi.dev.yaml's thresholds), function errors/throttles, report-generate duration", () => {

@@ -35,6 +35,7 @@ mod ops_confirm;
 mod ops_declared_queues;
 mod ops_diagnose;
 mod ops_dlq;
+mod ops_drills;
 mod ops_inspect;
 mod ops_plans;
 mod ops_publish;

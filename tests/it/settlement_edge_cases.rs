@@ -334,10 +334,10 @@ async fn a_reservation_without_matching_allocations_is_inconsistent_and_retried(
     w.assert_invariants().await;
 }
 
-/// docs/design.md, "Settlement decisions": another organization's interview is retried (then the
-/// DLQ), like an unknown one, and changes nothing.
+/// docs/design.md, "Settlement decisions": another organization's interview goes to the DLQ on its
+/// first delivery (no retry can change it) and changes nothing.
 #[tokio::test]
-async fn another_organizations_interview_is_retried_and_changes_nothing() {
+async fn another_organizations_interview_is_dead_lettered_and_changes_nothing() {
     let w = world().await;
     let org = w.org_with_credits(10).await;
     let other = w.org_with_credits(10).await;
@@ -345,7 +345,7 @@ async fn another_organizations_interview_is_retried_and_changes_nothing() {
     let err =
         w.service.settle_completed_interview(interview, other, at(COMPLETED_AT), secs(60), ctx()).await.unwrap_err();
     assert!(matches!(err, CreditsError::WrongOrganization { .. }), "{err}");
-    assert_eq!(err.disposition(), Disposition::Retry);
+    assert_eq!(err.disposition(), Disposition::DeadLetter);
     assert!(raw(&w, "interviews", interview.oid()).await.get_datetime("settledAt").is_err());
     assert_eq!((w.org_credits(org).await, w.org_credits(other).await), ((5, 5), (10, 0)));
     w.assert_invariants().await;

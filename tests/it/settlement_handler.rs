@@ -88,7 +88,9 @@ async fn a_batch_is_routed_settled_published_once_and_answered() {
     assert_eq!(outcome_of(&report, "m-failed"), Outcome::Processed);
     assert_eq!(outcome_of(&report, "m-duplicate"), Outcome::Processed);
     assert_eq!(outcome_of(&report, "m-invalid"), Outcome::DroppedInvalid);
-    // docs/design.md: another organization's interview, like an unknown one, is retried (then the DLQ).
+    // docs/design.md: another organization's interview goes to the DLQ on its first delivery; this
+    // handler has no queue to send it there (no RecordQueue), so it is retried like an unknown
+    // one: never lost (ops_drills.rs runs the DLQ send through the local pipeline).
     assert_eq!(outcome_of(&report, "m-wrong-org"), Outcome::Failed);
     assert_eq!(outcome_of(&report, "m-unknown"), Outcome::Failed);
     // The same code path Lambda calls answers with the records to retry.

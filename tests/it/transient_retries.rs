@@ -170,4 +170,9 @@ async fn past_the_give_up_age_the_last_receive_goes_to_the_dlq_with_the_attempts
     let d = report(&w, interview).await;
     assert_eq!(d.get_str("status").unwrap(), "FAILED");
     assert_eq!(int(&d, "attemptCount"), Some(0), "a redrive needs no reset: {d}");
+    assert_eq!(
+        d.get_bool("waitingForRetry"),
+        Ok(false),
+        "given up: nothing retries it any more, it needs an operator: {d}"
+    );
 }

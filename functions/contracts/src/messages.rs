@@ -257,24 +257,65 @@ fn json_object(body: &str) -> Result<serde_json::Map<String, Value>, ContractErr
     }
 }
 
-fn from_object<T: DeserializeOwned>(
+fn from_object<T: DeserializeOwned + schemars::JsonSchema>(
     schema: &'static str,
     map: serde_json::Map<String, Value>,
 ) -> Result<T, ContractError> {
-    let value = Value::Object(map);
+    let mut rest = map.clone();
+    let first = match one_error::<T>(Value::Object(map.clone())) {
+        Ok(message) => return Ok(message),
+        Err(first) => first,
+    };
+    // Every invalid field, not only the first: without each field found invalid, parse what is
+    // left again, until it parses or a field is missing (each round removes one top-level field,
+    // so this ends); then every required field the body lacks, from the message's schema.
+    let mut reasons = Vec::new();
+    let mut found = first;
+    while !found.missing {
+        reasons.push(found.reason.clone());
+        let Some(field) = found.field.clone().filter(|f| rest.contains_key(f)) else { break };
+        rest.remove(&field);
+        match one_error::<T>(Value::Object(rest.clone())) {
+            Ok(_) => break,
+            Err(next) => found = next,
+        }
+    }
+    let required = schemars::schema_for!(T).to_value();
+    for field in required.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        if !map.contains_key(field) {
+            reasons.push(format!("missing field `{field}`"));
+        }
+    }
+    if reasons.is_empty() {
+        // Only a missing field, which the schema does not list (cannot happen for the contract's
+        // messages): serde's own words.
+        reasons.push(found.reason);
+    }
+    Err(ContractError::Schema { schema, reason: reasons.join("; ") })
+}
+
+/// One parse error: why (naming the field, never its value), the top-level field it is in, and
+/// whether it is a missing field.
+struct FieldError {
+    reason: String,
+    field: Option<String>,
+    /// A missing field (reported at the object).
+    missing: bool,
+}
+
+fn one_error<T: DeserializeOwned>(value: Value) -> Result<T, FieldError> {
     serde_path_to_error::deserialize(&value).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
         // Missing-field errors are reported at the object (`.`) and name the field only. Every
         // other error names the field's path, what was expected and the kind of value found,
         // never the value: a message's strings can be candidate text (docs/design.md).
-        let reason = if path == "." && inner.starts_with("missing field") {
-            inner
-        } else {
-            let found = pointer(&value, &path).map_or_else(|| "an invalid value".to_owned(), kind_of);
-            format!("{path}: {}, got {found}", expected(&inner))
-        };
-        ContractError::Schema { schema, reason }
+        if path == "." && inner.starts_with("missing field") {
+            return FieldError { reason: inner, field: None, missing: true };
+        }
+        let found = pointer(&value, &path).map_or_else(|| "an invalid value".to_owned(), kind_of);
+        let field = path.split(['.', '[']).find(|s| !s.is_empty()).map(str::to_owned);
+        FieldError { reason: format!("{path}: {}, got {found}", expected(&inner)), field, missing: false }
     })
 }
 
@@ -622,14 +663,32 @@ mod tests {
             assert!(!err.contains("MARKER"), "the value leaked: {err}");
         }
         let err = InterviewQueueMessage::parse(&failed(json!(1), json!("interview.failed"))).unwrap_err().to_string();
-        assert_eq!(
-            err,
-            "body does not match the interview.failed schema: failureReason: expected a string, got a number"
+        assert!(
+            err.starts_with(
+                "body does not match the interview.failed schema: failureReason: expected a string, got a number; failedAt: expected"
+            ) && err.ends_with("got a string of 25 characters"),
+            "both invalid fields are named: {err}"
         );
         let err = InterviewQueueMessage::parse(&failed(json!("x"), json!(MARKER))).unwrap_err().to_string();
         assert!(err.ends_with("got a string of 25 characters"), "{err}");
         let err = InterviewQueueMessage::parse(&failed(json!("x"), json!("report.generate"))).unwrap_err().to_string();
         assert!(err.ends_with(r#"got "report.generate""#), "a known event type is named: {err}");
+    }
+
+    /// The drop reason names every invalid field, not only the first (docs/runbook.md, "Invalid
+    /// messages dropped"); a field that is only missing is named as missing.
+    #[test]
+    fn every_invalid_field_is_named() {
+        let body =
+            json!({"interviewId": "nope", "organizationId": O, "completedAt": "yesterday", "durationSeconds": -5});
+        let err = InterviewQueueMessage::parse(&body.to_string()).unwrap_err().to_string();
+        for field in ["interviewId: expected", "completedAt: expected", "durationSeconds: expected"] {
+            assert!(err.contains(field), "{field} is named: {err}");
+        }
+        assert_eq!(err.matches("; ").count(), 2, "three reasons, each once: {err}");
+        let missing = json!({"interviewId": I, "organizationId": O, "completedAt": "yesterday"});
+        let err = InterviewQueueMessage::parse(&missing.to_string()).unwrap_err().to_string();
+        assert!(err.contains("completedAt: expected") && err.contains("missing field `durationSeconds`"), "{err}");
     }
 
     #[test]

@@ -15,6 +15,10 @@ pub enum Disposition {
     Retry,
     /// Log and acknowledge: no redelivery can succeed.
     Drop,
+    /// No redelivery can succeed, and a person must see the message: the consumer sends it to
+    /// its DLQ on this delivery (then acknowledges it), instead of spending the queue's
+    /// receives on retries that cannot change the answer.
+    DeadLetter,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,8 +72,11 @@ impl CreditsError {
     /// Retry or drop, by kind (see the crate docs for the reasoning):
     /// - MongoDB errors, conflicts, deadlines, an exhausted retry budget and a failed publish:
     ///   retry;
-    /// - an interview that is not (yet) there, or of another organization: retry, so the message
+    /// - an interview that is not (yet) there: retry (a lagging read may find it), so the message
     ///   ends in the DLQ where an operator sees it, rather than being lost (docs/design.md);
+    /// - an interview of another organization than the message says: the DLQ on the first
+    ///   delivery (the interview's organization does not change by itself; docs/design.md,
+    ///   "Settlement decisions");
     /// - inconsistent or unreadable credit data, an anchor outside its window: retry, so the
     ///   message waits in the DLQ for an operator fix;
     /// - the reservation-side refusals (already reserved or settled, insufficient credits): drop.
@@ -78,8 +85,8 @@ impl CreditsError {
             Self::AlreadyReserved { .. } | Self::AlreadySettled { .. } | Self::InsufficientCredits { .. } => {
                 Disposition::Drop
             }
+            Self::WrongOrganization { .. } => Disposition::DeadLetter,
             Self::InterviewNotFound { .. }
-            | Self::WrongOrganization { .. }
             | Self::OrganizationNotFound { .. }
             | Self::Inconsistent { .. }
             | Self::Unreadable(_)
@@ -144,12 +151,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_reservation_side_refusals_are_dropped() {
+    fn only_the_reservation_side_refusals_are_dropped_and_a_wrong_organization_dead_lettered() {
         let id = ObjectId::new();
         assert_eq!(
             CreditsError::WrongOrganization { interview_id: id, claimed: id, actual: id }.disposition(),
-            Disposition::Retry,
-            "docs/design.md: another organization's interview is retried, then the DLQ"
+            Disposition::DeadLetter,
+            "docs/design.md: another organization's interview goes to the DLQ on its first delivery"
         );
         assert_eq!(CreditsError::AlreadyReserved { interview_id: id }.disposition(), Disposition::Drop);
         assert_eq!(CreditsError::InterviewNotFound { interview_id: id }.disposition(), Disposition::Retry);

@@ -18,10 +18,13 @@
 //! - MongoDB errors (unreachable, timeouts, transient transaction errors beyond the deadline,
 //!   unknown commit results), guarded-write conflicts, an operation or publish the record's
 //!   deadline leaves no time for: **retry**.
-//! - Interview not found, or of another organization than the message says: **retry**. The API
-//!   writes the interview before it publishes, so absence means a lagging read or a wrong id;
-//!   dropping would lose a billing event for good (or hide a bug in the producer), while
-//!   retrying ends in the DLQ where an operator sees it and can redrive it.
+//! - Interview not found: **retry**. The API writes the interview before it publishes, so
+//!   absence means a lagging read or a wrong id; dropping would lose a billing event for good (or
+//!   hide a bug in the producer), while retrying ends in the DLQ where an operator sees it and
+//!   can redrive it.
+//! - Interview of another organization than the message says: **dead-letter** (the DLQ on the
+//!   first delivery, [`Disposition::DeadLetter`]): no retry can change an interview's
+//!   organization, so the retries would only delay the operator by three receives.
 //! - Inconsistent credit data (`credits.reserved > 0` without allocations, allocations that do
 //!   not add up or overflow, an allocation naming a missing lot, a lot holding less than the
 //!   allocation), a stored document that cannot be read (a fractional credit amount: the error

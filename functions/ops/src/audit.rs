@@ -5,14 +5,132 @@
 //! (the command and its arguments, candidate text redacted), the request id its messages carry,
 //! the plan, the outcome, and when it started and finished.
 //!
-//! Where: one JSON line on stderr (`{"audit": {...}}`) always, and a document in the MongoDB
-//! collection `operatorAudit` when MongoDB is configured. The CLI only ever inserts into it
-//! (`sophia-ops audit list` reads it); retention is the operators' decision (the collection has
-//! no TTL index: see docs/runbook.md#audit-trail).
+//! Where ([`Sink`]): one JSON line on stderr (`{"audit": {...}}`) always, and
+//! - on a stage (the queues are AWS's), the stage's CloudWatch Logs group
+//!   `<app>-<stage>-operator-audit` (declarations/queues.json `operatorAuditLogGroup`): one log
+//!   stream per command, created before the command does anything (a command whose record
+//!   could not be written is refused), the record appended when it ends. The stack's operator
+//!   policy allows only `CreateLogStream`, `PutLogEvents` and `FilterLogEvents` there: the
+//!   operator role can append and read, never change or delete a record;
+//! - on the local pipeline, its stand-in with the same append-only interface
+//!   ([`Sink::append`], [`Sink::list`]): the MongoDB collection `operatorAudit`, when
+//!   `MONGODB_URI` is set (the CLI only inserts into it).
+//!
+//! Who, on a stage, is STS `GetCallerIdentity` of the credentials in use, from AWS's own STS
+//! endpoint: an overridden one (`AWS_ENDPOINT_URL_STS`, `AWS_ENDPOINT_URL`) is refused
+//! ([`endpoint_overrides`]), as is an overridden CloudWatch Logs endpoint.
 
 use serde::Serialize;
 
 use crate::{Context, EXIT_ERROR, EXIT_OK, OpsError, Outcome};
+
+/// The environment variables that would send STS or CloudWatch Logs calls elsewhere than AWS
+/// (the AWS SDK's service-specific and global endpoint overrides).
+pub const ENDPOINT_OVERRIDES: [&str; 3] =
+    ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS"];
+
+/// The overrides set in `lookup` (the process environment, or the env file overlaid on it).
+pub fn endpoint_overrides(lookup: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    ENDPOINT_OVERRIDES
+        .iter()
+        .filter_map(|name| lookup(name).filter(|v| !v.trim().is_empty()).map(|v| format!("{name}={v}")))
+        .collect()
+}
+
+/// CloudWatch Logs at AWS's own endpoint, whatever the environment or profile says.
+fn logs_client(config: &aws_config::SdkConfig) -> aws_sdk_cloudwatchlogs::Client {
+    let mut builder = aws_sdk_cloudwatchlogs::config::Builder::from(config);
+    builder.set_endpoint_url(None);
+    aws_sdk_cloudwatchlogs::Client::from_conf(builder.build())
+}
+
+/// The stage's audit log group: `<app>-<stage>-<operatorAuditLogGroup>`.
+pub fn log_group_name(stage: &str) -> String {
+    let d = sophia_declarations::Declaration::embedded();
+    d.stage_name(stage, &d.operator_audit_log_group)
+}
+
+/// Where the records of this run go: append and read back, nothing else.
+#[derive(Debug, Clone)]
+pub enum Sink {
+    /// A stage: its CloudWatch Logs group and this command's stream (created when opened).
+    CloudWatchLogs { client: aws_sdk_cloudwatchlogs::Client, group: String, stream: String },
+    /// The local pipeline's stand-in: MongoDB `operatorAudit`, inserted into only.
+    Mongo(mongodb::Database),
+    /// The local pipeline without `MONGODB_URI`: stderr only (never on a stage).
+    StderrOnly,
+}
+
+impl Sink {
+    /// Appends one record.
+    pub async fn append(&self, record: &Record) -> Result<(), String> {
+        match self {
+            Self::CloudWatchLogs { client, group, stream } => {
+                let event = aws_sdk_cloudwatchlogs::types::InputLogEvent::builder()
+                    .timestamp(chrono::Utc::now().timestamp_millis())
+                    .message(serde_json::to_string(record).map_err(|e| e.to_string())?)
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                client
+                    .put_log_events()
+                    .log_group_name(group)
+                    .log_stream_name(stream)
+                    .log_events(event)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| aws_sdk_cloudwatchlogs::error::DisplayErrorContext(e).to_string())
+            }
+            Self::Mongo(db) => write(db, record).await,
+            Self::StderrOnly => Ok(()),
+        }
+    }
+
+    /// Where it writes, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::CloudWatchLogs { group, stream, .. } => format!("CloudWatch Logs {group} (stream {stream})"),
+            Self::Mongo(db) => format!("MongoDB {}.{OPERATOR_AUDIT}", db.name()),
+            Self::StderrOnly => "stderr only (local, MONGODB_URI not set)".into(),
+        }
+    }
+}
+
+/// Opens the audit trail of a command that changes something, before it runs. On a stage:
+/// refuses an overridden STS or CloudWatch Logs endpoint, then creates the command's log stream
+/// (refused if that fails: no command runs whose record cannot be kept). Locally: MongoDB when
+/// configured, else stderr only.
+pub async fn open(ctx: &Context, command: &str) -> Result<Sink, OpsError> {
+    if !ctx.targets_aws().await {
+        return Ok(match ctx.mongo_for_plan().await {
+            Some(m) => Sink::Mongo(m.db),
+            None => Sink::StderrOnly,
+        });
+    }
+    let overrides = endpoint_overrides(|name| ctx.env.get(name));
+    if !overrides.is_empty() {
+        return Err(OpsError::AuditRefused(format!(
+            "{} is set: on a stage, the audit record's identity and trail must come from AWS's own STS and CloudWatch Logs; unset it",
+            overrides.join(", ")
+        )));
+    }
+    let Some(stage) = ctx.stage.as_deref() else {
+        return Err(OpsError::AuditRefused(
+            "the queues are AWS queues but --stage is not given: name the stage, so the record goes to its audit trail"
+                .into(),
+        ));
+    };
+    let group = log_group_name(stage);
+    let stream = format!("{}-{command}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"), uuid::Uuid::new_v4().simple());
+    let client = logs_client(&ctx.aws_config().await);
+    client.create_log_stream().log_group_name(&group).log_stream_name(&stream).send().await.map_err(|e| {
+        OpsError::AuditRefused(format!(
+            "the audit trail {group} did not accept a log stream ({}): the operator policy (OPS_POLICY_ARN) allows logs:CreateLogStream there",
+            aws_sdk_cloudwatchlogs::error::DisplayErrorContext(e)
+        ))
+    })?;
+    Ok(Sink::CloudWatchLogs { client, group, stream })
+}
 
 /// The collection of audit records.
 pub const OPERATOR_AUDIT: &str = "operatorAudit";
@@ -138,11 +256,22 @@ impl Record {
 #[serde(rename_all = "camelCase")]
 pub struct AuditListing {
     pub records: Vec<serde_json::Value>,
+    /// More records match than `--limit` let through.
+    pub truncated: bool,
+    pub limit: i64,
 }
 
 impl AuditListing {
     pub fn human(&self) -> String {
-        let mut s = format!("{} audit record(s), newest first\n", self.records.len());
+        let mut s = format!(
+            "{} audit record(s), newest first{}\n",
+            self.records.len(),
+            if self.truncated {
+                format!(" (--limit {} reached: older records match too; raise --limit or narrow --since)", self.limit)
+            } else {
+                String::new()
+            }
+        );
         for r in &self.records {
             let get = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_owned();
             let who = r.get("who").and_then(|w| w.get("who")).and_then(|v| v.as_str()).unwrap_or("-");
@@ -161,13 +290,17 @@ impl AuditListing {
     }
 }
 
-/// Reads the latest records (newest first).
+/// Reads the latest records (newest first): on a stage from its CloudWatch Logs group, locally
+/// from MongoDB `operatorAudit`.
 pub async fn list(
     ctx: &crate::Context,
     limit: i64,
     command: Option<&str>,
     since: Option<std::time::Duration>,
 ) -> Result<AuditListing, crate::OpsError> {
+    if ctx.targets_aws().await {
+        return list_stage(ctx, limit, command, since).await;
+    }
     use futures::TryStreamExt;
     let db = ctx.mongo().await?.db;
     let mut filter = bson::doc! {};
@@ -182,20 +315,78 @@ pub async fn list(
         .collection::<bson::Document>(OPERATOR_AUDIT)
         .find(filter)
         .sort(bson::doc! {"startedAt": -1})
-        .limit(limit)
+        .limit(limit + 1)
         .await
         .map_err(|e| crate::OpsError::domain("reading the audit trail", e))?
         .try_collect()
         .await
         .map_err(|e| crate::OpsError::domain("reading the audit trail", e))?;
+    let truncated = docs.len() as i64 > limit;
     let records = docs
         .into_iter()
+        .take(usize::try_from(limit).unwrap_or(0))
         .map(|mut d| {
             d.remove("_id");
             bson::Bson::Document(d).into_relaxed_extjson()
         })
         .collect();
-    Ok(AuditListing { records })
+    Ok(AuditListing { records, truncated, limit })
+}
+
+/// Events read from the stage's audit trail at most (newest kept): `--since` narrows it.
+const MAX_EVENTS_READ: usize = 10_000;
+
+async fn list_stage(
+    ctx: &crate::Context,
+    limit: i64,
+    command: Option<&str>,
+    since: Option<std::time::Duration>,
+) -> Result<AuditListing, crate::OpsError> {
+    let stage = ctx.stage.as_deref().ok_or_else(|| crate::OpsError::NotConfigured {
+        what: "the stage".into(),
+        hint: "audit list on AWS queues needs --stage".into(),
+    })?;
+    let group = log_group_name(stage);
+    let client = logs_client(&ctx.aws_config().await);
+    let start =
+        since.map(|s| chrono::Utc::now().timestamp_millis() - i64::try_from(s.as_millis()).unwrap_or(i64::MAX / 2));
+    let mut records = Vec::new();
+    let mut token: Option<String> = None;
+    let mut more = false;
+    loop {
+        let out = client
+            .filter_log_events()
+            .log_group_name(&group)
+            .set_start_time(start)
+            .set_next_token(token.take())
+            .send()
+            .await
+            .map_err(|e| crate::OpsError::Domain {
+                context: "reading the audit trail",
+                message: aws_sdk_cloudwatchlogs::error::DisplayErrorContext(e).to_string(),
+            })?;
+        for event in out.events() {
+            let Some(record) = event.message().and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok()) else {
+                continue;
+            };
+            if command.is_none_or(|c| record.get("command").and_then(|v| v.as_str()) == Some(c)) {
+                records.push(record);
+            }
+        }
+        token = out.next_token().map(str::to_owned);
+        if token.is_none() {
+            break;
+        }
+        if records.len() >= MAX_EVENTS_READ {
+            more = true;
+            break;
+        }
+    }
+    let started = |r: &serde_json::Value| r.get("startedAt").and_then(|v| v.as_str()).unwrap_or("").to_owned();
+    records.sort_by_key(|r| std::cmp::Reverse(started(r)));
+    let truncated = more || records.len() as i64 > limit;
+    records.truncate(usize::try_from(limit).unwrap_or(0));
+    Ok(AuditListing { records, truncated, limit })
 }
 
 /// Inserts `record` into `operatorAudit`.
@@ -219,7 +410,7 @@ pub async fn record_audit(
         None => ctx.request_id(command).await,
     };
     let (kind, exit_code, mut outcome) = match result {
-        Ok(Outcome::DryRun(_)) => ("dry-run", EXIT_OK, serde_json::to_value(result.as_ref().ok()).unwrap_or_default()),
+        Ok(o) if o.is_dry_run() => ("dry-run", EXIT_OK, serde_json::to_value(o).unwrap_or_default()),
         Ok(o) => (
             if o.exit_code() == EXIT_OK { "done" } else { "incomplete" },
             o.exit_code(),
@@ -249,17 +440,22 @@ pub async fn record_audit(
         outcome,
     };
     let mut lines = record.line() + "\n";
-    if ctx.has_mongo() {
-        let stored = match ctx.mongo().await {
-            Ok(m) => write(&m.db, &record).await,
-            Err(e) => Err(e.to_string()),
-        };
-        if let Err(e) = stored {
-            lines.push_str(&format!(
-                "warning: the audit record was NOT stored in MongoDB ({}): keep the line above\n",
-                e
-            ));
+    let sink = match ctx.audit_sink(command).await {
+        Ok(sink) => sink,
+        Err(e) => {
+            lines.push_str(&format!("warning: the audit record was NOT stored ({e}): keep the line above\n"));
+            return lines;
         }
+    };
+    match sink.append(&record).await {
+        Ok(()) if matches!(sink, Sink::StderrOnly) => lines.push_str(
+            "note: local pipeline without MONGODB_URI: this audit record is on stderr only (a stage's goes to its audit log group)\n",
+        ),
+        Ok(()) => {}
+        Err(e) => lines.push_str(&format!(
+            "warning: the audit record was NOT stored in {} ({e}): keep the line above\n",
+            sink.describe()
+        )),
     }
     lines
 }
@@ -280,6 +476,18 @@ mod tests {
         let mut v = serde_json::json!({"plan": {"body": {"failureReason": "secret words"}}, "x": [{"body": "{\"failureReason\":\"more\"}"}]});
         redact_json(&mut v);
         assert!(!v.to_string().contains("secret words") && !v.to_string().contains("more"), "{v}");
+    }
+
+    #[test]
+    fn an_overridden_sts_or_logs_endpoint_is_named_and_the_log_group_is_the_declared_one() {
+        let env = |name: &str| match name {
+            "AWS_ENDPOINT_URL_STS" => Some("http://127.0.0.1:9999".to_owned()),
+            "AWS_ENDPOINT_URL" => Some(" ".to_owned()),
+            _ => None,
+        };
+        assert_eq!(endpoint_overrides(env), ["AWS_ENDPOINT_URL_STS=http://127.0.0.1:9999"]);
+        assert!(endpoint_overrides(|_| None).is_empty());
+        assert_eq!(log_group_name("prod"), "sophia-prod-operator-audit");
     }
 
     #[test]

@@ -80,7 +80,9 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// The latest audit records (MongoDB collection operatorAudit), newest first.
+    /// The latest audit records, newest first: a stage's from its audit log group
+    /// (`sophia-<stage>-operator-audit`, CloudWatch Logs), the local pipeline's from MongoDB
+    /// `operatorAudit`. Says so when `--limit` cut the list.
     List {
         /// At most this many records.
         #[arg(long, default_value_t = 20)]
@@ -108,10 +110,14 @@ pub enum PublishCommand {
     Completed {
         #[command(flatten)]
         ids: Ids,
-        /// ISO-8601 with a zone, e.g. 2026-12-02T17:30:00Z (default: now).
+        /// When the interview ended, ISO-8601 with a zone, e.g. 2026-12-02T17:30:00Z (default:
+        /// now). Republishing a lost or dropped message: give the interview's own `completedAt`
+        /// (`interview show` prints it, and the republish command with it), or the settlement
+        /// records the time of the republish.
         #[arg(long)]
         completed_at: Option<Timestamp>,
-        /// Whole seconds the interview lasted: what is billed (required, no default).
+        /// Whole seconds the interview lasted: what is billed (required, no default; `interview
+        /// show` prints the interview's `durationSeconds`).
         #[arg(long, value_parser = parse_duration_seconds)]
         duration_seconds: DurationSeconds,
         /// The requestId attribute (default: unknown).
@@ -227,7 +233,9 @@ pub enum InterviewCommand {
         /// Only this organization.
         #[arg(long, value_name = "ORGANIZATION_ID")]
         org: Option<OrganizationId>,
-        /// Only interviews created longer ago than this (e.g. 1h; default: all).
+        /// Only interviews created (their document's id time) longer ago than this, e.g. 1h.
+        /// Default: all, which is what to use after a drop: an interview created minutes
+        /// before its message was dropped is hidden by any larger value.
         #[arg(long, value_parser = parse_duration)]
         older_than: Option<Duration>,
         /// At most this many interviews.
@@ -289,9 +297,12 @@ pub enum OutboxCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ReportCommand {
-    /// Reports that failed at least one attempt and are not COMPLETED, latest failure first:
-    /// interview, organization, status, error kind, attempts, last error time. The reports-failed
-    /// alarm's first command (no id needed). Changes nothing.
+    /// Reports that failed at least one attempt and are not COMPLETED (a report that completed
+    /// later leaves the list): those that need you first, then those waiting for a retry (their
+    /// message comes back without anyone acting: an outage), then those being retried now;
+    /// interview, organization, error kind, attempts, last failure; and the retry schedule, from
+    /// the consumer's own values. The reports-failed alarm's first command (no id needed).
+    /// Changes nothing.
     Failures {
         /// Only failures of the last (e.g. 1h, 24h; default 24h).
         #[arg(long, default_value = "24h", value_parser = parse_duration)]

@@ -38,6 +38,9 @@ pub struct Context {
     request_id: Mutex<Option<String>>,
     /// The last plan shown (for the audit record).
     plan: Mutex<Option<confirm::Plan>>,
+    /// Where this run's audit record goes, opened before a command that changes something runs
+    /// (see [`audit::open`]); the error is why the command was refused.
+    audit_sink: tokio::sync::OnceCell<Result<audit::Sink, String>>,
 }
 
 impl Context {
@@ -88,7 +91,12 @@ impl Context {
         }
         let declared = Identity::declared(self.by.as_deref());
         let identity = if self.targets_aws().await {
-            let sts = aws_sdk_sts::Client::new(&self.aws_config().await);
+            // AWS's own STS endpoint, whatever the environment or profile says (an overridden one
+            // could answer any identity; a command that changes something is refused before it
+            // gets here: `audit::open`).
+            let mut config = aws_sdk_sts::config::Builder::from(&self.aws_config().await);
+            config.set_endpoint_url(None);
+            let sts = aws_sdk_sts::Client::from_conf(config.build());
             match sts.get_caller_identity().send().await {
                 Ok(out) => match out.arn {
                     Some(arn) => Identity { who: arn, source: "aws-sts", self_declared: false },
@@ -107,6 +115,16 @@ impl Context {
             declared
         };
         self.identity.get_or_init(|| identity).clone()
+    }
+
+    /// This run's audit trail, opened once (before a command that changes something runs: a
+    /// refusal there means the command must not run).
+    pub async fn audit_sink(&self, command: &str) -> Result<audit::Sink, OpsError> {
+        self.audit_sink
+            .get_or_init(|| async { audit::open(self, command).await.map_err(|e| e.to_string()) })
+            .await
+            .clone()
+            .map_err(OpsError::AuditRefused)
     }
 
     /// The request id of this command's messages, made once: `ops:<command>:<who>:<uuid>`.

@@ -130,6 +130,11 @@ impl DlqMessage {
         if let Some(e) = &self.contract_error {
             s.push_str(&format!("  contract: INVALID ({e})\n"));
         }
+        if let Some(reason) = self.attributes.get(sophia_sqs_consumer::queue::DEAD_LETTER_REASON) {
+            s.push_str(&format!(
+                "  sent to the DLQ by its consumer on delivery, no retry: it can never succeed: {reason} (docs/runbook.md#a-message-that-can-never-succeed)\n"
+            ));
+        }
         s
     }
 }

@@ -37,6 +37,10 @@ pub enum OpsError {
     Domain { context: &'static str, message: String },
     #[error("cannot write output: {0}")]
     Io(#[from] std::io::Error),
+    /// A command that changes something, refused before it did anything: its audit record could
+    /// not be written where the operator cannot change it, or its identity could be forged.
+    #[error("refused, nothing was done: {0}")]
+    AuditRefused(String),
     /// A command that moves money, against a queue that is not local, without `--yes`.
     #[error(
         "{}not sent: {} is not a local queue. Check the state above, then re-run with --yes to confirm (or --dry-run to only print this)",
@@ -105,6 +109,7 @@ impl OpsError {
             Self::Unavailable { .. } => "not-yet-available",
             Self::Domain { .. } => "domain",
             Self::Io(_) => "io",
+            Self::AuditRefused(_) => "audit-refused",
             Self::ConfirmationRequired(_) => "confirmation-required",
         }
     }

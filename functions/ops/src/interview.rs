@@ -46,6 +46,11 @@ pub struct InterviewShow {
     pub status: Option<String>,
     /// Soft-deleted (`deletedAt` set): still settled, no report generated.
     pub deleted: bool,
+    /// The interview's `completedAt` and `durationSeconds` as the API stored them: what a lost
+    /// or dropped `interview.completed` is published again with (`--completed-at`,
+    /// `--duration-seconds`).
+    pub completed_at: Option<String>,
+    pub duration_seconds: Option<f64>,
     pub settlement: Settlement,
     pub report: Option<ReportView>,
     pub dlq: DlqLookup,
@@ -108,6 +113,11 @@ pub struct OutboxView {
 #[serde(rename_all = "camelCase")]
 pub struct ReportView {
     pub status: Option<String>,
+    /// What `status` means now: a `FAILED` report whose message will be delivered again reads
+    /// "waiting for a retry" (`waitingForRetry`, docs/design.md "Report states").
+    pub state: Option<crate::listing::FailureState>,
+    pub waiting_for_retry: Option<bool>,
+    pub transient_failures: Option<i64>,
     pub attempt_count: Option<i64>,
     pub error_kind: Option<String>,
     pub last_error: Option<String>,
@@ -168,7 +178,7 @@ pub async fn show(ctx: &Context, interview_id: InterviewId, dlq_scan: usize) -> 
     let interview = db
         .collection::<Document>(INTERVIEWS)
         .find_one(doc! {"_id": interview_id.oid()})
-        .projection(doc! {"organizationId": 1, "status": 1, "deletedAt": 1, "settledAt": 1, "credits": 1, "retentionExpiresAt": 1})
+        .projection(doc! {"organizationId": 1, "status": 1, "deletedAt": 1, "settledAt": 1, "credits": 1, "retentionExpiresAt": 1, "completedAt": 1, "durationSeconds": 1})
         .await
         .map_err(read("reading the interview"))?;
     let ledger: Vec<Document> = db
@@ -292,8 +302,18 @@ pub fn assemble(
                 "attemptsBefore": number(d.get("attemptsBefore")), "statusBefore": text(d.get("statusBefore")),
             })
         });
+        let status = text(r.get("status"));
+        let waiting_for_retry = r.get_bool("waitingForRetry").ok();
+        let attempts = number(r.get("attemptCount")).unwrap_or(0);
+        let failed = status.as_deref() == Some(sophia_reports::ReportStatus::Failed.as_str());
+        let state = failed.then(|| {
+            crate::listing::FailureState::of(status.as_deref(), waiting_for_retry, error_kind.as_deref(), attempts)
+        });
         ReportView {
-            status: text(r.get("status")),
+            state,
+            waiting_for_retry,
+            transient_failures: number(r.get("transientFailures")),
+            status,
             attempt_count: number(r.get("attemptCount")).or(Some(0)),
             last_error: shown_last_error(r.get_str("lastError").ok(), error_kind.is_some()),
             error_kind,
@@ -314,6 +334,11 @@ pub fn assemble(
         organization_id: interview.and_then(|d| text(d.get("organizationId"))),
         status: interview.and_then(|d| text(d.get("status"))),
         deleted: interview.is_some_and(|d| present(d.get("deletedAt"))),
+        completed_at: interview.and_then(|d| text(d.get("completedAt"))),
+        duration_seconds: interview.and_then(|d| match d.get("durationSeconds") {
+            Some(Bson::Double(f)) => Some(*f),
+            other => number(other).map(|n| n as f64),
+        }),
         settlement: Settlement {
             settled_at: interview.and_then(|d| text(d.get("settledAt"))),
             credits_reserved: credits.and_then(|c| number(c.get("reserved"))),
@@ -371,6 +396,23 @@ pub async fn find_in_dlqs(ctx: &Context, interview_id: InterviewId, scan: usize)
 }
 
 impl InterviewShow {
+    /// For a COMPLETED interview not settled (its `interview.completed` dropped, lost, or sent
+    /// to the DLQ naming another organization): the command that publishes it again with the
+    /// facts the API stored, its own organization included.
+    pub fn republish_command(&self) -> Option<String> {
+        let unsettled = self.found && !self.deleted && self.settlement.settled_at.is_none();
+        if !unsettled || self.status.as_deref() != Some("COMPLETED") {
+            return None;
+        }
+        Some(format!(
+            "sophia-ops --stage <stage> publish completed {} {} --duration-seconds {} --completed-at {}",
+            self.interview_id,
+            self.organization_id.as_deref().unwrap_or("<organizationId>"),
+            self.duration_seconds.map_or("<durationSeconds>".into(), |d| d.to_string()),
+            self.completed_at.as_deref().unwrap_or("<completedAt>"),
+        ))
+    }
+
     pub fn human(&self) -> String {
         let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
         let num = |v: Option<i64>| v.map_or("-".into(), |n| n.to_string());
@@ -383,6 +425,13 @@ impl InterviewShow {
                 opt(&self.organization_id),
                 opt(&self.status),
                 if self.deleted { "  (soft-deleted)" } else { "" }
+            ));
+        }
+        if self.found {
+            s.push_str(&format!(
+                "  completedAt {}  durationSeconds {}\n",
+                opt(&self.completed_at),
+                self.duration_seconds.map_or("-".into(), |d| d.to_string())
             ));
         }
         let st = &self.settlement;
@@ -424,9 +473,20 @@ impl InterviewShow {
         match &self.report {
             None => s.push_str("  none written\n"),
             Some(r) => {
+                let status = match r.state {
+                    Some(crate::listing::FailureState::WaitingForRetry) => format!(
+                        "{} (waiting for a retry: its message is delivered again without anyone acting; {} transient failure(s))",
+                        opt(&r.status),
+                        r.transient_failures.unwrap_or(0)
+                    ),
+                    Some(crate::listing::FailureState::NeedsYou) => {
+                        format!("{} (nothing retries it any more: see docs/runbook.md#reports-failing)", opt(&r.status))
+                    }
+                    _ => opt(&r.status),
+                };
                 s.push_str(&format!(
                     "  status {}  attempts {}  errorKind {}\n  lastError: {} (at {})\n  lease {} until {}\n",
-                    opt(&r.status),
+                    status,
                     num(r.attempt_count),
                     opt(&r.error_kind),
                     opt(&r.last_error),
@@ -468,6 +528,18 @@ impl InterviewShow {
                 m.receive_count.map_or("?".into(), |n| n.to_string()),
                 m.sent_at.as_deref().unwrap_or("?"),
                 m.contract_error.as_ref().map_or(String::new(), |e| format!("; contract: INVALID ({e})"))
+            ));
+        }
+        if let Some(command) = self.republish_command() {
+            let why = if !self.dlq.messages.is_empty() {
+                "its message is in a DLQ (above): if `dlq show` says it can never succeed (another organization), delete it, then"
+            } else if self.dlq.searched.values().any(|v| v.starts_with("not searched")) {
+                "the DLQs were not searched: unless a DLQ or the queue still holds its message (queue status interview-completed),"
+            } else {
+                "in no DLQ: unless its message is still on its way (queue status interview-completed),"
+            };
+            s.push_str(&format!(
+                "next: COMPLETED and not settled; {why} publish it again with the stored facts (plan, then --yes):\n  {command}\n"
             ));
         }
         s

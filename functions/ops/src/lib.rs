@@ -27,7 +27,8 @@
 //! - [`status`]: `queue status` (depth, oldest age, the event source mapping, the function's
 //!   metrics, a verdict);
 //! - [`listing`]: `interview unsettled`, `report failures`;
-//! - [`audit`]: the audit trail of mutating commands (`operatorAudit`), `audit list`;
+//! - [`audit`]: the audit trail of mutating commands (a stage's append-only CloudWatch Logs
+//!   group; locally `operatorAudit`), `audit list`;
 //! - [`env`](mod@env): the environment overlaid on an env file (`.local/sophia.env`);
 //! - [`queues`]: queue URLs from the environment or, with `--stage`, by name.
 //!
@@ -120,7 +121,15 @@ pub async fn run_with_args(cli: &Cli, args: Vec<String>) -> Rendered {
                 note = format!("(settings completed from {})\n", file.display());
             }
             let started = chrono::Utc::now();
-            let result = execute(&cli.command, &ctx).await;
+            // A command that changes something runs only once its audit record has a place.
+            let opened = match mutating_name(&cli.command) {
+                Some(name) => ctx.audit_sink(name).await.map(|_| ()),
+                None => Ok(()),
+            };
+            let result = match opened {
+                Ok(()) => execute(&cli.command, &ctx).await,
+                Err(e) => Err(e),
+            };
             if let Some(name) = mutating_name(&cli.command) {
                 audit_line = Some(record_audit(&ctx, name, &args, started, &result).await);
             }

@@ -131,12 +131,52 @@ pub async fn unsettled(
     Ok(UnsettledListing { organization_id: org, interviews, truncated })
 }
 
+/// Where a report with failed attempts stands: what `report failures` sorts and labels by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureState {
+    /// Nothing retries it any more (out of attempts, given up after a long outage, an
+    /// unreadable document): an operator must act.
+    NeedsYou,
+    /// Its message will be delivered again without anyone acting (`waitingForRetry`).
+    WaitingForRetry,
+    /// A worker holds it now (`PROCESSING` after a failed attempt).
+    RetryingNow,
+}
+
+impl FailureState {
+    /// From the stored report: `waitingForRetry` when written; for a report written before
+    /// that field, the same rule from its kind and attempts
+    /// ([`sophia_reports::store::waits_for_retry`]).
+    pub fn of(status: Option<&str>, waiting_for_retry: Option<bool>, error_kind: Option<&str>, attempts: i64) -> Self {
+        use sophia_reports::ReportStatus;
+        if status == Some(ReportStatus::Processing.as_str()) {
+            return Self::RetryingNow;
+        }
+        let derived = || {
+            let kind = error_kind.and_then(|k| sophia_reports::ErrorKind::ALL.into_iter().find(|e| e.as_str() == k));
+            kind.is_some_and(|k| sophia_reports::store::waits_for_retry(k, i32::try_from(attempts).unwrap_or(i32::MAX)))
+        };
+        if waiting_for_retry.unwrap_or_else(derived) { Self::WaitingForRetry } else { Self::NeedsYou }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::NeedsYou => "NEEDS YOU",
+            Self::WaitingForRetry => "waiting for a retry",
+            Self::RetryingNow => "being retried now",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Failure {
     pub interview_id: String,
     pub organization_id: Option<String>,
+    /// The stored `status` (`FAILED` of a report waiting for a retry included: see `state`).
     pub status: Option<String>,
+    pub state: FailureState,
     pub error_kind: Option<String>,
     pub attempts: Option<i64>,
     /// Failures that gave their attempt back (a provider or the database away: `rate_limited`,
@@ -149,19 +189,63 @@ pub struct Failure {
 #[serde(rename_all = "camelCase")]
 pub struct FailuresListing {
     pub since_seconds: u64,
+    /// Needing an operator first, then waiting, then being retried; latest failure first within each.
     pub reports: Vec<Failure>,
     pub truncated: bool,
     /// Reports per error kind.
     pub by_kind: std::collections::BTreeMap<String, usize>,
+    /// What happens to a report after a failure, from the code's own values.
+    pub retry_schedule: RetrySchedule,
+}
+
+/// The report queue's retry schedule, from the consumer's policy
+/// (`sophia_sqs_consumer::backoff::policy_of`) and the declared queue: the runbook's timings.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetrySchedule {
+    /// A transient failure (the provider or the database away): its attempt given back.
+    pub transient: String,
+    /// Any other failure: one of the report's attempts.
+    pub other: String,
+}
+
+impl RetrySchedule {
+    pub fn of_report_queue() -> Self {
+        use sophia_declarations::Queue;
+        let q = Queue::ReportGenerate.settings();
+        let schedule = sophia_sqs_consumer::backoff::policy_of(Queue::ReportGenerate).schedule(q.max_receive_count);
+        let away: Vec<&str> = sophia_reports::ErrorKind::ALL
+            .into_iter()
+            .filter(|k| k.is_provider_away())
+            .map(sophia_reports::ErrorKind::as_str)
+            .collect();
+        Self {
+            transient: format!("{} gives its attempt back; {schedule}", away.join(", ")),
+            other: format!(
+                "any other kind counts one of the report's {} attempts and is delivered again after the queue's visibility timeout ({}); the last attempt's failure goes to the DLQ",
+                sophia_reports::store::MAX_ATTEMPTS,
+                sophia_sqs_consumer::backoff::words(std::time::Duration::from_secs(u64::from(
+                    q.visibility_timeout_seconds
+                )))
+            ),
+        }
+    }
 }
 
 impl FailuresListing {
+    pub fn count(&self, state: FailureState) -> usize {
+        self.reports.iter().filter(|r| r.state == state).count()
+    }
+
     pub fn human(&self) -> String {
         let mut s = format!(
-            "{} report(s) with failed attempts, not COMPLETED, in the last {}{}\n",
+            "{} report(s) with failed attempts, not COMPLETED, in the last {}{}: {} need you, {} waiting for a retry, {} being retried now\n",
             self.reports.len(),
             human_duration(self.since_seconds),
-            if self.truncated { " (--limit reached)" } else { "" }
+            if self.truncated { " (--limit reached: more not shown)" } else { "" },
+            self.count(FailureState::NeedsYou),
+            self.count(FailureState::WaitingForRetry),
+            self.count(FailureState::RetryingNow),
         );
         if !self.by_kind.is_empty() {
             let kinds: Vec<String> = self.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -172,31 +256,37 @@ impl FailuresListing {
         }
         for r in &self.reports {
             s.push_str(&format!(
-                "  {}  organization {}  {} after {} attempt(s), {} transient failure(s)  errorKind {}  last error {}\n",
+                "  {:<19}  {}  organization {}  errorKind {}  {} attempt(s) of {}, {} transient failure(s)  last failed {}\n",
+                r.state.label(),
                 r.interview_id,
                 r.organization_id.as_deref().unwrap_or("-"),
-                r.status.as_deref().unwrap_or("-"),
-                r.attempts.map_or("?".into(), |n| n.to_string()),
-                r.transient_failures.unwrap_or(0),
                 r.error_kind.as_deref().unwrap_or("-"),
+                r.attempts.map_or("?".into(), |n| n.to_string()),
+                sophia_reports::store::MAX_ATTEMPTS,
+                r.transient_failures.unwrap_or(0),
                 r.last_error_at.as_deref().unwrap_or("-"),
             ));
         }
         if !self.reports.is_empty() {
+            s.push_str(&format!("  retries: {}\n", self.retry_schedule.transient));
+            s.push_str(&format!("           {}\n", self.retry_schedule.other));
             s.push_str("  next: sophia-ops interview show <interviewId> (lastError, lease, retries)\n");
         }
         s
     }
 }
 
-/// `report failures [--since 24h] [--limit]`.
+/// `report failures [--since 24h] [--limit]`: reports not COMPLETED whose last failure is within
+/// `since` (a COMPLETED report leaves the list, whatever it failed before).
 pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<FailuresListing, OpsError> {
     let db = ctx.mongo().await?.db;
     let after = bson::DateTime::from_millis(
         chrono::Utc::now().timestamp_millis() - i64::try_from(since.as_millis()).unwrap_or(i64::MAX / 2),
     );
+    let completed = sophia_reports::ReportStatus::Completed.as_str();
     let filter = doc! {
-        "status": {"$ne": "COMPLETED"},
+        // `$nin` rather than `$ne`: nx-27017 matches it as MongoDB does (tests/it/mongo_wire_gaps.rs).
+        "status": {"$nin": [completed]},
         "lastErrorAt": {"$gte": after},
         // A failed attempt, or a transient failure that gave its attempt back (an outage).
         "$or": [or_field("attemptCount", "$gt", 0), or_field("transientFailures", "$gt", 0)],
@@ -204,7 +294,7 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
     let docs: Vec<Document> = db
         .collection::<Document>(INTERVIEW_REPORTS)
         .find(filter)
-        .projection(doc! {"interviewId": 1, "organizationId": 1, "status": 1, "errorKind": 1, "attemptCount": 1, "transientFailures": 1, "lastErrorAt": 1})
+        .projection(doc! {"interviewId": 1, "organizationId": 1, "status": 1, "errorKind": 1, "attemptCount": 1, "transientFailures": 1, "waitingForRetry": 1, "lastErrorAt": 1})
         .sort(doc! {"lastErrorAt": -1})
         .limit(limit + 1)
         .await
@@ -213,22 +303,71 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
         .await
         .map_err(|e| OpsError::domain("listing failed reports", e))?;
     let truncated = docs.len() as i64 > limit;
-    let reports: Vec<Failure> = docs
+    let mut reports: Vec<Failure> = docs
         .iter()
         .take(limit as usize)
-        .map(|d| Failure {
-            interview_id: d.get("interviewId").and_then(text).unwrap_or_default(),
-            organization_id: d.get("organizationId").and_then(text),
-            status: d.get("status").and_then(text),
-            error_kind: d.get("errorKind").and_then(text),
-            attempts: d.get("attemptCount").and_then(number),
-            transient_failures: d.get("transientFailures").and_then(number),
-            last_error_at: d.get("lastErrorAt").and_then(text),
+        .filter(|d| d.get_str("status").ok() != Some(completed))
+        .map(|d| {
+            let status = d.get("status").and_then(text);
+            let error_kind = d.get("errorKind").and_then(text);
+            let attempts = d.get("attemptCount").and_then(number);
+            let waiting = d.get_bool("waitingForRetry").ok();
+            Failure {
+                interview_id: d.get("interviewId").and_then(text).unwrap_or_default(),
+                organization_id: d.get("organizationId").and_then(text),
+                state: FailureState::of(status.as_deref(), waiting, error_kind.as_deref(), attempts.unwrap_or(0)),
+                status,
+                error_kind,
+                attempts,
+                transient_failures: d.get("transientFailures").and_then(number),
+                last_error_at: d.get("lastErrorAt").and_then(text),
+            }
         })
         .collect();
+    // Stable: latest failure first within each state.
+    reports.sort_by_key(|r| r.state);
     let mut by_kind = std::collections::BTreeMap::new();
     for r in &reports {
         *by_kind.entry(r.error_kind.clone().unwrap_or_else(|| "-".into())).or_insert(0) += 1;
     }
-    Ok(FailuresListing { since_seconds: since.as_secs(), reports, truncated, by_kind })
+    Ok(FailuresListing {
+        since_seconds: since.as_secs(),
+        reports,
+        truncated,
+        by_kind,
+        retry_schedule: RetrySchedule::of_report_queue(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_held_by_an_outage_waits_and_one_out_of_attempts_needs_you() {
+        use FailureState::*;
+        assert_eq!(FailureState::of(Some("FAILED"), Some(true), Some("rate_limited"), 0), WaitingForRetry);
+        assert_eq!(FailureState::of(Some("FAILED"), Some(false), Some("rate_limited"), 0), NeedsYou, "given up");
+        assert_eq!(FailureState::of(Some("PROCESSING"), None, Some("timeout"), 1), RetryingNow);
+        // Written before `waitingForRetry`: the same rule from the kind and the attempts.
+        assert_eq!(FailureState::of(Some("FAILED"), None, Some("server_error"), 0), WaitingForRetry);
+        assert_eq!(FailureState::of(Some("FAILED"), None, Some("invalid_output"), 1), WaitingForRetry);
+        assert_eq!(FailureState::of(Some("FAILED"), None, Some("invalid_output"), 3), NeedsYou);
+        assert_eq!(FailureState::of(Some("FAILED"), None, None, 3), NeedsYou);
+        assert!(NeedsYou < WaitingForRetry && WaitingForRetry < RetryingNow, "needing an operator first");
+    }
+
+    #[test]
+    fn the_retry_schedule_is_the_consumers() {
+        let r = RetrySchedule::of_report_queue();
+        assert!(
+            r.transient.starts_with(
+                "rate_limited, server_error, timeout, database gives its attempt back; visible again 30 s-1 min"
+            ),
+            "{}",
+            r.transient
+        );
+        assert!(r.transient.contains("a copy is sent delayed 10 min"), "{}", r.transient);
+        assert!(r.other.contains("one of the report's 3 attempts") && r.other.contains("(30 min)"), "{}", r.other);
+    }
 }

@@ -60,6 +60,16 @@ impl Outcome {
         }
     }
 
+    /// Nothing was sent, moved or changed: `--dry-run` (a plan, or a redrive's or move's dry
+    /// run), recorded as such in the audit trail.
+    pub fn is_dry_run(&self) -> bool {
+        match self {
+            Self::DryRun(_) => true,
+            Self::DlqRedrive(r) | Self::QueueMove(r) => r.dry_run,
+            _ => false,
+        }
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("reports serialise")
     }

@@ -111,6 +111,12 @@ fn settlement_error(e: &CreditsError) -> Fate {
     match e.disposition() {
         Disposition::Retry => Fate::new("retried", format!("fails: {why}; {RETRIED}")),
         Disposition::Drop => Fate::new("dropped", format!("dropped: {why}; acknowledged, nothing written")),
+        Disposition::DeadLetter => Fate::new(
+            "dead-lettered",
+            format!(
+                "fails: {why}; back in the DLQ on this delivery, no retry (docs/runbook.md#a-message-that-can-never-succeed)"
+            ),
+        ),
     }
 }
 

@@ -132,6 +132,9 @@ pub struct RedriveReport {
     pub in_dlq_before: Option<u64>,
     /// Messages now in the source queue and gone from the DLQ.
     pub moved: u64,
+    /// Their message ids as they were in the queue they came from (receive / send / delete;
+    /// a move task names none: the plan lists what it saw), so the audit record names each.
+    pub moved_message_ids: Vec<String>,
     /// Messages whose send failed: still in the DLQ.
     pub failed: u64,
     /// Messages sent whose delete failed: in both queues (harmless: consumers are idempotent).
@@ -170,6 +173,7 @@ impl RedriveReport {
             dry_run,
             in_dlq_before,
             moved: 0,
+            moved_message_ids: Vec::new(),
             failed: 0,
             duplicated: 0,
             failures: Vec::new(),
@@ -820,12 +824,16 @@ async fn move_by_hand(
                 for (id, (message_id, _)) in del_ids.iter().zip(&deletes) {
                     let retried = sent_not_deleted.contains(message_id);
                     match (&deleted[id], retried) {
-                        (Ok(()), false) => report.moved += 1,
+                        (Ok(()), false) => {
+                            report.moved += 1;
+                            report.moved_message_ids.push(message_id.clone());
+                        }
                         (Ok(()), true) => {
                             // A retried delete succeeded: the duplicate is gone, the move is complete.
                             sent_not_deleted.remove(message_id);
                             report.duplicated -= 1;
                             report.moved += 1;
+                            report.moved_message_ids.push(message_id.clone());
                             report.failures.retain(|f| !(f.step == "delete" && &f.message_id == message_id));
                         }
                         (Err(_), true) => {}

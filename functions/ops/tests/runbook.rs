@@ -57,6 +57,8 @@ fn fill(command: &str) -> String {
         ("<organizationId>", "65a1b2c3d4e5f60718293a4c"),
         ("<messageId>", "0b5e8f4c-1111-2222-3333-444455556666"),
         ("<n>", "60"),
+        ("<durationSeconds>", "600"),
+        ("<completedAt>", "2026-12-02T17:30:00Z"),
         ("<text>", "the call dropped"),
     ]
     .iter()
@@ -154,6 +156,7 @@ fn every_alarms_first_command_parses() {
 fn stack_names() -> BTreeSet<String> {
     let decl = sophia_declarations::Declaration::embedded();
     let mut names = BTreeSet::new();
+    names.insert(format!("sophia-<stage>-{}", decl.operator_audit_log_group));
     for q in &decl.queues {
         names.insert(format!("sophia-<stage>-{}", q.name));
         names.insert(format!("sophia-<stage>-{}", q.dlq_name));

@@ -456,6 +456,14 @@ pub struct ReportDocument {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub transient_failures: Option<i64>,
+    /// `FAILED` only: `true` while the report's message will be delivered again without anyone
+    /// acting (the provider or the database was away and the consumer retries, or an attempt
+    /// other than the last failed): show it as waiting for a retry, not as failed. `false` (or
+    /// absent) on a `FAILED` report: nothing retries it any more (out of attempts, given up
+    /// after the outage outlasted the give-up age, an unreadable document): it needs an
+    /// operator. Cleared by the next claim and by completion (docs/design.md, "Report states").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for_retry: Option<bool>,
 }
 
 /// One attempts reset as recorded on the report (`lastRetry`, and appended to `retries`): by

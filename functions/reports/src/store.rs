@@ -84,6 +84,11 @@ pub struct StoredReport {
     pub error_kind: Option<ErrorKind>,
     #[serde(default)]
     pub refusal: Option<String>,
+    #[serde(default, deserialize_with = "int::i32_or_zero")]
+    pub transient_failures: i32,
+    /// See [`ReportDocument::waiting_for_retry`](crate::model::ReportDocument::waiting_for_retry).
+    #[serde(default)]
+    pub waiting_for_retry: Option<bool>,
     #[serde(default)]
     pub retention_expires_at: Option<DateTime>,
     #[serde(default)]
@@ -165,6 +170,14 @@ fn expiry(now: DateTime, lease: Duration) -> DateTime {
     DateTime::from_millis(now.timestamp_millis().saturating_add(lease.as_millis() as i64))
 }
 
+/// Whether a failure of this kind on this attempt is delivered again by the queue without anyone
+/// acting: the provider or the database was away (the attempt is given back), or attempts are
+/// left. Only the consumer's give-up on a long outage
+/// ([`ReportStore::mark_given_up`]) ends such a wait early.
+pub fn waits_for_retry(kind: ErrorKind, attempt: i32) -> bool {
+    kind.is_provider_away() || attempt < MAX_ATTEMPTS
+}
+
 fn bounded(s: &str) -> String {
     s.chars().take(MAX_LAST_ERROR_CHARS).collect()
 }
@@ -178,11 +191,20 @@ pub enum StoreError {
     Document(#[from] DocumentError),
 }
 
-/// The `$set` of a failure record: FAILED, why (bounded, no candidate text), its kind, and the
+/// The `$set` of a failure record: FAILED, why (bounded, no candidate text), its kind, whether
+/// the message will be delivered again without anyone acting (`waitingForRetry`), and the
 /// refusal's text when the model refused (removed otherwise).
-fn failure_update(now: DateTime, error: &str, kind: ErrorKind, refusal: Option<&str>, retention: DateTime) -> Document {
+fn failure_update(
+    now: DateTime,
+    error: &str,
+    kind: ErrorKind,
+    refusal: Option<&str>,
+    retention: DateTime,
+    waiting_for_retry: bool,
+) -> Document {
     let mut set = doc! {
         "status": ReportStatus::Failed.as_str(),
+        "waitingForRetry": waiting_for_retry,
         "retentionExpiresAt": retention,
         "lastError": bounded(error),
         "errorKind": kind.as_str(),
@@ -262,6 +284,7 @@ impl ReportStore {
             updated_at: now,
             completed_at: None,
             attempts_reset_at: None,
+            waiting_for_retry: None,
         };
         match self.reports.insert_one(bson::to_document(&report)?).await {
             Ok(_) => Ok(Some(claimed)),
@@ -323,6 +346,8 @@ impl ReportStore {
                         "updatedAt": now,
                     },
                     "$inc": {"attemptCount": 1_i32},
+                    // Being tried now: no longer waiting (docs/design.md, "Report states").
+                    "$unset": {"waitingForRetry": ""},
                 },
             )
             .return_document(ReturnDocument::After)
@@ -362,6 +387,7 @@ impl ReportStore {
                 },
                 doc! {"$set": {
                     "status": ReportStatus::Failed.as_str(),
+                    "waitingForRetry": false,
                     "retentionExpiresAt": retention,
                     "leaseId": Bson::Null,
                     "leaseExpiresAt": Bson::Null,
@@ -402,7 +428,7 @@ impl ReportStore {
                         "completedAt": now,
                         "updatedAt": now,
                     },
-                    "$unset": {"errorKind": "", "lastErrorAt": "", "refusal": ""},
+                    "$unset": {"errorKind": "", "lastErrorAt": "", "refusal": "", "waitingForRetry": ""},
                 },
             )
             .await?;
@@ -412,7 +438,10 @@ impl ReportStore {
     /// `PROCESSING` -> `FAILED` with `lastError`, `errorKind` (and the refusal's text), under the
     /// caller's lease. A kind of the provider or the database being away
     /// ([`ErrorKind::is_provider_away`]) gives the attempt back (`attemptCount` − 1) and counts
-    /// it in `transientFailures` instead: attempts count answers that were wrong.
+    /// it in `transientFailures` instead: attempts count answers that were wrong. Either such a
+    /// kind or an attempt before the last is redelivered by the queue: `waitingForRetry` true
+    /// ([`waits_for_retry`]); a consumer that gives up on an outage says so with
+    /// [`mark_given_up`](Self::mark_given_up).
     pub async fn fail(
         &self,
         lease: &Lease,
@@ -420,7 +449,8 @@ impl ReportStore {
         kind: ErrorKind,
         refusal: Option<&str>,
     ) -> mongodb::error::Result<bool> {
-        let mut update = failure_update(DateTime::now(), error, kind, refusal, lease.retention_expires_at);
+        let waiting = waits_for_retry(kind, lease.attempt);
+        let mut update = failure_update(DateTime::now(), error, kind, refusal, lease.retention_expires_at, waiting);
         if kind.is_provider_away() {
             update.insert("$inc", doc! {"attemptCount": -1_i32, "transientFailures": 1_i32});
         }
@@ -454,7 +484,21 @@ impl ReportStore {
                     "status": {"$nin": [ReportStatus::Completed.as_str()]},
                     "$or": [{"leaseExpiresAt": Bson::Null}, {"leaseExpiresAt": {"$lt": now}}],
                 },
-                failure_update(now, &error.to_string(), ErrorKind::InvalidDocument, None, retention),
+                failure_update(now, &error.to_string(), ErrorKind::InvalidDocument, None, retention, false),
+            )
+            .await?;
+        Ok(r.matched_count == 1)
+    }
+
+    /// The consumer gave up on a report whose transient failures outlasted the give-up age (its
+    /// message goes to the DLQ): `waitingForRetry` false, so it reads as needing an operator.
+    /// Returns whether a `FAILED` report was marked.
+    pub async fn mark_given_up(&self, interview_id: InterviewId) -> mongodb::error::Result<bool> {
+        let r = self
+            .reports
+            .update_one(
+                doc! {"interviewId": interview_id.oid(), "status": ReportStatus::Failed.as_str()},
+                doc! {"$set": {"waitingForRetry": false, "updatedAt": DateTime::now()}},
             )
             .await?;
         Ok(r.matched_count == 1)

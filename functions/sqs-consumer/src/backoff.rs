@@ -18,6 +18,10 @@
 //!
 //! Local measurements run with scaled time: [`SOPHIA_RETRY_TIME_SCALE`] divides every duration
 //! here (1 by default).
+//!
+//! [`policy_of`] is each declared queue's policy (the consumers run with it) and
+//! [`Backoff::schedule`] says it in words: `sophia-ops report failures` prints it, so the
+//! runbook's timings are the code's.
 
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -133,6 +137,101 @@ impl Backoff {
     }
 }
 
+/// The transient-failure policy of the consumer of `queue`, with its declared visibility timeout:
+/// the report queue's consumer requeues on the last receive (an outage of the model's provider
+/// must not end in the DLQ); the interview queue's backs off only (MongoDB away for three
+/// receives is an incident an operator sees in its DLQ).
+pub fn policy_of(queue: sophia_declarations::Queue) -> Backoff {
+    use sophia_declarations::Queue;
+    let backoff = Backoff::new(Duration::from_secs(u64::from(queue.settings().visibility_timeout_seconds)));
+    match queue {
+        Queue::ReportGenerate => backoff.with_requeue(Requeue::default()),
+        Queue::InterviewCompleted => backoff,
+    }
+}
+
+/// What a transiently failing record goes through, from a [`Backoff`] and its queue's
+/// maxReceiveCount (its `Display` is one paragraph).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    /// Per receive before the last: the backoff's band (without `Retry-After`), shortest and
+    /// longest.
+    pub backoffs: Vec<(Duration, Duration)>,
+    /// The last receive: a delayed copy's delay, or `None` (the DLQ after its backoff).
+    pub requeue_delay: Option<Duration>,
+    /// Transient failures older than this go to the DLQ (with a requeue only).
+    pub give_up_after: Option<Duration>,
+    pub max_receive_count: u32,
+    pub time_scale: u32,
+}
+
+impl Backoff {
+    /// This policy's schedule on a queue of `max_receive_count` receives.
+    pub fn schedule(&self, max_receive_count: u32) -> Schedule {
+        let bound = |d: Duration| {
+            whole_seconds(d).clamp(Duration::from_secs(1), self.visibility_timeout.max(Duration::from_secs(1)))
+        };
+        let backoffs = (1..max_receive_count.max(1))
+            .map(|receive| {
+                let exp = self.scaled(self.base).saturating_mul(1 << receive.clamp(1, 16).saturating_sub(1));
+                (bound(exp / 2), bound(exp))
+            })
+            .collect();
+        Schedule {
+            backoffs,
+            requeue_delay: self.requeue.map(|r| whole_seconds(self.scaled(r.delay)).min(MAX_DELAY)),
+            give_up_after: self.requeue.map(|r| self.scaled(r.give_up_after)),
+            max_receive_count,
+            time_scale: self.time_scale.max(1),
+        }
+    }
+}
+
+/// A duration in the largest whole unit (`90 s`, `10 min`, `24 h`).
+pub fn words(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        s if s >= 3600 && s % 3600 == 0 => format!("{} h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    }
+}
+
+/// `30 s-1 min`, `1-2 min` (the unit once when both ends share it).
+fn band(lo: Duration, hi: Duration) -> String {
+    let (lo, hi) = (words(lo), words(hi));
+    match (lo.split_once(' '), hi.split_once(' ')) {
+        (Some((n, unit)), Some((_, hi_unit))) if unit == hi_unit => format!("{n}-{hi}"),
+        _ => format!("{lo}-{hi}"),
+    }
+}
+
+impl std::fmt::Display for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bands: Vec<String> = self
+            .backoffs
+            .iter()
+            .enumerate()
+            .map(|(i, (lo, hi))| format!("{} after receive {}", band(*lo, *hi), i + 1))
+            .collect();
+        write!(f, "visible again {} (or after the provider's Retry-After)", bands.join(", "))?;
+        match (self.requeue_delay, self.give_up_after) {
+            (Some(delay), Some(give_up)) => write!(
+                f,
+                "; on receive {} a copy is sent delayed {} and the cycle starts again, until the failures are {} old: then the DLQ",
+                self.max_receive_count,
+                words(delay),
+                words(give_up)
+            )?,
+            _ => write!(f, "; receive {} fails into the DLQ", self.max_receive_count)?,
+        }
+        if self.time_scale > 1 {
+            write!(f, " (every duration divided by {}: {SOPHIA_RETRY_TIME_SCALE})", self.time_scale)?;
+        }
+        Ok(())
+    }
+}
+
 fn whole_seconds(d: Duration) -> Duration {
     Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0))
 }
@@ -200,6 +299,24 @@ mod tests {
         assert!(matches!(no_requeue.decide(3, 3, hour, None, "m"), Decision::Backoff(_)));
         let long = report_queue().with_requeue(Requeue { delay: Duration::from_secs(5_000), ..Requeue::default() });
         assert_eq!(long.decide(3, 3, hour, None, "m"), Decision::Requeue(MAX_DELAY), "SQS's maximum delay");
+    }
+
+    #[test]
+    fn the_schedule_says_the_policys_own_numbers() {
+        let text = report_queue().schedule(3).to_string();
+        assert_eq!(
+            text,
+            "visible again 30 s-1 min after receive 1, 1-2 min after receive 2 (or after the provider's Retry-After); \
+             on receive 3 a copy is sent delayed 10 min and the cycle starts again, until the failures are 24 h old: then the DLQ"
+        );
+        let plain = Backoff { requeue: None, visibility_timeout: Duration::from_secs(180), ..report_queue() };
+        assert!(plain.schedule(3).to_string().ends_with("; receive 3 fails into the DLQ"), "{}", plain.schedule(3));
+        let scaled = Backoff { time_scale: 60, ..report_queue() }.schedule(3);
+        assert_eq!(
+            scaled.backoffs,
+            vec![(Duration::from_secs(1), Duration::from_secs(1)), (Duration::from_secs(1), Duration::from_secs(2))]
+        );
+        assert!(scaled.to_string().ends_with("(every duration divided by 60: SOPHIA_RETRY_TIME_SCALE)"), "{scaled}");
     }
 
     #[test]

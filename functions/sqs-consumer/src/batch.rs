@@ -54,15 +54,12 @@ pub struct ConsumerOptions {
 
 impl ConsumerOptions {
     /// The options of the consumer of this declared queue (`declarations/queues.json` key): its
-    /// maxReceiveCount and its visibility timeout bounding the backoff.
+    /// maxReceiveCount and its transient-failure policy ([`crate::backoff::policy_of`]).
     pub fn for_queue(key: &str) -> Self {
         let d = sophia_declarations::Declaration::embedded();
         let q = d.queue(key).unwrap_or_else(|| panic!("queues.json declares no queue {key}"));
-        Self {
-            max_receive_count: q.max_receive_count,
-            backoff: Backoff::new(Duration::from_secs(u64::from(q.visibility_timeout_seconds))),
-            ..Self::default()
-        }
+        let queue = sophia_declarations::Queue::from_key(key).expect("a declared queue has a Queue variant");
+        Self { max_receive_count: q.max_receive_count, backoff: crate::backoff::policy_of(queue), ..Self::default() }
     }
 
     pub fn with_queue(mut self, queue: Arc<dyn RecordQueue>) -> Self {
@@ -310,6 +307,7 @@ fn parse_record<M: QueueMessage>(record: &SqsMessage, meta: &RecordMeta, options
 /// What the wrapper needs to change a record's visibility or send a copy of it.
 fn record_ref<M: QueueMessage>(record: &SqsMessage, message: &M) -> Option<RecordRef> {
     Some(RecordRef {
+        message_id: record.message_id.clone().unwrap_or_default(),
         queue_arn: record.event_source_arn.clone()?,
         receipt_handle: record.receipt_handle.clone()?,
         body: record.body.clone().unwrap_or_default(),
@@ -401,11 +399,21 @@ where
         }
         _ => None,
     };
+    // A failure no retry can change: the DLQ now, by the wrapper's own send (acknowledged only
+    // once that send succeeded).
+    let dead_lettered = match &result {
+        Ok(Err(Failure::DeadLetter(e))) => Some(match (&options.queue, &raw) {
+            (Some(queue), Some(raw)) => queue.dead_letter(raw, &chain(e.as_ref())).await,
+            _ => Err("no queue to find the DLQ of".into()),
+        }),
+        _ => None,
+    };
     let requeued = matches!(decision, Some((Decision::Requeue(_), _, Ok(()))));
     let outcome = match &result {
         Ok(Ok(())) => Outcome::Processed,
         Ok(Err(Failure::Transient { .. })) if requeued => Outcome::Requeued,
-        Ok(Err(Failure::Retry(_) | Failure::Transient { .. })) => Outcome::Failed,
+        Ok(Err(Failure::DeadLetter(_))) if matches!(dead_lettered, Some(Ok(_))) => Outcome::DeadLettered,
+        Ok(Err(Failure::Retry(_) | Failure::Transient { .. } | Failure::DeadLetter(_))) => Outcome::Failed,
         Ok(Err(Failure::Drop(_))) => Outcome::DroppedByHandler,
         Err(_) => Outcome::Panicked,
     };
@@ -425,6 +433,24 @@ where
         Ok(Err(Failure::Transient { error, .. })) => {
             log_transient(&chain(error.as_ref()), decision, last_receive, max_receive_count)
         }
+        Ok(Err(Failure::DeadLetter(e))) => match dead_lettered {
+            Some(Ok(dlq_message_id)) => tracing::error!(
+                error = %chain(e.as_ref()),
+                dlqMessageId = %dlq_message_id,
+                "record can never succeed; sent to the DLQ on this delivery, no retry"
+            ),
+            Some(Err(send)) if last_receive => tracing::error!(
+                error = %chain(e.as_ref()),
+                queueError = %chain(send.as_ref()),
+                maxReceiveCount = max_receive_count,
+                "record can never succeed and its send to the DLQ failed; on its last receive, SQS moves it to the DLQ"
+            ),
+            _ => tracing::warn!(
+                error = %chain(e.as_ref()),
+                queueError = %dead_lettered.as_ref().and_then(|d| d.as_ref().err()).map_or(String::new(), |s| chain(s.as_ref())),
+                "record can never succeed but its send to the DLQ failed; SQS will redeliver it"
+            ),
+        },
         // An expected end (e.g. a report for a soft-deleted interview): nothing for a person to do.
         Ok(Err(Failure::Drop(e))) => tracing::warn!(error = %chain(e.as_ref()), "record not processed; dropped"),
         Err(panic) => tracing::error!(panic = %panic_text(&panic), "handler panicked; SQS will redeliver the record"),

@@ -17,6 +17,13 @@ pub enum Failure {
     Transient { error: BoxError, retry_after: Option<Duration> },
     /// A permanent failure: no retry can succeed. Logged as an error and acknowledged.
     Drop(BoxError),
+    /// A permanent failure a person must see (e.g. an interview of another organization than
+    /// the message says): the wrapper sends the record to its queue's DLQ on this delivery
+    /// (`SendMessage` of the same body and attributes, with why: [`crate::queue::RecordQueue::dead_letter`])
+    /// and only then acknowledges it; if that send fails, the record is reported failed as a
+    /// [`Failure::Retry`] would be (SQS redelivers it, then moves it to the DLQ), so it is never
+    /// lost.
+    DeadLetter(BoxError),
 }
 
 impl Failure {
@@ -26,13 +33,16 @@ impl Failure {
     pub fn drop(e: impl Into<BoxError>) -> Self {
         Self::Drop(e.into())
     }
+    pub fn dead_letter(e: impl Into<BoxError>) -> Self {
+        Self::DeadLetter(e.into())
+    }
     /// A transient failure; `retry_after`: what the provider asked for, if it did.
     pub fn transient(e: impl Into<BoxError>, retry_after: Option<Duration>) -> Self {
         Self::Transient { error: e.into(), retry_after }
     }
     pub fn error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
         match self {
-            Self::Retry(e) | Self::Drop(e) | Self::Transient { error: e, .. } => e.as_ref(),
+            Self::Retry(e) | Self::Drop(e) | Self::DeadLetter(e) | Self::Transient { error: e, .. } => e.as_ref(),
         }
     }
 }
@@ -42,6 +52,7 @@ impl fmt::Debug for Failure {
         match self {
             Self::Retry(e) => write!(f, "Retry({e})"),
             Self::Drop(e) => write!(f, "Drop({e})"),
+            Self::DeadLetter(e) => write!(f, "DeadLetter({e})"),
             Self::Transient { error, retry_after } => write!(f, "Transient({error}, retry_after: {retry_after:?})"),
         }
     }

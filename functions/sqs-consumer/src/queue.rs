@@ -1,6 +1,9 @@
 //! The record's own queue, for what the wrapper does to a transiently failed record
 //! ([`crate::backoff`]): `ChangeMessageVisibility` (the function's role allows exactly that on
-//! its own queue) and, on the report queue, `SendMessage` of a delayed copy.
+//! its own queue) and, on the report queue, `SendMessage` of a delayed copy; and for a record
+//! that can never succeed ([`crate::Failure::DeadLetter`]), `SendMessage` of it to the queue's
+//! own DLQ, found from the queue's `RedrivePolicy` (`GetQueueAttributes`, which the event source
+//! mapping already needs on that queue), once per queue.
 //!
 //! [`RecordQueue`] is the port; [`SqsRecordQueue`] the adapter over the SQS API. The queue URL is
 //! derived from the record's `eventSourceARN` (`arn:<partition>:sqs:<region>:<account>:<name>`):
@@ -24,6 +27,8 @@ const LOCAL_ACCOUNT: &str = "000000000000";
 /// What the wrapper needs of one record to change its visibility or send a copy of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordRef {
+    /// The record's SQS message id (kept on a dead-lettered copy as [`SOURCE_MESSAGE_ID`]).
+    pub message_id: String,
     pub queue_arn: String,
     pub receipt_handle: String,
     pub body: String,
@@ -32,6 +37,16 @@ pub struct RecordRef {
     /// The fair-queue tenant (`MessageGroupId`): the message's organization id.
     pub group_id: String,
 }
+
+/// The message attribute (String) of a record the consumer sent to its DLQ itself: why no retry
+/// can succeed (the error's chain: ids and kinds, never candidate text; at most
+/// [`DEAD_LETTER_REASON_CHARS`] characters).
+pub const DEAD_LETTER_REASON: &str = "deadLetterReason";
+/// The message attribute (String) of a record the consumer sent to its DLQ itself: the message
+/// id it had on its source queue (the one in the consumer's log lines).
+pub const SOURCE_MESSAGE_ID: &str = "sourceMessageId";
+/// The longest [`DEAD_LETTER_REASON`] sent.
+pub const DEAD_LETTER_REASON_CHARS: usize = 512;
 
 /// The port: the operations on a record's own queue.
 pub trait RecordQueue: Send + Sync + fmt::Debug {
@@ -45,6 +60,10 @@ pub trait RecordQueue: Send + Sync + fmt::Debug {
         delay: Duration,
         transient_since_ms: u64,
     ) -> BoxFuture<'a, Result<(), BoxError>>;
+    /// Sends a copy of the record (same body and String attributes, with [`DEAD_LETTER_REASON`]
+    /// and [`SOURCE_MESSAGE_ID`]) to its queue's DLQ; returns the copy's message id. The caller
+    /// acknowledges the record only after this succeeded.
+    fn dead_letter<'a>(&'a self, record: &'a RecordRef, reason: &'a str) -> BoxFuture<'a, Result<String, BoxError>>;
 }
 
 /// The queue URL of a queue ARN (see the module docs); `None` for what is not an SQS ARN.
@@ -71,6 +90,8 @@ pub struct SqsRecordQueue {
     endpoint: Option<String>,
     /// Queue URLs by ARN, as a local endpoint answered `GetQueueUrl`.
     local_urls: Arc<Mutex<HashMap<String, String>>>,
+    /// DLQ ARNs by source queue ARN, as the source queue's `RedrivePolicy` names them.
+    dlq_arns: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl fmt::Debug for SqsRecordQueue {
@@ -84,14 +105,14 @@ impl SqsRecordQueue {
     pub fn from_env() -> Self {
         let endpoint = sophia_platform::config::optional(sophia_platform::sqs::AWS_ENDPOINT_URL_SQS)
             .or_else(|| sophia_platform::config::optional(sophia_platform::sqs::AWS_ENDPOINT_URL));
-        Self { client: Arc::new(OnceLock::new()), endpoint, local_urls: Arc::default() }
+        Self { client: Arc::new(OnceLock::new()), endpoint, local_urls: Arc::default(), dlq_arns: Arc::default() }
     }
 
     /// This client; `endpoint`: the one it was built for (`None`: AWS).
     pub fn with_client(client: aws_sdk_sqs::Client, endpoint: Option<String>) -> Self {
         let cell = OnceLock::new();
         let _ = cell.set(Ok(client));
-        Self { client: Arc::new(cell), endpoint, local_urls: Arc::default() }
+        Self { client: Arc::new(cell), endpoint, local_urls: Arc::default(), dlq_arns: Arc::default() }
     }
 
     fn client(&self) -> Result<&aws_sdk_sqs::Client, BoxError> {
@@ -102,18 +123,22 @@ impl SqsRecordQueue {
     }
 
     async fn url(&self, record: &RecordRef) -> Result<String, BoxError> {
+        self.url_of(&record.queue_arn).await
+    }
+
+    async fn url_of(&self, queue_arn: &str) -> Result<String, BoxError> {
         let Some(endpoint) = self.endpoint.as_deref() else {
             // A local emulator's queue (its placeholder account) is never looked for on AWS.
-            if record.queue_arn.contains(&format!(":{LOCAL_ACCOUNT}:")) {
+            if queue_arn.contains(&format!(":{LOCAL_ACCOUNT}:")) {
                 return Err("a local queue (account 000000000000) and no AWS_ENDPOINT_URL_SQS: not sent to AWS".into());
             }
-            return queue_url_from_arn(&record.queue_arn, None)
-                .ok_or_else(|| format!("eventSourceARN {:?} is not an SQS queue ARN", record.queue_arn).into());
+            return queue_url_from_arn(queue_arn, None)
+                .ok_or_else(|| format!("queue ARN {queue_arn:?} is not an SQS queue ARN").into());
         };
-        if let Some(url) = self.local_urls.lock().expect("urls lock").get(&record.queue_arn) {
+        if let Some(url) = self.local_urls.lock().expect("urls lock").get(queue_arn) {
             return Ok(url.clone());
         }
-        let name = record.queue_arn.rsplit(':').next().unwrap_or_default();
+        let name = queue_arn.rsplit(':').next().unwrap_or_default();
         let url = self
             .client()?
             .get_queue_url()
@@ -123,9 +148,38 @@ impl SqsRecordQueue {
             .map_err(|e| BoxError::from(aws_sdk_sqs::Error::from(e)))?
             .queue_url
             .unwrap_or_else(|| format!("{}/{LOCAL_ACCOUNT}/{name}", endpoint.trim_end_matches('/')));
-        self.local_urls.lock().expect("urls lock").insert(record.queue_arn.clone(), url.clone());
+        self.local_urls.lock().expect("urls lock").insert(queue_arn.to_owned(), url.clone());
         Ok(url)
     }
+
+    /// The DLQ ARN of the record's queue: its `RedrivePolicy`'s `deadLetterTargetArn`.
+    async fn dlq_arn(&self, record: &RecordRef) -> Result<String, BoxError> {
+        if let Some(arn) = self.dlq_arns.lock().expect("dlq lock").get(&record.queue_arn) {
+            return Ok(arn.clone());
+        }
+        let attributes = self
+            .client()?
+            .get_queue_attributes()
+            .queue_url(self.url(record).await?)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy)
+            .send()
+            .await
+            .map_err(|e| BoxError::from(aws_sdk_sqs::Error::from(e)))?;
+        let policy = attributes
+            .attributes()
+            .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy))
+            .ok_or_else(|| format!("queue {} has no RedrivePolicy: no DLQ to send to", record.queue_arn))?;
+        let arn = dead_letter_target(policy)
+            .ok_or_else(|| format!("the RedrivePolicy of {} names no deadLetterTargetArn", record.queue_arn))?;
+        self.dlq_arns.lock().expect("dlq lock").insert(record.queue_arn.clone(), arn.clone());
+        Ok(arn)
+    }
+}
+
+/// The `deadLetterTargetArn` of a `RedrivePolicy` (JSON).
+pub fn dead_letter_target(redrive_policy: &str) -> Option<String> {
+    let policy: serde_json::Value = serde_json::from_str(redrive_policy).ok()?;
+    policy.get("deadLetterTargetArn")?.as_str().filter(|a| !a.is_empty()).map(str::to_owned)
 }
 
 fn string_attribute(value: &str) -> MessageAttributeValue {
@@ -175,11 +229,43 @@ impl RecordQueue for SqsRecordQueue {
             Ok(())
         })
     }
+
+    fn dead_letter<'a>(&'a self, record: &'a RecordRef, reason: &'a str) -> BoxFuture<'a, Result<String, BoxError>> {
+        Box::pin(async move {
+            let dlq_url = self.url_of(&self.dlq_arn(record).await?).await?;
+            let reason: String = reason.chars().take(DEAD_LETTER_REASON_CHARS).collect();
+            let mut send = self
+                .client()?
+                .send_message()
+                .queue_url(dlq_url)
+                .message_body(&record.body)
+                .message_attributes(DEAD_LETTER_REASON, string_attribute(&reason))
+                .message_attributes(SOURCE_MESSAGE_ID, string_attribute(&record.message_id));
+            for (name, value) in &record.string_attributes {
+                if name != DEAD_LETTER_REASON && name != SOURCE_MESSAGE_ID {
+                    send = send.message_attributes(name, string_attribute(value));
+                }
+            }
+            let sent = send.send().await.map_err(|e| BoxError::from(aws_sdk_sqs::Error::from(e)))?;
+            Ok(sent.message_id.unwrap_or_default())
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_dlq_is_the_redrive_policys_target() {
+        let policy = r#"{"deadLetterTargetArn":"arn:aws:sqs:eu-west-1:1:sophia-dev-interview-completed-dlq","maxReceiveCount":3}"#;
+        assert_eq!(
+            dead_letter_target(policy).as_deref(),
+            Some("arn:aws:sqs:eu-west-1:1:sophia-dev-interview-completed-dlq")
+        );
+        assert_eq!(dead_letter_target(r#"{"maxReceiveCount":3}"#), None);
+        assert_eq!(dead_letter_target("not json"), None);
+    }
 
     #[test]
     fn the_queue_url_comes_from_the_event_source_arn() {

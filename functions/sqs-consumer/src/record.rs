@@ -65,6 +65,9 @@ pub enum Outcome {
     /// A transient failure on the last receive: a delayed copy was sent, then the record
     /// acknowledged (see [`crate::backoff`]).
     Requeued,
+    /// A failure no retry can change ([`crate::Failure::DeadLetter`]): the record was sent to its
+    /// queue's DLQ, then acknowledged.
+    DeadLettered,
 }
 
 impl Outcome {
@@ -83,6 +86,7 @@ impl Outcome {
             Self::DeadlineSkipped => "deadline_retry",
             Self::DeadlineCancelled => "deadline_cancelled_retry",
             Self::Requeued => "requeued",
+            Self::DeadLettered => "dead_lettered",
         }
     }
 }

@@ -399,3 +399,73 @@ mod property {
         }
     }
 }
+
+/// A queue that records what the wrapper sends to the DLQ (or refuses to).
+#[derive(Debug, Default)]
+struct DeadLetters {
+    sent: Mutex<Vec<(String, String)>>,
+    refuse: bool,
+}
+
+impl sophia_sqs_consumer::queue::RecordQueue for DeadLetters {
+    fn change_visibility<'a>(
+        &'a self,
+        _record: &'a sophia_sqs_consumer::queue::RecordRef,
+        _timeout: Duration,
+    ) -> futures::future::BoxFuture<'a, Result<(), BoxError>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn requeue<'a>(
+        &'a self,
+        _record: &'a sophia_sqs_consumer::queue::RecordRef,
+        _delay: Duration,
+        _since: u64,
+    ) -> futures::future::BoxFuture<'a, Result<(), BoxError>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn dead_letter<'a>(
+        &'a self,
+        record: &'a sophia_sqs_consumer::queue::RecordRef,
+        reason: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<String, BoxError>> {
+        Box::pin(async move {
+            if self.refuse {
+                return Err("AccessDenied".into());
+            }
+            self.sent.lock().unwrap().push((record.message_id.clone(), reason.to_owned()));
+            Ok("dlq-copy-1".to_owned())
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("interview 1 belongs to organization 2, not to 3 as the message says")]
+struct Permanent;
+
+/// A failure no retry can change goes to the DLQ on this delivery and is acknowledged; if that
+/// send fails it is retried as before, so it is never lost.
+#[tokio::test]
+async fn a_record_that_can_never_succeed_is_dead_lettered_on_its_first_delivery_or_else_retried() {
+    for refuse in [false, true] {
+        let queue = Arc::new(DeadLetters { refuse, ..DeadLetters::default() });
+        let consumer = SqsConsumer::new(ConsumerOptions::default().with_queue(queue.clone()));
+        let report = consumer
+            .process_with_report(fixture_event(), ok_setup, |m: InterviewQueueMessage, _meta| async move {
+                match m {
+                    InterviewQueueMessage::Completed(_) => Err(Failure::dead_letter(Permanent)),
+                    InterviewQueueMessage::Failed(_) => Ok(()),
+                }
+            })
+            .await
+            .unwrap();
+        if refuse {
+            assert_eq!(report.failed_ids(), [COMPLETED_ID], "the send failed: retried, not lost");
+            assert_eq!(report.outcomes[0].1, Outcome::Failed);
+        } else {
+            assert!(report.failed_ids().is_empty(), "acknowledged once in the DLQ");
+            assert_eq!(report.outcomes[0], (COMPLETED_ID.to_owned(), Outcome::DeadLettered));
+            let sent = queue.sent.lock().unwrap().clone();
+            assert_eq!(sent, [(COMPLETED_ID.to_owned(), Permanent.to_string())]);
+        }
+    }
+}

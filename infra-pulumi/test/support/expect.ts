@@ -44,7 +44,8 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.redriveAllow]: 4,
   [TYPE.function]: 3,
   [TYPE.esm]: 2,
-  [TYPE.logGroup]: 3,
+  // one per function, and the operator audit trail
+  [TYPE.logGroup]: 4,
   [TYPE.role]: 3,
   [TYPE.rolePolicy]: 3,
   // 2 DLQ + 2 age + 5 function alarms (errors and throttles of the 2 functions that can run,
@@ -116,6 +117,7 @@ export const arn = {
   /** A stage's roles and policies live under the IAM path /sophia/<stage>/. */
   role: (name: string, path = "/") => `arn:${PARTITION}:iam::${ACCOUNT}:role${path}${name}`,
   logStreams: (fnName: string) => `arn:${PARTITION}:logs:${REGION}:${ACCOUNT}:log-group:/aws/lambda/${fnName}:*`,
+  logGroup: (name: string) => `arn:${PARTITION}:logs:${REGION}:${ACCOUNT}:log-group:${name}`,
   policy: (name: string, path = "/") => `arn:${PARTITION}:iam::${ACCOUNT}:policy${path}${name}`,
   secret: (name: string) => `arn:${PARTITION}:secretsmanager:${REGION}:${ACCOUNT}:secret:${name}-AbCdEf`,
   key: `arn:${PARTITION}:kms:${REGION}:${ACCOUNT}:key/key-secrets-key`,
@@ -197,6 +199,8 @@ export function expectedGrants(
     "interview-completed": [
       ...grant(LOGS, arn.logStreams(n.fn("interview-completed"))),
       ...grant(CONSUME, arn.queue(n.queue("interview-completed"))),
+      // A record that can never succeed goes to its own DLQ on the first delivery (iam.ts DEAD_LETTERS_TO_OWN_DLQ).
+      ...grant(["sqs:SendMessage"], arn.queue(n.dlq("interview-completed"))),
       ...grant(["sqs:SendMessage"], arn.queue(n.queue("report-generate"))),
       ...bucket(),
       ...(mongo.length > 0 ? secretGrants(stage, mongo) : []),

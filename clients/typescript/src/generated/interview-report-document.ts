@@ -158,6 +158,15 @@ export interface InterviewReportDocument {
    * attempt budget, so they are counted here instead.
    */
   transientFailures?: number | null;
+  /**
+   * `FAILED` only: `true` while the report's message will be delivered again without anyone
+   * acting (the provider or the database was away and the consumer retries, or an attempt
+   * other than the last failed): show it as waiting for a retry, not as failed. `false` (or
+   * absent) on a `FAILED` report: nothing retries it any more (out of attempts, given up
+   * after the outage outlasted the give-up age, an unreadable document): it needs an
+   * operator. Cleared by the next claim and by completion (docs/design.md, "Report states").
+   */
+  waitingForRetry?: boolean | null;
 }
 /**
  * The report as stored (`interviewReports.report`).

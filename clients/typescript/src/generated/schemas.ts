@@ -349,6 +349,13 @@ export const schemas = {
         "format": "int64",
         "description": "Failures that gave their attempt back because the provider or the database was away\n(`errorKind` `rate_limited`, `server_error`, `timeout` or `database`): they do not use the\nattempt budget, so they are counted here instead.",
         "minimum": 0
+      },
+      "waitingForRetry": {
+        "type": [
+          "boolean",
+          "null"
+        ],
+        "description": "`FAILED` only: `true` while the report's message will be delivered again without anyone\nacting (the provider or the database was away and the consumer retries, or an attempt\nother than the last failed): show it as waiting for a retry, not as failed. `false` (or\nabsent) on a `FAILED` report: nothing retries it any more (out of attempts, given up\nafter the outage outlasted the give-up age, an unreadable document): it needs an\noperator. Cleared by the next claim and by completion (docs/design.md, \"Report states\")."
       }
     },
     "required": [

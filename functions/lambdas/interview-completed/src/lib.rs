@@ -38,6 +38,7 @@ pub fn failure_of(e: CreditsError) -> Failure {
         Disposition::Retry if e.is_transient() => Failure::transient(e, None),
         Disposition::Retry => Failure::retry(e),
         Disposition::Drop => Failure::drop(e),
+        Disposition::DeadLetter => Failure::dead_letter(e),
     }
 }
 

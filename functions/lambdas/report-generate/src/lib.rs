@@ -31,7 +31,7 @@ use sophia_platform::rotation::{self, Renewed, Rotating};
 use sophia_platform::secrets::{self, Secret};
 use sophia_reports::store::MAX_ATTEMPTS;
 use sophia_reports::{Disposition, ErrorKind, Generated, ReportError, ReportModel, ReportService, migrations};
-use sophia_sqs_consumer::backoff::Requeue;
+use sophia_sqs_consumer::backoff::Decision;
 use sophia_sqs_consumer::metrics::{Dimension, Metric, Metrics};
 use sophia_sqs_consumer::queue::SqsRecordQueue;
 use sophia_sqs_consumer::{BatchError, BatchReport, BoxError, ConsumerOptions, Failure, RecordMeta, SqsConsumer};
@@ -74,9 +74,7 @@ impl std::error::Error for UniqueIndexMissing {}
 /// failures requeued on the last receive (`sophia_sqs_consumer::backoff`), and the queue itself
 /// reached with the function's own SQS client (from the environment, built on first use).
 pub fn consumer_options() -> ConsumerOptions {
-    let options = ConsumerOptions::for_queue("reportGenerate");
-    let backoff = options.backoff.with_requeue(Requeue::default());
-    ConsumerOptions { backoff, ..options }.with_queue(Arc::new(SqsRecordQueue::from_env()))
+    ConsumerOptions::for_queue("reportGenerate").with_queue(Arc::new(SqsRecordQueue::from_env()))
 }
 
 /// The clients one process uses, rebuilt together when a refused secret has a new value.
@@ -219,9 +217,45 @@ impl ReportGenerateHandler {
                 result = generate(renewed.service.clone()).await;
             }
             report_metrics(&result).emit();
+            if let Err(e) = &result
+                && self.gives_up(e, &meta)
+            {
+                mark_given_up(&self.clients.current().service, interview_id).await;
+            }
             result.map(|_| ()).map_err(to_failure)
         };
         self.consumer.process_with_report(event, setup, handler).await
+    }
+}
+
+impl ReportGenerateHandler {
+    /// Whether the consumer wrapper will give this transient failure up (its outage outlasted the
+    /// give-up age on the last receive: the DLQ), by the same decision the wrapper takes
+    /// (`sophia_sqs_consumer::backoff::Backoff::decide`).
+    fn gives_up(&self, e: &ReportError, meta: &RecordMeta) -> bool {
+        if !e.is_transient() {
+            return false;
+        }
+        let options = self.consumer.options();
+        let age = meta.transient_since.and_then(|t| t.elapsed().ok()).unwrap_or_default();
+        matches!(
+            options.backoff.decide(
+                meta.receive_count,
+                options.max_receive_count,
+                age,
+                e.retry_after(),
+                &meta.message_id
+            ),
+            Decision::GiveUp(_)
+        )
+    }
+}
+
+/// The report no longer waits for a retry: its message goes to the DLQ (logged when it cannot
+/// be recorded; the DLQ alarm and `RecordsGivenUp` still say so).
+async fn mark_given_up(service: &ReportService, interview_id: sophia_contracts::InterviewId) {
+    if let Err(e) = service.store().mark_given_up(interview_id).await {
+        tracing::error!(error = %e, "could not record on the report that its retries were given up");
     }
 }
 

@@ -1,0 +1,361 @@
+//! The on-call drills of docs/runbook.md as tests: each incident runs on the local pipeline and
+//! asserts what the runbook's first command for it prints, then follows the runbook's next
+//! steps to the end.
+//!
+//! - **An OpenAI outage** (runbook "Reports failing"): `report failures` lists the report as
+//!   waiting for a retry (not FAILED, nothing needs the operator), with the retry schedule from
+//!   the consumer's own values; `interview show` says the same; after recovery the report
+//!   completes and `report failures` lists nothing. The consumer runs with the report queue's
+//!   declared policy, time scaled by 60 (`Backoff::time_scale`, what `SOPHIA_RETRY_TIME_SCALE`
+//!   sets: a 30-60 s backoff is 1 s, the 10 min requeue delay 10 s), through fauxqs and the
+//!   event-source-mapping emulator.
+//! - **A message for the wrong organization** (runbook "A message that can never succeed"): the
+//!   whole local pipeline (`sophia-local`'s runner); the consumer sends it to the DLQ on its first
+//!   delivery, no retry; `dlq list interview-completed` names why; `interview show` gives the
+//!   republish command with the interview's own organization and facts; republished and the DLQ
+//!   message deleted, the interview is charged once.
+//! - **An invalid message** (runbook "Invalid messages dropped"): the whole local pipeline; the
+//!   drop's reason names every invalid field; `interview unsettled` (no `--older-than`) lists
+//!   the interview minutes old while `--older-than 1h` hides it; `interview show` prints the
+//!   stored `completedAt` and `durationSeconds` and the command that republishes with them;
+//!   run as printed, it settles the interview with those facts.
+
+use crate::support::ops as ops_support;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bson::{Bson, Document, doc};
+use futures::TryStreamExt;
+use harness::faults::{LogCapture, World, esm, fake_openai, report_instance, reports_of, send};
+use harness::{sqs_client, sqs_endpoint, test_queues};
+use ops_support::ok;
+use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, Timestamp};
+use sophia_credits::{CreditsStore, invariants, seed};
+use sophia_local::control::{ControlClient, FunctionStatus, Status};
+use sophia_local::queues::QueueOverrides;
+use sophia_local::runner::{Runner, RunnerOptions};
+use sophia_openai_fake::{Behaviour, FakeOpenAi, Fault};
+use sophia_ops::listing::FailureState;
+use sophia_ops::{Context, Outcome, ProgressMode};
+use sophia_sqs_consumer::ConsumerOptions;
+use sophia_sqs_consumer::queue::SqsRecordQueue;
+
+/// Every retry duration divided by this (see the module docs).
+const SCALE: u32 = 60;
+/// A liveness bound for each wait (not a timing assertion).
+const LIMIT: Duration = Duration::from_secs(120);
+
+async fn wait_until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let started = Instant::now();
+    while !check().await {
+        assert!(started.elapsed() < LIMIT, "not reached within {LIMIT:?}: {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn openai_outage_report_failures_shows_waiting_for_a_retry_then_nothing_after_recovery() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    let sqs = sqs_client().await;
+    let queues = test_queues(&sqs).await;
+    let fake = FakeOpenAi::scripted().unwrap();
+    // The report queue's declared policy (backoffs, then a delayed copy), scaled.
+    let mut options = ConsumerOptions::for_queue("reportGenerate").with_queue(Arc::new(SqsRecordQueue::with_client(
+        sophia_platform::sqs::local_client(&sqs_endpoint()),
+        Some(sqs_endpoint()),
+    )));
+    options.backoff.time_scale = SCALE;
+    let instance =
+        report_instance(w.settings(), fake_openai(&fake, Duration::from_secs(5)), Duration::from_secs(300), options);
+    let reports = esm(&sqs, &queues.report_generate.source, "reportGenerate", instance);
+    fake.set_fault(Some(Fault::ServerError));
+    send(
+        &sqs,
+        &queues.report_generate.source.url,
+        &format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#),
+    )
+    .await;
+    let started = Instant::now();
+    while reports_of(&w.mongo.db, interview)
+        .await
+        .first()
+        .and_then(|d| d.get_str("errorKind").ok().map(str::to_owned))
+        .is_none()
+    {
+        assert!(started.elapsed() < LIMIT, "no failed attempt");
+        let _ = reports.poll_once(Duration::from_secs(1)).await.expect("poll");
+    }
+
+    // The runbook's first command ("Reports failing").
+    let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
+    let Outcome::ReportFailures(listing) = ok(&ctx, &["report", "failures", "--since", "1h"]).await else { panic!() };
+    let text = listing.human();
+    assert_eq!(listing.reports.len(), 1, "{text}");
+    assert_eq!(listing.reports[0].state, FailureState::WaitingForRetry, "{text}");
+    let header = text.lines().next().unwrap_or_default();
+    assert!(
+        header.starts_with("1 report(s) with failed attempts, not COMPLETED, in the last ")
+            && header.ends_with(": 0 need you, 1 waiting for a retry, 0 being retried now"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("waiting for a retry  {interview}")), "{text}");
+    assert!(text.contains("errorKind server_error  0 attempt(s) of 3"), "{text}");
+    assert!(!text.contains("FAILED"), "an outage's report is not shown as failed: {text}");
+    // The stage's schedule (this process does not scale time; the consumer above does).
+    assert!(
+        text.contains("retries: rate_limited, server_error, timeout, database gives its attempt back; visible again 30 s-1 min after receive 1, 1-2 min after receive 2")
+            && text.contains("a copy is sent delayed 10 min"),
+        "the schedule is the consumer's: {text}"
+    );
+    let stored = reports_of(&w.mongo.db, interview).await.remove(0);
+    assert_eq!(stored.get_bool("waitingForRetry"), Ok(true), "the stored report says it too: {stored}");
+    let Outcome::InterviewShow(shown) = ok(&ctx, &["interview", "show", &interview.to_string(), "--no-receive"]).await
+    else {
+        panic!()
+    };
+    assert!(shown.human().contains("status FAILED (waiting for a retry"), "{}", shown.human());
+
+    // OpenAI is back: the next delivery completes the report.
+    fake.set_fault(None);
+    fake.push(Behaviour::Report);
+    let started = Instant::now();
+    while reports_of(&w.mongo.db, interview).await[0].get_str("status") != Ok("COMPLETED") {
+        assert!(started.elapsed() < LIMIT, "the report did not complete after recovery");
+        let _ = reports.poll_once(Duration::from_secs(1)).await.expect("poll");
+    }
+    let Outcome::ReportFailures(after) = ok(&ctx, &["report", "failures", "--since", "1h"]).await else { panic!() };
+    assert!(after.reports.is_empty(), "a completed report leaves the list: {}", after.human());
+    assert!(after.human().starts_with("0 report(s) with failed attempts"), "{}", after.human());
+    let stored = reports_of(&w.mongo.db, interview).await.remove(0);
+    assert_eq!(stored.get("waitingForRetry"), None, "{stored}");
+}
+
+/// The whole local pipeline (`sophia-local`'s runner) with `sophia-ops` reading its env file, as
+/// an operator's shell does.
+struct Pipeline {
+    runner: Runner,
+    control: ControlClient,
+    env_file: PathBuf,
+    ops: Context,
+}
+
+impl Pipeline {
+    async fn start() -> Self {
+        let env_file = std::env::temp_dir().join(harness::unique("sophia-ops-drill")).join("sophia.env");
+        let runner = Runner::start(RunnerOptions {
+            overrides: QueueOverrides { visibility_timeout_seconds: Some(30) },
+            env_file: Some(env_file.clone()),
+            ..RunnerOptions::default()
+        })
+        .await
+        .expect("the local pipeline starts (scripts/setup-tools)");
+        let control = ControlClient::from_env_file(&env_file).expect("the env file names the control channel");
+        let env = sophia_ops::env::Env::load(Some(&env_file), false).expect("the env file reads");
+        let ops = Context::new(env, None, ProgressMode::Hidden);
+        Self { runner, control, env_file, ops }
+    }
+
+    async fn stop(self) {
+        let dir = self.env_file.parent().map(PathBuf::from);
+        self.runner.stop().await;
+        if let Some(dir) = dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
+    fn store(&self) -> CreditsStore {
+        CreditsStore::new(self.runner.mongo.db.clone())
+    }
+
+    async fn function(&self, name: &str) -> FunctionStatus {
+        let status: Status = self.control.status().await.expect("status answers");
+        status.functions.into_iter().find(|f| f.name == name).expect("the function is listed")
+    }
+
+    /// An organization with credits and one interview holding 10 credits, marked completed
+    /// (600 s, at `completed_at`) as the API does before it publishes.
+    async fn completed_interview(&self, completed_at: Timestamp) -> (OrganizationId, InterviewId) {
+        let store = self.store();
+        let org = seed::create_organization(&store, "Drill organization").await.unwrap();
+        seed::grant_lot(&store, org, 1000, chrono::Utc::now() + chrono::Duration::days(30)).await.unwrap();
+        let id =
+            seed::reserved_interview(&self.runner.mongo.client, &store, org, 10, sophia_local::demo::transcript(true))
+                .await
+                .unwrap();
+        seed::mark_completed(&store, id, completed_at, DurationSeconds::new(600).unwrap()).await.unwrap();
+        (org, id)
+    }
+
+    async fn send_interview_message(&self, body: &str) {
+        let url = &self.runner.env()["INTERVIEW_COMPLETED_QUEUE_URL"];
+        self.runner
+            .sqs
+            .send_message()
+            .queue_url(url)
+            .message_body(body)
+            .message_attributes("requestId", ops_support::string_attr("drill"))
+            .send()
+            .await
+            .expect("sent");
+    }
+
+    async fn interview(&self, id: InterviewId) -> Document {
+        let interviews = self.runner.mongo.db.collection::<Document>("interviews");
+        interviews.find_one(doc! {"_id": id.oid()}).await.unwrap().unwrap()
+    }
+
+    async fn settle_lines(&self, id: InterviewId) -> Vec<Document> {
+        let ledger = self.runner.mongo.db.collection::<Document>("creditLedger");
+        ledger.find(doc! {"reference.id": id.oid(), "type": "SETTLE"}).await.unwrap().try_collect().await.unwrap()
+    }
+
+    /// Runs the `sophia-ops` command line `line` (as printed, after the program name).
+    async fn run_printed(&self, line: &str) -> Outcome {
+        let args: Vec<&str> = line.split_whitespace().skip_while(|a| *a == "sophia-ops").collect();
+        // The printed line names `--stage <stage>`; the local pipeline has none.
+        let args: Vec<&str> = match args.as_slice() {
+            ["--stage", "<stage>", rest @ ..] => rest.to_vec(),
+            other => other.to_vec(),
+        };
+        ok(&self.ops, &args).await
+    }
+}
+
+fn later_than(interview: &Document, field: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    match interview.get(field) {
+        Some(Bson::DateTime(t)) => Some(t.to_chrono()),
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_for_the_wrong_organization_reaches_the_dlq_on_its_first_delivery_and_the_runbook_ends_it() {
+    let p = Pipeline::start().await;
+    let completed_at: Timestamp = "2026-12-02T17:30:00Z".parse().unwrap();
+    let (org, id) = p.completed_interview(completed_at).await;
+    let other = seed::create_organization(&p.store(), "Another organization").await.unwrap();
+    p.send_interview_message(&format!(
+        r#"{{"interviewId":"{id}","organizationId":"{other}","completedAt":"2026-12-02T17:30:00Z","durationSeconds":600}}"#
+    ))
+    .await;
+    wait_until("the message reaches the DLQ", || async {
+        p.function("interview-completed").await.dlq_visible == Some(1)
+    })
+    .await;
+    let f = p.function("interview-completed").await;
+    assert_eq!(
+        (f.item_failures, f.batch_failures),
+        (0, 0),
+        "no retry: sent to the DLQ on its first delivery: {}",
+        f.line()
+    );
+
+    // The runbook's first command ("interview-completed DLQ not empty").
+    let Outcome::DlqList(listing) = ok(&p.ops, &["dlq", "list", "interview-completed"]).await else { panic!() };
+    let text = listing.human();
+    assert_eq!(listing.messages.len(), 1, "{text}");
+    assert!(
+        text.contains("sent to the DLQ by its consumer on delivery, no retry: it can never succeed")
+            && text.contains(&format!("belongs to organization {org}, not to {other} as the message says")),
+        "the first command names the cause: {text}"
+    );
+    let message_id = listing.messages[0].message_id.clone();
+    assert!(listing.messages[0].attributes.contains_key("sourceMessageId"), "{text}");
+
+    // Its next step: `interview show` gives the command with the interview's own organization.
+    let Outcome::InterviewShow(shown) = ok(&p.ops, &["interview", "show", &id.to_string()]).await else { panic!() };
+    let command = shown.republish_command().expect("a completed, unsettled interview has one");
+    assert_eq!(
+        command,
+        format!(
+            "sophia-ops --stage <stage> publish completed {id} {org} --duration-seconds 600 --completed-at 2026-12-02T17:30:00Z"
+        )
+    );
+    assert!(shown.human().contains("delete it, then publish it again with the stored facts"), "{}", shown.human());
+    let Outcome::DlqDelete(_) = ok(&p.ops, &["dlq", "delete", "interview-completed", &message_id]).await else {
+        panic!()
+    };
+    let Outcome::Publish(_) = p.run_printed(&command).await else { panic!() };
+    wait_until("the interview settles", || async { !p.settle_lines(id).await.is_empty() }).await;
+    let settled = p.interview(id).await;
+    assert!(later_than(&settled, "settledAt").is_some(), "{settled}");
+    assert_eq!(p.settle_lines(id).await.len(), 1, "charged once");
+    assert_eq!(p.function("interview-completed").await.dlq_visible, Some(0));
+    let violations = invariants::check_organization(&p.store(), org.oid()).await.unwrap();
+    assert!(violations.is_empty(), "{violations:?}");
+    p.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_invalid_message_names_every_bad_field_and_is_republished_with_the_stored_facts() {
+    let logs = LogCapture::global();
+    let p = Pipeline::start().await;
+    let completed_at: Timestamp = "2026-12-02T17:30:00Z".parse().unwrap();
+    let (org, id) = p.completed_interview(completed_at).await;
+    // A producer bug: two fields wrong at once.
+    p.send_interview_message(&format!(
+        r#"{{"interviewId":"{id}","organizationId":"{org}","completedAt":"yesterday","durationSeconds":-5}}"#
+    ))
+    .await;
+    wait_until("the invalid message is consumed", || async {
+        let f = p.function("interview-completed").await;
+        f.deleted >= 1 && f.visible == Some(0) && f.in_flight == Some(0)
+    })
+    .await;
+    let dropped = logs
+        .lines()
+        .into_iter()
+        .find(|l| {
+            l["message"] == "invalid message dropped"
+                && l["bodyPreview"].as_str().is_some_and(|b| b.contains(&id.to_string()))
+        })
+        .expect("the drop is logged with a preview naming the interview");
+    let reason = dropped["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("completedAt: expected") && reason.contains("durationSeconds: expected"),
+        "every field: {reason}"
+    );
+
+    // The runbook's first command ("Invalid messages dropped"): no --older-than.
+    let Outcome::InterviewUnsettled(listing) = ok(&p.ops, &["interview", "unsettled"]).await else { panic!() };
+    assert!(listing.human().contains(&id.to_string()), "{}", listing.human());
+    let Outcome::InterviewUnsettled(older) = ok(&p.ops, &["interview", "unsettled", "--older-than", "1h"]).await else {
+        panic!()
+    };
+    assert!(
+        !older.human().contains(&id.to_string()),
+        "--older-than counts from the interview's creation: {}",
+        older.human()
+    );
+
+    // Its next step: the stored facts and the command that republishes with them.
+    let Outcome::InterviewShow(shown) = ok(&p.ops, &["interview", "show", &id.to_string()]).await else { panic!() };
+    let text = shown.human();
+    assert!(text.contains("completedAt 2026-12-02T17:30:00Z  durationSeconds 600"), "{text}");
+    let command = shown.republish_command().expect("a completed, unsettled interview has one");
+    assert!(text.contains(&command), "{text}");
+    let Outcome::Publish(_) = p.run_printed(&command).await else { panic!() };
+    wait_until("the interview settles", || async { !p.settle_lines(id).await.is_empty() }).await;
+    let settled = p.interview(id).await;
+    assert_eq!(p.settle_lines(id).await.len(), 1, "charged once: {settled}");
+    let credits = settled.get_document("credits").unwrap();
+    assert_eq!(
+        credits.get("consumed").and_then(Bson::as_i64).or_else(|| credits.get_i32("consumed").ok().map(i64::from)),
+        Some(10)
+    );
+    // Retention counts from the message's completion time: the stored one, not the republish's.
+    let retention = completed_at.as_datetime() + chrono::Duration::days(sophia_credits::settlement::RETENTION_DAYS);
+    assert_eq!(later_than(&settled, "retentionExpiresAt"), Some(retention), "{settled}");
+    let violations = invariants::check_organization(&p.store(), org.oid()).await.unwrap();
+    assert!(violations.is_empty(), "{violations:?}");
+    p.stop().await;
+}
