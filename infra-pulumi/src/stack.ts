@@ -29,6 +29,7 @@ import {
   OPS_ACCOUNT_READ_ACTIONS,
   OPS_DLQ_ACTIONS,
   OPS_FUNCTION_READ_ACTIONS,
+  OPS_MAPPING_ACTIONS,
   OPS_QUEUE_ACTIONS,
   policyJson,
   publishStatement,
@@ -307,7 +308,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     {
       name: naming.policyName("ops"),
       path: naming.iamPath,
-      description: "sophia-ops (operator CLI): publish to the queues; list, show and redrive the DLQs; queue status.",
+      description: "sophia-ops (operator CLI): publish to the queues; list, show and redrive the DLQs; queue status, pause and resume.",
       policy: policyJson([
         { Sid: "OpsQueues", Effect: "Allow", Action: OPS_QUEUE_ACTIONS, Resource: queueArns },
         { Sid: "OpsDeadLetterQueues", Effect: "Allow", Action: OPS_DLQ_ACTIONS, Resource: dlqArns },
@@ -318,6 +319,12 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
           Resource: settings.functions.map((fn) => functions[fn.name]!.arn),
         },
         { Sid: "OpsQueueStatus", Effect: "Allow", Action: OPS_ACCOUNT_READ_ACTIONS, Resource: ["*"] },
+        {
+          Sid: "OpsMappings",
+          Effect: "Allow",
+          Action: OPS_MAPPING_ACTIONS,
+          Resource: settings.queues.map((q) => pipelines[q.key]!.eventSourceMapping.arn),
+        },
       ]),
       tags: naming.tags,
     },

@@ -198,7 +198,7 @@ test("the API's managed policy grants exactly sqs:SendMessage on the queues the 
   );
 });
 
-test("the ops policy (sophia-ops): send to both queues; receive, delete, release and move on the two DLQs; what queue status reads", () => {
+test("the ops policy (sophia-ops): send to both queues; receive, delete, release and move on the two DLQs; what queue status reads; pause and resume of the stage's own mappings", () => {
   const n = names(STAGE);
   const policy = byName(run.resources, TYPE.policy, "sophia-dev-ops");
   const queueActions = ["sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"];
@@ -219,6 +219,8 @@ test("the ops policy (sophia-ops): send to both queues; receive, delete, release
       ...n.dlqs.flatMap((q) => grant(dlqActions, arn.queue(q))),
       ...n.functions.flatMap((f) => grant(["lambda:GetFunctionConfiguration"], arn.fn(f))),
       ...grant(["cloudwatch:GetMetricData", "lambda:ListEventSourceMappings"], "*"),
+      // queue pause|resume: the stage's two mappings only (the mocks' ARN: event-source-mapping:esm-<resource>).
+      ...n.queues.flatMap((q) => grant(["lambda:UpdateEventSourceMapping"], `${arn.fn("x").replace(/function:x$/, "")}event-source-mapping:esm-${q.replace(/^sophia-dev-/, "")}-esm`)),
     ].sort(),
   );
 });
