@@ -101,7 +101,10 @@ pub fn answer(
     for q in queues {
         let why = match q.verdict {
             Verdict::Stopped => {
-                let detail = q.evidence.last().cloned().unwrap_or_default();
+                // The line that says why (the mapping, or no invocation), not the retention line
+                // that may follow it.
+                let why = q.evidence.iter().find(|e| e.contains("mapping") || e.contains("not invoked"));
+                let detail = why.or(q.evidence.last()).cloned().unwrap_or_default();
                 Some(format!("{} is stopped: {detail}", q.queue))
             }
             Verdict::Failing => {

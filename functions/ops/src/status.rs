@@ -573,7 +573,7 @@ async fn metrics(
         .map(|(i, k)| (k.as_str().to_owned(), sum(&format!("k{i}"))))
         .filter(|(_, n)| *n > 0)
         .collect();
-    failures_by_kind.sort_by(|a, b| b.1.cmp(&a.1));
+    failures_by_kind.sort_by_key(|k| std::cmp::Reverse(k.1));
     let m = function.map(|_| FunctionMetrics {
         invocations: sum("inv"),
         errors: sum("err"),

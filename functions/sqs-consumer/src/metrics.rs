@@ -123,7 +123,7 @@ impl ServiceLevel {
     /// "p95 <= 15 min".
     pub fn human(&self) -> String {
         let s = self.threshold_ms / 1000;
-        let threshold = if s % 60 == 0 { format!("{} min", s / 60) } else { format!("{s} s") };
+        let threshold = if s.is_multiple_of(60) { format!("{} min", s / 60) } else { format!("{s} s") };
         format!("{} <= {threshold}", self.statistic)
     }
 
