@@ -255,8 +255,8 @@ pub enum Observer {
 }
 
 /// The env-file variables of the local runner's control channel (`sophia_local::control`).
-pub const LOCAL_CONTROL_URL: &str = "SOPHIA_LOCAL_CONTROL_URL";
-pub const LOCAL_CONTROL_TOKEN: &str = "SOPHIA_LOCAL_CONTROL_TOKEN";
+pub const LOCAL_CONTROL_URL: &str = sophia_platform::env::declared("SOPHIA_LOCAL_CONTROL_URL");
+pub const LOCAL_CONTROL_TOKEN: &str = sophia_platform::env::declared("SOPHIA_LOCAL_CONTROL_TOKEN");
 
 impl Observer {
     /// For a queue at `url`: AWS unless the URL is a loopback one.
