@@ -583,6 +583,14 @@ export const OPS_FUNCTION_READ_ACTIONS = ["lambda:GetFunctionConfiguration"];
 /** No required resource type in AWS's data: granted on `*` (read-only). */
 export const OPS_ACCOUNT_READ_ACTIONS = ["lambda:ListEventSourceMappings", "cloudwatch:GetMetricData"];
 /**
+ * sophia-ops `queue pause|resume`: UpdateEventSourceMapping (Enabled false/true). A mapping's UUID
+ * exists only once the stage has created it, so the bootstrap cannot name it: the grant is on any
+ * mapping whose function is one of the stage's (`lambda:FunctionArn`, which iam-data lists for
+ * this action). Residual in docs/threat-model.md: a request that names a stage function as the new
+ * FunctionName is matched against that function instead.
+ */
+export const OPS_MAPPING_ACTIONS = ["lambda:UpdateEventSourceMapping"];
+/**
  * sophia-ops' audit trail (the stage's operator audit log group): append only. A new stream per
  * command and its events; no `logs:DeleteLogStream`, `logs:DeleteLogGroup`, `logs:PutRetentionPolicy`
  * or `logs:DeleteRetentionPolicy`, so the operator role cannot change or remove a record it wrote.
@@ -605,7 +613,7 @@ export function apiPublishStatements(s: AccessScope, d: StageDeclarations): Poli
   return [{ Sid: "ApiPublish", Effect: "Allow", Action: API_PUBLISH_ACTIONS, Resource: published.map((q) => queue(q.name)) }];
 }
 
-/** sophia-ops: publish to the queues; list, show and redrive the DLQs; queue status; append to its audit trail. */
+/** sophia-ops: publish to the queues; list, show and redrive the DLQs; queue status, pause and resume; append to its audit trail. */
 export function opsStatements(s: AccessScope, d: StageDeclarations): PolicyStatement[] {
   const arn = (svc: string, rest: string) => `arn:${s.partition}:${svc}:${s.region}:${s.account}:${rest}`;
   const name = (n: string) => `${APP}-${s.stage}-${n}`;
@@ -615,6 +623,13 @@ export function opsStatements(s: AccessScope, d: StageDeclarations): PolicyState
     { Sid: "OpsDeadLetterQueues", Effect: "Allow", Action: OPS_DLQ_ACTIONS, Resource: d.queues.map((q) => arn("sqs", name(q.dlqName))) },
     { Sid: "OpsFunctions", Effect: "Allow", Action: OPS_FUNCTION_READ_ACTIONS, Resource: d.functions.map((f) => arn("lambda", `function:${name(f)}`)) },
     { Sid: "OpsQueueStatus", Effect: "Allow", Action: OPS_ACCOUNT_READ_ACTIONS, Resource: ["*"] },
+    {
+      Sid: "OpsMappings",
+      Effect: "Allow",
+      Action: OPS_MAPPING_ACTIONS,
+      Resource: [arn("lambda", "event-source-mapping:*")],
+      Condition: { ArnLike: { "lambda:FunctionArn": d.functions.map((f) => arn("lambda", `function:${name(f)}`)) } },
+    },
     { Sid: "OpsAuditAppend", Effect: "Allow", Action: OPS_AUDIT_APPEND_ACTIONS, Resource: [`${auditGroup}:*`] },
     { Sid: "OpsAuditRead", Effect: "Allow", Action: OPS_AUDIT_READ_ACTIONS, Resource: [auditGroup, `${auditGroup}:*`] },
   ];

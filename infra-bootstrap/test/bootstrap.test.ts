@@ -270,8 +270,13 @@ test("the API's and the operators' policies are the bootstrap's: per stage, unde
       },
     ]);
     const opsDoc = JSON.parse(ops.inputs["policy"] as string) as { Statement: { Sid: string; Resource: string[] }[] };
-    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus", "OpsAuditAppend", "OpsAuditRead"]);
-    for (const s of opsDoc.Statement.filter((x) => x.Sid !== "OpsQueueStatus")) {
+    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus", "OpsMappings", "OpsAuditAppend", "OpsAuditRead"]);
+    const mappings = (opsDoc.Statement as unknown as { Sid: string; Resource: string[]; Condition: unknown }[]).find((x) => x.Sid === "OpsMappings")!;
+    assert.deepEqual(mappings.Resource, [`arn:aws:lambda:eu-west-1:${ACCOUNT}:event-source-mapping:*`]);
+    assert.deepEqual(mappings.Condition, {
+      ArnLike: { "lambda:FunctionArn": (require("../src/policies") as typeof import("../src/policies")).loadDeclarations().functions.map((f) => `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-${stage}-${f}`) },
+    });
+    for (const s of opsDoc.Statement.filter((x) => x.Sid !== "OpsQueueStatus" && x.Sid !== "OpsMappings")) {
       for (const r of s.Resource) assert.match(r, new RegExp(`:sophia-${stage}-[a-z-]+(:\\*)?$`), `${s.Sid}: ${r}`);
     }
     assert.match(await unwrap(bootstrap.outputs[`${stage.toUpperCase()}_OPS_POLICY_ARN`]!), new RegExp(`:policy/sophia-bootstrap/sophia-bootstrap-${stage}-ops$`));

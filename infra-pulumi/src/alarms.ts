@@ -2,7 +2,8 @@
  * CloudWatch alarms: on the SQS metrics that say a pipeline is unhealthy (anything in a DLQ, a
  * source queue whose oldest message is older than the stage's threshold), on the functions
  * (errors, throttles, report-generate's duration near its timeout) and on the functions' own EMF
- * metrics (invalid messages dropped, reports failing). Alarm names are fixed, so a replacement
+ * metrics (invalid messages dropped, reports failing, reports late: the time-to-report service
+ * level of declarations/metrics.json). Alarm names are fixed, so a replacement
  * deletes first.
  *
  * `ALARM_KINDS` is the one list of alarms: the program creates alarms only through it, every
@@ -23,7 +24,7 @@ import * as pulumi from "@pulumi/pulumi";
 
 import { ConfigError, type StageConfig } from "./config";
 import { REQUEUES_TO_OWN_QUEUE } from "./iam";
-import { emfAlarmMetric, emits, type MetricsDeclaration } from "./metrics";
+import { emfAlarmMetric, emits, humanMs, loadMetrics, type MetricsDeclaration, type ServiceLevel, serviceLevel } from "./metrics";
 import type { FunctionSpec, Settings } from "./settings";
 import { wiringFor } from "./wiring";
 
@@ -54,13 +55,15 @@ export type AlarmKindId =
   | "duration"
   | "dropped-invalid"
   | "reports-failed"
-  | "transient-give-up";
+  | "transient-give-up"
+  | "time-to-report";
 
 /** The alarms on the functions' own EMF metrics (see [`emfAlarm`]), with their metric. */
 export const EMF_ALARM_METRICS = {
   "dropped-invalid": "RecordsDroppedInvalid",
   "reports-failed": "ReportsFailed",
   "transient-give-up": "RecordsGivenUp",
+  "time-to-report": "TimeToReportMs",
 } as const;
 export type EmfAlarmKind = keyof typeof EMF_ALARM_METRICS;
 
@@ -95,6 +98,9 @@ export interface AlarmKind {
 }
 
 const ops = (stage: string, command: string) => `sophia-ops --stage ${stage} ${command}`;
+
+/** The time-to-report service level of declarations/metrics.json (the one the alarm judges). */
+const timeToReport = (): ServiceLevel => serviceLevel(loadMetrics(), "TimeToReportMs");
 
 /** The one list of alarms (see the module comment). */
 export const ALARM_KINDS: readonly AlarmKind[] = [
@@ -182,6 +188,17 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
       `${s.name} gave up on records that failed transiently (the provider or database away) for longer than the give-up age (24 hours); they are in the ${s.queue ?? s.name} DLQ with their attempts still available.`,
     firstCommand: (s) => ops(s.stage, `dlq list ${s.queue ?? s.name}`),
   },
+  {
+    id: "time-to-report",
+    title: "Reports are late (the time-to-report service level)",
+    per: "function",
+    metric: "Sophia TimeToReportMs (Stage, Function)",
+    condition: `${timeToReport().statistic} > ${humanMs(timeToReport().thresholdMs)} over ${humanMs(timeToReport().periodSeconds * 1000)} (declarations/metrics.json serviceLevels)`,
+    anchor: () => "reports-are-late",
+    what: (s) =>
+      `Reports are late: the ${timeToReport().statistic} of the time from an interview's end to its report stored, over the reports ${s.name} completed in the last ${humanMs(timeToReport().periodSeconds * 1000)}, is over ${humanMs(timeToReport().thresholdMs)}.`,
+    firstCommand: (s) => ops(s.stage, "report late"),
+  },
 ];
 
 export function alarmKind(id: AlarmKindId): AlarmKind {
@@ -221,6 +238,7 @@ export function plannedAlarms(
     // Only a consumer that requeues transient failures has a give-up age (iam.ts REQUEUES_TO_OWN_QUEUE).
     const requeues = settings.queues.some((q) => q.key === fn.subscribedTo && REQUEUES_TO_OWN_QUEUE.includes(q.key));
     if (requeues && emits(metrics, "RecordsGivenUp", fn.name)) kinds.push("transient-give-up");
+    if (emits(metrics, "TimeToReportMs", fn.name)) kinds.push("time-to-report");
     for (const kind of kinds) planned.push({ kind, subject, suffix: `${fn.name}-${kind}` });
   }
   return planned;
@@ -369,7 +387,15 @@ export function functionAlarm(
  * the contract rejects and the message is gone; its redacted preview is in the log) or
  * `reports-failed` (ReportsFailed in total: a failing report pages within minutes instead of when
  * its message reaches the DLQ, 3 receives x 1800 s later) or `transient-give-up` (RecordsGivenUp:
- * a record failed transiently for longer than the give-up age and went to the DLQ).
+ * a record failed transiently for longer than the give-up age and went to the DLQ) or
+ * `time-to-report` (TimeToReportMs: its declared service level's percentile, an
+ * ExtendedStatistic, over the level's period: reports are late).
+ *
+ * A percentile alarm: `extendedStatistic` instead of `statistic` (PutMetricAlarm ExtendedStatistic,
+ * https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html). Percentiles
+ * of an EMF metric exist because each line publishes raw values, never negative ones here ("CloudWatch
+ * needs raw data points to calculate percentile statistics", "not available ... when any of the metric
+ * values are negative": https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_GetMetricStatistics.html).
  */
 export function emfAlarm(
   name: string,
@@ -389,10 +415,14 @@ export function emfAlarm(
       name: alarmName,
       alarmDescription: alarmDescription(kind, subject),
       ...emfAlarmMetric(metrics, metricName, { Stage: subject.stage, Function: functionName }),
-      statistic: "Sum",
-      period: LAMBDA_METRIC_PERIOD_SECONDS,
+      ...(kind === "time-to-report"
+        ? {
+            extendedStatistic: serviceLevel(metrics, metricName).statistic,
+            period: serviceLevel(metrics, metricName).periodSeconds,
+            threshold: serviceLevel(metrics, metricName).thresholdMs,
+          }
+        : { statistic: "Sum", period: LAMBDA_METRIC_PERIOD_SECONDS, threshold: 0 }),
       evaluationPeriods: 1,
-      threshold: 0,
       ...notifying(target),
     },
     { ...opts, deleteBeforeReplace: true },

@@ -2,7 +2,8 @@
  * The stage's CloudWatch dashboard: what an operator looks at first. Queues (depth, age of the
  * oldest message, DLQ depth), functions (errors, throttles, duration, concurrency), the functions'
  * own metrics in Embedded Metric Format (records by outcome, credits moved, reports by outcome and
- * by error kind, model latency and tokens per report, the system's main running cost), and the
+ * by error kind, the time to report against its service level, model latency and tokens per
+ * report, the system's main running cost), and the
  * stage's ERROR log lines (a Logs Insights widget).
  *
  * EMF metrics come from the declaration (declarations/metrics.json, read by the Rust functions
@@ -14,7 +15,7 @@
  */
 import * as aws from "@pulumi/aws";
 
-import { emfMetric, emits, type MetricsDeclaration, searchExpression } from "./metrics";
+import { emfMetric, emits, humanMs, type MetricsDeclaration, searchExpression, serviceLevel } from "./metrics";
 
 /** The namespace of the functions' EMF metrics (metrics.json `namespace`). */
 export const EMF_NAMESPACE = "Sophia";
@@ -127,6 +128,18 @@ export function dashboardWidgets(input: DashboardInput): Widget[] {
         },
       ]),
       { period: 300 },
+      region,
+    ),
+    metricWidget(
+      `Time to report: interview end -> report stored, p50 / ${serviceLevel(decl, "TimeToReportMs").statistic} (ms; level ${serviceLevel(decl, "TimeToReportMs").statistic} <= ${humanMs(serviceLevel(decl, "TimeToReportMs").thresholdMs)}); publish -> settled p95`,
+      [
+        ...emitted(["TimeToReportMs"], (m, f) => [emf(m, f, { stat: "p50" }), emf(m, f, { stat: serviceLevel(decl, m).statistic })]),
+        ...emitted(["TimeToSettlementMs"], (m, f) => [emf(m, f, { stat: "p95" })]),
+      ],
+      {
+        period: 300,
+        annotations: { horizontal: [{ label: "time to report level", value: serviceLevel(decl, "TimeToReportMs").thresholdMs }] },
+      },
       region,
     ),
     metricWidget(

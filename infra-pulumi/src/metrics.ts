@@ -27,11 +27,26 @@ export interface MetricSpec {
   description: string;
 }
 
+/**
+ * A service level (`serviceLevels`): the `statistic` percentile of a Milliseconds metric over
+ * `periodSeconds` stays at or under `thresholdMs`. The stage alarms on it (alarms.ts) and the load
+ * test compares its figures with it (functions/perf).
+ */
+export interface ServiceLevel {
+  metric: string;
+  /** `p95`: CloudWatch's percentile statistic (an alarm's ExtendedStatistic). */
+  statistic: string;
+  thresholdMs: number;
+  periodSeconds: number;
+  description: string;
+}
+
 export interface MetricsDeclaration {
   namespace: string;
   /** Dimension name -> what its value is. */
   dimensions: Record<string, string>;
   metrics: MetricSpec[];
+  serviceLevels?: ServiceLevel[];
 }
 
 /** Loads and checks metrics.json (against queues.json's functions when `settings` is given). */
@@ -61,8 +76,31 @@ export function loadMetrics(settings?: Settings, file: string = DEFAULT_METRICS_
       }
     }
   }
+  for (const l of raw.serviceLevels ?? []) {
+    const m = (raw.metrics ?? []).find((x) => x.name === l.metric);
+    if (!m) problems.push(`service level: ${l.metric} is not a declared metric`);
+    else if (m.unit !== "Milliseconds") problems.push(`service level: ${l.metric} is not a Milliseconds metric`);
+    if (!/^p([1-9]|[1-9][0-9])$/.test(l.statistic)) problems.push(`service level of ${l.metric}: statistic ${l.statistic} is not a whole percentile (p95)`);
+    for (const k of ["thresholdMs", "periodSeconds"] as const) {
+      if (!Number.isInteger(l[k]) || l[k] <= 0) problems.push(`service level of ${l.metric}: ${k} is a positive integer`);
+    }
+    if (l.periodSeconds % 60 !== 0) problems.push(`service level of ${l.metric}: periodSeconds is a multiple of 60 (an alarm's period)`);
+  }
   if (problems.length > 0) throw new Error(`${file} is invalid:\n  - ${problems.join("\n  - ")}`);
   return raw;
+}
+
+/** The service level declared on `metric`. */
+export function serviceLevel(decl: MetricsDeclaration, metric: string): ServiceLevel {
+  const l = (decl.serviceLevels ?? []).find((x) => x.metric === metric);
+  if (!l) throw new Error(`no service level is declared on ${metric} (declarations/metrics.json serviceLevels)`);
+  return l;
+}
+
+/** "15 min" / "90 s". */
+export function humanMs(ms: number): string {
+  const s = Math.round(ms / 1000);
+  return s % 60 === 0 ? `${s / 60} min` : `${s} s`;
 }
 
 export function metricSpec(decl: MetricsDeclaration, name: string): MetricSpec {

@@ -8,7 +8,7 @@ import * as path from "node:path";
 
 import { ALARM_KINDS, alarmDescription, alarmKind, plannedAlarms, RUNBOOK_PATH } from "./alarms";
 import { REPO_ROOT } from "./artifacts";
-import type { MetricsDeclaration } from "./metrics";
+import { humanMs, type MetricsDeclaration } from "./metrics";
 import type { Settings } from "./settings";
 
 export const ALARMS_REFERENCE = path.join(REPO_ROOT, "docs", "reference", "alarms.md");
@@ -89,6 +89,16 @@ export function renderMetricsReference(decl: MetricsDeclaration): string {
         `| \`${m.name}\` | ${m.unit} | ${m.dimensionSets.map((s) => `[${s.join(", ")}]`).join("<br>")} | ${
           m.emittedBy === "*" ? "every function" : m.emittedBy.join(", ")
         } | ${cell(m.description)} |`,
+    ),
+    "",
+    "## Service levels",
+    "",
+    "What the stage alarms on (`infra-pulumi/src/alarms.ts`) and the load test compares its figures with.",
+    "",
+    "| metric | statistic | at most | over | meaning |",
+    "| --- | --- | --- | --- | --- |",
+    ...(decl.serviceLevels ?? []).map(
+      (l) => `| \`${l.metric}\` | ${l.statistic} | ${humanMs(l.thresholdMs)} | ${humanMs(l.periodSeconds * 1000)} | ${cell(l.description)} |`,
     ),
     "",
     "Adding a metric: its line in `declarations/metrics.json`. The Rust `Metric` enum is generated from",

@@ -14,7 +14,7 @@ import { before, test } from "node:test";
 import { ALARM_DESCRIPTION_MAX, plannedAlarms, RUNBOOK_PATH } from "../src/alarms";
 import { REPO_ROOT } from "../src/artifacts";
 import { EMF_NAMESPACE, ERROR_LINES_LIMIT } from "../src/dashboard";
-import { checkDimensionSet, emfMetric, loadMetrics, type MetricsDeclaration, parseSearchExpression } from "../src/metrics";
+import { checkDimensionSet, emfMetric, loadMetrics, type MetricsDeclaration, parseSearchExpression, serviceLevel } from "../src/metrics";
 import { ALARMS_REFERENCE, METRICS_REFERENCE, renderAlarmsReference, renderMetricsReference } from "../src/reference";
 import { loadSettings } from "../src/settings";
 import { names, TYPE } from "./support/expect";
@@ -129,6 +129,22 @@ test("reports: completed, failed (the [Stage, Function] total the functions now 
   );
 });
 
+test("time to report: p50 and the service level's p95 of TimeToReportMs (report-generate) with the level drawn, and the p95 of TimeToSettlementMs (interview-completed)", () => {
+  const n = names(STAGE);
+  const rows = metricsOf("Time to report");
+  assert.deepEqual(
+    rows.map((r) => [rowMetric(r)!.name, rowMetric(r)!.dimensions["Function"], (r[r.length - 1] as { stat: string }).stat]),
+    [
+      ["TimeToReportMs", n.fn("report-generate"), "p50"],
+      ["TimeToReportMs", n.fn("report-generate"), "p95"],
+      ["TimeToSettlementMs", n.fn("interview-completed"), "p95"],
+    ],
+  );
+  const w = widgets().find((x) => x.properties.title.startsWith("Time to report"))!;
+  assert.match(w.properties.title, /level p95 <= 15 min/);
+  assert.deepEqual((w.properties as { annotations?: unknown }).annotations, { horizontal: [{ label: "time to report level", value: 900_000 }] });
+});
+
 test("a Logs Insights widget lists the stage's ERROR lines from the log groups of the functions that can run", () => {
   const n = names(STAGE);
   const logs = widgets().filter((w) => w.type === "log");
@@ -144,7 +160,7 @@ test("a Logs Insights widget lists the stage's ERROR lines from the log groups o
 test("every alarm on an EMF metric names a declared metric and dimension set; reports failing alarms within 5 minutes", () => {
   const n = names(STAGE);
   const emf = ofType(run.resources, TYPE.alarm).filter((a) => a.inputs["namespace"] === EMF_NAMESPACE);
-  assert.equal(emf.length, 4, "dropped-invalid x2, reports-failed, transient-give-up");
+  assert.equal(emf.length, 5, "dropped-invalid x2, reports-failed, transient-give-up, time-to-report");
   for (const a of emf) {
     checkDimensionSet(declaration, a.inputs["metricName"] as string, Object.keys(plain(a.inputs["dimensions"]) as object));
   }
@@ -156,6 +172,17 @@ test("every alarm on an EMF metric names a declared metric and dimension set; re
   const givenUp = byName(run.resources, TYPE.alarm, `sophia-${STAGE}-report-generate-transient-give-up`).inputs;
   assert.equal(givenUp["metricName"], "RecordsGivenUp");
   assert.deepEqual(plain(givenUp["dimensions"]), { Stage: STAGE, Function: n.fn("report-generate") });
+  // Reports are late: the declared service level's percentile (an ExtendedStatistic) over its period.
+  const late = byName(run.resources, TYPE.alarm, `sophia-${STAGE}-report-generate-time-to-report`).inputs;
+  assert.equal(late["metricName"], "TimeToReportMs");
+  assert.deepEqual(plain(late["dimensions"]), { Stage: STAGE, Function: n.fn("report-generate") });
+  assert.deepEqual(
+    [late["statistic"], late["extendedStatistic"], late["period"], late["evaluationPeriods"], late["threshold"]],
+    [undefined, "p95", 900, 1, 900_000],
+    "p95 over 15 minutes above 15 minutes",
+  );
+  assert.deepEqual(serviceLevel(declaration, "TimeToReportMs"), { ...serviceLevel(declaration, "TimeToReportMs"), statistic: "p95", thresholdMs: 900_000, periodSeconds: 900 });
+  assert.match(plain(late["alarmDescription"]) as string, /^Reports are late: the p95 of the time from an interview's end to its report stored, .* is over 15 min\. First: sophia-ops --stage dev report late\./);
   for (const f of ["interview-completed", "report-generate"]) {
     const a = byName(run.resources, TYPE.alarm, `sophia-${STAGE}-${f}-dropped-invalid`).inputs;
     assert.equal(a["metricName"], "RecordsDroppedInvalid");
@@ -177,7 +204,7 @@ function runbookAnchors(): Set<string> {
 // What each command parses to is checked on the Rust side (functions/ops/tests/runbook.rs runs
 // every first command of docs/reference/alarms.md through the CLI's parser).
 const QUEUE_NAMES = loadSettings().queues.map((q) => q.name).join("|");
-const COMMANDS = [new RegExp(`^dlq list (${QUEUE_NAMES})$`), new RegExp(`^queue status (${QUEUE_NAMES})$`), /^interview unsettled$/, /^report failures$/, /^dlq show /, /^dlq redrive /, /^interview show <interviewId>$/, /^report retry /, /^invariants check$/];
+const COMMANDS = [new RegExp(`^dlq list (${QUEUE_NAMES})$`), new RegExp(`^queue status (${QUEUE_NAMES})$`), /^interview unsettled$/, /^report failures$/, /^report late$/, /^dlq show /, /^dlq redrive /, /^interview show <interviewId>$/, /^report retry /, /^invariants check$/];
 
 test("every alarm says what happened, the first sophia-ops command and an existing runbook section; ALARM only, quiet when idle", () => {
   const anchors = runbookAnchors();
@@ -225,6 +252,30 @@ test("metrics.json: the report metrics the reports engineer emits are declared w
   }
   const failed = declaration.metrics.find((x) => x.name === "ReportsFailed")!;
   assert.deepEqual(failed.dimensionSets, [["Stage", "Function", "ErrorKind"], ["Stage", "Function"]]);
+  const badLevel = path.join(REPO_ROOT, "infra-pulumi", "test", "support", "bad-level.tmp.json");
+  fs.writeFileSync(
+    badLevel,
+    JSON.stringify({
+      ...JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "declarations", "metrics.json"), "utf8")),
+      serviceLevels: [
+        { metric: "ReportsFailed", statistic: "p95", thresholdMs: 1, periodSeconds: 60, description: "" },
+        { metric: "TimeToReportMs", statistic: "Average", thresholdMs: 0, periodSeconds: 90, description: "" },
+      ],
+    }),
+  );
+  try {
+    assert.throws(
+      () => loadMetrics(settings, badLevel),
+      (e: unknown) =>
+        e instanceof Error &&
+        /service level: ReportsFailed is not a Milliseconds metric/.test(e.message) &&
+        /TimeToReportMs: statistic Average is not a whole percentile/.test(e.message) &&
+        /TimeToReportMs: thresholdMs is a positive integer/.test(e.message) &&
+        /TimeToReportMs: periodSeconds is a multiple of 60/.test(e.message),
+    );
+  } finally {
+    fs.rmSync(badLevel);
+  }
   const bad = path.join(REPO_ROOT, "infra-pulumi", "test", "support", "bad-metrics.tmp.json");
   fs.writeFileSync(
     bad,

@@ -215,7 +215,7 @@ test("the API's managed policy (the bootstrap's) grants exactly sqs:SendMessage 
   );
 });
 
-test("the ops policy (the bootstrap's, sophia-ops): send to both queues; receive, delete, release and move on the two DLQs; what queue status reads; append to (never change) its audit trail", () => {
+test("the ops policy (the bootstrap's, sophia-ops): send to both queues; receive, delete, release and move on the two DLQs; what queue status reads; pause and resume of the stage's own mappings; append to (never change) its audit trail", () => {
   const n = names(STAGE);
   // The VPC endpoint policy lets through what iam.ts names for sophia-ops: the bootstrap's copy is the same.
   assert.deepEqual([OPS_QUEUE_ACTIONS, OPS_DLQ_ACTIONS, OPS_FUNCTION_READ_ACTIONS, OPS_ACCOUNT_READ_ACTIONS].map((l) => [...l]), [
@@ -244,6 +244,8 @@ test("the ops policy (the bootstrap's, sophia-ops): send to both queues; receive
       ...grant(["cloudwatch:GetMetricData", "lambda:ListEventSourceMappings"], "*"),
       ...grant(["logs:CreateLogStream", "logs:FilterLogEvents", "logs:PutLogEvents"], `${arn.logGroup("sophia-dev-operator-audit")}:*`),
       ...grant(["logs:FilterLogEvents"], arn.logGroup("sophia-dev-operator-audit")),
+      // queue pause|resume: any mapping, as long as it feeds one of the stage's functions (condition below).
+      ...grant(["lambda:UpdateEventSourceMapping"], `${arn.fn("x").replace(/function:x$/, "")}event-source-mapping:*`),
     ].sort(),
   );
   const audit = byName(run.resources, TYPE.logGroup, "sophia-dev-operator-audit");

@@ -26,18 +26,18 @@ use sophia_sqs_producer::{CompletedInput, QueueUrls, SqsProducer};
 
 /// Credits reserved per interview and the duration published: 600 s consume all 10.
 const RESERVED: i64 = 10;
-const DURATION_SECONDS: u64 = 600;
+pub(crate) const DURATION_SECONDS: u64 = 600;
 
-struct Drill {
-    runner: Runner,
-    control: ControlClient,
-    env_file: PathBuf,
+pub(crate) struct Drill {
+    pub(crate) runner: Runner,
+    pub(crate) control: ControlClient,
+    pub(crate) env_file: PathBuf,
 }
 
 impl Drill {
     /// The pipeline with a visibility timeout of `visibility` seconds (a failed message comes
     /// back within the test) and the offline OpenAI endpoint unless `openai_key` is given.
-    async fn start(visibility: u32, openai_key: Option<&str>) -> Self {
+    pub(crate) async fn start(visibility: u32, openai_key: Option<&str>) -> Self {
         let env_file = std::env::temp_dir().join(harness::unique("sophia-drill")).join("sophia.env");
         let runner = Runner::start(RunnerOptions {
             overrides: QueueOverrides { visibility_timeout_seconds: Some(visibility) },
@@ -52,7 +52,7 @@ impl Drill {
         Self { runner, control, env_file }
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         let dir = self.env_file.parent().map(PathBuf::from);
         self.runner.stop().await;
         if let Some(dir) = dir {
@@ -60,13 +60,18 @@ impl Drill {
         }
     }
 
-    fn store(&self) -> CreditsStore {
+    pub(crate) fn store(&self) -> CreditsStore {
         CreditsStore::new(self.runner.mongo.db.clone())
     }
 
     /// An organization with enough credits and `n` interviews holding a reservation each,
     /// marked completed as the API does before it publishes.
-    async fn completed_interviews(&self, n: usize) -> (OrganizationId, Vec<InterviewId>) {
+    pub(crate) async fn completed_interviews(&self, n: usize) -> (OrganizationId, Vec<InterviewId>) {
+        self.interviews_ended_at(n, Timestamp::now()).await
+    }
+
+    /// [`Drill::completed_interviews`], the interviews having ended at `ended`.
+    pub(crate) async fn interviews_ended_at(&self, n: usize, ended: Timestamp) -> (OrganizationId, Vec<InterviewId>) {
         let store = self.store();
         let org = seed::create_organization(&store, "Drill organization").await.unwrap();
         seed::grant_lot(&store, org, 1000, chrono::Utc::now() + chrono::Duration::days(30)).await.unwrap();
@@ -81,16 +86,14 @@ impl Drill {
             )
             .await
             .unwrap();
-            seed::mark_completed(&store, id, Timestamp::now(), DurationSeconds::new(DURATION_SECONDS).unwrap())
-                .await
-                .unwrap();
+            seed::mark_completed(&store, id, ended, DurationSeconds::new(DURATION_SECONDS).unwrap()).await.unwrap();
             ids.push(id);
         }
         (org, ids)
     }
 
     /// `interview.completed` for each interview, as the API publishes it.
-    async fn publish_completed(&self, org: OrganizationId, ids: &[InterviewId]) {
+    pub(crate) async fn publish_completed(&self, org: OrganizationId, ids: &[InterviewId]) {
         let env = self.runner.env();
         let producer = SqsProducer::new(self.runner.sqs.clone(), QueueUrls::from_lookup(|name| env.get(name).cloned()));
         for id in ids {
@@ -109,7 +112,7 @@ impl Drill {
         }
     }
 
-    async fn interview(&self, id: InterviewId) -> Document {
+    pub(crate) async fn interview(&self, id: InterviewId) -> Document {
         self.runner
             .mongo
             .db
@@ -120,7 +123,7 @@ impl Drill {
             .unwrap()
     }
 
-    async fn report(&self, id: InterviewId) -> Option<Document> {
+    pub(crate) async fn report(&self, id: InterviewId) -> Option<Document> {
         self.runner
             .mongo
             .db
@@ -130,17 +133,17 @@ impl Drill {
             .unwrap()
     }
 
-    async fn settled(&self, id: InterviewId) -> bool {
+    pub(crate) async fn settled(&self, id: InterviewId) -> bool {
         matches!(self.interview(id).await.get("settledAt"), Some(Bson::DateTime(_)))
     }
 
-    async fn function(&self, name: &str) -> FunctionStatus {
+    pub(crate) async fn function(&self, name: &str) -> FunctionStatus {
         let status: Status = self.control.status().await.expect("status answers");
         status.functions.into_iter().find(|f| f.name == name).expect("the function is listed")
     }
 
     /// Waits until `function`'s queue is empty, then checks that its DLQ is too.
-    async fn drained_without_dlq(&self, function: &str) {
+    pub(crate) async fn drained_without_dlq(&self, function: &str) {
         wait_until(&format!("{function}'s queue is empty"), LIMIT, || async {
             let f = self.function(function).await;
             f.visible == Some(0) && f.in_flight == Some(0)
@@ -150,7 +153,7 @@ impl Drill {
     }
 
     /// SETTLE lines of one interview (what was charged).
-    async fn settle_lines(&self, id: InterviewId) -> Vec<i64> {
+    pub(crate) async fn settle_lines(&self, id: InterviewId) -> Vec<i64> {
         let lines: Vec<Document> = self
             .runner
             .mongo
@@ -178,7 +181,7 @@ fn number(v: &Bson) -> Option<i64> {
 
 /// Waits until `check` holds; a liveness bound (not a timing assertion): `limit` is far beyond
 /// what the step needs.
-async fn wait_until<F, Fut>(what: &str, limit: Duration, mut check: F)
+pub(crate) async fn wait_until<F, Fut>(what: &str, limit: Duration, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
@@ -190,7 +193,7 @@ where
     }
 }
 
-const LIMIT: Duration = Duration::from_secs(120);
+pub(crate) const LIMIT: Duration = Duration::from_secs(120);
 
 /// docs/local.md, drill "interview-completed DLQ not empty" / "Function errors", first half:
 /// MongoDB down for the functions -> the settlement fails and its message stays in the queue

@@ -42,6 +42,7 @@ mod ops_publish;
 mod ops_queue_move;
 mod ops_redrive;
 mod ops_redrive_reset;
+mod ops_status_drills;
 mod outage_recovery;
 mod producers;
 mod report_documents;

@@ -38,10 +38,12 @@ async fn a_batch_and_its_settlements_write_emf_lines_with_numbers_only() {
     let producer = SqsProducer::new(harness::sqs_client().await, QueueUrls::default());
     let handler = Handler::new(w.mongo.clone(), SqsReportPublisher(producer));
     let body = |s: &str| serde_json::Value::String(s.to_owned());
+    // Published 2 s ago: the settlement's TimeToSettlementMs counts from SentTimestamp.
+    let sent = (chrono::Utc::now().timestamp_millis() - 2_000).to_string();
     let records = vec![
         serde_json::json!({"messageId": "m-ok", "body": body(&format!(
             r#"{{"interviewId":"{interview}","organizationId":"{org}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":330}}"#
-        )), "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {}}),
+        )), "attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": sent}, "messageAttributes": {}}),
         serde_json::json!({"messageId": "m-bad", "body": body(&format!(
             r#"{{"type":"interview.failed","interviewId":"nope","organizationId":"{org}","failureReason":"{MARKER}","failedAt":"x"}}"#
         )), "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {}}),
@@ -74,6 +76,11 @@ async fn a_batch_and_its_settlements_write_emf_lines_with_numbers_only() {
     let settlement = docs.iter().find(|d| d.get("InterviewsSettled").is_some()).expect("a settlement line");
     assert_eq!(settlement["CreditsConsumed"], 5.0, "floor(330 / 60)");
     assert_eq!(settlement["CreditsReleased"], 15.0, "20 reserved, 5 consumed");
+    let to_settlement =
+        settlement["TimeToSettlementMs"].as_f64().expect("the time to settlement, on the settlement's line");
+    assert!((2_000.0..60_000.0).contains(&to_settlement), "from SentTimestamp, 2 s ago: {to_settlement}");
+    let batch_line = docs.iter().find(|d| d.get("BatchSize").is_some()).unwrap();
+    assert!(batch_line.get("TimeToSettlementMs").is_none(), "once per settlement, not per batch");
     let batch = docs.iter().find(|d| d.get("BatchSize").is_some()).expect("a batch line");
     assert_eq!(batch["BatchSize"], 2.0);
     assert_eq!(batch["RecordsProcessed"], 1.0);
@@ -119,4 +126,42 @@ fn a_report_failure_is_emitted_by_kind_and_in_total() {
     );
     assert_eq!(doc["ErrorKind"], "interview_not_found");
     assert_eq!(doc["ReportsFailed"], 1.0);
+}
+
+/// report-generate's completed line carries TimeToReportMs, read from the interview's
+/// `completedAt` as the API writes it, with the declared dimension set (the dashboard's p95 and
+/// the time-to-report alarm read exactly that set); an interview without a `completedAt` date
+/// gives no value rather than a wrong one.
+#[tokio::test]
+async fn the_time_to_report_is_read_from_the_interviews_end_and_emitted_as_declared() {
+    let w = world().await;
+    let interviews = w.mongo.db.collection::<bson::Document>("interviews");
+    let ended = bson::oid::ObjectId::new();
+    let five_minutes_ago = bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - 300_000);
+    interviews
+        .insert_one(bson::doc! {"_id": ended, "status": "COMPLETED", "completedAt": five_minutes_ago})
+        .await
+        .unwrap();
+    let undated = bson::oid::ObjectId::new();
+    interviews
+        .insert_one(bson::doc! {"_id": undated, "status": "COMPLETED", "completedAt": "yesterday"})
+        .await
+        .unwrap();
+
+    let ms = report_generate::time_to_report_ms(&w.mongo.db, sophia_contracts::InterviewId::new(ended)).await;
+    let ms = ms.expect("a completedAt date gives a time to report");
+    assert!((300_000.0..360_000.0).contains(&ms), "about five minutes: {ms}");
+    assert_eq!(
+        report_generate::time_to_report_ms(&w.mongo.db, sophia_contracts::InterviewId::new(undated)).await,
+        None
+    );
+
+    let mut line = sophia_sqs_consumer::metrics::Metrics::new("dev", "sophia-dev-report-generate");
+    line.add(sophia_sqs_consumer::metrics::Metric::ReportsCompleted, 1.0)
+        .add(sophia_sqs_consumer::metrics::Metric::TimeToReportMs, ms);
+    let doc = line.to_emf(1_700_000_000_002);
+    assert_matches_declaration(&doc, "report-generate");
+    assert_eq!(doc["TimeToReportMs"], ms);
+    let level = Declaration::embedded().service_level(sophia_sqs_consumer::metrics::Metric::TimeToReportMs).unwrap();
+    assert!(level.met_by(ms), "five minutes is within the level {}", level.human());
 }

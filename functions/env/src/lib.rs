@@ -226,13 +226,13 @@ pub const VARIABLES: &[EnvVar] = &[
     ),
     t(
         "SOPHIA_LOCAL_CONTROL_URL",
-        "`sophia-local` control commands (`fault`, `pause`, `resume`, `status`, `seed`, `publish-invalid`)",
+        "`sophia-local` control commands (`fault`, `pause`, `resume`, `status`, `seed`, `publish-invalid`); `sophia-ops queue status|pause|resume` and `report late` on the local pipeline (its mappings and function counts)",
         "written by `sophia-local up` to `.local/sophia.env`",
         "the runner's control channel on 127.0.0.1 ([local.md](../local.md))",
     ),
     t(
         "SOPHIA_LOCAL_CONTROL_TOKEN",
-        "`sophia-local` control commands",
+        "`sophia-local` control commands; `sophia-ops` on the local pipeline",
         "written by `sophia-local up` to `.local/sophia.env`",
         "the control channel's per-run bearer token",
     ),

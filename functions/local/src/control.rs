@@ -8,6 +8,12 @@
 //! - MongoDB: the functions reach nx-27017 through a [`TcpProxy`] that `down` closes and `up`
 //!   opens again (the operator's tools and the runner's own client connect directly);
 //! - a consumer: its event source mapping stops receiving (as a disabled mapping) and resumes;
+//!   the mappings are also served in the Lambda API's shapes (`GET /event-source-mappings?EventSourceArn=`
+//!   as ListEventSourceMappings, `PUT /event-source-mappings/{uuid}` `{"Enabled": bool}` as
+//!   UpdateEventSourceMapping: `State`, `StateTransitionReason`), with each function's invocations,
+//!   whole-batch errors, failed records and last error over a window (`GET
+//!   /functions/{name}/metrics?windowSeconds=`), so that `sophia-ops queue status|pause|resume`
+//!   read and change them locally as they do on a stage;
 //! - material for the drills: an organization with interviews holding a reservation (`seed`), and
 //!   an `interview.completed` body the contract rejects, as a broken producer sends (`invalid`).
 //!
@@ -60,12 +66,14 @@ pub enum ControlError {
     Busy(String),
     #[error("MongoDB: {0}")]
     Mongo(String),
+    #[error("no event source mapping {0:?} in this pipeline")]
+    UnknownMapping(String),
 }
 
 impl ControlError {
     fn status(&self) -> StatusCode {
         match self {
-            Self::UnknownFunction(..) => StatusCode::NOT_FOUND,
+            Self::UnknownFunction(..) | Self::UnknownMapping(_) => StatusCode::NOT_FOUND,
             Self::RealOpenAi(_) => StatusCode::CONFLICT,
             Self::Fake(_) => StatusCode::BAD_GATEWAY,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
@@ -84,6 +92,34 @@ pub struct ControlledFunction {
     pub pause: Arc<Pause>,
     /// Its pollers (all of them park before `pause` answers).
     pub pollers: usize,
+    /// The mapping's id (`UUID` of the Lambda API's mapping), made at start.
+    pub uuid: String,
+    /// When the mapping was created, paused or resumed (`LastModified`).
+    pub last_modified: std::sync::Mutex<std::time::SystemTime>,
+}
+
+impl ControlledFunction {
+    /// The mapping as Lambda's `GetEventSourceMapping` / `ListEventSourceMappings` describe one
+    /// (the fields `sophia-ops queue status` reads on a stage): `State` is `Enabled` or `Disabled`,
+    /// `StateTransitionReason` `USER_INITIATED` (a pause or resume is an operator's).
+    pub fn mapping(&self, region: &str) -> Value {
+        let modified = self
+            .last_modified
+            .lock()
+            .map(|t| *t)
+            .unwrap_or(std::time::UNIX_EPOCH)
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
+        json!({
+            "UUID": self.uuid,
+            "EventSourceArn": self.pair.source.arn,
+            "FunctionArn": format!("arn:aws:lambda:{region}:000000000000:function:{}", self.name),
+            "State": if self.pause.is_on() { "Disabled" } else { "Enabled" },
+            "StateTransitionReason": "USER_INITIATED",
+            "LastModified": modified,
+        })
+    }
 }
 
 /// What can be injected, and the state to report.
@@ -181,8 +217,49 @@ impl Controls {
         } else {
             f.pause.resume();
         }
+        if let Ok(mut t) = f.last_modified.lock() {
+            *t = std::time::SystemTime::now();
+        }
         tracing::info!(function, paused, "drill: event source mapping {}", if paused { "paused" } else { "resumed" });
         Ok(())
+    }
+
+    /// `ListEventSourceMappings` of the queue `event_source_arn` (every mapping when `None`).
+    pub fn mappings(&self, event_source_arn: Option<&str>) -> Value {
+        let list: Vec<Value> = self
+            .functions
+            .iter()
+            .filter(|f| event_source_arn.is_none_or(|arn| f.pair.source.arn == arn))
+            .map(|f| f.mapping(MAPPING_REGION))
+            .collect();
+        json!({ "EventSourceMappings": list })
+    }
+
+    /// `UpdateEventSourceMapping` with `Enabled`: a pause (`false`) answers once nothing
+    /// receives any more, as [`Controls::set_paused`].
+    pub async fn update_mapping(&self, uuid: &str, enabled: bool) -> Result<Value, ControlError> {
+        let f = self
+            .functions
+            .iter()
+            .find(|f| f.uuid == uuid)
+            .ok_or_else(|| ControlError::UnknownMapping(uuid.to_owned()))?;
+        self.set_paused(&f.name, !enabled).await?;
+        Ok(f.mapping(MAPPING_REGION))
+    }
+
+    /// The function's invocations, whole-batch errors and failed records since `since`, and the
+    /// last error's text: what CloudWatch (`Invocations`, `Errors`, `Throttles`) and the
+    /// function's log give `queue status` on a stage. The local runner never throttles.
+    pub fn function_metrics(&self, function: &str, since: std::time::SystemTime) -> Result<Value, ControlError> {
+        let f = self.function(function)?;
+        let w = f.stats.window(since);
+        Ok(json!({
+            "invocations": w.invocations,
+            "errors": w.errors,
+            "throttles": 0,
+            "recordsFailed": w.records_failed,
+            "lastError": w.last_error,
+        }))
     }
 
     /// MongoDB unreachable for the functions (`true`) or reachable again.
@@ -398,6 +475,9 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// The region the local mappings' ARNs name (the event source mapping emulator's).
+const MAPPING_REGION: &str = "us-east-1";
+
 /// How long `pause` may take: the longest function timeout, and the runner's own margin.
 const PAUSE_LIMIT: Duration = Duration::from_secs(330);
 
@@ -460,6 +540,9 @@ impl ControlServer {
             .route("/fault/openai", put(openai_fault))
             .route("/fault/mongo", put(mongo_fault))
             .route("/pause/{function}", put(pause).delete(resume))
+            .route("/event-source-mappings", get(list_mappings))
+            .route("/event-source-mappings/{uuid}", put(update_mapping))
+            .route("/functions/{function}/metrics", get(function_metrics))
             .route("/seed", post(seed))
             .route("/invalid", post(invalid))
             .with_state(state);
@@ -562,6 +645,88 @@ async fn resume(State(s): State<Arc<ServerState>>, headers: HeaderMap, UrlPath(f
     result(s.controls.set_paused(&function, false).await)
 }
 
+/// `?a=b&c=d` of a request, percent-decoded.
+fn query_param(uri: &axum::http::Uri, name: &str) -> Option<String> {
+    uri.query()?.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k == name).then(|| percent_decode(v))
+    })
+}
+
+fn percent_decode(v: &str) -> String {
+    let bytes = v.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn list_mappings(State(s): State<Arc<ServerState>>, headers: HeaderMap, uri: axum::http::Uri) -> Response {
+    if !authorized(&s, &headers) {
+        return unauthorized();
+    }
+    axum::Json(s.controls.mappings(query_param(&uri, "EventSourceArn").as_deref())).into_response()
+}
+
+/// The body of `UpdateEventSourceMapping` this pipeline honours.
+#[derive(Serialize, Deserialize)]
+struct MappingUpdate {
+    #[serde(rename = "Enabled")]
+    enabled: bool,
+}
+
+async fn update_mapping(
+    State(s): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    UrlPath(uuid): UrlPath<String>,
+    body: Bytes,
+) -> Response {
+    if !authorized(&s, &headers) {
+        return unauthorized();
+    }
+    let update = match serde_json::from_slice::<MappingUpdate>(&body) {
+        Ok(u) => u,
+        Err(e) => return result(Err(ControlError::BadRequest(format!("expected {{\"Enabled\": true|false}}: {e}")))),
+    };
+    match s.controls.update_mapping(&uuid, update.enabled).await {
+        Ok(mapping) => axum::Json(mapping).into_response(),
+        Err(e) => error_response(e.status(), &e.to_string()),
+    }
+}
+
+async fn function_metrics(
+    State(s): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    UrlPath(function): UrlPath<String>,
+    uri: axum::http::Uri,
+) -> Response {
+    if !authorized(&s, &headers) {
+        return unauthorized();
+    }
+    let window = query_param(&uri, "windowSeconds").and_then(|w| w.parse::<u64>().ok()).unwrap_or(900);
+    let since = std::time::SystemTime::now() - Duration::from_secs(window);
+    match s.controls.function_metrics(&function, since) {
+        Ok(m) => axum::Json(m).into_response(),
+        Err(e) => error_response(e.status(), &e.to_string()),
+    }
+}
+
 async fn seed(State(s): State<Arc<ServerState>>, headers: HeaderMap, body: Bytes) -> Response {
     if !authorized(&s, &headers) {
         return unauthorized();
@@ -636,12 +801,14 @@ impl ControlClient {
     ) -> Result<String, String> {
         let url = format!("{}{path}", self.url);
         let (status, answer) =
-            http_within(method, &url, Some(&self.token), body.map(|b| b.to_string()), limit).await.map_err(|e| {
-                format!(
-                    "the runner's control channel at {} does not answer ({e}): is `sophia-local up` still running?",
-                    self.url
-                )
-            })?;
+            sophia_platform::loopback::exchange(method, &url, Some(&self.token), body.map(|b| b.to_string()), limit)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "the runner's control channel at {} does not answer ({e}): is `sophia-local up` still running?",
+                        self.url
+                    )
+                })?;
         if (200..300).contains(&status) {
             return Ok(answer);
         }
@@ -692,6 +859,12 @@ impl ControlClient {
         Ok(answer["sent"].as_str().unwrap_or_default().to_owned())
     }
 
+    /// `ListEventSourceMappings` of a queue, in the Lambda API's shape.
+    pub async fn mappings(&self, event_source_arn: &str) -> Result<Value, String> {
+        let body = self.call("GET", &format!("/event-source-mappings?EventSourceArn={event_source_arn}"), None).await?;
+        serde_json::from_str(&body).map_err(|e| format!("unreadable answer from the runner: {e}"))
+    }
+
     pub async fn status(&self) -> Result<Status, String> {
         let body = self.call("GET", "/status", None).await?;
         serde_json::from_str(&body).map_err(|e| format!("unreadable status from the runner: {e}"))
@@ -722,42 +895,22 @@ pub fn openai_fault_body(kind: &str, retry_after_seconds: Option<u64>, delay_ms:
 
 /// One plain-HTTP exchange with a loopback server: (status, body).
 async fn http(method: &str, url: &str, token: Option<&str>, body: Option<String>) -> Result<(u16, String), String> {
-    http_within(method, url, token, body, Duration::from_secs(30)).await
-}
-
-/// [`http`] with its own limit.
-async fn http_within(
-    method: &str,
-    url: &str,
-    token: Option<&str>,
-    body: Option<String>,
-    limit: Duration,
-) -> Result<(u16, String), String> {
-    use http_body_util::{BodyExt, Full};
-    use hyper_util::client::legacy::Client;
-    use hyper_util::rt::TokioExecutor;
-
-    let client: Client<_, Full<bytes::Bytes>> = Client::builder(TokioExecutor::new()).build_http();
-    let mut request = hyper::Request::builder().method(method).uri(url);
-    if let Some(t) = token {
-        request = request.header("authorization", format!("Bearer {t}"));
-    }
-    if body.is_some() {
-        request = request.header("content-type", "application/json");
-    }
-    let request = request.body(Full::new(bytes::Bytes::from(body.unwrap_or_default()))).map_err(|e| e.to_string())?;
-    let exchange = async {
-        let response = client.request(request).await.map_err(|e| e.to_string())?;
-        let status = response.status().as_u16();
-        let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
-        Ok::<_, String>((status, String::from_utf8_lossy(&bytes).into_owned()))
-    };
-    tokio::time::timeout(limit, exchange).await.map_err(|_| format!("no answer within {} s", limit.as_secs()))?
+    sophia_platform::loopback::exchange(method, url, token, body, Duration::from_secs(30)).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_parameters_are_percent_decoded() {
+        let uri: axum::http::Uri =
+            "/event-source-mappings?EventSourceArn=arn%3Aaws%3Asqs%3Aus-east-1%3A000000000000%3Aq&x=1".parse().unwrap();
+        assert_eq!(query_param(&uri, "EventSourceArn").as_deref(), Some("arn:aws:sqs:us-east-1:000000000000:q"));
+        assert_eq!(query_param(&uri, "x").as_deref(), Some("1"));
+        assert_eq!(query_param(&uri, "y"), None);
+        assert_eq!(percent_decode("100%"), "100%");
+    }
 
     #[test]
     fn fault_bodies_follow_the_endpoints_contract() {

@@ -9,7 +9,7 @@
 //! RedrivePolicy moves them to the DLQ after maxReceiveCount receives. A response that names an
 //! empty or unknown itemIdentifier, an error or a timeout fails the whole batch, as on AWS.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -51,6 +51,34 @@ pub struct EsmStats {
     /// Records delivered by their `ApproximateReceiveCount` (1 = first delivery): how often the
     /// pipeline needed a retry, the load test's receive-count histogram.
     receive_counts: Mutex<BTreeMap<u32, u64>>,
+    /// Each invocation's end, whether the whole batch failed and how many records it reported as
+    /// failed (oldest first, at most [`HISTORY`]): what `queue status` counts over its window, as
+    /// CloudWatch's `Invocations` and `Errors` and the consumer's `RecordsFailed` on a stage.
+    history: Mutex<VecDeque<Invocation>>,
+    /// The last whole-batch failure: when, and what the function's error said.
+    last_error: Mutex<Option<(SystemTime, String)>>,
+}
+
+/// How many invocations [`EsmStats`] remembers for the windowed counts.
+pub const HISTORY: usize = 10_000;
+
+#[derive(Debug, Clone, Copy)]
+struct Invocation {
+    ended: SystemTime,
+    batch_failed: bool,
+    records_failed: u64,
+}
+
+/// Counts over a window (see [`EsmStats::window`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WindowCounts {
+    pub invocations: u64,
+    /// Invocations whose whole batch failed (Lambda's `Errors`).
+    pub errors: u64,
+    /// Records reported as batch item failures.
+    pub records_failed: u64,
+    /// The last whole-batch failure within the window: what the function's error said.
+    pub last_error: Option<String>,
 }
 
 impl EsmStats {
@@ -68,6 +96,34 @@ impl EsmStats {
     /// Records delivered, by receive count.
     pub fn receive_counts(&self) -> BTreeMap<u32, u64> {
         self.receive_counts.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// Counts of the invocations that ended at or after `since`.
+    pub fn window(&self, since: SystemTime) -> WindowCounts {
+        let mut counts = WindowCounts::default();
+        if let Ok(history) = self.history.lock() {
+            for i in history.iter().filter(|i| i.ended >= since) {
+                counts.invocations += 1;
+                counts.errors += u64::from(i.batch_failed);
+                counts.records_failed += i.records_failed;
+            }
+        }
+        counts.last_error =
+            self.last_error.lock().ok().and_then(|e| e.clone()).filter(|(at, _)| *at >= since).map(|(_, error)| error);
+        counts
+    }
+
+    fn record_invocation(&self, batch_error: Option<&str>, records_failed: u64) {
+        let ended = SystemTime::now();
+        if let Ok(mut history) = self.history.lock() {
+            if history.len() >= HISTORY {
+                history.pop_front();
+            }
+            history.push_back(Invocation { ended, batch_failed: batch_error.is_some(), records_failed });
+        }
+        if let (Some(error), Ok(mut last)) = (batch_error, self.last_error.lock()) {
+            *last = Some((ended, error.to_owned()));
+        }
     }
 
     fn count_receives(&self, messages: &[Message]) {
@@ -267,6 +323,7 @@ impl EventSourceMapping {
             Ok(failed) => failed,
             Err(e) => {
                 self.stats.batch_failures.fetch_add(1, Ordering::Relaxed);
+                self.stats.record_invocation(Some(&e.to_string()), 0);
                 tracing::warn!(function = %self.function_name, requestId = %request_id, error = %e, "invocation failed; the whole batch returns to the queue");
                 return Ok(InvocationSummary {
                     message_ids: ids.clone(),
@@ -281,6 +338,7 @@ impl EventSourceMapping {
         let deleted = self.delete(&to_delete).await?;
         self.stats.deleted.fetch_add(deleted as u64, Ordering::Relaxed);
         self.stats.item_failures.fetch_add(failed.len() as u64, Ordering::Relaxed);
+        self.stats.record_invocation(None, failed.len() as u64);
         let failed_ids: Vec<String> = ids.iter().filter(|id| failed.contains(id.as_str())).cloned().collect();
         Ok(InvocationSummary { message_ids: ids, failed_ids, deleted, batch_error: None })
     }

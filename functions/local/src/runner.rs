@@ -186,6 +186,8 @@ impl Runner {
                 stats: esm.stats.clone(),
                 pause: pause.clone(),
                 pollers,
+                uuid: uuid::Uuid::new_v4().to_string(),
+                last_modified: std::sync::Mutex::new(std::time::SystemTime::now()),
             });
             for _ in 0..pollers {
                 tasks.push(tokio::spawn(esm.clone().run_pausable(shutdown_rx.clone(), pause.clone())));

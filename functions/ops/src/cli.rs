@@ -246,15 +246,33 @@ pub enum InterviewCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum QueueCommand {
-    /// A source queue's state and a verdict (stopped, slow, a burst, healthy) with its evidence:
-    /// depth, in flight, oldest message age and the retention left for it, the DLQ's depth, the
-    /// event source mapping (enabled or not) and the function's recent invocations, errors and
-    /// throttles. Changes nothing, receives nothing.
+    /// A source queue's state and a verdict (stopped, failing, slow, a burst, healthy) with its
+    /// evidence: depth, in flight, oldest message age and the retention left for it, the DLQ's
+    /// depth, the event source mapping (its state and why) and the function's recent invocations,
+    /// errors, throttles and failed records; `failing` names what the errors say. Changes
+    /// nothing, receives nothing. Works the same on the local pipeline (the runner's mappings).
     Status {
         queue: QueueName,
         /// The window of the function's metrics (e.g. 15m, 1h).
         #[arg(long, default_value = "15m", value_parser = parse_duration)]
         window: Duration,
+    },
+    /// Stop the queue's event source mapping (Lambda UpdateEventSourceMapping Enabled=false, or
+    /// the local runner's): nothing receives from the queue, messages wait (and age toward the
+    /// retention). Prints the plan first; against a stage it needs --yes. Audited.
+    Pause {
+        queue: QueueName,
+        /// Print what would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Start the queue's event source mapping again (Enabled=true): the function receives what
+    /// waits. Prints the plan first; against a stage it needs --yes. Audited.
+    Resume {
+        queue: QueueName,
+        /// Print what would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Move every message of another queue (e.g. the old stack's queue or DLQ) into this stack's
     /// queue: receive, check each body against the queue's contract, send, delete only what was
@@ -310,6 +328,15 @@ pub enum ReportCommand {
         /// At most this many reports.
         #[arg(long, default_value_t = 50)]
         limit: i64,
+    },
+    /// "Reports are late": the time to report (interview end -> report stored) of the reports
+    /// completed in the window against the service level, the interviews still waiting for a
+    /// report and where, and each queue's verdict; the first line says where the time goes.
+    /// Changes nothing, receives nothing.
+    Late {
+        /// The window of completed reports (e.g. 1h, 24h).
+        #[arg(long, default_value = "1h", value_parser = parse_duration)]
+        since: Duration,
     },
     /// Re-publish report.generate for one interview (never generates synchronously).
     Retry {

@@ -25,8 +25,10 @@
 //! - [`predict`]: what a consumer will do with a message, from the state it will read (every
 //!   mutating command's plan);
 //! - [`status`]: `queue status` (depth, oldest age, the event source mapping, the function's
-//!   metrics, a verdict);
+//!   metrics, a verdict naming what failing batches say) and `queue pause|resume` (the mapping,
+//!   on a stage or the local runner);
 //! - [`listing`]: `interview unsettled`, `report failures`;
+//! - [`late`]: `report late` (the time to report against its service level, what waits, where);
 //! - [`audit`]: the audit trail of mutating commands (a stage's append-only CloudWatch Logs
 //!   group; locally `operatorAudit`), `audit list`;
 //! - [`env`](mod@env): the environment overlaid on an env file (`.local/sophia.env`);
@@ -47,6 +49,7 @@ pub mod dlq;
 pub mod env;
 mod error;
 pub mod interview;
+pub mod late;
 pub mod listing;
 mod outcome;
 pub mod predict;
@@ -98,6 +101,8 @@ pub fn mutating_name(command: &Command) -> Option<&'static str> {
         Command::Dlq(DlqCommand::Redrive { .. }) => "dlq-redrive",
         Command::Dlq(DlqCommand::Delete { .. }) => "dlq-delete",
         Command::Queue(QueueCommand::Move { .. }) => "queue-move",
+        Command::Queue(QueueCommand::Pause { .. }) => "queue-pause",
+        Command::Queue(QueueCommand::Resume { .. }) => "queue-resume",
         Command::Outbox(OutboxCommand::Flush { .. }) => "outbox-flush",
         Command::Report(ReportCommand::Retry { .. }) => "report-retry",
         Command::Migrate => "migrate",

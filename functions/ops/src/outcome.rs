@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::{OpsError, admin, audit, confirm, dlq, interview, listing, publish, redrive, status};
+use crate::{OpsError, admin, audit, confirm, dlq, interview, late, listing, publish, redrive, status};
 
 /// Done.
 pub const EXIT_OK: i32 = 0;
@@ -29,6 +29,10 @@ pub enum Outcome {
     InvariantsCheck(admin::InvariantsReport),
     Migrate(admin::MigrateReport),
     QueueStatus(Box<status::QueueStatus>),
+    /// `report late`.
+    ReportLate(Box<late::LateReport>),
+    /// `queue pause` / `queue resume`.
+    QueueMapping(status::MappingChange),
     InterviewUnsettled(listing::UnsettledListing),
     ReportFailures(listing::FailuresListing),
     AuditList(audit::AuditListing),
@@ -53,6 +57,8 @@ impl Outcome {
             Self::InvariantsCheck(r) => r.human(),
             Self::Migrate(r) => r.human(),
             Self::QueueStatus(r) => r.human(),
+            Self::QueueMapping(r) => r.human(),
+            Self::ReportLate(r) => r.human(),
             Self::InterviewUnsettled(r) => r.human(),
             Self::ReportFailures(r) => r.human(),
             Self::AuditList(r) => r.human(),

@@ -131,7 +131,9 @@ fn every_command_the_runbook_names_parses() {
     for c in &found {
         assert_parses(c, "docs/runbook.md");
     }
-    for needed in ["queue status", "interview unsettled", "report failures", "audit list"] {
+    for needed in
+        ["queue status", "queue resume", "report late", "interview unsettled", "report failures", "audit list"]
+    {
         assert!(found.iter().any(|c| c.contains(needed)), "the runbook uses `{needed}`");
     }
 }

@@ -135,6 +135,9 @@ impl fmt::Display for BurstReport {
         if let (Some(max), Some(p95)) = (self.after_recovery_max_s, self.after_recovery_p95_s) {
             writeln!(f, "  after the recovery: every completed report within {max:.0} s (p95 {p95:.0} s)")?;
         }
+        for d in &self.dwell {
+            writeln!(f, "  {:<6} {}", d.organization, dwell_against_level(d.p95_s))?;
+        }
         writeln!(f, "  attempts used by completed reports: {:?}", self.attempts)?;
         writeln!(f, "  records by receive count: {:?}", self.receive_counts)?;
         writeln!(
@@ -148,6 +151,21 @@ impl fmt::Display for BurstReport {
             writeln!(f, "  OUT OF ATTEMPTS ({}): {}", self.out_of_attempts.len(), self.out_of_attempts.join(", "))?;
         }
         write!(f, "  real time: {:.1} s", self.real_seconds)
+    }
+}
+
+/// A dwell p95 (publish to COMPLETED, scale-1 seconds: the time to report of a report whose
+/// interview ended at its publish) against the declared time-to-report service level.
+pub fn dwell_against_level(p95_s: f64) -> String {
+    use sophia_sqs_consumer::metrics::{Declaration, Metric};
+    match Declaration::embedded().service_level(Metric::TimeToReportMs) {
+        Some(level) if p95_s.is_finite() => format!(
+            "time to report p95 {p95_s:.0} s against the level {}: {}",
+            level.human(),
+            if level.met_by(p95_s * 1000.0) { "met" } else { "MISSED" }
+        ),
+        Some(level) => format!("time to report: no report completed (level {})", level.human()),
+        None => "time to report: no service level declared".into(),
     }
 }
 

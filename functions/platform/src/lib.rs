@@ -7,6 +7,7 @@ pub mod deferred;
 /// The declaration of every environment variable (the `sophia-env` crate).
 pub use sophia_env as env;
 pub mod indexes;
+pub mod loopback;
 pub mod mongo;
 pub mod rotation;
 pub mod secrets;

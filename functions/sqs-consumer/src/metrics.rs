@@ -76,6 +76,18 @@ pub struct MetricSpec {
     pub emitted_by: EmittedBy,
 }
 
+/// The `quantile` (0..1) of `values` by nearest rank: the smallest value at or above that share
+/// of them; `None` for no value.
+pub fn percentile(values: &[f64], quantile: f64) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    if sorted.is_empty() {
+        return None;
+    }
+    sorted.sort_by(f64::total_cmp);
+    let rank = (sorted.len() as f64 * quantile).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
 /// `declarations/metrics.json`, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Declaration {
@@ -83,6 +95,48 @@ pub struct Declaration {
     /// Dimension names (the declaration describes each).
     pub dimensions: Vec<String>,
     pub metrics: Vec<MetricSpec>,
+    /// `serviceLevels`: percentiles of Milliseconds metrics the stage alarms on
+    /// (infra-pulumi/src/alarms.ts) and the load test compares its figures with.
+    pub service_levels: Vec<ServiceLevel>,
+}
+
+/// A service level of the declaration: the `statistic` percentile (`p95`) of `metric` over
+/// `period_seconds` stays at or under `threshold_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceLevel {
+    pub metric: String,
+    /// `p<percentile>`, as CloudWatch names the statistic.
+    pub statistic: String,
+    /// 1..=99 (`p95` -> 95).
+    pub percentile: u8,
+    pub threshold_ms: u64,
+    pub period_seconds: u64,
+    pub description: String,
+}
+
+impl ServiceLevel {
+    /// The percentile as a fraction (`p95` -> 0.95).
+    pub fn quantile(&self) -> f64 {
+        f64::from(self.percentile) / 100.0
+    }
+
+    /// "p95 <= 15 min".
+    pub fn human(&self) -> String {
+        let s = self.threshold_ms / 1000;
+        let threshold = if s.is_multiple_of(60) { format!("{} min", s / 60) } else { format!("{s} s") };
+        format!("{} <= {threshold}", self.statistic)
+    }
+
+    /// The level's percentile of `values` (nearest rank, as CloudWatch's percentiles of raw
+    /// values); `None` when there is none.
+    pub fn measure(&self, values: &[f64]) -> Option<f64> {
+        percentile(values, self.quantile())
+    }
+
+    /// Whether `value_ms` (the statistic measured) meets the level.
+    pub fn met_by(&self, value_ms: f64) -> bool {
+        value_ms <= self.threshold_ms as f64
+    }
 }
 
 impl Declaration {
@@ -146,7 +200,44 @@ impl Declaration {
             }
             metrics.push(MetricSpec { name, unit, dimension_sets, emitted_by });
         }
-        Ok(Self { namespace, dimensions, metrics })
+        let mut service_levels = Vec::new();
+        for l in doc["serviceLevels"].as_array().map(Vec::as_slice).unwrap_or_default() {
+            let metric = l["metric"].as_str().ok_or("metrics.json: a service level without a metric")?.to_owned();
+            match metrics.iter().find(|m| m.name == metric) {
+                Some(m) if m.unit == Unit::Milliseconds => {}
+                Some(_) => {
+                    return Err(format!("metrics.json: the service level of {metric} needs a Milliseconds metric"));
+                }
+                None => return Err(format!("metrics.json: a service level names the undeclared metric {metric}")),
+            }
+            let statistic = l["statistic"].as_str().unwrap_or_default().to_owned();
+            let percentile = statistic
+                .strip_prefix('p')
+                .and_then(|p| p.parse::<u8>().ok())
+                .filter(|p| (1..=99).contains(p))
+                .ok_or_else(|| {
+                    format!("metrics.json: {metric}: a service level's statistic is a whole percentile (p95)")
+                })?;
+            let number = |k: &str| {
+                l[k].as_u64()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("metrics.json: {metric}: {k} is a positive integer"))
+            };
+            service_levels.push(ServiceLevel {
+                threshold_ms: number("thresholdMs")?,
+                period_seconds: number("periodSeconds")?,
+                description: l["description"].as_str().unwrap_or_default().to_owned(),
+                metric,
+                statistic,
+                percentile,
+            });
+        }
+        Ok(Self { namespace, dimensions, metrics, service_levels })
+    }
+
+    /// The service level of `metric`, if one is declared.
+    pub fn service_level(&self, metric: Metric) -> Option<&ServiceLevel> {
+        self.service_levels.iter().find(|l| l.metric == metric.name())
     }
 
     /// The embedded declaration (a test checks that it parses and matches [`Metric`]).
@@ -436,6 +527,39 @@ mod tests {
         assert_eq!(lines.len(), 1);
         let doc: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
         assert_eq!(doc["BatchSize"], 10.0);
+    }
+
+    #[test]
+    fn the_time_to_report_is_a_declared_service_level_and_a_bad_level_is_refused() {
+        let level = Declaration::embedded().service_level(Metric::TimeToReportMs).expect("declared");
+        assert_eq!((level.statistic.as_str(), level.percentile, level.threshold_ms), ("p95", 95, 900_000));
+        assert_eq!(level.human(), "p95 <= 15 min");
+        assert!(level.met_by(900_000.0) && !level.met_by(900_001.0));
+        let hundred: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(level.measure(&hundred), Some(95.0));
+        assert_eq!(percentile(&hundred, 0.5), Some(50.0));
+        assert_eq!(percentile(&[7.0], 0.95), Some(7.0));
+        assert_eq!(percentile(&[], 0.95), None);
+        let with = |level: &str| {
+            format!(
+                r#"{{"namespace": "Sophia", "dimensions": {{"Stage": "", "Function": ""}},
+                "metrics": [{{"name": "A", "unit": "Count", "dimensionSets": [["Stage", "Function"]], "emittedBy": "*"}},
+                            {{"name": "B", "unit": "Milliseconds", "dimensionSets": [["Stage", "Function"]], "emittedBy": "*"}}],
+                "serviceLevels": [{level}]}}"#
+            )
+        };
+        let ok =
+            Declaration::parse(&with(r#"{"metric": "B", "statistic": "p99", "thresholdMs": 5, "periodSeconds": 60}"#));
+        assert_eq!(ok.unwrap().service_levels[0].quantile(), 0.99);
+        for (bad, why) in [
+            (r#"{"metric": "A", "statistic": "p95", "thresholdMs": 5, "periodSeconds": 60}"#, "Milliseconds"),
+            (r#"{"metric": "C", "statistic": "p95", "thresholdMs": 5, "periodSeconds": 60}"#, "undeclared"),
+            (r#"{"metric": "B", "statistic": "Average", "thresholdMs": 5, "periodSeconds": 60}"#, "percentile"),
+            (r#"{"metric": "B", "statistic": "p95", "thresholdMs": 0, "periodSeconds": 60}"#, "thresholdMs"),
+        ] {
+            let e = Declaration::parse(&with(bad)).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -20,6 +20,10 @@ pub struct RecordMeta {
     /// attribute of a requeued copy, else the first receive (`ApproximateFirstReceiveTimestamp`),
     /// else when it was sent (`SentTimestamp`). The give-up age counts from it.
     pub transient_since: Option<SystemTime>,
+    /// When the message was first published, as far as SQS says: the earliest of its
+    /// `SentTimestamp` and, for a requeued copy, its `transientSince` attribute (the copy's own
+    /// `SentTimestamp` is the requeue's). The time to settlement counts from it.
+    pub published_at: Option<SystemTime>,
 }
 
 impl RecordMeta {
@@ -35,7 +39,21 @@ impl RecordMeta {
                 .or_else(|| record.attributes.get("ApproximateFirstReceiveTimestamp").map(String::as_str))
                 .or_else(|| record.attributes.get("SentTimestamp").map(String::as_str))
                 .and_then(crate::backoff::from_epoch_ms),
+            published_at: [
+                record.attributes.get("SentTimestamp").map(String::as_str),
+                attr(crate::backoff::TRANSIENT_SINCE),
+            ]
+            .into_iter()
+            .flatten()
+            .filter_map(crate::backoff::from_epoch_ms)
+            .min(),
         }
+    }
+
+    /// Milliseconds from [`RecordMeta::published_at`] to now (`None` when SQS did not say).
+    pub fn since_published_ms(&self) -> Option<f64> {
+        let at = self.published_at?;
+        Some(SystemTime::now().duration_since(at).unwrap_or_default().as_millis() as f64)
     }
 
     /// Time left before the deadline (None when the deadline is unknown).

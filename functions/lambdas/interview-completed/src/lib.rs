@@ -90,6 +90,15 @@ pub fn settlement_metrics(outcome: &SettleOutcome) -> Metrics {
     m
 }
 
+/// `TimeToSettlementMs` on a settlement made now: from the message's publish to now (the
+/// service level's second half, docs/design.md "Time to report").
+pub fn with_time_to_settlement(mut m: Metrics, outcome: &SettleOutcome, meta: &RecordMeta) -> Metrics {
+    if let (SettleOutcome::Settled(_), Some(ms)) = (outcome, meta.since_published_ms()) {
+        m.add(Metric::TimeToSettlementMs, ms);
+    }
+    m
+}
+
 /// The MongoDB clients of one process, rebuilt together when MongoDB refuses the URI's
 /// credentials and Secrets Manager has a new URI (`sophia_platform::rotation`).
 #[derive(Debug, Clone)]
@@ -202,10 +211,11 @@ impl<P: ReportPublisher> Handler<P> {
                 .settle_failed_interview(m.interview_id, m.organization_id, m.failed_at, context)
                 .await
                 .map(|outcome| settlement_metrics(&outcome).emit()),
-            InterviewQueueMessage::Completed(m) => service
-                .settle_completed_and_publish(m, &self.publisher, context)
-                .await
-                .map(|result| settlement_metrics(&result.outcome).emit()),
+            InterviewQueueMessage::Completed(m) => {
+                service.settle_completed_and_publish(m, &self.publisher, context).await.map(|result| {
+                    with_time_to_settlement(settlement_metrics(&result.outcome), &result.outcome, meta).emit()
+                })
+            }
         }
     }
 }

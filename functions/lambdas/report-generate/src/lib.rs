@@ -216,7 +216,13 @@ impl ReportGenerateHandler {
                 report_metrics(&result).emit();
                 result = generate(renewed.service.clone()).await;
             }
-            report_metrics(&result).emit();
+            let mut metrics = report_metrics(&result);
+            if matches!(result, Ok(Generated::Completed { .. }))
+                && let Some(ms) = time_to_report_ms(&self.clients.current().mongo.db, interview_id).await
+            {
+                metrics.add(Metric::TimeToReportMs, ms);
+            }
+            metrics.emit();
             if let Err(e) = &result
                 && self.gives_up(e, &meta)
             {
@@ -257,6 +263,22 @@ async fn mark_given_up(service: &ReportService, interview_id: sophia_contracts::
     if let Err(e) = service.store().mark_given_up(interview_id).await {
         tracing::error!(error = %e, "could not record on the report that its retries were given up");
     }
+}
+
+/// Milliseconds from the interview's end (`completedAt`, written by the API when it marks the
+/// interview COMPLETED) to now, just after its report was stored COMPLETED: the time to report
+/// (docs/design.md, "Time to report"). `None` when the interview has no `completedAt` date (an
+/// older writer) or cannot be read now: the report stays stored, only the metric is skipped.
+pub async fn time_to_report_ms(db: &mongodb::Database, interview_id: sophia_contracts::InterviewId) -> Option<f64> {
+    let interview = db
+        .collection::<bson::Document>(sophia_reports::interview::INTERVIEWS)
+        .find_one(bson::doc! {"_id": interview_id.oid()})
+        .projection(bson::doc! {"completedAt": 1})
+        .await
+        .ok()??;
+    let completed_at = interview.get_datetime("completedAt").ok()?.timestamp_millis();
+    let now = bson::DateTime::now().timestamp_millis();
+    Some(now.saturating_sub(completed_at).max(0) as f64)
 }
 
 /// The secret whose credentials were refused by the failed call, if that is why it failed:

@@ -1,5 +1,5 @@
-//! `queue status|move`: a source queue's state and verdict (changes nothing, receives nothing),
-//! and moving another queue's messages (an old stack's queue or DLQ) into this stack's queue.
+//! `queue status|pause|resume|move`: a source queue's state and verdict (changes nothing, receives
+//! nothing), stopping and starting its event source mapping (planned, audited), and moving another queue's messages (an old stack's queue or DLQ) into this stack's queue.
 
 use std::time::Duration;
 
@@ -14,6 +14,8 @@ use crate::{Context, OpsError, Outcome, dlq, predict, status};
 pub async fn run(command: &QueueCommand, ctx: &Context) -> Result<Outcome, OpsError> {
     match command {
         QueueCommand::Status { queue, window } => status(ctx, *queue, *window).await,
+        QueueCommand::Pause { queue, dry_run } => set_mapping(ctx, *queue, false, *dry_run).await,
+        QueueCommand::Resume { queue, dry_run } => set_mapping(ctx, *queue, true, *dry_run).await,
         QueueCommand::Move { from_url, to, into_dlq, max, dry_run, visibility_timeout } => {
             move_from(ctx, from_url, *to, into_dlq, *max, *dry_run, *visibility_timeout).await
         }
@@ -23,6 +25,50 @@ pub async fn run(command: &QueueCommand, ctx: &Context) -> Result<Outcome, OpsEr
 /// `queue status`.
 pub async fn status(ctx: &Context, queue: QueueName, window: Duration) -> Result<Outcome, OpsError> {
     Ok(Outcome::QueueStatus(Box::new(status::queue_status(ctx, queue, window).await?)))
+}
+
+/// `queue pause` (`enabled` false) / `queue resume`: the plan (the mapping now, the queue's
+/// depth, what changes), the gate, then the change through the same interface `queue status`
+/// reads ([`status::Observer`]).
+pub async fn set_mapping(ctx: &Context, queue: QueueName, enabled: bool, dry_run: bool) -> Result<Outcome, OpsError> {
+    let now = status::queue_status(ctx, queue, Duration::from_secs(900)).await?;
+    let Some(mapping) = now.mapping.clone() else {
+        return Err(OpsError::Invalid(format!(
+            "no event source mapping of {queue} to {}: {}",
+            if enabled { "resume" } else { "pause" },
+            now.mapping_note.as_deref().unwrap_or("none found")
+        )));
+    };
+    let verb = if enabled { "resume (enable)" } else { "pause (disable)" };
+    let mut plan =
+        Plan::new(ctx, format!("{verb} the event source mapping {} of {queue}", mapping.uuid), now.queue_url.clone());
+    let function = mapping.function_arn.as_deref().map(status::function_name).unwrap_or_default();
+    plan.effects.push(format!("mapping now: {} -> {function}, {}", mapping.uuid, mapping.state));
+    let waiting = format!(
+        "{} message(s) visible, {} in flight",
+        now.visible.map_or("?".into(), |n| n.to_string()),
+        now.in_flight.map_or("?".into(), |n| n.to_string())
+    );
+    plan.effects.push(if enabled {
+        format!("{function} receives again what waits ({waiting}); each message keeps its receive count")
+    } else {
+        format!(
+            "nothing receives from {queue} until `queue resume {queue}`: {waiting} now, every new message waits; a message older than the retention ({}) is deleted by SQS without reaching the DLQ",
+            now.retention_seconds.map_or("?".into(), status::human_duration)
+        )
+    });
+    if (mapping.state == "Enabled") == enabled {
+        plan.effects.push(format!("the mapping is already {}: nothing changes", mapping.state));
+    }
+    if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &[], dry_run).await? {
+        return Ok(Outcome::DryRun(plan));
+    }
+    let observer = status::Observer::for_queue(ctx, &now.queue_url);
+    let after = observer
+        .set_enabled(ctx, &mapping.uuid, enabled)
+        .await
+        .map_err(|e| OpsError::Invalid(format!("UpdateEventSourceMapping {}: {e}", mapping.uuid)))?;
+    Ok(Outcome::QueueMapping(status::MappingChange { queue, before: mapping, after }))
 }
 
 /// `queue move`: a sample of the source's messages, each checked against the destination's

@@ -16,6 +16,7 @@ pub async fn run(command: &ReportCommand, ctx: &Context) -> Result<Outcome, OpsE
     match command {
         ReportCommand::Retry { ids, reset_attempts, dry_run } => retry(ctx, ids, *reset_attempts, *dry_run).await,
         ReportCommand::Failures { since, limit } => failures(ctx, *since, *limit).await,
+        ReportCommand::Late { since } => Ok(Outcome::ReportLate(Box::new(crate::late::late(ctx, *since).await?))),
     }
 }
 

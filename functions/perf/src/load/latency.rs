@@ -1,4 +1,5 @@
-//! Percentiles of a set of latencies (per message, per window of the timeline).
+//! Percentiles of a set of latencies (per message, per window of the timeline), nearest rank as
+//! the service level measures them (`sophia_sqs_consumer::metrics::percentile`).
 
 use serde::Serialize;
 
@@ -7,18 +8,16 @@ use serde::Serialize;
 pub struct Latency {
     pub count: usize,
     pub p50_ms: f64,
+    /// The time-to-report service level's percentile (declarations/metrics.json `serviceLevels`).
+    pub p95_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
 }
 
 impl Latency {
-    pub fn of(mut values: Vec<f64>) -> Self {
-        if values.is_empty() {
-            return Self::default();
-        }
-        values.sort_by(f64::total_cmp);
-        let at = |q: f64| values[((values.len() as f64 * q).ceil() as usize).clamp(1, values.len()) - 1];
-        Self { count: values.len(), p50_ms: at(0.50), p99_ms: at(0.99), max_ms: values[values.len() - 1] }
+    pub fn of(values: Vec<f64>) -> Self {
+        let at = |q: f64| sophia_sqs_consumer::metrics::percentile(&values, q).unwrap_or(0.0);
+        Self { count: values.len(), p50_ms: at(0.50), p95_ms: at(0.95), p99_ms: at(0.99), max_ms: at(1.0) }
     }
 }
 
@@ -29,7 +28,7 @@ mod tests {
     #[test]
     fn percentiles() {
         let l = Latency::of((1..=100).map(f64::from).collect());
-        assert_eq!((l.p50_ms, l.p99_ms, l.max_ms), (50.0, 99.0, 100.0));
+        assert_eq!((l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms), (50.0, 95.0, 99.0, 100.0));
     }
 
     #[test]

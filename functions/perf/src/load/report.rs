@@ -96,13 +96,15 @@ impl fmt::Display for LoadReport {
         )?;
         writeln!(
             f,
-            "  latency publish -> report completed: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms (n={}); last report {:.1} s after the first publish",
+            "  latency publish -> report completed: p50 {:.0} ms, p95 {:.0} ms, p99 {:.0} ms, max {:.0} ms (n={}); last report {:.1} s after the first publish",
             self.report_latency.p50_ms,
+            self.report_latency.p95_ms,
             self.report_latency.p99_ms,
             self.report_latency.max_ms,
             self.report_latency.count,
             self.report_seconds
         )?;
+        writeln!(f, "  {}", time_to_report_line(&self.report_latency))?;
         writeln!(
             f,
             "  reports: {} COMPLETED ({} insufficient_evidence), {} FAILED; ledger entries {}",
@@ -120,6 +122,36 @@ impl fmt::Display for LoadReport {
         }
         self.verdict(f)
     }
+}
+
+/// The time to report (each interview is published as it ends: publish -> report stored) against
+/// the declared service level, as the stage's alarm judges it.
+pub fn time_to_report_line(latency: &Latency) -> String {
+    use sophia_sqs_consumer::metrics::{Declaration, Metric};
+    let Some(level) = Declaration::embedded().service_level(Metric::TimeToReportMs) else {
+        return "time to report: no service level declared".into();
+    };
+    if latency.count == 0 {
+        return format!("time to report: no report completed (level {})", level.human());
+    }
+    let measured = match level.percentile {
+        95 => latency.p95_ms,
+        99 => latency.p99_ms,
+        50 => latency.p50_ms,
+        _ => {
+            return format!(
+                "time to report: the load test measures p50, p95 and p99, not the level's {}",
+                level.statistic
+            );
+        }
+    };
+    format!(
+        "time to report: {} {:.1} s against the level {}: {}",
+        level.statistic,
+        measured / 1000.0,
+        level.human(),
+        if level.met_by(measured) { "met" } else { "MISSED" }
+    )
 }
 
 impl LoadReport {

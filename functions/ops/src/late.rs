@@ -1,0 +1,351 @@
+//! `report late`: the first command of "reports are late" (docs/runbook.md#reports-are-late).
+//! One answer from three looks, changing nothing and receiving nothing:
+//!
+//! - the time to report of the reports completed in the window (the interview's `completedAt` to
+//!   the report's `completedAt`), its percentile against the declared service level
+//!   (declarations/metrics.json `serviceLevels`, the level the stage alarms on);
+//! - what waits now: interviews that ended (`completedAt` within the lookback) without a COMPLETED
+//!   report, by where they wait (settlement, report not started, report in a state);
+//! - each queue's `queue status` verdict (stopped, failing, slow, a burst).
+//!
+//! The first line says where the time goes: a stopped or failing queue first (with its cause),
+//! then interviews waiting past the level, then a level missed by reports already completed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use bson::{Bson, Document, doc};
+use futures::TryStreamExt;
+use serde::Serialize;
+use sophia_credits::model::INTERVIEWS;
+use sophia_reports::store::INTERVIEW_REPORTS;
+use sophia_sqs_consumer::metrics::{Declaration, Metric, ServiceLevel};
+
+use crate::queues::QueueName;
+use crate::status::{self, Verdict, human_duration};
+use crate::{Context, OpsError};
+
+/// At most this many interviews are looked at (the listing says when it stopped there).
+pub const SCAN_LIMIT: i64 = 10_000;
+/// Interviews that ended this long before the window are looked at too (a report still waiting).
+pub const LOOKBACK: Duration = Duration::from_secs(24 * 3600);
+
+/// One queue's verdict, as `queue status` gives it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueVerdict {
+    pub queue: QueueName,
+    pub verdict: Verdict,
+    pub cause: Option<String>,
+    pub evidence: Vec<String>,
+}
+
+/// Everything `report late` shows.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LateReport {
+    /// The first line: whether reports are late, and where the time goes.
+    pub answer: String,
+    pub late: bool,
+    pub window_seconds: u64,
+    /// e.g. `p95 <= 15 min`.
+    pub level: String,
+    pub level_threshold_ms: u64,
+    /// Reports completed in the window, and their time to report (ms).
+    pub completed: usize,
+    pub p50_ms: Option<f64>,
+    /// The level's percentile.
+    pub level_percentile_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    /// Interviews that ended without a COMPLETED report, by where they wait.
+    pub waiting: BTreeMap<String, usize>,
+    pub oldest_waiting_seconds: Option<u64>,
+    pub truncated: bool,
+    pub queues: Vec<QueueVerdict>,
+}
+
+/// Where an interview without a COMPLETED report waits.
+fn stage_of(interview: &Document, report: Option<&Document>) -> String {
+    if !matches!(interview.get("settledAt"), Some(Bson::DateTime(_))) {
+        return "not settled (its interview.completed waits in interview-completed)".into();
+    }
+    match report {
+        None => "settled, report not started (its report.generate waits in report-generate)".into(),
+        Some(r) => {
+            let status = r.get_str("status").unwrap_or("unknown");
+            match r.get_str("errorKind") {
+                Ok(kind) => format!("report {status} after {kind}"),
+                Err(_) => format!("report {status}"),
+            }
+        }
+    }
+}
+
+fn millis(d: &Document, field: &str) -> Option<i64> {
+    match d.get(field) {
+        Some(Bson::DateTime(t)) => Some(t.timestamp_millis()),
+        _ => None,
+    }
+}
+
+/// The first line, from the facts (no I/O).
+pub fn answer(
+    level: &ServiceLevel,
+    queues: &[QueueVerdict],
+    waiting: usize,
+    oldest_waiting_seconds: Option<u64>,
+    completed: usize,
+    level_percentile_ms: Option<f64>,
+) -> (bool, String) {
+    let waits_past_level = oldest_waiting_seconds.is_some_and(|s| s * 1000 > level.threshold_ms);
+    for q in queues {
+        let why = match q.verdict {
+            Verdict::Stopped => {
+                // The line that says why (the mapping, or no invocation), not the retention line
+                // that may follow it.
+                let why = q.evidence.iter().find(|e| e.contains("mapping") || e.contains("not invoked"));
+                let detail = why.or(q.evidence.last()).cloned().unwrap_or_default();
+                Some(format!("{} is stopped: {detail}", q.queue))
+            }
+            Verdict::Failing => {
+                Some(format!("{} is failing: {}", q.queue, q.cause.as_deref().unwrap_or("see queue status")))
+            }
+            Verdict::Slow => Some(format!("{} is throttled (see `queue status {}`)", q.queue, q.queue)),
+            _ => None,
+        };
+        if let Some(why) = why {
+            return (true, format!("reports are late: {why}"));
+        }
+    }
+    if let Some(q) = queues.iter().find(|q| q.verdict == Verdict::Burst) {
+        return (
+            true,
+            format!(
+                "reports are late: {} is in a burst: more arrived than its concurrency drains; they wait their turn",
+                q.queue
+            ),
+        );
+    }
+    if waits_past_level {
+        return (
+            true,
+            format!(
+                "reports are late: {waiting} interview(s) ended without a report, the oldest {} ago (over the level, {}), while both queues run",
+                human_duration(oldest_waiting_seconds.unwrap_or(0)),
+                level.human()
+            ),
+        );
+    }
+    match level_percentile_ms {
+        Some(p) if !level.met_by(p) => (
+            true,
+            format!(
+                "reports were late: the {} of the {completed} report(s) completed in the window is {}, over the level ({}); nothing is stopped or failing now (the time went to an outage now over, or OpenAI's latency: the dashboard's model latency)",
+                level.statistic,
+                human_duration((p / 1000.0) as u64),
+                level.human()
+            ),
+        ),
+        Some(p) => (
+            false,
+            format!(
+                "reports are on time: the {} of the {completed} report(s) completed in the window is {} (level {}){}",
+                level.statistic,
+                human_duration((p / 1000.0) as u64),
+                level.human(),
+                if waiting > 0 { format!("; {waiting} waiting, none past the level") } else { String::new() }
+            ),
+        ),
+        None => (
+            false,
+            format!(
+                "reports are on time: no report completed in the window{}",
+                if waiting > 0 {
+                    format!("; {waiting} waiting, none past the level")
+                } else {
+                    "; nothing waits".into()
+                }
+            ),
+        ),
+    }
+}
+
+/// `report late [--since 1h]`.
+pub async fn late(ctx: &Context, since: Duration) -> Result<LateReport, OpsError> {
+    let level = Declaration::embedded().service_level(Metric::TimeToReportMs).cloned().ok_or_else(|| {
+        OpsError::Invalid("declarations/metrics.json declares no time-to-report service level".into())
+    })?;
+    let db = ctx.mongo().await?.db;
+    let now = bson::DateTime::now().timestamp_millis();
+    let window_start = now - since.as_millis() as i64;
+    let lookback_start = window_start - LOOKBACK.as_millis() as i64;
+    let fail = |e| OpsError::domain("reading interviews for the time to report", e);
+    let interviews: Vec<Document> = db
+        .collection::<Document>(INTERVIEWS)
+        .find(doc! {"status": "COMPLETED", "deletedAt": Bson::Null, "completedAt": {"$gte": bson::DateTime::from_millis(lookback_start)}})
+        .projection(doc! {"completedAt": 1, "settledAt": 1})
+        .limit(SCAN_LIMIT + 1)
+        .await
+        .map_err(fail)?
+        .try_collect()
+        .await
+        .map_err(fail)?;
+    let truncated = interviews.len() as i64 > SCAN_LIMIT;
+    let ids: Vec<Bson> = interviews.iter().filter_map(|d| d.get_object_id("_id").ok()).map(Bson::ObjectId).collect();
+    let fail = |e| OpsError::domain("reading reports for the time to report", e);
+    let reports: HashMap<bson::oid::ObjectId, Document> = db
+        .collection::<Document>(INTERVIEW_REPORTS)
+        .find(doc! {"interviewId": {"$in": ids}})
+        .projection(doc! {"interviewId": 1, "status": 1, "errorKind": 1, "completedAt": 1})
+        .await
+        .map_err(fail)?
+        .try_collect::<Vec<Document>>()
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .filter_map(|r| Some((r.get_object_id("interviewId").ok()?, r)))
+        .collect();
+    let mut samples = Vec::new();
+    let mut waiting: BTreeMap<String, usize> = BTreeMap::new();
+    let mut oldest_waiting: Option<i64> = None;
+    for i in interviews.iter().take(SCAN_LIMIT as usize) {
+        let (Ok(id), Some(ended)) = (i.get_object_id("_id"), millis(i, "completedAt")) else { continue };
+        let report = reports.get(&id);
+        match report.filter(|r| r.get_str("status") == Ok("COMPLETED")) {
+            Some(r) => {
+                if let Some(stored) = millis(r, "completedAt").filter(|t| *t >= window_start) {
+                    samples.push((stored - ended).max(0) as f64);
+                }
+            }
+            None => {
+                *waiting.entry(stage_of(i, report)).or_default() += 1;
+                oldest_waiting = Some(oldest_waiting.map_or(ended, |o| o.min(ended)));
+            }
+        }
+    }
+    let mut queues = Vec::new();
+    for queue in QueueName::all() {
+        let s = status::queue_status(ctx, queue, Duration::from_secs(900)).await?;
+        queues.push(QueueVerdict { queue, verdict: s.verdict, cause: s.cause, evidence: s.evidence });
+    }
+    let oldest_waiting_seconds = oldest_waiting.map(|t| ((now - t).max(0) / 1000) as u64);
+    let waiting_total = waiting.values().sum();
+    let level_percentile_ms = level.measure(&samples);
+    let (late, answer) =
+        answer(&level, &queues, waiting_total, oldest_waiting_seconds, samples.len(), level_percentile_ms);
+    Ok(LateReport {
+        answer,
+        late,
+        window_seconds: since.as_secs(),
+        level: level.human(),
+        level_threshold_ms: level.threshold_ms,
+        completed: samples.len(),
+        p50_ms: sophia_sqs_consumer::metrics::percentile(&samples, 0.5),
+        level_percentile_ms,
+        max_ms: samples.iter().copied().reduce(f64::max),
+        waiting,
+        oldest_waiting_seconds,
+        truncated,
+        queues,
+    })
+}
+
+impl LateReport {
+    pub fn human(&self) -> String {
+        let t = |ms: Option<f64>| ms.map_or("-".into(), |ms| human_duration((ms / 1000.0) as u64));
+        let mut s = format!("{}\n", self.answer);
+        s.push_str(&format!(
+            "  time to report (interview end -> report stored), {} report(s) completed in the last {}: p50 {}, {} {}, max {} (level {})\n",
+            self.completed,
+            human_duration(self.window_seconds),
+            t(self.p50_ms),
+            self.level.split(' ').next().unwrap_or("p95"),
+            t(self.level_percentile_ms),
+            t(self.max_ms),
+            self.level,
+        ));
+        let waiting: usize = self.waiting.values().sum();
+        s.push_str(&format!(
+            "  waiting: {waiting} interview(s) ended without a stored report{}{}\n",
+            self.oldest_waiting_seconds.map_or(String::new(), |o| format!(", the oldest {} ago", human_duration(o))),
+            if self.truncated { format!(" (only the first {SCAN_LIMIT} interviews looked at)") } else { String::new() }
+        ));
+        for (stage, n) in &self.waiting {
+            s.push_str(&format!("    {n} {stage}\n"));
+        }
+        for q in &self.queues {
+            s.push_str(&format!(
+                "  queue {}: {}{}\n",
+                q.queue,
+                q.verdict.as_str(),
+                q.cause.as_ref().map_or(String::new(), |c| format!(": {c}"))
+            ));
+        }
+        s.push_str("  next: sophia-ops queue status <queue> for a queue that is not healthy; docs/runbook.md#reports-are-late\n");
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level() -> ServiceLevel {
+        Declaration::embedded().service_level(Metric::TimeToReportMs).unwrap().clone()
+    }
+
+    fn q(queue: sophia_declarations::Queue, verdict: Verdict, cause: Option<&str>) -> QueueVerdict {
+        QueueVerdict {
+            queue: QueueName::of(queue),
+            verdict,
+            cause: cause.map(str::to_owned),
+            evidence: vec!["the event source mapping u-1 is Disabled (USER_INITIATED): nothing receives".into()],
+        }
+    }
+
+    #[test]
+    fn the_answer_names_where_the_time_goes_stopped_and_failing_first() {
+        use sophia_declarations::Queue::{InterviewCompleted, ReportGenerate};
+        let healthy = q(InterviewCompleted, Verdict::Healthy, None);
+        let (late, a) =
+            answer(&level(), &[healthy.clone(), q(ReportGenerate, Verdict::Stopped, None)], 2, Some(60), 0, None);
+        assert!(late);
+        assert_eq!(
+            a,
+            "reports are late: report-generate is stopped: the event source mapping u-1 is Disabled (USER_INITIATED): nothing receives"
+        );
+        let (_, a) = answer(
+            &level(),
+            &[q(InterviewCompleted, Verdict::Failing, Some("MongoDB unreachable")), healthy.clone()],
+            2,
+            Some(60),
+            0,
+            None,
+        );
+        assert_eq!(a, "reports are late: interview-completed is failing: MongoDB unreachable");
+        let both = [healthy.clone(), q(ReportGenerate, Verdict::Healthy, None)];
+        let (late, a) = answer(&level(), &both, 3, Some(1200), 0, None);
+        assert!(late && a.contains("the oldest 20m 0s ago (over the level, p95 <= 15 min)"), "{a}");
+        let (late, a) = answer(&level(), &both, 0, None, 4, Some(1_200_000.0));
+        assert!(
+            late && a.starts_with("reports were late: the p95 of the 4 report(s) completed in the window is 20m 0s"),
+            "{a}"
+        );
+        let (late, a) = answer(&level(), &both, 0, None, 4, Some(60_000.0));
+        assert!(!late);
+        assert_eq!(
+            a,
+            "reports are on time: the p95 of the 4 report(s) completed in the window is 1m 0s (level p95 <= 15 min)"
+        );
+    }
+
+    #[test]
+    fn an_interview_waits_at_its_settlement_its_report_request_or_its_report() {
+        let ended = doc! {"completedAt": bson::DateTime::now()};
+        assert!(stage_of(&ended, None).starts_with("not settled"));
+        let settled = doc! {"completedAt": bson::DateTime::now(), "settledAt": bson::DateTime::now()};
+        assert!(stage_of(&settled, None).starts_with("settled, report not started"));
+        let report = doc! {"status": "FAILED", "errorKind": "rate_limited"};
+        assert_eq!(stage_of(&settled, Some(&report)), "report FAILED after rate_limited");
+    }
+}
