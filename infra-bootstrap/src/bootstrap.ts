@@ -7,8 +7,8 @@
  *   `deploy-permissions.json` rendered for the stage as managed policies, and an inline policy with
  *   its state, its secrets key and the guard Denies (policies.ts, `deployRolePolicies`);
  * - per stage, the permissions boundary every role the stage creates must carry;
- * - a read-only preview role trusted only for pull_request tokens (reads the previewed stage's
- *   state, decrypts its config; writes nothing);
+ * - a read-only preview role trusted only for jobs of the GitHub environment `preview` (reads the
+ *   previewed stage's state, decrypts its config; writes nothing);
  * - the state backend bucket (versioning, SSE-KMS with its own key, public access blocked, TLS only,
  *   bucket-owner objects) and, per stage, the key of the `awskms` secrets provider; both keys with
  *   explicit key policies (the break-glass `keyAdministrators`, no account-root statement).
@@ -56,6 +56,8 @@ import {
 /** The repository root (its `Pulumi.<stage>.yaml` files); tests point it elsewhere. */
 export const REPO_ROOT = process.env["SOPHIA_BOOTSTRAP_REPO_ROOT"] ?? path.resolve(__dirname, "..", "..");
 export const CONFIG_NAMESPACE = "sophia-bootstrap";
+/** The GitHub environment the pull-request preview runs in (.github/workflows/infra.yml, scripts/protect-environments --preview). */
+export const PREVIEW_ENVIRONMENT = "preview";
 
 export interface StageFacts {
   stage: string;
@@ -291,7 +293,10 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
     // The one layer version the deploy role may read (scripts/preflight compares the stack file's).
     outputs[`${f.stage.toUpperCase().replace(/-/g, "_")}_EXTENSION_LAYER_ARN`] = pulumi.output(f.layerArn);
   }
-  // The preview role: pull_request tokens only; reads the previewed stage's state and decrypts its
+  // The preview role: jobs of the `preview` environment only (the pull-request preview of
+  // .github/workflows/infra.yml, whose token is that environment's secret and whose reviewers, if
+  // any, approve each run; a bare pull_request job, any workflow a branch adds, gets nothing);
+  // reads the previewed stage's state and decrypts its
   // config (awskms), writes nothing (docs/deploy.md, "Previews and secrets"). With Pulumi Cloud it
   // needs no AWS permission at all: sts:GetCallerIdentity needs none
   // (https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html).
@@ -302,7 +307,7 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
       name: previewRoleName(stage),
       path: BOOTSTRAP_PATH,
       description: `Read-only pulumi preview of ${stage} for pull requests`,
-      assumeRolePolicy: oidcProviderArn.apply((arn) => JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:pull_request`))),
+      assumeRolePolicy: oidcProviderArn.apply((arn) => JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:environment:${PREVIEW_ENVIRONMENT}`))),
       maxSessionDuration: 3600,
       tags: { ...TAGS, stage },
     });

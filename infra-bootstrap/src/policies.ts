@@ -237,7 +237,7 @@ export const GITHUB_OIDC_AUDIENCE = "sts.amazonaws.com";
 /**
  * Trust policy for GitHub OIDC tokens whose `sub` is exactly `subject`: a deploy role trusts
  * `repo:<owner>/<repo>:environment:<env>` (only a job of that environment), the preview role
- * `repo:<owner>/<repo>:pull_request` (only pull request jobs).
+ * `repo:<owner>/<repo>:environment:preview` (only jobs of the preview environment).
  */
 export interface TrustDocument {
   Version: "2012-10-17";

@@ -129,10 +129,11 @@ test("the deploy policy: the table for its stage, its own state objects and secr
   assert.doesNotMatch(JSON.stringify(prod), /sophia-dev|sophia\/dev|dev-pulumi-secrets|bootstrap-dev/);
 });
 
-test("the preview role: pull_request tokens only; reads dev's state and decrypts dev's config, nothing else", () => {
+test("the preview role: jobs of the preview environment only; reads dev's state and decrypts dev's config, nothing else", () => {
   const role = byName("aws:iam/role:Role", "preview");
   const trust = JSON.parse(role.inputs["assumeRolePolicy"] as string);
-  assert.equal(trust.Statement[0].Condition.StringEquals["token.actions.githubusercontent.com:sub"], `repo:${REPO}:pull_request`);
+  // Not `pull_request`: any pull-request job of any workflow a branch adds would match it.
+  assert.equal(trust.Statement[0].Condition.StringEquals["token.actions.githubusercontent.com:sub"], `repo:${REPO}:environment:preview`);
   const doc = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "preview-policy").inputs["policy"] as string);
   const actions = [...new Set(doc.Statement.flatMap((s: { Action: string[] }) => s.Action))].sort();
   assert.deepEqual(actions, ["kms:Decrypt", "s3:GetObject", "s3:ListBucket"]);

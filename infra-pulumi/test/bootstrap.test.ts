@@ -24,7 +24,7 @@ import * as path from "node:path";
 import { after, test } from "node:test";
 
 import { REPO_ROOT } from "../src/artifacts";
-import { GH_STUB, type Github, type GithubEnvironment } from "./support/cli-stubs";
+import { DEV_ROLE, GH_STUB, type Github, type GithubEnvironment, PROTECTED_DEV, github, protect } from "./support/github";
 
 const PULUMI_STUB = `#!/usr/bin/env bash
 # Records argv (and, in calls, the backend each command ran against); keeps config as key=value lines;
@@ -83,22 +83,6 @@ echo "$*" >> "$FAKE_STATE/git-argv"
 case "$1" in status) echo " M Pulumi.dev.yaml" ;; *) exit 0 ;; esac
 `;
 
-const REPO = "acme/sophia";
-const github = (environments: Record<string, GithubEnvironment> = {}, extra: Partial<Github> = {}): Github => ({
-  repo: REPO,
-  users: { alice: 101, bob: 102 },
-  teams: { platform: 7 },
-  environments,
-  ...extra,
-});
-const DEV_ROLE = "arn:aws:iam::222222222222:role/sophia-bootstrap/sophia-dev-deploy";
-const PROTECTED_DEV: GithubEnvironment = {
-  reviewers: [],
-  prevent_self_review: true,
-  deployment_branch_policy: { protected_branches: false, custom_branch_policies: true },
-  branchPolicies: [{ id: 1, name: "main", type: "branch" }],
-  variables: { AWS_DEPLOY_ROLE_ARN: DEV_ROLE },
-};
 
 // An existing directory: the file backend needs one (scripts/preflight checks it first).
 const BOOTSTRAP_DIR = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-bootstrap-state-"));
@@ -395,18 +379,6 @@ test("GitHub --apply: main only, prevent self-review, the deploy role's variable
   assert.notEqual(refused.status, 0, "--github apply fails loudly when GitHub refuses");
   assert.match(refused.output, /Resource not accessible by integration \(HTTP 403\).*Administration and Variables write/);
 });
-
-/** scripts/protect-environments on its own (prod: the `production` environment). */
-function protect(args: string[], gh: Github) {
-  const { state, bin, repo, read } = scratch(STACK_FILE, gh);
-  const r = spawnSync("bash", [path.join(repo, "scripts", "protect-environments"), ...args], {
-    encoding: "utf8",
-    env: { ...process.env, PATH: `${bin}:${process.env["PATH"]}`, FAKE_STATE: state, GH_REPO: REPO },
-  });
-  const out = { status: r.status, stdout: r.stdout, output: r.stdout + r.stderr, github: JSON.parse(read("github.json")) as Github, calls: read("gh-calls") };
-  fs.rmSync(state, { recursive: true, force: true });
-  return out;
-}
 
 test("protect-environments: production needs reviewers; --reviewer resolves users and teams; self-review prevented", () => {
   const none = protect(["prod", "--apply"], github());

@@ -2,7 +2,7 @@
  * docs/deploy.md, run. Its `<!-- deploy-doc: ... -->` blocks are extracted and run with bash, in
  * the order a person follows them, from an empty HOME, in a scratch checkout (a git repository with
  * a bare `origin`), against stand-in `pulumi` and `aws` commands (support/deploy-world.ts: what each
- * does and where that was read) and the `gh` stand-in of support/cli-stubs.ts. Every AWS request of
+ * does and where that was read) and the `gh` stand-in of support/github.ts. Every AWS request of
  * every step, and of the CI deploy a push starts, is decided by the IAM policy simulator as the
  * principal making it: the break-glass administrator who follows the doc, an administrator outside
  * the key lists (refused by scripts/preflight before anything changes; what the refused deploy
@@ -27,7 +27,7 @@ import * as yaml from "js-yaml";
 import { outputNames } from "../../infra-bootstrap/src/bootstrap";
 import { deployRoleArn, stateKeyPolicy } from "../../infra-bootstrap/src/policies";
 import { REPO_ROOT } from "../src/artifacts";
-import { GH_STUB, type Github } from "./support/cli-stubs";
+import { GH_STUB, type Github, github as newRepository } from "./support/github";
 import { ADMINISTRATOR_ACCESS, P, World } from "./support/deploy-world";
 import { type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN } from "./support/harness";
 import { ACCOUNT } from "./support/mocks";
@@ -135,7 +135,8 @@ process.stdin.on("end", async () => {
     cargo: "#!/usr/bin/env bash\nexit 0\n",
   };
   for (const [name, text] of Object.entries(stubs)) fs.writeFileSync(path.join(sc.bin, name), text, { mode: 0o755 });
-  const gh: Github = { repo: "acme/sophia", users: { alice: 101 }, teams: { platform: 7 }, environments: {} };
+  // A new repository: main unprotected, GitHub's default workflow token (read and write).
+  const gh: Github = newRepository({}, { users: { alice: 101 }, protection: {}, workflowPermissions: { default_workflow_permissions: "write", can_approve_pull_request_reviews: true } });
   fs.writeFileSync(path.join(sc.state, "github.json"), JSON.stringify(gh));
   return sc;
 }
@@ -260,7 +261,7 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       const gh = github(sc);
       assert.deepEqual(gh.environments["dev"]!.branchPolicies.map((b) => b.name), ["main"]);
       assert.equal(gh.environments["dev"]!.variables["AWS_DEPLOY_ROLE_ARN"], deployRoleArn(P, ACCOUNT, "dev"));
-      assert.deepEqual(Object.keys(gh.variables ?? {}).sort(), ["AWS_PREVIEW_ROLE_ARN", "AWS_REGION", "PULUMI_BACKEND_URL"]);
+      assert.deepEqual(Object.keys(gh.repoVariables).sort(), ["AWS_PREVIEW_ROLE_ARN", "AWS_REGION", "PULUMI_BACKEND_URL"]);
       assert.match(git(sc.repo, "log", "-1", "--format=%s"), /Stage dev: bootstrap config/);
       assert.equal(world.ci.length, pushes, "nothing deployed yet");
     });

@@ -179,17 +179,44 @@ test("concurrency per stage at job level: deploys never cancelled, previews apar
   assert.equal(preview["cancel-in-progress"], true);
 });
 
-test("the PR preview: same-repository PRs only, read-only role, artifact first, comment on the PR, outputs suppressed", () => {
+test("the PR preview: same-repository non-fork PRs only, the preview environment, read-only role, no PR write, plan to the job summary", () => {
   const preview = jobs["preview"]!;
   assert.match(preview.if!, /github\.event\.pull_request\.head\.repo\.full_name == github\.repository/);
+  assert.match(preview.if!, /&& !github\.event\.pull_request\.head\.repo\.fork$/, "a fork is refused by name too");
+  // The preview role trusts repo:<owner>/<repo>:environment:preview, the subject of this job's
+  // tokens; the token is that environment's secret.
+  assert.equal(preview.environment, "preview");
   const creds = uses(preview, "aws-actions/configure-aws-credentials")[0]!;
   assert.equal(creds.with!["role-to-assume"], "${{ vars.AWS_PREVIEW_ROLE_ARN }}");
   const step = pulumiStep(preview);
   assert.equal(step.with!["command"], "preview");
-  assert.equal(step.with!["comment-on-pr"], true);
+  assert.equal(step.with!["comment-on-pr"], false, "the job that runs the PR's code cannot comment");
+  assert.equal(step.with!["comment-on-summary"], true);
+  assert.equal(step.with!["github-token"], undefined);
   assert.equal(step.with!["suppress-outputs"], true);
   assert.equal(step.with!["policyPacks"], "infra-pulumi/policy");
-  assert.deepEqual(preview.permissions, { contents: "read", "pull-requests": "write", "id-token": "write" });
+  assert.deepEqual(preview.permissions, { contents: "read", "id-token": "write" }, "no pull-requests: write where the PR's code runs");
+});
+
+test("the PR comment: a job that runs no PR code, holds only pull-requests: write, and passes no PR text", () => {
+  const comment = jobs["preview-comment"]!;
+  assert.equal(comment.needs, "preview");
+  assert.match(comment.if!, /^always\(\) && github\.event_name == 'pull_request' && github\.event\.pull_request\.head\.repo\.full_name == github\.repository && !github\.event\.pull_request\.head\.repo\.fork/);
+  assert.deepEqual(comment.permissions, { "pull-requests": "write" });
+  assert.equal(comment.environment, undefined);
+  assert.deepEqual(comment.steps.filter((s) => s.uses !== undefined), [], "no action: no checkout, no artifact, no cache");
+  assert.deepEqual(secretsOf(comment), [], "no secret");
+  for (const step of comment.steps) {
+    assert.doesNotMatch(step.run ?? "", /\$\{\{/, "nothing interpolated into the script");
+    for (const value of Object.values(step.env ?? {})) {
+      assert.doesNotMatch(value, /needs\.preview\.outputs|steps\.|head_ref|\.title|\.body/, `only the result, ids and the run link: ${value}`);
+    }
+  }
+  assert.equal(comment.steps[0]!.env!["RESULT"], "${{ needs.preview.result }}");
+  assert.match(runs(comment), /^gh pr comment "\$PR" --body-file comment\.md$/m);
+  // Of every job in infra.yml, only this one may write to pull requests.
+  const writers = Object.entries(jobs).filter(([, j]) => j.permissions?.["pull-requests"] === "write").map(([n]) => n);
+  assert.deepEqual(writers, ["preview-comment"]);
 });
 
 test("pushes to main: pulumi up for dev with the dev role, then prod with the prod role", () => {
@@ -278,10 +305,15 @@ test("the scripts the workflow and the README call exist and are executable", ()
 const secretsOf = (job: Job) => [...new Set([...JSON.stringify(job.steps).matchAll(/secrets\.([A-Z0-9_]+)/g)].map((m) => m[1]!))].sort();
 const DEPLOY_SECRETS = ["PULUMI_ACCESS_TOKEN"];
 
-test("previews cannot touch deploy secrets: own read-only names, no environment; deploy secrets only in the dev/production environments", () => {
+test("previews cannot touch deploy secrets: own read-only names in the preview environment; deploy secrets only in the dev/production environments", () => {
   const preview = jobs["preview"]!;
-  assert.equal(preview.environment, undefined, "no environment: the environments' secrets are out of its reach");
+  assert.equal(preview.environment, "preview", "the dev/production environments' secrets are out of its reach");
   assert.deepEqual(secretsOf(preview), ["PULUMI_PREVIEW_ACCESS_TOKEN"]);
+  // The preview token is an environment secret: only a job of the preview environment names it.
+  for (const { file, name, job } of allJobs) {
+    if (!secretsOf(job).includes("PULUMI_PREVIEW_ACCESS_TOKEN")) continue;
+    assert.equal(job.environment, "preview", `${file} ${name} reads the preview token outside the preview environment`);
+  }
   assert.deepEqual(pulumiStep(preview).env, { PULUMI_ACCESS_TOKEN: "${{ secrets.PULUMI_PREVIEW_ACCESS_TOKEN }}" });
   for (const { file, name, job } of allJobs) {
     const used = secretsOf(job).filter((s) => DEPLOY_SECRETS.includes(s));
@@ -386,6 +418,33 @@ test("jobs that hold AWS credentials run no package's install script: npm ci --i
   }
   // Laptops too: scripts/deploy and scripts/preview install through npm_ci_pinned.
   assert.match(read("scripts/lib.sh"), /npm ci --ignore-scripts --no-audit/);
+});
+
+test("wherever credentials are held, no package's install script runs: every npm install of such a job, and of every script, has --ignore-scripts", () => {
+  // A job holds credentials when it may mint an OIDC token or reads a secret.
+  const holders = allJobs.filter(({ job }) => job.permissions?.["id-token"] === "write" || secretsOf(job).length > 0);
+  assert.deepEqual(
+    holders.map(({ file, name }) => `${file} ${name}`).sort(),
+    ["client-publish.yml publish", "infra.yml deploy-dev", "infra.yml deploy-prod", "infra.yml preview"],
+  );
+  let installs = 0;
+  for (const { file, name, job } of holders) {
+    for (const line of runs(job).split("\n").filter((l) => /\bnpm (ci|install|i)\b/.test(l))) {
+      installs++;
+      assert.match(line, /--ignore-scripts/, `${file} ${name}: ${line}`);
+    }
+  }
+  assert.equal(installs, 5, "three npm ci of the Pulumi program; the client package's npm ci and npm itself (trusted publishing)");
+  // scripts/deploy, scripts/preview and scripts/bootstrap-stage run with AWS and Pulumi credentials
+  // and install through lib.sh; no script installs any other way.
+  const scripts = fs.readdirSync(path.join(REPO_ROOT, "scripts")).filter((f) => fs.statSync(path.join(REPO_ROOT, "scripts", f)).isFile());
+  for (const f of scripts) {
+    // npm in a command position (not in a comment or a message).
+    for (const line of read(`scripts/${f}`).split("\n").filter((l) => /(^|[;&|(]\s*|\b(then|do)\s+)npm (ci|install|i)\b/.test(l.replace(/^\s+/, "")) && !/^\s*#/.test(l))) {
+      assert.match(line, /--ignore-scripts/, `scripts/${f}: ${line}`);
+    }
+  }
+  for (const f of ["deploy", "preview"]) assert.match(read(`scripts/${f}`), /scripts\/test-infra" --install-only|test-infra --install-only|npm_ci_pinned/, f);
 });
 
 test("the packages work without their install scripts: only esbuild and protobufjs have one, and neither is needed", () => {

@@ -3,7 +3,10 @@
 //! deadline (the first request unchanged, then the first reply and a corrective message); the
 //! better reply is stored with both calls' tokens; a report still carrying a critical finding is
 //! stored COMPLETED with `needsReview: true`; a clean reply is one call. The compromised replies
-//! answer an interview whose transcript carries a prompt injection asking for `strong_hire`.
+//! answer an interview whose transcript carries a prompt injection asking for `strong_hire`; that
+//! transcript is itself a critical finding (`instruction_to_evaluator`), which no repair clears:
+//! every report on it is marked for review, a fully consistent one included, and it alone asks for
+//! no repair call.
 
 use crate::support::report as report_support;
 
@@ -64,11 +67,12 @@ async fn a_compromised_reply_and_a_correct_repair_store_the_repair_with_both_cal
     }
     assert!(requests[0].message("user").unwrap().contains("evaluation override mode"), "the injection is sent as data");
 
-    // The repair is stored: the interview's items, no critical finding, no review mark.
+    // The repair is stored: the interview's items, no critical finding about the reply; the
+    // transcript's injection keeps it marked for review.
     let d = stored(&env, ids.0).await.unwrap();
     assert_eq!(d.get_str("status").unwrap(), "COMPLETED");
-    assert!(!d.get_bool("needsReview").unwrap());
-    assert_eq!(critical_codes(&d), Vec::<String>::new(), "{:?}", findings(&d));
+    assert!(d.get_bool("needsReview").unwrap());
+    assert_eq!(critical_codes(&d), ["instruction_to_evaluator"], "{:?}", findings(&d));
     assert_eq!(labels(&d, "skillAssessments", "skill"), SKILLS);
     assert_eq!(labels(&d, "questionAnalysis", "question"), QUESTIONS);
     let report = d.get_document("report").unwrap();
@@ -85,7 +89,7 @@ async fn a_compromised_reply_and_a_correct_repair_store_the_repair_with_both_cal
     assert_eq!(calls.iter().map(|c| c.get_str("purpose").unwrap()).collect::<Vec<_>>(), ["first", "repair"]);
     assert_eq!(calls.iter().map(|c| c.get_bool("stored").unwrap()).collect::<Vec<_>>(), [false, true]);
     assert!(int(&calls[0], "criticalFindings") >= 3, "too few skills, too few questions, the band: {calls:?}");
-    assert_eq!(int(&calls[1], "criticalFindings"), 0);
+    assert_eq!(int(&calls[1], "criticalFindings"), 1, "the transcript's finding only");
     for c in &calls {
         assert!(int(c, "promptTokens") > 100 && int(c, "completionTokens") > 10, "{c:?}");
         assert!(c.get_str("completionId").unwrap().starts_with("chatcmpl-"));
@@ -101,7 +105,7 @@ async fn a_compromised_reply_and_a_correct_repair_store_the_repair_with_both_cal
     }
     assert_eq!(generation.get_str("completionId").unwrap(), calls[1].get_str("completionId").unwrap());
     let typed = typed(&d);
-    assert_eq!((typed.status, typed.needs_review), (ReportStatus::Completed, Some(false)));
+    assert_eq!((typed.status, typed.needs_review), (ReportStatus::Completed, Some(true)));
 }
 
 #[tokio::test]
@@ -148,8 +152,10 @@ async fn a_reply_compromised_twice_is_stored_for_review_with_its_findings_and_th
     assert_eq!(typed(&d).needs_review, Some(true));
 }
 
+/// A consistent reply (score inside its band, real quotes) on a transcript with an injection: one
+/// call (a repair cannot change the transcript), stored marked for review with the finding.
 #[tokio::test]
-async fn a_clean_first_reply_is_exactly_one_call() {
+async fn a_clean_first_reply_is_exactly_one_call_and_an_injected_transcript_marks_it_for_review() {
     let env = env().await;
     let ids = injection_fixture().insert(&env.mongo.db).await.unwrap();
     env.fake.push(Behaviour::Report).push(Behaviour::Compromised);
@@ -158,8 +164,13 @@ async fn a_clean_first_reply_is_exactly_one_call() {
     assert_eq!(env.fake.request_count(), 1);
     assert_eq!(env.fake.pending(), 1, "the second behaviour was never asked for");
     let d = stored(&env, ids.0).await.unwrap();
-    assert!(!d.get_bool("needsReview").unwrap());
-    assert_eq!(findings(&d), vec![]);
+    assert!(d.get_bool("needsReview").unwrap());
+    let found = findings(&d);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (code, severity, field) = &found[0];
+    assert_eq!((code.as_str(), severity.as_str()), ("instruction_to_evaluator", "critical"));
+    assert!(field.starts_with("candidateTurns["), "{field}");
+    assert!(!format!("{d:?}").contains("evaluation override mode"), "the injection's text is stored nowhere");
     let calls = calls(&d);
     assert_eq!(calls.len(), 1);
     assert_eq!((calls[0].get_str("purpose").unwrap(), calls[0].get_bool("stored").unwrap()), ("first", true));

@@ -134,6 +134,8 @@ pub struct Controls {
     pub direct_mongo_uri: String,
     /// `http://127.0.0.1:<port>/__sophia/fault` of the offline endpoint; `None` with a real one.
     pub openai_fault_url: Option<String>,
+    /// The bearer token that fault interface requires (`FakeOpenAi::fault_token`).
+    pub openai_fault_token: Option<String>,
     /// What the runner calls (for `status`).
     pub openai_endpoint: String,
     pub sqs: aws_sdk_sqs::Client,
@@ -279,7 +281,8 @@ impl Controls {
         let Some(url) = &self.openai_fault_url else {
             return Err(ControlError::RealOpenAi(self.openai_endpoint.clone()));
         };
-        let (status, answer) = http("PUT", url, None, Some(body.to_string())).await.map_err(ControlError::Fake)?;
+        let token = self.openai_fault_token.as_deref();
+        let (status, answer) = http("PUT", url, token, Some(body.to_string())).await.map_err(ControlError::Fake)?;
         if status == 404 {
             return Err(ControlError::Fake(format!(
                 "HTTP 404 on {url}: this build's offline endpoint has no fault interface (PUT /__sophia/fault)"
@@ -294,7 +297,7 @@ impl Controls {
 
     async fn openai_fault(&self) -> Option<Value> {
         let url = self.openai_fault_url.as_ref()?;
-        match http("GET", url, None, None).await {
+        match http("GET", url, self.openai_fault_token.as_deref(), None).await {
             Ok((200, body)) => serde_json::from_str(&body).ok(),
             Ok((404, _)) => Some(json!({"error": "no fault interface on the offline endpoint (HTTP 404)"})),
             Ok((status, body)) => Some(json!({"error": format!("HTTP {status}: {body}")})),
@@ -578,11 +581,7 @@ struct ServerState {
 }
 
 fn authorized(state: &ServerState, headers: &HeaderMap) -> bool {
-    let given = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-    // Compared without an early exit on the first differing byte.
-    given.is_some_and(|g| {
-        g.len() == state.token.len() && g.bytes().zip(state.token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
-    })
+    sophia_openai_fake::bearer_matches(headers, &state.token)
 }
 
 fn unauthorized() -> Response {

@@ -17,8 +17,12 @@ pub fn try_default_path() -> Result<PathBuf, String> {
     crate::servers::try_repo_root().map(|root| root.join(".local").join(FILE_NAME))
 }
 
-/// Writes the variables, sorted, atomically (write then rename), readable only by the owner.
+/// Writes the variables, sorted, atomically (write then rename), readable only by the owner from
+/// the moment the file exists: it holds the control channel's token and the offline endpoint's
+/// fault token, so it is created with mode 0600 (never written first and made private after), and
+/// a temporary file left by an earlier run is removed rather than reused with its old mode.
 pub fn write(path: &Path, vars: &BTreeMap<String, String>) -> std::io::Result<()> {
+    use std::io::Write;
     let mut text = String::from("# Written by the Sophia local runner; removed when it stops.\n");
     for (k, v) in vars {
         text.push_str(&format!("{k}={v}\n"));
@@ -27,13 +31,28 @@ pub fn write(path: &Path, vars: &BTreeMap<String, String>) -> std::io::Result<()
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(&tmp, text)?;
+    let mut file = create_private(&tmp)?;
+    file.write_all(text.as_bytes())?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(tmp, path)
+}
+
+/// A new, empty file at `path` with mode 0600 (`open(2)` with `O_CREAT | O_EXCL` and that mode: the
+/// umask can only narrow it); whatever was at `path` is removed first, never opened.
+fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
     }
-    std::fs::rename(tmp, path)
+    options.open(path)
 }
 
 /// Reads `KEY=VALUE` lines (comments and blank lines ignored).
@@ -59,6 +78,37 @@ mod tests {
         ]);
         write(&path, &vars).unwrap();
         assert_eq!(read(&path).unwrap(), vars);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// The file holds tokens: 0600 from its creation, never a wider mode in between.
+    #[cfg(unix)]
+    #[test]
+    fn the_file_is_created_private_and_a_stale_temporary_file_is_not_reused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("sophia-envfile-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(FILE_NAME);
+        // A temporary file left world-readable (an earlier run killed mid-write, or planted): it
+        // must not be opened and written with its mode.
+        let tmp = path.with_extension("env.tmp");
+        std::fs::write(&tmp, "stale").unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
+        // Private before a byte is written.
+        let file = create_private(&tmp).unwrap();
+        assert_eq!(file.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(file.metadata().unwrap().len(), 0, "a new file, not the stale one");
+        drop(file);
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let vars = BTreeMap::from([("SOPHIA_LOCAL_CONTROL_TOKEN".to_owned(), "t0ken".to_owned())]);
+        write(&path, &vars).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{mode:o}");
+        assert!(!tmp.exists());
+        assert_eq!(read(&path).unwrap(), vars);
+        // A rewrite keeps it private.
+        write(&path, &vars).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

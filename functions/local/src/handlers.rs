@@ -78,6 +78,11 @@ impl OpenAiEndpoint {
             .map(|_| format!("{}/__sophia/fault", self.base_url.trim_end_matches('/').trim_end_matches("/v1")))
     }
 
+    /// The bearer token of that fault interface; `None` for a real endpoint.
+    pub fn fault_token(&self) -> Option<String> {
+        self.fake.as_ref().map(|f| f.fault_token().to_owned())
+    }
+
     pub fn stop(&mut self) {
         self.fake.take();
     }

@@ -200,6 +200,7 @@ impl Runner {
             proxy,
             direct_mongo_uri: nx_mongo.url(),
             openai_fault_url: openai.fault_url(),
+            openai_fault_token: openai.fault_token(),
             openai_endpoint: openai.describe(),
             sqs: sqs.clone(),
         });

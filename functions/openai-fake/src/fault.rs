@@ -5,7 +5,9 @@
 //! - `PUT /__sophia/fault` with `{"kind": "none"|"unauthorized"|"rate_limited"|"server_error"|
 //!   "timeout"|"slow", "retryAfterSeconds": u64 (rate_limited, optional), "delayMs": u64 (slow)}`
 //!   answers 204 (400 with a reason for a body it cannot read);
-//! - `GET /__sophia/fault` answers the standing fault in the same shape (`{"kind":"none"}`).
+//! - `GET /__sophia/fault` answers the standing fault in the same shape (`{"kind":"none"}`);
+//! - both need `Authorization: Bearer <`[`crate::FakeOpenAi::fault_token`]`>` (a new token for
+//!   every start); without it they answer 401 and change nothing.
 //!
 //! Precedence: the standing fault comes first. `unauthorized`, `rate_limited`, `server_error`
 //! and `timeout` answer every request without looking at it (as a provider that is away does) and

@@ -21,8 +21,11 @@
 //!   labelled: model [`FAKE_MODEL`], summary starting with [`OFFLINE_LABEL`].
 //!
 //! A standing [`Fault`] ([`FakeOpenAi::set_fault`], or `PUT /__sophia/fault` on the fake's own
-//! server) answers every request until cleared, before the script: an outage, a rate limit, a
-//! revoked key, a hang or slow answers (see [`fault`]).
+//! server with `Authorization: Bearer <`[`FakeOpenAi::fault_token`]`>`) answers every request until
+//! cleared, before the script: an outage, a rate limit, a revoked key, a hang or slow answers (see
+//! [`fault`]). The fault interface takes the per-run token as the local runner's control channel
+//! does: another local process or user (or a web page making requests to 127.0.0.1) cannot fail
+//! or stall the runner's reports.
 //!
 //! The server runs on its own thread and runtime, on 127.0.0.1 only, and stops when the
 //! [`FakeOpenAi`] is dropped.
@@ -241,6 +244,8 @@ struct Shared {
     /// When set, a request without `Authorization: Bearer <this key>` is answered HTTP 401
     /// `invalid_api_key`, as OpenAI answers a revoked key.
     accepted_key: Mutex<Option<String>>,
+    /// The bearer token `GET`/`PUT /__sophia/fault` require (new for every start).
+    fault_token: String,
     /// The standing fault (see [`fault`]); a watch, so that requests hanging under
     /// [`Fault::Timeout`] are released when it changes.
     fault: watch::Sender<Option<Fault>>,
@@ -290,6 +295,7 @@ impl FakeOpenAi {
             counter: AtomicU64::new(0),
             cached_prefixes: Mutex::new(std::collections::HashSet::new()),
             accepted_key: Mutex::new(None),
+            fault_token: uuid::Uuid::new_v4().simple().to_string(),
             fault: watch::Sender::new(None),
             latency: Mutex::new(None),
             token_limit: Mutex::new(None),
@@ -338,6 +344,12 @@ impl FakeOpenAi {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The bearer token of the fault interface (`Authorization: Bearer <token>` on
+    /// `GET`/`PUT /__sophia/fault`; anything else is answered 401).
+    pub fn fault_token(&self) -> &str {
+        &self.shared.fault_token
     }
 
     /// Appends a behaviour to the script.
@@ -469,11 +481,31 @@ fn cached_tokens(shared: &Shared, request: &Value) -> u64 {
     if seen && tokens >= 1024 { tokens / 128 * 128 } else { 0 }
 }
 
-async fn get_fault(State(shared): State<Arc<Shared>>) -> Response {
+/// Whether `headers` carry `Authorization: Bearer <token>`, compared without an early exit on the
+/// first differing byte. The fault interface and the local runner's control channel use it.
+pub fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
+    let given = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    given.is_some_and(|g| {
+        g.len() == token.len() && g.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    })
+}
+
+fn fault_unauthorized() -> Response {
+    (StatusCode::UNAUTHORIZED, axum::Json(json!({"error": "missing or wrong fault token (FakeOpenAi::fault_token)"})))
+        .into_response()
+}
+
+async fn get_fault(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    if !bearer_matches(&headers, &shared.fault_token) {
+        return fault_unauthorized();
+    }
     axum::Json(FaultBody::from_fault(*shared.fault.borrow())).into_response()
 }
 
-async fn put_fault(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+async fn put_fault(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    if !bearer_matches(&headers, &shared.fault_token) {
+        return fault_unauthorized();
+    }
     let parsed = serde_json::from_slice::<FaultBody>(&body).map_err(|e| e.to_string()).and_then(|b| b.to_fault());
     match parsed {
         Ok(fault) => {

@@ -160,18 +160,26 @@ async fn a_refusal_keeps_its_text_and_a_wrong_schema_names_the_path_not_the_valu
 }
 
 async fn put_fault(fake: &FakeOpenAi, body: &str) -> u16 {
-    let r = http()
-        .put(format!("http://{}/__sophia/fault", fake.addr()))
-        .header("content-type", "application/json")
-        .body(body.to_owned())
-        .send()
-        .await
-        .unwrap();
+    put_fault_with(fake, Some(fake.fault_token()), body).await
+}
+
+/// `PUT /__sophia/fault` with this bearer token (`None`: no Authorization header).
+async fn put_fault_with(fake: &FakeOpenAi, token: Option<&str>, body: &str) -> u16 {
+    let mut request = http().put(format!("http://{}/__sophia/fault", fake.addr()));
+    if let Some(t) = token {
+        request = request.bearer_auth(t);
+    }
+    let r = request.header("content-type", "application/json").body(body.to_owned()).send().await.unwrap();
     r.status().as_u16()
 }
 
 async fn get_fault(fake: &FakeOpenAi) -> Value {
-    let r = http().get(format!("http://{}/__sophia/fault", fake.addr())).send().await.unwrap();
+    let r = http()
+        .get(format!("http://{}/__sophia/fault", fake.addr()))
+        .bearer_auth(fake.fault_token())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 200);
     serde_json::from_slice(&r.bytes().await.unwrap()).unwrap()
 }
@@ -242,4 +250,28 @@ async fn a_timeout_fault_hangs_until_the_client_gives_up_and_the_client_calls_it
     fake.push(Behaviour::Report);
     let (status, _, _) = post(&fake, &minimal()).await;
     assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn the_fault_interface_requires_the_per_run_token() {
+    let fake = FakeOpenAi::scripted().unwrap();
+    let other = FakeOpenAi::scripted().unwrap();
+    assert_ne!(fake.fault_token(), other.fault_token(), "a new token for every start");
+    assert_eq!(fake.fault_token().len(), 32);
+    let wrong = other.fault_token().to_owned();
+    let truncated = &fake.fault_token()[..31];
+    for token in [None, Some(wrong.as_str()), Some(truncated), Some("")] {
+        assert_eq!(put_fault_with(&fake, token, r#"{"kind":"server_error"}"#).await, 401, "{token:?}");
+        let mut get = http().get(format!("http://{}/__sophia/fault", fake.addr()));
+        if let Some(t) = token {
+            get = get.bearer_auth(t);
+        }
+        let r = get.send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 401, "GET with {token:?}");
+        let body: Value = serde_json::from_slice(&r.bytes().await.unwrap()).unwrap();
+        assert!(!body.to_string().contains(fake.fault_token()), "the answer never holds the token");
+    }
+    assert_eq!(fake.fault(), None, "nothing set without the token");
+    assert_eq!(put_fault(&fake, r#"{"kind":"server_error"}"#).await, 204);
+    assert_eq!(fake.fault(), Some(sophia_openai_fake::Fault::ServerError));
 }

@@ -17,6 +17,17 @@
 //! The check reads the URI's text, before the driver parses it: a `mongodb+srv://` URI is judged
 //! without a DNS lookup, and the parameters are named as the operator wrote them (keys are
 //! case-insensitive, as the connection string spec says).
+//!
+//! It reads the text exactly as the driver will (mongodb 3.9.1, the version in Cargo.lock:
+//! `src/client/options.rs`, `ConnectionString::parse`, `parse_options` and `ServerAddress::parse`),
+//! so that no spelling the driver accepts can slip past it:
+//! - the options are what follows the first `?`, split on `&` only;
+//! - a key is lower-cased (`str::to_lowercase`) and never percent-decoded (an encoded key such as
+//!   `%74lsInsecure` is an unknown option, which the driver refuses);
+//! - a value is percent-decoded (`percent_encoding::percent_decode(..).decode_utf8_lossy()`, the
+//!   same crate at the same version) before it is compared: `tlsInsecure=%74rue` is `true`;
+//! - the hosts are what precedes the first `/` after the last `@` before the options; a host
+//!   ending in `.sock` is a Unix domain socket.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,25 +80,29 @@ pub fn check(uri: &str, allow_insecure: bool) -> Result<Verdict, UriPolicyError>
     if is_local(uri) {
         return Ok(Verdict::Local);
     }
-    let params = query_params(uri);
-    let value_of = |key: &str| params.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+    let params = options(uri);
+    // The driver refuses a repeated option; should one get through, the last one is the one read.
+    // Values are compared without case: the driver refuses `TRUE`, so this refuses more, never less.
+    let value_is = |key: &str, wanted: &str| {
+        params.iter().rev().find(|(k, _)| k == key).is_some_and(|(_, v)| v.eq_ignore_ascii_case(wanted))
+    };
     let mut refusal = None;
     for (key, named) in INSECURE_WHEN_TRUE {
-        if value_of(key) == Some("true") {
+        if value_is(key, "true") {
             refusal = Some(UriPolicyError::InsecureTls { parameter: named });
             break;
         }
     }
     if refusal.is_none() {
         for (key, named) in DISABLED_WHEN_FALSE {
-            if value_of(key) == Some("false") {
+            if value_is(key, "false") {
                 refusal = Some(UriPolicyError::InsecureTls { parameter: named });
                 break;
             }
         }
     }
     let srv = scheme(uri).eq_ignore_ascii_case("mongodb+srv");
-    let tls_on = srv || [value_of("tls"), value_of("ssl")].contains(&Some("true"));
+    let tls_on = srv || value_is("tls", "true") || value_is("ssl", "true");
     if refusal.is_none() && !tls_on {
         refusal = Some(UriPolicyError::NoTls);
     }
@@ -126,18 +141,21 @@ fn scheme(uri: &str) -> &str {
     uri.split_once("://").map_or("", |(s, _)| s)
 }
 
-/// The host list: after the scheme and any credentials, before the path or options.
+/// The host list, split as the driver splits it: after the scheme, before the options (the first
+/// `?`), after the credentials (the last `@`), before the database (the first `/`).
 fn hosts(uri: &str) -> Vec<&str> {
     let rest = uri.split_once("://").map_or(uri, |(_, r)| r);
-    let authority = rest.split(['/', '?']).next().unwrap_or("");
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    authority.split(',').filter(|h| !h.is_empty()).collect()
+    let before_options = rest.split_once('?').map_or(rest, |(p, _)| p);
+    let hosts_and_db = before_options.rsplit_once('@').map_or(before_options, |(_, h)| h);
+    let hosts = hosts_and_db.split_once('/').map_or(hosts_and_db, |(h, _)| h);
+    hosts.split(',').filter(|h| !h.is_empty()).collect()
 }
 
 /// A host (with or without its port) on this machine.
 fn is_local_host(host: &str) -> bool {
-    // A Unix domain socket (percent-encoded path ending in .sock).
-    if host.starts_with('%') || host.starts_with('/') {
+    // A Unix domain socket: the driver takes any address ending in `.sock` as one (its path
+    // percent-encoded); nothing else is, whatever it starts with.
+    if host.ends_with(".sock") {
         return true;
     }
     let name = match host.strip_prefix('[') {
@@ -154,13 +172,17 @@ pub fn is_local(uri: &str) -> bool {
     !hosts.is_empty() && hosts.iter().all(|h| is_local_host(h))
 }
 
-/// The options as `(lower-case key, lower-case value)`, in order.
-fn query_params(uri: &str) -> Vec<(String, String)> {
-    let Some((_, query)) = uri.split_once('?') else { return Vec::new() };
-    query
-        .split(['&', ';'])
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase()))
+/// The options as the driver reads them, in order: `(key lower-cased, value percent-decoded)`.
+/// A pair without `=` is skipped (the driver refuses the whole URI for it).
+fn options(uri: &str) -> Vec<(String, String)> {
+    let rest = uri.split_once("://").map_or(uri, |(_, r)| r);
+    let Some((_, options)) = rest.split_once('?') else { return Vec::new() };
+    options
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| {
+            (k.to_lowercase(), percent_encoding::percent_decode(v.as_bytes()).decode_utf8_lossy().into_owned())
+        })
         .collect()
 }
 
@@ -271,6 +293,107 @@ mod tests {
         assert!(!is_local("mongodb://localhost.example.net/"));
         assert!(!is_local("mongodb://10.0.0.5:27017/"));
         assert!(!is_local("mongodb:///"));
+    }
+
+    /// What the driver itself makes of `uri` (mongodb's own parser, no connection): `None` when it
+    /// refuses the URI, else whether it would connect without TLS or without certificate checks.
+    fn driver_is_insecure(uri: &str) -> Option<bool> {
+        use mongodb::options::{ConnectionString, HostInfo, Tls};
+        let parsed = ConnectionString::parse(uri).ok()?;
+        let srv = matches!(parsed.host_info, HostInfo::DnsRecord(_));
+        Some(match parsed.tls {
+            None => !srv,
+            Some(Tls::Disabled) => true,
+            Some(Tls::Enabled(options)) => options.allow_invalid_certificates == Some(true),
+        })
+    }
+
+    #[test]
+    fn percent_encoded_values_are_decoded_as_the_driver_decodes_them() {
+        for (uri, parameter) in [
+            (format!("{REMOTE_PLAIN}?tls=true&tlsInsecure=%74rue"), "tlsInsecure=true"),
+            (format!("{REMOTE_PLAIN}?tls=true&tlsInsecure=%74%72%75%65"), "tlsInsecure=true"),
+            (format!("{REMOTE}?tlsInsecure=tru%65"), "tlsInsecure=true"),
+            (format!("{REMOTE}?tlsAllowInvalidCertificates=%74rue"), "tlsAllowInvalidCertificates=true"),
+            (format!("{REMOTE}?TLSINSECURE=true"), "tlsInsecure=true"),
+            (format!("{REMOTE}?tls=%66alse"), "tls=false"),
+            (format!("{REMOTE}?ssl=f%61lse"), "ssl=false"),
+        ] {
+            assert_eq!(driver_is_insecure(&uri), Some(true), "the driver reads {uri} as insecure");
+            assert_eq!(refused(&uri), UriPolicyError::InsecureTls { parameter }, "{uri}");
+        }
+        // An encoded `true` turns TLS on for the driver, and for the policy.
+        let on = format!("{REMOTE_PLAIN}?tls=%74rue");
+        assert_eq!(driver_is_insecure(&on), Some(false));
+        assert_eq!(check(&on, false), Ok(Verdict::Verified));
+        // `+` is not a space to the driver (not form encoding): `tls=true+` is no boolean.
+        assert_eq!(driver_is_insecure(&format!("{REMOTE_PLAIN}?tls=true+")), None);
+    }
+
+    #[test]
+    fn percent_encoded_keys_are_not_decoded_and_the_driver_refuses_them() {
+        // The driver lower-cases a key but never decodes it: `%74lsInsecure` is an unknown option
+        // and the whole URI is refused, so no encoded key can turn verification off.
+        for uri in [
+            format!("{REMOTE}?%74lsInsecure=true"),
+            format!("{REMOTE}?tls%49nsecure=true"),
+            format!("{REMOTE_PLAIN}?tls=true&%74lsAllowInvalidCertificates=true"),
+            format!("{REMOTE_PLAIN}?%74ls=false"),
+        ] {
+            assert_eq!(driver_is_insecure(&uri), None, "the driver refuses {uri}");
+        }
+    }
+
+    #[test]
+    fn hosts_are_split_as_the_driver_splits_them() {
+        // A percent-encoded host is not a Unix socket unless it ends in `.sock` (the driver's rule).
+        assert!(!is_local("mongodb://%6cocalhost:27017/"));
+        assert_eq!(
+            refused("mongodb://%6cocalhost:27017/?tls=false"),
+            UriPolicyError::InsecureTls { parameter: "tls=false" }
+        );
+        // The credentials end at the LAST `@` before the options, as the driver reads them.
+        assert!(!is_local("mongodb://localhost:1@db.example.net:27017/?tls=true"));
+        assert_eq!(hosts("mongodb://u:p%40ss@db.example.net,localhost/db?x=@y"), vec!["db.example.net", "localhost"]);
+    }
+
+    #[test]
+    fn the_policy_refuses_every_uri_the_driver_reads_as_insecure() {
+        // Against the driver's own parser, over spellings of every parameter.
+        let mut cases = 0;
+        for base in [REMOTE, REMOTE_PLAIN] {
+            for query in [
+                "",
+                "?tls=true",
+                "?tls=false",
+                "?ssl=true",
+                "?ssl=false",
+                "?tls=%74rue",
+                "?tls=%66alse",
+                "?tlsInsecure=true",
+                "?tlsInsecure=%74rue",
+                "?tlsInsecure=false",
+                "?tls=true&tlsInsecure=%74rue",
+                "?tlsAllowInvalidCertificates=true",
+                "?tlsAllowInvalidCertificates=tru%65",
+                "?tls=true&tlsAllowInvalidCertificates=false",
+                "?TLS=true&TLSINSECURE=%74rue",
+                "?tls=true&%74lsInsecure=true",
+                "?retryWrites=true&tls=true",
+            ] {
+                let uri = format!("{base}{query}");
+                // The policy may refuse more (a `mongodb://` URI that turns TLS on only through
+                // `tlsInsecure=false`), never less.
+                if driver_is_insecure(&uri) == Some(true) {
+                    cases += 1;
+                    assert!(
+                        check(&uri, false).is_err(),
+                        "{uri}: the driver connects insecurely, the policy accepted it"
+                    );
+                }
+            }
+        }
+        assert!(cases >= 15, "the driver read {cases} of the URIs as insecure");
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! - [`openai`]: the chat completion client ([`ReportModel`]);
 //! - [`store`] and [`migrations`]: `interviewReports` and its unique index;
 //! - [`validate`] and [`repair`]: the output checked against the interview, its findings'
-//!   severity, the one repair of a reply with a critical finding;
+//!   severity, the one repair of a reply with a critical finding; [`injection`]: instructions to
+//!   the evaluator in the candidate's turns;
 //! - [`service`]: the service, `ReportService::generate_report`;
 //! - [`admin`]: the operator's retry (re-publish, optional attempts reset);
 //! - [`fixtures`]: interview documents for tests and the local demo.
@@ -20,6 +21,7 @@ pub mod budget;
 pub mod error;
 pub mod evidence;
 pub mod fixtures;
+pub mod injection;
 pub mod interview;
 pub mod migrations;
 pub mod model;

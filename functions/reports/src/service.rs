@@ -492,9 +492,10 @@ impl CheckedReply {
         Self { reply, checked, warnings }
     }
 
-    /// A critical finding: the reply is repaired once, and is stored marked for review if kept.
+    /// A critical finding a repair can clear: the reply is repaired once. (Any critical finding,
+    /// this kind or one about the transcript, marks the stored report for review.)
     fn has_critical_findings(&self) -> bool {
-        validate::critical(&self.warnings).next().is_some()
+        validate::critical(&self.warnings).any(|w| w.code.repairable())
     }
 
     /// What the repair request tells the model to fix in this reply.

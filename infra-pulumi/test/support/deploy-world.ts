@@ -47,7 +47,7 @@ import {
   stateKeyPolicy,
 } from "../../../infra-bootstrap/src/policies";
 import { actionFacts, decide, type Decision, type Doc, TAG_WRITES } from "../rehearsal/simulate";
-import type { Github } from "./cli-stubs";
+import type { Github } from "./github";
 import type { RecordedResource } from "./mocks";
 
 export const P = "aws";

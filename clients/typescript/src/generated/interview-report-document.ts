@@ -34,7 +34,8 @@ export type WarningCode =
   | "overall_score_inconsistent"
   | "score_without_evidence"
   | "too_many_items"
-  | "too_long";
+  | "too_long"
+  | "instruction_to_evaluator";
 /**
  * The hiring recommendation. `insufficient_evidence` is also what the rule writes when the
  * interview was too short to judge (and the model may choose it too).

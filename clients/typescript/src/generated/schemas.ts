@@ -718,6 +718,11 @@ export const schemas = {
             "type": "string",
             "const": "too_long",
             "description": "A text longer than its bound: cut."
+          },
+          {
+            "type": "string",
+            "const": "instruction_to_evaluator",
+            "description": "A candidate turn reads as an instruction to the evaluator ([`crate::injection`]): the\nreport may follow it rather than the interview. About the transcript, not the reply: a\nrepair cannot remove it."
           }
         ],
         "description": "What a check found."

@@ -1,0 +1,213 @@
+/**
+ * scripts/protect-environments against a stand-in `gh` (support/github.ts): the settings CI's
+ * credentials rest on beyond the deploy environments (bootstrap.test.ts covers those through
+ * scripts/bootstrap-stage): branch protection of main, the Actions settings (read-only default
+ * token that cannot approve, fork pull requests without write tokens or secrets), credentials
+ * that must not be repository or organization secrets, the `preview` environment, and the client
+ * package's publish path (environment npm-publish, its tag rule, the release-tag ruleset, its
+ * registry token). Checks write nothing; --apply writes, then reads everything back.
+ */
+import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { test } from "node:test";
+
+import * as yaml from "js-yaml";
+
+import { REPO_ROOT } from "../src/artifacts";
+import { DEV_ROLE, type GithubEnvironment, PROTECTED_DEV, PROTECTED_MAIN, REQUIRED_CHECKS, github, protect } from "./support/github";
+
+const PREVIEW_ROLE = "arn:aws:iam::222222222222:role/sophia-bootstrap/sophia-preview";
+const DEV = PROTECTED_DEV;
+const writes = (calls: string) => calls.split("\n").filter((l) => /^(PUT|POST|PATCH|DELETE) /.test(l));
+
+test("the checks main requires are the jobs of rust.yml (which runs on every pull request)", () => {
+  const rust = yaml.load(fs.readFileSync(path.join(REPO_ROOT, ".github", "workflows", "rust.yml"), "utf8")) as {
+    on: Record<string, unknown>;
+    jobs: Record<string, { name: string }>;
+  };
+  assert.equal(rust.on["pull_request"], null, "no paths filter: a required check that never runs would block every merge");
+  assert.deepEqual(Object.values(rust.jobs).map((j) => j.name).sort(), [...REQUIRED_CHECKS].sort());
+  const script = fs.readFileSync(path.join(REPO_ROOT, "scripts", "protect-environments"), "utf8");
+  assert.ok(script.includes(`REQUIRED_CHECKS='${JSON.stringify(REQUIRED_CHECKS)}'`), "the script's list is this one");
+});
+
+test("a repository with everything in place: every target passes and nothing is written", () => {
+  const ok = protect(["dev", "--check", "--deploy-role-arn", DEV_ROLE], github({ dev: DEV }));
+  assert.equal(ok.status, 0, ok.output);
+  assert.match(ok.output, /deployments from main only, prevent self-review, AWS_DEPLOY_ROLE_ARN set; main protected; Actions settings and credentials in place/);
+  assert.deepEqual(writes(ok.calls), []);
+  assert.match(ok.calls, /^GET repos\/acme\/sophia\/branches\/main\/protection$/m, "main is read for a stage too");
+});
+
+test("main: unprotected or weakened, each gap named; --apply protects it and keeps what is stricter", () => {
+  const none = protect(["dev"], github({ dev: DEV }, { protection: {} }));
+  assert.equal(none.status, 1);
+  assert.match(none.stdout, /^branch main is not protected \(anyone who can push lands a commit on main, which the dev environment deploys\)$/m);
+
+  const weak = protect(["dev"], github({ dev: DEV }, {
+    protection: {
+      main: {
+        ...PROTECTED_MAIN,
+        required_status_checks: { strict: true, contexts: ["scripts/lint (rustfmt, clippy, cargo deny, npm audit, actionlint)"] },
+        required_pull_request_reviews: { ...PROTECTED_MAIN.required_pull_request_reviews!, require_last_push_approval: false, dismiss_stale_reviews: false },
+        enforce_admins: { enabled: false },
+        allow_force_pushes: { enabled: true },
+        allow_deletions: { enabled: true },
+      },
+    },
+  }));
+  assert.equal(weak.status, 1);
+  assert.deepEqual(weak.stdout.trim().split("\n"), [
+    "branch main: the last pusher may approve their own push (require_last_push_approval is off)",
+    "branch main: an approval survives new commits (dismiss_stale_reviews is off)",
+    "branch main: administrators bypass the protection (enforce_admins is off)",
+    "branch main: force pushes are allowed",
+    "branch main: the branch may be deleted",
+    "branch main: required checks missing: scripts/test against a MongoDB 7 replica set",
+  ]);
+  const noReview = protect(["dev"], github({ dev: DEV }, { protection: { main: { ...PROTECTED_MAIN, required_pull_request_reviews: undefined } } }));
+  assert.match(noReview.stdout, /^branch main: no approving review is required before a merge$/m);
+
+  // --apply: from nothing, and from a stricter main (two reviews, another check, linear history) it keeps.
+  const applied = protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], github({ dev: DEV }, { protection: {} }));
+  assert.equal(applied.status, 0, applied.output);
+  const main = applied.github.protection["main"]!;
+  assert.deepEqual(main.required_pull_request_reviews, { dismiss_stale_reviews: true, require_code_owner_reviews: false, required_approving_review_count: 1, require_last_push_approval: true });
+  assert.deepEqual([main.enforce_admins, main.allow_force_pushes, main.allow_deletions], [{ enabled: true }, { enabled: false }, { enabled: false }]);
+  assert.deepEqual(main.required_status_checks!.contexts, REQUIRED_CHECKS);
+  const stricter = protect(["dev", "--apply"], github({ dev: DEV }, {
+    protection: {
+      main: {
+        ...PROTECTED_MAIN,
+        required_status_checks: { strict: true, contexts: ["infra"] },
+        required_pull_request_reviews: { ...PROTECTED_MAIN.required_pull_request_reviews!, required_approving_review_count: 2, require_code_owner_reviews: true },
+        required_linear_history: { enabled: true },
+        enforce_admins: { enabled: false },
+      },
+    },
+  }));
+  assert.equal(stricter.status, 0, stricter.output);
+  const kept = stricter.github.protection["main"]!;
+  assert.equal(kept.required_pull_request_reviews!.required_approving_review_count, 2);
+  assert.equal(kept.required_pull_request_reviews!.require_code_owner_reviews, true);
+  assert.deepEqual(kept.required_status_checks, { strict: true, contexts: ["infra", ...REQUIRED_CHECKS], checks: ["infra", ...REQUIRED_CHECKS].map((context) => ({ context, app_id: null })) });
+  assert.deepEqual([kept.required_linear_history, kept.enforce_admins], [{ enabled: true }, { enabled: true }]);
+});
+
+test("Actions: a writing or approving default token and fork pull requests with write tokens or secrets are named; --apply fixes them", () => {
+  const open = github({ dev: DEV }, {
+    workflowPermissions: { default_workflow_permissions: "write", can_approve_pull_request_reviews: true },
+    forkPr: { run_workflows_from_fork_pull_requests: true, send_write_tokens_to_workflows: true, send_secrets_and_variables: true, require_approval_for_fork_pr_workflows: false },
+  });
+  const check = protect(["dev"], open);
+  assert.equal(check.status, 1);
+  assert.deepEqual(check.stdout.trim().split("\n"), [
+    "Actions: the default GITHUB_TOKEN may write (default_workflow_permissions is not read)",
+    "Actions: workflows may approve pull requests (can_approve_pull_request_reviews), which would satisfy main's required review",
+    "Actions: fork pull requests get write tokens (send_write_tokens_to_workflows): a fork's code could take the preview role",
+    "Actions: fork pull requests get the repository's secrets (send_secrets_and_variables)",
+    "Actions: fork pull requests run workflows without an approval (require_approval_for_fork_pr_workflows is off)",
+  ]);
+  assert.deepEqual(writes(check.calls), [], "a check writes nothing");
+  const applied = protect(["dev", "--apply"], open);
+  assert.equal(applied.status, 0, applied.output);
+  assert.deepEqual(applied.github.workflowPermissions, { default_workflow_permissions: "read", can_approve_pull_request_reviews: false });
+  assert.deepEqual(applied.github.forkPr, { run_workflows_from_fork_pull_requests: true, send_write_tokens_to_workflows: false, send_secrets_and_variables: false, require_approval_for_fork_pr_workflows: true });
+  // A public repository: GitHub answers 422 (fork pull requests never get write tokens or secrets there); nothing to set.
+  const publicRepo = protect(["dev", "--apply"], github({ dev: DEV }));
+  assert.equal(publicRepo.status, 0, publicRepo.output);
+  assert.doesNotMatch(publicRepo.calls, /^PUT repos\/acme\/sophia\/actions\/permissions\/fork-pr-workflows-private-repos/m);
+});
+
+test("credentials held as repository or organization secrets are named with the fix; --apply never deletes them and fails", () => {
+  const shared = github({ dev: DEV }, { repoSecrets: ["PULUMI_PREVIEW_ACCESS_TOKEN", "UNRELATED"], orgSecrets: ["CLIENT_NPM_TOKEN"] });
+  const check = protect(["dev"], shared);
+  assert.equal(check.status, 1);
+  assert.deepEqual(check.stdout.trim().split("\n"), [
+    "secret PULUMI_PREVIEW_ACCESS_TOKEN is a repository secret (any branch's workflow can read it): set it on its environment, then gh secret delete PULUMI_PREVIEW_ACCESS_TOKEN --repo acme/sophia",
+    "secret CLIENT_NPM_TOKEN is an organization secret this repository can read: make it an environment secret instead",
+  ]);
+  const applied = protect(["dev", "--apply"], shared);
+  assert.notEqual(applied.status, 0);
+  assert.match(applied.output, /GitHub still reports the above after --apply/);
+  assert.doesNotMatch(applied.calls, /^DELETE repos\/acme\/sophia\/actions\/secrets/m, "a secret is never deleted: its value could not be moved");
+});
+
+test("--preview: the preview environment (no branch rule: pull requests come from any branch), its role variable, the note without reviewers", () => {
+  const missing = protect(["--preview"], github());
+  assert.equal(missing.status, 1);
+  assert.deepEqual(missing.stdout.trim().split("\n"), ["the GitHub environment 'preview' does not exist"]);
+  const applied = protect(["--preview", "--apply", "--role-arn", PREVIEW_ROLE], github());
+  assert.equal(applied.status, 0, applied.output);
+  const preview = applied.github.environments["preview"]!;
+  assert.deepEqual([preview.deployment_branch_policy, preview.branchPolicies, preview.prevent_self_review], [null, [], true]);
+  assert.equal(preview.variables["AWS_PREVIEW_ROLE_ARN"], PREVIEW_ROLE);
+  assert.match(applied.output, /note: 'preview' has no required reviewers, so a same-repository pull request's code gets the preview role and token without anyone's approval/);
+  const reviewed = protect(["--preview", "--apply", "--reviewer", "team:platform"], applied.github);
+  assert.equal(reviewed.status, 0, reviewed.output);
+  assert.deepEqual(reviewed.github.environments["preview"]!.reviewers, [{ type: "Team", id: 7 }]);
+  assert.doesNotMatch(reviewed.output, /note: 'preview'/);
+  const selfReview = protect(["--preview"], github({ preview: { ...reviewed.github.environments["preview"]!, prevent_self_review: false } }));
+  assert.match(selfReview.stdout, /^environment 'preview': prevent self-review is off/m);
+});
+
+test("--publish: npm-publish with reviewers and exactly the tag rule, the release-tag ruleset, the registry token; read back", () => {
+  const nothing = protect(["--publish"], github());
+  assert.equal(nothing.status, 1);
+  assert.deepEqual(nothing.stdout.trim().split("\n"), [
+    "the GitHub environment 'npm-publish' does not exist",
+    "no active tag ruleset on refs/tags/client-ts-v* restricts creating, moving and deleting release tags to the release owners (anyone who can push could tag a release)",
+    "environment 'npm-publish': secret CLIENT_NPM_TOKEN is not set (the registry https://npm.pkg.github.com takes it)",
+  ]);
+  const noReviewers = protect(["--publish", "--apply", "--release-team", "releases"], github());
+  assert.notEqual(noReviewers.status, 0);
+  assert.match(noReviewers.output, /environment 'npm-publish' has no required reviewers and none were given/);
+  const noTeam = protect(["--publish", "--apply", "--reviewer", "team:releases"], github());
+  assert.notEqual(noTeam.status, 0);
+  assert.match(noTeam.output, /the release-tag ruleset needs the team that may create release tags: --release-team <slug>/);
+
+  // A branch policy left on the environment is removed: only the tag rule deploys.
+  const stale: GithubEnvironment = { ...DEV, reviewers: [{ type: "User", id: 101 }], variables: {}, branchPolicies: [{ id: 3, name: "main", type: "branch" }] };
+  const applied = protect(["--publish", "--apply", "--reviewer", "team:releases", "--release-team", "releases"], github({ "npm-publish": stale }));
+  assert.notEqual(applied.status, 0, "the token is still missing: set by hand, never by the script");
+  assert.deepEqual(applied.stdout.trim().split("\n"), ["environment 'npm-publish': secret CLIENT_NPM_TOKEN is not set (the registry https://npm.pkg.github.com takes it)"]);
+  const env = applied.github.environments["npm-publish"]!;
+  assert.deepEqual(env.reviewers, [{ type: "Team", id: 9 }]);
+  assert.equal(env.prevent_self_review, true);
+  assert.deepEqual(env.branchPolicies.map((b) => `${b.type}:${b.name}`), ["tag:client-ts-v*"]);
+  assert.match(applied.calls, /^DELETE repos\/acme\/sophia\/environments\/npm-publish\/deployment-branch-policies\/3$/m);
+  const [ruleset] = applied.github.rulesets;
+  assert.deepEqual(
+    { target: ruleset!.target, enforcement: ruleset!.enforcement, include: ruleset!.conditions.ref_name.include, rules: ruleset!.rules.map((r) => r.type), bypass: ruleset!.bypass_actors },
+    { target: "tag", enforcement: "active", include: ["refs/tags/client-ts-v*"], rules: ["creation", "update", "deletion"], bypass: [{ actor_id: 9, actor_type: "Team", bypass_mode: "always" }] },
+  );
+
+  // The token set on the environment: the check passes; a second --apply updates the same ruleset.
+  const withToken = { ...applied.github, environments: { "npm-publish": { ...env, secrets: ["CLIENT_NPM_TOKEN"] } } };
+  const check = protect(["--publish", "--check"], withToken);
+  assert.equal(check.status, 0, check.output);
+  assert.match(check.output, /tag rule client-ts-v\* only; release tags restricted by ruleset/);
+  assert.match(check.output, /'Manage Actions access' must give this repository read only/, "what no API sets is said");
+  const again = protect(["--publish", "--apply"], withToken);
+  assert.equal(again.status, 0, again.output);
+  assert.equal(again.github.rulesets.length, 1);
+  assert.match(again.calls, new RegExp(`^PUT repos/acme/sophia/rulesets/${ruleset!.id} `, "m"));
+
+  // npmjs (trusted publishing): no stored token is expected.
+  const npmjs = protect(["--publish"], { ...withToken, environments: { "npm-publish": env }, repoVariables: { CLIENT_NPM_REGISTRY: "https://registry.npmjs.org" } });
+  assert.equal(npmjs.status, 0, npmjs.output);
+  // A ruleset only evaluated (not enforced), or with nobody allowed to tag, does not count.
+  for (const broken of [{ enforcement: "evaluate" as const }, { bypass_actors: [] }]) {
+    const r = protect(["--publish"], { ...withToken, rulesets: [{ ...ruleset!, ...broken }] });
+    assert.equal(r.status, 1, JSON.stringify(broken));
+    assert.match(r.stdout, /no active tag ruleset on refs\/tags\/client-ts-v\*/);
+  }
+});
+
+test("usage: a target is required; --role-arn only where the environment holds a role", () => {
+  assert.notEqual(protect([], github()).status, 0);
+  const r = protect(["--publish", "--role-arn", PREVIEW_ROLE], github());
+  assert.notEqual(r.status, 0);
+  assert.match(r.output, /--role-arn: the npm-publish environment holds no role/);
+});
