@@ -95,19 +95,29 @@ pub async fn requires_transactions_unless(mongo: &Mongo, test: &str, replica_set
                     "nx-27017: SOPHIA_TEST_MONGODB_URI is not set"
                 }
             );
-            let line = format!(
-                "SKIPPED {test}: needs a MongoDB replica set (set SOPHIA_TEST_MONGODB_URI); the server under test is standalone (nx-27017)"
+            skipped(
+                test,
+                "needs a MongoDB replica set (set SOPHIA_TEST_MONGODB_URI); the server under test is standalone (nx-27017)",
             );
-            println!("{line}");
-            eprintln!("{line}");
-            // cargo test hides a passing test's output: scripts/test prints this file at the end.
-            let path = sophia_local::servers::state_dir().join("test-skips.log");
-            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-                use std::io::Write;
-                let _ = writeln!(f, "{line}");
-            }
             false
         }
+    }
+}
+
+/// Says that `test` (or the part of it named) did not run for lack of a capability: a loud
+/// `SKIPPED <test>: <why>` line on stdout and stderr, and the same line appended to
+/// `.local/test-skips.log`, which `scripts/test` lists and counts at the end (cargo hides a passing
+/// test's output and counts a skipped one as passed). The one way a test skips: the `layout`
+/// module fails on a SKIPPED line written anywhere else.
+pub fn skipped(test: &str, why: &str) {
+    let line = format!("SKIPPED {test}: {why}");
+    println!("{line}");
+    eprintln!("{line}");
+    let path = sophia_local::servers::state_dir().join("test-skips.log");
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        use std::io::Write;
+        // One write per line (O_APPEND): concurrent tests cannot interleave their lines.
+        let _ = f.write_all(format!("{line}\n").as_bytes());
     }
 }
 

@@ -52,16 +52,9 @@ fn arm64_function(function: &str, test: &str) -> Option<PathBuf> {
         (None, _) => "no arm64 zips built for this run",
         (_, None) => "qemu-aarch64-static is not installed (apt-get install qemu-user-static)",
     };
-    let line = format!("SKIPPED {test}: {why}; scripts/test-arm64 builds and runs them");
-    assert!(std::env::var("SOPHIA_REQUIRE_ARM64").as_deref() != Ok("1"), "{line}");
-    println!("{line}");
-    eprintln!("{line}");
-    let path = sophia_local::servers::state_dir().join("test-skips.log");
-    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-        use std::io::Write;
-        // One write per line (O_APPEND): concurrent tests cannot interleave their lines.
-        let _ = f.write_all(format!("{line}\n").as_bytes());
-    }
+    let why = format!("{why}; scripts/test-arm64 builds and runs them");
+    assert!(std::env::var("SOPHIA_REQUIRE_ARM64").as_deref() != Ok("1"), "{test}: {why}");
+    harness::skipped(test, &why);
     None
 }
 

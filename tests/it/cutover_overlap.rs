@@ -85,7 +85,7 @@ async fn invariants_hold(ctx: &Context) {
 
 /// The interviewIds of the report.generate bodies in a queue (drained).
 async fn report_requests(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // drain receives until a one-second long poll comes back empty (a late message is waited for).
     harness::drain(sqs, url)
         .await
         .iter()

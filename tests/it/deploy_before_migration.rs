@@ -72,7 +72,7 @@ fn report_env(mongo: &Mongo) -> Env {
     Env { mongo: mongo.clone(), fake, handler }
 }
 
-/// One `interview.completed` SQS event as Lambda delivers it (tests/fixtures/settlement-sqs-event.json).
+/// One `interview.completed` SQS event as Lambda delivers it (tests/it/fixtures/settlement-sqs-event.json).
 fn completed_event(message_id: &str, interview: InterviewId, org: OrganizationId) -> LambdaEvent<SqsEvent> {
     let body = format!(
         r#"{{"interviewId":"{interview}","organizationId":"{org}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":754}}"#

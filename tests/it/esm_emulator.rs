@@ -141,7 +141,6 @@ async fn an_error_or_an_unknown_identifier_fails_the_whole_batch() {
     assert_eq!(summary.deleted, 0);
     assert!(summary.batch_error.unwrap().contains("unreachable"));
 
-    tokio::time::sleep(Duration::from_millis(1100)).await;
     let bogus = InProcess::new(|_event: LambdaEvent<SqsEvent>| async {
         let mut response = SqsBatchResponse::default();
         let mut f = aws_lambda_events::event::sqs::BatchItemFailure::default();
@@ -150,8 +149,9 @@ async fn an_error_or_an_unknown_identifier_fails_the_whole_batch() {
         Ok::<_, BoxError>(response)
     });
     let esm = harness::faults::esm(&client, &queues.interview_completed.source, "interviewCompleted", Arc::new(bogus));
+    // A long poll past the 1 s visibility timeout: the message comes back during it.
     let summary = esm
-        .poll_once(Duration::from_secs(2))
+        .poll_once(Duration::from_secs(3))
         .await
         .unwrap()
         .expect("the message came back after the visibility timeout");

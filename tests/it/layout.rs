@@ -39,3 +39,38 @@ fn every_file_of_the_binary_is_a_declared_module() {
         .collect();
     assert!(undeclared.is_empty(), "not declared in tests/it/main.rs (never compiled): {undeclared:?}");
 }
+
+/// Every `.rs` file under `dir`, recursively (no `target/` or `node_modules/`).
+fn rust_files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("directory entry").path();
+        let name = path.file_name().unwrap_or_default();
+        if path.is_dir() && name != "target" && name != "node_modules" {
+            rust_files_under(&path, out);
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_skip_goes_through_harness_skipped_so_that_scripts_test_counts_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files_under(&root.join("tests"), &mut files);
+    rust_files_under(&root.join("functions"), &mut files);
+    let the_one = root.join("tests/harness/lib.rs");
+    let marker = concat!("\"SKIP", "PED"); // split, so that this file does not hold it
+    let elsewhere: Vec<String> = files
+        .iter()
+        .filter(|f| **f != the_one)
+        .filter(|f| std::fs::read_to_string(f).is_ok_and(|text| text.contains(marker)))
+        .map(|f| f.strip_prefix(root).unwrap_or(f).display().to_string())
+        .collect();
+    assert!(
+        elsewhere.is_empty(),
+        "a SKIPPED line written by hand is counted as a pass: call harness::skipped(test, why) instead in {elsewhere:?}"
+    );
+    let harness = std::fs::read_to_string(&the_one).expect("tests/harness/lib.rs");
+    assert!(harness.contains(marker), "harness::skipped writes the SKIPPED line");
+}

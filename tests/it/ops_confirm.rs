@@ -7,7 +7,7 @@
 use crate::support::ops as ops_support;
 
 use harness::faults::World;
-use ops_support::{drain, put, run, visible};
+use ops_support::{drain, put, run, visible_when};
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_local::queues::{QueueSet, create_queue_set};
 use sophia_ops::env::Env;
@@ -121,8 +121,7 @@ async fn report_retry_redrive_and_outbox_flush_need_yes_on_a_stage() {
     put(&s.client, dlq, &body, Default::default()).await;
     let text = refused(&run(&s.ctx(false), &["dlq", "redrive", "interview-completed"]).await);
     assert!(text.contains(&format!("interview {i}")) && text.contains("credits reserved 10"), "{text}");
-    ops_support::settle().await;
-    assert_eq!(visible(&s.client, dlq).await, 1, "the message is still in the DLQ");
+    assert_eq!(visible_when(&s.client, dlq, 1).await, 1, "the message is still in the DLQ");
     let Outcome::DlqRedrive(report) = run(&s.ctx(true), &["dlq", "redrive", "interview-completed"]).await.unwrap()
     else {
         panic!("a redrive")
@@ -152,22 +151,19 @@ async fn dlq_delete_and_queue_move_need_yes_on_a_stage() {
     let id = put(&s.client, dlq, &body, Default::default()).await;
     let text = refused(&run(&s.ctx(false), &["dlq", "delete", "report-generate", &id]).await);
     assert!(text.contains(&format!("delete message {id}")) && text.contains(&format!("interview {i}")), "{text}");
-    ops_support::settle().await;
-    assert_eq!(visible(&s.client, dlq).await, 1, "not deleted without --yes");
+    assert_eq!(visible_when(&s.client, dlq, 1).await, 1, "not deleted without --yes");
     let Outcome::DlqDelete(deleted) = run(&s.ctx(true), &["dlq", "delete", "report-generate", &id]).await.unwrap()
     else {
         panic!()
     };
     assert_eq!(deleted.message.message_id, id);
-    ops_support::settle().await;
-    assert_eq!(visible(&s.client, dlq).await, 0);
+    assert_eq!(visible_when(&s.client, dlq, 0).await, 0);
 
     let old = s.client.create_queue().queue_name(harness::unique("old-stack")).send().await.unwrap().queue_url.unwrap();
     put(&s.client, &old, &body, Default::default()).await;
     let text = refused(&run(&s.ctx(false), &["queue", "move", "--from-url", &old, "--to", "report-generate"]).await);
     assert!(text.contains("move every message of") && text.contains("sample"), "{text}");
-    ops_support::settle().await;
-    assert_eq!(visible(&s.client, &old).await, 1, "nothing moved without --yes");
+    assert_eq!(visible_when(&s.client, &old, 1).await, 1, "nothing moved without --yes");
     let Outcome::QueueMove(moved) =
         run(&s.ctx(true), &["queue", "move", "--from-url", &old, "--to", "report-generate"]).await.unwrap()
     else {

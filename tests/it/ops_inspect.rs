@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use harness::faults::{World, completed_body, depth, failed_body, interview_esm, poll_until, send};
 use harness::{sqs_client, test_queues_fast};
-use ops_support::{put, run, string_attr, visible};
+use ops_support::{put, run, string_attr, visible, visible_when};
 use sophia_local::queues::QueueSet;
 use sophia_openai_fake::{Behaviour, FakeOpenAi};
 use sophia_ops::{Context, Outcome, render};
@@ -135,14 +135,13 @@ async fn dlq_delete_drops_exactly_the_message_named_after_a_dry_run_that_drops_n
     };
     assert!(plan.action.contains(&drop), "{}", plan.human());
     assert!(plan.effects.iter().any(|e| e.contains("breaks the contract")), "{}", plan.human());
-    ops_support::settle().await;
-    assert_eq!(visible(&sqs, dlq).await, 13, "a dry run deletes nothing");
+    assert_eq!(visible_when(&sqs, dlq, 13).await, 13, "a dry run deletes nothing");
 
     let Outcome::DlqDelete(deleted) = run(&ctx, &["dlq", "delete", "report-generate", &drop]).await.unwrap() else {
         panic!()
     };
     assert_eq!(deleted.message.message_id, drop);
-    ops_support::settle().await;
+    visible_when(&sqs, dlq, keep.len() as u64).await;
     let left = ops_support::drain(&sqs, dlq).await;
     let mut left_ids: Vec<String> = left.iter().map(|m| m.message_id().unwrap().to_owned()).collect();
     left_ids.sort();

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, SendMessageBatchRequestEntry};
-use ops_support::{drain, ops, put, report_body, run, string_attr, visible};
+use ops_support::{drain, ops, put, report_body, run, string_attr, visible, visible_when};
 use sophia_ops::queues::QueueName;
 use sophia_ops::redrive::{BatchResult, MoveIo, RedriveOptions, SqsMoveIo, queue_move};
 use sophia_ops::{OpsError, Outcome, render};
@@ -48,8 +48,7 @@ async fn valid_messages_move_and_an_invalid_body_stays_where_it_was() {
     assert_eq!(dry.in_dlq_before, Some(15));
     let plan = dry.plan.as_ref().unwrap().human();
     assert!(plan.contains("each body is checked against the report-generate contract"), "{plan}");
-    ops_support::settle().await;
-    assert_eq!(visible(&o.client, &old).await, 15, "a dry run moves nothing");
+    assert_eq!(visible_when(&o.client, &old, 15).await, 15, "a dry run moves nothing");
 
     let result = run(&o.ctx, &["queue", "move", "--from-url", &old, "--to", "report-generate"]).await;
     let Ok(Outcome::QueueMove(report)) = &result else { panic!("{result:?}") };
@@ -60,7 +59,7 @@ async fn valid_messages_move_and_an_invalid_body_stays_where_it_was() {
     assert_eq!(render(&result, false).exit_code, 3, "done, but something was left behind");
     assert!(render(&result, false).stdout.starts_with("queue move "), "{}", render(&result, false).stdout);
 
-    ops_support::settle().await;
+    visible_when(&o.client, &o.queues.report_generate.source.url, 14).await;
     let moved = drain(&o.client, &o.queues.report_generate.source.url).await;
     assert_eq!(moved.len(), 14);
     for m in &moved {
@@ -137,7 +136,7 @@ async fn a_move_that_stops_midway_loses_nothing() {
     assert!(report.stopped_early.is_some(), "three failed batches in a row stop the run: {report:?}");
     assert_eq!(report.moved, 30, "batches 1, 3 and 4 of 10 were sent: {report:?}");
     assert!(!report.is_clean());
-    ops_support::settle().await;
+    visible_when(&o.client, &o.queues.report_generate.source.url, report.moved).await;
     let in_new = drain(&o.client, &o.queues.report_generate.source.url).await;
     let in_old = drain(&o.client, &old).await;
     assert_eq!(in_new.len() as u64, report.moved);

@@ -13,7 +13,7 @@ use aws_sdk_sqs::primitives::Blob;
 use aws_sdk_sqs::types::{
     DeleteMessageBatchRequestEntry, Message, MessageAttributeValue, SendMessageBatchRequestEntry,
 };
-use ops_support::{Ops, drain, ops, put, report_body, run, string_attr, visible};
+use ops_support::{Ops, drain, ops, put, report_body, run, string_attr, visible, visible_when};
 use sophia_ops::queues::QueueName;
 use sophia_ops::redrive::{BatchResult, MoveIo, RedriveMethod, RedriveOptions, RedriveReport, SqsMoveIo, redrive_with};
 use sophia_ops::{OpsError, Outcome, render};
@@ -60,7 +60,8 @@ async fn assert_nothing_lost(
     sent: &BTreeMap<String, HashMap<String, MessageAttributeValue>>,
     report: &RedriveReport,
 ) {
-    ops_support::settle().await;
+    visible_when(&o.client, &o.queues.report_generate.source.url, report.moved + report.duplicated).await;
+    visible_when(&o.client, &o.queues.report_generate.dlq.url, sent.len() as u64 - report.moved).await;
     let in_source = drain(&o.client, &o.queues.report_generate.source.url).await;
     let in_dlq = drain(&o.client, &o.queues.report_generate.dlq.url).await;
     assert_eq!(in_source.len() as u64, report.moved + report.duplicated, "the source holds what was sent");
@@ -141,9 +142,8 @@ async fn max_moves_at_most_n_and_dry_run_moves_nothing() {
         panic!()
     };
     assert_eq!(report.moved, 4);
-    ops_support::settle().await;
-    assert_eq!(visible(&o.client, &o.queues.report_generate.dlq.url).await, 9);
-    assert_eq!(visible(&o.client, &o.queues.report_generate.source.url).await, 4);
+    assert_eq!(visible_when(&o.client, &o.queues.report_generate.dlq.url, 9).await, 9);
+    assert_eq!(visible_when(&o.client, &o.queues.report_generate.source.url, 4).await, 4);
 }
 
 #[tokio::test]
@@ -290,8 +290,8 @@ async fn a_failed_delete_after_a_successful_send_duplicates_and_says_it_is_harml
     if report.duplicated > 0 {
         assert!(report.human().contains("harmless, consumers are idempotent"));
     }
-    // Let the undeleted copies become visible again, then account for every message.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // assert_nothing_lost waits for the undeleted copies to become visible again (1 s), then
+    // accounts for every message.
     assert_nothing_lost(&o, &sent, &report).await;
 }
 

@@ -267,6 +267,7 @@ async fn redriving_the_interview_dlq_shows_which_interviews_are_unsettled_and_se
 }
 
 async fn drain_report_queue(sqs: &aws_sdk_sqs::Client, queues: &QueueSet) {
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // drain receives until a one-second long poll comes back empty: a message still on its way
+    // is waited for there.
     harness::drain(sqs, &queues.report_generate.source.url).await;
 }

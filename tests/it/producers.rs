@@ -1,8 +1,6 @@
 //! Producers against the real local SQS (fauxqs): body and both attributes byte for byte, the
 //! skip on a missing queue URL, and a message that fails three times landing in the DLQ.
 
-use std::time::Duration;
-
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use harness::{sqs_client, test_queues};
 use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, ReportGenerate, RequestId, Timestamp};
@@ -219,7 +217,7 @@ async fn a_message_that_fails_three_times_lands_in_the_dlq() {
     // The fourth receive moves it to the DLQ instead of delivering it.
     let out = client.receive_message().queue_url(source).wait_time_seconds(1).send().await.unwrap();
     assert!(out.messages.unwrap_or_default().is_empty(), "the source queue must be empty after 3 failed receives");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // receive_one long-polls (2 s) until the DLQ holds it.
     let dead = receive_one(&client, &queues.interview_completed.dlq.url).await;
     let body: serde_json::Value = serde_json::from_str(dead.body().unwrap()).unwrap();
     assert_eq!(body["interviewId"], INTERVIEW);

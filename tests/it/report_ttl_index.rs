@@ -72,10 +72,11 @@ async fn migrate_creates_the_retention_ttl_index_and_the_startup_check_finds_it(
 #[tokio::test]
 async fn on_the_local_server_an_expired_report_goes_one_without_a_date_or_with_a_future_date_stays() {
     if std::env::var("SOPHIA_TEST_MONGODB_URI").is_ok_and(|u| !u.is_empty()) {
-        let line = "SKIPPED report_retention deletion: a real MongoDB deletes in its TTL monitor's pass (about every 60 s), \
-                    not on read; check on the stage with the mongosh lines of docs/candidate-data.md";
-        println!("{line}");
-        eprintln!("{line}");
+        harness::skipped(
+            "report_ttl_index::on_the_local_server_an_expired_report_goes_one_without_a_date_or_with_a_future_date_stays",
+            "a real MongoDB deletes in its TTL monitor's pass (about every 60 s), not on read; check on the stage \
+             with the mongosh lines of docs/candidate-data.md",
+        );
         return;
     }
     let mongo = harness::test_mongo().await;

@@ -241,9 +241,16 @@ async fn a_skipped_publish_stays_pending_until_the_operator_flush() {
     let young = flush_pending_outbox(&w.store, &publisher, std::time::Duration::from_secs(3600), 100).await.unwrap();
     assert_eq!(young.published, 0, "entries younger than the threshold are left alone");
     // nx-27017 compares dates in filters at about one-second granularity (an entry 10 ms older
-    // than the bound does not match `$lt`): let the entry age a little first.
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    let report = flush_pending_outbox(&w.store, &publisher, std::time::Duration::ZERO, 100).await.unwrap();
+    // than the bound does not match `$lt`): flush again until the entry is old enough for it
+    // (a flush that finds nothing old enough changes nothing), for up to 5 s.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let report = loop {
+        let report = flush_pending_outbox(&w.store, &publisher, std::time::Duration::ZERO, 100).await.unwrap();
+        if report.published > 0 || std::time::Instant::now() >= until {
+            break report;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
     assert_eq!((report.published, report.left_pending, report.failed.len()), (1, 0, 0));
     let again = flush_pending_outbox(&w.store, &publisher, std::time::Duration::ZERO, 100).await.unwrap();
     assert_eq!(again.published, 0);

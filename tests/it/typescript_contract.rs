@@ -80,7 +80,7 @@ fn built_package() -> &'static Path {
     })
 }
 
-/// The scratch API project with the packed tarball installed (`scripts/scratch.mjs`: npm pack,
+/// The scratch API project with the packed tarball installed (`clients/typescript/scripts/scratch.mjs`: npm pack,
 /// `npm ci` of its committed lockfile when it changed, the tarball, one SDK copy, tsc), once per
 /// test binary: its directory and its own `@aws-sdk/client-sqs` version.
 fn scratch_project() -> &'static (PathBuf, String) {

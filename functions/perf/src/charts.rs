@@ -449,7 +449,7 @@ mod tests {
         };
         // Settlement p99 (latency) and settled/s (throughput): one point per window, 30 windows.
         assert_eq!(points("#1F77B4"), [2, 2, 30, 30]);
-        // Report p99: only the 25 windows in which reports finished; reports/s: every window.
+        // Report p99: only the 25 windows in which reports finished; reports per second: every window.
         assert_eq!(points("#E66E14"), [2, 2, 25, 30]);
     }
 

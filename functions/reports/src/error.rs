@@ -81,7 +81,7 @@ impl ErrorKind {
     /// The provider or the database was away (rate limited, a 5xx or unreachable, no answer in
     /// time, MongoDB failing): the attempt says nothing about the report, so it is given back
     /// ([`crate::store::ReportStore::fail`]) and the consumer backs off rather than spending one
-    /// of the report's attempts (docs/design.md, "Outages cost no attempt"). Every other kind is
+    /// of the report's attempts (docs/design.md, "Transient failures and outages"). Every other kind is
     /// an answer that was wrong and counts.
     pub fn is_provider_away(self) -> bool {
         matches!(self, Self::RateLimited | Self::ServerError | Self::Timeout | Self::Database)

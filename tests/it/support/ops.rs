@@ -117,8 +117,18 @@ pub async fn visible(client: &Client, url: &str) -> u64 {
     attrs.values().next().unwrap().parse().unwrap()
 }
 
-pub async fn settle() {
-    tokio::time::sleep(Duration::from_millis(50)).await;
+/// [`visible`] once it shows `expected`: a message another receive released (a dry run, a refused
+/// command, a move's read) is counted again a moment later, so this polls (every 20 ms, for up to
+/// 10 s) and returns the last count, which the caller asserts.
+pub async fn visible_when(client: &Client, url: &str, expected: u64) -> u64 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let n = visible(client, url).await;
+        if n == expected || tokio::time::Instant::now() >= deadline {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// A context for the local pipeline's `queues` (every declared queue's URL and DLQ URL, under the
