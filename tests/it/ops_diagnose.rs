@@ -125,10 +125,16 @@ async fn queue_status_locally_shows_depth_and_says_what_it_cannot_see() {
     assert_eq!(s.visible, Some(3));
     assert_eq!(s.dlq_visible, Some(0));
     assert_eq!(s.retention_seconds, Some(345_600), "the declared 4 days");
-    assert_eq!(s.verdict, Verdict::Undecided, "locally there is no mapping state or metrics: {s:#?}");
+    assert_eq!(
+        s.verdict,
+        Verdict::Undecided,
+        "without the runner's control channel there is no mapping state or metrics: {s:#?}"
+    );
     let text = s.human();
-    assert!(text.contains("local: no event source mapping API"), "{text}");
-    assert!(text.contains("local: no CloudWatch metrics"), "{text}");
+    // Without the local runner's control channel (no `sophia-local up` here) it says where the
+    // mapping state and the function's metrics would come from.
+    assert!(text.contains("mapping:    local: no control channel of the local runner"), "{text}");
+    assert!(text.contains("function:   local: no function metrics without the runner's control channel"), "{text}");
     assert!(text.contains("verdict: undecided"), "{text}");
     assert_eq!(ops_support::visible(&sqs, &queues.interview_completed.source.url).await, 3, "nothing was received");
 }

@@ -20,9 +20,9 @@
 //!   stored `completedAt` and `durationSeconds` and the command that republishes with them;
 //!   run as printed, it settles the interview with those facts.
 
+use crate::local_drills::wait_until;
 use crate::support::ops as ops_support;
 
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,18 +47,6 @@ use sophia_sqs_consumer::queue::SqsRecordQueue;
 const SCALE: u32 = 60;
 /// A liveness bound for each wait (not a timing assertion).
 const LIMIT: Duration = Duration::from_secs(120);
-
-async fn wait_until<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let started = Instant::now();
-    while !check().await {
-        assert!(started.elapsed() < LIMIT, "not reached within {LIMIT:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 #[tokio::test]
 async fn openai_outage_report_failures_shows_waiting_for_a_retry_then_nothing_after_recovery() {
@@ -247,7 +235,7 @@ async fn a_message_for_the_wrong_organization_reaches_the_dlq_on_its_first_deliv
         r#"{{"interviewId":"{id}","organizationId":"{other}","completedAt":"2026-12-02T17:30:00Z","durationSeconds":600}}"#
     ))
     .await;
-    wait_until("the message reaches the DLQ", || async {
+    wait_until("the message reaches the DLQ", LIMIT, || async {
         p.function("interview-completed").await.dlq_visible == Some(1)
     })
     .await;
@@ -285,7 +273,7 @@ async fn a_message_for_the_wrong_organization_reaches_the_dlq_on_its_first_deliv
         panic!()
     };
     let Outcome::Publish(_) = p.run_printed(&command).await else { panic!() };
-    wait_until("the interview settles", || async { !p.settle_lines(id).await.is_empty() }).await;
+    wait_until("the interview settles", LIMIT, || async { !p.settle_lines(id).await.is_empty() }).await;
     let settled = p.interview(id).await;
     assert!(later_than(&settled, "settledAt").is_some(), "{settled}");
     assert_eq!(p.settle_lines(id).await.len(), 1, "charged once");
@@ -306,7 +294,7 @@ async fn an_invalid_message_names_every_bad_field_and_is_republished_with_the_st
         r#"{{"interviewId":"{id}","organizationId":"{org}","completedAt":"yesterday","durationSeconds":-5}}"#
     ))
     .await;
-    wait_until("the invalid message is consumed", || async {
+    wait_until("the invalid message is consumed", LIMIT, || async {
         let f = p.function("interview-completed").await;
         f.deleted >= 1 && f.visible == Some(0) && f.in_flight == Some(0)
     })
@@ -344,7 +332,7 @@ async fn an_invalid_message_names_every_bad_field_and_is_republished_with_the_st
     let command = shown.republish_command().expect("a completed, unsettled interview has one");
     assert!(text.contains(&command), "{text}");
     let Outcome::Publish(_) = p.run_printed(&command).await else { panic!() };
-    wait_until("the interview settles", || async { !p.settle_lines(id).await.is_empty() }).await;
+    wait_until("the interview settles", LIMIT, || async { !p.settle_lines(id).await.is_empty() }).await;
     let settled = p.interview(id).await;
     assert_eq!(p.settle_lines(id).await.len(), 1, "charged once: {settled}");
     let credits = settled.get_document("credits").unwrap();
