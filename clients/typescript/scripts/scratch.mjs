@@ -313,7 +313,7 @@ if (process.argv.includes("--smoke")) {
   const loaded = execFileSync(process.execPath, ["-e", 'const c = require("@sophia/async-jobs-client"); console.log(typeof c.InterviewQueuePublisher, c.MAX_REPORT_ATTEMPTS)'], { cwd: api, encoding: "utf8" });
   assert.equal(loaded.trim(), "function 3");
   const first = path.join(api, `sophia-async-jobs-client-${installed}.tgz`);
-  const notes = path.join(WORK, "release-notes.md");
+  const notes = path.join(WORK, "release-notes.txt");
   const again = JSON.parse(
     execFileSync("npm", ["run", "--silent", "pack:source", "--", "--destination", path.join(WORK, "pack-again"), "--notes", notes], { cwd: PACKAGE, encoding: "utf8" }),
   );

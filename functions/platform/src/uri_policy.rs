@@ -19,7 +19,7 @@
 //! case-insensitive, as the connection string spec says).
 //!
 //! It reads the text exactly as the driver will (mongodb 3.9.1, the version in Cargo.lock:
-//! `src/client/options.rs`, `ConnectionString::parse`, `parse_options` and `ServerAddress::parse`),
+//! its `client::options` module: `ConnectionString::parse`, `parse_options` and `ServerAddress::parse`),
 //! so that no spelling the driver accepts can slip past it:
 //! - the options are what follows the first `?`, split on `&` only;
 //! - a key is lower-cased (`str::to_lowercase`) and never percent-decoded (an encoded key such as
