@@ -213,7 +213,7 @@ test("the PR comment: a job that runs no PR code, holds only pull-requests: writ
     }
   }
   assert.equal(comment.steps[0]!.env!["RESULT"], "${{ needs.preview.result }}");
-  assert.match(runs(comment), /^gh pr comment "\$PR" --body-file comment\.md$/m);
+  assert.match(runs(comment), /^gh pr comment "\$PR" --body-file comment\.txt$/m);
   // Of every job in infra.yml, only this one may write to pull requests.
   const writers = Object.entries(jobs).filter(([, j]) => j.permissions?.["pull-requests"] === "write").map(([n]) => n);
   assert.deepEqual(writers, ["preview-comment"]);
