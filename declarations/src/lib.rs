@@ -323,7 +323,7 @@ mod tests {
         }
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut files = Vec::new();
-        for dir in ["functions", "tests"] {
+        for dir in ["functions", "tools", "tests"] {
             walk(&root.join(dir), &mut files);
         }
         assert!(files.len() > 50, "the Rust sources were found: {}", files.len());

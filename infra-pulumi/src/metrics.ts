@@ -30,7 +30,7 @@ export interface MetricSpec {
 /**
  * A service level (`serviceLevels`): the `statistic` percentile of a Milliseconds metric over
  * `periodSeconds` stays at or under `thresholdMs`. The stage alarms on it (alarms.ts) and the load
- * test compares its figures with it (functions/perf).
+ * test compares its figures with it (tools/perf).
  */
 export interface ServiceLevel {
   metric: string;

@@ -59,6 +59,7 @@ fn every_skip_goes_through_harness_skipped_so_that_scripts_test_counts_it() {
     let mut files = Vec::new();
     rust_files_under(&root.join("tests"), &mut files);
     rust_files_under(&root.join("functions"), &mut files);
+    rust_files_under(&root.join("tools"), &mut files);
     let the_one = root.join("tests/harness/lib.rs");
     let marker = concat!("\"SKIP", "PED"); // split, so that this file does not hold it
     let elsewhere: Vec<String> = files
@@ -73,4 +74,52 @@ fn every_skip_goes_through_harness_skipped_so_that_scripts_test_counts_it() {
     );
     let harness = std::fs::read_to_string(&the_one).expect("tests/harness/lib.rs");
     assert!(harness.contains(marker), "harness::skipped writes the SKIPPED line");
+}
+
+/// `functions/` holds what ships in a zip and `tools/` what never reaches a Lambda
+/// (docs/architecture.md, "Crates"): no crate under `functions/` may depend on a tool outside
+/// its `[dev-dependencies]` (a binary's end-to-end test may run it behind the local runtime).
+#[test]
+fn no_deployed_crate_depends_on_a_tool() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tools: Vec<String> = std::fs::read_dir(root.join("tools"))
+        .expect("tools/")
+        .map(|e| e.expect("directory entry").path().join("Cargo.toml"))
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let name = text.lines().find_map(|l| l.strip_prefix("name = ")).expect("a package name");
+            name.trim_matches('"').to_string()
+        })
+        .collect();
+    assert!(tools.len() >= 4, "the tools' crates were found: {tools:?}");
+    let mut manifests = Vec::new();
+    let mut rust = Vec::new();
+    rust_files_under(&root.join("functions"), &mut rust);
+    let mut dirs: Vec<PathBuf> = rust
+        .iter()
+        .filter_map(|f| f.ancestors().find(|a| a.join("Cargo.toml").is_file()).map(Path::to_path_buf))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    manifests.extend(dirs.into_iter().map(|d| d.join("Cargo.toml")));
+    assert!(manifests.len() >= 10, "the deployed crates were found: {manifests:?}");
+    let mut problems = Vec::new();
+    for manifest in &manifests {
+        let mut section = String::new();
+        for line in std::fs::read_to_string(manifest).unwrap().lines() {
+            let line = line.trim();
+            if line.starts_with('[') {
+                section = line.to_string();
+            } else if section != "[dev-dependencies]" && !line.starts_with('#') {
+                if let Some(tool) =
+                    tools.iter().find(|t| line.starts_with(&format!("{t}.")) || line.starts_with(&format!("{t} ")))
+                {
+                    let shown = manifest.strip_prefix(root).unwrap_or(manifest).display();
+                    problems.push(format!("{shown} {section}: {tool}"));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "a deployed crate links a tool (move the code or the crate): {problems:?}");
 }

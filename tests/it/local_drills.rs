@@ -8,7 +8,7 @@
 //! - a paused consumer: its queue grows while nothing receives, and drains on `resume`;
 //! - OpenAI rate limited: each report attempt fails with `rate_limited` and is retried, and the
 //!   report completes after `fault openai none` (needs the offline endpoint's fault interface,
-//!   `PUT /__sophia/fault` of functions/openai-fake);
+//!   `PUT /__sophia/fault` of tools/openai-fake);
 //! - the channel itself: its token, the functions it knows, and no OpenAI fault with a real key.
 
 use std::future::Future;
@@ -286,7 +286,7 @@ async fn a_paused_consumer_lets_its_queue_grow_and_resume_drains_it() {
 /// `rate_limited` (the settlement is not affected) and the message is retried; `fault openai
 /// none` -> the report completes within its three attempts, nothing in the DLQ.
 ///
-/// Needs the offline endpoint's fault interface (`PUT /__sophia/fault`, functions/openai-fake).
+/// Needs the offline endpoint's fault interface (`PUT /__sophia/fault`, tools/openai-fake).
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_rate_limited_fails_report_attempts_then_the_report_completes_after_none() {
     let drill = Drill::start(10, None).await;
@@ -322,7 +322,7 @@ async fn openai_rate_limited_fails_report_attempts_then_the_report_completes_aft
 /// Every OpenAI fault kind of docs/local.md reaches the offline endpoint as its contract says
 /// (`GET /__sophia/fault` reads back what was set), and `none` clears it.
 ///
-/// Needs the offline endpoint's fault interface (`PUT /__sophia/fault`, functions/openai-fake).
+/// Needs the offline endpoint's fault interface (`PUT /__sophia/fault`, tools/openai-fake).
 #[tokio::test(flavor = "multi_thread")]
 async fn every_openai_fault_kind_reaches_the_offline_endpoint_and_none_clears_it() {
     let drill = Drill::start(30, None).await;
@@ -417,7 +417,7 @@ async fn an_invalid_body_is_dropped_and_leaves_its_interview_reserved_until_the_
 /// attempts fail with `credentials_refused` and the message reaches the report DLQ with its report
 /// FAILED at three attempts (what a plain redrive would not change).
 ///
-/// Needs the offline endpoint's fault interface (`PUT /__sophia/fault`, functions/openai-fake).
+/// Needs the offline endpoint's fault interface (`PUT /__sophia/fault`, tools/openai-fake).
 #[tokio::test(flavor = "multi_thread")]
 async fn openai_unauthorized_fails_three_attempts_and_the_report_message_reaches_the_dlq() {
     let drill = Drill::start(3, None).await;

@@ -221,7 +221,7 @@ pub const VARIABLES: &[EnvVar] = &[
     t(
         "SOPHIA_REPO_ROOT",
         "`sophia-local`, the test harness, `sophia-bench`",
-        "the nearest directory above the current one with the workspace `Cargo.toml` and `functions/local`",
+        "the nearest directory above the current one with the workspace `Cargo.toml` and `tools/local`",
         "the checkout whose `.local/` and pinned tools to use (set by every script)",
     ),
     t(
@@ -240,7 +240,7 @@ pub const VARIABLES: &[EnvVar] = &[
         "SOPHIA_OPENAI_FAKE_LATENCY_MS",
         "the OpenAI fake in deterministic mode (the local runner's offline endpoint)",
         "no wait",
-        "every answer waits about this long (± 25 %) (`functions/openai-fake/src/traffic.rs`)",
+        "every answer waits about this long (± 25 %) (`tools/openai-fake/src/traffic.rs`)",
     ),
     t(
         "SOPHIA_OPENAI_FAKE_TPM",
@@ -667,9 +667,16 @@ mod tests {
     fn every_sophia_variable_named_anywhere_is_declared() {
         assert_eq!(sophia_names("a SOPHIA_X_1, ${SOPHIA_Y} NOT_SOPHIA_Z"), ["SOPHIA_X_1", "SOPHIA_Y"]);
         let mut files = Vec::new();
-        for dir in
-            ["scripts", ".github", "tests", "functions", "infra-pulumi/src", "infra-pulumi/ci", "clients/typescript"]
-        {
+        for dir in [
+            "scripts",
+            ".github",
+            "tests",
+            "functions",
+            "tools",
+            "infra-pulumi/src",
+            "infra-pulumi/ci",
+            "clients/typescript",
+        ] {
             text_files(&root().join(dir), &mut files);
         }
         let me = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs").canonicalize().unwrap();
@@ -687,13 +694,14 @@ mod tests {
         assert!(problems.is_empty(), "undeclared variables:\n{}", problems.join("\n"));
     }
 
-    /// Every variable named in an environment call under `functions/` and `tests/` is declared,
+    /// Every variable named in an environment call under `functions/`, `tools/` and `tests/` is declared,
     /// and outside test code (a crate's `src/`, before `#[cfg(test)]`) the process environment is
     /// read through [`var`] / [`var_os`] only.
     #[test]
     fn functions_read_only_declared_variables_and_only_through_the_declaration() {
         let mut files = Vec::new();
         rust_files(&root().join("functions"), &mut files);
+        rust_files(&root().join("tools"), &mut files);
         assert!(files.len() > 50, "found only {} Rust files under functions/", files.len());
         rust_files(&root().join("tests"), &mut files);
         let me = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs").canonicalize().unwrap();

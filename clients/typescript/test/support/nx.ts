@@ -1,7 +1,7 @@
 /**
  * nx-27017 (the project's local MongoDB wire server, installed by scripts/setup-tools into
  * .local/venv) on 127.0.0.1 and a free port, in memory, through the project's launcher, as the Rust
- * harness starts it (functions/local/src/servers.rs); stopped by its PID.
+ * harness starts it (tools/local/src/servers.rs); stopped by its PID.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";

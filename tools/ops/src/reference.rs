@@ -1,6 +1,6 @@
 //! The command reference, `docs/reference/ops-cli.md`, generated from the clap definitions (the
 //! `--help` of every command), so the document cannot drift from the binary:
-//! `functions/ops/tests/cli_reference.rs` fails when the file differs, and rewrites it with
+//! `tools/ops/tests/cli_reference.rs` fails when the file differs, and rewrites it with
 //! `SOPHIA_BLESS=1` (`scripts/regenerate` sets it).
 
 use clap::CommandFactory;
@@ -18,12 +18,12 @@ pub fn markdown() -> String {
     let mut cmd = Cli::command().term_width(WIDTH).max_term_width(WIDTH);
     cmd.build();
     let mut out = String::from(
-        "<!-- Generated from the clap definitions of functions/ops (src/cli.rs); do not edit.\n     \
+        "<!-- Generated from the clap definitions of tools/ops (src/cli.rs); do not edit.\n     \
          Regenerate: scripts/regenerate\n     \
          (the test fails when this file differs from the binary's help). -->\n\
          # `sophia-ops` command reference\n\n\
          Every command's `--help`, as the binary prints it. How to get the binary, the permissions it\n\
-         needs and where its settings come from: [functions/ops/README.md](../../functions/ops/README.md).\n\n",
+         needs and where its settings come from: [tools/ops/README.md](../../tools/ops/README.md).\n\n",
     );
     let mut sections = Vec::new();
     collect(&mut cmd, &mut sections);

@@ -36,7 +36,7 @@ pub fn try_repo_root() -> Result<PathBuf, String> {
     let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
     find_repo_root(&cwd).ok_or_else(|| {
         format!(
-            "{} is not inside a Sophia checkout (no directory above it holds the workspace Cargo.toml with functions/local): run from the repository, or set {SOPHIA_REPO_ROOT}",
+            "{} is not inside a Sophia checkout (no directory above it holds the workspace Cargo.toml with tools/local): run from the repository, or set {SOPHIA_REPO_ROOT}",
             cwd.display()
         )
     })
@@ -48,13 +48,13 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// The nearest directory at or above `start` that is a Sophia checkout: a `Cargo.toml` declaring a
-/// `[workspace]`, next to `functions/local/Cargo.toml` (a `.git` alone could be any repository).
+/// `[workspace]`, next to `tools/local/Cargo.toml` (a `.git` alone could be any repository).
 pub fn find_repo_root(start: &Path) -> Option<PathBuf> {
     start.ancestors().find(|dir| is_checkout(dir)).map(Path::to_path_buf)
 }
 
 fn is_checkout(dir: &Path) -> bool {
-    dir.join("functions/local/Cargo.toml").is_file()
+    dir.join("tools/local/Cargo.toml").is_file()
         && std::fs::read_to_string(dir.join("Cargo.toml"))
             .is_ok_and(|text| text.lines().any(|l| l.trim() == "[workspace]"))
 }
@@ -243,9 +243,9 @@ mod tests {
     fn tree(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("sophia-root-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("functions/local")).unwrap();
+        std::fs::create_dir_all(dir.join("tools/local")).unwrap();
         std::fs::create_dir_all(dir.join("docs/deep/er")).unwrap();
-        std::fs::write(dir.join("functions/local/Cargo.toml"), "[package]\nname = \"sophia-local\"\n").unwrap();
+        std::fs::write(dir.join("tools/local/Cargo.toml"), "[package]\nname = \"sophia-local\"\n").unwrap();
         dir
     }
 
@@ -254,7 +254,7 @@ mod tests {
         let dir = tree("found");
         std::fs::write(dir.join("Cargo.toml"), "# comment\n[workspace]\nmembers = []\n").unwrap();
         // A member's own Cargo.toml on the way up is not the checkout.
-        assert_eq!(find_repo_root(&dir.join("functions/local")), Some(dir.clone()));
+        assert_eq!(find_repo_root(&dir.join("tools/local")), Some(dir.clone()));
         assert_eq!(find_repo_root(&dir.join("docs/deep/er")), Some(dir.clone()));
         assert_eq!(find_repo_root(&dir), Some(dir.clone()));
         std::fs::remove_dir_all(dir).unwrap();
@@ -263,7 +263,7 @@ mod tests {
     #[test]
     fn a_directory_outside_any_checkout_has_none() {
         let dir = tree("none");
-        // A Cargo.toml without [workspace] (or a workspace without functions/local) is not one.
+        // A Cargo.toml without [workspace] (or a workspace without tools/local) is not one.
         std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"other\"\n").unwrap();
         assert_eq!(find_repo_root(&dir.join("docs/deep/er")), None);
         std::fs::remove_dir_all(dir).unwrap();

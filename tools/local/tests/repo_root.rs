@@ -41,10 +41,10 @@ fn outside_any_checkout_it_refuses_to_start_and_names_the_way_out() {
 fn inside_another_checkout_it_uses_that_checkouts_local_directory_not_the_one_it_was_built_in() {
     // A checkout as the runner recognises one: the workspace Cargo.toml and the local crate.
     let dir = scratch("other");
-    std::fs::create_dir_all(dir.join("functions/local")).unwrap();
+    std::fs::create_dir_all(dir.join("tools/local")).unwrap();
     std::fs::create_dir_all(dir.join("docs")).unwrap();
-    std::fs::write(dir.join("Cargo.toml"), "[workspace]\nmembers = [\"functions/local\"]\n").unwrap();
-    std::fs::write(dir.join("functions/local/Cargo.toml"), "[package]\nname = \"sophia-local\"\n").unwrap();
+    std::fs::write(dir.join("Cargo.toml"), "[workspace]\nmembers = [\"tools/local\"]\n").unwrap();
+    std::fs::write(dir.join("tools/local/Cargo.toml"), "[package]\nname = \"sophia-local\"\n").unwrap();
 
     // From a subdirectory: the control commands look for that checkout's env file.
     let out = sophia_local(&dir.join("docs"), &["status"]);

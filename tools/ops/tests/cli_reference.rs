@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[test]
 fn the_command_reference_matches_the_clap_definitions() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(sophia_ops::reference::PATH);
-    sophia_platform::env::bless_or_assert(&path, &sophia_ops::reference::markdown(), "functions/ops/src/cli.rs");
+    sophia_platform::env::bless_or_assert(&path, &sophia_ops::reference::markdown(), "tools/ops/src/cli.rs");
 }
 
 #[test]
