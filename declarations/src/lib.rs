@@ -59,7 +59,9 @@ impl Function {
 
     /// Its numbers in the embedded declaration.
     pub fn settings(self) -> &'static FunctionSettings {
-        Declaration::embedded().function(self.name()).expect("the Function enum is generated from the embedded declaration")
+        Declaration::embedded()
+            .function(self.name())
+            .expect("the Function enum is generated from the embedded declaration")
     }
 }
 

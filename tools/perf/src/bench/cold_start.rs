@@ -105,7 +105,11 @@ impl FirstEvent {
 }
 
 /// Cold start, first event and peak RSS of one release binary, `runs` fresh processes.
-pub(super) async fn cold_start(world: &World, options: &BenchOptions, function: Function) -> Result<ColdStart, BenchError> {
+pub(super) async fn cold_start(
+    world: &World,
+    options: &BenchOptions,
+    function: Function,
+) -> Result<ColdStart, BenchError> {
     let first_event = FirstEvent::of(function);
     let function = function.name();
     let (binary, memory, timeout) = release_function(options, function).map_err(other)?;
