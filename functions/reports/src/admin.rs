@@ -7,9 +7,10 @@
 //! (`lastRetry` and the `retries` history), for `sophia-ops report retry --reset-attempts` and
 //! for `sophia-ops dlq redrive report-generate`, which resets each report just before its message
 //! moves. It only touches a report no worker can be working on (`FAILED`, or `PROCESSING` whose
-//! claim has ended by the one claim rule, [`crate::claim`]), never a `COMPLETED` one, and it is a compare-and-set on the state it read
-//! (status, `attemptCount`, `leaseId`): a consumer that claims the report in between makes the
-//! write miss, and the reset is decided again from the new state.
+//! claim has ended by the one claim rule, [`crate::claim`]), never a `COMPLETED` one, and it is a
+//! compare-and-set on the state it read (status, `attemptCount`, `leaseId`): a consumer that
+//! claims the report in between makes the write miss, and the reset is decided again from the new
+//! state.
 
 use std::future::Future;
 
@@ -167,8 +168,8 @@ const RESET_TRIES: usize = sophia_declarations::REPORT_RESET_TRIES;
 
 /// Gives the report of `interview_id` a fresh attempt budget if it is `FAILED` or stuck
 /// (`PROCESSING` whose claim has ended, [`claim::hold`] with the declared [`claim::lease`]),
-/// recording `lastRetry: {at, by, via, attemptsBefore,
-/// statusBefore}` and appending the same to `retries`. Never touches a `COMPLETED` report or
+/// recording `lastRetry: {at, by, via, attemptsBefore, statusBefore}` and appending the same to
+/// `retries`. Never touches a `COMPLETED` report or
 /// one a live worker holds; safe against a consumer racing it (see the module docs).
 pub async fn reset_for_retry(
     db: &Database,

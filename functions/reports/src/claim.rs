@@ -30,8 +30,9 @@ use crate::store::StoredReport;
 /// (`declarations/reports.json`, shared with the API's TypeScript package).
 pub const MAX_ATTEMPTS: i32 = sophia_declarations::MAX_REPORT_ATTEMPTS;
 
-/// The declared function whose timeout is the lease length.
-pub const FUNCTION_NAME: &str = "report-generate";
+/// The declared function whose timeout is the lease length (`declarations/reports.json`
+/// `leaseFunction`).
+pub const FUNCTION_NAME: &str = sophia_declarations::REPORT_LEASE_FUNCTION;
 
 /// The lease of a claim: the report-generate function's timeout (from the shared declaration).
 pub fn lease() -> Duration {
@@ -180,10 +181,8 @@ mod tests {
 
     fn compare(a: &Bson, b: &Bson) -> Option<Ordering> {
         let number = |v: &Bson| match v {
-            Bson::Int32(n) => Some(f64::from(*n)),
-            Bson::Int64(n) => Some(*n as f64),
             Bson::Double(n) => Some(*n),
-            _ => None,
+            other => sophia_documents::int::from_bson(other).ok().map(|n| n as f64),
         };
         match (a, b) {
             (Bson::DateTime(x), Bson::DateTime(y)) => Some(x.cmp(y)),

@@ -21,8 +21,6 @@ use crate::repair;
 use crate::store::{INTERVIEW_REPORTS, Lease, MAX_ATTEMPTS, ReportStore, StoredReport, retention_or_fallback};
 use crate::validate::{self, Expectations, ValidationWarning};
 
-pub use crate::claim::FUNCTION_NAME;
-
 /// The lease of a claim ([`crate::claim::lease`]: the report-generate function's declared timeout).
 pub fn default_lease() -> Duration {
     crate::claim::lease()

@@ -12,9 +12,9 @@
 //! 2. [`ReportStore::claim`]: one `findOneAndUpdate` (no upsert) that moves a report nobody
 //!    holds with attempts left ([`claim::claimable_filter`], the rule of [`crate::claim`]:
 //!    `NOT_STARTED`, `FAILED`, or `PROCESSING` with an expired lease or, written before leases
-//!    existed, none and an `updatedAt`/`createdAt` older than the lease length) to `PROCESSING`, increments
-//!    `attemptCount` (absent counts as 0) and sets a new lease (`leaseId`, `leaseExpiresAt`).
-//!    Exactly one concurrent caller wins.
+//!    existed, none and an `updatedAt`/`createdAt` older than the lease length) to
+//!    `PROCESSING`, increments `attemptCount` (absent counts as 0) and sets a new lease
+//!    (`leaseId`, `leaseExpiresAt`). Exactly one concurrent caller wins.
 //!
 //! Not a `findOneAndUpdate` upsert: it needs `$setOnInsert` (which nx-27017 ignores) and, when
 //! the existing report is not claimable, its insert would be stopped only by the unique index
