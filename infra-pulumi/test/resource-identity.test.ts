@@ -8,16 +8,18 @@
  * deliberate change (a new resource, a rename with its aliases), rewrite it with
  * `UPDATE_RESOURCE_SNAPSHOT=1 node --import tsx --test test/resource-identity.test.ts` and read its diff.
  * `RESOURCE_INPUTS_FILE=<file>.txt` also writes every resource with all its inputs (build paths
- * normalised), to compare a refactor's inputs before and after.
+ * normalised) and the stack outputs in their order, to compare a refactor's before and after.
  */
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { before, test } from "node:test";
 
+import * as pulumi from "@pulumi/pulumi";
+
 import { EVERY_OPTION_CONFIG, type ProgramRun, runProgram } from "./support/harness";
 import type { RecordedResource } from "./support/mocks";
-import { plain } from "./support/values";
+import { plain, resolve } from "./support/values";
 
 const SNAPSHOT = path.join(__dirname, "fixtures", "resource-identity.qa.json");
 
@@ -29,7 +31,9 @@ before(async () => {
   if (file) {
     const normalised = (v: unknown) => JSON.parse(JSON.stringify(plain(v)).split(run.artifactsDir).join("<artifacts>")) as unknown;
     const all = run.resources.map((r) => ({ ...identity(r), type: r.type, inputs: normalised(r.inputs) })).sort(byUrn);
-    fs.writeFileSync(file, `${JSON.stringify(all, null, 2)}\n`);
+    const outputs: [string, unknown][] = [];
+    for (const [k, v] of Object.entries(run.outputs)) outputs.push([k, pulumi.Output.isInstance(v) ? (await resolve(v)).value : v]);
+    fs.writeFileSync(file, `${JSON.stringify({ resources: all, outputs: normalised(outputs) }, null, 2)}\n`);
   }
 });
 
