@@ -274,7 +274,7 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
   // naming a principal that does not exist.
   const deploy = stageDeployRoles(config, facts, oidcProviderArn);
   const previewRole = pullRequestPreviewRole(config, oidcProviderArn);
-  const backend = config.backend === "s3" ? stateBackend(config, facts, deploy.roles, previewRole, account) : undefined;
+  const backend = config.backend === "s3" ? stateBackend(config, facts, { deployRoles: deploy.roles, previewRole }, account) : undefined;
   const secretsKeys = backend?.secretsKeys ?? {};
   const stateOf = (): pulumi.Output<{ bucket: string; keyArn: string } | undefined> =>
     backend ? pulumi.all([backend.bucket.bucket, backend.key.arn]).apply(([bucket, keyArn]) => ({ bucket, keyArn })) : pulumi.output(undefined);
@@ -380,6 +380,12 @@ function pullRequestPreviewRole(config: BootstrapConfig, oidcProviderArn: pulumi
   });
 }
 
+/** The roles the keys' policies name: the deploy role of each stage, the preview role. */
+interface KeyUsers {
+  deployRoles: Record<string, aws.iam.Role>;
+  previewRole: aws.iam.Role | undefined;
+}
+
 interface StateBackend {
   key: aws.kms.Key;
   bucket: aws.s3.Bucket;
@@ -390,13 +396,8 @@ interface StateBackend {
  * 3. The state backend: one bucket per account and region, its own key. Explicit key policies:
  *    no account-root statement; the break-glass administrators; each role exactly its use.
  */
-function stateBackend(
-  config: BootstrapConfig,
-  facts: StageFacts[],
-  deployRoles: Record<string, aws.iam.Role>,
-  previewRole: aws.iam.Role | undefined,
-  account: Account,
-): StateBackend {
+function stateBackend(config: BootstrapConfig, facts: StageFacts[], users: KeyUsers, account: Account): StateBackend {
+  const { deployRoles, previewRole } = users;
   const writers = pulumi.all(facts.map((f) => deployRoles[f.stage]!.arn));
   const readers = previewRole ? pulumi.all([previewRole.arn]) : pulumi.output([] as string[]);
   const { region } = account;
@@ -417,7 +418,7 @@ function stateBackend(
   );
   new aws.kms.Alias("state-key-alias", { name: `alias/${APP}-pulumi-state`, targetKeyId: key.keyId });
   const bucket = stateBucket(config, key, account);
-  return { key, bucket, secretsKeys: secretsProviderKeys(config, facts, deployRoles, previewRole, account) };
+  return { key, bucket, secretsKeys: secretsProviderKeys(config, facts, users, account) };
 }
 
 /** The state bucket: versioning, SSE-KMS with the state key, public access blocked, owner-enforced, TLS only. */
@@ -460,13 +461,8 @@ function stateBucket(config: BootstrapConfig, stateKey: aws.kms.Key, account: Ac
 }
 
 /** Per stage: the key of the stack's `awskms` secrets provider (its config secrets). */
-function secretsProviderKeys(
-  config: BootstrapConfig,
-  facts: StageFacts[],
-  deployRoles: Record<string, aws.iam.Role>,
-  previewRole: aws.iam.Role | undefined,
-  account: Account,
-): Record<string, aws.kms.Key> {
+function secretsProviderKeys(config: BootstrapConfig, facts: StageFacts[], users: KeyUsers, account: Account): Record<string, aws.kms.Key> {
+  const { deployRoles, previewRole } = users;
   const secretsKeys: Record<string, aws.kms.Key> = {};
   for (const f of facts) {
     const preview = previewRole && config.previewStage === f.stage ? previewRole.arn : pulumi.output(undefined);
