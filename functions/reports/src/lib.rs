@@ -1,7 +1,7 @@
 //! Report generation (docs/design.md, "Report generation"): the domain core of
 //! the `report-generate` consumer, with no AWS or Lambda types.
 //!
-//! - [`model`]: the model's output type ([`LlmReport`]) and the stored report types;
+//! - [`report`]: the model's output type ([`LlmReport`]) and the stored report types;
 //! - [`evidence`]: the insufficient-evidence rule;
 //! - [`prompt`]: the versioned prompt (instructions and candidate data in separate messages);
 //! - [`schema`]: the strict-mode JSON schema generated from [`LlmReport`];
@@ -24,7 +24,7 @@ pub mod fixtures;
 pub mod injection;
 pub mod interview;
 pub mod migrations;
-pub mod model;
+pub mod report;
 pub mod openai;
 pub mod prompt;
 pub mod repair;
@@ -35,6 +35,6 @@ pub mod transcript;
 pub mod validate;
 
 pub use error::{Disposition, ErrorKind, ReportError};
-pub use model::{LlmReport, Recommendation, ReportStatus};
+pub use report::{LlmReport, Recommendation, ReportStatus};
 pub use openai::{ModelError, OpenAiSettings, ReportModel};
 pub use service::{Generated, ReportService, Usage};

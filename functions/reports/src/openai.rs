@@ -38,7 +38,7 @@ use serde_json::Value;
 use sophia_platform::config::{self, ConfigError, DEFAULT_OPENAI_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL};
 
 use crate::error::ErrorKind;
-use crate::model::{LlmReport, OutOfRange};
+use crate::report::{LlmReport, OutOfRange};
 use crate::prompt::Prompt;
 use crate::schema::{SCHEMA_NAME, report_schema};
 

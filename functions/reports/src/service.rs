@@ -12,7 +12,7 @@ use tracing::{Instrument, field};
 use crate::error::{ErrorKind, ReportError};
 use crate::evidence::{self, Insufficient};
 use crate::interview;
-use crate::model::{
+use crate::report::{
     CallPurpose, GenerationMetadata, LlmReport, ModelCall, Recommendation, ReportContent, ReportSource, ReportStatus,
     Truncation,
 };

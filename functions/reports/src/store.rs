@@ -32,7 +32,7 @@ use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_documents::{DocumentError, int};
 
 use crate::error::ErrorKind;
-use crate::model::{GenerationMetadata, ReportContent, ReportDocument, ReportStatus};
+use crate::report::{GenerationMetadata, ReportContent, ReportDocument, ReportStatus};
 
 pub const INTERVIEW_REPORTS: &str = "interviewReports";
 
@@ -61,7 +61,7 @@ pub fn retention_or_fallback(interview_retention: Option<DateTime>, now: DateTim
 /// write (docs/design.md, "Documents written by other services"), decoded with
 /// [`sophia_documents::decode`]. `attemptCount` absent or `null` is 0 and may be any integral
 /// numeric; `organizationId` and the lease may be absent; unknown fields are ignored. The
-/// report's content is not read here (see [`ReportDocument`](crate::model::ReportDocument) for
+/// report's content is not read here (see [`ReportDocument`](crate::report::ReportDocument) for
 /// the written layout).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -86,7 +86,7 @@ pub struct StoredReport {
     pub refusal: Option<String>,
     #[serde(default, deserialize_with = "int::i32_or_zero")]
     pub transient_failures: i32,
-    /// See [`ReportDocument::waiting_for_retry`](crate::model::ReportDocument::waiting_for_retry).
+    /// See [`ReportDocument::waiting_for_retry`](crate::report::ReportDocument::waiting_for_retry).
     #[serde(default)]
     pub waiting_for_retry: Option<bool>,
     #[serde(default)]

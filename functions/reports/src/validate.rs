@@ -27,7 +27,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{LlmReport, Recommendation};
+use crate::report::{LlmReport, Recommendation};
 
 /// At most this many strengths, and as many concerns.
 pub const MAX_LIST_ITEMS: usize = 10;
@@ -537,7 +537,7 @@ fn quote_occurs(quote: &str, normalized_turns: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Confidence, QuestionAnalysis, SkillAssessment};
+    use crate::report::{Confidence, QuestionAnalysis, SkillAssessment};
 
     fn skill(name: &str, score: i32, evidence: &[&str]) -> SkillAssessment {
         SkillAssessment {

@@ -238,7 +238,7 @@ pub async fn attach_report(shown: &mut DlqShow, ctx: &crate::Context) {
             Ok(Some(r)) => ReportState::Found {
                 status: r.status.as_str().to_owned(),
                 attempt_count: r.attempt_count,
-                last_error: crate::interview::shown_last_error(r.last_error.as_deref(), r.error_kind.is_some()),
+                last_error: crate::interview_state::shown_last_error(r.last_error.as_deref(), r.error_kind.is_some()),
                 error_kind: r.error_kind.map(|k| k.as_str().to_owned()),
             },
             Ok(None) => ReportState::Absent,

@@ -366,7 +366,7 @@ pub async fn find_in_dlqs(ctx: &Context, interview_id: InterviewId, scan: usize)
     let locator = ctx.locator().await;
     let wanted = interview_id.to_string();
     for queue in QueueName::all() {
-        match crate::dlq::list(&locator, queue, scan, ProgressMode::Hidden).await {
+        match crate::dlq_messages::list(&locator, queue, scan, ProgressMode::Hidden).await {
             Ok(listing) => {
                 lookup.searched.insert(
                     queue.to_string(),

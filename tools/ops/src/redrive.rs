@@ -38,7 +38,7 @@ use aws_sdk_sqs::types::{
 use serde::Serialize;
 
 use crate::OpsError;
-use crate::dlq::{RECEIVE_BATCH, approximate_visible, receive, release};
+use crate::dlq_messages::{RECEIVE_BATCH, approximate_visible, receive, release};
 use crate::progress::ProgressMode;
 use crate::queues::{QueueLocator, QueueName, QueueRef};
 

@@ -421,7 +421,7 @@ pub async fn queue_status(ctx: &Context, queue: QueueName, window: Duration) -> 
     let arn = attrs.get(&QueueAttributeName::QueueArn).cloned();
     let dlq_url = locator.dlq_url(queue).await.ok();
     let dlq_visible = match &dlq_url {
-        Some(u) => crate::dlq::approximate_visible(&locator, u).await.ok().flatten(),
+        Some(u) => crate::dlq_messages::approximate_visible(&locator, u).await.ok().flatten(),
         None => None,
     };
     // By the URL only: a `--stage` whose queues are loopback (tests) has no Lambda API either.
