@@ -111,13 +111,13 @@ fn no_deployed_crate_depends_on_a_tool() {
             let line = line.trim();
             if line.starts_with('[') {
                 section = line.to_string();
-            } else if section != "[dev-dependencies]" && !line.starts_with('#') {
-                if let Some(tool) =
+            } else if section != "[dev-dependencies]"
+                && !line.starts_with('#')
+                && let Some(tool) =
                     tools.iter().find(|t| line.starts_with(&format!("{t}.")) || line.starts_with(&format!("{t} ")))
-                {
-                    let shown = manifest.strip_prefix(root).unwrap_or(manifest).display();
-                    problems.push(format!("{shown} {section}: {tool}"));
-                }
+            {
+                let shown = manifest.strip_prefix(root).unwrap_or(manifest).display();
+                problems.push(format!("{shown} {section}: {tool}"));
             }
         }
     }

@@ -19,22 +19,24 @@
 pub mod admin;
 pub mod budget;
 pub mod error;
+pub mod error_kind;
 pub mod evidence;
 pub mod fixtures;
 pub mod injection;
 pub mod interview;
 pub mod migrations;
-pub mod report;
 pub mod openai;
 pub mod prompt;
 pub mod repair;
+pub mod report;
 pub mod schema;
 pub mod service;
 pub mod store;
 pub mod transcript;
 pub mod validate;
 
-pub use error::{Disposition, ErrorKind, ReportError};
-pub use report::{LlmReport, Recommendation, ReportStatus};
+pub use error::{Disposition, ReportError};
+pub use error_kind::ErrorKind;
 pub use openai::{ModelError, OpenAiSettings, ReportModel};
+pub use report::{LlmReport, Recommendation, ReportStatus};
 pub use service::{Generated, ReportService, Usage};

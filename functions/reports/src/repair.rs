@@ -8,8 +8,8 @@
 //! The corrective message holds the role's skills and questions (the API's snapshot, already in
 //! the request) and the findings' field paths and numbers; never candidate text. It is not logged.
 
-use crate::report::LlmReport;
-use crate::validate::{self, Expectations, RECOMMENDATION_BANDS, ValidationWarning, WarningCode};
+use crate::report::{LlmReport, ValidationWarning, WarningCode};
+use crate::validate::{self, Expectations, RECOMMENDATION_BANDS};
 
 /// The opening of every corrective message (part of the prompt version).
 pub const REPAIR_PREAMBLE: &str = "Your report above fails these checks against the interview data. Write the whole report again, \

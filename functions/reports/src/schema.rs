@@ -239,7 +239,7 @@ mod tests {
     fn the_report_document_schema_states_the_states_the_kinds_and_what_is_required() {
         let schema = report_document_schema();
         let text = schema.to_string();
-        for kind in crate::error::ErrorKind::ALL {
+        for kind in crate::error_kind::ErrorKind::ALL {
             assert!(text.contains(&format!("\"{kind}\"")), "{kind} missing");
             assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
         }

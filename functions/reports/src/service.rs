@@ -9,18 +9,19 @@ use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_declarations::Declaration;
 use tracing::{Instrument, field};
 
-use crate::error::{ErrorKind, ReportError};
+use crate::error::ReportError;
+use crate::error_kind::ErrorKind;
 use crate::evidence::{self, Insufficient};
 use crate::interview;
-use crate::report::{
-    CallPurpose, GenerationMetadata, LlmReport, ModelCall, Recommendation, ReportContent, ReportSource, ReportStatus,
-    Truncation,
-};
 use crate::openai::{ModelReply, ReportModel};
 use crate::prompt::{self, Prompt, PromptLimits, prompt_version};
 use crate::repair;
+use crate::report::{
+    CallPurpose, GenerationMetadata, LlmReport, ModelCall, Recommendation, ReportContent, ReportSource, ReportStatus,
+    Truncation, ValidationWarning,
+};
 use crate::store::{INTERVIEW_REPORTS, Lease, MAX_ATTEMPTS, ReportStore, StoredReport, retention_or_fallback};
-use crate::validate::{self, Expectations, ValidationWarning};
+use crate::validate::{self, Expectations};
 
 /// The declared function whose timeout is the lease length.
 pub const FUNCTION_NAME: &str = "report-generate";

@@ -31,7 +31,7 @@ use serde::Deserialize;
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_documents::{DocumentError, int};
 
-use crate::error::ErrorKind;
+use crate::error_kind::ErrorKind;
 use crate::report::{GenerationMetadata, ReportContent, ReportDocument, ReportStatus};
 
 pub const INTERVIEW_REPORTS: &str = "interviewReports";

@@ -4,8 +4,8 @@
 use serde_json::Value;
 use sophia_reports::evidence::is_substantive;
 use sophia_reports::interview::Turn;
-use sophia_reports::report::{Confidence, LlmReport, QuestionAnalysis, Recommendation, SkillAssessment};
 use sophia_reports::prompt::{PromptData, parse_user_message};
+use sophia_reports::report::{Confidence, LlmReport, QuestionAnalysis, Recommendation, SkillAssessment};
 use sophia_reports::validate::RECOMMENDATION_BANDS;
 
 /// The start of every offline summary.

@@ -6,7 +6,7 @@
 //! - `lastError`: this implementation writes it naming fields and codes only, and always with an
 //!   `errorKind`; a `lastError` without `errorKind` was written by another writer (the system
 //!   this one replaces stored raw error messages, which may quote the model's output), so it is
-//!   shown as its length only ([`shown_last_error`]);
+//!   shown as its length only ([`shown_last_error`](crate::report_failure::shown_last_error));
 //! - `refusal` (the model's refusal text) is never shown, only whether there is one.
 
 use std::collections::BTreeMap;
@@ -20,22 +20,11 @@ use sophia_reports::store::INTERVIEW_REPORTS;
 
 use crate::progress::ProgressMode;
 use crate::queues::QueueName;
+use crate::report_failure::{FailureState, shown_last_error};
 use crate::{Context, OpsError};
 
 /// How many messages of each DLQ `interview show` looks at, at most, by default.
 pub const DEFAULT_DLQ_SCAN: usize = 1_000;
-
-/// A `lastError` as it may be shown: whole when this implementation wrote it (it has an
-/// `errorKind`), otherwise as a length marker.
-pub fn shown_last_error(last_error: Option<&str>, has_error_kind: bool) -> Option<String> {
-    last_error.map(|e| {
-        if has_error_kind {
-            e.to_owned()
-        } else {
-            format!("<not shown: written by another writer, may quote model output; {} chars>", e.chars().count())
-        }
-    })
-}
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -115,7 +104,7 @@ pub struct ReportView {
     pub status: Option<String>,
     /// What `status` means now: a `FAILED` report whose message will be delivered again reads
     /// "waiting for a retry" (`waitingForRetry`, docs/design.md "Report states").
-    pub state: Option<crate::listing::FailureState>,
+    pub state: Option<FailureState>,
     pub waiting_for_retry: Option<bool>,
     pub transient_failures: Option<i64>,
     pub attempt_count: Option<i64>,
@@ -306,9 +295,8 @@ pub fn assemble(
         let waiting_for_retry = r.get_bool("waitingForRetry").ok();
         let attempts = number(r.get("attemptCount")).unwrap_or(0);
         let failed = status.as_deref() == Some(sophia_reports::ReportStatus::Failed.as_str());
-        let state = failed.then(|| {
-            crate::listing::FailureState::of(status.as_deref(), waiting_for_retry, error_kind.as_deref(), attempts)
-        });
+        let state =
+            failed.then(|| FailureState::of(status.as_deref(), waiting_for_retry, error_kind.as_deref(), attempts));
         ReportView {
             state,
             waiting_for_retry,
@@ -474,12 +462,12 @@ impl InterviewShow {
             None => s.push_str("  none written\n"),
             Some(r) => {
                 let status = match r.state {
-                    Some(crate::listing::FailureState::WaitingForRetry) => format!(
+                    Some(FailureState::WaitingForRetry) => format!(
                         "{} (waiting for a retry: its message is delivered again without anyone acting; {} transient failure(s))",
                         opt(&r.status),
                         r.transient_failures.unwrap_or(0)
                     ),
-                    Some(crate::listing::FailureState::NeedsYou) => {
+                    Some(FailureState::NeedsYou) => {
                         format!("{} (nothing retries it any more: see docs/runbook.md#reports-failing)", opt(&r.status))
                     }
                     _ => opt(&r.status),
@@ -549,14 +537,6 @@ impl InterviewShow {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn another_writers_last_error_is_shown_as_its_length() {
-        assert_eq!(shown_last_error(Some("HTTP 500"), true).as_deref(), Some("HTTP 500"));
-        let hidden = shown_last_error(Some("Unexpected token in 'the candidate said...'"), false).unwrap();
-        assert!(!hidden.contains("candidate"), "{hidden}");
-        assert!(hidden.contains("43 chars"), "{hidden}");
-    }
 
     #[test]
     fn the_view_reads_ids_numbers_and_dates_only() {

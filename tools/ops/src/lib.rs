@@ -28,6 +28,8 @@
 //!   metrics, a verdict naming what failing batches say) and `queue pause|resume` (the mapping,
 //!   on a stage or the local runner);
 //! - [`listing`]: `interview unsettled`, `report failures`;
+//! - [`report_failure`]: where a failed report stands and how its stored `lastError` is shown;
+//! - [`duration_text`]: durations as an operator reads them;
 //! - [`late`]: `report late` (the time to report against its service level, what waits, where);
 //! - [`audit_trail`]: the audit trail of mutating commands (a stage's append-only CloudWatch Logs
 //!   group; locally `operatorAudit`), `audit list`;
@@ -46,6 +48,7 @@ pub mod confirm;
 mod context;
 pub mod contract;
 pub mod dlq_messages;
+pub mod duration_text;
 pub mod env;
 mod error;
 pub mod interview_state;
@@ -58,6 +61,7 @@ pub mod publish_message;
 pub mod queues;
 pub mod redrive;
 pub mod reference;
+pub mod report_failure;
 pub mod status;
 
 pub use audit_trail::record_audit;

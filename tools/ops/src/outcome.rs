@@ -3,7 +3,10 @@
 
 use serde::Serialize;
 
-use crate::{OpsError, admin, audit_trail, confirm, dlq_messages, interview_state, late, listing, publish_message, redrive, status};
+use crate::{
+    OpsError, admin, audit_trail, confirm, dlq_messages, interview_state, late, listing, publish_message, redrive,
+    status,
+};
 
 /// Done.
 pub const EXIT_OK: i32 = 0;

@@ -38,8 +38,9 @@ use aws_sdk_sqs::types::{
 use serde::Serialize;
 
 use crate::OpsError;
-use crate::dlq_messages::{RECEIVE_BATCH, approximate_visible, receive, release};
+use crate::dlq_messages::{RECEIVE_BATCH, receive, release};
 use crate::progress::ProgressMode;
+use crate::queues::approximate_visible;
 use crate::queues::{QueueLocator, QueueName, QueueRef};
 
 /// Error codes with which an endpoint says it does not implement an operation.

@@ -24,6 +24,7 @@ use std::time::Duration;
 use aws_sdk_sqs::types::QueueAttributeName;
 use serde::Serialize;
 
+use crate::duration_text::human_duration;
 use crate::queues::{QueueLocator, QueueName};
 use crate::{Context, OpsError};
 
@@ -421,7 +422,7 @@ pub async fn queue_status(ctx: &Context, queue: QueueName, window: Duration) -> 
     let arn = attrs.get(&QueueAttributeName::QueueArn).cloned();
     let dlq_url = locator.dlq_url(queue).await.ok();
     let dlq_visible = match &dlq_url {
-        Some(u) => crate::dlq_messages::approximate_visible(&locator, u).await.ok().flatten(),
+        Some(u) => crate::queues::approximate_visible(&locator, u).await.ok().flatten(),
         None => None,
     };
     // By the URL only: a `--stage` whose queues are loopback (tests) has no Lambda API either.
@@ -583,15 +584,6 @@ async fn metrics(
         failures_by_kind,
     });
     Ok((m, oldest))
-}
-
-pub fn human_duration(seconds: u64) -> String {
-    match seconds {
-        s if s >= 86_400 => format!("{}d {}h", s / 86_400, (s % 86_400) / 3600),
-        s if s >= 3600 => format!("{}h {}m", s / 3600, (s % 3600) / 60),
-        s if s >= 60 => format!("{}m {}s", s / 60, s % 60),
-        s => format!("{s}s"),
-    }
 }
 
 impl QueueStatus {

@@ -54,7 +54,7 @@ pub async fn set_mapping(ctx: &Context, queue: QueueName, enabled: bool, dry_run
     } else {
         format!(
             "nothing receives from {queue} until `queue resume {queue}`: {waiting} now, every new message waits; a message older than the retention ({}) is deleted by SQS without reaching the DLQ",
-            now.retention_seconds.map_or("?".into(), status::human_duration)
+            now.retention_seconds.map_or("?".into(), crate::duration_text::human_duration)
         )
     });
     if (mapping.state == "Enabled") == enabled {
