@@ -212,15 +212,7 @@ async fn main() -> ExitCode {
             up.run(env_file).await
         }
         Command::Fault { target: FaultTarget::Openai { kind, retry_after_seconds, delay_ms }, env_file } => {
-            let done = match kind {
-                OpenAiFault::None => "OpenAI fault cleared: the endpoint answers normally".to_owned(),
-                k => format!(
-                    "OpenAI fault set: every chat completion gets {} until `sophia-local fault openai none`",
-                    k.kind()
-                ),
-            };
-            drill(env_file, &done, |c| async move { c.openai_fault(kind.kind(), retry_after_seconds, delay_ms).await })
-                .await
+            fault_openai(env_file, kind, retry_after_seconds, delay_ms).await
         }
         Command::Fault { target: FaultTarget::Mongo { state }, env_file } => {
             let (state, done) = match state {
@@ -270,6 +262,22 @@ async fn main() -> ExitCode {
             })
         }
     }
+}
+
+/// `fault openai <kind>`: sets (or, with `none`, clears) the OpenAI endpoint's fault.
+async fn fault_openai(
+    env_file: Option<PathBuf>,
+    kind: OpenAiFault,
+    retry_after_seconds: Option<u64>,
+    delay_ms: Option<u64>,
+) -> ExitCode {
+    let done = match kind {
+        OpenAiFault::None => "OpenAI fault cleared: the endpoint answers normally".to_owned(),
+        k => {
+            format!("OpenAI fault set: every chat completion gets {} until `sophia-local fault openai none`", k.kind())
+        }
+    };
+    drill(env_file, &done, |c| async move { c.openai_fault(kind.kind(), retry_after_seconds, delay_ms).await }).await
 }
 
 /// A control command's answer: printed by `print` on success, the reason on failure.

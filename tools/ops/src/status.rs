@@ -504,52 +504,68 @@ async fn event_source_mapping(ctx: &Context, queue_arn: &str) -> Result<Option<M
     }))
 }
 
+/// The queries of `queue status`: the queue's oldest message; with a function, its Lambda
+/// invocations, errors and throttles and, on a stage, its own failure metrics (ReportsFailed by
+/// error kind: ids `k0`, `k1`, ... in [`sophia_reports::ErrorKind::ALL`]'s order).
+fn metric_queries(
+    queue_name: &str,
+    function: Option<&str>,
+    stage: Option<&str>,
+) -> Vec<aws_sdk_cloudwatch::types::MetricDataQuery> {
+    let mut queries =
+        vec![metric_query("age", "AWS/SQS", "ApproximateAgeOfOldestMessage", &[("QueueName", queue_name)], "Maximum")];
+    if let Some(f) = function {
+        for (id, name) in [("inv", "Invocations"), ("err", "Errors"), ("thr", "Throttles")] {
+            queries.push(metric_query(id, "AWS/Lambda", name, &[("FunctionName", f)], "Sum"));
+        }
+        // The functions' own metrics (declarations/metrics.json: dimensions Stage and Function,
+        // ReportsFailed also by ErrorKind); a function that does not emit one reads as 0.
+        if let Some(stage) = stage {
+            let both = [("Stage", stage), ("Function", f)];
+            queries.push(metric_query("rf", "Sophia", "RecordsFailed", &both, "Sum"));
+            for (i, kind) in sophia_reports::ErrorKind::ALL.iter().enumerate() {
+                let dims = [("Stage", stage), ("Function", f), ("ErrorKind", kind.as_str())];
+                queries.push(metric_query(&format!("k{i}"), "Sophia", "ReportsFailed", &dims, "Sum"));
+            }
+        }
+    }
+    queries
+}
+
+/// One metric's statistic per minute.
+fn metric_query(
+    id: &str,
+    namespace: &str,
+    name: &str,
+    dims: &[(&str, &str)],
+    stat: &str,
+) -> aws_sdk_cloudwatch::types::MetricDataQuery {
+    use aws_sdk_cloudwatch::types::{Dimension, Metric, MetricDataQuery, MetricStat};
+    let dimensions: Vec<Dimension> =
+        dims.iter().map(|(k, v)| Dimension::builder().name(*k).value(*v).build()).collect();
+    MetricDataQuery::builder()
+        .id(id)
+        .metric_stat(
+            MetricStat::builder()
+                .metric(
+                    Metric::builder().namespace(namespace).metric_name(name).set_dimensions(Some(dimensions)).build(),
+                )
+                .period(60)
+                .stat(stat)
+                .build(),
+        )
+        .build()
+}
+
 async fn metrics(
     ctx: &Context,
     queue_name: &str,
     function: Option<&str>,
     window: Duration,
 ) -> Result<(Option<FunctionMetrics>, Option<u64>), String> {
-    use aws_sdk_cloudwatch::types::{Dimension, Metric, MetricDataQuery, MetricStat};
     let client = aws_sdk_cloudwatch::Client::new(&ctx.aws_config().await);
-    let query = |id: &str, namespace: &str, name: &str, dims: &[(&str, &str)], stat: &str| {
-        let dimensions: Vec<Dimension> =
-            dims.iter().map(|(k, v)| Dimension::builder().name(*k).value(*v).build()).collect();
-        MetricDataQuery::builder()
-            .id(id)
-            .metric_stat(
-                MetricStat::builder()
-                    .metric(
-                        Metric::builder()
-                            .namespace(namespace)
-                            .metric_name(name)
-                            .set_dimensions(Some(dimensions))
-                            .build(),
-                    )
-                    .period(60)
-                    .stat(stat)
-                    .build(),
-            )
-            .build()
-    };
-    let mut queries =
-        vec![query("age", "AWS/SQS", "ApproximateAgeOfOldestMessage", &[("QueueName", queue_name)], "Maximum")];
     let kinds = sophia_reports::ErrorKind::ALL;
-    if let Some(f) = function {
-        for (id, name) in [("inv", "Invocations"), ("err", "Errors"), ("thr", "Throttles")] {
-            queries.push(query(id, "AWS/Lambda", name, &[("FunctionName", f)], "Sum"));
-        }
-        // The functions' own metrics (declarations/metrics.json: dimensions Stage and Function,
-        // ReportsFailed also by ErrorKind); a function that does not emit one reads as 0.
-        if let Some(stage) = ctx.stage.as_deref() {
-            let both = [("Stage", stage), ("Function", f)];
-            queries.push(query("rf", "Sophia", "RecordsFailed", &both, "Sum"));
-            for (i, kind) in kinds.iter().enumerate() {
-                let dims = [("Stage", stage), ("Function", f), ("ErrorKind", kind.as_str())];
-                queries.push(query(&format!("k{i}"), "Sophia", "ReportsFailed", &dims, "Sum"));
-            }
-        }
-    }
+    let queries = metric_queries(queue_name, function, ctx.stage.as_deref());
     let end = std::time::SystemTime::now();
     let start = end - window.max(Duration::from_secs(300));
     let out = client
