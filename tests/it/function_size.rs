@@ -165,19 +165,14 @@ fn functions(source: &str) -> Vec<FnSpan> {
     found
 }
 
-/// Every `.rs` file under `dir` that is not test code (no `tests/`, `benches/` or `target/`).
+/// Every `.rs` file under `dir` that is not test code (none under a `tests/` or `benches/` folder).
 fn product_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.expect("directory entry").path();
-        let name = path.file_name().unwrap_or_default();
-        if path.is_dir() {
-            if !["tests", "benches", "target", "node_modules"].iter().any(|skip| name == *skip) {
-                product_files(&path, out);
-            }
-        } else if path.extension().is_some_and(|x| x == "rs") {
-            out.push(path);
-        }
-    }
+    let mut all = Vec::new();
+    crate::layout::rust_files_under(dir, &mut all);
+    let test_code = |f: &PathBuf| {
+        f.strip_prefix(dir).unwrap_or(f).components().any(|c| c.as_os_str() == "tests" || c.as_os_str() == "benches")
+    };
+    out.extend(all.into_iter().filter(|f| !test_code(f)));
 }
 
 #[test]
