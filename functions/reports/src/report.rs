@@ -7,6 +7,8 @@
 //! - [`ReportContent`] and [`GenerationMetadata`]: what is stored in `interviewReports`, whether
 //!   the report came from the model or from the insufficient-evidence rule.
 //! - [`ReportStatus`]: the lifecycle `NOT_STARTED -> PROCESSING -> COMPLETED | FAILED`.
+//! - [`StoredReport`]: the head of a report document as read back (the claim rule and the
+//!   store read it).
 //! - [`ValidationWarning`]: one finding of the output checks ([`crate::validate`]), as stored in
 //!   `validationWarnings`, with its [`WarningCode`] and [`Severity`].
 
@@ -629,4 +631,44 @@ impl ValidationWarning {
     pub fn is_critical(&self) -> bool {
         self.severity == Severity::Critical
     }
+}
+
+/// The head of a report document as read back: a read model of a document the API may also
+/// write (docs/design.md, "Documents written by other services"), decoded with
+/// [`sophia_documents::decode`]. `attemptCount` absent or `null` is 0 and may be any integral
+/// numeric; `organizationId` and the lease may be absent; unknown fields are ignored. The
+/// report's content is not read here (see [`ReportDocument`] for
+/// the written layout).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredReport {
+    #[serde(rename = "_id")]
+    pub id: bson::oid::ObjectId,
+    pub interview_id: bson::oid::ObjectId,
+    #[serde(default)]
+    pub organization_id: Option<bson::oid::ObjectId>,
+    pub status: ReportStatus,
+    #[serde(default, deserialize_with = "sophia_documents::int::i32_or_zero")]
+    pub attempt_count: i32,
+    #[serde(default)]
+    pub lease_id: Option<bson::oid::ObjectId>,
+    #[serde(default)]
+    pub lease_expires_at: Option<bson::DateTime>,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub error_kind: Option<crate::error_kind::ErrorKind>,
+    #[serde(default)]
+    pub refusal: Option<String>,
+    #[serde(default, deserialize_with = "sophia_documents::int::i32_or_zero")]
+    pub transient_failures: i32,
+    /// See [`ReportDocument::waiting_for_retry`](crate::report::ReportDocument::waiting_for_retry).
+    #[serde(default)]
+    pub waiting_for_retry: Option<bool>,
+    #[serde(default)]
+    pub retention_expires_at: Option<bson::DateTime>,
+    #[serde(default)]
+    pub created_at: Option<bson::DateTime>,
+    #[serde(default)]
+    pub updated_at: Option<bson::DateTime>,
 }
