@@ -38,7 +38,7 @@ use sophia_local::control::{ControlClient, FunctionStatus, Status};
 use sophia_local::queues::QueueOverrides;
 use sophia_local::runner::{Runner, RunnerOptions};
 use sophia_openai_fake::{Behaviour, FakeOpenAi, Fault};
-use sophia_ops::listing::FailureState;
+use sophia_ops::report_failure::FailureState;
 use sophia_ops::{Context, Outcome, ProgressMode};
 use sophia_sqs_consumer::ConsumerOptions;
 use sophia_sqs_consumer::queue::SqsRecordQueue;

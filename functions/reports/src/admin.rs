@@ -22,7 +22,7 @@ use sophia_declarations::ResetRule;
 
 use crate::claim::{self, Hold};
 use crate::interview;
-use crate::model::ReportStatus;
+use crate::report::ReportStatus;
 use crate::store::{MAX_ATTEMPTS, ReportStore, StoreError};
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;

@@ -23,8 +23,7 @@ use std::time::Duration;
 use bson::{Bson, DateTime, Document, doc};
 use sophia_declarations::Declaration;
 
-use crate::model::ReportStatus;
-use crate::store::StoredReport;
+use crate::report::{ReportStatus, StoredReport};
 
 /// Attempts after which a report stays `FAILED` and further deliveries are acknowledged
 /// (`declarations/reports.json`, shared with the API's TypeScript package).

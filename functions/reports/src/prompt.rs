@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::budget::{self, DEFAULT_TRANSCRIPT_TOKEN_BUDGET, TURN_OVERHEAD_TOKENS, estimate_tokens};
 use crate::interview::{Interview, Turn};
-use crate::model::Truncation;
+use crate::report::Truncation;
 use crate::transcript::{self, Line};
 
 /// The prefix of [`prompt_version`].

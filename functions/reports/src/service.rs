@@ -8,18 +8,19 @@ use mongodb::Database;
 use sophia_contracts::{InterviewId, OrganizationId};
 use tracing::{Instrument, field};
 
-use crate::error::{ErrorKind, ReportError};
+use crate::error::ReportError;
+use crate::error_kind::ErrorKind;
 use crate::evidence::{self, Insufficient};
 use crate::interview;
-use crate::model::{
-    CallPurpose, GenerationMetadata, LlmReport, ModelCall, Recommendation, ReportContent, ReportSource, ReportStatus,
-    Truncation,
-};
 use crate::openai::{ModelReply, ReportModel};
 use crate::prompt::{self, Prompt, PromptLimits, prompt_version};
 use crate::repair;
-use crate::store::{INTERVIEW_REPORTS, Lease, MAX_ATTEMPTS, ReportStore, StoredReport, retention_or_fallback};
-use crate::validate::{self, Expectations, ValidationWarning};
+use crate::report::{
+    CallPurpose, GenerationMetadata, LlmReport, ModelCall, Recommendation, ReportContent, ReportSource, ReportStatus,
+    StoredReport, Truncation, ValidationWarning,
+};
+use crate::store::{INTERVIEW_REPORTS, Lease, MAX_ATTEMPTS, ReportStore, retention_or_fallback};
+use crate::validate::{self, Expectations};
 
 /// The lease of a claim ([`crate::claim::lease`]: the report-generate function's declared timeout).
 pub fn default_lease() -> Duration {

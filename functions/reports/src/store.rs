@@ -28,13 +28,12 @@ use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
 use mongodb::options::ReturnDocument;
 use mongodb::{Collection, Database};
-use serde::Deserialize;
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_documents::{DocumentError, int};
 
 use crate::claim;
-use crate::error::ErrorKind;
-use crate::model::{GenerationMetadata, ReportContent, ReportDocument, ReportStatus};
+use crate::error_kind::ErrorKind;
+use crate::report::{GenerationMetadata, ReportContent, ReportDocument, ReportStatus, StoredReport};
 
 pub const INTERVIEW_REPORTS: &str = "interviewReports";
 
@@ -55,46 +54,6 @@ pub fn retention_or_fallback(interview_retention: Option<DateTime>, now: DateTim
     interview_retention.unwrap_or_else(|| {
         DateTime::from_millis(now.timestamp_millis().saturating_add(FALLBACK_RETENTION_DAYS * 24 * 3600 * 1000))
     })
-}
-
-/// The head of a report document as read back: a read model of a document the API may also
-/// write (docs/design.md, "Documents written by other services"), decoded with
-/// [`sophia_documents::decode`]. `attemptCount` absent or `null` is 0 and may be any integral
-/// numeric; `organizationId` and the lease may be absent; unknown fields are ignored. The
-/// report's content is not read here (see [`ReportDocument`](crate::model::ReportDocument) for
-/// the written layout).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StoredReport {
-    #[serde(rename = "_id")]
-    pub id: ObjectId,
-    pub interview_id: ObjectId,
-    #[serde(default)]
-    pub organization_id: Option<ObjectId>,
-    pub status: ReportStatus,
-    #[serde(default, deserialize_with = "int::i32_or_zero")]
-    pub attempt_count: i32,
-    #[serde(default)]
-    pub lease_id: Option<ObjectId>,
-    #[serde(default)]
-    pub lease_expires_at: Option<DateTime>,
-    #[serde(default)]
-    pub last_error: Option<String>,
-    #[serde(default)]
-    pub error_kind: Option<ErrorKind>,
-    #[serde(default)]
-    pub refusal: Option<String>,
-    #[serde(default, deserialize_with = "int::i32_or_zero")]
-    pub transient_failures: i32,
-    /// See [`ReportDocument::waiting_for_retry`](crate::model::ReportDocument::waiting_for_retry).
-    #[serde(default)]
-    pub waiting_for_retry: Option<bool>,
-    #[serde(default)]
-    pub retention_expires_at: Option<DateTime>,
-    #[serde(default)]
-    pub created_at: Option<DateTime>,
-    #[serde(default)]
-    pub updated_at: Option<DateTime>,
 }
 
 /// A successful claim: the lease this worker holds.

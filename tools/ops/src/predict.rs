@@ -18,7 +18,8 @@ use sophia_credits::settlement::SettleKind;
 use sophia_credits::{CreditsError, Disposition, SettlementService};
 use sophia_declarations::{Queue, ResetRule};
 use sophia_reports::claim::{self, Hold, MAX_ATTEMPTS};
-use sophia_reports::store::{ReportStore, StoredReport};
+use sophia_reports::report::StoredReport;
+use sophia_reports::store::ReportStore;
 
 use crate::queues::QueueName;
 

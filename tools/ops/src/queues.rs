@@ -223,3 +223,8 @@ impl QueueLocator {
         self.url_by_name_and_owner(name, Some(account).filter(|a| !a.is_empty()).copied()).await
     }
 }
+
+/// `ApproximateNumberOfMessages` of a queue.
+pub async fn approximate_visible(locator: &QueueLocator, url: &str) -> Result<Option<u64>, OpsError> {
+    Ok(locator.attribute(url, QueueAttributeName::ApproximateNumberOfMessages).await?.and_then(|v| v.parse().ok()))
+}
