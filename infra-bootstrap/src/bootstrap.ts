@@ -245,8 +245,67 @@ export interface Bootstrap {
 
 const TAGS = { app: APP, "managed-by": "pulumi", purpose: "bootstrap" };
 
+/** Where the bootstrap's resources go, and whether they are kept (`protect`) on a delete. */
+interface Account {
+  region: string;
+  partition: pulumi.Output<string>;
+  account: pulumi.Output<string>;
+  /** protect + retainOnDelete, unless the bootstrap is unprotected. */
+  kept: pulumi.CustomResourceOptions;
+}
+
+/** A stage's name as an output name's prefix: `dev-eu` -> `DEV_EU`. */
+const outputKey = (stage: string) => stage.toUpperCase().replace(/-/g, "_");
+
+/**
+ * The bootstrap, in the order its resources are created: the OIDC provider, the roles, the state
+ * backend and the secrets-provider keys, the deploy roles' policies and boundaries, the API's and
+ * the operators' policies, the preview role's policy, the outputs.
+ */
 export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig()): Bootstrap {
   const region = new pulumi.Config("aws").require("region");
+  const facts = checkedStageFacts(config, region);
+  const identity = aws.getCallerIdentityOutput();
+  const partition = aws.getPartitionOutput().partition;
+  const account: Account = { region, partition, account: identity.accountId, kept: config.protect ? { protect: true, retainOnDelete: true } : {} };
+
+  const oidcProviderArn = githubOidcProvider(config, account);
+  // The roles first (no policies yet): the keys' policies name them, and KMS refuses a policy
+  // naming a principal that does not exist.
+  const deploy = stageDeployRoles(config, facts, oidcProviderArn);
+  const previewRole = pullRequestPreviewRole(config, oidcProviderArn);
+  const backend = config.backend === "s3" ? stateBackend(config, facts, { deployRoles: deploy.roles, previewRole }, account) : undefined;
+  const secretsKeys = backend?.secretsKeys ?? {};
+  const stateOf = (): pulumi.Output<{ bucket: string; keyArn: string } | undefined> =>
+    backend ? pulumi.all([backend.bucket.bucket, backend.key.arn]).apply(([bucket, keyArn]) => ({ bucket, keyArn })) : pulumi.output(undefined);
+  const policies = stageDeployPolicies(facts, deploy.roles, secretsKeys, stateOf, account);
+  const access = stageAccessPolicies(facts, account);
+  const previewPolicy = previewRole && config.previewStage !== undefined ? previewRolePolicyOf(previewRole, config.previewStage, backend, stateOf, account) : undefined;
+
+  const outputs: Record<string, pulumi.Output<string>> = {
+    OIDC_PROVIDER_ARN: oidcProviderArn,
+    ...deploy.outputs,
+    ...(previewRole ? { PREVIEW_ROLE_ARN: previewRole.arn } : {}),
+    ...access.outputs,
+    ...(backend ? backendOutputs(backend.bucket, secretsKeys, region) : {}),
+  };
+  return {
+    oidcProviderArn,
+    deployRoles: deploy.roles,
+    deployPolicies: policies.deployPolicies,
+    deployManagedPolicies: policies.deployManagedPolicies,
+    boundaries: policies.boundaries,
+    previewRole,
+    previewPolicy,
+    stateBucket: backend?.bucket,
+    secretsKeys,
+    accessPolicies: access.policies,
+    outputs,
+  };
+}
+
+/** Every stage's facts from its committed stage file; all the stages' problems at once. */
+function checkedStageFacts(config: BootstrapConfig, region: string): StageFacts[] {
   const facts: StageFacts[] = [];
   const problems: string[] = [];
   for (const stage of config.stages) {
@@ -255,29 +314,32 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
     else facts.push(f);
   }
   if (problems.length > 0) throw new pulumi.RunError(`The stages cannot be bootstrapped:\n  - ${problems.join("\n  - ")}`);
+  return facts;
+}
 
-  const identity = aws.getCallerIdentityOutput();
-  const partition = aws.getPartitionOutput().partition;
-  const account = identity.accountId;
-  const kept = config.protect ? { protect: true, retainOnDelete: true } : {};
-
-  // 1. GitHub's OIDC provider: one per account, so an existing one can be named instead.
-  const oidcProviderArn: pulumi.Output<string> = config.oidcProviderArn
+/** 1. GitHub's OIDC provider: one per account, so an existing one can be named instead. */
+function githubOidcProvider(config: BootstrapConfig, account: Account): pulumi.Output<string> {
+  return config.oidcProviderArn
     ? pulumi.output(config.oidcProviderArn)
     : new aws.iam.OpenIdConnectProvider(
         "github-oidc",
         // AWS trusts GitHub's certificate through its own root CAs: no thumbprint needed
         // (https://docs.aws.amazon.com/IAM/latest/UserGuide/id_roles_providers_create_oidc.html).
         { url: `https://${GITHUB_OIDC_HOST}`, clientIdLists: [GITHUB_OIDC_AUDIENCE], tags: TAGS },
-        kept,
+        account.kept,
       ).arn;
+}
 
-  // 2. The roles first (no policies yet): the keys' policies name them, and KMS refuses a policy
-  //    naming a principal that does not exist.
-  const deployRoles: Record<string, aws.iam.Role> = {};
-  const outputs: Record<string, pulumi.Output<string>> = { OIDC_PROVIDER_ARN: oidcProviderArn };
+/** 2. Per stage, the deploy role trusted for the stage's GitHub environment; its outputs with the stage's layer. */
+function stageDeployRoles(
+  config: BootstrapConfig,
+  facts: StageFacts[],
+  oidcProviderArn: pulumi.Output<string>,
+): { roles: Record<string, aws.iam.Role>; outputs: Record<string, pulumi.Output<string>> } {
+  const roles: Record<string, aws.iam.Role> = {};
+  const outputs: Record<string, pulumi.Output<string>> = {};
   for (const f of facts) {
-    deployRoles[f.stage] = new aws.iam.Role(`${f.stage}-deploy`, {
+    roles[f.stage] = new aws.iam.Role(`${f.stage}-deploy`, {
       name: deployRoleName(f.stage),
       // Outside every stage's IAM path (/sophia/<stage>/): no deploy role's grant reaches it, and
       // every deploy role denies itself any IAM call on this path.
@@ -289,116 +351,154 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
       maxSessionDuration: 3600,
       tags: { ...TAGS, stage: f.stage },
     });
-    outputs[`${f.stage.toUpperCase().replace(/-/g, "_")}_DEPLOY_ROLE_ARN`] = deployRoles[f.stage]!.arn;
+    outputs[`${outputKey(f.stage)}_DEPLOY_ROLE_ARN`] = roles[f.stage]!.arn;
     // The one layer version the deploy role may read (scripts/preflight compares the stack file's).
-    outputs[`${f.stage.toUpperCase().replace(/-/g, "_")}_EXTENSION_LAYER_ARN`] = pulumi.output(f.layerArn);
+    outputs[`${outputKey(f.stage)}_EXTENSION_LAYER_ARN`] = pulumi.output(f.layerArn);
   }
-  // The preview role: jobs of the `preview` environment only (the pull-request preview of
-  // .github/workflows/infra.yml, whose token is that environment's secret and whose reviewers, if
-  // any, approve each run; a bare pull_request job, any workflow a branch adds, gets nothing);
-  // reads the previewed stage's state and decrypts its
-  // config (awskms), writes nothing (docs/deploy.md, "Previews and secrets"). With Pulumi Cloud it
-  // needs no AWS permission at all: sts:GetCallerIdentity needs none
-  // (https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html).
-  let previewRole: aws.iam.Role | undefined;
-  if (config.previewStage !== undefined) {
-    const stage = config.previewStage;
-    previewRole = new aws.iam.Role("preview", {
-      name: previewRoleName(stage),
-      path: BOOTSTRAP_PATH,
-      description: `Read-only pulumi preview of ${stage} for pull requests`,
-      assumeRolePolicy: oidcProviderArn.apply((arn) => JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:environment:${PREVIEW_ENVIRONMENT}`))),
-      maxSessionDuration: 3600,
-      tags: { ...TAGS, stage },
-    });
-    outputs["PREVIEW_ROLE_ARN"] = previewRole.arn;
-  }
+  return { roles, outputs };
+}
 
-  // 3. The state backend: one bucket per account and region, its own key. Explicit key policies:
-  //    no account-root statement; the break-glass administrators; each role exactly its use.
-  let stateBucket: aws.s3.Bucket | undefined;
-  let stateKey: aws.kms.Key | undefined;
+/**
+ * The preview role: jobs of the `preview` environment only (the pull-request preview of
+ * .github/workflows/infra.yml, whose token is that environment's secret and whose reviewers, if
+ * any, approve each run; a bare pull_request job, any workflow a branch adds, gets nothing);
+ * reads the previewed stage's state and decrypts its
+ * config (awskms), writes nothing (docs/deploy.md, "Previews and secrets"). With Pulumi Cloud it
+ * needs no AWS permission at all: sts:GetCallerIdentity needs none
+ * (https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html).
+ */
+function pullRequestPreviewRole(config: BootstrapConfig, oidcProviderArn: pulumi.Output<string>): aws.iam.Role | undefined {
+  if (config.previewStage === undefined) return undefined;
+  const stage = config.previewStage;
+  return new aws.iam.Role("preview", {
+    name: previewRoleName(stage),
+    path: BOOTSTRAP_PATH,
+    description: `Read-only pulumi preview of ${stage} for pull requests`,
+    assumeRolePolicy: oidcProviderArn.apply((arn) => JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:environment:${PREVIEW_ENVIRONMENT}`))),
+    maxSessionDuration: 3600,
+    tags: { ...TAGS, stage },
+  });
+}
+
+/** The roles the keys' policies name: the deploy role of each stage, the preview role. */
+interface KeyUsers {
+  deployRoles: Record<string, aws.iam.Role>;
+  previewRole: aws.iam.Role | undefined;
+}
+
+interface StateBackend {
+  key: aws.kms.Key;
+  bucket: aws.s3.Bucket;
+  secretsKeys: Record<string, aws.kms.Key>;
+}
+
+/**
+ * 3. The state backend: one bucket per account and region, its own key. Explicit key policies:
+ *    no account-root statement; the break-glass administrators; each role exactly its use.
+ */
+function stateBackend(config: BootstrapConfig, facts: StageFacts[], users: KeyUsers, account: Account): StateBackend {
+  const { deployRoles, previewRole } = users;
+  const writers = pulumi.all(facts.map((f) => deployRoles[f.stage]!.arn));
+  const readers = previewRole ? pulumi.all([previewRole.arn]) : pulumi.output([] as string[]);
+  const { region } = account;
+  const key = new aws.kms.Key(
+    "state-key",
+    {
+      description: "Encrypts the Pulumi state of the sophia stages",
+      enableKeyRotation: true,
+      deletionWindowInDays: 30,
+      policy: pulumi
+        .all([writers, readers, account.partition, account.account])
+        .apply(([w, r, p, a]) =>
+          JSON.stringify(withBreakGlassRoles(stateKeyPolicy({ admins: config.keyAdministrators, writers: w, readers: r, region }), config.breakGlassRoles, p, a)),
+        ),
+      tags: TAGS,
+    },
+    account.kept,
+  );
+  new aws.kms.Alias("state-key-alias", { name: `alias/${APP}-pulumi-state`, targetKeyId: key.keyId });
+  const bucket = stateBucket(config, key, account);
+  return { key, bucket, secretsKeys: secretsProviderKeys(config, facts, users, account) };
+}
+
+/** The state bucket: versioning, SSE-KMS with the state key, public access blocked, owner-enforced, TLS only. */
+function stateBucket(config: BootstrapConfig, stateKey: aws.kms.Key, account: Account): aws.s3.Bucket {
+  const bucket = new aws.s3.Bucket(
+    "state",
+    { bucket: pulumi.interpolate`${APP}-pulumi-state-${account.account}-${account.region}`, forceDestroy: !config.protect, tags: TAGS },
+    account.kept,
+  );
+  new aws.s3.BucketVersioning("state-versioning", { bucket: bucket.id, versioningConfiguration: { status: "Enabled" } });
+  new aws.s3.BucketServerSideEncryptionConfiguration("state-encryption", {
+    bucket: bucket.id,
+    rules: [{ applyServerSideEncryptionByDefault: { sseAlgorithm: "aws:kms", kmsMasterKeyId: stateKey.arn }, bucketKeyEnabled: true }],
+  });
+  new aws.s3.BucketPublicAccessBlock("state-public-access", {
+    bucket: bucket.id,
+    blockPublicAcls: true,
+    blockPublicPolicy: true,
+    ignorePublicAcls: true,
+    restrictPublicBuckets: true,
+  });
+  new aws.s3.BucketOwnershipControls("state-ownership", { bucket: bucket.id, rule: { objectOwnership: "BucketOwnerEnforced" } });
+  new aws.s3.BucketPolicy("state-tls-only", {
+    bucket: bucket.id,
+    policy: pulumi.jsonStringify({
+      Version: "2012-10-17",
+      Statement: [
+        {
+          Sid: "DenyPlainHttp",
+          Effect: "Deny",
+          Principal: "*",
+          Action: "s3:*",
+          Resource: [bucket.arn, pulumi.interpolate`${bucket.arn}/*`],
+          Condition: { Bool: { "aws:SecureTransport": "false" } },
+        },
+      ],
+    }),
+  });
+  return bucket;
+}
+
+/** Per stage: the key of the stack's `awskms` secrets provider (its config secrets). */
+function secretsProviderKeys(config: BootstrapConfig, facts: StageFacts[], users: KeyUsers, account: Account): Record<string, aws.kms.Key> {
+  const { deployRoles, previewRole } = users;
   const secretsKeys: Record<string, aws.kms.Key> = {};
-  if (config.backend === "s3") {
-    const writers = pulumi.all(facts.map((f) => deployRoles[f.stage]!.arn));
-    const readers = previewRole ? pulumi.all([previewRole.arn]) : pulumi.output([] as string[]);
-    stateKey = new aws.kms.Key(
-      "state-key",
+  for (const f of facts) {
+    const preview = previewRole && config.previewStage === f.stage ? previewRole.arn : pulumi.output(undefined);
+    secretsKeys[f.stage] = new aws.kms.Key(
+      `${f.stage}-pulumi-secrets`,
       {
-        description: "Encrypts the Pulumi state of the sophia stages",
+        description: `Secrets provider of the Pulumi stack ${f.stage} (pulumi stack init --secrets-provider awskms://alias/${APP}-${f.stage}-pulumi-secrets)`,
         enableKeyRotation: true,
         deletionWindowInDays: 30,
         policy: pulumi
-          .all([writers, readers, partition, account])
-          .apply(([w, r, p, a]) =>
-            JSON.stringify(withBreakGlassRoles(stateKeyPolicy({ admins: config.keyAdministrators, writers: w, readers: r, region }), config.breakGlassRoles, p, a)),
+          .all([deployRoles[f.stage]!.arn, preview, account.partition, account.account])
+          .apply(([d, p, part, a]) =>
+            JSON.stringify(withBreakGlassRoles(secretsProviderKeyPolicy({ admins: config.keyAdministrators, deployRole: d, previewRole: p }), config.breakGlassRoles, part, a)),
           ),
-        tags: TAGS,
+        tags: { ...TAGS, stage: f.stage },
       },
-      kept,
+      account.kept,
     );
-    new aws.kms.Alias("state-key-alias", { name: `alias/${APP}-pulumi-state`, targetKeyId: stateKey.keyId });
-    stateBucket = new aws.s3.Bucket(
-      "state",
-      { bucket: pulumi.interpolate`${APP}-pulumi-state-${account}-${region}`, forceDestroy: !config.protect, tags: TAGS },
-      kept,
-    );
-    new aws.s3.BucketVersioning("state-versioning", { bucket: stateBucket.id, versioningConfiguration: { status: "Enabled" } });
-    new aws.s3.BucketServerSideEncryptionConfiguration("state-encryption", {
-      bucket: stateBucket.id,
-      rules: [{ applyServerSideEncryptionByDefault: { sseAlgorithm: "aws:kms", kmsMasterKeyId: stateKey.arn }, bucketKeyEnabled: true }],
-    });
-    new aws.s3.BucketPublicAccessBlock("state-public-access", {
-      bucket: stateBucket.id,
-      blockPublicAcls: true,
-      blockPublicPolicy: true,
-      ignorePublicAcls: true,
-      restrictPublicBuckets: true,
-    });
-    new aws.s3.BucketOwnershipControls("state-ownership", { bucket: stateBucket.id, rule: { objectOwnership: "BucketOwnerEnforced" } });
-    new aws.s3.BucketPolicy("state-tls-only", {
-      bucket: stateBucket.id,
-      policy: pulumi.jsonStringify({
-        Version: "2012-10-17",
-        Statement: [
-          {
-            Sid: "DenyPlainHttp",
-            Effect: "Deny",
-            Principal: "*",
-            Action: "s3:*",
-            Resource: [stateBucket.arn, pulumi.interpolate`${stateBucket.arn}/*`],
-            Condition: { Bool: { "aws:SecureTransport": "false" } },
-          },
-        ],
-      }),
-    });
-    // Per stage: the key of the stack's `awskms` secrets provider (its config secrets).
-    for (const f of facts) {
-      const preview = previewRole && config.previewStage === f.stage ? previewRole.arn : pulumi.output(undefined);
-      secretsKeys[f.stage] = new aws.kms.Key(
-        `${f.stage}-pulumi-secrets`,
-        {
-          description: `Secrets provider of the Pulumi stack ${f.stage} (pulumi stack init --secrets-provider awskms://alias/${APP}-${f.stage}-pulumi-secrets)`,
-          enableKeyRotation: true,
-          deletionWindowInDays: 30,
-          policy: pulumi
-            .all([deployRoles[f.stage]!.arn, preview, partition, account])
-            .apply(([d, p, part, a]) =>
-              JSON.stringify(withBreakGlassRoles(secretsProviderKeyPolicy({ admins: config.keyAdministrators, deployRole: d, previewRole: p }), config.breakGlassRoles, part, a)),
-            ),
-          tags: { ...TAGS, stage: f.stage },
-        },
-        kept,
-      );
-      new aws.kms.Alias(`${f.stage}-pulumi-secrets-alias`, { name: `alias/${APP}-${f.stage}-pulumi-secrets`, targetKeyId: secretsKeys[f.stage]!.keyId });
-    }
+    new aws.kms.Alias(`${f.stage}-pulumi-secrets-alias`, { name: `alias/${APP}-${f.stage}-pulumi-secrets`, targetKeyId: secretsKeys[f.stage]!.keyId });
   }
-  const stateOf = (): pulumi.Output<{ bucket: string; keyArn: string } | undefined> =>
-    stateBucket && stateKey ? pulumi.all([stateBucket.bucket, stateKey.arn]).apply(([bucket, keyArn]) => ({ bucket, keyArn })) : pulumi.output(undefined);
+  return secretsKeys;
+}
 
-  // 4. Per stage: the permissions boundary of every role the stage creates, and the deploy role's
-  //    policies (policies.ts, deployRolePolicies: the table as managed policies, the state, the
-  //    secrets provider and the guard Denies inline).
+/**
+ * 4. Per stage: the permissions boundary of every role the stage creates, and the deploy role's
+ *    policies (policies.ts, deployRolePolicies: the table as managed policies, the state, the
+ *    secrets provider and the guard Denies inline).
+ */
+function stageDeployPolicies(
+  facts: StageFacts[],
+  deployRoles: Record<string, aws.iam.Role>,
+  secretsKeys: Record<string, aws.kms.Key>,
+  stateOf: () => pulumi.Output<{ bucket: string; keyArn: string } | undefined>,
+  account: Account,
+): Pick<Bootstrap, "deployPolicies" | "deployManagedPolicies" | "boundaries"> {
+  const { region, partition } = account;
   const table = loadPermissions();
   const deployPolicies: Record<string, aws.iam.RolePolicy> = {};
   const deployManagedPolicies: Record<string, aws.iam.Policy[]> = {};
@@ -409,13 +509,13 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
       path: BOOTSTRAP_PATH,
       description: `Permissions boundary of every role the ${f.stage} stage creates`,
       policy: pulumi
-        .all([partition, account])
+        .all([partition, account.account])
         .apply(([p, a]) => JSON.stringify(policyDocument(boundaryStatements({ partition: p, region, account: a, stage: f.stage, vpc: f.vpc, resumeBucket: f.resumeBucket })))),
       tags: { ...TAGS, stage: f.stage },
     });
     const key = secretsKeys[f.stage];
     const rendered = pulumi
-      .all([partition, account, stateOf(), key ? key.arn : pulumi.output(undefined)])
+      .all([partition, account.account, stateOf(), key ? key.arn : pulumi.output(undefined)])
       .apply(([p, a, state, secretsKeyArn]) =>
         deployRolePolicies({ scope: { partition: p, region, account: a, stage: f.stage, layerArn: f.layerArn, vpc: f.vpc }, state, secretsKeyArn }, table),
       );
@@ -424,30 +524,51 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
       name: "deploy-stage",
       policy: rendered.apply((r) => JSON.stringify(r.inline)),
     });
-    // The count of managed policies is known before the ARNs: render once with placeholders.
-    const count = deployRolePolicies({ scope: { partition: "aws", region, account: "000000000000", stage: f.stage, layerArn: f.layerArn, vpc: f.vpc } }, table).managed.length;
-    deployManagedPolicies[f.stage] = [];
-    for (let i = 0; i < count; i++) {
-      const policy = new aws.iam.Policy(`${f.stage}-deploy-${i + 1}`, {
-        name: `${deployRoleName(f.stage)}-${i + 1}`,
-        path: BOOTSTRAP_PATH,
-        description: `Deploy role of ${f.stage}: resource types of the stage (part ${i + 1} of ${count}, infra-bootstrap/deploy-permissions.json)`,
-        policy: rendered.apply((r) => JSON.stringify(r.managed[i])),
-        tags: { ...TAGS, stage: f.stage },
-      });
-      new aws.iam.RolePolicyAttachment(`${f.stage}-deploy-${i + 1}`, { role: deployRoles[f.stage]!.name, policyArn: policy.arn });
-      deployManagedPolicies[f.stage]!.push(policy);
-    }
+    deployManagedPolicies[f.stage] = deployManagedPoliciesOf(f, deployRoles[f.stage]!, rendered, table, region);
   }
+  return { deployPolicies, deployManagedPolicies, boundaries };
+}
 
-  // 5. Per stage: the API's and the operators' access (policies.ts, apiPublishStatements and
-  //    opsStatements). Principals outside the stage hold them, so the bootstrap owns them: no deploy
-  //    role can write a new version (docs/design.md, "Who can change the API's and the operators' access").
+/** The table's statements for one stage as managed policies, each attached to the stage's deploy role. */
+function deployManagedPoliciesOf(
+  f: StageFacts,
+  deployRole: aws.iam.Role,
+  rendered: pulumi.Output<ReturnType<typeof deployRolePolicies>>,
+  table: ReturnType<typeof loadPermissions>,
+  region: string,
+): aws.iam.Policy[] {
+  // The count of managed policies is known before the ARNs: render once with placeholders.
+  const count = deployRolePolicies({ scope: { partition: "aws", region, account: "000000000000", stage: f.stage, layerArn: f.layerArn, vpc: f.vpc } }, table).managed.length;
+  const policies: aws.iam.Policy[] = [];
+  for (let i = 0; i < count; i++) {
+    const policy = new aws.iam.Policy(`${f.stage}-deploy-${i + 1}`, {
+      name: `${deployRoleName(f.stage)}-${i + 1}`,
+      path: BOOTSTRAP_PATH,
+      description: `Deploy role of ${f.stage}: resource types of the stage (part ${i + 1} of ${count}, infra-bootstrap/deploy-permissions.json)`,
+      policy: rendered.apply((r) => JSON.stringify(r.managed[i])),
+      tags: { ...TAGS, stage: f.stage },
+    });
+    new aws.iam.RolePolicyAttachment(`${f.stage}-deploy-${i + 1}`, { role: deployRole.name, policyArn: policy.arn });
+    policies.push(policy);
+  }
+  return policies;
+}
+
+/**
+ * 5. Per stage: the API's and the operators' access (policies.ts, apiPublishStatements and
+ *    opsStatements). Principals outside the stage hold them, so the bootstrap owns them: no deploy
+ *    role can write a new version (docs/design.md, "Who can change the API's and the operators' access").
+ */
+function stageAccessPolicies(
+  facts: StageFacts[],
+  account: Account,
+): { policies: Bootstrap["accessPolicies"]; outputs: Record<string, pulumi.Output<string>> } {
   const declarations = loadDeclarations();
-  const accessPolicies: Record<string, { apiPublish: aws.iam.Policy; ops: aws.iam.Policy }> = {};
+  const policies: Bootstrap["accessPolicies"] = {};
+  const outputs: Record<string, pulumi.Output<string>> = {};
   for (const f of facts) {
     const statements = (build: typeof opsStatements) =>
-      pulumi.all([partition, account]).apply(([p, a]) => JSON.stringify(policyDocument(build({ partition: p, region, account: a, stage: f.stage }, declarations))));
+      pulumi.all([account.partition, account.account]).apply(([p, a]) => JSON.stringify(policyDocument(build({ partition: p, region: account.region, account: a, stage: f.stage }, declarations))));
     const apiPublish = new aws.iam.Policy(`${f.stage}-api-publish`, {
       name: apiPublishPolicyName(f.stage),
       path: BOOTSTRAP_PATH,
@@ -462,32 +583,37 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
       policy: statements(opsStatements),
       tags: { ...TAGS, stage: f.stage },
     });
-    accessPolicies[f.stage] = { apiPublish, ops };
-    const key = f.stage.toUpperCase().replace(/-/g, "_");
-    outputs[`${key}_API_PUBLISH_POLICY_ARN`] = apiPublish.arn;
-    outputs[`${key}_OPS_POLICY_ARN`] = ops.arn;
+    policies[f.stage] = { apiPublish, ops };
+    outputs[`${outputKey(f.stage)}_API_PUBLISH_POLICY_ARN`] = apiPublish.arn;
+    outputs[`${outputKey(f.stage)}_OPS_POLICY_ARN`] = ops.arn;
   }
+  return { policies, outputs };
+}
 
-  let previewPolicy: aws.iam.RolePolicy | undefined;
-  if (previewRole && config.previewStage !== undefined) {
-    const stage = config.previewStage;
-    const key = secretsKeys[stage];
-    if (stateBucket && key) {
-      previewPolicy = new aws.iam.RolePolicy("preview-policy", {
-        role: previewRole.id,
-        name: "preview-read-only",
-        policy: pulumi
-          .all([partition, stateOf(), key.arn])
-          .apply(([p, state, keyArn]) => JSON.stringify(previewRolePolicy(p, region, stage, state!, keyArn))),
-      });
-    }
-  }
+/** The preview role's read-only policy: the previewed stage's state and its secrets-provider key (S3 backend only). */
+function previewRolePolicyOf(
+  previewRole: aws.iam.Role,
+  stage: string,
+  backend: StateBackend | undefined,
+  stateOf: () => pulumi.Output<{ bucket: string; keyArn: string } | undefined>,
+  account: Account,
+): aws.iam.RolePolicy | undefined {
+  const key = backend?.secretsKeys[stage];
+  if (!backend || !key) return undefined;
+  return new aws.iam.RolePolicy("preview-policy", {
+    role: previewRole.id,
+    name: "preview-read-only",
+    policy: pulumi
+      .all([account.partition, stateOf(), key.arn])
+      .apply(([p, state, keyArn]) => JSON.stringify(previewRolePolicy(p, account.region, stage, state!, keyArn))),
+  });
+}
 
-  if (stateBucket) {
-    outputs["PULUMI_BACKEND_URL"] = pulumi.interpolate`s3://${stateBucket.bucket}?region=${region}`;
-    for (const stage of Object.keys(secretsKeys)) {
-      outputs[`${stage.toUpperCase().replace(/-/g, "_")}_SECRETS_PROVIDER`] = pulumi.output(`awskms://alias/${APP}-${stage}-pulumi-secrets?region=${region}`);
-    }
+/** With the S3 backend: the backend URL and each stage's secrets provider. */
+function backendOutputs(bucket: aws.s3.Bucket, secretsKeys: Record<string, aws.kms.Key>, region: string): Record<string, pulumi.Output<string>> {
+  const outputs: Record<string, pulumi.Output<string>> = { PULUMI_BACKEND_URL: pulumi.interpolate`s3://${bucket.bucket}?region=${region}` };
+  for (const stage of Object.keys(secretsKeys)) {
+    outputs[`${outputKey(stage)}_SECRETS_PROVIDER`] = pulumi.output(`awskms://alias/${APP}-${stage}-pulumi-secrets?region=${region}`);
   }
-  return { oidcProviderArn, deployRoles, deployPolicies, deployManagedPolicies, boundaries, previewRole, previewPolicy, stateBucket, secretsKeys, accessPolicies, outputs };
+  return outputs;
 }

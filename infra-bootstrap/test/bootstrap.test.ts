@@ -311,3 +311,30 @@ test("break-glass roles by pattern: an account principal limited by aws:Principa
   });
   assert.throws(() => withBreakGlassRoles(base, [pattern.replace(ACCOUNT, "999999999999")], "aws", ACCOUNT), /roles of this account/);
 });
+
+/**
+ * What `pulumi up` keys the bootstrap's resources by (no component: every URN is its type and
+ * logical name) and their physical names: reshaping createBootstrap must leave them as they are, or
+ * the up replaces a role, a key or the state bucket. After a deliberate change, rewrite
+ * test/fixtures/resource-identity.json with `UPDATE_RESOURCE_SNAPSHOT=1 npm run test:unit` and read its
+ * diff. `RESOURCE_INPUTS_FILE=<file>.txt` also writes every resource's inputs and the outputs, to
+ * compare a refactor's before and after.
+ */
+test("every resource keeps its type, logical name and physical name (the snapshot)", async () => {
+  const snapshot = path.join(__dirname, "fixtures", "resource-identity.json");
+  const key = (r: Recorded) => `${r.type}::${r.name}`;
+  const sorted = [...resources].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  const actual = sorted.map((r) => {
+    const name = r.inputs["name"] ?? r.inputs["bucket"];
+    return { type: r.type, name: r.name, ...(name === undefined ? {} : { physicalName: name }) };
+  });
+  assert.equal(new Set(actual.map((r) => `${r.type}::${r.name}`)).size, actual.length, "two resources with one URN");
+  if (process.env["UPDATE_RESOURCE_SNAPSHOT"] === "1") fs.writeFileSync(snapshot, `${JSON.stringify(actual, null, 2)}\n`);
+  assert.deepEqual(actual, JSON.parse(fs.readFileSync(snapshot, "utf8")), "a resource's URN or name changed: `pulumi up` would replace it");
+  const file = process.env["RESOURCE_INPUTS_FILE"];
+  if (file) {
+    const outputs: [string, unknown][] = [];
+    for (const [k, v] of Object.entries(bootstrap.outputs)) outputs.push([k, await unwrap(v)]);
+    fs.writeFileSync(file, `${JSON.stringify({ resources: sorted, outputs }, null, 2).split(repoRoot).join("<repo>")}\n`);
+  }
+});

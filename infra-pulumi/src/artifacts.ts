@@ -16,9 +16,7 @@ import * as zlib from "node:zlib";
 import * as pulumi from "@pulumi/pulumi";
 
 import type { Architecture } from "./config";
-
-/** Repository root (infra-pulumi/..). */
-export const REPO_ROOT = path.resolve(__dirname, "..", "..");
+import { REPO_ROOT } from "./repository";
 
 export const BUILD_INFO_FILE = "build-info.json";
 export const ZIP_FILE = "bootstrap.zip";
@@ -36,12 +34,6 @@ export interface BuildInfo {
 /** ELF e_machine of each Lambda architecture. */
 export const ELF_MACHINE: Record<Architecture, number> = { arm64: 183, x86_64: 62 };
 export const BOOTSTRAP = "bootstrap";
-
-/** `$CARGO_TARGET_DIR/lambda` when set (relative to the repo root if relative), else `<repo>/target/lambda`. */
-export function defaultArtifactsDir(repoRoot: string, env: NodeJS.ProcessEnv): string {
-  const targetDir = env["CARGO_TARGET_DIR"];
-  return targetDir ? path.resolve(repoRoot, targetDir, "lambda") : path.join(repoRoot, "target", "lambda");
-}
 
 export function zipPath(artifactsDir: string, functionName: string): string {
   return path.join(artifactsDir, functionName, ZIP_FILE);

@@ -6,9 +6,9 @@ import * as path from "node:path";
 
 import * as pulumi from "@pulumi/pulumi";
 
-import { defaultArtifactsDir, REPO_ROOT } from "./artifacts";
 import { checkMongoBudget } from "./mongo-budget";
 import { checkOpenAiBudget } from "./openai-budget";
+import { REPO_ROOT } from "./repository";
 import type { Settings } from "./settings";
 import { FUNCTION_WIRING } from "./wiring";
 
@@ -220,7 +220,8 @@ function optionalString(
 
 /**
  * Reads the stage configuration. `env` and `repoRoot` only decide the default artifacts directory
- * (`$CARGO_TARGET_DIR/lambda` or `<repo>/target/lambda`, like `scripts/build`).
+ * (`$CARGO_TARGET_DIR/lambda` or `<repo>/target/lambda`, like `scripts/build`). Each group of keys
+ * is read by its own function below, in this order, each adding its problems to the one list.
  */
 export function loadStageConfig(
   settings: Settings,
@@ -230,14 +231,73 @@ export function loadStageConfig(
   const stage = pulumi.getStack();
   const config = new pulumi.Config(CONFIG_NAMESPACE);
   const problems: string[] = [];
-  const queueKeys = settings.queues.map((q) => q.key);
-  const functionNames = settings.functions.map((f) => f.name);
+  const arch = readArchitecture(config, problems);
+  const sizes = readPerItemNumbers(config, settings, problems);
+  const logging = readLogging(config, problems);
+  const names = readNames(config, problems);
+  const artifactsDir = artifactsDirOf(config, env, repoRoot);
+  const region = readRegion(problems);
+  const mongodb = readMongodbAuth(config, problems);
+  const extension = readSecretsExtension(config, region, arch, problems);
+  const resume = readResumeBucketAccess(config, names.resumeBucket, problems);
+  const protection = readProtection(config, stage, problems);
+  const alarmSubscription = readAlarmSubscription(config, names.alarmTopicArn, problems);
+  const vpc = parseVpc(readObject(config, KEYS.vpc, problems), problems);
+  checkSecretsSet(stage, problems);
+  problems.push(...checkMongoBudget(config, sizes.maximumConcurrency));
+  problems.push(...checkOpenAiBudget(config, sizes.maximumConcurrency));
+  if (problems.length > 0) throw new ConfigError(stage, problems);
 
+  return {
+    stage,
+    architecture: arch as Architecture,
+    memoryMb: sizes.memoryMb,
+    maximumConcurrency: sizes.maximumConcurrency,
+    oldestMessageAgeAlarmSeconds: sizes.oldestMessageAgeAlarmSeconds,
+    alarmTopicArn: names.alarmTopicArn,
+    logRetentionDays: logging.logRetentionDays,
+    logLevel: logging.logLevel,
+    recordConcurrency: sizes.recordConcurrency,
+    mongodbDatabase: names.mongodbDatabase,
+    openaiModel: names.openaiModel,
+    openaiBaseUrl: names.openaiBaseUrl,
+    resumeBucket: names.resumeBucket,
+    artifactsDir,
+    region,
+    mongodbAuth: mongodb.mongodbAuth,
+    mongodbIamUri: mongodb.mongodbIamUri,
+    secretsExtensionLayerArn: extension.secretsExtensionLayerArn ?? "",
+    secretsManagerTtlSeconds: extension.secretsManagerTtlSeconds,
+    resumeBucketAccess: resume.resumeBucketAccess,
+    resumeBucketPrefix: resume.resumeBucketPrefix,
+    invocableUnsubscribed: protection.invocable === true,
+    alarmSubscription,
+    protectData: protection.protectRaw === true,
+    vpc,
+    secrets: {
+      mongodbUri: config.requireSecret(KEYS.mongodbUri),
+      openaiApiKey: config.requireSecret(KEYS.openaiApiKey),
+    },
+  };
+}
+
+/** `sophia:architecture`, as given (checked against ARCHITECTURES). */
+function readArchitecture(config: pulumi.Config, problems: string[]): string {
   const arch = config.get(KEYS.architecture) ?? DEFAULTS.architecture;
   if (!(ARCHITECTURES as readonly string[]).includes(arch)) {
     problems.push(`${CONFIG_NAMESPACE}:${KEYS.architecture} must be one of ${ARCHITECTURES.join(", ")}, got "${arch}"`);
   }
+  return arch;
+}
 
+/** The per-function and per-queue numbers: one value for all, or a map by function name or queue key. */
+function readPerItemNumbers(
+  config: pulumi.Config,
+  settings: Settings,
+  problems: string[],
+): Pick<StageConfig, "memoryMb" | "maximumConcurrency" | "oldestMessageAgeAlarmSeconds" | "recordConcurrency"> {
+  const queueKeys = settings.queues.map((q) => q.key);
+  const functionNames = settings.functions.map((f) => f.name);
   const memoryMb = perItem(
     readObject(config, KEYS.memoryMb, problems),
     functionNames,
@@ -276,7 +336,11 @@ export function loadStageConfig(
     () => undefined,
     problems,
   );
+  return { memoryMb, maximumConcurrency, oldestMessageAgeAlarmSeconds, recordConcurrency };
+}
 
+/** `sophia:logRetentionDays` (a value CloudWatch Logs accepts) and `sophia:logLevel`. */
+function readLogging(config: pulumi.Config, problems: string[]): Pick<StageConfig, "logRetentionDays" | "logLevel"> {
   const retentionRaw = readObject(config, KEYS.logRetentionDays, problems) ?? DEFAULTS.logRetentionDays;
   let logRetentionDays: number = DEFAULTS.logRetentionDays;
   if (typeof retentionRaw === "number" && (LOG_RETENTION_DAYS as readonly number[]).includes(retentionRaw)) {
@@ -297,6 +361,14 @@ export function loadStageConfig(
       `${CONFIG_NAMESPACE}:${KEYS.logLevel} ${JSON.stringify(logLevel)} asks for debug/trace lines, which the release binaries do not contain (compiled out: release_max_level_info); use info, warn or error`,
     );
   }
+  return { logRetentionDays, logLevel };
+}
+
+/** The names and addresses the stage is given: database, model, gateway, resume bucket, alarm topic. */
+function readNames(
+  config: pulumi.Config,
+  problems: string[],
+): Pick<StageConfig, "mongodbDatabase" | "openaiModel" | "openaiBaseUrl" | "resumeBucket" | "alarmTopicArn"> {
   const mongodbDatabase =
     optionalString(config, KEYS.mongodbDatabase, /^[^\s/\\."$]{1,63}$/, "a MongoDB database name", problems) ??
     DEFAULTS.mongodbDatabase;
@@ -323,15 +395,32 @@ export function loadStageConfig(
     "an SNS topic ARN",
     problems,
   );
+  return { mongodbDatabase, openaiModel, openaiBaseUrl, resumeBucket, alarmTopicArn };
+}
 
+/** `$CARGO_TARGET_DIR/lambda` when set (relative to the repo root if relative), else `<repo>/target/lambda`. */
+export function defaultArtifactsDir(repoRoot: string, env: NodeJS.ProcessEnv): string {
+  const targetDir = env["CARGO_TARGET_DIR"];
+  return targetDir ? path.resolve(repoRoot, targetDir, "lambda") : path.join(repoRoot, "target", "lambda");
+}
+
+/** `sophia:artifactsDir` (relative to the repository root), else defaultArtifactsDir. */
+function artifactsDirOf(config: pulumi.Config, env: NodeJS.ProcessEnv, repoRoot: string): string {
   const configuredArtifacts = config.get(KEYS.artifactsDir);
-  const artifactsDir = configuredArtifacts
+  return configuredArtifacts
     ? path.resolve(repoRoot, configuredArtifacts)
     : defaultArtifactsDir(repoRoot, env);
+}
 
+/** `aws:region`, required. */
+function readRegion(problems: string[]): string {
   const region = new pulumi.Config("aws").get("region") ?? "";
   if (!/^[a-z]{2}(-[a-z]+)+-\d$/.test(region)) problems.push(`aws:region must be set to the stage's region, got ${JSON.stringify(region)}`);
+  return region;
+}
 
+/** `sophia:mongodbAuth` and, with aws-iam, the password-less connection string made of `sophia:mongodbUri`. */
+function readMongodbAuth(config: pulumi.Config, problems: string[]): Pick<StageConfig, "mongodbAuth" | "mongodbIamUri"> {
   const mongodbAuth = (config.get(KEYS.mongodbAuth) ?? "password") as MongodbAuth;
   if (!(MONGODB_AUTH_MODES as readonly string[]).includes(mongodbAuth)) {
     problems.push(`${CONFIG_NAMESPACE}:${KEYS.mongodbAuth} must be one of ${MONGODB_AUTH_MODES.join(", ")}, got "${mongodbAuth}"`);
@@ -343,7 +432,16 @@ export function loadStageConfig(
     if (r.ok) mongodbIamUri = r.uri;
     else problems.push(`${CONFIG_NAMESPACE}:${KEYS.mongodbUri} with ${KEYS.mongodbAuth} aws-iam ${r.problem}`);
   }
+  return { mongodbAuth, mongodbIamUri };
+}
 
+/** The secrets extension: its layer (checkLayerArn) and its cache TTL. */
+function readSecretsExtension(
+  config: pulumi.Config,
+  region: string,
+  arch: string,
+  problems: string[],
+): { secretsExtensionLayerArn: string | undefined; secretsManagerTtlSeconds: number | undefined } {
   const secretsExtensionLayerArn = checkLayerArn(config.get(KEYS.secretsExtensionLayerArn), region, arch, problems);
   const ttlRaw = readObject(config, KEYS.secretsManagerTtlSeconds, problems);
   let secretsManagerTtlSeconds: number | undefined;
@@ -352,7 +450,15 @@ export function loadStageConfig(
     if (typeof r === "string") problems.push(`${CONFIG_NAMESPACE}:${KEYS.secretsManagerTtlSeconds} ${r}, got ${JSON.stringify(ttlRaw)}`);
     else secretsManagerTtlSeconds = r;
   }
+  return { secretsExtensionLayerArn, secretsManagerTtlSeconds };
+}
 
+/** `sophia:resumeBucketAccess` and its prefix; access other than none needs the bucket and the prefix. */
+function readResumeBucketAccess(
+  config: pulumi.Config,
+  resumeBucket: string | undefined,
+  problems: string[],
+): Pick<StageConfig, "resumeBucketAccess" | "resumeBucketPrefix"> {
   const resumeBucketAccess = (config.get(KEYS.resumeBucketAccess) ?? "none") as ResumeBucketAccess;
   if (!(RESUME_BUCKET_ACCESS as readonly string[]).includes(resumeBucketAccess)) {
     problems.push(
@@ -372,7 +478,14 @@ export function loadStageConfig(
       problems.push(`${CONFIG_NAMESPACE}:${KEYS.resumeBucketAccess} ${resumeBucketAccess} needs ${CONFIG_NAMESPACE}:${KEYS.resumeBucketPrefix} (the grant is scoped to it)`);
     }
   }
+  return { resumeBucketAccess, resumeBucketPrefix };
+}
 
+/**
+ * `sophia:invocableUnsubscribedFunctions` and `sophia:protectData` as given (true/false when
+ * valid); protected data needs the stack pinned to its account.
+ */
+function readProtection(config: pulumi.Config, stage: string, problems: string[]): { invocable: unknown; protectRaw: unknown } {
   const invocable = readObject(config, KEYS.invocableUnsubscribed, problems) ?? false;
   if (typeof invocable !== "boolean") problems.push(`${CONFIG_NAMESPACE}:${KEYS.invocableUnsubscribed} must be true or false`);
   const protectRaw = readObject(config, KEYS.protectData, problems) ?? (PROTECTED_STAGES as readonly string[]).includes(stage);
@@ -383,14 +496,22 @@ export function loadStageConfig(
       `aws:allowedAccountIds must pin stack "${stage}" (protected data) to its AWS account: scripts/bootstrap-stage ${stage} sets it`,
     );
   }
+  return { invocable, protectRaw };
+}
+
+/** `sophia:alarmSubscription`, which subscribes the stack's own topic: not with `sophia:alarmTopicArn`. */
+function readAlarmSubscription(config: pulumi.Config, alarmTopicArn: string | undefined, problems: string[]): AlarmSubscription | undefined {
   const alarmSubscription = parseAlarmSubscription(readObject(config, KEYS.alarmSubscription, problems), problems);
   if (alarmSubscription && alarmTopicArn) {
     problems.push(
       `${CONFIG_NAMESPACE}:${KEYS.alarmSubscription} subscribes the stack's own topic; with ${CONFIG_NAMESPACE}:${KEYS.alarmTopicArn} set, subscribe that topic instead`,
     );
   }
-  const vpc = parseVpc(readObject(config, KEYS.vpc, problems), problems);
+  return alarmSubscription;
+}
 
+/** The two secrets must be set (`pulumi config set --secret`). */
+function checkSecretsSet(stage: string, problems: string[]): void {
   for (const secretKey of [KEYS.mongodbUri, KEYS.openaiApiKey]) {
     if (pulumi.runtime.getConfig(`${CONFIG_NAMESPACE}:${secretKey}`) === undefined) {
       problems.push(
@@ -398,42 +519,6 @@ export function loadStageConfig(
       );
     }
   }
-
-  problems.push(...checkMongoBudget(config, maximumConcurrency));
-  problems.push(...checkOpenAiBudget(config, maximumConcurrency));
-  if (problems.length > 0) throw new ConfigError(stage, problems);
-
-  return {
-    stage,
-    architecture: arch as Architecture,
-    memoryMb,
-    maximumConcurrency,
-    oldestMessageAgeAlarmSeconds,
-    alarmTopicArn,
-    logRetentionDays,
-    logLevel,
-    recordConcurrency,
-    mongodbDatabase,
-    openaiModel,
-    openaiBaseUrl,
-    resumeBucket,
-    artifactsDir,
-    region,
-    mongodbAuth,
-    mongodbIamUri,
-    secretsExtensionLayerArn: secretsExtensionLayerArn ?? "",
-    secretsManagerTtlSeconds,
-    resumeBucketAccess,
-    resumeBucketPrefix,
-    invocableUnsubscribed: invocable === true,
-    alarmSubscription,
-    protectData: protectRaw === true,
-    vpc,
-    secrets: {
-      mongodbUri: config.requireSecret(KEYS.mongodbUri),
-      openaiApiKey: config.requireSecret(KEYS.openaiApiKey),
-    },
-  };
 }
 
 /** The AWS-published extension layer: name per architecture (the x86_64 one has no suffix). */

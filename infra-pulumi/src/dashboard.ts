@@ -76,9 +76,51 @@ export function errorLinesQuery(logGroups: string[]): string {
 
 /** The dashboard's widgets, in reading order (three per row, the log widget full width last). */
 export function dashboardWidgets(input: DashboardInput): Widget[] {
+  const panels = [...awsPanels(input), ...emfPanels(input)];
+  const widgets: Widget[] = panels.map((properties, i) => ({
+    type: "metric",
+    x: (i % 3) * WIDTH,
+    y: Math.floor(i / 3) * HEIGHT,
+    width: WIDTH,
+    height: HEIGHT,
+    properties,
+  }));
+  widgets.push({
+    type: "log",
+    x: 0,
+    y: Math.ceil(panels.length / 3) * HEIGHT,
+    width: FULL_WIDTH,
+    height: HEIGHT,
+    properties: {
+      title: `ERROR log lines of stage ${input.stage} (newest ${ERROR_LINES_LIMIT})`,
+      query: errorLinesQuery(input.functions.map((f) => f.logGroupName)),
+      region: input.region,
+      view: "table",
+    },
+  });
+  return widgets;
+}
+
+const sqs = (metric: string, queue: string, stat: string): Metric => ["AWS/SQS", metric, "QueueName", queue, { stat }];
+const lambda = (metric: string, fn: string, stat: string): Metric => ["AWS/Lambda", metric, "FunctionName", fn, { stat }];
+
+/** The panels of AWS's own metrics: the queues' and the DLQs' (SQS), the functions' (Lambda). */
+function awsPanels(input: DashboardInput): Widget["properties"][] {
+  const { region } = input;
+  const fns = input.functions.map((f) => f.functionName);
+  return [
+    metricWidget("Queue depth (visible messages)", input.queues.map((q) => sqs("ApproximateNumberOfMessagesVisible", q.queue, "Maximum")), {}, region),
+    metricWidget("Age of the oldest message (s)", input.queues.map((q) => sqs("ApproximateAgeOfOldestMessage", q.queue, "Maximum")), {}, region),
+    metricWidget("Dead-letter queues (messages; should be 0)", input.queues.map((q) => sqs("ApproximateNumberOfMessagesVisible", q.dlq, "Maximum")), {}, region),
+    metricWidget("Function errors and throttles", fns.flatMap((f) => [lambda("Errors", f, "Sum"), lambda("Throttles", f, "Sum")]), { period: 300 }, region),
+    metricWidget("Function duration p50 / p99 (ms)", fns.flatMap((f) => [lambda("Duration", f, "p50"), lambda("Duration", f, "p99")]), { period: 300 }, region),
+    metricWidget("Concurrent executions", fns.map((f) => lambda("ConcurrentExecutions", f, "Maximum")), {}, region),
+  ];
+}
+
+/** The panels of the functions' EMF metrics: outcomes, credits, reports, time to report, tokens. */
+function emfPanels(input: DashboardInput): Widget["properties"][] {
   const { region, stage, metrics: decl } = input;
-  const sqs = (metric: string, queue: string, stat: string): Metric => ["AWS/SQS", metric, "QueueName", queue, { stat }];
-  const lambda = (metric: string, fn: string, stat: string): Metric => ["AWS/Lambda", metric, "FunctionName", fn, { stat }];
   const emf = (metric: string, fn: DashboardFunction, options: Record<string, unknown>): Metric => [
     ...emfMetric(decl, metric, { Stage: stage, Function: fn.functionName }),
     options,
@@ -87,27 +129,12 @@ export function dashboardWidgets(input: DashboardInput): Widget[] {
   const emitted = (names: string[], build: (metric: string, fn: DashboardFunction) => Metric[]): Metric[] =>
     input.functions.flatMap((fn) => names.filter((m) => emits(decl, m, fn.name)).flatMap((m) => build(m, fn)));
   const emitters = (metric: string) => input.functions.filter((fn) => emits(decl, metric, fn.name));
-  const fns = input.functions.map((f) => f.functionName);
+  const sum = (names: string[]) => emitted(names, (m, f) => [emf(m, f, { stat: "Sum" })]);
+  const level = () => serviceLevel(decl, "TimeToReportMs");
 
-  const panels: Widget["properties"][] = [
-    metricWidget("Queue depth (visible messages)", input.queues.map((q) => sqs("ApproximateNumberOfMessagesVisible", q.queue, "Maximum")), {}, region),
-    metricWidget("Age of the oldest message (s)", input.queues.map((q) => sqs("ApproximateAgeOfOldestMessage", q.queue, "Maximum")), {}, region),
-    metricWidget("Dead-letter queues (messages; should be 0)", input.queues.map((q) => sqs("ApproximateNumberOfMessagesVisible", q.dlq, "Maximum")), {}, region),
-    metricWidget("Function errors and throttles", fns.flatMap((f) => [lambda("Errors", f, "Sum"), lambda("Throttles", f, "Sum")]), { period: 300 }, region),
-    metricWidget("Function duration p50 / p99 (ms)", fns.flatMap((f) => [lambda("Duration", f, "p50"), lambda("Duration", f, "p99")]), { period: 300 }, region),
-    metricWidget("Concurrent executions", fns.map((f) => lambda("ConcurrentExecutions", f, "Maximum")), {}, region),
-    metricWidget(
-      "Records by outcome",
-      emitted(["RecordsProcessed", "RecordsFailed", "RecordsDroppedInvalid", "RecordsDropped"], (m, f) => [emf(m, f, { stat: "Sum" })]),
-      { period: 300 },
-      region,
-    ),
-    metricWidget(
-      "Credits settled, released, forfeited",
-      emitted(["CreditsConsumed", "CreditsReleased", "CreditsForfeited", "InterviewsSettled"], (m, f) => [emf(m, f, { stat: "Sum" })]),
-      { period: 300 },
-      region,
-    ),
+  return [
+    metricWidget("Records by outcome", sum(["RecordsProcessed", "RecordsFailed", "RecordsDroppedInvalid", "RecordsDropped"]), { period: 300 }, region),
+    metricWidget("Credits settled, released, forfeited", sum(["CreditsConsumed", "CreditsReleased", "CreditsForfeited", "InterviewsSettled"]), { period: 300 }, region),
     metricWidget(
       "Reports: completed, failed, needing review, repair calls; model latency (ms, right axis)",
       emitted(["ReportsCompleted", "ReportsFailed", "ReportsNeedingReview", "ReportRepairCalls", "ModelLatencyMs"], (m, f) =>
@@ -131,15 +158,12 @@ export function dashboardWidgets(input: DashboardInput): Widget[] {
       region,
     ),
     metricWidget(
-      `Time to report: interview end -> report stored, p50 / ${serviceLevel(decl, "TimeToReportMs").statistic} (ms; level ${serviceLevel(decl, "TimeToReportMs").statistic} <= ${humanMs(serviceLevel(decl, "TimeToReportMs").thresholdMs)}); publish -> settled p95`,
+      `Time to report: interview end -> report stored, p50 / ${level().statistic} (ms; level ${level().statistic} <= ${humanMs(level().thresholdMs)}); publish -> settled p95`,
       [
         ...emitted(["TimeToReportMs"], (m, f) => [emf(m, f, { stat: "p50" }), emf(m, f, { stat: serviceLevel(decl, m).statistic })]),
         ...emitted(["TimeToSettlementMs"], (m, f) => [emf(m, f, { stat: "p95" })]),
       ],
-      {
-        period: 300,
-        annotations: { horizontal: [{ label: "time to report level", value: serviceLevel(decl, "TimeToReportMs").thresholdMs }] },
-      },
+      { period: 300, annotations: { horizontal: [{ label: "time to report level", value: level().thresholdMs }] } },
       region,
     ),
     metricWidget(
@@ -157,28 +181,6 @@ export function dashboardWidgets(input: DashboardInput): Widget[] {
       region,
     ),
   ];
-  const widgets: Widget[] = panels.map((properties, i) => ({
-    type: "metric",
-    x: (i % 3) * WIDTH,
-    y: Math.floor(i / 3) * HEIGHT,
-    width: WIDTH,
-    height: HEIGHT,
-    properties,
-  }));
-  widgets.push({
-    type: "log",
-    x: 0,
-    y: Math.ceil(panels.length / 3) * HEIGHT,
-    width: FULL_WIDTH,
-    height: HEIGHT,
-    properties: {
-      title: `ERROR log lines of stage ${stage} (newest ${ERROR_LINES_LIMIT})`,
-      query: errorLinesQuery(input.functions.map((f) => f.logGroupName)),
-      region,
-      view: "table",
-    },
-  });
-  return widgets;
 }
 
 export function dashboard(name: string, dashboardName: string, input: DashboardInput): aws.cloudwatch.Dashboard {

@@ -75,69 +75,12 @@ export class QueuePipeline extends pulumi.ComponentResource {
     const child = { parent: this };
     const { naming, queue: q, consumer: fn } = args;
     const tags = naming.tags;
-    // Fixed names: replace delete-first (else "already exists"); prod's queues are protected.
-    const queueOpts: pulumi.CustomResourceOptions = {
-      ...child,
-      deleteBeforeReplace: true,
-      ...(args.protectQueues ? { protect: true, retainOnDelete: true } : {}),
-    };
-
-    if (fn.subscribedTo !== q.key || q.consumer !== fn.name) {
-      throw new Error(`QueuePipeline ${name}: "${fn.name}" is not the declared consumer of queue "${q.key}"`);
-    }
-    const required = requiredVisibilityTimeoutSeconds(fn.timeoutSeconds, q.maximumBatchingWindowSeconds);
-    if (q.visibilityTimeoutSeconds < required) {
-      throw new Error(`QueuePipeline ${name}: visibility timeout ${q.visibilityTimeoutSeconds} s < ${required} s (6x rule)`);
-    }
-
-    this.deadLetterQueue = new aws.sqs.Queue(
-      `${name}-dlq`,
-      {
-        name: naming.queueName(q.dlqName),
-        messageRetentionSeconds: q.dlqMessageRetentionSeconds,
-        sqsManagedSseEnabled: true,
-        tags,
-      },
-      queueOpts,
-    );
-
-    this.queue = new aws.sqs.Queue(
-      `${name}-queue`,
-      {
-        name: naming.queueName(q.name),
-        visibilityTimeoutSeconds: q.visibilityTimeoutSeconds,
-        messageRetentionSeconds: q.messageRetentionSeconds,
-        sqsManagedSseEnabled: true,
-        redrivePolicy: pulumi.jsonStringify({
-          deadLetterTargetArn: this.deadLetterQueue.arn,
-          maxReceiveCount: q.maxReceiveCount,
-        }),
-        tags,
-      },
-      queueOpts,
-    );
-
-    // No queue may use the source queue as its dead-letter queue: without this, SQS's default
-    // (allowAll) would let any queue of the account and region (another stage's deploy role sets its
-    // own queue's redrive policy) move messages into it.
-    this.sourceRedriveAllowPolicy = new aws.sqs.RedriveAllowPolicy(
-      `${name}-queue-redrive-allow`,
-      { queueUrl: this.queue.url, redriveAllowPolicy: JSON.stringify({ redrivePermission: "denyAll" }) },
-      child,
-    );
-
-    // Only this pipeline's source queue may use the DLQ (and redrive from it).
-    this.redriveAllowPolicy = new aws.sqs.RedriveAllowPolicy(
-      `${name}-dlq-redrive-allow`,
-      {
-        queueUrl: this.deadLetterQueue.url,
-        redriveAllowPolicy: pulumi.jsonStringify({
-          redrivePermission: "byQueue",
-          sourceQueueArns: [this.queue.arn],
-        }),
-      },
-      child,
-    );
+    checkConsumer(name, q, fn);
+    const queues = sourceAndDeadLetterQueues(name, naming, q, args.protectQueues, this);
+    this.deadLetterQueue = queues.deadLetterQueue;
+    this.queue = queues.queue;
+    this.sourceRedriveAllowPolicy = queues.sourceRedriveAllowPolicy;
+    this.redriveAllowPolicy = queues.redriveAllowPolicy;
 
     const c = args.consumerArgs;
     this.consumer = new RustFunction(
@@ -166,21 +109,7 @@ export class QueuePipeline extends pulumi.ComponentResource {
       child,
     );
 
-    this.eventSourceMapping = new aws.lambda.EventSourceMapping(
-      `${name}-esm`,
-      {
-        eventSourceArn: this.queue.arn,
-        functionName: this.consumer.arn,
-        enabled: true,
-        batchSize: q.batchSize,
-        maximumBatchingWindowInSeconds: q.maximumBatchingWindowSeconds,
-        functionResponseTypes: q.reportBatchItemFailures ? [REPORT_BATCH_ITEM_FAILURES] : [],
-        scalingConfig: { maximumConcurrency: args.maximumConcurrency },
-        // No tags: Lambda authorizes a mapping's tags as lambda:TagResource on its ARN, the same
-        // call as re-tagging another stage's mapping, which the deploy role is therefore not given.
-      },
-      { ...child, dependsOn: [this.consumer.rolePolicy, ...(args.beforeTraffic ?? [])] },
-    );
+    this.eventSourceMapping = eventSourceMapping(name, q, this.queue, this.consumer, args, child);
 
     this.dlqAlarm = dlqNotEmptyAlarm(
       `${name}-dlq-not-empty`,
@@ -213,4 +142,108 @@ export class QueuePipeline extends pulumi.ComponentResource {
       functionName: this.functionName,
     });
   }
+}
+
+/** The consumer is the queue's declared one, and the queue's visibility timeout follows the 6x rule. */
+function checkConsumer(name: string, q: QueueSpec, fn: FunctionSpec): void {
+  if (fn.subscribedTo !== q.key || q.consumer !== fn.name) {
+    throw new Error(`QueuePipeline ${name}: "${fn.name}" is not the declared consumer of queue "${q.key}"`);
+  }
+  const required = requiredVisibilityTimeoutSeconds(fn.timeoutSeconds, q.maximumBatchingWindowSeconds);
+  if (q.visibilityTimeoutSeconds < required) {
+    throw new Error(`QueuePipeline ${name}: visibility timeout ${q.visibilityTimeoutSeconds} s < ${required} s (6x rule)`);
+  }
+}
+
+/** The source queue and its DLQ (redrive both ways), each with its redrive allow policy, children of the pipeline. */
+function sourceAndDeadLetterQueues(
+  name: string,
+  naming: Naming,
+  q: QueueSpec,
+  protectQueues: boolean,
+  parent: pulumi.Resource,
+): Pick<QueuePipeline, "queue" | "deadLetterQueue" | "sourceRedriveAllowPolicy" | "redriveAllowPolicy"> {
+  const child = { parent };
+  const tags = naming.tags;
+  // Fixed names: replace delete-first (else "already exists"); prod's queues are protected.
+  const queueOpts: pulumi.CustomResourceOptions = {
+    ...child,
+    deleteBeforeReplace: true,
+    ...(protectQueues ? { protect: true, retainOnDelete: true } : {}),
+  };
+  const deadLetterQueue = new aws.sqs.Queue(
+    `${name}-dlq`,
+    {
+      name: naming.queueName(q.dlqName),
+      messageRetentionSeconds: q.dlqMessageRetentionSeconds,
+      sqsManagedSseEnabled: true,
+      tags,
+    },
+    queueOpts,
+  );
+
+  const queue = new aws.sqs.Queue(
+    `${name}-queue`,
+    {
+      name: naming.queueName(q.name),
+      visibilityTimeoutSeconds: q.visibilityTimeoutSeconds,
+      messageRetentionSeconds: q.messageRetentionSeconds,
+      sqsManagedSseEnabled: true,
+      redrivePolicy: pulumi.jsonStringify({
+        deadLetterTargetArn: deadLetterQueue.arn,
+        maxReceiveCount: q.maxReceiveCount,
+      }),
+      tags,
+    },
+    queueOpts,
+  );
+
+  // No queue may use the source queue as its dead-letter queue: without this, SQS's default
+  // (allowAll) would let any queue of the account and region (another stage's deploy role sets its
+  // own queue's redrive policy) move messages into it.
+  const sourceRedriveAllowPolicy = new aws.sqs.RedriveAllowPolicy(
+    `${name}-queue-redrive-allow`,
+    { queueUrl: queue.url, redriveAllowPolicy: JSON.stringify({ redrivePermission: "denyAll" }) },
+    child,
+  );
+
+  // Only this pipeline's source queue may use the DLQ (and redrive from it).
+  const redriveAllowPolicy = new aws.sqs.RedriveAllowPolicy(
+    `${name}-dlq-redrive-allow`,
+    {
+      queueUrl: deadLetterQueue.url,
+      redriveAllowPolicy: pulumi.jsonStringify({
+        redrivePermission: "byQueue",
+        sourceQueueArns: [queue.arn],
+      }),
+    },
+    child,
+  );
+  return { queue, deadLetterQueue, sourceRedriveAllowPolicy, redriveAllowPolicy };
+}
+
+/** The mapping from the source queue to its consumer; it waits for the consumer's policy and `beforeTraffic`. */
+function eventSourceMapping(
+  name: string,
+  q: QueueSpec,
+  queue: aws.sqs.Queue,
+  consumer: RustFunction,
+  args: QueuePipelineArgs,
+  child: { parent: pulumi.Resource },
+): aws.lambda.EventSourceMapping {
+  return new aws.lambda.EventSourceMapping(
+    `${name}-esm`,
+    {
+      eventSourceArn: queue.arn,
+      functionName: consumer.arn,
+      enabled: true,
+      batchSize: q.batchSize,
+      maximumBatchingWindowInSeconds: q.maximumBatchingWindowSeconds,
+      functionResponseTypes: q.reportBatchItemFailures ? [REPORT_BATCH_ITEM_FAILURES] : [],
+      scalingConfig: { maximumConcurrency: args.maximumConcurrency },
+      // No tags: Lambda authorizes a mapping's tags as lambda:TagResource on its ARN, the same
+      // call as re-tagging another stage's mapping, which the deploy role is therefore not given.
+    },
+    { ...child, dependsOn: [consumer.rolePolicy, ...(args.beforeTraffic ?? [])] },
+  );
 }

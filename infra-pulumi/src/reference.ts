@@ -7,7 +7,7 @@
 import * as path from "node:path";
 
 import { ALARM_KINDS, alarmDescription, alarmKind, plannedAlarms, RUNBOOK_PATH } from "./alarms";
-import { REPO_ROOT } from "./artifacts";
+import { REPO_ROOT } from "./repository";
 import { humanMs, type MetricsDeclaration } from "./metrics";
 import type { Settings } from "./settings";
 

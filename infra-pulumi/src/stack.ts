@@ -2,6 +2,11 @@
  * The whole stack: one QueuePipeline per queue of queues.json, one RustFunction per function that
  * is not subscribed, the API's publish policy, and the outputs. Checks (settings, config, build
  * artifacts) all run before the first resource is registered.
+ *
+ * createSophiaStack assembles it from named pieces, in the order they are registered: the checked
+ * inputs, the alarm destination, the stage's secrets, the queue pipelines and the unsubscribed
+ * functions (function-args.ts: what each function is given), the migration, the function alarms and
+ * the dashboard, the VPC endpoints, the secrets' access, the operator audit trail, the outputs.
  */
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
@@ -23,20 +28,11 @@ import {
 import { dashboard } from "./dashboard";
 import { checkArtifacts } from "./artifacts";
 import { loadStageConfig, type StageConfig } from "./config";
-import { functionEnvironment, SECRET, secretsOf } from "./environment";
-import {
-  decryptViaSecretsManagerStatement,
-  OPS_AUDIT_RETENTION_DAYS,
-  publishStatement,
-  readSecretsStatement,
-  resumeBucketStatement,
-  type Statement,
-  vpcAccessStatements,
-  stageAccessPolicyArns,
-  stageRoleScope,
-} from "./iam";
+import { SECRET, secretsOf } from "./environment";
+import { type FunctionArgsContext, functionArgs } from "./function-args";
+import { OPS_AUDIT_RETENTION_DAYS, type StageRoleScope, stageAccessPolicyArns, stageRoleScope } from "./iam";
 import { RustFunction } from "./lambda";
-import { loadMetrics } from "./metrics";
+import { loadMetrics, type MetricsDeclaration } from "./metrics";
 import { Naming } from "./naming";
 import {
   ALARM_TOPIC_ARN,
@@ -47,10 +43,10 @@ import {
   queueOutputNames,
 } from "./outputs";
 import { QueuePipeline } from "./pipeline";
-import { type FunctionSpec, loadSettings, queueByKey, queuesInCreationOrder, type Settings } from "./settings";
+import { loadSettings, queuesInCreationOrder, type Settings } from "./settings";
 import { keyAdministrators, StageSecrets } from "./secrets";
 import { stageVpcEndpoints } from "./vpc-endpoints";
-import { checkWiring, MIGRATION_FUNCTION, MIGRATION_PAYLOAD, wiringFor } from "./wiring";
+import { checkWiring, MIGRATION_FUNCTION, MIGRATION_PAYLOAD } from "./wiring";
 import { OPENAI_LIMITS_KEY, openAiLimitsUnsetWarning } from "./openai-budget";
 
 export interface SophiaStack {
@@ -74,12 +70,70 @@ export interface SophiaStack {
 }
 
 export function createSophiaStack(settingsFile?: string): SophiaStack {
+  const { settings, config, naming, zips, metrics } = checkedInputs(settingsFile);
+  // Every role of the stage under its IAM path, bounded by infra-bootstrap's boundary for the stage.
+  const roleScope = stageRoleScope(naming);
+  const { alarmTopic, alarmTopicArn, alarms } = alarmDestination(naming, config);
+  const needsPartition = config.resumeBucketAccess !== "none" || config.vpc !== undefined;
+  const partition = needsPartition ? aws.getPartitionOutput().partition : undefined;
+  const account = config.vpc ? aws.getCallerIdentityOutput().accountId : undefined;
+  const keyAdmins = keyAdministrators(naming.stage);
+  const secrets = stageSecrets(naming, config, keyAdmins);
+  const ctx: FunctionArgsContext = { settings, config, zips, secrets, pipelines: {}, partition, account };
+
+  // The migration runs inside the stage (it reaches the database the functions reach, whatever the
+  // access list) and before traffic: every event source mapping waits for it. The invocation needs
+  // the migrating function, which one of the pipelines creates: hence a promise settled below.
+  let migrationCreated!: (r: pulumi.Resource) => void;
+  const migrationDone = new Promise<pulumi.Resource>((resolve) => (migrationCreated = resolve));
+  const pipelines = queuePipelines(ctx, naming, roleScope, alarms, migrationDone);
+  const functions = stageFunctions(ctx, naming, roleScope);
+  const migration = migrationInvocation(functions, zips, config, secrets);
+  migrationCreated(migration);
+
+  const functionAlarms = stageFunctionAlarms(settings, metrics, config, naming, functions, alarms);
+  const stageDashboard = dashboardOf(settings, metrics, config, naming);
+  const vpcEndpoints = interfaceEndpoints(settings, config, naming, account, pipelines, secrets);
+  restrictSecretAccess(settings, config, functions, secrets, keyAdmins);
+  // The API's and the operators' policies are the bootstrap's (infra-bootstrap/src/policies.ts,
+  // apiPublishStatements / opsStatements): principals outside the stage hold them, so no deploy of
+  // the stage may write them (docs/design.md, "Who can change the API's and the operators' access").
+  // The stack outputs their ARNs, where the API and scripts/stack-env read them.
+  const accessPolicyArns = stageAccessPolicyArns(naming.stage);
+  const auditLogGroup = operatorAuditLogGroup(naming, settings);
+  const outputs = stackOutputs(settings, pipelines, functions, accessPolicyArns, alarmTopicArn);
+
+  return {
+    settings,
+    config,
+    pipelines,
+    functions,
+    auditLogGroup,
+    secrets,
+    alarmTopic,
+    functionAlarms,
+    dashboard: stageDashboard,
+    vpcEndpoints,
+    migration,
+    outputs,
+  };
+}
+
+interface CheckedInputs {
+  settings: Settings;
+  config: StageConfig;
+  naming: Naming;
+  /** The checked `bootstrap.zip` of each function. */
+  zips: Record<string, string>;
+  metrics: MetricsDeclaration;
+}
+
+/** queues.json, the wiring, the stage config and the build artifacts, all checked; warnings logged. */
+function checkedInputs(settingsFile: string | undefined): CheckedInputs {
   const settings = loadSettings(settingsFile);
   checkWiring(settings);
   const config = loadStageConfig(settings);
   const naming = new Naming(settings.appName, config.stage);
-  // Every role of the stage under its IAM path, bounded by infra-bootstrap's boundary for the stage.
-  const roleScope = stageRoleScope(naming);
   const { zips, warnings } = checkArtifacts(
     config.artifactsDir,
     config.architecture,
@@ -98,8 +152,14 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     config.maximumConcurrency["reportGenerate"],
   );
   if (unbudgeted) void pulumi.log.warn(unbudgeted);
+  return { settings, config, naming, zips, metrics };
+}
 
-  // Alarms reach a person: the stage's own SNS topic (optionally subscribed from config) unless a topic is given.
+/** Alarms reach a person: the stage's own SNS topic (optionally subscribed from config) unless a topic is given. */
+function alarmDestination(
+  naming: Naming,
+  config: StageConfig,
+): { alarmTopic: aws.sns.Topic | undefined; alarmTopicArn: pulumi.Input<string>; alarms: AlarmTarget } {
   let alarmTopic: aws.sns.Topic | undefined;
   if (!config.alarmTopicArn) {
     alarmTopic = new aws.sns.Topic(
@@ -116,13 +176,12 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     }
   }
   const alarmTopicArn: pulumi.Input<string> = config.alarmTopicArn ?? alarmTopic!.arn;
-  const alarms: AlarmTarget = { actions: [alarmTopicArn], tags: naming.tags };
-  const needsPartition = config.resumeBucketAccess !== "none" || config.vpc !== undefined;
-  const partition = needsPartition ? aws.getPartitionOutput().partition : undefined;
-  const account = config.vpc ? aws.getCallerIdentityOutput().accountId : undefined;
+  return { alarmTopic, alarmTopicArn, alarms: { actions: [alarmTopicArn], tags: naming.tags } };
+}
 
-  const keyAdmins = keyAdministrators(naming.stage);
-  const secrets = new StageSecrets("secrets", {
+/** The stage's KMS key and its secrets (the MongoDB URI only with password authentication). */
+function stageSecrets(naming: Naming, config: StageConfig, keyAdmins: pulumi.Output<string[]>): StageSecrets {
+  return new StageSecrets("secrets", {
     naming,
     values:
       config.mongodbAuth === "password"
@@ -132,55 +191,17 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     administrators: keyAdmins,
     region: config.region,
   });
+}
 
-  const pipelines: Record<string, QueuePipeline> = {};
-  // The migration runs inside the stage (it reaches the database the functions reach, whatever the
-  // access list) and before traffic: every event source mapping waits for it. The invocation needs
-  // the migrating function, which one of the pipelines creates: hence a promise settled below.
-  let migrationCreated!: (r: pulumi.Resource) => void;
-  const migrationDone = new Promise<pulumi.Resource>((resolve) => (migrationCreated = resolve));
-
-  const extraStatements = (fn: FunctionSpec): Statement[] => {
-    const statements: Statement[] = [];
-    if (fn.publishesTo.length > 0) {
-      statements.push(publishStatement(fn.publishesTo.map((k) => pipelines[k]!.queueArn)));
-    }
-    if (config.resumeBucketAccess !== "none" && partition && wiringFor(fn.name).resumeBucket) {
-      statements.push(
-        resumeBucketStatement(partition, config.resumeBucket!, config.resumeBucketPrefix!, config.resumeBucketAccess),
-      );
-    }
-    const own = secretsOf(fn, config);
-    if (own.length > 0) {
-      statements.push(readSecretsStatement(own.map((x) => secrets.arn(x))));
-      statements.push(decryptViaSecretsManagerStatement(secrets.key.arn, config.region));
-    }
-    if (config.vpc && partition && account) {
-      statements.push(
-        ...vpcAccessStatements(partition, config.region, account, config.vpc.subnetIds, config.vpc.securityGroupIds),
-      );
-    }
-    return statements;
-  };
-  const environment = (fn: FunctionSpec) =>
-    functionEnvironment(
-      fn,
-      config,
-      fn.publishesTo.map((k) => ({ queue: queueByKey(settings, k), url: pipelines[k]!.queueUrl })),
-      (suffix) => secrets.arn(suffix),
-    );
-  const common = (fn: FunctionSpec) => ({
-    ...(secretsOf(fn, config).length > 0 ? { layers: [config.secretsExtensionLayerArn] } : {}),
-    ...(config.vpc ? { vpc: { subnetIds: config.vpc.subnetIds, securityGroupIds: config.vpc.securityGroupIds } } : {}),
-    zipPath: zips[fn.name]!,
-    architecture: config.architecture,
-    memoryMb: config.memoryMb[fn.name]!,
-    logRetentionDays: config.logRetentionDays,
-    environment: environment(fn),
-    statements: extraStatements(fn),
-  });
-
-  // Queues a consumer publishes to are created before that consumer's pipeline.
+/** One QueuePipeline per queue; queues a consumer publishes to are created before that consumer's pipeline. */
+function queuePipelines(
+  ctx: FunctionArgsContext,
+  naming: Naming,
+  roleScope: StageRoleScope,
+  alarms: AlarmTarget,
+  migrationDone: Promise<pulumi.Resource>,
+): Record<string, QueuePipeline> {
+  const { settings, config, pipelines } = ctx;
   for (const q of queuesInCreationOrder(settings)) {
     const consumer = settings.functions.find((f) => f.name === q.consumer)!;
     pipelines[q.key] = new QueuePipeline(q.name, {
@@ -188,7 +209,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
       roleScope,
       queue: q,
       consumer,
-      consumerArgs: common(consumer),
+      consumerArgs: functionArgs(ctx, consumer),
       maximumConcurrency: config.maximumConcurrency[q.key]!,
       oldestMessageAgeAlarmSeconds: config.oldestMessageAgeAlarmSeconds[q.key]!,
       alarms,
@@ -196,7 +217,12 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
       beforeTraffic: [migrationDone],
     });
   }
+  return pipelines;
+}
 
+/** Every function by name: the pipelines' consumers, and a RustFunction per function subscribed to no queue. */
+function stageFunctions(ctx: FunctionArgsContext, naming: Naming, roleScope: StageRoleScope): Record<string, RustFunction> {
+  const { settings, config, pipelines } = ctx;
   const functions: Record<string, RustFunction> = {};
   for (const q of settings.queues) functions[q.consumer] = pipelines[q.key]!.consumer;
   for (const fn of settings.functions.filter((f) => f.subscribedTo === null)) {
@@ -211,18 +237,28 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
       tags: naming.tags,
       // Invoking it releases reservations: nobody may, until a stack option says something must.
       ...(config.invocableUnsubscribed ? {} : { reservedConcurrency: 0 }),
-      ...common(fn),
+      ...functionArgs(ctx, fn),
     });
   }
+  return functions;
+}
 
-  // Invoked on create and whenever its triggers change: new code (new migrations), another
-  // database, another connection string. A FunctionError fails `pulumi up` before any mapping is
-  // created or updated. lambda:InvokeFunction on this one function is all the deploy role needs
-  // (infra-bootstrap/deploy-permissions.json); Pulumi: https://www.pulumi.com/registry/packages/aws/api-docs/lambda/invocation/
+/**
+ * Invoked on create and whenever its triggers change: new code (new migrations), another
+ * database, another connection string. A FunctionError fails `pulumi up` before any mapping is
+ * created or updated. lambda:InvokeFunction on this one function is all the deploy role needs
+ * (infra-bootstrap/deploy-permissions.json); Pulumi: https://www.pulumi.com/registry/packages/aws/api-docs/lambda/invocation/
+ */
+function migrationInvocation(
+  functions: Record<string, RustFunction>,
+  zips: Record<string, string>,
+  config: StageConfig,
+  secrets: StageSecrets,
+): aws.lambda.Invocation {
   const migrating = functions[MIGRATION_FUNCTION];
   if (!migrating) throw new Error(`the migration function ${MIGRATION_FUNCTION} is not in queues.json`);
   const zipSha256 = crypto.createHash("sha256").update(fs.readFileSync(zips[MIGRATION_FUNCTION]!)).digest("hex");
-  const migration = new aws.lambda.Invocation(
+  return new aws.lambda.Invocation(
     "migrate",
     {
       functionName: migrating.name,
@@ -237,10 +273,20 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     },
     { dependsOn: [migrating.function] },
   );
-  migrationCreated(migration);
+}
 
-  // Function alarms (plannedAlarms: the one list; the queue alarms are the pipelines'). Only for
-  // functions that can run: one with reserved concurrency 0 and no queue has no data, ever.
+/**
+ * Function alarms (plannedAlarms: the one list; the queue alarms are the pipelines'). Only for
+ * functions that can run: one with reserved concurrency 0 and no queue has no data, ever.
+ */
+function stageFunctionAlarms(
+  settings: Settings,
+  metrics: MetricsDeclaration,
+  config: StageConfig,
+  naming: Naming,
+  functions: Record<string, RustFunction>,
+  alarms: AlarmTarget,
+): aws.cloudwatch.MetricAlarm[] {
   const functionAlarms: aws.cloudwatch.MetricAlarm[] = [];
   for (const a of plannedAlarms(settings, metrics, config).filter((p) => alarmKind(p.kind).per === "function")) {
     const fn = settings.functions.find((f) => f.name === a.subject.name)!;
@@ -251,9 +297,13 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
         : functionAlarm(a.suffix, alarmName, functions[fn.name]!.name, a.kind as FunctionAlarmKind, fn.timeoutSeconds, a.subject, alarms, {}),
     );
   }
-  const running = settings.functions.filter((f) => canRun(f, config));
+  return functionAlarms;
+}
 
-  const stageDashboard = dashboard("dashboard", naming.prefix, {
+/** The stage's CloudWatch dashboard: every queue and DLQ, every function that can run. */
+function dashboardOf(settings: Settings, metrics: MetricsDeclaration, config: StageConfig, naming: Naming): aws.cloudwatch.Dashboard {
+  const running = settings.functions.filter((f) => canRun(f, config));
+  return dashboard("dashboard", naming.prefix, {
     stage: config.stage,
     region: config.region,
     metrics,
@@ -264,22 +314,39 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
       logGroupName: naming.logGroupName(naming.functionName(f.name)),
     })),
   });
+}
 
-  // Optional VPC placement: interface endpoints so SQS and Secrets Manager are reached without NAT,
-  // each with an endpoint policy scoped to the stage's ARNs (vpc-endpoints.ts).
-  const vpcEndpoints: aws.ec2.VpcEndpoint[] =
-    config.vpc?.interfaceEndpoints && account
-      ? stageVpcEndpoints({
-          naming,
-          region: config.region,
-          vpc: config.vpc,
-          account,
-          queueArns: settings.queues.flatMap((q) => [pipelines[q.key]!.queueArn, pipelines[q.key]!.dlqArn]),
-          secretArns: Object.keys(secrets.secrets).map((x) => secrets.arn(x)),
-        })
-      : [];
+/**
+ * Optional VPC placement: interface endpoints so SQS and Secrets Manager are reached without NAT,
+ * each with an endpoint policy scoped to the stage's ARNs (vpc-endpoints.ts).
+ */
+function interfaceEndpoints(
+  settings: Settings,
+  config: StageConfig,
+  naming: Naming,
+  account: pulumi.Output<string> | undefined,
+  pipelines: Record<string, QueuePipeline>,
+  secrets: StageSecrets,
+): aws.ec2.VpcEndpoint[] {
+  if (!(config.vpc?.interfaceEndpoints && account)) return [];
+  return stageVpcEndpoints({
+    naming,
+    region: config.region,
+    vpc: config.vpc,
+    account,
+    queueArns: settings.queues.flatMap((q) => [pipelines[q.key]!.queueArn, pipelines[q.key]!.dlqArn]),
+    secretArns: Object.keys(secrets.secrets).map((x) => secrets.arn(x)),
+  });
+}
 
-  // The key's and the secrets' own policies name their principals (secrets.ts).
+/** The key's and the secrets' own policies name their principals (secrets.ts): each secret, the roles that read it. */
+function restrictSecretAccess(
+  settings: Settings,
+  config: StageConfig,
+  functions: Record<string, RustFunction>,
+  secrets: StageSecrets,
+  keyAdmins: pulumi.Output<string[]>,
+): void {
   const secretReaders: Record<string, pulumi.Input<string>[]> = {};
   for (const fn of settings.functions) {
     for (const suffix of secretsOf(fn, config)) (secretReaders[suffix] ??= []).push(functions[fn.name]!.role.arn);
@@ -290,15 +357,11 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     readers: secretReaders,
     region: config.region,
   });
+}
 
-  // The API's and the operators' policies are the bootstrap's (infra-bootstrap/src/policies.ts,
-  // apiPublishStatements / opsStatements): principals outside the stage hold them, so no deploy of
-  // the stage may write them (docs/design.md, "Who can change the API's and the operators' access").
-  // The stack outputs their ARNs, where the API and scripts/stack-env read them.
-  const accessPolicyArns = stageAccessPolicyArns(naming.stage);
-
-  // The operator audit trail: sophia-ops may append to it and read it, never change or delete it.
-  const auditLogGroup = new aws.cloudwatch.LogGroup(
+/** The operator audit trail: sophia-ops may append to it and read it, never change or delete it. */
+function operatorAuditLogGroup(naming: Naming, settings: Settings): aws.cloudwatch.LogGroup {
+  return new aws.cloudwatch.LogGroup(
     "operator-audit",
     {
       name: naming.auditLogGroupName(settings.operatorAuditLogGroup),
@@ -307,8 +370,16 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     },
     { deleteBeforeReplace: true },
   );
+}
 
-
+/** The stack outputs by name (outputs.ts names them), in the order index.ts exports them. */
+function stackOutputs(
+  settings: Settings,
+  pipelines: Record<string, QueuePipeline>,
+  functions: Record<string, RustFunction>,
+  accessPolicyArns: { apiPublish: pulumi.Output<string>; ops: pulumi.Output<string> },
+  alarmTopicArn: pulumi.Input<string>,
+): Record<string, pulumi.Output<string>> {
   const outputs: Record<string, pulumi.Output<string>> = {};
   for (const q of settings.queues) {
     const names = queueOutputNames(q);
@@ -323,19 +394,5 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   outputs[OPS_POLICY_ARN] = accessPolicyArns.ops;
   outputs[ALARM_TOPIC_ARN] = pulumi.output(alarmTopicArn);
   for (const fn of settings.functions) outputs[functionRoleOutputName(fn)] = functions[fn.name]!.role.arn;
-
-  return {
-    settings,
-    config,
-    pipelines,
-    functions,
-    auditLogGroup,
-    secrets,
-    alarmTopic,
-    functionAlarms,
-    dashboard: stageDashboard,
-    vpcEndpoints,
-    migration,
-    outputs,
-  };
+  return outputs;
 }

@@ -12,7 +12,9 @@ import { test } from "node:test";
 
 import * as pulumi from "@pulumi/pulumi";
 
-import { ArtifactError, checkArtifacts, defaultArtifactsDir, headCommit, REPO_ROOT } from "../src/artifacts";
+import { ArtifactError, checkArtifacts, headCommit } from "../src/artifacts";
+import { defaultArtifactsDir } from "../src/config";
+import { REPO_ROOT } from "../src/repository";
 import { baseConfig, elfBinary, FUNCTION_NAMES, makeArtifactsDir, writeBuildInfo, zipOf } from "./support/harness";
 import { createMocks, type RecordedResource } from "./support/mocks";
 

@@ -11,7 +11,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 
-import { REPO_ROOT } from "../src/artifacts";
+import { REPO_ROOT } from "../src/repository";
 
 const CHECK = path.join(REPO_ROOT, "scripts", "check-bash32");
 function check(script: string) {

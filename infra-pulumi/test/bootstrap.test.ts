@@ -23,7 +23,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, test } from "node:test";
 
-import { REPO_ROOT } from "../src/artifacts";
+import { REPO_ROOT } from "../src/repository";
 import { DEV_ROLE, GH_STUB, type Github, type GithubEnvironment, PROTECTED_DEV, github, protect } from "./support/github";
 
 const PULUMI_STUB = `#!/usr/bin/env bash

@@ -11,7 +11,7 @@ import { test } from "node:test";
 
 import * as yaml from "js-yaml";
 
-import { REPO_ROOT } from "../src/artifacts";
+import { REPO_ROOT } from "../src/repository";
 import { loadWorkflow, type WorkflowJob as Job, type WorkflowStep as Step } from "./support/workflow-file";
 
 const { text, workflow } = loadWorkflow("client-publish.yml");

@@ -10,7 +10,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as yaml from "js-yaml";
 
 import { checkAlarmDelivery } from "../src/alarms";
-import { REPO_ROOT } from "../src/artifacts";
+import { REPO_ROOT } from "../src/repository";
 import { ConfigError, loadStageConfig, type StageConfig } from "../src/config";
 import { loadSettings } from "../src/settings";
 import { TEST_LAYER_ARN, TEST_SECRETS } from "./support/harness";

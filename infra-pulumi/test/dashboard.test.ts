@@ -12,7 +12,7 @@ import * as path from "node:path";
 import { before, test } from "node:test";
 
 import { ALARM_DESCRIPTION_MAX, plannedAlarms, RUNBOOK_PATH } from "../src/alarms";
-import { REPO_ROOT } from "../src/artifacts";
+import { REPO_ROOT } from "../src/repository";
 import { EMF_NAMESPACE, ERROR_LINES_LIMIT } from "../src/dashboard";
 import { checkDimensionSet, emfMetric, loadMetrics, type MetricsDeclaration, parseSearchExpression, serviceLevel } from "../src/metrics";
 import { ALARMS_REFERENCE, METRICS_REFERENCE, renderAlarmsReference, renderMetricsReference } from "../src/reference";

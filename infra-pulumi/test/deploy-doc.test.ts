@@ -26,7 +26,7 @@ import * as yaml from "js-yaml";
 
 import { outputNames } from "../../infra-bootstrap/src/bootstrap";
 import { deployRoleArn, stateKeyPolicy } from "../../infra-bootstrap/src/policies";
-import { REPO_ROOT } from "../src/artifacts";
+import { REPO_ROOT } from "../src/repository";
 import { GH_STUB, type Github, github as newRepository } from "./support/github";
 import { ADMINISTRATOR_ACCESS, P, World } from "./support/deploy-world";
 import { type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN } from "./support/harness";

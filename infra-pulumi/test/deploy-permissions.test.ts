@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { before, test } from "node:test";
 
-import { REPO_ROOT } from "../src/artifacts";
+import { REPO_ROOT } from "../src/repository";
 import { MIGRATION_FUNCTION, MIGRATION_PAYLOAD } from "../src/wiring";
 import { names, TYPE } from "./support/expect";
 import { EVERY_OPTION_CONFIG, type ProgramRun, runProgram } from "./support/harness";

@@ -9,7 +9,7 @@ import { test } from "node:test";
 
 import * as pulumi from "@pulumi/pulumi";
 
-import { REPO_ROOT } from "../src/artifacts";
+import { REPO_ROOT } from "../src/repository";
 import { ConfigError, loadStageConfig } from "../src/config";
 import { DEFAULT_MONGO_POOL_SIZE, mongoBudgetProblems, mongoConnections } from "../src/mongo-budget";
 import { loadSettings } from "../src/settings";

@@ -14,7 +14,7 @@ import { test } from "node:test";
 
 import * as yaml from "js-yaml";
 
-import { REPO_ROOT } from "../src/artifacts";
+import { REPO_ROOT } from "../src/repository";
 import { DEV_ROLE, type GithubEnvironment, PROTECTED_DEV, PROTECTED_MAIN, REQUIRED_CHECKS, github, protect } from "./support/github";
 
 const PREVIEW_ROLE = "arn:aws:iam::222222222222:role/sophia-bootstrap/sophia-preview";

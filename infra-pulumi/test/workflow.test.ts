@@ -9,7 +9,7 @@ import { test } from "node:test";
 
 import * as yaml from "js-yaml";
 
-import { REPO_ROOT } from "../src/artifacts";
+import { REPO_ROOT } from "../src/repository";
 
 interface Step {
   uses?: string;

@@ -276,16 +276,7 @@ pub async fn assert_invariants(store: &CreditsStore) {
 
 /// An integer field (dotted path) whatever its stored width (nx-27017 returns small Int64 as Int32).
 pub fn int(d: &Document, path: &str) -> Option<i64> {
-    let (parents, leaf) = path.rsplit_once('.').map_or((None, path), |(p, l)| (Some(p), l));
-    let mut cur = d;
-    for p in parents.into_iter().flat_map(|p| p.split('.')) {
-        cur = cur.get_document(p).ok()?;
-    }
-    match cur.get(leaf)? {
-        bson::Bson::Int32(v) => Some(i64::from(*v)),
-        bson::Bson::Int64(v) => Some(*v),
-        _ => None,
-    }
+    sophia_documents::int::at(d, path)?.ok()
 }
 
 /// What report generation reads from an interview (snapshot, transcript, credibility, duration),

@@ -193,7 +193,7 @@ async fn a_failure_reaches_the_report_dlq(answers: Vec<Behaviour>, kind: &str, e
     assert_eq!(shown.message.body, report_body(interview, org));
     assert_eq!(
         shown.report,
-        Some(sophia_ops::dlq::ReportState::Found {
+        Some(sophia_ops::dlq_messages::ReportState::Found {
             status: "FAILED".into(),
             attempt_count: attempts,
             error_kind: Some(kind.into()),

@@ -41,7 +41,7 @@ fn every_file_of_the_binary_is_a_declared_module() {
 }
 
 /// Every `.rs` file under `dir`, recursively (no `target/` or `node_modules/`).
-fn rust_files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn rust_files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.expect("directory entry").path();
         let name = path.file_name().unwrap_or_default();

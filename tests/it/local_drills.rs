@@ -165,18 +165,13 @@ impl Drill {
             .try_collect()
             .await
             .unwrap();
-        lines
-            .iter()
-            .map(|l| {
-                l.get("amount").and_then(Bson::as_i64).or_else(|| l.get_i32("amount").ok().map(i64::from)).unwrap()
-            })
-            .collect()
+        lines.iter().map(|l| sophia_documents::int::at(l, "amount").unwrap().unwrap()).collect()
     }
 }
 
-/// An integer as MongoDB stores it (int32 or int64).
+/// An integer as MongoDB stores it (int32, int64 or an integral double).
 fn number(v: &Bson) -> Option<i64> {
-    v.as_i64().or_else(|| v.as_i32().map(i64::from))
+    sophia_documents::int::from_bson(v).ok()
 }
 
 /// Waits until `check` holds; a liveness bound (not a timing assertion): `limit` is far beyond

@@ -22,6 +22,7 @@ mod deploy_before_migration;
 mod esm_emulator;
 mod faults_mongo;
 mod faults_pipeline;
+mod function_size;
 mod harness_checks;
 mod layout;
 mod load_pipeline;

@@ -5,7 +5,7 @@
 use crate::support::report as report_support;
 
 use report_support::*;
-use sophia_reports::model::ReportStatus;
+use sophia_reports::report::ReportStatus;
 
 #[tokio::test]
 async fn a_full_report_is_persisted_with_its_metadata_from_a_strict_schema_request() {
@@ -69,7 +69,7 @@ async fn a_full_report_is_persisted_with_its_metadata_from_a_strict_schema_reque
     assert!(!generation.get_document("truncation").unwrap().get_bool("resumeTruncated").unwrap());
 
     // Exactly the layout of the checked-in schema (`ReportDocument` denies unknown fields).
-    let typed: sophia_reports::model::ReportDocument = bson::from_document(d.clone()).expect("the documented layout");
+    let typed: sophia_reports::report::ReportDocument = bson::from_document(d.clone()).expect("the documented layout");
     assert_eq!((typed.status, typed.error_kind), (ReportStatus::Completed, None));
     println!("PERSISTED REPORT DOCUMENT:\n{:#}", Bson::Document(d).into_relaxed_extjson());
     println!("REQUEST BODY:\n{:#}", r.body);
@@ -221,7 +221,7 @@ async fn a_refusal_and_an_out_of_range_report_are_failures_to_retry() {
     let failed = stored(&env, ids.0).await.unwrap();
     let last_error = failed.get_str("lastError").unwrap().to_owned();
     assert!(last_error.contains("refused") && !last_error.contains("I'm sorry"), "{last_error}");
-    let typed: sophia_reports::model::ReportDocument = bson::from_document(failed).expect("the documented layout");
+    let typed: sophia_reports::report::ReportDocument = bson::from_document(failed).expect("the documented layout");
     assert_eq!(typed.error_kind, Some(sophia_reports::ErrorKind::Refusal));
     assert_eq!(typed.refusal.as_deref(), Some("I'm sorry, but I can't help with that request."), "kept on the report");
 

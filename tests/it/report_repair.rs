@@ -11,7 +11,7 @@
 use crate::support::report as report_support;
 
 use report_support::*;
-use sophia_reports::model::ReportStatus;
+use sophia_reports::report::ReportStatus;
 
 /// The interview's skills and questions (InterviewFixture's defaults).
 const SKILLS: [&str; 3] = ["Rust", "Databases", "Error handling"];

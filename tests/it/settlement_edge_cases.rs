@@ -39,17 +39,7 @@ async fn insert(w: &World, collection: &str, d: Document) {
 }
 
 fn int(d: &Document, path: &str) -> Option<i64> {
-    let (head, last) = path.rsplit_once('.').map_or((None, path), |(h, l)| (Some(h), l));
-    let parent = match head {
-        Some(h) => h.split('.').try_fold(d, |cur, p| cur.get_document(p).ok())?,
-        None => d,
-    };
-    match parent.get(last)? {
-        Bson::Int32(v) => Some(i64::from(*v)),
-        Bson::Int64(v) => Some(*v),
-        Bson::Double(v) if v.fract() == 0.0 => Some(*v as i64),
-        _ => None,
-    }
+    sophia_documents::int::at(d, path)?.ok()
 }
 
 /// How one writer stores a number.

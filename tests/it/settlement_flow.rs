@@ -28,16 +28,7 @@ async fn interview_doc(w: &World, id: InterviewId) -> bson::Document {
 
 /// Integers may come back as Int32 from nx-27017: read them as i64 whatever their width.
 fn int(d: &bson::Document, path: &str) -> Option<i64> {
-    let mut cur = d;
-    let parts: Vec<&str> = path.split('.').collect();
-    for p in &parts[..parts.len() - 1] {
-        cur = cur.get_document(p).ok()?;
-    }
-    match cur.get(parts[parts.len() - 1])? {
-        bson::Bson::Int32(v) => Some(i64::from(*v)),
-        bson::Bson::Int64(v) => Some(*v),
-        _ => None,
-    }
+    sophia_documents::int::at(d, path)?.ok()
 }
 
 #[tokio::test]

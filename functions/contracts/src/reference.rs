@@ -1,6 +1,6 @@
 //! `docs/reference/report-document.md`, rendered from the stored report's JSON Schema
 //! (`schemas/interview-report-document.schema.json`, itself generated from the Rust type
-//! `sophia_reports::model::ReportDocument` and drift-tested there). The field descriptions are the
+//! `sophia_reports::report::ReportDocument` and drift-tested there). The field descriptions are the
 //! type's doc comments: describe a field there, then run `scripts/regenerate`.
 
 use serde_json::Value;
@@ -12,13 +12,13 @@ pub const PATH: &str = "docs/reference/report-document.md";
 pub const SCHEMA: &str = include_str!("../schemas/interview-report-document.schema.json");
 
 const INTRO: &str = "<!-- Generated from functions/contracts/schemas/interview-report-document.schema.json\n     \
-(the doc comments of sophia_reports::model::ReportDocument); do not edit.\n     \
+(the doc comments of sophia_reports::report::ReportDocument); do not edit.\n     \
 Regenerate: scripts/regenerate (a test fails when this file differs). -->\n\
 # Reference: the stored report (`interviewReports`)\n\n\
 One document per interview (unique index on `interviewId`), written by report-generate and read\n\
 by the API. This page is rendered from its JSON Schema,\n\
 [`functions/contracts/schemas/interview-report-document.schema.json`](../../functions/contracts/schemas/interview-report-document.schema.json),\n\
-which is generated from the Rust type `sophia_reports::model::ReportDocument` (BSON dates appear\n\
+which is generated from the Rust type `sophia_reports::report::ReportDocument` (BSON dates appear\n\
 as `date-time` strings, ObjectIds as 24-hex strings). The API's TypeScript types come from that\n\
 schema ([the package](../../clients/typescript/README.md)). Optional fields may be absent or\n\
 `null`: both mean unset. The API may create a `NOT_STARTED` placeholder with only `interviewId`,\n\

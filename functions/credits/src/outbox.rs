@@ -10,6 +10,7 @@
 //! harmless (the report consumer is idempotent), a lost one is not.
 
 use std::future::Future;
+use std::time::Duration;
 
 use bson::DateTime;
 use chrono::Utc;
@@ -18,8 +19,11 @@ use tokio::time::Instant;
 
 use crate::error::{BoxError, CreditsError};
 use crate::model::OutboxEntry;
-use crate::settlement::PUBLISH_MIN_TIME;
 use crate::store::CreditsStore;
+
+/// A publish is not started with less than this left before its bound: it would likely be cut
+/// off, and a publish that cannot finish leaves the entry pending for the redelivery anyway.
+pub const PUBLISH_MIN_TIME: Duration = Duration::from_secs(1);
 
 /// What a publisher did with one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,7 +173,7 @@ pub struct FlushReport {
 pub async fn flush_pending_outbox(
     store: &CreditsStore,
     publisher: &impl ReportPublisher,
-    older_than: std::time::Duration,
+    older_than: Duration,
     limit: i64,
 ) -> Result<FlushReport, CreditsError> {
     let age = chrono::Duration::from_std(older_than).unwrap_or(chrono::Duration::zero());

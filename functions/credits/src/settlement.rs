@@ -85,10 +85,6 @@ pub fn retention_expires_at(anchor: chrono::DateTime<Utc>) -> chrono::DateTime<U
 /// record should fail with its own error rather than be cancelled.
 pub const OPERATION_MARGIN: Duration = Duration::from_millis(1500);
 
-/// A publish is not started with less than this left before its bound: it would likely be cut
-/// off, and a publish that cannot finish leaves the entry pending for the redelivery anyway.
-pub const PUBLISH_MIN_TIME: Duration = Duration::from_secs(1);
-
 /// What happens to an interview.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SettleKind {

@@ -4,7 +4,7 @@
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::interview::Turn;
-use crate::model::{Recommendation, ReportContent};
+use crate::report::{Recommendation, ReportContent};
 
 /// Interviews shorter than this (in seconds) cannot be judged.
 pub const MIN_DURATION_SECONDS: f64 = 60.0;

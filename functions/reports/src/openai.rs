@@ -37,9 +37,9 @@ use async_openai::types::chat::{
 use serde_json::Value;
 use sophia_platform::config::{self, ConfigError, DEFAULT_OPENAI_MODEL, OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL};
 
-use crate::error::ErrorKind;
-use crate::model::{LlmReport, OutOfRange};
+use crate::error_kind::ErrorKind;
 use crate::prompt::Prompt;
+use crate::report::{LlmReport, OutOfRange};
 use crate::schema::{SCHEMA_NAME, report_schema};
 
 /// Milliseconds one attempt (its chat completions and their waits) may take, end to end.

@@ -8,8 +8,8 @@
 //! The corrective message holds the role's skills and questions (the API's snapshot, already in
 //! the request) and the findings' field paths and numbers; never candidate text. It is not logged.
 
-use crate::model::LlmReport;
-use crate::validate::{self, Expectations, RECOMMENDATION_BANDS, ValidationWarning, WarningCode};
+use crate::report::{LlmReport, ValidationWarning, WarningCode};
+use crate::validate::{self, Expectations, RECOMMENDATION_BANDS};
 
 /// The opening of every corrective message (part of the prompt version).
 pub const REPAIR_PREAMBLE: &str = "Your report above fails these checks against the interview data. Write the whole report again, \
@@ -123,7 +123,7 @@ pub fn repair_is_better(first: &[ValidationWarning], repair: &[ValidationWarning
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Confidence, QuestionAnalysis, Recommendation, SkillAssessment};
+    use crate::report::{Confidence, QuestionAnalysis, Recommendation, SkillAssessment};
     use crate::validate::check;
 
     fn expectations() -> Expectations {

@@ -15,7 +15,7 @@
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
-use crate::model::LlmReport;
+use crate::report::LlmReport;
 
 /// `response_format.json_schema.name`.
 pub const SCHEMA_NAME: &str = "interview_report";
@@ -47,11 +47,11 @@ pub fn report_schema() -> Value {
 pub const REPORT_DOCUMENT_SCHEMA_FILE: &str = "interview-report-document.schema.json";
 
 /// The JSON Schema of one `interviewReports` document as this service writes it, generated from
-/// [`ReportDocument`](crate::model::ReportDocument) (BSON dates as `date-time` strings, ObjectIds
+/// [`ReportDocument`](crate::report::ReportDocument) (BSON dates as `date-time` strings, ObjectIds
 /// as 24-hex strings, as in extended JSON). Checked in and drift-tested
 /// (`scripts/regenerate` regenerates it).
 pub fn report_document_schema() -> Value {
-    let mut schema = schemars::schema_for!(crate::model::ReportDocument).to_value();
+    let mut schema = schemars::schema_for!(crate::report::ReportDocument).to_value();
     schema["description"] = Value::from(
         "One interviewReports document (one per interview, unique on interviewId), as written by the report-generate \
 function. Optional fields may be absent or null (both mean unset).",
@@ -239,7 +239,7 @@ mod tests {
     fn the_report_document_schema_states_the_states_the_kinds_and_what_is_required() {
         let schema = report_document_schema();
         let text = schema.to_string();
-        for kind in crate::error::ErrorKind::ALL {
+        for kind in crate::error_kind::ErrorKind::ALL {
             assert!(text.contains(&format!("\"{kind}\"")), "{kind} missing");
             assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
         }
@@ -284,7 +284,7 @@ mod tests {
         declared.sort_unstable();
         statuses.sort_unstable();
         assert_eq!(declared, statuses);
-        use crate::model::ReportStatus::*;
+        use crate::report::ReportStatus::*;
         let rules: Vec<ResetRule> = [NotStarted, Processing, Completed, Failed].map(|s| s.reset_rule()).to_vec();
         assert_eq!(
             rules,

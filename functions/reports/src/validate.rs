@@ -25,9 +25,7 @@
 //! stored with one is marked `needsReview` (`docs/report-quality.md`). Warnings name the field
 //! and the rule, never the text (quotes and answers are candidate data).
 
-use serde::{Deserialize, Serialize};
-
-use crate::model::{LlmReport, Recommendation};
+use crate::report::{LlmReport, Recommendation, ScoreBand, ValidationWarning, WarningCode};
 
 /// At most this many strengths, and as many concerns.
 pub const MAX_LIST_ITEMS: usize = 10;
@@ -53,148 +51,6 @@ pub const RECOMMENDATION_BANDS: &[(Recommendation, i32, i32)] = &[
     (Recommendation::LeanNoHire, 40, 54),
     (Recommendation::NoHire, 0, 39),
 ];
-
-/// How much a finding matters to the reader of the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    /// Corrected or cut; the report still says what the model meant (a label corrected, a list
-    /// or a string cut, a quote or an entry dropped).
-    Minor,
-    /// The report as stored would mislead: it is repaired once, else stored with `needsReview`.
-    Critical,
-}
-
-/// What a check found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum WarningCode {
-    /// Fewer than half of the interview's skills (or questions) are assessed after the check.
-    TooFewAssessed,
-    /// An assessed skill or question that the interview did not have: dropped.
-    UnexpectedEntry,
-    /// A second entry for the same skill or question: dropped.
-    DuplicateEntry,
-    /// A skill or question of the interview that the model did not assess.
-    MissingEntry,
-    /// An entry whose label did not match, taken as the interview's entry at that position.
-    LabelCorrected,
-    /// A quote that does not occur in the candidate's turns: dropped.
-    QuoteNotFound,
-    /// The recommendation is outside the overall score's band.
-    RecommendationInconsistent,
-    /// The overall score is far from what the skill scores say.
-    OverallScoreInconsistent,
-    /// A high skill score with no quote left to support it.
-    ScoreWithoutEvidence,
-    /// A list longer than its bound: cut.
-    TooManyItems,
-    /// A text longer than its bound: cut.
-    TooLong,
-    /// A candidate turn reads as an instruction to the evaluator ([`crate::injection`]): the
-    /// report may follow it rather than the interview. About the transcript, not the reply: a
-    /// repair cannot remove it.
-    InstructionToEvaluator,
-}
-
-impl WarningCode {
-    /// The severity rule (`docs/report-quality.md`): a code is critical or minor whatever the
-    /// report. A missing, unexpected or duplicate entry is minor on its own; when so few entries
-    /// are left that fewer than half of the items are assessed, [`Self::TooFewAssessed`] is added.
-    pub fn severity(self) -> Severity {
-        match self {
-            Self::TooFewAssessed
-            | Self::RecommendationInconsistent
-            | Self::OverallScoreInconsistent
-            | Self::ScoreWithoutEvidence
-            | Self::InstructionToEvaluator => Severity::Critical,
-            Self::UnexpectedEntry
-            | Self::DuplicateEntry
-            | Self::MissingEntry
-            | Self::LabelCorrected
-            | Self::QuoteNotFound
-            | Self::TooManyItems
-            | Self::TooLong => Severity::Minor,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::TooFewAssessed => "too_few_assessed",
-            Self::UnexpectedEntry => "unexpected_entry",
-            Self::DuplicateEntry => "duplicate_entry",
-            Self::MissingEntry => "missing_entry",
-            Self::LabelCorrected => "label_corrected",
-            Self::QuoteNotFound => "quote_not_found",
-            Self::RecommendationInconsistent => "recommendation_inconsistent",
-            Self::OverallScoreInconsistent => "overall_score_inconsistent",
-            Self::ScoreWithoutEvidence => "score_without_evidence",
-            Self::TooManyItems => "too_many_items",
-            Self::TooLong => "too_long",
-            Self::InstructionToEvaluator => "instruction_to_evaluator",
-        }
-    }
-
-    /// Whether a repair call can clear it: every finding about the reply; not one about the
-    /// transcript ([`Self::InstructionToEvaluator`]), which the same transcript would raise again.
-    pub fn repairable(self) -> bool {
-        !matches!(self, Self::InstructionToEvaluator)
-    }
-
-    /// Every code, in declaration order.
-    pub const ALL: [WarningCode; 12] = [
-        Self::TooFewAssessed,
-        Self::UnexpectedEntry,
-        Self::DuplicateEntry,
-        Self::MissingEntry,
-        Self::LabelCorrected,
-        Self::QuoteNotFound,
-        Self::RecommendationInconsistent,
-        Self::OverallScoreInconsistent,
-        Self::ScoreWithoutEvidence,
-        Self::TooManyItems,
-        Self::TooLong,
-        Self::InstructionToEvaluator,
-    ];
-}
-
-/// The overall-score band a recommendation requires (inclusive), on a `recommendation_inconsistent`
-/// finding: what the stored recommendation violates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ScoreBand {
-    pub recommendation: Recommendation,
-    pub min_score: i32,
-    pub max_score: i32,
-}
-
-/// One finding, as stored in the report's `validationWarnings`. Never holds candidate text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ValidationWarning {
-    pub code: WarningCode,
-    /// The code's severity (the rule is in `docs/report-quality.md`), stored so that a reader
-    /// needs no copy of the rule.
-    pub severity: Severity,
-    /// The field of the model's output, e.g. `skillAssessments[2].evidence[0]`.
-    pub field: String,
-    /// What was done, in words that hold no candidate text.
-    pub message: String,
-    /// On `recommendation_inconsistent` only: the band the stored recommendation requires and
-    /// its overall score is outside of.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub band: Option<ScoreBand>,
-}
-
-impl ValidationWarning {
-    fn new(code: WarningCode, field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { code, severity: code.severity(), field: field.into(), message: message.into(), band: None }
-    }
-
-    pub fn is_critical(&self) -> bool {
-        self.severity == Severity::Critical
-    }
-}
 
 /// The critical findings among `warnings`.
 pub fn critical(warnings: &[ValidationWarning]) -> impl Iterator<Item = &ValidationWarning> {
@@ -537,7 +393,8 @@ fn quote_occurs(quote: &str, normalized_turns: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Confidence, QuestionAnalysis, SkillAssessment};
+    use crate::report::Severity;
+    use crate::report::{Confidence, QuestionAnalysis, SkillAssessment};
 
     fn skill(name: &str, score: i32, evidence: &[&str]) -> SkillAssessment {
         SkillAssessment {

@@ -327,75 +327,26 @@ where
     H: Fn(M, RecordMeta) -> HF,
     HF: Future<Output = Result<(), Failure>>,
 {
-    let (margin, cancel_margin, max_receive_count) =
-        (options.deadline_margin, options.cancel_margin, options.max_receive_count);
     let Parsed { message, meta, raw, .. } = record;
     let (message_id, receive_count, transient_since) =
         (meta.message_id.clone(), meta.receive_count, meta.transient_since);
     let span = record_span(&meta, message.event_type().as_str());
     // Log levels mean something: ERROR only when a person is needed (the message is going to the
     // DLQ, or the code panicked); a failure SQS will retry is a WARN.
-    let last_receive = meta.receive_count >= max_receive_count;
-    if let Some(attr) = meta.event_type_attribute.as_deref()
-        && attr != message.event_type().as_str()
-    {
-        span.in_scope(|| {
-            tracing::warn!(attribute = attr, "eventType attribute disagrees with the body; the body decides")
-        });
-    }
-    if meta.remaining().is_some_and(|left| left < margin) {
-        span.record("outcome", Outcome::DeadlineSkipped.as_str());
-        span.in_scope(|| {
-            tracing::warn!(marginMs = margin.as_millis() as u64, "too close to the deadline; left for redelivery")
-        });
-        return Outcome::DeadlineSkipped;
+    let last_receive = meta.receive_count >= options.max_receive_count;
+    if let Some(skipped) = skipped_before_start(&message, &meta, &span, options) {
+        return skipped;
     }
     let started = Instant::now();
-    let cancel_at = meta.deadline.map(|d| d.checked_sub(cancel_margin).unwrap_or(d));
-    let run = AssertUnwindSafe(async { handler(message, meta).await }.instrument(span.clone())).catch_unwind();
-    let result = match cancel_at {
-        None => run.await,
-        Some(at) => match tokio::time::timeout_at(at, run).await {
-            Ok(result) => result,
-            Err(_) => {
-                span.record("outcome", Outcome::DeadlineCancelled.as_str());
-                span.record("durationMs", started.elapsed().as_millis() as u64);
-                span.in_scope(|| {
-                    if last_receive {
-                        tracing::error!(
-                            cancelMarginMs = cancel_margin.as_millis() as u64,
-                            maxReceiveCount = max_receive_count,
-                            "record still running at the invocation's deadline on its last receive; cancelled, it goes to the DLQ"
-                        )
-                    } else {
-                        tracing::warn!(
-                            cancelMarginMs = cancel_margin.as_millis() as u64,
-                            "record still running at the invocation's deadline; cancelled, SQS will redeliver it"
-                        )
-                    }
-                });
-                return Outcome::DeadlineCancelled;
-            }
-        },
+    let result = match run_before_deadline(message, meta, handler, &span, started, last_receive, options).await {
+        Ok(result) => result,
+        Err(cancelled) => return cancelled,
     };
     // A transient failure: a backoff (or, on the last receive, a requeued copy) before the
     // record is answered; decided before the span's outcome is recorded.
     let decision = match &result {
         Ok(Err(Failure::Transient { retry_after, .. })) => {
-            let age =
-                transient_since.map_or(Duration::ZERO, |t| SystemTime::now().duration_since(t).unwrap_or_default());
-            let decision = options.backoff.decide(receive_count, max_receive_count, age, *retry_after, &message_id);
-            let done = match (&options.queue, &raw, decision) {
-                (Some(queue), Some(raw), Decision::Backoff(after) | Decision::GiveUp(after)) => {
-                    queue.change_visibility(raw, after).await
-                }
-                (Some(queue), Some(raw), Decision::Requeue(delay)) => {
-                    let since = transient_since.unwrap_or_else(SystemTime::now);
-                    queue.requeue(raw, delay, crate::backoff::epoch_ms(since)).await
-                }
-                (None, _, _) | (_, None, _) => Err("no queue to change the record's visibility on".into()),
-            };
-            Some((decision, age, done))
+            Some(back_off(*retry_after, &message_id, receive_count, transient_since, raw.as_ref(), options).await)
         }
         _ => None,
     };
@@ -408,18 +359,141 @@ where
         }),
         _ => None,
     };
+    let outcome = outcome_of(&result, &decision, &dead_lettered);
+    span.record("outcome", outcome.as_str());
+    span.record("durationMs", started.elapsed().as_millis() as u64);
+    let _entered = span.enter();
+    log_result(result, decision, dead_lettered, last_receive, options.max_receive_count);
+    outcome
+}
+
+/// What the handler returned, or the panic it raised.
+type HandlerResult = Result<Result<(), Failure>, Box<dyn std::any::Any + Send>>;
+
+/// What was done about a transient failure: the decision, the failure's age, whether the queue
+/// call (visibility change or requeue) succeeded.
+type TransientDone = (Decision, Duration, Result<(), BoxError>);
+
+/// Before the handler starts: warns when the `eventType` attribute disagrees with the body, and
+/// skips the record (`DeadlineSkipped`) when too little of the invocation is left.
+fn skipped_before_start<M: QueueMessage>(
+    message: &M,
+    meta: &RecordMeta,
+    span: &tracing::Span,
+    options: &ConsumerOptions,
+) -> Option<Outcome> {
+    let margin = options.deadline_margin;
+    if let Some(attr) = meta.event_type_attribute.as_deref()
+        && attr != message.event_type().as_str()
+    {
+        span.in_scope(|| {
+            tracing::warn!(attribute = attr, "eventType attribute disagrees with the body; the body decides")
+        });
+    }
+    if meta.remaining().is_some_and(|left| left < margin) {
+        span.record("outcome", Outcome::DeadlineSkipped.as_str());
+        span.in_scope(|| {
+            tracing::warn!(marginMs = margin.as_millis() as u64, "too close to the deadline; left for redelivery")
+        });
+        return Some(Outcome::DeadlineSkipped);
+    }
+    None
+}
+
+/// Runs the handler (panics caught) until `cancel_margin` before the invocation's deadline;
+/// a record still running then is cancelled: `Err(DeadlineCancelled)`, its span and line written.
+async fn run_before_deadline<M, H, HF>(
+    message: M,
+    meta: RecordMeta,
+    handler: &H,
+    span: &tracing::Span,
+    started: Instant,
+    last_receive: bool,
+    options: &ConsumerOptions,
+) -> Result<HandlerResult, Outcome>
+where
+    M: QueueMessage,
+    H: Fn(M, RecordMeta) -> HF,
+    HF: Future<Output = Result<(), Failure>>,
+{
+    let (cancel_margin, max_receive_count) = (options.cancel_margin, options.max_receive_count);
+    let cancel_at = meta.deadline.map(|d| d.checked_sub(cancel_margin).unwrap_or(d));
+    let run = AssertUnwindSafe(async { handler(message, meta).await }.instrument(span.clone())).catch_unwind();
+    let Some(at) = cancel_at else { return Ok(run.await) };
+    match tokio::time::timeout_at(at, run).await {
+        Ok(result) => Ok(result),
+        Err(_) => {
+            span.record("outcome", Outcome::DeadlineCancelled.as_str());
+            span.record("durationMs", started.elapsed().as_millis() as u64);
+            span.in_scope(|| {
+                if last_receive {
+                    tracing::error!(
+                        cancelMarginMs = cancel_margin.as_millis() as u64,
+                        maxReceiveCount = max_receive_count,
+                        "record still running at the invocation's deadline on its last receive; cancelled, it goes to the DLQ"
+                    )
+                } else {
+                    tracing::warn!(
+                        cancelMarginMs = cancel_margin.as_millis() as u64,
+                        "record still running at the invocation's deadline; cancelled, SQS will redeliver it"
+                    )
+                }
+            });
+            Err(Outcome::DeadlineCancelled)
+        }
+    }
+}
+
+/// A transient failure's backoff ([`crate::backoff`]): the decision for this receive, applied on
+/// the record's queue (its visibility changed, or a delayed copy sent on the last receive).
+async fn back_off(
+    retry_after: Option<Duration>,
+    message_id: &str,
+    receive_count: u32,
+    transient_since: Option<SystemTime>,
+    raw: Option<&RecordRef>,
+    options: &ConsumerOptions,
+) -> TransientDone {
+    let age = transient_since.map_or(Duration::ZERO, |t| SystemTime::now().duration_since(t).unwrap_or_default());
+    let decision = options.backoff.decide(receive_count, options.max_receive_count, age, retry_after, message_id);
+    let done = match (&options.queue, raw, decision) {
+        (Some(queue), Some(raw), Decision::Backoff(after) | Decision::GiveUp(after)) => {
+            queue.change_visibility(raw, after).await
+        }
+        (Some(queue), Some(raw), Decision::Requeue(delay)) => {
+            let since = transient_since.unwrap_or_else(SystemTime::now);
+            queue.requeue(raw, delay, crate::backoff::epoch_ms(since)).await
+        }
+        (None, _, _) | (_, None, _) => Err("no queue to change the record's visibility on".into()),
+    };
+    (decision, age, done)
+}
+
+/// The record's outcome, from the handler's result and what the wrapper did about it.
+fn outcome_of(
+    result: &HandlerResult,
+    decision: &Option<TransientDone>,
+    dead_lettered: &Option<Result<String, BoxError>>,
+) -> Outcome {
     let requeued = matches!(decision, Some((Decision::Requeue(_), _, Ok(()))));
-    let outcome = match &result {
+    match result {
         Ok(Ok(())) => Outcome::Processed,
         Ok(Err(Failure::Transient { .. })) if requeued => Outcome::Requeued,
         Ok(Err(Failure::DeadLetter(_))) if matches!(dead_lettered, Some(Ok(_))) => Outcome::DeadLettered,
         Ok(Err(Failure::Retry(_) | Failure::Transient { .. } | Failure::DeadLetter(_))) => Outcome::Failed,
         Ok(Err(Failure::Drop(_))) => Outcome::DroppedByHandler,
         Err(_) => Outcome::Panicked,
-    };
-    span.record("outcome", outcome.as_str());
-    span.record("durationMs", started.elapsed().as_millis() as u64);
-    let _entered = span.enter();
+    }
+}
+
+/// The record's line (inside its span), at the level its outcome needs.
+fn log_result(
+    result: HandlerResult,
+    decision: Option<TransientDone>,
+    dead_lettered: Option<Result<String, BoxError>>,
+    last_receive: bool,
+    max_receive_count: u32,
+) {
     match result {
         Ok(Ok(())) => tracing::info!("record processed"),
         Ok(Err(Failure::Retry(e))) if last_receive => tracing::error!(
@@ -455,16 +529,10 @@ where
         Ok(Err(Failure::Drop(e))) => tracing::warn!(error = %chain(e.as_ref()), "record not processed; dropped"),
         Err(panic) => tracing::error!(panic = %panic_text(&panic), "handler panicked; SQS will redeliver the record"),
     }
-    outcome
 }
 
 /// The line of a transient failure, by what was done about it (see [`crate::backoff`]).
-fn log_transient(
-    error: &str,
-    decision: Option<(Decision, Duration, Result<(), BoxError>)>,
-    last_receive: bool,
-    max_receive_count: u32,
-) {
+fn log_transient(error: &str, decision: Option<TransientDone>, last_receive: bool, max_receive_count: u32) {
     let Some((decision, age, done)) = decision else { return };
     let age_seconds = age.as_secs();
     match (decision, done) {

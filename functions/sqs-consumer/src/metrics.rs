@@ -155,82 +155,15 @@ impl Declaration {
             .collect();
         let mut metrics = Vec::new();
         for m in doc["metrics"].as_array().ok_or("metrics.json: metrics must be an array")? {
-            let name = m["name"].as_str().ok_or("metrics.json: a metric without a name")?.to_owned();
-            let unit = m["unit"]
-                .as_str()
-                .and_then(Unit::parse)
-                .ok_or_else(|| format!("metrics.json: {name} has no known unit (Count, Milliseconds)"))?;
-            let mut dimension_sets: Vec<Vec<String>> = Vec::new();
-            for set in
-                m["dimensionSets"].as_array().ok_or_else(|| format!("metrics.json: {name} has no dimensionSets"))?
-            {
-                let set: Vec<String> = set
-                    .as_array()
-                    .ok_or_else(|| format!("metrics.json: {name}: a dimension set is an array"))?
-                    .iter()
-                    .map(|d| d.as_str().map(str::to_owned))
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| format!("metrics.json: {name}: dimension names are strings"))?;
-                if set.len() < 2 || set[0] != "Stage" || set[1] != "Function" {
-                    return Err(format!("metrics.json: {name}: every dimension set starts with Stage, Function"));
-                }
-                if let Some(d) = set.iter().find(|d| !dimensions.contains(d)) {
-                    return Err(format!("metrics.json: {name} names the undeclared dimension {d}"));
-                }
-                if dimension_sets.contains(&set) {
-                    return Err(format!("metrics.json: {name} declares {set:?} twice"));
-                }
-                dimension_sets.push(set);
+            let metric = parse_metric(m, &dimensions)?;
+            if metrics.iter().any(|x: &MetricSpec| x.name == metric.name) {
+                return Err(format!("metrics.json: {} is declared twice", metric.name));
             }
-            if dimension_sets.is_empty() {
-                return Err(format!("metrics.json: {name} has no dimension set"));
-            }
-            let emitted_by = match &m["emittedBy"] {
-                serde_json::Value::String(s) if s == "*" => EmittedBy::Every,
-                serde_json::Value::Array(a) => EmittedBy::Functions(
-                    a.iter()
-                        .map(|f| f.as_str().map(str::to_owned))
-                        .collect::<Option<_>>()
-                        .ok_or_else(|| format!("metrics.json: {name}: emittedBy lists function names"))?,
-                ),
-                _ => return Err(format!("metrics.json: {name}: emittedBy is \"*\" or a list of functions")),
-            };
-            if metrics.iter().any(|x: &MetricSpec| x.name == name) {
-                return Err(format!("metrics.json: {name} is declared twice"));
-            }
-            metrics.push(MetricSpec { name, unit, dimension_sets, emitted_by });
+            metrics.push(metric);
         }
         let mut service_levels = Vec::new();
         for l in doc["serviceLevels"].as_array().map(Vec::as_slice).unwrap_or_default() {
-            let metric = l["metric"].as_str().ok_or("metrics.json: a service level without a metric")?.to_owned();
-            match metrics.iter().find(|m| m.name == metric) {
-                Some(m) if m.unit == Unit::Milliseconds => {}
-                Some(_) => {
-                    return Err(format!("metrics.json: the service level of {metric} needs a Milliseconds metric"));
-                }
-                None => return Err(format!("metrics.json: a service level names the undeclared metric {metric}")),
-            }
-            let statistic = l["statistic"].as_str().unwrap_or_default().to_owned();
-            let percentile = statistic
-                .strip_prefix('p')
-                .and_then(|p| p.parse::<u8>().ok())
-                .filter(|p| (1..=99).contains(p))
-                .ok_or_else(|| {
-                    format!("metrics.json: {metric}: a service level's statistic is a whole percentile (p95)")
-                })?;
-            let number = |k: &str| {
-                l[k].as_u64()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("metrics.json: {metric}: {k} is a positive integer"))
-            };
-            service_levels.push(ServiceLevel {
-                threshold_ms: number("thresholdMs")?,
-                period_seconds: number("periodSeconds")?,
-                description: l["description"].as_str().unwrap_or_default().to_owned(),
-                metric,
-                statistic,
-                percentile,
-            });
+            service_levels.push(parse_service_level(l, &metrics)?);
         }
         Ok(Self { namespace, dimensions, metrics, service_levels })
     }
@@ -253,6 +186,79 @@ impl Declaration {
     pub fn metric(&self, name: &str) -> Option<&MetricSpec> {
         self.metrics.iter().find(|m| m.name == name)
     }
+}
+
+/// One metric of `metrics.json`: its name, known unit, dimension sets (each starting with Stage
+/// and Function, of declared dimensions, none twice) and who emits it.
+fn parse_metric(m: &serde_json::Value, dimensions: &[String]) -> Result<MetricSpec, String> {
+    let name = m["name"].as_str().ok_or("metrics.json: a metric without a name")?.to_owned();
+    let unit = m["unit"]
+        .as_str()
+        .and_then(Unit::parse)
+        .ok_or_else(|| format!("metrics.json: {name} has no known unit (Count, Milliseconds)"))?;
+    let mut dimension_sets: Vec<Vec<String>> = Vec::new();
+    for set in m["dimensionSets"].as_array().ok_or_else(|| format!("metrics.json: {name} has no dimensionSets"))? {
+        let set: Vec<String> = set
+            .as_array()
+            .ok_or_else(|| format!("metrics.json: {name}: a dimension set is an array"))?
+            .iter()
+            .map(|d| d.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or_else(|| format!("metrics.json: {name}: dimension names are strings"))?;
+        if set.len() < 2 || set[0] != "Stage" || set[1] != "Function" {
+            return Err(format!("metrics.json: {name}: every dimension set starts with Stage, Function"));
+        }
+        if let Some(d) = set.iter().find(|d| !dimensions.contains(d)) {
+            return Err(format!("metrics.json: {name} names the undeclared dimension {d}"));
+        }
+        if dimension_sets.contains(&set) {
+            return Err(format!("metrics.json: {name} declares {set:?} twice"));
+        }
+        dimension_sets.push(set);
+    }
+    if dimension_sets.is_empty() {
+        return Err(format!("metrics.json: {name} has no dimension set"));
+    }
+    let emitted_by = match &m["emittedBy"] {
+        serde_json::Value::String(s) if s == "*" => EmittedBy::Every,
+        serde_json::Value::Array(a) => EmittedBy::Functions(
+            a.iter()
+                .map(|f| f.as_str().map(str::to_owned))
+                .collect::<Option<_>>()
+                .ok_or_else(|| format!("metrics.json: {name}: emittedBy lists function names"))?,
+        ),
+        _ => return Err(format!("metrics.json: {name}: emittedBy is \"*\" or a list of functions")),
+    };
+    Ok(MetricSpec { name, unit, dimension_sets, emitted_by })
+}
+
+/// One service level of `metrics.json`: a whole percentile of a declared Milliseconds metric, a
+/// positive threshold and period.
+fn parse_service_level(l: &serde_json::Value, metrics: &[MetricSpec]) -> Result<ServiceLevel, String> {
+    let metric = l["metric"].as_str().ok_or("metrics.json: a service level without a metric")?.to_owned();
+    match metrics.iter().find(|m| m.name == metric) {
+        Some(m) if m.unit == Unit::Milliseconds => {}
+        Some(_) => {
+            return Err(format!("metrics.json: the service level of {metric} needs a Milliseconds metric"));
+        }
+        None => return Err(format!("metrics.json: a service level names the undeclared metric {metric}")),
+    }
+    let statistic = l["statistic"].as_str().unwrap_or_default().to_owned();
+    let percentile =
+        statistic.strip_prefix('p').and_then(|p| p.parse::<u8>().ok()).filter(|p| (1..=99).contains(p)).ok_or_else(
+            || format!("metrics.json: {metric}: a service level's statistic is a whole percentile (p95)"),
+        )?;
+    let number = |k: &str| {
+        l[k].as_u64().filter(|n| *n > 0).ok_or_else(|| format!("metrics.json: {metric}: {k} is a positive integer"))
+    };
+    Ok(ServiceLevel {
+        threshold_ms: number("thresholdMs")?,
+        period_seconds: number("periodSeconds")?,
+        description: l["description"].as_str().unwrap_or_default().to_owned(),
+        metric,
+        statistic,
+        percentile,
+    })
 }
 
 /// Declares the [`Metric`] enum: one name per metric of `declarations/metrics.json` (the name is

@@ -23,7 +23,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 
-import { REPO_ROOT } from "../../src/artifacts";
+import { REPO_ROOT } from "../../src/repository";
 
 export const GH_STUB = `#!/usr/bin/env node
 const fs = require("fs"), path = require("path");

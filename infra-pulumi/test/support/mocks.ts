@@ -18,7 +18,9 @@ export interface RecordedResource {
   state: Record<string, unknown>;
   custom: boolean;
   /** Resource options the engine receives (the mock API does not pass them on; see recordOptions). */
-  options: { protect: boolean; deleteBeforeReplace: boolean; retainOnDelete: boolean; dependsOn: string[] };
+  options: { protect: boolean; deleteBeforeReplace: boolean; retainOnDelete: boolean; dependsOn: string[]; parent: string };
+  /** The URN the engine gives it (type chain of its parents, then its name): a new URN replaces the resource. */
+  urn: string;
 }
 
 interface RegisterRequest {
@@ -28,14 +30,15 @@ interface RegisterRequest {
   getDeletebeforereplace(): boolean;
   getRetainondelete(): boolean | undefined;
   getDependenciesList(): string[];
+  getParent(): string;
 }
-const pendingOptions = new Map<string, RecordedResource["options"]>();
+const pendingOptions = new Map<string, RecordedResource["options"] & { urn: string }>();
 let optionsPatched = false;
 
 /**
  * Pulumi's MockMonitor drops the RegisterResource request's options before calling `newResource`;
  * this wraps its `registerResource` (internal API, @pulumi/pulumi pinned) to keep protect,
- * deleteBeforeReplace and retainOnDelete, so the tests can assert them.
+ * deleteBeforeReplace, retainOnDelete and the parent's URN, so the tests can assert them.
  */
 function recordOptions(): void {
   if (optionsPatched) return;
@@ -43,11 +46,14 @@ function recordOptions(): void {
   const monitor = (require("@pulumi/pulumi/runtime/mocks") as { MockMonitor: { prototype: Record<string, unknown> } }).MockMonitor;
   const original = monitor.prototype["registerResource"] as (this: unknown, req: RegisterRequest, cb: unknown) => Promise<void>;
   monitor.prototype["registerResource"] = function (this: unknown, req: RegisterRequest, cb: unknown) {
+    const newUrn = (this as { newUrn(parent: string, type: string, name: string): string }).newUrn;
     pendingOptions.set(`${req.getType()}::${req.getName()}`, {
       protect: req.getProtect() === true,
       deleteBeforeReplace: req.getDeletebeforereplace(),
       retainOnDelete: req.getRetainondelete() === true,
       dependsOn: req.getDependenciesList(),
+      parent: req.getParent(),
+      urn: newUrn.call(this, req.getParent(), req.getType(), req.getName()),
     });
     return original.call(this, req, cb);
   };
@@ -116,13 +122,15 @@ export function createMocks(preview: boolean): {
       const inputs = args.inputs as Record<string, unknown>;
       const c = computed(args.type, inputs, args.name);
       const state = preview ? { ...inputs } : { ...inputs, ...c.state };
-      const options = pendingOptions.get(`${args.type}::${args.name}`) ?? {
+      const { urn, ...options } = pendingOptions.get(`${args.type}::${args.name}`) ?? {
         protect: false,
         deleteBeforeReplace: false,
         retainOnDelete: false,
         dependsOn: [],
+        parent: "",
+        urn: "",
       };
-      resources.push({ type: args.type, name: args.name, inputs, state, custom: args.custom ?? true, options });
+      resources.push({ type: args.type, name: args.name, inputs, state, custom: args.custom ?? true, options, urn });
       return { id: preview ? undefined : c.id, state };
     },
     call(args: pulumi.runtime.MockCallArgs): Record<string, unknown> {

@@ -7,7 +7,7 @@ import * as path from "node:path";
 
 import * as yaml from "js-yaml";
 
-import { REPO_ROOT } from "../../src/artifacts";
+import { REPO_ROOT } from "../../src/repository";
 
 export interface WorkflowStep {
   name?: string;

@@ -170,7 +170,7 @@ pub fn calls(stored: &Document) -> Vec<Document> {
 }
 
 /// The stored document decodes as the checked-in layout (`ReportDocument` denies unknown fields).
-pub fn typed(stored: &Document) -> sophia_reports::model::ReportDocument {
+pub fn typed(stored: &Document) -> sophia_reports::report::ReportDocument {
     bson::from_document(stored.clone()).expect("the documented layout")
 }
 

@@ -181,6 +181,38 @@ pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) ->
     seed::grant_lot(&store, org, 5, now + chrono::Duration::seconds(2)).await?;
     seed::grant_lot(&store, org, 40, now + chrono::Duration::days(30)).await?;
     seed::grant_lot(&store, org, 30, now + chrono::Duration::days(365)).await?;
+    let mut seeded = seed_scenarios(mongo, &store, org).await?;
+    // Let the short-lived lot expire before its interview is settled.
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let started = Instant::now();
+    for s in &mut seeded {
+        publish_scenario(&producer, &store, org, s).await?;
+    }
+    let malformed_id = publish_malformed(&producer, org).await?;
+
+    wait_until_done(mongo, &seeded).await?;
+    let waited_ms = started.elapsed().as_millis() as u64;
+    // Give a duplicate that is still in flight a moment to (not) write a second time.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let mut interviews = Vec::new();
+    for s in &seeded {
+        let summary = summarise(mongo, &store, s).await?;
+        interviews.push(summary);
+    }
+    let first_report_at = first_report_at(mongo, &seeded).await?;
+    let malformed_dropped =
+        count(&mongo.db.collection::<Document>("interviews"), doc! {"_id": malformed_id.oid()}).await? == 0;
+    let organization = organization_summary(&store, org).await?;
+    let mut dlqs = Vec::with_capacity(Queue::ALL.len());
+    for queue in Queue::ALL {
+        dlqs.push(peek_dlq(sqs, queue.dlq_name(), env.get(queue.dlq_url_env())).await);
+    }
+    Ok(DemoReport { interviews, malformed_dropped, organization, dlqs, waited_ms, first_report_at })
+}
+
+/// One reserved interview per scenario, in the order the lots are to be taken.
+async fn seed_scenarios(mongo: &Mongo, store: &CreditsStore, org: OrganizationId) -> Result<Vec<Seeded>, DemoError> {
     let order = [
         Scenario::ExpiredLot,
         Scenario::Long,
@@ -196,54 +228,65 @@ pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) ->
         if scenario == Scenario::SoftDeleted {
             extra.insert("deletedAt", bson::DateTime::now());
         }
-        let interview_id = seed::reserved_interview(&mongo.client, &store, org, reserve, extra).await?;
+        let interview_id = seed::reserved_interview(&mongo.client, store, org, reserve, extra).await?;
         seeded.push(Seeded { scenario, interview_id, published: 0 });
     }
-    // Let the short-lived lot expire before its interview is settled.
-    tokio::time::sleep(Duration::from_millis(2200)).await;
-    let started = Instant::now();
-    for s in &mut seeded {
-        let (_, duration) = s.scenario.plan();
-        let copies = if s.scenario == Scenario::Duplicate { 3 } else { 1 };
-        let request_id = RequestId::from_caller(Some(&format!("demo-{}", s.scenario.name())));
-        for _ in 0..copies {
-            match duration {
-                Some(seconds) => {
-                    let completed_at = Timestamp::now();
-                    let duration_seconds = DurationSeconds::new(seconds);
-                    seed::mark_completed(&store, s.interview_id, completed_at, duration_seconds.unwrap_or_default())
-                        .await?;
-                    producer
-                        .publish_interview_completed(
-                            CompletedInput {
-                                interview_id: s.interview_id,
-                                organization_id: org,
-                                completed_at: Some(completed_at),
-                                duration_seconds,
-                            },
-                            &request_id,
-                        )
-                        .await?;
-                }
-                None => {
-                    let failed_at = Timestamp::now();
-                    seed::mark_failed(&store, s.interview_id, failed_at).await?;
-                    producer
-                        .publish_interview_failed(
-                            FailedInput {
-                                interview_id: s.interview_id,
-                                organization_id: org,
-                                failure_reason: "bot could not join the call".into(),
-                                failed_at: Some(failed_at),
-                            },
-                            &request_id,
-                        )
-                        .await?;
-                }
+    Ok(seeded)
+}
+
+/// A scenario's interview marked completed (or failed) and its event published, three times for
+/// `duplicate`, as the API does.
+async fn publish_scenario(
+    producer: &SqsProducer,
+    store: &CreditsStore,
+    org: OrganizationId,
+    s: &mut Seeded,
+) -> Result<(), DemoError> {
+    let (_, duration) = s.scenario.plan();
+    let copies = if s.scenario == Scenario::Duplicate { 3 } else { 1 };
+    let request_id = RequestId::from_caller(Some(&format!("demo-{}", s.scenario.name())));
+    for _ in 0..copies {
+        match duration {
+            Some(seconds) => {
+                let completed_at = Timestamp::now();
+                let duration_seconds = DurationSeconds::new(seconds);
+                seed::mark_completed(store, s.interview_id, completed_at, duration_seconds.unwrap_or_default()).await?;
+                producer
+                    .publish_interview_completed(
+                        CompletedInput {
+                            interview_id: s.interview_id,
+                            organization_id: org,
+                            completed_at: Some(completed_at),
+                            duration_seconds,
+                        },
+                        &request_id,
+                    )
+                    .await?;
             }
-            s.published += 1;
+            None => {
+                let failed_at = Timestamp::now();
+                seed::mark_failed(store, s.interview_id, failed_at).await?;
+                producer
+                    .publish_interview_failed(
+                        FailedInput {
+                            interview_id: s.interview_id,
+                            organization_id: org,
+                            failure_reason: "bot could not join the call".into(),
+                            failed_at: Some(failed_at),
+                        },
+                        &request_id,
+                    )
+                    .await?;
+            }
         }
+        s.published += 1;
     }
+    Ok(())
+}
+
+/// A body the contract rejects, sent to the interview queue as a broken producer would; the id
+/// of the interview it names.
+async fn publish_malformed(producer: &SqsProducer, org: OrganizationId) -> Result<InterviewId, DemoError> {
     if producer.urls().get(Queue::InterviewCompleted).is_none() {
         return Err(DemoError::Setup("no interview queue URL".into()));
     }
@@ -256,32 +299,19 @@ pub async fn run(mongo: &Mongo, sqs: &Client, env: &BTreeMap<String, String>) ->
             &RequestId::from_caller(Some("demo-malformed")),
         )
         .await?;
+    Ok(malformed_id)
+}
 
-    wait_until_done(mongo, &seeded).await?;
-    let waited_ms = started.elapsed().as_millis() as u64;
-    // Give a duplicate that is still in flight a moment to (not) write a second time.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-
-    let mut interviews = Vec::new();
+/// When the first of the scenarios' reports was written.
+async fn first_report_at(mongo: &Mongo, seeded: &[Seeded]) -> Result<Option<SystemTime>, DemoError> {
     let mut first_report_at: Option<SystemTime> = None;
-    for s in &seeded {
-        let summary = summarise(mongo, &store, s).await?;
-        interviews.push(summary);
-    }
-    for r in reports_of(mongo, &seeded).await? {
+    for r in reports_of(mongo, seeded).await? {
         if let Ok(t) = r.get_datetime("updatedAt").or_else(|_| r.get_datetime("completedAt")) {
             let t = t.to_system_time();
             first_report_at = Some(first_report_at.map_or(t, |f| f.min(t)));
         }
     }
-    let malformed_dropped =
-        count(&mongo.db.collection::<Document>("interviews"), doc! {"_id": malformed_id.oid()}).await? == 0;
-    let organization = organization_summary(&store, org).await?;
-    let mut dlqs = Vec::with_capacity(Queue::ALL.len());
-    for queue in Queue::ALL {
-        dlqs.push(peek_dlq(sqs, queue.dlq_name(), env.get(queue.dlq_url_env())).await);
-    }
-    Ok(DemoReport { interviews, malformed_dropped, organization, dlqs, waited_ms, first_report_at })
+    Ok(first_report_at)
 }
 
 async fn reports_of(mongo: &Mongo, seeded: &[Seeded]) -> Result<Vec<Document>, DemoError> {
@@ -326,21 +356,10 @@ async fn count(collection: &mongodb::Collection<Document>, filter: Document) -> 
     Ok(found.len() as u64)
 }
 
+/// An integer at a dotted path; `None` when absent or not an integer (a fractional double is
+/// refused, not truncated).
 fn int(d: &Document, path: &str) -> Option<i64> {
-    let mut cur = d;
-    let mut parts = path.split('.').peekable();
-    while let Some(p) = parts.next() {
-        if parts.peek().is_none() {
-            return match cur.get(p)? {
-                bson::Bson::Int32(v) => Some(i64::from(*v)),
-                bson::Bson::Int64(v) => Some(*v),
-                bson::Bson::Double(v) => Some(*v as i64),
-                _ => None,
-            };
-        }
-        cur = cur.get_document(p).ok()?;
-    }
-    None
+    sophia_documents::int::at(d, path)?.ok()
 }
 
 fn text(d: &Document, path: &str) -> Option<String> {

@@ -207,100 +207,12 @@ async fn main() -> ExitCode {
             env_file,
             visibility_timeout,
         } => {
-            // Everything (tools, logs, the env file) lives in the checkout this is run from.
-            if let Err(e) = sophia_local::servers::try_repo_root() {
-                eprintln!("error: {e}");
-                return ExitCode::FAILURE;
-            }
-            let env_file = env_file.unwrap_or_else(sophia_local::envfile::default_path);
-            // A drill may shorten report-generate's attempt timeout (as on a stage).
-            let function_env = sophia_platform::config::optional(sophia_reports::openai::OPENAI_TIMEOUT_MS)
-                .map(|v| (sophia_reports::openai::OPENAI_TIMEOUT_MS.to_owned(), v))
-                .into_iter()
-                .collect();
-            let started = Instant::now();
-            let options = RunnerOptions {
-                sqs_port,
-                mongo_port,
-                functions: bootstrap.map(FunctionMode::Bootstrap).unwrap_or(FunctionMode::InProcess),
-                openai_api_key: sophia_platform::config::optional(sophia_platform::config::OPENAI_API_KEY),
-                overrides: QueueOverrides { visibility_timeout_seconds: visibility_timeout },
-                pollers,
-                env_file: Some(env_file.clone()),
-                function_env,
-                ..RunnerOptions::default()
-            };
-            let runner = match Runner::start(options).await {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            eprintln!(
-                "pipeline up in {:.1} s: SQS {} (fauxqs pid {}), MongoDB {} (nx-27017 pid {}), OpenAI {}; endpoints in {}",
-                started.elapsed().as_secs_f64(),
-                runner.fauxqs().url(),
-                runner.fauxqs().pid(),
-                runner.nx_mongo().url(),
-                runner.nx_mongo().pid(),
-                runner.openai().describe(),
-                env_file.display()
-            );
-            eprintln!(
-                "drills (another shell): sophia-local status | fault openai <kind> | fault mongo down|up | pause|resume <function> (control channel {}, docs/local.md#4-drills-rehearse-the-runbook)",
-                runner.control_url()
-            );
-            eprintln!("for the API (e.g. its .env) to publish into this pipeline and read its reports:");
-            for (k, v) in sophia_local::runner::api_env(runner.env()) {
-                eprintln!("  {k}={v}");
-            }
-            let mut code = ExitCode::SUCCESS;
-            if !no_demo {
-                match demo::run(&runner.mongo, &runner.sqs, runner.env()).await {
-                    Ok(report) => {
-                        if json {
-                            println!("{}", serde_json::to_string(&report).expect("report serialises"));
-                        } else {
-                            println!("{report}");
-                        }
-                        eprintln!(
-                            "first report stored {:.1} s after the command started",
-                            report.first_report_after(started).as_secs_f64()
-                        );
-                        if !report.all_expectations_met() {
-                            code = ExitCode::FAILURE;
-                        }
-                    }
-                    Err(e) => {
-                        eprintln!("demo failed: {e}");
-                        code = ExitCode::FAILURE;
-                    }
-                }
-            }
-            if !exit_after_demo {
-                eprintln!("running; Ctrl-C stops everything");
-                let _ = tokio::signal::ctrl_c().await;
-                eprintln!("stopping");
-            }
-            for (function, [invocations, records, deleted, item_failures, batch_failures]) in runner.stats() {
-                eprintln!(
-                    "{function}: {invocations} invocations, {records} records, {deleted} deleted, {item_failures} item failures, {batch_failures} batch failures"
-                );
-            }
-            runner.stop().await;
-            code
+            let up =
+                Up { sqs_port, mongo_port, bootstrap, no_demo, exit_after_demo, json, pollers, visibility_timeout };
+            up.run(env_file).await
         }
         Command::Fault { target: FaultTarget::Openai { kind, retry_after_seconds, delay_ms }, env_file } => {
-            let done = match kind {
-                OpenAiFault::None => "OpenAI fault cleared: the endpoint answers normally".to_owned(),
-                k => format!(
-                    "OpenAI fault set: every chat completion gets {} until `sophia-local fault openai none`",
-                    k.kind()
-                ),
-            };
-            drill(env_file, &done, |c| async move { c.openai_fault(kind.kind(), retry_after_seconds, delay_ms).await })
-                .await
+            fault_openai(env_file, kind, retry_after_seconds, delay_ms).await
         }
         Command::Fault { target: FaultTarget::Mongo { state }, env_file } => {
             let (state, done) = match state {
@@ -327,68 +239,188 @@ async fn main() -> ExitCode {
                 Ok(c) => c.seed(interviews).await,
                 Err(e) => Err(e),
             };
-            match seeded {
-                Ok(s) if json => {
-                    println!("{}", serde_json::to_string(&s).expect("serialises"));
-                    ExitCode::SUCCESS
-                }
-                Ok(s) => {
-                    println!(
-                        "organization {} with {} interview(s), each holding {} credits, COMPLETED after {} s (not published):",
-                        s.organization_id,
-                        s.interview_ids.len(),
-                        s.reserved_per_interview,
-                        s.duration_seconds
-                    );
-                    for id in &s.interview_ids {
-                        println!(
-                            "  sophia-ops --stage local publish completed {id} {} --duration-seconds {}",
-                            s.organization_id, s.duration_seconds
-                        );
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            printed(seeded, |s| print_seeded(&s, json))
         }
         Command::PublishInvalid { interview_id, organization_id, env_file } => {
             let sent = match control(env_file) {
                 Ok(c) => c.send_invalid(&interview_id, &organization_id).await,
                 Err(e) => Err(e),
             };
-            match sent {
-                Ok(body) => {
-                    println!("sent to interview-completed (the contract rejects it): {body}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
-            }
+            printed(sent, |body| println!("sent to interview-completed (the contract rejects it): {body}"))
         }
         Command::Status { json, env_file } => {
             let status = match control(env_file) {
                 Ok(c) => c.status().await,
                 Err(e) => Err(e),
             };
-            match status {
-                Ok(s) if json => {
+            printed(status, |s| {
+                if json {
                     println!("{}", serde_json::to_string(&s).expect("status serialises"));
-                    ExitCode::SUCCESS
-                }
-                Ok(s) => {
+                } else {
                     print!("{s}");
-                    ExitCode::SUCCESS
                 }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::FAILURE
-                }
+            })
+        }
+    }
+}
+
+/// `fault openai <kind>`: sets (or, with `none`, clears) the OpenAI endpoint's fault.
+async fn fault_openai(
+    env_file: Option<PathBuf>,
+    kind: OpenAiFault,
+    retry_after_seconds: Option<u64>,
+    delay_ms: Option<u64>,
+) -> ExitCode {
+    let done = match kind {
+        OpenAiFault::None => "OpenAI fault cleared: the endpoint answers normally".to_owned(),
+        k => {
+            format!("OpenAI fault set: every chat completion gets {} until `sophia-local fault openai none`", k.kind())
+        }
+    };
+    drill(env_file, &done, |c| async move { c.openai_fault(kind.kind(), retry_after_seconds, delay_ms).await }).await
+}
+
+/// A control command's answer: printed by `print` on success, the reason on failure.
+fn printed<T>(answer: Result<T, String>, print: impl FnOnce(T)) -> ExitCode {
+    match answer {
+        Ok(answer) => {
+            print(answer);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `seed`'s answer: the ids, and the command that publishes each interview's completion.
+fn print_seeded(s: &sophia_local::control::Seeded, json: bool) {
+    if json {
+        println!("{}", serde_json::to_string(s).expect("serialises"));
+        return;
+    }
+    println!(
+        "organization {} with {} interview(s), each holding {} credits, COMPLETED after {} s (not published):",
+        s.organization_id,
+        s.interview_ids.len(),
+        s.reserved_per_interview,
+        s.duration_seconds
+    );
+    for id in &s.interview_ids {
+        println!(
+            "  sophia-ops --stage local publish completed {id} {} --duration-seconds {}",
+            s.organization_id, s.duration_seconds
+        );
+    }
+}
+
+/// `up`'s options (its env file apart).
+struct Up {
+    sqs_port: u16,
+    mongo_port: u16,
+    bootstrap: Option<PathBuf>,
+    no_demo: bool,
+    exit_after_demo: bool,
+    json: bool,
+    pollers: usize,
+    visibility_timeout: Option<u32>,
+}
+
+impl Up {
+    /// Starts the pipeline, runs the demo (unless `no_demo`), waits for Ctrl-C (unless
+    /// `exit_after_demo`), prints each function's counters and stops everything.
+    async fn run(self, env_file: Option<PathBuf>) -> ExitCode {
+        // Everything (tools, logs, the env file) lives in the checkout this is run from.
+        if let Err(e) = sophia_local::servers::try_repo_root() {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+        let env_file = env_file.unwrap_or_else(sophia_local::envfile::default_path);
+        let started = Instant::now();
+        let runner = match Runner::start(self.runner_options(&env_file)).await {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::FAILURE;
             }
+        };
+        print_endpoints(&runner, started, &env_file);
+        let code = if self.no_demo { ExitCode::SUCCESS } else { run_demo(&runner, started, self.json).await };
+        if !self.exit_after_demo {
+            eprintln!("running; Ctrl-C stops everything");
+            let _ = tokio::signal::ctrl_c().await;
+            eprintln!("stopping");
+        }
+        for (function, [invocations, records, deleted, item_failures, batch_failures]) in runner.stats() {
+            eprintln!(
+                "{function}: {invocations} invocations, {records} records, {deleted} deleted, {item_failures} item failures, {batch_failures} batch failures"
+            );
+        }
+        runner.stop().await;
+        code
+    }
+
+    fn runner_options(&self, env_file: &std::path::Path) -> RunnerOptions {
+        // A drill may shorten report-generate's attempt timeout (as on a stage).
+        let function_env = sophia_platform::config::optional(sophia_reports::openai::OPENAI_TIMEOUT_MS)
+            .map(|v| (sophia_reports::openai::OPENAI_TIMEOUT_MS.to_owned(), v))
+            .into_iter()
+            .collect();
+        RunnerOptions {
+            sqs_port: self.sqs_port,
+            mongo_port: self.mongo_port,
+            functions: self.bootstrap.clone().map(FunctionMode::Bootstrap).unwrap_or(FunctionMode::InProcess),
+            openai_api_key: sophia_platform::config::optional(sophia_platform::config::OPENAI_API_KEY),
+            overrides: QueueOverrides { visibility_timeout_seconds: self.visibility_timeout },
+            pollers: self.pollers,
+            env_file: Some(env_file.to_path_buf()),
+            function_env,
+            ..RunnerOptions::default()
+        }
+    }
+}
+
+/// Where the started pipeline is: the servers, the drills' control channel, the API's variables.
+fn print_endpoints(runner: &Runner, started: Instant, env_file: &std::path::Path) {
+    eprintln!(
+        "pipeline up in {:.1} s: SQS {} (fauxqs pid {}), MongoDB {} (nx-27017 pid {}), OpenAI {}; endpoints in {}",
+        started.elapsed().as_secs_f64(),
+        runner.fauxqs().url(),
+        runner.fauxqs().pid(),
+        runner.nx_mongo().url(),
+        runner.nx_mongo().pid(),
+        runner.openai().describe(),
+        env_file.display()
+    );
+    eprintln!(
+        "drills (another shell): sophia-local status | fault openai <kind> | fault mongo down|up | pause|resume <function> (control channel {}, docs/local.md#4-drills-rehearse-the-runbook)",
+        runner.control_url()
+    );
+    eprintln!("for the API (e.g. its .env) to publish into this pipeline and read its reports:");
+    for (k, v) in sophia_local::runner::api_env(runner.env()) {
+        eprintln!("  {k}={v}");
+    }
+}
+
+/// The demo on the started pipeline: its summary printed; FAILURE when an expectation is not met.
+async fn run_demo(runner: &Runner, started: Instant, json: bool) -> ExitCode {
+    match demo::run(&runner.mongo, &runner.sqs, runner.env()).await {
+        Ok(report) => {
+            if json {
+                println!("{}", serde_json::to_string(&report).expect("report serialises"));
+            } else {
+                println!("{report}");
+            }
+            eprintln!(
+                "first report stored {:.1} s after the command started",
+                report.first_report_after(started).as_secs_f64()
+            );
+            if report.all_expectations_met() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+        Err(e) => {
+            eprintln!("demo failed: {e}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -116,6 +116,95 @@ fn port_or_free(port: u16) -> u16 {
     if port == 0 { free_port() } else { port }
 }
 
+/// The pipeline's environment (what the env file holds and the functions read): the SQS
+/// endpoint, every declared queue's URL and DLQ URL under the variables the declaration names,
+/// MongoDB (direct), the OpenAI endpoint.
+fn environment(
+    decl: &Declaration,
+    queues: &QueueSet,
+    fauxqs: &LocalServer,
+    nx_mongo: &LocalServer,
+    database: &str,
+    openai: &OpenAiEndpoint,
+) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    env.insert("AWS_ENDPOINT_URL_SQS".to_owned(), fauxqs.url());
+    env.insert("AWS_REGION".to_owned(), "us-east-1".to_owned());
+    // Every declared queue's URL and DLQ URL, under the variables the declaration names.
+    for pair in queues.pairs() {
+        let settings = decl.queue(&pair.key).expect("created from the declaration");
+        env.insert(settings.queue_url_env.clone(), pair.source.url.clone());
+        env.insert(settings.dlq_url_env(), pair.dlq.url.clone());
+    }
+    env.insert(config::MONGODB_URI.to_owned(), nx_mongo.url());
+    env.insert(config::MONGODB_DATABASE.to_owned(), database.to_owned());
+    env.insert(config::MONGODB_ALLOW_STANDALONE.to_owned(), "true".to_owned());
+    env.insert(config::OPENAI_BASE_URL.to_owned(), openai.base_url.clone());
+    env.insert(config::OPENAI_MODEL.to_owned(), openai.model.clone());
+    env
+}
+
+/// Every declared queue's function behind its event source mapping, polling.
+struct Functions {
+    tasks: Vec<JoinHandle<()>>,
+    runtime_apis: Vec<Arc<tokio::sync::Mutex<RuntimeApi>>>,
+    stats: Vec<(String, Arc<EsmStats>)>,
+    controlled: Vec<ControlledFunction>,
+}
+
+impl Functions {
+    /// Per declared queue: its function's invoker (in-process or a bootstrap behind a Runtime
+    /// API), its mapping and that mapping's pollers (the queue's consumer's count, or `pollers`).
+    #[allow(clippy::too_many_arguments)]
+    async fn start(
+        options: &RunnerOptions,
+        queues: &QueueSet,
+        mongo: &Mongo,
+        sqs: &aws_sdk_sqs::Client,
+        fauxqs: &LocalServer,
+        function_env: &BTreeMap<String, String>,
+        openai: &OpenAiEndpoint,
+        shutdown_rx: watch::Receiver<bool>,
+    ) -> Result<Self, RunnerError> {
+        let decl = Declaration::embedded();
+        let mut functions =
+            Functions { tasks: Vec::new(), runtime_apis: Vec::new(), stats: Vec::new(), controlled: Vec::new() };
+        let pairs: Vec<_> = queues.pairs().to_vec();
+        for pair in &pairs {
+            let settings = decl.queue(&pair.key).expect("declared");
+            let pollers = options.function_pollers.get(&settings.consumer).copied().unwrap_or(options.pollers).max(1);
+            let invoker = invoker(
+                settings,
+                &options.functions,
+                pollers,
+                mongo,
+                &fauxqs.url(),
+                function_env,
+                openai,
+                &mut functions.runtime_apis,
+            )
+            .await?;
+            let esm = EventSourceMapping::declared(sqs.clone(), pair.source.clone(), settings, decl, invoker);
+            let pause = Arc::new(Pause::default());
+            functions.stats.push((settings.consumer.clone(), esm.stats.clone()));
+            functions.controlled.push(ControlledFunction {
+                name: settings.consumer.clone(),
+                pair: pair.clone(),
+                timeout: esm.function_timeout,
+                stats: esm.stats.clone(),
+                pause: pause.clone(),
+                pollers,
+                uuid: uuid::Uuid::new_v4().to_string(),
+                last_modified: std::sync::Mutex::new(std::time::SystemTime::now()),
+            });
+            for _ in 0..pollers {
+                functions.tasks.push(tokio::spawn(esm.clone().run_pausable(shutdown_rx.clone(), pause.clone())));
+            }
+        }
+        Ok(functions)
+    }
+}
+
 impl Runner {
     pub async fn start(options: RunnerOptions) -> Result<Self, RunnerError> {
         let decl = Declaration::embedded();
@@ -138,63 +227,16 @@ impl Runner {
         let mongo_target = std::net::SocketAddr::from(([127, 0, 0, 1], nx_mongo.port()));
         let proxy = TcpProxy::start(mongo_target).await?;
 
-        let mut env = BTreeMap::new();
-        env.insert("AWS_ENDPOINT_URL_SQS".to_owned(), fauxqs.url());
-        env.insert("AWS_REGION".to_owned(), "us-east-1".to_owned());
-        // Every declared queue's URL and DLQ URL, under the variables the declaration names.
-        for pair in queues.pairs() {
-            let settings = decl.queue(&pair.key).expect("created from the declaration");
-            env.insert(settings.queue_url_env.clone(), pair.source.url.clone());
-            env.insert(settings.dlq_url_env(), pair.dlq.url.clone());
-        }
-        env.insert(config::MONGODB_URI.to_owned(), nx_mongo.url());
-        env.insert(config::MONGODB_DATABASE.to_owned(), options.database.clone());
-        env.insert(config::MONGODB_ALLOW_STANDALONE.to_owned(), "true".to_owned());
-        env.insert(config::OPENAI_BASE_URL.to_owned(), openai.base_url.clone());
-        env.insert(config::OPENAI_MODEL.to_owned(), openai.model.clone());
+        let mut env = environment(decl, &queues, &fauxqs, &nx_mongo, &options.database, &openai);
         let mut function_env = env.clone();
         function_env.insert(config::MONGODB_URI.to_owned(), format!("mongodb://127.0.0.1:{}/", proxy.port()));
         function_env.extend(options.function_env.clone());
 
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let mut tasks = Vec::new();
-        let mut runtime_apis = Vec::new();
-        let mut stats = Vec::new();
-        let mut controlled = Vec::new();
-        let pairs: Vec<_> = queues.pairs().to_vec();
-        for pair in &pairs {
-            let settings = decl.queue(&pair.key).expect("declared");
-            let pollers = options.function_pollers.get(&settings.consumer).copied().unwrap_or(options.pollers).max(1);
-            let invoker = invoker(
-                settings,
-                &options.functions,
-                pollers,
-                &mongo,
-                &fauxqs.url(),
-                &function_env,
-                &openai,
-                &mut runtime_apis,
-            )
-            .await?;
-            let esm = EventSourceMapping::declared(sqs.clone(), pair.source.clone(), settings, decl, invoker);
-            let pause = Arc::new(Pause::default());
-            stats.push((settings.consumer.clone(), esm.stats.clone()));
-            controlled.push(ControlledFunction {
-                name: settings.consumer.clone(),
-                pair: pair.clone(),
-                timeout: esm.function_timeout,
-                stats: esm.stats.clone(),
-                pause: pause.clone(),
-                pollers,
-                uuid: uuid::Uuid::new_v4().to_string(),
-                last_modified: std::sync::Mutex::new(std::time::SystemTime::now()),
-            });
-            for _ in 0..pollers {
-                tasks.push(tokio::spawn(esm.clone().run_pausable(shutdown_rx.clone(), pause.clone())));
-            }
-        }
+        let functions =
+            Functions::start(&options, &queues, &mongo, &sqs, &fauxqs, &function_env, &openai, shutdown_rx).await?;
         let controls = Arc::new(Controls {
-            functions: controlled,
+            functions: functions.controlled,
             mongo: mongo.clone(),
             interview_queue_url: env.get(Queue::InterviewCompleted.url_env()).cloned(),
             proxy,
@@ -215,10 +257,10 @@ impl Runner {
             sqs,
             env,
             env_file: options.env_file.clone(),
-            stats,
+            stats: functions.stats,
             shutdown,
-            tasks,
-            runtime_apis,
+            tasks: functions.tasks,
+            runtime_apis: functions.runtime_apis,
             openai,
             controls,
             control_server,

@@ -4,8 +4,8 @@
 use serde_json::Value;
 use sophia_reports::evidence::is_substantive;
 use sophia_reports::interview::Turn;
-use sophia_reports::model::{Confidence, LlmReport, QuestionAnalysis, Recommendation, SkillAssessment};
 use sophia_reports::prompt::{PromptData, parse_user_message};
+use sophia_reports::report::{Confidence, LlmReport, QuestionAnalysis, Recommendation, SkillAssessment};
 use sophia_reports::validate::RECOMMENDATION_BANDS;
 
 /// The start of every offline summary.
@@ -41,60 +41,10 @@ pub fn deterministic_report(request: &Value) -> LlmReport {
     let skills = data.as_ref().map(|d| d.skills.clone()).unwrap_or_default();
     let questions = data.as_ref().map(|d| d.questions.clone()).unwrap_or_default();
 
-    let skill_assessments: Vec<SkillAssessment> = skills
-        .iter()
-        .enumerate()
-        .map(|(i, skill)| {
-            let needle = skill.to_lowercase();
-            let mentioned = substantive.iter().find(|t| t.text.to_lowercase().contains(&needle));
-            let fallback = (!substantive.is_empty()).then(|| substantive[i % substantive.len()]);
-            match (mentioned, fallback) {
-                (Some(t), _) => SkillAssessment {
-                    skill: skill.clone(),
-                    evidence: vec![quote(t)],
-                    rationale: format!("An answer names {skill} (scored by keyword offline)."),
-                    score: 4,
-                    confidence: Confidence::High,
-                },
-                (None, Some(t)) => SkillAssessment {
-                    skill: skill.clone(),
-                    evidence: vec![quote(t)],
-                    rationale: format!("No answer names {skill}; a substantive answer is quoted (offline)."),
-                    score: 3,
-                    confidence: Confidence::Low,
-                },
-                (None, None) => SkillAssessment {
-                    skill: skill.clone(),
-                    evidence: vec![],
-                    rationale: "No substantive answer (offline).".to_owned(),
-                    score: 1,
-                    confidence: Confidence::Low,
-                },
-            }
-        })
-        .collect();
-
-    let question_analysis: Vec<QuestionAnalysis> = questions
-        .iter()
-        .enumerate()
-        .map(|(i, question)| match answers.get(i) {
-            Some(a) => {
-                let words = a.text.split_whitespace().count();
-                QuestionAnalysis {
-                    question: question.clone(),
-                    answered: true,
-                    score: (1 + words / 8).min(5) as i32,
-                    analysis: format!("Answered in {words} words (scored by answer length offline)."),
-                }
-            }
-            None => QuestionAnalysis {
-                question: question.clone(),
-                answered: false,
-                score: 1,
-                analysis: "No answer in the transcript.".to_owned(),
-            },
-        })
-        .collect();
+    let skill_assessments: Vec<SkillAssessment> =
+        skills.iter().enumerate().map(|(i, skill)| skill_assessment(i, skill, &substantive)).collect();
+    let question_analysis: Vec<QuestionAnalysis> =
+        questions.iter().enumerate().map(|(i, question)| question_analysis(question, answers.get(i))).collect();
 
     let overall = if skill_assessments.is_empty() {
         (substantive.len() as i32 * 20).min(100)
@@ -126,6 +76,58 @@ pub fn deterministic_report(request: &Value) -> LlmReport {
             .collect(),
         skill_assessments,
         question_analysis,
+    }
+}
+
+/// A skill's assessment: 4 when a substantive answer names it (quoted), 3 on another
+/// substantive answer (quoted, the `i`-th in turn), 1 without any.
+fn skill_assessment(i: usize, skill: &str, substantive: &[&Turn]) -> SkillAssessment {
+    let needle = skill.to_lowercase();
+    let mentioned = substantive.iter().find(|t| t.text.to_lowercase().contains(&needle));
+    let fallback = (!substantive.is_empty()).then(|| substantive[i % substantive.len()]);
+    match (mentioned, fallback) {
+        (Some(t), _) => SkillAssessment {
+            skill: skill.to_owned(),
+            evidence: vec![quote(t)],
+            rationale: format!("An answer names {skill} (scored by keyword offline)."),
+            score: 4,
+            confidence: Confidence::High,
+        },
+        (None, Some(t)) => SkillAssessment {
+            skill: skill.to_owned(),
+            evidence: vec![quote(t)],
+            rationale: format!("No answer names {skill}; a substantive answer is quoted (offline)."),
+            score: 3,
+            confidence: Confidence::Low,
+        },
+        (None, None) => SkillAssessment {
+            skill: skill.to_owned(),
+            evidence: vec![],
+            rationale: "No substantive answer (offline).".to_owned(),
+            score: 1,
+            confidence: Confidence::Low,
+        },
+    }
+}
+
+/// A question's analysis: scored by the length of the answer in its position, 1 without one.
+fn question_analysis(question: &str, answer: Option<&&Turn>) -> QuestionAnalysis {
+    match answer {
+        Some(a) => {
+            let words = a.text.split_whitespace().count();
+            QuestionAnalysis {
+                question: question.to_owned(),
+                answered: true,
+                score: (1 + words / 8).min(5) as i32,
+                analysis: format!("Answered in {words} words (scored by answer length offline)."),
+            }
+        }
+        None => QuestionAnalysis {
+            question: question.to_owned(),
+            answered: false,
+            score: 1,
+            analysis: "No answer in the transcript.".to_owned(),
+        },
     }
 }
 

@@ -600,12 +600,28 @@ async fn respond(mut behaviour: Behaviour, request: &Value, n: u64, cached: u64)
         tokio::time::sleep(delay).await;
         behaviour = *then;
     }
+    match answer(behaviour, request) {
+        Answer::Completion(content, refusal, finish) => completion(request, n, cached, content, refusal, finish),
+        Answer::Whole(response) => response,
+    }
+}
+
+/// What a behaviour answers.
+enum Answer {
+    /// A chat completion: its content, refusal and `finish_reason`.
+    Completion(Option<String>, Option<String>, &'static str),
+    /// A whole response of its own: an error, a redirect, an oversize body.
+    Whole(Response),
+}
+
+/// What the behaviour answers (`Slow` already waited out).
+fn answer(behaviour: Behaviour, request: &Value) -> Answer {
     let (content, refusal, finish) = match behaviour {
         Behaviour::Redirect { status, location } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::TEMPORARY_REDIRECT);
-            return (status, [(axum::http::header::LOCATION, location)]).into_response();
+            return Answer::Whole((status, [(axum::http::header::LOCATION, location)]).into_response());
         }
-        Behaviour::Oversize { bytes, chunked } => return oversize(bytes, chunked),
+        Behaviour::Oversize { bytes, chunked } => return Answer::Whole(oversize(bytes, chunked)),
         Behaviour::Compromised => {
             let report = compromised_report(request);
             (Some(serde_json::to_string(&report).expect("report serialises")), None, "stop")
@@ -639,12 +655,24 @@ async fn respond(mut behaviour: Behaviour, request: &Value, n: u64, cached: u64)
         Behaviour::RateLimited => {
             let mut e = ApiError::rate_limited(Duration::ZERO);
             e.retry_after = None;
-            return error_response(&e);
+            return Answer::Whole(error_response(&e));
         }
-        Behaviour::ServerError => return error_response(&ApiError::server_error()),
-        Behaviour::Error(e) => return error_response(&e),
+        Behaviour::ServerError => return Answer::Whole(error_response(&ApiError::server_error())),
+        Behaviour::Error(e) => return Answer::Whole(error_response(&e)),
         Behaviour::Slow { .. } => unreachable!("unwrapped above"),
     };
+    Answer::Completion(content, refusal, finish)
+}
+
+/// The chat completion of an answer, with usage figures approximated from the request's size.
+fn completion(
+    request: &Value,
+    n: u64,
+    cached: u64,
+    content: Option<String>,
+    refusal: Option<String>,
+    finish: &str,
+) -> Response {
     let prompt_chars: usize = request["messages"]
         .as_array()
         .map(|ms| ms.iter().filter_map(|m| m["content"].as_str()).map(str::len).sum())

@@ -118,6 +118,17 @@ pub fn check_request(body: &Value) -> Result<(), Rejection> {
         Some(Value::String(m)) if !m.is_empty() => {}
         _ => return Err(Rejection::new("you must provide a model parameter", None, None)),
     }
+    check_messages(obj)?;
+    check_temperature(obj)?;
+    check_max_completion_tokens(obj)?;
+    if let Some(format) = obj.get("response_format") {
+        check_response_format(format)?;
+    }
+    Ok(())
+}
+
+/// `messages`: a non-empty array, each with a known role.
+fn check_messages(obj: &Map<String, Value>) -> Result<(), Rejection> {
     match obj.get("messages") {
         Some(Value::Array(ms)) if !ms.is_empty() => {
             for (i, m) in ms.iter().enumerate() {
@@ -137,6 +148,11 @@ pub fn check_request(body: &Value) -> Result<(), Rejection> {
         }
         _ => return Err(Rejection::new("Missing required parameter: 'messages'.", Some("messages"), None)),
     }
+    Ok(())
+}
+
+/// `temperature`, when given: 0 to 2.
+fn check_temperature(obj: &Map<String, Value>) -> Result<(), Rejection> {
     if let Some(t) = obj.get("temperature").filter(|t| !t.is_null()) {
         match t.as_f64() {
             Some(t) if (0.0..=2.0).contains(&t) => {}
@@ -158,6 +174,11 @@ pub fn check_request(body: &Value) -> Result<(), Rejection> {
             }
         }
     }
+    Ok(())
+}
+
+/// `max_completion_tokens`, when given: at least 1, at most what the model supports.
+fn check_max_completion_tokens(obj: &Map<String, Value>) -> Result<(), Rejection> {
     if let Some(n) = obj.get("max_completion_tokens").filter(|n| !n.is_null())
         && n.as_u64().is_none_or(|n| n < 1)
     {
@@ -179,9 +200,6 @@ pub fn check_request(body: &Value) -> Result<(), Rejection> {
             Some("max_tokens"),
             Some("invalid_value"),
         ));
-    }
-    if let Some(format) = obj.get("response_format") {
-        check_response_format(format)?;
     }
     Ok(())
 }
@@ -323,33 +341,7 @@ impl Walk<'_> {
             self.string_chars += c.chars().count();
         }
         if is_object_type(obj) {
-            let props = obj.get("properties").and_then(Value::as_object);
-            if obj.get("additionalProperties") != Some(&Value::Bool(false)) {
-                self.problems.push(format!(
-                    "{}, 'additionalProperties' is required to be supplied and to be false.",
-                    Self::context(path)
-                ));
-            }
-            let required: Vec<&str> = obj
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if let Some(props) = props {
-                self.properties += props.len();
-                for (name, sub) in props {
-                    self.string_chars += name.chars().count();
-                    if !required.contains(&name.as_str()) {
-                        self.problems.push(format!(
-                            "{}, 'required' is required to be supplied and to be an array including every key in properties. Missing '{name}'.",
-                            Self::context(path)
-                        ));
-                    }
-                    let mut sub_path = path.to_vec();
-                    sub_path.extend(["properties".to_owned(), name.clone()]);
-                    self.node(sub, &sub_path, depth + 1);
-                }
-            }
+            self.object(obj, path, depth);
         }
         if let Some(items) = obj.get("items") {
             let mut sub_path = path.to_vec();
@@ -370,6 +362,38 @@ impl Walk<'_> {
                 let mut sub_path = path.to_vec();
                 sub_path.extend(["$defs".to_owned(), name.clone()]);
                 self.node(def, &sub_path, depth);
+            }
+        }
+    }
+
+    /// An object schema: `additionalProperties: false`, every property required, each property's
+    /// schema one level deeper.
+    fn object(&mut self, obj: &Map<String, Value>, path: &[String], depth: usize) {
+        let props = obj.get("properties").and_then(Value::as_object);
+        if obj.get("additionalProperties") != Some(&Value::Bool(false)) {
+            self.problems.push(format!(
+                "{}, 'additionalProperties' is required to be supplied and to be false.",
+                Self::context(path)
+            ));
+        }
+        let required: Vec<&str> = obj
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if let Some(props) = props {
+            self.properties += props.len();
+            for (name, sub) in props {
+                self.string_chars += name.chars().count();
+                if !required.contains(&name.as_str()) {
+                    self.problems.push(format!(
+                        "{}, 'required' is required to be supplied and to be an array including every key in properties. Missing '{name}'.",
+                        Self::context(path)
+                    ));
+                }
+                let mut sub_path = path.to_vec();
+                sub_path.extend(["properties".to_owned(), name.clone()]);
+                self.node(sub, &sub_path, depth + 1);
             }
         }
     }

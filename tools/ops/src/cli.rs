@@ -220,7 +220,7 @@ pub enum InterviewCommand {
         interview_id: InterviewId,
         /// How many messages of each DLQ to look at (0: do not search the DLQs). Looking
         /// receives each message once (SQS has no peek): see `dlq list`.
-        #[arg(long, default_value_t = crate::interview::DEFAULT_DLQ_SCAN)]
+        #[arg(long, default_value_t = crate::interview_state::DEFAULT_DLQ_SCAN)]
         dlq_scan: usize,
         /// Do not look in the DLQs (no receive at all); same as --dlq-scan 0.
         #[arg(long)]

@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 use sophia_platform::config;
 use sophia_platform::mongo::{Mongo, MongoSettings};
 
-use crate::audit::{self, Identity};
+use crate::audit_trail::{self, Identity};
 use crate::confirm;
 use crate::env::{self, Env};
 use crate::queues::{QueueLocator, QueueName};
@@ -39,8 +39,8 @@ pub struct Context {
     /// The last plan shown (for the audit record).
     plan: Mutex<Option<confirm::Plan>>,
     /// Where this run's audit record goes, opened before a command that changes something runs
-    /// (see [`audit::open`]); the error is why the command was refused.
-    audit_sink: tokio::sync::OnceCell<Result<audit::Sink, String>>,
+    /// (see [`audit_trail::open`]); the error is why the command was refused.
+    audit_sink: tokio::sync::OnceCell<Result<audit_trail::Sink, String>>,
 }
 
 impl Context {
@@ -93,7 +93,7 @@ impl Context {
         let identity = if self.targets_aws().await {
             // AWS's own STS endpoint, whatever the environment or profile says (an overridden one
             // could answer any identity; a command that changes something is refused before it
-            // gets here: `audit::open`).
+            // gets here: `audit_trail::open`).
             let mut config = aws_sdk_sts::config::Builder::from(&self.aws_config().await);
             config.set_endpoint_url(None);
             let sts = aws_sdk_sts::Client::from_conf(config.build());
@@ -119,9 +119,9 @@ impl Context {
 
     /// This run's audit trail, opened once (before a command that changes something runs: a
     /// refusal there means the command must not run).
-    pub async fn audit_sink(&self, command: &str) -> Result<audit::Sink, OpsError> {
+    pub async fn audit_sink(&self, command: &str) -> Result<audit_trail::Sink, OpsError> {
         self.audit_sink
-            .get_or_init(|| async { audit::open(self, command).await.map_err(|e| e.to_string()) })
+            .get_or_init(|| async { audit_trail::open(self, command).await.map_err(|e| e.to_string()) })
             .await
             .clone()
             .map_err(OpsError::AuditRefused)
@@ -133,7 +133,7 @@ impl Context {
             return r;
         }
         let who = self.identify().await.who;
-        let id = audit::request_id(command, &who);
+        let id = audit_trail::request_id(command, &who);
         *self.request_id.lock().expect("lock") = Some(id.clone());
         id
     }
@@ -276,7 +276,7 @@ mod tests {
 
     #[test]
     fn without_user_the_operator_is_the_uid_marked_self_declared() {
-        let declared = audit::Identity::declared(None);
+        let declared = audit_trail::Identity::declared(None);
         if std::env::var("USER").is_ok_and(|u| !u.trim().is_empty()) {
             assert_eq!(declared.source, "USER");
         } else {

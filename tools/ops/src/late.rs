@@ -21,8 +21,9 @@ use sophia_credits::model::INTERVIEWS;
 use sophia_reports::store::INTERVIEW_REPORTS;
 use sophia_sqs_consumer::metrics::{Declaration, Metric, ServiceLevel};
 
+use crate::duration_text::human_duration;
 use crate::queues::QueueName;
-use crate::status::{self, Verdict, human_duration};
+use crate::status::{self, Verdict};
 use crate::{Context, OpsError};
 
 /// At most this many interviews are looked at (the listing says when it stopped there).

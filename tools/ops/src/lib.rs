@@ -12,12 +12,12 @@
 //! [`commands::interview`], [`commands::queue`], [`commands::outbox`], [`commands::report`],
 //! [`commands::invariants`], [`commands::migrate`], [`commands::audit`]. The work they call:
 //!
-//! - [`publish`]: one message through the project's producer (`publish`, `report retry`);
-//! - [`dlq`]: peek at a DLQ (nothing is removed; bodies redacted), delete one message;
+//! - [`publish_message`]: one message through the project's producer (`publish`, `report retry`);
+//! - [`dlq_messages`]: peek at a DLQ (nothing is removed; bodies redacted), delete one message;
 //! - [`redrive`]: `dlq redrive` (`StartMessageMoveTask`, or receive / send / delete that never
 //!   loses a message; for report-generate each report's attempts are reset just before its
 //!   message moves) and `queue move` (from another stack's queue, each body checked);
-//! - [`interview`]: `interview show` (settlement, ledger, outbox, report, DLQ messages);
+//! - [`interview_state`]: `interview show` (settlement, ledger, outbox, report, DLQ messages);
 //! - [`contract`]: each queue's message contract and the redaction of bodies;
 //! - [`reference`](mod@reference): the command reference (`docs/reference/ops-cli.md`) from the clap definitions;
 //! - [`admin`]: `outbox flush`, `report retry`, `invariants check`, `migrate` (MongoDB, via the
@@ -28,8 +28,10 @@
 //!   metrics, a verdict naming what failing batches say) and `queue pause|resume` (the mapping,
 //!   on a stage or the local runner);
 //! - [`listing`]: `interview unsettled`, `report failures`;
+//! - [`report_failure`]: where a failed report stands and how its stored `lastError` is shown;
+//! - [`duration_text`]: durations as an operator reads them;
 //! - [`late`]: `report late` (the time to report against its service level, what waits, where);
-//! - [`audit`]: the audit trail of mutating commands (a stage's append-only CloudWatch Logs
+//! - [`audit_trail`]: the audit trail of mutating commands (a stage's append-only CloudWatch Logs
 //!   group; locally `operatorAudit`), `audit list`;
 //! - [`env`](mod@env): the environment overlaid on an env file (`.local/sophia.env`);
 //! - [`queues`]: queue URLs from the environment or, with `--stage`, by name.
@@ -39,28 +41,30 @@
 //! that failed, an invariant violated).
 
 pub mod admin;
-pub mod audit;
+pub mod audit_trail;
 pub mod cli;
 pub mod commands;
 pub mod confirm;
 mod context;
 pub mod contract;
-pub mod dlq;
+pub mod dlq_messages;
+pub mod duration_text;
 pub mod env;
 mod error;
-pub mod interview;
+pub mod interview_state;
 pub mod late;
 pub mod listing;
 mod outcome;
 pub mod predict;
 pub mod progress;
-pub mod publish;
+pub mod publish_message;
 pub mod queues;
 pub mod redrive;
 pub mod reference;
+pub mod report_failure;
 pub mod status;
 
-pub use audit::record_audit;
+pub use audit_trail::record_audit;
 pub use cli::Cli;
 pub use commands::dlq::REDRIVE_PLAN_MESSAGES;
 pub use context::Context;

@@ -3,7 +3,10 @@
 
 use serde::Serialize;
 
-use crate::{OpsError, admin, audit, confirm, dlq, interview, late, listing, publish, redrive, status};
+use crate::{
+    OpsError, admin, audit_trail, confirm, dlq_messages, interview_state, late, listing, publish_message, redrive,
+    status,
+};
 
 /// Done.
 pub const EXIT_OK: i32 = 0;
@@ -17,12 +20,12 @@ pub const EXIT_INCOMPLETE: i32 = 3;
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "command", rename_all = "kebab-case")]
 pub enum Outcome {
-    Publish(publish::PublishReport),
-    DlqList(dlq::DlqListing),
-    DlqShow(dlq::DlqShow),
+    Publish(publish_message::PublishReport),
+    DlqList(dlq_messages::DlqListing),
+    DlqShow(dlq_messages::DlqShow),
     DlqRedrive(redrive::RedriveReport),
-    DlqDelete(dlq::DlqDelete),
-    InterviewShow(Box<interview::InterviewShow>),
+    DlqDelete(dlq_messages::DlqDelete),
+    InterviewShow(Box<interview_state::InterviewShow>),
     QueueMove(redrive::RedriveReport),
     OutboxFlush(admin::OutboxFlushReport),
     ReportRetry(admin::ReportRetryReport),
@@ -35,7 +38,7 @@ pub enum Outcome {
     QueueMapping(status::MappingChange),
     InterviewUnsettled(listing::UnsettledListing),
     ReportFailures(listing::FailuresListing),
-    AuditList(audit::AuditListing),
+    AuditList(audit_trail::AuditListing),
     /// `--dry-run`: what would have been sent; nothing was.
     DryRun(confirm::Plan),
 }

@@ -49,10 +49,6 @@ impl QueueName {
         self.0.name()
     }
 
-    pub fn is(self, queue: Queue) -> bool {
-        self.0 == queue
-    }
-
     /// Whether each message of this queue stands for a stored report that keeps its own attempt
     /// count: its DLQ's redrive resets those attempts (unless `--keep-attempts`), `dlq show`
     /// looks the report up. A `match` with no catch-all: a queue added to the declaration stops
@@ -233,4 +229,9 @@ impl QueueLocator {
         };
         self.url_by_name_and_owner(name, Some(account).filter(|a| !a.is_empty()).copied()).await
     }
+}
+
+/// `ApproximateNumberOfMessages` of a queue.
+pub async fn approximate_visible(locator: &QueueLocator, url: &str) -> Result<Option<u64>, OpsError> {
+    Ok(locator.attribute(url, QueueAttributeName::ApproximateNumberOfMessages).await?.and_then(|v| v.parse().ok()))
 }

@@ -38,8 +38,9 @@ use aws_sdk_sqs::types::{
 use serde::Serialize;
 
 use crate::OpsError;
-use crate::dlq::{RECEIVE_BATCH, approximate_visible, receive, release};
+use crate::dlq_messages::{RECEIVE_BATCH, receive, release};
 use crate::progress::ProgressMode;
+use crate::queues::approximate_visible;
 use crate::queues::{QueueLocator, QueueName, QueueRef};
 
 /// Error codes with which an endpoint says it does not implement an operation.
@@ -740,134 +741,39 @@ async fn move_by_hand(
         (None, there) => there,
     };
     let bar = options.progress.bar(total, format!("redriving {}", report.queue));
-    // Sent but not deleted: if seen again, only the delete is retried.
-    let mut sent_not_deleted: HashSet<String> = HashSet::new();
-    // Send failed: released at the end so they are visible in the DLQ again at once.
-    let mut failed_sends: HashMap<String, String> = HashMap::new();
-    let mut consecutive_failed_batches = 0;
-    let mut attempted = 0usize;
+    let mut run = HandMove::default();
     let result = async {
-        loop {
-            let remaining = options.max.map_or(RECEIVE_BATCH as usize, |m| m.saturating_sub(attempted));
-            if remaining == 0 {
-                break;
-            }
-            let want = i32::try_from(remaining.min(RECEIVE_BATCH as usize)).unwrap_or(RECEIVE_BATCH);
+        while let Some(want) = run.want(options) {
             let batch = receive(client, &dlq.url, want, options.visibility, Duration::from_secs(1)).await?;
             if batch.is_empty() {
                 break;
             }
-            let mut to_send = Vec::new();
-            let mut redeletes = Vec::new();
             let kept_before = report.kept.len();
-            for m in batch {
-                let id = m.message_id().unwrap_or_default().to_owned();
-                let handle = m.receipt_handle().unwrap_or_default().to_owned();
-                if sent_not_deleted.contains(&id) {
-                    redeletes.push((id, handle));
-                } else if let Some(h) = failed_sends.get_mut(&id) {
-                    *h = handle;
-                } else {
-                    match prepare.prepare(&m).await {
-                        Prepared::Send { note } => {
-                            if let Some(note) = note {
-                                let interview_id = crate::contract::interview_named(m.body().unwrap_or_default())
-                                    .map(|i| i.to_string());
-                                report.prepared.push(PreparedNote { message_id: id.clone(), interview_id, note });
-                            }
-                            to_send.push(m);
-                        }
-                        Prepared::Keep { step, reason } => {
-                            report.kept.push(RedriveFailure { message_id: id.clone(), step, reason });
-                            // Released at the end with the failed sends, never received twice.
-                            failed_sends.insert(id, handle);
-                            attempted += 1;
-                            bar.inc(1);
-                        }
-                    }
-                }
-            }
+            let (to_send, redeletes) = run.sort(batch, prepare, &bar, report).await;
             if to_send.is_empty() && redeletes.is_empty() {
                 if report.kept.len() > kept_before {
                     continue;
                 }
                 break;
             }
-            attempted += to_send.len();
-            // Send: entry id = position in this batch.
-            let ids: Vec<String> = (0..to_send.len()).map(|i| format!("m{i}")).collect();
-            let sent = if to_send.is_empty() {
-                HashMap::new()
-            } else {
-                let entries = ids.iter().zip(&to_send).map(|(id, m)| send_entry(id.clone(), m, options.ops_request_id.as_deref())).collect();
-                outcome(&ids, io.send_batch(&source.url, entries).await)
-            };
-            let mut deletes: Vec<(String, String)> = redeletes;
-            let mut failed_in_batch = 0;
-            for (id, m) in ids.iter().zip(&to_send) {
-                let message_id = m.message_id().unwrap_or_default().to_owned();
-                match &sent[id] {
-                    Ok(()) => deletes.push((message_id, m.receipt_handle().unwrap_or_default().to_owned())),
-                    Err(reason) => {
-                        failed_in_batch += 1;
-                        report.failed += 1;
-                        report.failures.push(RedriveFailure { message_id: message_id.clone(), step: "send", reason: reason.clone() });
-                        failed_sends.insert(message_id, m.receipt_handle().unwrap_or_default().to_owned());
-                    }
-                }
-            }
+            run.attempted += to_send.len();
+            let (sent, failed_in_batch) = run.send(&to_send, io, source, options, report).await;
             // Delete exactly what was sent.
-            if !deletes.is_empty() {
-                let del_ids: Vec<String> = (0..deletes.len()).map(|i| format!("d{i}")).collect();
-                let entries = del_ids.iter().zip(&deletes).map(|(id, (_, handle))| delete_entry(id, handle)).collect();
-                let deleted = outcome(&del_ids, io.delete_batch(&dlq.url, entries).await);
-                for (id, (message_id, _)) in del_ids.iter().zip(&deletes) {
-                    let retried = sent_not_deleted.contains(message_id);
-                    match (&deleted[id], retried) {
-                        (Ok(()), false) => {
-                            report.moved += 1;
-                            report.moved_message_ids.push(message_id.clone());
-                        }
-                        (Ok(()), true) => {
-                            // A retried delete succeeded: the duplicate is gone, the move is complete.
-                            sent_not_deleted.remove(message_id);
-                            report.duplicated -= 1;
-                            report.moved += 1;
-                            report.moved_message_ids.push(message_id.clone());
-                            report.failures.retain(|f| !(f.step == "delete" && &f.message_id == message_id));
-                        }
-                        (Err(_), true) => {}
-                        (Err(reason), false) => {
-                            report.duplicated += 1;
-                            report.failures.push(RedriveFailure {
-                                message_id: message_id.clone(),
-                                step: "delete",
-                                reason: reason.clone(),
-                            });
-                            sent_not_deleted.insert(message_id.clone());
-                        }
-                    }
-                }
-            }
+            run.delete(redeletes.into_iter().chain(sent).collect(), io, dlq, report).await;
             bar.inc(to_send.len() as u64);
-            if !to_send.is_empty() && failed_in_batch == to_send.len() {
-                consecutive_failed_batches += 1;
-                if consecutive_failed_batches >= MAX_CONSECUTIVE_FAILED_BATCHES {
-                    report.stopped_early = Some(format!(
-                        "{MAX_CONSECUTIVE_FAILED_BATCHES} batches in a row could not be sent to {}: the destination looks unavailable",
-                        source.url
-                    ));
-                    break;
-                }
-            } else {
-                consecutive_failed_batches = 0;
+            if run.destination_unavailable(to_send.len(), failed_in_batch) {
+                report.stopped_early = Some(format!(
+                    "{MAX_CONSECUTIVE_FAILED_BATCHES} batches in a row could not be sent to {}: the destination looks unavailable",
+                    source.url
+                ));
+                break;
             }
         }
         Ok::<_, OpsError>(())
     }
     .await;
     bar.finish_and_clear();
-    let handles: Vec<String> = failed_sends.into_values().collect();
+    let handles: Vec<String> = run.failed_sends.into_values().collect();
     let unreleased = release(client, &dlq.url, &handles).await;
     if unreleased > 0 {
         tracing::warn!(unreleased, "some unsent messages stay hidden in the DLQ until their visibility timeout ends");
@@ -881,5 +787,168 @@ async fn move_by_hand(
             Ok(())
         }
         Ok(()) => Ok(()),
+    }
+}
+
+/// What a receive / send / delete run remembers across its batches.
+#[derive(Default)]
+struct HandMove {
+    /// Sent but not deleted: if seen again, only the delete is retried.
+    sent_not_deleted: HashSet<String>,
+    /// Send failed (or kept by the prepare step), by message id with its latest receipt handle:
+    /// released at the end so they are visible in the DLQ again at once.
+    failed_sends: HashMap<String, String>,
+    consecutive_failed_batches: u32,
+    /// Messages sent or kept so far (what `--max` counts).
+    attempted: usize,
+}
+
+impl HandMove {
+    /// How many messages the next receive asks for; `None` once `--max` are attempted.
+    fn want(&self, options: &RedriveOptions) -> Option<i32> {
+        let remaining = options.max.map_or(RECEIVE_BATCH as usize, |m| m.saturating_sub(self.attempted));
+        (remaining > 0).then(|| i32::try_from(remaining.min(RECEIVE_BATCH as usize)).unwrap_or(RECEIVE_BATCH))
+    }
+
+    /// Sorts a received batch: a message sent before whose delete failed is only deleted again
+    /// (the second list: message id, receipt handle); one whose send failed before keeps its new
+    /// handle for the release; any other goes through the prepare step, then is sent (the first
+    /// list) or kept where it is.
+    async fn sort(
+        &mut self,
+        batch: Vec<Message>,
+        prepare: &impl Prepare,
+        bar: &indicatif::ProgressBar,
+        report: &mut RedriveReport,
+    ) -> (Vec<Message>, Vec<(String, String)>) {
+        let mut to_send = Vec::new();
+        let mut redeletes = Vec::new();
+        for m in batch {
+            let id = m.message_id().unwrap_or_default().to_owned();
+            let handle = m.receipt_handle().unwrap_or_default().to_owned();
+            if self.sent_not_deleted.contains(&id) {
+                redeletes.push((id, handle));
+            } else if let Some(h) = self.failed_sends.get_mut(&id) {
+                *h = handle;
+            } else {
+                match prepare.prepare(&m).await {
+                    Prepared::Send { note } => {
+                        if let Some(note) = note {
+                            let interview_id =
+                                crate::contract::interview_named(m.body().unwrap_or_default()).map(|i| i.to_string());
+                            report.prepared.push(PreparedNote { message_id: id.clone(), interview_id, note });
+                        }
+                        to_send.push(m);
+                    }
+                    Prepared::Keep { step, reason } => {
+                        report.kept.push(RedriveFailure { message_id: id.clone(), step, reason });
+                        // Released at the end with the failed sends, never received twice.
+                        self.failed_sends.insert(id, handle);
+                        self.attempted += 1;
+                        bar.inc(1);
+                    }
+                }
+            }
+        }
+        (to_send, redeletes)
+    }
+
+    /// Sends `to_send` to the source queue in one batch call: what was sent (message id, receipt
+    /// handle: to delete) and how many sends failed (kept for the release, counted in `report`).
+    async fn send(
+        &mut self,
+        to_send: &[Message],
+        io: &impl MoveIo,
+        source: &QueueRef,
+        options: &RedriveOptions,
+        report: &mut RedriveReport,
+    ) -> (Vec<(String, String)>, usize) {
+        // Send: entry id = position in this batch.
+        let ids: Vec<String> = (0..to_send.len()).map(|i| format!("m{i}")).collect();
+        let sent = if to_send.is_empty() {
+            HashMap::new()
+        } else {
+            let entries = ids
+                .iter()
+                .zip(to_send)
+                .map(|(id, m)| send_entry(id.clone(), m, options.ops_request_id.as_deref()))
+                .collect();
+            outcome(&ids, io.send_batch(&source.url, entries).await)
+        };
+        let mut deletes = Vec::new();
+        let mut failed_in_batch = 0;
+        for (id, m) in ids.iter().zip(to_send) {
+            let message_id = m.message_id().unwrap_or_default().to_owned();
+            match &sent[id] {
+                Ok(()) => deletes.push((message_id, m.receipt_handle().unwrap_or_default().to_owned())),
+                Err(reason) => {
+                    failed_in_batch += 1;
+                    report.failed += 1;
+                    report.failures.push(RedriveFailure {
+                        message_id: message_id.clone(),
+                        step: "send",
+                        reason: reason.clone(),
+                    });
+                    self.failed_sends.insert(message_id, m.receipt_handle().unwrap_or_default().to_owned());
+                }
+            }
+        }
+        (deletes, failed_in_batch)
+    }
+
+    /// Deletes from the DLQ exactly what was sent (message id, receipt handle): a delete that
+    /// fails leaves a duplicate, retried when the message is received again.
+    async fn delete(
+        &mut self,
+        deletes: Vec<(String, String)>,
+        io: &impl MoveIo,
+        dlq: &QueueRef,
+        report: &mut RedriveReport,
+    ) {
+        if deletes.is_empty() {
+            return;
+        }
+        let del_ids: Vec<String> = (0..deletes.len()).map(|i| format!("d{i}")).collect();
+        let entries = del_ids.iter().zip(&deletes).map(|(id, (_, handle))| delete_entry(id, handle)).collect();
+        let deleted = outcome(&del_ids, io.delete_batch(&dlq.url, entries).await);
+        for (id, (message_id, _)) in del_ids.iter().zip(&deletes) {
+            let retried = self.sent_not_deleted.contains(message_id);
+            match (&deleted[id], retried) {
+                (Ok(()), false) => {
+                    report.moved += 1;
+                    report.moved_message_ids.push(message_id.clone());
+                }
+                (Ok(()), true) => {
+                    // A retried delete succeeded: the duplicate is gone, the move is complete.
+                    self.sent_not_deleted.remove(message_id);
+                    report.duplicated -= 1;
+                    report.moved += 1;
+                    report.moved_message_ids.push(message_id.clone());
+                    report.failures.retain(|f| !(f.step == "delete" && &f.message_id == message_id));
+                }
+                (Err(_), true) => {}
+                (Err(reason), false) => {
+                    report.duplicated += 1;
+                    report.failures.push(RedriveFailure {
+                        message_id: message_id.clone(),
+                        step: "delete",
+                        reason: reason.clone(),
+                    });
+                    self.sent_not_deleted.insert(message_id.clone());
+                }
+            }
+        }
+    }
+
+    /// Whether the destination looks unavailable: [`MAX_CONSECUTIVE_FAILED_BATCHES`] batches in
+    /// a row of which every send failed.
+    fn destination_unavailable(&mut self, sent: usize, failed_in_batch: usize) -> bool {
+        if sent > 0 && failed_in_batch == sent {
+            self.consecutive_failed_batches += 1;
+            self.consecutive_failed_batches >= MAX_CONSECUTIVE_FAILED_BATCHES
+        } else {
+            self.consecutive_failed_batches = 0;
+            false
+        }
     }
 }

@@ -24,6 +24,7 @@ use std::time::Duration;
 use aws_sdk_sqs::types::QueueAttributeName;
 use serde::Serialize;
 
+use crate::duration_text::human_duration;
 use crate::queues::{QueueLocator, QueueName};
 use crate::{Context, OpsError};
 
@@ -421,7 +422,7 @@ pub async fn queue_status(ctx: &Context, queue: QueueName, window: Duration) -> 
     let arn = attrs.get(&QueueAttributeName::QueueArn).cloned();
     let dlq_url = locator.dlq_url(queue).await.ok();
     let dlq_visible = match &dlq_url {
-        Some(u) => crate::dlq::approximate_visible(&locator, u).await.ok().flatten(),
+        Some(u) => crate::queues::approximate_visible(&locator, u).await.ok().flatten(),
         None => None,
     };
     // By the URL only: a `--stage` whose queues are loopback (tests) has no Lambda API either.
@@ -503,52 +504,68 @@ async fn event_source_mapping(ctx: &Context, queue_arn: &str) -> Result<Option<M
     }))
 }
 
+/// The queries of `queue status`: the queue's oldest message; with a function, its Lambda
+/// invocations, errors and throttles and, on a stage, its own failure metrics (ReportsFailed by
+/// error kind: ids `k0`, `k1`, ... in [`sophia_reports::ErrorKind::ALL`]'s order).
+fn metric_queries(
+    queue_name: &str,
+    function: Option<&str>,
+    stage: Option<&str>,
+) -> Vec<aws_sdk_cloudwatch::types::MetricDataQuery> {
+    let mut queries =
+        vec![metric_query("age", "AWS/SQS", "ApproximateAgeOfOldestMessage", &[("QueueName", queue_name)], "Maximum")];
+    if let Some(f) = function {
+        for (id, name) in [("inv", "Invocations"), ("err", "Errors"), ("thr", "Throttles")] {
+            queries.push(metric_query(id, "AWS/Lambda", name, &[("FunctionName", f)], "Sum"));
+        }
+        // The functions' own metrics (declarations/metrics.json: dimensions Stage and Function,
+        // ReportsFailed also by ErrorKind); a function that does not emit one reads as 0.
+        if let Some(stage) = stage {
+            let both = [("Stage", stage), ("Function", f)];
+            queries.push(metric_query("rf", "Sophia", "RecordsFailed", &both, "Sum"));
+            for (i, kind) in sophia_reports::ErrorKind::ALL.iter().enumerate() {
+                let dims = [("Stage", stage), ("Function", f), ("ErrorKind", kind.as_str())];
+                queries.push(metric_query(&format!("k{i}"), "Sophia", "ReportsFailed", &dims, "Sum"));
+            }
+        }
+    }
+    queries
+}
+
+/// One metric's statistic per minute.
+fn metric_query(
+    id: &str,
+    namespace: &str,
+    name: &str,
+    dims: &[(&str, &str)],
+    stat: &str,
+) -> aws_sdk_cloudwatch::types::MetricDataQuery {
+    use aws_sdk_cloudwatch::types::{Dimension, Metric, MetricDataQuery, MetricStat};
+    let dimensions: Vec<Dimension> =
+        dims.iter().map(|(k, v)| Dimension::builder().name(*k).value(*v).build()).collect();
+    MetricDataQuery::builder()
+        .id(id)
+        .metric_stat(
+            MetricStat::builder()
+                .metric(
+                    Metric::builder().namespace(namespace).metric_name(name).set_dimensions(Some(dimensions)).build(),
+                )
+                .period(60)
+                .stat(stat)
+                .build(),
+        )
+        .build()
+}
+
 async fn metrics(
     ctx: &Context,
     queue_name: &str,
     function: Option<&str>,
     window: Duration,
 ) -> Result<(Option<FunctionMetrics>, Option<u64>), String> {
-    use aws_sdk_cloudwatch::types::{Dimension, Metric, MetricDataQuery, MetricStat};
     let client = aws_sdk_cloudwatch::Client::new(&ctx.aws_config().await);
-    let query = |id: &str, namespace: &str, name: &str, dims: &[(&str, &str)], stat: &str| {
-        let dimensions: Vec<Dimension> =
-            dims.iter().map(|(k, v)| Dimension::builder().name(*k).value(*v).build()).collect();
-        MetricDataQuery::builder()
-            .id(id)
-            .metric_stat(
-                MetricStat::builder()
-                    .metric(
-                        Metric::builder()
-                            .namespace(namespace)
-                            .metric_name(name)
-                            .set_dimensions(Some(dimensions))
-                            .build(),
-                    )
-                    .period(60)
-                    .stat(stat)
-                    .build(),
-            )
-            .build()
-    };
-    let mut queries =
-        vec![query("age", "AWS/SQS", "ApproximateAgeOfOldestMessage", &[("QueueName", queue_name)], "Maximum")];
     let kinds = sophia_reports::ErrorKind::ALL;
-    if let Some(f) = function {
-        for (id, name) in [("inv", "Invocations"), ("err", "Errors"), ("thr", "Throttles")] {
-            queries.push(query(id, "AWS/Lambda", name, &[("FunctionName", f)], "Sum"));
-        }
-        // The functions' own metrics (declarations/metrics.json: dimensions Stage and Function,
-        // ReportsFailed also by ErrorKind); a function that does not emit one reads as 0.
-        if let Some(stage) = ctx.stage.as_deref() {
-            let both = [("Stage", stage), ("Function", f)];
-            queries.push(query("rf", "Sophia", "RecordsFailed", &both, "Sum"));
-            for (i, kind) in kinds.iter().enumerate() {
-                let dims = [("Stage", stage), ("Function", f), ("ErrorKind", kind.as_str())];
-                queries.push(query(&format!("k{i}"), "Sophia", "ReportsFailed", &dims, "Sum"));
-            }
-        }
-    }
+    let queries = metric_queries(queue_name, function, ctx.stage.as_deref());
     let end = std::time::SystemTime::now();
     let start = end - window.max(Duration::from_secs(300));
     let out = client
@@ -583,15 +600,6 @@ async fn metrics(
         failures_by_kind,
     });
     Ok((m, oldest))
-}
-
-pub fn human_duration(seconds: u64) -> String {
-    match seconds {
-        s if s >= 86_400 => format!("{}d {}h", s / 86_400, (s % 86_400) / 3600),
-        s if s >= 3600 => format!("{}h {}m", s / 3600, (s % 3600) / 60),
-        s if s >= 60 => format!("{}m {}s", s / 60, s % 60),
-        s => format!("{s}s"),
-    }
 }
 
 impl QueueStatus {

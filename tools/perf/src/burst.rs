@@ -194,36 +194,11 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
     };
     let mongo = Mongo::connect(&settings).await?;
     sophia_reports::migrations::apply(&mongo.db).await?;
-
-    let fake = FakeOpenAi::deterministic()?;
-    fake.set_latency(Some(Latency { typical: options.latency / scale, jitter: 0.25 }));
-    if let Some(tpm) = options.tokens_per_minute {
-        fake.set_token_limit(Some(TokenLimit { tokens_per_window: tpm, window: Duration::from_secs(60) / scale }));
-    }
-    if options.outage.is_some() {
-        fake.set_fault(Some(Fault::ServerError));
-    }
+    let fake = fake_openai(options, scale)?;
 
     // The production handler with the report queue's consumer options, scaled.
-    let (endpoint, openai) = (fauxqs.url(), OpenAiSettings::for_endpoint(fake.base_url(), "gpt-4.1-mini"));
-    let instances = Instances::spawn(
-        "report-generate",
-        options.concurrency,
-        move || {
-            let (settings, endpoint, openai) = (settings.clone(), endpoint.clone(), openai.clone());
-            async move {
-                let mongo = Mongo::connect(&settings).await?;
-                let mut consumer = ConsumerOptions::for_queue("reportGenerate").with_queue(Arc::new(
-                    SqsRecordQueue::with_client(sophia_platform::sqs::local_client(&endpoint), Some(endpoint.clone())),
-                ));
-                consumer.backoff = consumer.backoff.with_requeue(Requeue::default());
-                consumer.backoff.time_scale = scale;
-                let service = ReportService::new(mongo.db.clone(), ReportModel::new(&openai));
-                Ok::<_, BoxError>(report_generate::ReportGenerateHandler::with_service(mongo, service, consumer))
-            }
-        },
-        |h, event| Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { Box::new(e) }) }),
-    )?;
+    let openai = OpenAiSettings::for_endpoint(fake.base_url(), "gpt-4.1-mini");
+    let instances = report_generate_instances(options.concurrency, scale, settings, fauxqs.url(), openai)?;
     let esm = EventSourceMapping::declared(
         sqs.clone(),
         queues.report_generate.source.clone(),
@@ -238,34 +213,123 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
     // The interviews, then their report.generate: the busy organization's first, all at once.
     let (busy, quiet) =
         (OrganizationId::new(bson::oid::ObjectId::new()), OrganizationId::new(bson::oid::ObjectId::new()));
-    let mut published: Vec<(String, OrganizationId, SystemTime)> = Vec::new();
     let producer = SqsProducer::new(
         sqs.clone(),
         QueueUrls::default().with(Queue::ReportGenerate, queues.report_generate.source.url.clone()),
     );
+    let mut published: Vec<Published> = Vec::new();
     for (org, n) in [(busy, options.busy), (quiet, options.quiet)] {
-        let fixtures: Vec<InterviewFixture> = (0..n).map(|_| InterviewFixture::new(org)).collect();
-        let docs: Vec<Document> = fixtures.iter().map(|f| f.document().clone()).collect();
-        for chunk in docs.chunks(500) {
-            mongo.db.collection::<Document>("interviews").insert_many(chunk.to_vec()).await?;
-        }
-        let sends = fixtures.iter().map(|f| {
-            let message = ReportGenerate { interview_id: f.interview_id(), organization_id: org };
-            let producer = producer.clone();
-            async move {
-                producer.publish_report_generate(&message, &RequestId::settlement(message.interview_id)).await?;
-                Ok::<_, BoxError>((message.interview_id.to_string(), org, SystemTime::now()))
-            }
-        });
-        let sent: Vec<_> = futures::stream::iter(sends).buffer_unordered(32).try_collect().await?;
-        published.extend(sent);
+        published.extend(publish_reports(&mongo, &producer, org, n).await?);
     }
 
-    // The outage ends after its (scaled) length.
+    let (reports, recovered_at) = wait_for_reports(&mongo, &fake, options, started, published.len()).await?;
+    let _ = shutdown.send(true);
+    for p in pollers {
+        let _ = p.await;
+    }
+
+    let dlq = dlq_depth(&sqs, &queues.report_generate.dlq.url).await;
+    let mut report = summarize(&reports, &published, [("busy", busy), ("quiet", quiet)], recovered_at, scale);
+    report.options = format!(
+        "{} + {} reports, concurrency {}, latency {:?}, TPM {:?}, outage {:?}, time scale {}",
+        options.busy,
+        options.quiet,
+        options.concurrency,
+        options.latency,
+        options.tokens_per_minute,
+        options.outage,
+        scale
+    );
+    report.receive_counts = esm.stats.receive_counts();
+    report.dlq = dlq;
+    report.model_requests = fake.request_count();
+    report.real_seconds = started.elapsed().as_secs_f64();
+    fauxqs.stop();
+    nx.stop();
+    Ok(report)
+}
+
+/// One published report request: the interview id, its organization, when it was sent.
+type Published = (String, OrganizationId, SystemTime);
+
+/// The OpenAI fake with the scenario's latency, token limit and (from the start) outage, scaled.
+fn fake_openai(options: &BurstOptions, scale: u32) -> Result<FakeOpenAi, BoxError> {
+    let fake = FakeOpenAi::deterministic()?;
+    fake.set_latency(Some(Latency { typical: options.latency / scale, jitter: 0.25 }));
+    if let Some(tpm) = options.tokens_per_minute {
+        fake.set_token_limit(Some(TokenLimit { tokens_per_window: tpm, window: Duration::from_secs(60) / scale }));
+    }
+    if options.outage.is_some() {
+        fake.set_fault(Some(Fault::ServerError));
+    }
+    Ok(fake)
+}
+
+/// `concurrency` report-generate instances: the production handler with the report queue's
+/// consumer options (backoff, requeue, the queue reached over SQS at `endpoint`), scaled.
+fn report_generate_instances(
+    concurrency: usize,
+    scale: u32,
+    settings: MongoSettings,
+    endpoint: String,
+    openai: OpenAiSettings,
+) -> Result<Instances, BoxError> {
+    Ok(Instances::spawn(
+        "report-generate",
+        concurrency,
+        move || {
+            let (settings, endpoint, openai) = (settings.clone(), endpoint.clone(), openai.clone());
+            async move {
+                let mongo = Mongo::connect(&settings).await?;
+                let mut consumer = ConsumerOptions::for_queue("reportGenerate").with_queue(Arc::new(
+                    SqsRecordQueue::with_client(sophia_platform::sqs::local_client(&endpoint), Some(endpoint.clone())),
+                ));
+                consumer.backoff = consumer.backoff.with_requeue(Requeue::default());
+                consumer.backoff.time_scale = scale;
+                let service = ReportService::new(mongo.db.clone(), ReportModel::new(&openai));
+                Ok::<_, BoxError>(report_generate::ReportGenerateHandler::with_service(mongo, service, consumer))
+            }
+        },
+        |h, event| Box::pin(async move { h.handle(event).await.map_err(|e| -> BoxError { Box::new(e) }) }),
+    )?)
+}
+
+/// `n` interviews of `org` written as settled, then their `report.generate` published at once
+/// (32 sends in flight), as the settlement's outbox publisher publishes it.
+async fn publish_reports(
+    mongo: &Mongo,
+    producer: &SqsProducer,
+    org: OrganizationId,
+    n: usize,
+) -> Result<Vec<Published>, BoxError> {
+    let fixtures: Vec<InterviewFixture> = (0..n).map(|_| InterviewFixture::new(org)).collect();
+    let docs: Vec<Document> = fixtures.iter().map(|f| f.document().clone()).collect();
+    for chunk in docs.chunks(500) {
+        mongo.db.collection::<Document>("interviews").insert_many(chunk.to_vec()).await?;
+    }
+    let sends = fixtures.iter().map(|f| {
+        let message = ReportGenerate { interview_id: f.interview_id(), organization_id: org };
+        let producer = producer.clone();
+        async move {
+            producer.publish_report_generate(&message, &RequestId::settlement(message.interview_id)).await?;
+            Ok::<_, BoxError>((message.interview_id.to_string(), org, SystemTime::now()))
+        }
+    });
+    futures::stream::iter(sends).buffer_unordered(32).try_collect().await
+}
+
+/// Polls the reports until each of the `total` is terminal (COMPLETED, or FAILED at its last
+/// attempt) and the outage (if any) has ended, or the run's timeout passes; ends the outage after
+/// its (scaled) length. The reports, and when the fake recovered.
+async fn wait_for_reports(
+    mongo: &Mongo,
+    fake: &FakeOpenAi,
+    options: &BurstOptions,
+    started: Instant,
+    total: usize,
+) -> Result<(Vec<Document>, Option<SystemTime>), BoxError> {
     let mut recovered_at: Option<SystemTime> = None;
-    let outage_end = options.outage.map(|o| started + o / scale);
-    let total = published.len();
-    let mut reports: Vec<Document>;
+    let outage_end = options.outage.map(|o| started + o / options.time_scale.max(1));
     loop {
         if let Some(end) = outage_end
             && recovered_at.is_none()
@@ -275,52 +339,49 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
             recovered_at = Some(SystemTime::now());
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
-        reports = mongo.db.collection::<Document>("interviewReports").find(doc! {}).await?.try_collect().await?;
+        let reports: Vec<Document> =
+            mongo.db.collection::<Document>("interviewReports").find(doc! {}).await?.try_collect().await?;
         let terminal = reports
             .iter()
             .filter(|r| {
                 let status = r.get_str("status").unwrap_or_default();
-                status == "COMPLETED" || (status == "FAILED" && int(r, "attemptCount") >= 3)
+                status == "COMPLETED" || (status == "FAILED" && is_out_of_attempts(r))
             })
             .count();
         if (terminal == total && (outage_end.is_none() || recovered_at.is_some()))
             || started.elapsed() > options.timeout
         {
-            break;
+            return Ok((reports, recovered_at));
         }
     }
-    let _ = shutdown.send(true);
-    for p in pollers {
-        let _ = p.await;
-    }
+}
 
+/// Messages in the report DLQ (-1 when it cannot be read).
+async fn dlq_depth(sqs: &aws_sdk_sqs::Client, dlq_url: &str) -> i64 {
+    sqs.get_queue_attributes()
+        .queue_url(dlq_url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+        .send()
+        .await
+        .ok()
+        .and_then(|a| {
+            a.attributes?.get(&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)?.parse().ok()
+        })
+        .unwrap_or(-1)
+}
+
+/// The figures of the final reports (scale-1 seconds); what the pipeline and the run measured
+/// (options, receive counts, DLQ, model requests, real time) is the caller's to fill in.
+fn summarize(
+    reports: &[Document],
+    published: &[Published],
+    organizations: [(&str, OrganizationId); 2],
+    recovered_at: Option<SystemTime>,
+    scale: u32,
+) -> BurstReport {
     let scaled = |d: Duration| d.as_secs_f64() * f64::from(scale);
-    let by_interview: BTreeMap<String, &Document> =
-        reports.iter().filter_map(|r| r.get_object_id("interviewId").ok().map(|id| (id.to_hex(), r))).collect();
     let completed_at = |r: &Document| r.get_datetime("completedAt").ok().map(|d| d.to_system_time());
-    let mut dwell = Vec::new();
-    for (name, org) in [("busy", busy), ("quiet", quiet)] {
-        let mine: Vec<_> = published.iter().filter(|(_, o, _)| *o == org).collect();
-        let mut times: Vec<f64> = mine
-            .iter()
-            .filter_map(|(id, _, sent)| {
-                let r = by_interview.get(id)?;
-                (r.get_str("status").ok()? == "COMPLETED")
-                    .then(|| completed_at(r))
-                    .flatten()
-                    .map(|done| scaled(done.duration_since(*sent).unwrap_or_default()))
-            })
-            .collect();
-        times.sort_by(f64::total_cmp);
-        dwell.push(Dwell {
-            organization: name.to_owned(),
-            reports: mine.len(),
-            completed: times.len(),
-            p50_s: percentile(&times, 0.5),
-            p95_s: percentile(&times, 0.95),
-            max_s: times.last().copied().unwrap_or(f64::NAN),
-        });
-    }
+    let dwell = organizations.iter().map(|&(name, org)| dwell_of(name, org, reports, published, scale)).collect();
     let mut after: Vec<f64> = match recovered_at {
         Some(at) => reports
             .iter()
@@ -332,57 +393,64 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
     after.sort_by(f64::total_cmp);
     let out_of_attempts: Vec<String> = reports
         .iter()
-        .filter(|r| r.get_str("status").ok() == Some("FAILED") && int(r, "attemptCount") >= 3)
+        .filter(|r| r.get_str("status").ok() == Some("FAILED") && is_out_of_attempts(r))
         .filter_map(|r| r.get_object_id("interviewId").ok().map(|id| id.to_hex()))
         .collect();
     let mut attempts = BTreeMap::new();
     for r in reports.iter().filter(|r| r.get_str("status").ok() == Some("COMPLETED")) {
-        *attempts.entry(int(r, "attemptCount")).or_default() += 1;
+        *attempts.entry(attempt_count(r).unwrap_or(UNREADABLE)).or_default() += 1;
     }
     let completed = reports.iter().filter(|r| r.get_str("status").ok() == Some("COMPLETED")).count();
-    let dlq = sqs
-        .get_queue_attributes()
-        .queue_url(&queues.report_generate.dlq.url)
-        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
-        .send()
-        .await
-        .ok()
-        .and_then(|a| {
-            a.attributes?.get(&aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)?.parse().ok()
-        })
-        .unwrap_or(-1);
-    let report = BurstReport {
-        options: format!(
-            "{} + {} reports, concurrency {}, latency {:?}, TPM {:?}, outage {:?}, time scale {}",
-            options.busy,
-            options.quiet,
-            options.concurrency,
-            options.latency,
-            options.tokens_per_minute,
-            options.outage,
-            scale
-        ),
+    BurstReport {
+        options: String::new(),
         dwell,
         out_of_attempts,
-        not_completed: total - completed,
+        not_completed: published.len() - completed,
         attempts,
-        receive_counts: esm.stats.receive_counts(),
-        dlq,
-        model_requests: fake.request_count(),
+        receive_counts: BTreeMap::new(),
+        dlq: 0,
+        model_requests: 0,
         after_recovery_max_s: recovered_at.map(|_| after.last().copied().unwrap_or(0.0)),
         after_recovery_p95_s: recovered_at.map(|_| percentile(&after, 0.95)),
-        real_seconds: started.elapsed().as_secs_f64(),
-    };
-    fauxqs.stop();
-    nx.stop();
-    Ok(report)
+        real_seconds: 0.0,
+    }
 }
 
-fn int(d: &Document, key: &str) -> i64 {
-    match d.get(key) {
-        Some(bson::Bson::Int32(n)) => i64::from(*n),
-        Some(bson::Bson::Int64(n)) => *n,
-        Some(bson::Bson::Double(n)) => *n as i64,
-        _ => 0,
+/// One organization's dwell times: publish to COMPLETED of each of its reports (scale 1).
+fn dwell_of(name: &str, org: OrganizationId, reports: &[Document], published: &[Published], scale: u32) -> Dwell {
+    let by_interview: BTreeMap<String, &Document> =
+        reports.iter().filter_map(|r| r.get_object_id("interviewId").ok().map(|id| (id.to_hex(), r))).collect();
+    let mine: Vec<_> = published.iter().filter(|(_, o, _)| *o == org).collect();
+    let mut times: Vec<f64> = mine
+        .iter()
+        .filter_map(|(id, _, sent)| {
+            let r = by_interview.get(id)?;
+            (r.get_str("status").ok()? == "COMPLETED")
+                .then(|| r.get_datetime("completedAt").ok().map(|d| d.to_system_time()))
+                .flatten()
+                .map(|done| done.duration_since(*sent).unwrap_or_default().as_secs_f64() * f64::from(scale))
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    Dwell {
+        organization: name.to_owned(),
+        reports: mine.len(),
+        completed: times.len(),
+        p50_s: percentile(&times, 0.5),
+        p95_s: percentile(&times, 0.95),
+        max_s: times.last().copied().unwrap_or(f64::NAN),
     }
+}
+
+/// The attempts key of a report whose `attemptCount` is not an integer (a fractional double is
+/// refused, not truncated): shown as its own line of the histogram.
+const UNREADABLE: i64 = -1;
+
+/// A report's `attemptCount` (absent: 0), any integral numeric.
+fn attempt_count(d: &Document) -> Result<i64, sophia_documents::int::NotAnInteger> {
+    sophia_documents::int::at(d, "attemptCount").unwrap_or(Ok(0))
+}
+
+fn is_out_of_attempts(d: &Document) -> bool {
+    attempt_count(d).is_ok_and(|n| n >= i64::from(sophia_reports::store::MAX_ATTEMPTS))
 }

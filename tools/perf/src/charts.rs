@@ -202,73 +202,89 @@ pub fn load_svg(report: &LoadReport) -> Result<String, ChartError> {
         );
         let body = root.titled(&title, (FONT, 24)).map_err(chart_error)?;
         let panels = body.split_evenly((2, 2));
-        let end = report.timeline.last().map_or(1.0, |w| w.end_s);
-        let mid = |w: &crate::load::Window| (w.start_s + w.end_s) / 2.0;
-        let latency = |count: fn(&crate::load::Window) -> usize, value: fn(&crate::load::Window) -> f64| {
-            report.timeline.iter().filter(|w| count(w) > 0).map(|w| (mid(w), value(w).max(1.0))).collect::<Vec<_>>()
-        };
-        line_chart(
-            &panels[0],
-            "Latency from publish (percentiles per window)",
-            "milliseconds (log)",
-            end,
-            &[
-                ("settlement p50", SETTLE_LIGHT, latency(|w| w.settled, |w| w.settle_p50_ms)),
-                ("settlement p99", SETTLE, latency(|w| w.settled, |w| w.settle_p99_ms)),
-                ("report p50", REPORT_LIGHT, latency(|w| w.reports, |w| w.report_p50_ms)),
-                ("report p99", REPORT, latency(|w| w.reports, |w| w.report_p99_ms)),
-            ],
-            true,
-            SeriesLabelPosition::LowerRight,
-        )?;
-        let per_second = |count: fn(&crate::load::Window) -> usize| {
-            report.timeline.iter().map(|w| (mid(w), count(w) as f64 / w.seconds().max(1e-9))).collect::<Vec<_>>()
-        };
-        line_chart(
-            &panels[1],
-            "Throughput",
-            "per second",
-            end,
-            &[
-                ("interviews settled / s", SETTLE, per_second(|w| w.settled)),
-                ("reports finished / s", REPORT, per_second(|w| w.reports)),
-            ],
-            false,
-            SeriesLabelPosition::LowerLeft,
-        )?;
-        let max_receive = report.receive_counts.iter().filter_map(|(_, h)| h.keys().max().copied()).max().unwrap_or(1);
-        let categories: Vec<String> = (1..=max_receive).map(|c| format!("received {c}x")).collect();
-        let series: Vec<Bars> = report
-            .receive_counts
-            .iter()
-            .enumerate()
-            .map(|(i, (function, h))| Bars {
-                name: function,
-                color: FUNCTION_COLORS[i % FUNCTION_COLORS.len()],
-                values: (1..=max_receive).map(|c| Some(h.get(&c).copied().unwrap_or(0) as f64)).collect(),
-            })
-            .collect();
-        bar_chart(&panels[2], "Records by receive count (1 = no retry)", "records", &categories, &series, integer)?;
-        let outcomes: [(&str, usize); 7] = [
-            ("settled", report.settled),
-            ("failed (released)", m.failed),
-            ("duplicates", m.duplicates),
-            ("malformed", m.malformed),
-            ("reports ok", report.reports_completed),
-            ("insufficient", report.insufficient_evidence_reports),
-            ("reports FAILED", report.reports_failed),
-        ];
-        bar_chart(
-            &panels[3],
-            "Outcomes (audited; duplicates and malformed as published)",
-            "count",
-            &outcomes.iter().map(|o| o.0.to_owned()).collect::<Vec<_>>(),
-            &[Bars { name: "count", color: SETTLE, values: outcomes.iter().map(|o| Some(o.1 as f64)).collect() }],
-            integer,
-        )?;
+        timeline_panels(&panels[0], &panels[1], report)?;
+        receive_count_panel(&panels[2], report)?;
+        outcomes_panel(&panels[3], report)?;
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
+}
+
+/// The run's timeline: latency percentiles from publish, and throughput, per window.
+fn timeline_panels(latency_area: &Area, throughput_area: &Area, report: &LoadReport) -> Result<(), ChartError> {
+    let end = report.timeline.last().map_or(1.0, |w| w.end_s);
+    let mid = |w: &crate::load::Window| (w.start_s + w.end_s) / 2.0;
+    let latency = |count: fn(&crate::load::Window) -> usize, value: fn(&crate::load::Window) -> f64| {
+        report.timeline.iter().filter(|w| count(w) > 0).map(|w| (mid(w), value(w).max(1.0))).collect::<Vec<_>>()
+    };
+    line_chart(
+        latency_area,
+        "Latency from publish (percentiles per window)",
+        "milliseconds (log)",
+        end,
+        &[
+            ("settlement p50", SETTLE_LIGHT, latency(|w| w.settled, |w| w.settle_p50_ms)),
+            ("settlement p99", SETTLE, latency(|w| w.settled, |w| w.settle_p99_ms)),
+            ("report p50", REPORT_LIGHT, latency(|w| w.reports, |w| w.report_p50_ms)),
+            ("report p99", REPORT, latency(|w| w.reports, |w| w.report_p99_ms)),
+        ],
+        true,
+        SeriesLabelPosition::LowerRight,
+    )?;
+    let per_second = |count: fn(&crate::load::Window) -> usize| {
+        report.timeline.iter().map(|w| (mid(w), count(w) as f64 / w.seconds().max(1e-9))).collect::<Vec<_>>()
+    };
+    line_chart(
+        throughput_area,
+        "Throughput",
+        "per second",
+        end,
+        &[
+            ("interviews settled / s", SETTLE, per_second(|w| w.settled)),
+            ("reports finished / s", REPORT, per_second(|w| w.reports)),
+        ],
+        false,
+        SeriesLabelPosition::LowerLeft,
+    )
+}
+
+/// Records by receive count, per function (1 = no retry).
+fn receive_count_panel(area: &Area, report: &LoadReport) -> Result<(), ChartError> {
+    let max_receive = report.receive_counts.iter().filter_map(|(_, h)| h.keys().max().copied()).max().unwrap_or(1);
+    let categories: Vec<String> = (1..=max_receive).map(|c| format!("received {c}x")).collect();
+    let series: Vec<Bars> = report
+        .receive_counts
+        .iter()
+        .enumerate()
+        .map(|(i, (function, h))| Bars {
+            name: function,
+            color: FUNCTION_COLORS[i % FUNCTION_COLORS.len()],
+            values: (1..=max_receive).map(|c| Some(h.get(&c).copied().unwrap_or(0) as f64)).collect(),
+        })
+        .collect();
+    bar_chart(area, "Records by receive count (1 = no retry)", "records", &categories, &series, integer)
+}
+
+/// The audited outcomes (duplicates and malformed as published).
+fn outcomes_panel(area: &Area, report: &LoadReport) -> Result<(), ChartError> {
+    let m = &report.mix;
+    let outcomes: [(&str, usize); 7] = [
+        ("settled", report.settled),
+        ("failed (released)", m.failed),
+        ("duplicates", m.duplicates),
+        ("malformed", m.malformed),
+        ("reports ok", report.reports_completed),
+        ("insufficient", report.insufficient_evidence_reports),
+        ("reports FAILED", report.reports_failed),
+    ];
+    bar_chart(
+        area,
+        "Outcomes (audited; duplicates and malformed as published)",
+        "count",
+        &outcomes.iter().map(|o| o.0.to_owned()).collect::<Vec<_>>(),
+        &[Bars { name: "count", color: SETTLE, values: outcomes.iter().map(|o| Some(o.1 as f64)).collect() }],
+        integer,
+    )
 }
 
 /// The figures of one bench run per function, read from its JSON (this run's or an older file's:

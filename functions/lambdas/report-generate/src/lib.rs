@@ -340,7 +340,7 @@ pub fn report_metrics(result: &Result<Generated, ReportError>) -> Metrics {
 #[cfg(test)]
 mod tests {
     use sophia_reports::Usage;
-    use sophia_reports::model::{Recommendation, ReportSource};
+    use sophia_reports::report::{Recommendation, ReportSource};
 
     use super::*;
 

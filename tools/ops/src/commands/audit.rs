@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::cli::AuditCommand;
-use crate::{Context, OpsError, Outcome, audit};
+use crate::{Context, OpsError, Outcome, audit_trail};
 
 pub async fn run(command: &AuditCommand, ctx: &Context) -> Result<Outcome, OpsError> {
     match command {
@@ -18,5 +18,5 @@ pub async fn list(
     command: Option<&str>,
     since: Option<Duration>,
 ) -> Result<Outcome, OpsError> {
-    Ok(Outcome::AuditList(audit::list(ctx, limit, command, since).await?))
+    Ok(Outcome::AuditList(audit_trail::list(ctx, limit, command, since).await?))
 }

@@ -8,7 +8,7 @@ use sophia_contracts::InterviewId;
 
 use crate::cli::DlqCommand;
 use crate::confirm::{self, Gate, Plan};
-use crate::dlq;
+use crate::dlq_messages;
 use crate::progress::ProgressMode;
 use crate::queues::{QueueLocator, QueueName};
 use crate::redrive::{self, RedriveMethod, RedriveOptions, ResetReports, SqsMoveIo};
@@ -30,13 +30,13 @@ pub async fn run(command: &DlqCommand, ctx: &Context) -> Result<Outcome, OpsErro
 
 /// `dlq list`.
 pub async fn list(ctx: &Context, queue: QueueName, max: usize, show_body: bool) -> Result<Outcome, OpsError> {
-    Ok(Outcome::DlqList(dlq::list_with(&ctx.locator().await, queue, max, ctx.progress, show_body).await?))
+    Ok(Outcome::DlqList(dlq_messages::list_with(&ctx.locator().await, queue, max, ctx.progress, show_body).await?))
 }
 
 /// `dlq show`: the message, and for report-generate its report's state.
 pub async fn show(ctx: &Context, queue: QueueName, message_id: &str, show_body: bool) -> Result<Outcome, OpsError> {
-    let mut shown = dlq::show_with(&ctx.locator().await, queue, message_id, ctx.progress, show_body).await?;
-    dlq::attach_report(&mut shown, ctx).await;
+    let mut shown = dlq_messages::show_with(&ctx.locator().await, queue, message_id, ctx.progress, show_body).await?;
+    dlq_messages::attach_report(&mut shown, ctx).await;
     Ok(Outcome::DlqShow(shown))
 }
 
@@ -101,7 +101,7 @@ pub async fn redrive(
 /// the delete.
 pub async fn delete(ctx: &Context, queue: QueueName, message_id: &str, dry_run: bool) -> Result<Outcome, OpsError> {
     let locator = ctx.locator().await;
-    let shown = dlq::show(&locator, queue, message_id, ProgressMode::Hidden).await?;
+    let shown = dlq_messages::show(&locator, queue, message_id, ProgressMode::Hidden).await?;
     let mut plan = Plan::new(ctx, format!("delete message {message_id} from the {queue} DLQ"), shown.dlq_url.clone());
     plan.effects.push(format!(
         "the message is gone for good: it will not be processed (redacted body: {})",
@@ -117,7 +117,7 @@ pub async fn delete(ctx: &Context, queue: QueueName, message_id: &str, dry_run: 
     if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &ids, dry_run).await? {
         return Ok(Outcome::DryRun(plan));
     }
-    Ok(Outcome::DlqDelete(dlq::delete(&locator, queue, message_id, ctx.progress).await?))
+    Ok(Outcome::DlqDelete(dlq_messages::delete(&locator, queue, message_id, ctx.progress).await?))
 }
 
 /// The plan of a redrive: what moves where and, per message (the first
@@ -133,7 +133,7 @@ async fn redrive_plan(
 ) -> Result<(Plan, Vec<InterviewId>), OpsError> {
     let (source, dlq_url) = (locator.source_url(queue).await?, locator.dlq_url(queue).await?);
     let mut plan = Plan::new(ctx, format!("redrive the {queue} DLQ ({dlq_url})"), source);
-    let peeked = dlq::list(locator, queue, REDRIVE_PLAN_MESSAGES, ProgressMode::Hidden).await?;
+    let peeked = dlq_messages::list(locator, queue, REDRIVE_PLAN_MESSAGES, ProgressMode::Hidden).await?;
     plan.effects.push(format!(
         "about {} message(s) move back to the source queue{}",
         peeked.approximate_visible.map_or("?".into(), |n| n.to_string()),

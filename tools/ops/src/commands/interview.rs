@@ -6,7 +6,7 @@ use std::time::Duration;
 use sophia_contracts::{InterviewId, OrganizationId};
 
 use crate::cli::InterviewCommand;
-use crate::{Context, OpsError, Outcome, interview, listing};
+use crate::{Context, OpsError, Outcome, interview_state, listing};
 
 pub async fn run(command: &InterviewCommand, ctx: &Context) -> Result<Outcome, OpsError> {
     match command {
@@ -25,7 +25,7 @@ pub async fn show(
     no_receive: bool,
 ) -> Result<Outcome, OpsError> {
     let scan = if no_receive { 0 } else { dlq_scan };
-    Ok(Outcome::InterviewShow(Box::new(interview::show(ctx, interview_id, scan).await?)))
+    Ok(Outcome::InterviewShow(Box::new(interview_state::show(ctx, interview_id, scan).await?)))
 }
 
 /// `interview unsettled`.

@@ -1,7 +1,7 @@
 //! One handler per command, in a module named for the command family: each builds the command's
 //! plan (what it will do and, from the state the consumer will read, what the consumer will then
 //! do), passes it through the confirmation gate ([`crate::confirm::gate`]) when the command changes
-//! something, runs the work the per-concern modules provide ([`crate::publish`], [`crate::dlq`],
+//! something, runs the work the per-concern modules provide ([`crate::publish_message`], [`crate::dlq_messages`],
 //! [`crate::redrive`], [`crate::admin`], ...) and wraps the report in an [`Outcome`](crate::Outcome).
 //!
 //! - `publish completed|failed|report`: [`publish`];

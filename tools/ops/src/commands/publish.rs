@@ -3,7 +3,7 @@
 
 use crate::cli::PublishCommand;
 use crate::confirm::{self, Gate};
-use crate::publish::{self, PublishRequest};
+use crate::publish_message::{self, PublishRequest};
 use crate::{Context, OpsError, Outcome, predict};
 
 /// The audit name of each publish command (see [`crate::mutating_name`]); its messages'
@@ -60,5 +60,5 @@ pub async fn run(command: &PublishCommand, ctx: &Context) -> Result<Outcome, Ops
     if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &[interview], dry_run).await? {
         return Ok(Outcome::DryRun(plan));
     }
-    Ok(Outcome::Publish(publish::publish(&locator, request).await?))
+    Ok(Outcome::Publish(publish_message::publish(&locator, request).await?))
 }

@@ -9,7 +9,7 @@ use crate::cli::QueueCommand;
 use crate::confirm::{self, Gate, Plan};
 use crate::queues::QueueName;
 use crate::redrive::{self, RedriveOptions, SqsMoveIo};
-use crate::{Context, OpsError, Outcome, dlq, predict, status};
+use crate::{Context, OpsError, Outcome, dlq_messages, predict, status};
 
 pub async fn run(command: &QueueCommand, ctx: &Context) -> Result<Outcome, OpsError> {
     match command {
@@ -54,7 +54,7 @@ pub async fn set_mapping(ctx: &Context, queue: QueueName, enabled: bool, dry_run
     } else {
         format!(
             "nothing receives from {queue} until `queue resume {queue}`: {waiting} now, every new message waits; a message older than the retention ({}) is deleted by SQS without reaching the DLQ",
-            now.retention_seconds.map_or("?".into(), status::human_duration)
+            now.retention_seconds.map_or("?".into(), crate::duration_text::human_duration)
         )
     });
     if (mapping.state == "Enabled") == enabled {
@@ -88,7 +88,7 @@ pub async fn move_from(
     let mut plan = Plan::new(ctx, format!("move every message of {from_url} into {what}"), destination.clone());
     // The source counts too: an old stack's queue is not local either.
     plan.local = plan.local && ctx.is_local(from_url);
-    let peeked = dlq::list_from(&locator, from_url, to, 10).await?;
+    let peeked = dlq_messages::list_from(&locator, from_url, to, 10).await?;
     plan.effects.push(format!(
         "about {} message(s) in {from_url}{}; each body is checked against the {to} contract, an invalid one stays there",
         peeked.approximate_visible.map_or("?".into(), |n| n.to_string()),

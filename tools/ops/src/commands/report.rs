@@ -8,7 +8,7 @@ use sophia_contracts::RequestId;
 
 use crate::cli::{Ids, ReportCommand};
 use crate::confirm::{self, Gate};
-use crate::publish::PublishRequest;
+use crate::publish_message::PublishRequest;
 use crate::queues::QueueName;
 use crate::{Context, OpsError, Outcome, admin, listing, predict};
 

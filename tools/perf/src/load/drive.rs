@@ -10,7 +10,8 @@ use sophia_credits::CreditsStore;
 use sophia_local::runner::Runner;
 
 use super::audit::audit;
-use super::mix::{self, Mix};
+use super::messages;
+use super::mix::Mix;
 use super::progress::progress_bar;
 use super::publish::publish;
 use super::report::LoadReport;
@@ -32,7 +33,7 @@ pub(super) async fn drive(
     let (planned, seed_seconds) = seed_and_check(&store, &mix, orgs, &mut rng).await?;
 
     // 2. The mix, shuffled.
-    let messages = mix::messages(&planned, &mix, &mut rng);
+    let messages = messages::messages(&planned, &mix, &mut rng);
 
     // 3. Publish, bounded concurrency; the first publish time of each interview.
     let published = publish(runner, &planned, messages, &mix, options).await?;

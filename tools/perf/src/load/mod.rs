@@ -10,10 +10,10 @@
 //!    (organization balances, lot `reserved`, `RESERVE` ledger entries, interview
 //!    `credits.allocations`), so the five invariants hold before anything is published; every
 //!    fifth reservation spans both lots;
-//! 3. `mix` and `publish`: the mix, shuffled (`rng`), published through the real producer
-//!    with bounded concurrency: 5 % duplicates (an interview published twice), 2 % malformed
-//!    bodies (six kinds), 1 % failed interviews, the rest completed with varied durations (some
-//!    under a minute: insufficient evidence, no model call);
+//! 3. `mix`, `messages` and `publish`: the mix, its messages shuffled (`rng`), published through
+//!    the real producer with bounded concurrency: 5 % duplicates (an interview published
+//!    twice), 2 % malformed bodies (six kinds), 1 % failed interviews, the rest completed with
+//!    varied durations (some under a minute: insufficient evidence, no model call);
 //! 4. `drive`: waits (`progress` bar on stderr, overall timeout) until every valid interview is
 //!    settled and every completed one has a terminal report;
 //! 5. `audit`: settled exactly once (per interview `SETTLE` entries ≤ its lots, no duplicate
@@ -35,6 +35,7 @@ mod audit;
 mod drive;
 mod figures;
 mod latency;
+mod messages;
 mod mix;
 mod progress;
 mod publish;

@@ -10,7 +10,8 @@ use sophia_sqs_producer::{CompletedInput, FailedInput, Queue, QueueUrls, SqsProd
 
 use sophia_local::runner::Runner;
 
-use super::mix::{Message, Mix};
+use super::messages::Message;
+use super::mix::Mix;
 use super::progress::progress_bar;
 use super::seed::Planned;
 use super::{LoadError, LoadOptions};

@@ -7,6 +7,10 @@
 //! - [`ReportContent`] and [`GenerationMetadata`]: what is stored in `interviewReports`, whether
 //!   the report came from the model or from the insufficient-evidence rule.
 //! - [`ReportStatus`]: the lifecycle `NOT_STARTED -> PROCESSING -> COMPLETED | FAILED`.
+//! - [`StoredReport`]: the head of a report document as read back (the claim rule and the
+//!   store read it).
+//! - [`ValidationWarning`]: one finding of the output checks ([`crate::validate`]), as stored in
+//!   `validationWarnings`, with its [`WarningCode`] and [`Severity`].
 
 use std::ops::RangeInclusive;
 
@@ -205,7 +209,7 @@ pub struct ReportContent {
     /// ([`crate::validate`]): dropped quotes and entries, flagged inconsistencies. Empty when the
     /// output passed, and for the insufficient-evidence rule.
     #[serde(default)]
-    pub validation_warnings: Vec<crate::validate::ValidationWarning>,
+    pub validation_warnings: Vec<ValidationWarning>,
 }
 
 impl From<LlmReport> for ReportContent {
@@ -317,7 +321,7 @@ pub struct ModelCall {
     /// Critical findings of its reply after the check (`null` when the call failed).
     pub critical_findings: Option<i64>,
     /// Why the call produced no report (`null` when it did).
-    pub error_kind: Option<crate::error::ErrorKind>,
+    pub error_kind: Option<crate::error_kind::ErrorKind>,
     /// Whether its reply is the stored report.
     pub stored: bool,
 }
@@ -398,7 +402,7 @@ pub struct ReportDocument {
     pub last_error: Option<String>,
     /// The kind of the last failure (`FAILED`; cleared on completion).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<crate::error::ErrorKind>,
+    pub error_kind: Option<crate::error_kind::ErrorKind>,
     /// When the last attempt failed (`FAILED`; cleared on completion).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<BsonDate>")]
@@ -485,4 +489,186 @@ pub struct RetryMark {
     pub attempts_before: i32,
     /// The status before the reset: `FAILED`, or `PROCESSING` under an expired lease.
     pub status_before: ReportStatus,
+}
+
+/// How much a finding matters to the reader of the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Corrected or cut; the report still says what the model meant (a label corrected, a list
+    /// or a string cut, a quote or an entry dropped).
+    Minor,
+    /// The report as stored would mislead: it is repaired once, else stored with `needsReview`.
+    Critical,
+}
+
+/// What a check found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningCode {
+    /// Fewer than half of the interview's skills (or questions) are assessed after the check.
+    TooFewAssessed,
+    /// An assessed skill or question that the interview did not have: dropped.
+    UnexpectedEntry,
+    /// A second entry for the same skill or question: dropped.
+    DuplicateEntry,
+    /// A skill or question of the interview that the model did not assess.
+    MissingEntry,
+    /// An entry whose label did not match, taken as the interview's entry at that position.
+    LabelCorrected,
+    /// A quote that does not occur in the candidate's turns: dropped.
+    QuoteNotFound,
+    /// The recommendation is outside the overall score's band.
+    RecommendationInconsistent,
+    /// The overall score is far from what the skill scores say.
+    OverallScoreInconsistent,
+    /// A high skill score with no quote left to support it.
+    ScoreWithoutEvidence,
+    /// A list longer than its bound: cut.
+    TooManyItems,
+    /// A text longer than its bound: cut.
+    TooLong,
+    /// A candidate turn reads as an instruction to the evaluator ([`crate::injection`]): the
+    /// report may follow it rather than the interview. About the transcript, not the reply: a
+    /// repair cannot remove it.
+    InstructionToEvaluator,
+}
+
+impl WarningCode {
+    /// The severity rule (`docs/report-quality.md`): a code is critical or minor whatever the
+    /// report. A missing, unexpected or duplicate entry is minor on its own; when so few entries
+    /// are left that fewer than half of the items are assessed, [`Self::TooFewAssessed`] is added.
+    pub fn severity(self) -> Severity {
+        match self {
+            Self::TooFewAssessed
+            | Self::RecommendationInconsistent
+            | Self::OverallScoreInconsistent
+            | Self::ScoreWithoutEvidence
+            | Self::InstructionToEvaluator => Severity::Critical,
+            Self::UnexpectedEntry
+            | Self::DuplicateEntry
+            | Self::MissingEntry
+            | Self::LabelCorrected
+            | Self::QuoteNotFound
+            | Self::TooManyItems
+            | Self::TooLong => Severity::Minor,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::TooFewAssessed => "too_few_assessed",
+            Self::UnexpectedEntry => "unexpected_entry",
+            Self::DuplicateEntry => "duplicate_entry",
+            Self::MissingEntry => "missing_entry",
+            Self::LabelCorrected => "label_corrected",
+            Self::QuoteNotFound => "quote_not_found",
+            Self::RecommendationInconsistent => "recommendation_inconsistent",
+            Self::OverallScoreInconsistent => "overall_score_inconsistent",
+            Self::ScoreWithoutEvidence => "score_without_evidence",
+            Self::TooManyItems => "too_many_items",
+            Self::TooLong => "too_long",
+            Self::InstructionToEvaluator => "instruction_to_evaluator",
+        }
+    }
+
+    /// Whether a repair call can clear it: every finding about the reply; not one about the
+    /// transcript ([`Self::InstructionToEvaluator`]), which the same transcript would raise again.
+    pub fn repairable(self) -> bool {
+        !matches!(self, Self::InstructionToEvaluator)
+    }
+
+    /// Every code, in declaration order.
+    pub const ALL: [WarningCode; 12] = [
+        Self::TooFewAssessed,
+        Self::UnexpectedEntry,
+        Self::DuplicateEntry,
+        Self::MissingEntry,
+        Self::LabelCorrected,
+        Self::QuoteNotFound,
+        Self::RecommendationInconsistent,
+        Self::OverallScoreInconsistent,
+        Self::ScoreWithoutEvidence,
+        Self::TooManyItems,
+        Self::TooLong,
+        Self::InstructionToEvaluator,
+    ];
+}
+
+/// The overall-score band a recommendation requires (inclusive), on a `recommendation_inconsistent`
+/// finding: what the stored recommendation violates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ScoreBand {
+    pub recommendation: Recommendation,
+    pub min_score: i32,
+    pub max_score: i32,
+}
+
+/// One finding, as stored in the report's `validationWarnings`. Never holds candidate text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidationWarning {
+    pub code: WarningCode,
+    /// The code's severity (the rule is in `docs/report-quality.md`), stored so that a reader
+    /// needs no copy of the rule.
+    pub severity: Severity,
+    /// The field of the model's output, e.g. `skillAssessments[2].evidence[0]`.
+    pub field: String,
+    /// What was done, in words that hold no candidate text.
+    pub message: String,
+    /// On `recommendation_inconsistent` only: the band the stored recommendation requires and
+    /// its overall score is outside of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band: Option<ScoreBand>,
+}
+
+impl ValidationWarning {
+    pub(crate) fn new(code: WarningCode, field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { code, severity: code.severity(), field: field.into(), message: message.into(), band: None }
+    }
+
+    pub fn is_critical(&self) -> bool {
+        self.severity == Severity::Critical
+    }
+}
+
+/// The head of a report document as read back: a read model of a document the API may also
+/// write (docs/design.md, "Documents written by other services"), decoded with
+/// [`sophia_documents::decode`]. `attemptCount` absent or `null` is 0 and may be any integral
+/// numeric; `organizationId` and the lease may be absent; unknown fields are ignored. The
+/// report's content is not read here (see [`ReportDocument`] for
+/// the written layout).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredReport {
+    #[serde(rename = "_id")]
+    pub id: bson::oid::ObjectId,
+    pub interview_id: bson::oid::ObjectId,
+    #[serde(default)]
+    pub organization_id: Option<bson::oid::ObjectId>,
+    pub status: ReportStatus,
+    #[serde(default, deserialize_with = "sophia_documents::int::i32_or_zero")]
+    pub attempt_count: i32,
+    #[serde(default)]
+    pub lease_id: Option<bson::oid::ObjectId>,
+    #[serde(default)]
+    pub lease_expires_at: Option<bson::DateTime>,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub error_kind: Option<crate::error_kind::ErrorKind>,
+    #[serde(default)]
+    pub refusal: Option<String>,
+    #[serde(default, deserialize_with = "sophia_documents::int::i32_or_zero")]
+    pub transient_failures: i32,
+    /// See [`ReportDocument::waiting_for_retry`](crate::report::ReportDocument::waiting_for_retry).
+    #[serde(default)]
+    pub waiting_for_retry: Option<bool>,
+    #[serde(default)]
+    pub retention_expires_at: Option<bson::DateTime>,
+    #[serde(default)]
+    pub created_at: Option<bson::DateTime>,
+    #[serde(default)]
+    pub updated_at: Option<bson::DateTime>,
 }

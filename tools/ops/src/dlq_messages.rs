@@ -20,16 +20,14 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::types::{
-    ChangeMessageVisibilityBatchRequestEntry, Message, MessageSystemAttributeName, QueueAttributeName,
-};
+use aws_sdk_sqs::types::{ChangeMessageVisibilityBatchRequestEntry, Message, MessageSystemAttributeName};
 use chrono::{DateTime, SecondsFormat};
 use serde::Serialize;
 use sophia_contracts::MessageAttributes;
 
 use crate::OpsError;
 use crate::progress::ProgressMode;
-use crate::queues::{QueueLocator, QueueName};
+use crate::queues::{QueueLocator, QueueName, approximate_visible};
 
 /// How long a listing holds the messages it has seen (released at the end).
 pub const PEEK_HOLD: Duration = Duration::from_secs(30);
@@ -238,7 +236,7 @@ pub async fn attach_report(shown: &mut DlqShow, ctx: &crate::Context) {
             Ok(Some(r)) => ReportState::Found {
                 status: r.status.as_str().to_owned(),
                 attempt_count: r.attempt_count,
-                last_error: crate::interview::shown_last_error(r.last_error.as_deref(), r.error_kind.is_some()),
+                last_error: crate::report_failure::shown_last_error(r.last_error.as_deref(), r.error_kind.is_some()),
                 error_kind: r.error_kind.map(|k| k.as_str().to_owned()),
             },
             Ok(None) => ReportState::Absent,
@@ -326,11 +324,6 @@ pub async fn release(client: &Client, url: &str, receipt_handles: &[String]) -> 
         }
     }
     unreleased
-}
-
-/// `ApproximateNumberOfMessages` of a queue.
-pub async fn approximate_visible(locator: &QueueLocator, url: &str) -> Result<Option<u64>, OpsError> {
-    Ok(locator.attribute(url, QueueAttributeName::ApproximateNumberOfMessages).await?.and_then(|v| v.parse().ok()))
 }
 
 /// Receives distinct messages until `max` are seen, the queue returns nothing, or `stop` is
