@@ -297,6 +297,8 @@ mod tests {
         let decl: serde_json::Value = serde_json::from_str(REPORTS_JSON).unwrap();
         assert_eq!(i64::from(MAX_REPORT_ATTEMPTS), decl["maxAttempts"].as_i64().unwrap());
         assert_eq!(REPORT_RESET_TRIES as u64, decl["resetTries"].as_u64().unwrap());
+        assert_eq!(REPORT_LEASE_FUNCTION, decl["leaseFunction"].as_str().unwrap());
+        assert!(Declaration::embedded().function(REPORT_LEASE_FUNCTION).is_some(), "the lease's function is declared");
         let rules = decl["resetRules"].as_array().unwrap();
         assert_eq!(rules.len(), 4, "{rules:?}");
         assert_eq!(report_reset_rule("FAILED"), Some(ResetRule::Reset));
@@ -306,38 +308,45 @@ mod tests {
         assert_eq!(report_reset_rule("failed"), None);
     }
 
-    /// No Rust source keeps its own copy of a number of reports.json (a `const` with a literal):
-    /// the constants are `sophia_declarations::MAX_REPORT_ATTEMPTS` / `REPORT_RESET_TRIES`.
-    #[test]
-    fn no_rust_source_copies_a_report_rule_number() {
-        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    /// Every line of the Rust sources under functions/, tools/ and tests/ (but `skip`) that
+    /// `copy` flags, as `path:line: text`.
+    fn rust_lines_matching(skip: Option<&str>, copy: fn(&str) -> bool) -> Vec<String> {
+        fn walk(dir: &std::path::Path, skip: Option<&std::path::Path>, out: &mut Vec<std::path::PathBuf>) {
             for entry in std::fs::read_dir(dir).unwrap().flatten() {
                 let path = entry.path();
                 let name = entry.file_name();
-                if path.is_dir() && name != "target" && name != "node_modules" {
-                    walk(&path, out);
+                if path.is_dir() && name != "target" && name != "node_modules" && Some(path.as_path()) != skip {
+                    walk(&path, skip, out);
                 } else if path.extension().is_some_and(|e| e == "rs") {
                     out.push(path);
                 }
             }
         }
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let skip = skip.map(|s| root.join(s));
         let mut files = Vec::new();
         for dir in ["functions", "tools", "tests"] {
-            walk(&root.join(dir), &mut files);
+            walk(&root.join(dir), skip.as_deref(), &mut files);
         }
         assert!(files.len() > 50, "the Rust sources were found: {}", files.len());
-        let copies: Vec<String> = files
+        files
             .iter()
             .flat_map(|f| {
                 let text = std::fs::read_to_string(f).unwrap();
                 text.lines()
                     .enumerate()
-                    .filter(|(_, l)| is_copy(l))
+                    .filter(|(_, l)| copy(l))
                     .map(|(n, l)| format!("{}:{}: {}", f.display(), n + 1, l.trim()))
                     .collect::<Vec<_>>()
             })
-            .collect();
+            .collect()
+    }
+
+    /// No Rust source keeps its own copy of a number of reports.json (a `const` with a literal):
+    /// the constants are `sophia_declarations::MAX_REPORT_ATTEMPTS` / `REPORT_RESET_TRIES`.
+    #[test]
+    fn no_rust_source_copies_a_report_rule_number() {
+        let copies = rust_lines_matching(None, is_copy);
         assert!(
             copies.is_empty(),
             "a hand copy of declarations/reports.json; read sophia_declarations instead:\n{}",
@@ -345,6 +354,57 @@ mod tests {
         );
         assert!(is_copy("pub const MAX_ATTEMPTS: i32 = 3;") && is_copy("const RESET_TRIES: usize = 5;"));
         assert!(!is_copy("pub const MAX_ATTEMPTS: i32 = sophia_declarations::MAX_REPORT_ATTEMPTS;"));
+    }
+
+    /// `sophia_documents::int::from_bson` (functions/documents/src/int.rs) is the one reader of an
+    /// integer from a BSON number: a second one drifts (two of them truncated a fractional double
+    /// it refuses). Any Rust source outside functions/documents that matches on
+    /// `Bson::Int32`/`Int64` (a match arm, `if let`, `matches!`) or chains the driver's
+    /// `as_i32`/`as_i64`/`get_i32`/`get_i64` readers is such a copy. (A match on `Bson::Double`
+    /// alone reads a float, not an integer, and is left alone.)
+    #[test]
+    fn no_rust_source_outside_sophia_documents_reads_an_integer_from_bson_numbers() {
+        let copies = rust_lines_matching(Some("functions/documents"), reads_an_integer);
+        assert!(
+            copies.is_empty(),
+            "a second BSON integer reader; call sophia_documents::int::from_bson (or int::at for a dotted path):\n{}",
+            copies.join("\n")
+        );
+        // The scan finds what it is for, in the forms the replaced readers had.
+        for copy in [
+            "        Some(bson::Bson::Int32(n)) => i64::from(*n),",
+            "        Bson::Int64(v) => Some(*v),",
+            "    if let Bson::Int32(n) = value {",
+            "    matches!(v, Some(Bson::Int64(_)))",
+            "    v.as_i64().or_else(|| v.as_i32().map(i64::from))",
+            "    l.get(\"amount\").and_then(Bson::as_i64).or_else(|| l.get_i32(\"amount\").ok().map(i64::from))",
+            "        .and_then(bson::Bson::as_i32)",
+        ] {
+            assert!(reads_an_integer(copy), "{copy}");
+        }
+        for not_a_copy in [
+            "            Self::Mongoose => Bson::Int32(v as i32),",
+            "        Some(bson::Bson::Double(x)) => serde_json::Number::from_f64(*x),",
+            "    let n = out[\"recordsFailed\"].as_i64();",
+            "    sophia_documents::int::from_bson(v).ok()",
+        ] {
+            assert!(!reads_an_integer(not_a_copy), "{not_a_copy}");
+        }
+    }
+
+    /// A pattern on an integer variant (before `=>`, or in `let`/`matches!`), the bson crate's
+    /// integer accessors by path, or `as_i32`/`get_i32` and `as_i64`/`get_i64` chained on one line.
+    fn reads_an_integer(line: &str) -> bool {
+        let variant = ["Bson::Int32(", "Bson::Int64("].iter().any(|v| {
+            line.find(v).is_some_and(|at| {
+                let (before, after) = line.split_at(at);
+                after.contains("=>") || before.contains("let ") || before.contains("matches!(")
+            })
+        });
+        let accessor = line.contains("Bson::as_i32") || line.contains("Bson::as_i64");
+        let narrow = line.contains("as_i32()") || line.contains("get_i32(");
+        let wide = line.contains("as_i64()") || line.contains("get_i64(");
+        variant || accessor || (narrow && wide)
     }
 
     /// `const ...ATTEMPTS...: T = <digit>` or `const ...RESET_TRIES...: T = <digit>`.

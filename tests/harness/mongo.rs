@@ -43,18 +43,10 @@ pub async fn mongo_with(uri: &str, database: &str, server_selection: Duration) -
     Mongo::connect(&settings).await.expect("MongoDB client builds")
 }
 
-/// An integer field (dotted path) whatever its stored width (nx-27017 returns small Int64 as Int32).
+/// An integer field (dotted path) whatever its stored width (nx-27017 returns small Int64 as Int32):
+/// `sophia_documents::int::at`, `None` when it is missing or not an integer.
 pub fn int(d: &Document, path: &str) -> Option<i64> {
-    let (parents, leaf) = path.rsplit_once('.').map_or((None, path), |(p, l)| (Some(p), l));
-    let mut cur = d;
-    for p in parents.into_iter().flat_map(|p| p.split('.')) {
-        cur = cur.get_document(p).ok()?;
-    }
-    match cur.get(leaf)? {
-        bson::Bson::Int32(v) => Some(i64::from(*v)),
-        bson::Bson::Int64(v) => Some(*v),
-        _ => None,
-    }
+    sophia_documents::int::at(d, path)?.ok()
 }
 
 /// The stored report documents of one interview (a `find`: nx-27017's count_documents does not

@@ -163,6 +163,30 @@ async fn only_a_failed_or_stuck_report_is_reset_and_a_live_claim_is_left_alone()
     assert_eq!(int(&d, "attemptCount"), Some(0));
     assert_eq!(d.get_document("lastRetry").unwrap().get_str("statusBefore").unwrap(), "PROCESSING");
 
+    // Without a lease (written before leases existed): held until its last write plus the lease
+    // (the claim rule, sophia_reports::claim), then reset as the consumer would reclaim it; the
+    // reset writes that end as leaseExpiresAt, so its own updatedAt does not hold it again.
+    let lease_ms = sophia_reports::claim::lease().as_millis() as i64;
+    let recent = w.reserved_interview(org, 1).await;
+    seed_report(&w, recent, org, doc! {"status": "PROCESSING", "attemptCount": 3, "updatedAt": past}).await;
+    assert!(matches!(reset_for_retry(&w.mongo.db, recent, &who).await.unwrap(), ResetOutcome::Held { .. }));
+    let lapsed_at = bson::DateTime::from_millis(past.timestamp_millis() - lease_ms);
+    let lease_less = w.reserved_interview(org, 1).await;
+    seed_report(
+        &w,
+        lease_less,
+        org,
+        doc! {"status": "PROCESSING", "attemptCount": 3, "leaseExpiresAt": bson::Bson::Null, "updatedAt": lapsed_at},
+    )
+    .await;
+    assert_eq!(
+        reset_for_retry(&w.mongo.db, lease_less, &who).await.unwrap(),
+        ResetOutcome::Reset { status_before: "PROCESSING", attempts_before: 3 }
+    );
+    let d = report(&w, lease_less).await;
+    assert_eq!(int(&d, "attemptCount"), Some(0));
+    assert_eq!(d.get_datetime("leaseExpiresAt").unwrap().timestamp_millis(), lapsed_at.timestamp_millis() + lease_ms);
+
     let absent = w.reserved_interview(org, 1).await;
     assert_eq!(reset_for_retry(&w.mongo.db, absent, &who).await.unwrap(), ResetOutcome::Absent);
 }

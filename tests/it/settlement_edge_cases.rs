@@ -7,6 +7,7 @@
 
 use crate::support::settlement as settlement_common;
 use harness::World;
+use harness::mongo::int;
 
 use std::time::Duration;
 
@@ -37,20 +38,6 @@ async fn raw(w: &World, collection: &str, id: ObjectId) -> Document {
 
 async fn insert(w: &World, collection: &str, d: Document) {
     w.mongo.db.collection::<Document>(collection).insert_one(d).await.unwrap();
-}
-
-fn int(d: &Document, path: &str) -> Option<i64> {
-    let (head, last) = path.rsplit_once('.').map_or((None, path), |(h, l)| (Some(h), l));
-    let parent = match head {
-        Some(h) => h.split('.').try_fold(d, |cur, p| cur.get_document(p).ok())?,
-        None => d,
-    };
-    match parent.get(last)? {
-        Bson::Int32(v) => Some(i64::from(*v)),
-        Bson::Int64(v) => Some(*v),
-        Bson::Double(v) if v.fract() == 0.0 => Some(*v as i64),
-        _ => None,
-    }
 }
 
 /// How one writer stores a number.

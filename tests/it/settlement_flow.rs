@@ -3,6 +3,7 @@
 
 use crate::support::settlement as settlement_common;
 use harness::World;
+use harness::mongo::int;
 
 use bson::doc;
 use chrono::{Duration, Utc};
@@ -25,20 +26,6 @@ fn completed(interview: InterviewId, org: OrganizationId, completed_at: &str, du
 
 async fn interview_doc(w: &World, id: InterviewId) -> bson::Document {
     w.store.interview_documents().find_one(doc! {"_id": id.oid()}).await.unwrap().unwrap()
-}
-
-/// Integers may come back as Int32 from nx-27017: read them as i64 whatever their width.
-fn int(d: &bson::Document, path: &str) -> Option<i64> {
-    let mut cur = d;
-    let parts: Vec<&str> = path.split('.').collect();
-    for p in &parts[..parts.len() - 1] {
-        cur = cur.get_document(p).ok()?;
-    }
-    match cur.get(parts[parts.len() - 1])? {
-        bson::Bson::Int32(v) => Some(i64::from(*v)),
-        bson::Bson::Int64(v) => Some(*v),
-        _ => None,
-    }
 }
 
 #[tokio::test]

@@ -199,11 +199,9 @@ async fn found(db: &mongodb::Database, collection: &str, filter: Document) -> Ve
 }
 
 fn int(d: &Document, key: &str) -> i64 {
-    match d.get(key) {
-        Some(bson::Bson::Int32(v)) => i64::from(*v),
-        Some(bson::Bson::Int64(v)) => *v,
-        Some(bson::Bson::Double(v)) => *v as i64,
-        other => panic!("{key}: {other:?}"),
+    match sophia_documents::int::at(d, key) {
+        Some(Ok(n)) => n,
+        other => panic!("{key}: {other:?} ({:?})", d.get(key)),
     }
 }
 

@@ -137,6 +137,8 @@ export async function queuesModule(declaration = QUEUE_DECLARATION): Promise<str
 interface DeclaredReportRules {
   maxAttempts: number;
   maxAttemptsDescription: string;
+  leaseFunction: string;
+  leaseFunctionDescription: string;
   resetTries: number;
   resetTriesDescription: string;
   resetRules: { status: string; rule: string; description: string }[];
@@ -145,9 +147,12 @@ interface DeclaredReportRules {
 /** The reset rules' names, as declarations/reports.json and declarations/build.rs know them. */
 const RESET_RULES = ["reset", "whenLeaseExpired", "refused", "alreadyCompleted"] as const;
 
-/** `report-rules.ts`: the attempt limit and the reset rules, from the declaration the Rust side reads. */
-export async function reportRulesModule(declaration = REPORT_RULES_DECLARATION): Promise<string> {
+/** `report-rules.ts`: the attempt limit, the lease length and the reset rules, from the declarations the Rust side reads. */
+export async function reportRulesModule(declaration = REPORT_RULES_DECLARATION, queueDeclaration = QUEUE_DECLARATION): Promise<string> {
   const d = JSON.parse(await readFile(declaration, "utf8")) as DeclaredReportRules;
+  const { functions } = JSON.parse(await readFile(queueDeclaration, "utf8")) as { functions: { name: string; timeoutSeconds: number }[] };
+  const leaseSeconds = functions.find((f) => f.name === d.leaseFunction)?.timeoutSeconds;
+  if (!Number.isInteger(leaseSeconds) || leaseSeconds! < 1) throw new Error(`reports.json: leaseFunction ${d.leaseFunction} is not a function of queues.json with a timeoutSeconds`);
   for (const n of [d.maxAttempts, d.resetTries]) {
     if (!Number.isInteger(n) || n < 1 || n > 100) throw new Error(`reports.json: ${n} must be an integer from 1 to 100`);
   }
@@ -160,6 +165,9 @@ export async function reportRulesModule(declaration = REPORT_RULES_DECLARATION):
     "",
     `/** ${d.maxAttemptsDescription} */`,
     `export const MAX_REPORT_ATTEMPTS = ${d.maxAttempts};`,
+    "",
+    `/** The lease of a claim, in seconds: the declared timeoutSeconds of ${d.leaseFunction} (reports.json leaseFunction). ${d.leaseFunctionDescription} */`,
+    `export const REPORT_LEASE_SECONDS = ${leaseSeconds};`,
     "",
     `/** ${d.resetTriesDescription} */`,
     `export const REPORT_RESET_TRIES = ${d.resetTries};`,
@@ -238,12 +246,12 @@ export async function generate(
       ]),
       `export { schemas, type SchemaName } from "./schemas.js";`,
       `export { API_QUEUE_URL_VARIABLES, queues, type QueueKey } from "./queues.js";`,
-      `export { MAX_REPORT_ATTEMPTS, REPORT_RESET_RULES, REPORT_RESET_TRIES, type ResetRule } from "./report-rules.js";`,
+      `export { MAX_REPORT_ATTEMPTS, REPORT_LEASE_SECONDS, REPORT_RESET_RULES, REPORT_RESET_TRIES, type ResetRule } from "./report-rules.js";`,
       "",
     ].join("\n"),
   );
   files.set("queues.ts", await queuesModule(declaration));
-  files.set("report-rules.ts", await reportRulesModule(reportRules));
+  files.set("report-rules.ts", await reportRulesModule(reportRules, declaration));
   return files;
 }
 

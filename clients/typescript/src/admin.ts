@@ -9,8 +9,8 @@
  * minimal collection interface ({@link MinimalCollection}) that the `mongodb` driver's
  * `Collection` and Mongoose's `Model.collection` both satisfy, with the caller's ObjectId.
  */
-// The attempt limit and the reset rules, declared once for Rust and this package (exported at the top level from src/generated).
-import { MAX_REPORT_ATTEMPTS, REPORT_RESET_RULES, REPORT_RESET_TRIES, type ResetRule } from "./generated/report-rules";
+// The attempt limit, the lease length and the reset rules, declared once for Rust and this package (exported at the top level from src/generated).
+import { MAX_REPORT_ATTEMPTS, REPORT_LEASE_SECONDS, REPORT_RESET_RULES, REPORT_RESET_TRIES, type ResetRule } from "./generated/report-rules";
 import { adminRetryRequestId, type PublishContext, type PublishResult, type ReportGenerateInput } from "./publish";
 import { assertValid, ContractViolationError } from "./validate";
 
@@ -58,26 +58,57 @@ export interface RetryOperator {
 /** `lastRetry.via` of a retry from the API. */
 export const API_RETRY_VIA = "api-admin-retry";
 
+const asDate = (value: unknown): Date | undefined => (value instanceof Date ? value : undefined);
+
+/**
+ * When a read report's claim by a worker ends, by the consumer's claim rule
+ * (functions/reports/src/claim.rs `held_until`): for a report whose status is held while its claim
+ * runs (PROCESSING: reset rule `whenLeaseExpired`), its `leaseExpiresAt`, or without one its
+ * `updatedAt` (else `createdAt`) plus {@link REPORT_LEASE_SECONDS}; `undefined` for any other
+ * status, or with none of those dates (nobody holds it). Held up to and including that instant.
+ */
+export function reportHeldUntil(report: Record<string, unknown>): Date | undefined {
+  if (resetRule(report) !== "whenLeaseExpired") return undefined;
+  const lease = asDate(report["leaseExpiresAt"]);
+  if (lease !== undefined) return lease;
+  const lastWrite = asDate(report["updatedAt"]) ?? asDate(report["createdAt"]);
+  return lastWrite === undefined ? undefined : new Date(lastWrite.getTime() + REPORT_LEASE_SECONDS * 1000);
+}
+
 /**
  * Whether a read report can get a fresh attempt budget now, by the rules the Rust side applies
- * (functions/reports/src/admin.rs `reset_for_retry`), both generated from declarations/reports.json
- * ({@link REPORT_RESET_RULES}): a FAILED report, or one PROCESSING under an expired lease (its
- * worker is gone); never COMPLETED, NOT_STARTED (it has its whole budget) or PROCESSING under a
- * live lease (a worker is generating it now).
+ * (functions/reports/src/admin.rs `reset_for_retry`), generated from declarations/reports.json
+ * ({@link REPORT_RESET_RULES}): a FAILED report, or one PROCESSING whose claim has ended
+ * ({@link reportHeldUntil} before `now`: its worker is gone, and the consumer would reclaim it too);
+ * never COMPLETED, NOT_STARTED (it has its whole budget) or PROCESSING under a claim that runs
+ * (a worker is generating it now).
  */
 export function isResettable(report: Record<string, unknown>, now: Date): boolean {
   const rule = resetRule(report);
-  const lease = report["leaseExpiresAt"];
-  return rule === "reset" || (rule === "whenLeaseExpired" && lease instanceof Date && lease.getTime() < now.getTime());
+  const heldUntil = reportHeldUntil(report);
+  return rule === "reset" || (rule === "whenLeaseExpired" && (heldUntil === undefined || heldUntil.getTime() < now.getTime()));
+}
+
+/** The branches of a PROCESSING report whose claim has ended at `now` (the `$or` of claim.rs `lapsed_filter`, the status pinned by the caller). */
+function claimEndedFilter(now: Date): Record<string, unknown>[] {
+  const stale = new Date(now.getTime() - REPORT_LEASE_SECONDS * 1000);
+  return [
+    { leaseExpiresAt: { $lt: now } },
+    { leaseExpiresAt: null, updatedAt: { $lt: stale } },
+    { leaseExpiresAt: null, updatedAt: null, createdAt: { $lt: stale } },
+    { leaseExpiresAt: null, updatedAt: null, createdAt: null },
+  ];
 }
 
 /**
  * The attempts reset as the Rust side writes it (`reset_for_retry`), for a report read just
- * before: a compare-and-set on the state read (`_id`, `status`, `attemptCount`, and for an expired
- * PROCESSING report its `leaseId` and an expired `leaseExpiresAt`), so a consumer claiming the
+ * before: a compare-and-set on the state read (`_id`, `status`, `attemptCount`, and for a stuck
+ * PROCESSING report its `leaseId` and a claim that has still ended), so a consumer claiming the
  * report in between makes it match nothing; it sets `attemptCount` 0, `attemptsResetAt`,
  * `updatedAt` and `lastRetry: {at, by, via, attemptsBefore, statusBefore}`, and appends the same
- * record to `retries`. Plain data: run it with `updateOne(filter, update)` of any driver.
+ * record to `retries`; for a stuck PROCESSING report it also writes the ended claim's end as
+ * `leaseExpiresAt` (else the reset's own `updatedAt` would hold a report without a lease for
+ * another lease length). Plain data: run it with `updateOne(filter, update)` of any driver.
  */
 export function resetAttemptsOperation(
   report: Record<string, unknown>,
@@ -86,15 +117,14 @@ export function resetAttemptsOperation(
 ): { filter: Record<string, unknown>; update: Record<string, unknown> } {
   const status = String(report["status"]);
   const filter: Record<string, unknown> = { _id: report["_id"], status, attemptCount: report["attemptCount"] ?? null };
+  const mark = { at: now, by: operator.by, via: operator.via ?? API_RETRY_VIA, attemptsBefore: count(report["attemptCount"]), statusBefore: status };
+  const set: Record<string, unknown> = { attemptCount: 0, attemptsResetAt: now, updatedAt: now, lastRetry: mark };
   if (resetRule(report) === "whenLeaseExpired") {
     filter["leaseId"] = report["leaseId"] ?? null;
-    filter["leaseExpiresAt"] = { $lt: now };
+    filter["$or"] = claimEndedFilter(now);
+    set["leaseExpiresAt"] = reportHeldUntil(report) ?? now;
   }
-  const mark = { at: now, by: operator.by, via: operator.via ?? API_RETRY_VIA, attemptsBefore: count(report["attemptCount"]), statusBefore: status };
-  return {
-    filter,
-    update: { $set: { attemptCount: 0, attemptsResetAt: now, updatedAt: now, lastRetry: mark }, $push: { retries: mark } },
-  };
+  return { filter, update: { $set: set, $push: { retries: mark } } };
 }
 
 export type AdminRetryErrorKind = "interview-not-found" | "attempts-exhausted" | "not-failed" | "contended";
@@ -139,9 +169,10 @@ function count(value: unknown): number {
  *
  * - the interview must exist in that organization (else `interview-not-found`);
  * - a COMPLETED report: nothing is published (`already-completed`);
- * - `resetAttempts`: the report must be FAILED, or PROCESSING under an expired lease (else
+ * - `resetAttempts`: the report must be FAILED, or PROCESSING whose claim has ended (else
  *   `not-failed`); its attempts are reset (recorded with `operator`), then the message is
- *   published; a consumer racing the reset makes it decide again (5 times, then `contended`);
+ *   published; a consumer racing the reset makes it decide again ({@link REPORT_RESET_TRIES}
+ *   times, then `contended`);
  * - without it, a report at MAX_ATTEMPTS is refused (`attempts-exhausted`: a re-publish would be
  *   acknowledged without a retry);
  * - the request id is `admin-retry-<interviewId>`.

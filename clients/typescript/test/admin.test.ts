@@ -16,6 +16,8 @@ import {
   MAX_REPORT_ATTEMPTS,
   INTERVIEWS_COLLECTION,
   isResettable,
+  REPORT_LEASE_SECONDS,
+  reportHeldUntil,
   type PublishContext,
   type PublishResult,
   REPORTS_COLLECTION,
@@ -127,7 +129,29 @@ test("PROCESSING under a live lease (a worker is generating it) is refused, unto
   await assert.rejects(retry(live, true), (e: unknown) => e instanceof AdminRetryError && e.kind === "not-failed");
   assert.equal((await reports.findOne({ interviewId: live.oid }))!["attemptCount"], 1);
   assert.ok(isResettable({ status: "PROCESSING", leaseExpiresAt: new Date(NOW.getTime() - 1) }, NOW), "expired: resettable");
-  assert.ok(!isResettable({ status: "PROCESSING" }, NOW), "no lease (written before leases): left to the consumer");
+  assert.ok(!isResettable({ status: "PROCESSING", leaseExpiresAt: NOW }, NOW), "a lease ending now still holds it (the filter's $lt)");
+});
+
+test("a PROCESSING report without a lease is held until its last write plus the lease, as the consumer's claim rule says", async () => {
+  const leaseMs = REPORT_LEASE_SECONDS * 1000;
+  const at = (delta: number) => new Date(NOW.getTime() + delta);
+  assert.deepEqual(reportHeldUntil({ status: "PROCESSING", updatedAt: at(-1000), createdAt: at(-10 * leaseMs) }), at(leaseMs - 1000));
+  assert.deepEqual(reportHeldUntil({ status: "PROCESSING", createdAt: at(-1000) }), at(leaseMs - 1000));
+  assert.equal(reportHeldUntil({ status: "PROCESSING" }), undefined, "no date at all: nobody holds it");
+  assert.equal(reportHeldUntil({ status: "FAILED", leaseExpiresAt: at(5) }), undefined, "only PROCESSING is held");
+  assert.ok(!isResettable({ status: "PROCESSING", updatedAt: at(-1000) }, NOW), "written within the lease: held");
+  assert.ok(isResettable({ status: "PROCESSING", updatedAt: at(-leaseMs - 1) }, NOW), "lapsed: the consumer would reclaim it, so a reset applies");
+  assert.ok(isResettable({ status: "PROCESSING" }, NOW), "no date: nobody holds it");
+  // End to end on the server: the reset writes the ended claim's end as leaseExpiresAt, so its
+  // own updatedAt does not hold the report again.
+  const lastWrite = at(-leaseMs - 60_000);
+  const stuck = await interview({ status: "PROCESSING", attemptCount: 3, leaseId: null, leaseExpiresAt: null, updatedAt: lastWrite });
+  const outcome = await retry(stuck, true);
+  assert.ok(outcome.outcome === "published" && outcome.attemptsReset, JSON.stringify(outcome));
+  const stored = await reports.findOne({ interviewId: stuck.oid });
+  assert.equal(stored!["attemptCount"], 0);
+  assert.deepEqual(stored!["leaseExpiresAt"], new Date(lastWrite.getTime() + leaseMs));
+  assert.ok(isResettable(stored!, NOW), "still nobody's after the reset");
 });
 
 // nx-27017 gap: a filter with an ObjectId equality AND a date comparison ({leaseId: <oid>,
@@ -176,7 +200,7 @@ test("no report yet or attempts left: published without a reset; a reset needs a
     assert.ok(outcome.outcome === "published" && !outcome.attemptsReset, JSON.stringify(report));
     assert.equal(publisher.sent.length, 1);
   }
-  for (const report of [undefined, { status: "PROCESSING", attemptCount: 3 }, { status: "NOT_STARTED", attemptCount: 0 }]) {
+  for (const report of [undefined, { status: "PROCESSING", attemptCount: 3, updatedAt: NOW }, { status: "NOT_STARTED", attemptCount: 0 }]) {
     const ids = await interview(report);
     await assert.rejects(retry(ids, true), (e: unknown) => e instanceof AdminRetryError && e.kind === "not-failed", JSON.stringify(report));
   }
@@ -211,8 +235,22 @@ test("the reset is plain data: a compare-and-set on the state read, the Rust sid
     filter: { _id: "id-1", status: "FAILED", attemptCount: 3 },
     update: { $set: { attemptCount: 0, attemptsResetAt: NOW, updatedAt: NOW, lastRetry: mark }, $push: { retries: mark } },
   });
-  const processing = resetAttemptsOperation({ _id: "id-2", status: "PROCESSING", leaseId: "l" }, { by: "x" }, NOW);
-  assert.deepEqual(processing.filter, { _id: "id-2", status: "PROCESSING", attemptCount: null, leaseId: "l", leaseExpiresAt: { $lt: NOW } });
+  const expired = new Date(NOW.getTime() - 1);
+  const processing = resetAttemptsOperation({ _id: "id-2", status: "PROCESSING", leaseId: "l", leaseExpiresAt: expired }, { by: "x" }, NOW);
+  const stale = new Date(NOW.getTime() - REPORT_LEASE_SECONDS * 1000);
+  assert.deepEqual(processing.filter, {
+    _id: "id-2",
+    status: "PROCESSING",
+    attemptCount: null,
+    leaseId: "l",
+    $or: [
+      { leaseExpiresAt: { $lt: NOW } },
+      { leaseExpiresAt: null, updatedAt: { $lt: stale } },
+      { leaseExpiresAt: null, updatedAt: null, createdAt: { $lt: stale } },
+      { leaseExpiresAt: null, updatedAt: null, createdAt: null },
+    ],
+  });
+  assert.deepEqual((processing.update["$set"] as { leaseExpiresAt: Date }).leaseExpiresAt, expired, "the ended claim's end, unchanged");
   assert.equal((processing.update["$set"] as { lastRetry: { via: string } }).lastRetry.via, "api-admin-retry");
 });
 

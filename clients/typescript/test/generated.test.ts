@@ -12,7 +12,7 @@ import { test } from "node:test";
 import { schemas } from "../src/generated/schemas";
 import { drift, generate, GENERATED_DIR, pascal, QUEUE_DECLARATION, REPORT_RULES_DECLARATION, SCHEMA_DIR } from "../scripts/generate";
 import { API_QUEUE_URL_VARIABLES, queues } from "../src/generated/queues";
-import { MAX_REPORT_ATTEMPTS, REPORT_RESET_RULES, REPORT_RESET_TRIES } from "../src/generated/report-rules";
+import { MAX_REPORT_ATTEMPTS, REPORT_LEASE_SECONDS, REPORT_RESET_RULES, REPORT_RESET_TRIES } from "../src/generated/report-rules";
 
 test("src/generated/ is what the contract schemas generate (run `npm run generate` after a schema change)", async () => {
   assert.deepEqual(await drift(await generate()), []);
@@ -62,6 +62,8 @@ test("report-rules.ts follows declarations/reports.json: a changed limit or rule
   const declared = JSON.parse(await readFile(REPORT_RULES_DECLARATION, "utf8"));
   assert.equal(MAX_REPORT_ATTEMPTS, declared.maxAttempts);
   assert.equal(REPORT_RESET_TRIES, declared.resetTries);
+  const { functions } = JSON.parse(await readFile(QUEUE_DECLARATION, "utf8")) as { functions: { name: string; timeoutSeconds: number }[] };
+  assert.equal(REPORT_LEASE_SECONDS, functions.find((f) => f.name === declared.leaseFunction)?.timeoutSeconds, "the lease is the declared function's timeout");
   assert.deepEqual(REPORT_RESET_RULES, Object.fromEntries(declared.resetRules.map((r: { status: string; rule: string }) => [r.status, r.rule])));
   assert.deepEqual(Object.keys(REPORT_RESET_RULES).sort(), ["COMPLETED", "FAILED", "NOT_STARTED", "PROCESSING"]);
   const dir = await mkdtemp(path.join(tmpdir(), "sophia-rules-"));
@@ -103,6 +105,27 @@ test("no hand copy of the report rules outside src/generated", async () => {
   assert.ok(isRuleCopy("const RESET_TRIES = 5;", "src/admin.ts"));
   assert.ok(isRuleCopy('  if (report["status"] === "FAILED") return true;', "src/admin.ts"));
   assert.ok(!isRuleCopy("const MAX_REPORT_ATTEMPTS_SHOWN = MAX_REPORT_ATTEMPTS;", "src/admin.ts"));
+});
+
+/**
+ * admin.ts applies the report rules the Rust side applies (functions/reports/src/claim.rs and
+ * admin.rs); every number they share is read from src/generated/report-rules.ts. Each number that
+ * file exports, written as a literal anywhere in admin.ts (code or comment), is a copy that would
+ * not follow a changed declaration.
+ */
+test("admin.ts carries no literal copy of a number of src/generated/report-rules.ts", async () => {
+  const generated = await readFile(path.join(GENERATED_DIR, "report-rules.ts"), "utf8");
+  const shared = new Map([...generated.matchAll(/^export const (\w+) = (\d+);$/gm)].map((m) => [m[2]!, m[1]!]));
+  assert.deepEqual([...shared.values()].sort(), ["MAX_REPORT_ATTEMPTS", "REPORT_LEASE_SECONDS", "REPORT_RESET_TRIES"]);
+  const copies = (text: string) =>
+    text.split("\n").flatMap((line, i) =>
+      [...line.matchAll(/(?<![\w.])\d+(?![\w.])/g)].filter((m) => shared.has(m[0])).map((m) => `src/admin.ts:${i + 1}: ${m[0]} (${shared.get(m[0])}): ${line.trim()}`),
+    );
+  const admin = await readFile(path.resolve(GENERATED_DIR, "..", "admin.ts"), "utf8");
+  assert.deepEqual(copies(admin), [], "read the number from src/generated/report-rules.ts");
+  // The scan finds what it is for.
+  assert.equal(copies(`const stale = now - ${REPORT_LEASE_SECONDS} * 1000;\n// decide again (${REPORT_RESET_TRIES} times)`).length, 2);
+  assert.deepEqual(copies("now - REPORT_LEASE_SECONDS * 1000; // 24 hex characters"), []);
 });
 
 /** Not scanned: the compiled validators (generated at build) and this file (its examples are copies on purpose). */

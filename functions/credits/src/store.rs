@@ -392,24 +392,15 @@ fn update_reply_matched(reply: &Document) -> Result<i64, CreditsError> {
     {
         return Err(CreditsError::WriteRejected {
             op: "update lots",
-            code: first.get("code").and_then(as_i64).unwrap_or_default(),
+            code: first.get("code").and_then(|n| sophia_documents::int::from_bson(n).ok()).unwrap_or_default(),
             message: first.get_str("errmsg").unwrap_or("no message").to_owned(),
         });
     }
-    reply.get("n").and_then(as_i64).ok_or_else(|| CreditsError::WriteRejected {
+    reply.get("n").and_then(|n| sophia_documents::int::from_bson(n).ok()).ok_or_else(|| CreditsError::WriteRejected {
         op: "update lots",
         code: 0,
         message: format!("the reply has no count of matched documents: {reply}"),
     })
-}
-
-fn as_i64(value: &Bson) -> Option<i64> {
-    match value {
-        Bson::Int32(n) => Some(i64::from(*n)),
-        Bson::Int64(n) => Some(*n),
-        Bson::Double(n) if n.fract() == 0.0 => Some(*n as i64),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -53,6 +53,18 @@ pub fn from_bson(value: &bson::Bson) -> Result<i64, NotAnInteger> {
     }
 }
 
+/// The integer at a dotted `path` of `doc` (`credits.consumed`), read with [`from_bson`]: `None`
+/// when the field or one of its parents is absent (or a parent is not a document), `Some(Err)`
+/// when the value is not an integer (a fractional double is refused, never truncated).
+pub fn at(doc: &bson::Document, path: &str) -> Option<Result<i64, NotAnInteger>> {
+    let (parents, leaf) = path.rsplit_once('.').map_or((None, path), |(p, l)| (Some(p), l));
+    let mut cur = doc;
+    for p in parents.into_iter().flat_map(|p| p.split('.')) {
+        cur = cur.get_document(p).ok()?;
+    }
+    cur.get(leaf).map(from_bson)
+}
+
 struct IntVisitor;
 
 impl<'de> Visitor<'de> for IntVisitor {
@@ -156,5 +168,17 @@ mod tests {
         assert_eq!(from_bson(&Bson::Int64(i64::MAX)), Ok(i64::MAX));
         assert_eq!(from_bson(&Bson::String("7".into())), Err(NotAnInteger::NotANumber));
         assert_eq!(from_bson(&Bson::Null), Err(NotAnInteger::NotANumber));
+    }
+
+    #[test]
+    fn an_integer_at_a_dotted_path() {
+        let d = bson::doc! {"a": 1.0, "credits": {"consumed": 3_i64, "half": 2.5, "inner": {"n": 4}}, "text": "x"};
+        assert_eq!(at(&d, "a"), Some(Ok(1)));
+        assert_eq!(at(&d, "credits.consumed"), Some(Ok(3)));
+        assert_eq!(at(&d, "credits.inner.n"), Some(Ok(4)));
+        assert_eq!(at(&d, "credits.half"), Some(Err(NotAnInteger::Fractional)), "refused, not truncated");
+        assert_eq!(at(&d, "credits.absent"), None);
+        assert_eq!(at(&d, "text.n"), None, "a parent that is not a document");
+        assert_eq!(at(&d, "missing.n"), None);
     }
 }

@@ -41,12 +41,7 @@ impl std::fmt::Display for RequiredTtlIndex {
 /// `field` with `expire_after_seconds` (an int32, int64 or whole double, as shells write it).
 pub fn is_ttl_on(spec: &Document, field: &str, expire_after_seconds: i64) -> bool {
     let on = spec.get_document("key").map(key_names).unwrap_or_default();
-    let expire = match spec.get("expireAfterSeconds") {
-        Some(Bson::Int32(n)) => Some(i64::from(*n)),
-        Some(Bson::Int64(n)) => Some(*n),
-        Some(Bson::Double(d)) if d.fract() == 0.0 && d.is_finite() => Some(*d as i64),
-        _ => None,
-    };
+    let expire = spec.get("expireAfterSeconds").and_then(|n| sophia_documents::int::from_bson(n).ok());
     on == [field] && expire == Some(expire_after_seconds)
 }
 

@@ -6,10 +6,11 @@
 //! [`reset_for_retry`] gives a report a fresh attempt budget and records who did it and when
 //! (`lastRetry` and the `retries` history), for `sophia-ops report retry --reset-attempts` and
 //! for `sophia-ops dlq redrive report-generate`, which resets each report just before its message
-//! moves. It only touches a report no worker can be working on (`FAILED`, or `PROCESSING` under
-//! an expired lease), never a `COMPLETED` one, and it is a compare-and-set on the state it read
-//! (status, `attemptCount`, `leaseId`): a consumer that claims the report in between makes the
-//! write miss, and the reset is decided again from the new state.
+//! moves. It only touches a report no worker can be working on (`FAILED`, or `PROCESSING` whose
+//! claim has ended by the one claim rule, [`crate::claim`]), never a `COMPLETED` one, and it is a
+//! compare-and-set on the state it read (status, `attemptCount`, `leaseId`): a consumer that
+//! claims the report in between makes the write miss, and the reset is decided again from the new
+//! state.
 
 use std::future::Future;
 
@@ -19,6 +20,7 @@ use serde::Serialize;
 use sophia_contracts::{InterviewId, OrganizationId, ReportGenerate, RequestId};
 use sophia_declarations::ResetRule;
 
+use crate::claim::{self, Hold};
 use crate::interview;
 use crate::model::ReportStatus;
 use crate::store::{MAX_ATTEMPTS, ReportStore, StoreError};
@@ -113,7 +115,7 @@ where
             ResetOutcome::Absent => return Err(AdminError::NotFailed("absent")),
             ResetOutcome::NotResettable { status } => return Err(AdminError::NotFailed(status)),
         },
-        Some(r) if r.attempt_count >= MAX_ATTEMPTS => {
+        Some(r) if !claim::has_attempts_left(r) => {
             return Err(AdminError::AttemptsExhausted { attempts: r.attempt_count });
         }
         None if reset_attempts => return Err(AdminError::NotFailed("absent")),
@@ -151,7 +153,8 @@ pub enum ResetOutcome {
     Reset { status_before: &'static str, attempts_before: i32 },
     /// `COMPLETED`: untouched (a redriven message is acknowledged without a model call).
     Completed,
-    /// `PROCESSING` under a live lease: a worker is generating it now; untouched.
+    /// `PROCESSING` under a claim that has not ended ([`claim::hold`]): a worker is generating
+    /// it now; untouched. `leaseExpiresAt`: when the claim ends (RFC 3339).
     Held { lease_expires_at: Option<String> },
     /// No report document (the message will create it with a full budget).
     Absent,
@@ -164,8 +167,9 @@ pub enum ResetOutcome {
 const RESET_TRIES: usize = sophia_declarations::REPORT_RESET_TRIES;
 
 /// Gives the report of `interview_id` a fresh attempt budget if it is `FAILED` or stuck
-/// (`PROCESSING` under an expired lease), recording `lastRetry: {at, by, via, attemptsBefore,
-/// statusBefore}` and appending the same to `retries`. Never touches a `COMPLETED` report or
+/// (`PROCESSING` whose claim has ended, [`claim::hold`] with the declared [`claim::lease`]),
+/// recording `lastRetry: {at, by, via, attemptsBefore, statusBefore}` and appending the same to
+/// `retries`. Never touches a `COMPLETED` report or
 /// one a live worker holds; safe against a consumer racing it (see the module docs).
 pub async fn reset_for_retry(
     db: &Database,
@@ -173,6 +177,7 @@ pub async fn reset_for_retry(
     operator: &Operator,
 ) -> Result<ResetOutcome, AdminError> {
     let store = ReportStore::new(db);
+    let lease = claim::lease();
     for _ in 0..RESET_TRIES {
         let Some(report) = store.find(interview_id).await? else { return Ok(ResetOutcome::Absent) };
         let now = DateTime::now();
@@ -181,16 +186,13 @@ pub async fn reset_for_retry(
         match status.reset_rule() {
             ResetRule::AlreadyCompleted => return Ok(ResetOutcome::Completed),
             ResetRule::Refused => return Ok(ResetOutcome::NotResettable { status: status.as_str() }),
-            ResetRule::WhenLeaseExpired => match report.lease_expires_at {
-                Some(until) if until < now => {}
-                // A live lease, or none (written before leases: reclaimed by the consumer on its
-                // own once `updatedAt` + the lease has passed; a reset would push that back).
-                other => {
+            ResetRule::WhenLeaseExpired => {
+                if let Hold::Held { until } = claim::hold(&report, now, lease) {
                     return Ok(ResetOutcome::Held {
-                        lease_expires_at: other.map(|t| t.try_to_rfc3339_string().unwrap_or_default()),
+                        lease_expires_at: Some(until.try_to_rfc3339_string().unwrap_or_default()),
                     });
                 }
-            },
+            }
             ResetRule::Reset => {}
         }
         let raw = store.find_raw(interview_id).await?;
@@ -212,20 +214,15 @@ pub async fn reset_for_retry(
         };
         // The compare: exactly the state read (a claim changes status, count and lease).
         let mut filter = doc! {"_id": report.id, "status": status.as_str(), "attemptCount": stored_count};
+        let mut set = doc! {"attemptCount": 0_i32, "attemptsResetAt": now, "updatedAt": now, "lastRetry": mark.clone()};
         if status.reset_rule() == ResetRule::WhenLeaseExpired {
             filter.insert("leaseId", report.lease_id.map_or(Bson::Null, Bson::ObjectId));
-            filter.insert("leaseExpiresAt", doc! {"$lt": now});
+            filter.insert("$or", claim::lapsed_filter(now, lease));
+            // The ended claim made explicit: without a lease, the rule would read this write's
+            // `updatedAt` as a new claim and hold the report for another lease length.
+            set.insert("leaseExpiresAt", claim::held_until(&report, lease).unwrap_or(now));
         }
-        let written = store
-            .collection()
-            .update_one(
-                filter,
-                doc! {
-                    "$set": {"attemptCount": 0_i32, "attemptsResetAt": now, "updatedAt": now, "lastRetry": mark.clone()},
-                    "$push": {"retries": mark},
-                },
-            )
-            .await?;
+        let written = store.collection().update_one(filter, doc! {"$set": set, "$push": {"retries": mark}}).await?;
         if written.matched_count == 1 {
             tracing::info!(
                 interviewId = %interview_id,

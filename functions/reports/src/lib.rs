@@ -6,6 +6,8 @@
 //! - [`prompt`]: the versioned prompt (instructions and candidate data in separate messages);
 //! - [`schema`]: the strict-mode JSON schema generated from [`LlmReport`];
 //! - [`openai`]: the chat completion client ([`ReportModel`]);
+//! - [`claim`]: who holds a report and until when, the one claim rule (a predicate and the
+//!   MongoDB filter, tested to agree);
 //! - [`store`] and [`migrations`]: `interviewReports` and its unique index;
 //! - [`validate`] and [`repair`]: the output checked against the interview, its findings'
 //!   severity, the one repair of a reply with a critical finding; [`injection`]: instructions to
@@ -18,6 +20,7 @@
 
 pub mod admin;
 pub mod budget;
+pub mod claim;
 pub mod error;
 pub mod evidence;
 pub mod fixtures;

@@ -273,11 +273,10 @@ fn identifier(v: &bson::Bson) -> Option<serde_json::Value> {
 pub fn allowlisted_credibility(stored: &bson::Bson) -> Option<serde_json::Value> {
     let doc = stored.as_document()?;
     let mut sent = serde_json::Map::new();
+    // A score may be fractional: a double is sent as it is, any other number as an integer.
     let score = match doc.get("score") {
-        Some(bson::Bson::Int32(n)) => Some(serde_json::Number::from(*n)),
-        Some(bson::Bson::Int64(n)) => Some(serde_json::Number::from(*n)),
         Some(bson::Bson::Double(x)) => serde_json::Number::from_f64(*x),
-        _ => None,
+        other => other.and_then(|n| sophia_documents::int::from_bson(n).ok()).map(serde_json::Number::from),
     };
     if let Some(score) = score {
         sent.insert("score".into(), serde_json::Value::Number(score));

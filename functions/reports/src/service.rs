@@ -6,7 +6,6 @@ use std::time::Duration;
 use bson::DateTime;
 use mongodb::Database;
 use sophia_contracts::{InterviewId, OrganizationId};
-use sophia_declarations::Declaration;
 use tracing::{Instrument, field};
 
 use crate::error::{ErrorKind, ReportError};
@@ -22,14 +21,9 @@ use crate::repair;
 use crate::store::{INTERVIEW_REPORTS, Lease, MAX_ATTEMPTS, ReportStore, StoredReport, retention_or_fallback};
 use crate::validate::{self, Expectations, ValidationWarning};
 
-/// The declared function whose timeout is the lease length.
-pub const FUNCTION_NAME: &str = "report-generate";
-
-/// The lease of a claim: the report-generate function's timeout (from the shared declaration),
-/// so a crashed or timed-out worker's claim expires when its invocation must have ended.
+/// The lease of a claim ([`crate::claim::lease`]: the report-generate function's declared timeout).
 pub fn default_lease() -> Duration {
-    let f = Declaration::embedded().function(FUNCTION_NAME).expect("report-generate is declared");
-    Duration::from_secs(u64::from(f.timeout_seconds))
+    crate::claim::lease()
 }
 
 /// What a completed report cost (zero for the insufficient-evidence rule), over every call of

@@ -9,11 +9,12 @@
 //!    worker's lease with `attemptCount` 1. The unique index makes it an insert-if-absent: a
 //!    duplicate-key error (11000) means the report exists, and exactly one concurrent inserter
 //!    wins. On a first delivery this is the whole claim.
-//! 2. [`ReportStore::claim`]: one `findOneAndUpdate` (no upsert) that moves `NOT_STARTED`,
-//!    `FAILED`, or `PROCESSING` with an expired lease (or, written before leases existed, none
-//!    and an `updatedAt`/`createdAt` older than the lease length) to `PROCESSING`, increments
-//!    `attemptCount` (absent counts as 0) and sets a new lease (`leaseId`, `leaseExpiresAt`).
-//!    Exactly one concurrent caller wins.
+//! 2. [`ReportStore::claim`]: one `findOneAndUpdate` (no upsert) that moves a report nobody
+//!    holds with attempts left ([`claim::claimable_filter`], the rule of [`crate::claim`]:
+//!    `NOT_STARTED`, `FAILED`, or `PROCESSING` with an expired lease or, written before leases
+//!    existed, none and an `updatedAt`/`createdAt` older than the lease length) to
+//!    `PROCESSING`, increments `attemptCount` (absent counts as 0) and sets a new lease
+//!    (`leaseId`, `leaseExpiresAt`). Exactly one concurrent caller wins.
 //!
 //! Not a `findOneAndUpdate` upsert: it needs `$setOnInsert` (which nx-27017 ignores) and, when
 //! the existing report is not claimable, its insert would be stopped only by the unique index
@@ -31,14 +32,13 @@ use serde::Deserialize;
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_documents::{DocumentError, int};
 
+use crate::claim;
 use crate::error::ErrorKind;
 use crate::model::{GenerationMetadata, ReportContent, ReportDocument, ReportStatus};
 
 pub const INTERVIEW_REPORTS: &str = "interviewReports";
 
-/// Attempts after which a report stays `FAILED` and further deliveries are acknowledged
-/// (`declarations/reports.json`, shared with the API's TypeScript package).
-pub const MAX_ATTEMPTS: i32 = sophia_declarations::MAX_REPORT_ATTEMPTS;
+pub use crate::claim::MAX_ATTEMPTS;
 
 /// `lastError` is bounded to this many characters.
 pub const MAX_LAST_ERROR_CHARS: usize = 1_000;
@@ -97,22 +97,6 @@ pub struct StoredReport {
     pub updated_at: Option<DateTime>,
 }
 
-impl StoredReport {
-    /// When the current holder's claim ends: `leaseExpiresAt`, or for a `PROCESSING` report
-    /// written before leases existed, `updatedAt` (else `createdAt`) + `lease`.
-    pub fn held_until(&self, lease: Duration) -> Option<DateTime> {
-        if self.status != ReportStatus::Processing {
-            return None;
-        }
-        self.lease_expires_at.or_else(|| self.updated_at.or(self.created_at).map(|t| expiry(t, lease)))
-    }
-
-    /// `PROCESSING` under a claim that has not ended at `now`.
-    pub fn is_live(&self, now: DateTime, lease: Duration) -> bool {
-        self.held_until(lease).is_some_and(|until| until > now)
-    }
-}
-
 /// A successful claim: the lease this worker holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lease {
@@ -139,35 +123,6 @@ fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
         ErrorKind::Command(c) => c.code == 11000,
         _ => false,
     }
-}
-
-/// The `$or` of states no live worker holds at `now`: NOT_STARTED, FAILED, PROCESSING under an
-/// expired lease, or PROCESSING without a lease (written before leases existed) last updated
-/// (else created) more than `lease` ago. `{field: null}` matches an absent field and a `null`
-/// alike, on MongoDB and on nx-27017.
-fn not_held(now: DateTime, lease: Duration) -> Bson {
-    let stale = DateTime::from_millis(now.timestamp_millis().saturating_sub(lease.as_millis() as i64));
-    let processing = ReportStatus::Processing.as_str();
-    bson::bson!([
-        {"status": {"$in": [ReportStatus::NotStarted.as_str(), ReportStatus::Failed.as_str()]}},
-        {"status": processing, "leaseExpiresAt": {"$lt": now}},
-        {"status": processing, "leaseExpiresAt": Bson::Null, "updatedAt": {"$lt": stale}},
-        {"status": processing, "leaseExpiresAt": Bson::Null, "updatedAt": Bson::Null, "createdAt": {"$lt": stale}},
-        {"status": processing, "leaseExpiresAt": Bson::Null, "updatedAt": Bson::Null, "createdAt": Bson::Null},
-    ])
-}
-
-/// `attemptCount` below the maximum, or absent (a report the API wrote: 0 attempts). A `null`
-/// is not matched: `$inc` refuses it; [`ReportStore::claim`] sets it to 0 first.
-fn attempts_left() -> Document {
-    doc! {"$or": [
-        {"attemptCount": {"$lt": MAX_ATTEMPTS}},
-        {"attemptCount": {"$exists": false}},
-    ]}
-}
-
-fn expiry(now: DateTime, lease: Duration) -> DateTime {
-    DateTime::from_millis(now.timestamp_millis().saturating_add(lease.as_millis() as i64))
 }
 
 /// Whether a failure of this kind on this attempt is delivered again by the queue without anyone
@@ -257,7 +212,7 @@ impl ReportStore {
             id: ObjectId::new(),
             interview_id: interview_id.oid(),
             attempt: 1,
-            expires_at: expiry(now, lease),
+            expires_at: claim::after(now, lease),
             retention_expires_at,
         };
         let report = ReportDocument {
@@ -311,7 +266,7 @@ impl ReportStore {
         let normalized = self
             .reports
             .update_one(
-                doc! {"interviewId": interview_id.oid(), "attemptCount": Bson::Null, "$or": not_held(now, lease)},
+                doc! {"interviewId": interview_id.oid(), "attemptCount": Bson::Null, "$or": claim::free_filter(now, lease)},
                 doc! {"$set": {"attemptCount": 0_i32, "retentionExpiresAt": retention}},
             )
             .await?;
@@ -328,14 +283,14 @@ impl ReportStore {
         retention: DateTime,
     ) -> mongodb::error::Result<Option<Lease>> {
         let now = DateTime::now();
-        let expires_at = expiry(now, lease);
+        let expires_at = claim::after(now, lease);
         let lease_id = ObjectId::new();
         let claimed = self
             .reports
             .find_one_and_update(
                 doc! {
                     "interviewId": interview_id.oid(),
-                    "$and": [attempts_left(), {"$or": not_held(now, lease)}],
+                    "$and": [claim::claimable_filter(now, lease)],
                 },
                 doc! {
                     "$set": {
@@ -383,7 +338,7 @@ impl ReportStore {
                 doc! {
                     "interviewId": interview_id.oid(),
                     "attemptCount": {"$gte": MAX_ATTEMPTS},
-                    "$or": not_held(now, lease),
+                    "$or": claim::free_filter(now, lease),
                 },
                 doc! {"$set": {
                     "status": ReportStatus::Failed.as_str(),

@@ -326,21 +326,10 @@ async fn count(collection: &mongodb::Collection<Document>, filter: Document) -> 
     Ok(found.len() as u64)
 }
 
+/// An integer at a dotted path; `None` when absent or not an integer (a fractional double is
+/// refused, not truncated).
 fn int(d: &Document, path: &str) -> Option<i64> {
-    let mut cur = d;
-    let mut parts = path.split('.').peekable();
-    while let Some(p) = parts.next() {
-        if parts.peek().is_none() {
-            return match cur.get(p)? {
-                bson::Bson::Int32(v) => Some(i64::from(*v)),
-                bson::Bson::Int64(v) => Some(*v),
-                bson::Bson::Double(v) => Some(*v as i64),
-                _ => None,
-            };
-        }
-        cur = cur.get_document(p).ok()?;
-    }
-    None
+    sophia_documents::int::at(d, path)?.ok()
 }
 
 fn text(d: &Document, path: &str) -> Option<String> {

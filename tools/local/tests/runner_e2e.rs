@@ -82,12 +82,7 @@ async fn the_runner_brings_the_pipeline_up_and_the_demo_outcomes_hold_in_the_sto
             ledger
                 .iter()
                 .filter(|e| e.get_str("type") == Ok(t))
-                .map(|e| {
-                    e.get("amount")
-                        .and_then(bson::Bson::as_i64)
-                        .or_else(|| e.get("amount").and_then(bson::Bson::as_i32).map(i64::from))
-                        .unwrap()
-                })
+                .map(|e| sophia_documents::int::at(e, "amount").unwrap().unwrap())
                 .sum::<i64>()
         };
         assert_eq!(sum("SETTLE"), i["consumed"].as_i64().unwrap(), "{scenario}");

@@ -4,18 +4,21 @@
 //! write: it reads the interview and decides already settled / settles with these amounts /
 //! fails with this error), the error's [`sophia_credits::Disposition`] (retry or drop, as the
 //! interview-completed consumer maps it), the report consumer's org-scoped interview read
-//! ([`sophia_reports::interview::load_raw`]) and its claim rules (COMPLETED, out of attempts,
-//! a live lease, [`MAX_ATTEMPTS`]).
+//! ([`sophia_reports::interview::load_raw`]) and its claim rule ([`sophia_reports::claim`]:
+//! COMPLETED, held by a worker until when, out of attempts) with the declared lease length.
 //!
 //! A prediction is made for the state at the time of the plan: a consumer running in between
 //! may change it (the plan says "now").
 
-use bson::Document;
+use std::time::Duration;
+
 use serde::Serialize;
 use sophia_contracts::{InterviewId, InterviewQueueMessage, OrganizationId, QueueMessage, ReportGenerate};
 use sophia_credits::settlement::SettleKind;
 use sophia_credits::{CreditsError, Disposition, SettlementService};
-use sophia_reports::store::{MAX_ATTEMPTS, ReportStore};
+use sophia_declarations::{Queue, ResetRule};
+use sophia_reports::claim::{self, Hold, MAX_ATTEMPTS};
+use sophia_reports::store::{ReportStore, StoredReport};
 
 use crate::queues::QueueName;
 
@@ -135,39 +138,47 @@ pub async fn report(db: &mongodb::Database, message: ReportGenerate, reset: bool
         }
         Ok(Some(_)) => {}
     }
-    let raw = match ReportStore::new(db).find_raw(interview_id).await {
-        Ok(raw) => raw,
+    let stored = match ReportStore::new(db).find(interview_id).await {
+        Ok(stored) => stored,
         Err(e) => return Fate::unknown(format!("reading the report: {e}")),
     };
-    report_from(raw.as_ref(), reset, bson::DateTime::now())
+    report_from(stored.as_ref(), reset, bson::DateTime::now(), claim::lease())
 }
 
-/// The claim rules of the report consumer over the stored report (no I/O).
-pub fn report_from(raw: Option<&Document>, reset: bool, now: bson::DateTime) -> Fate {
-    let Some(raw) = raw else {
+/// The report consumer's claim rule ([`sophia_reports::claim`]) over the stored report at `now`
+/// with a lease of `lease` (no I/O); with `reset`, after the attempts reset the admin retry would
+/// do (only a report nobody holds whose status' declared rule resets it).
+pub fn report_from(stored: Option<&StoredReport>, reset: bool, now: bson::DateTime, lease: Duration) -> Fate {
+    let Some(stored) = stored else {
         return Fate::new("generated", format!("generated: attempt 1 of {MAX_ATTEMPTS} (an OpenAI call)"));
     };
-    let status = raw.get_str("status").unwrap_or("NOT_STARTED");
-    let attempts = raw.get("attemptCount").and_then(crate::confirm::number).unwrap_or(0);
-    let lease_live = matches!(raw.get("leaseExpiresAt"), Some(bson::Bson::DateTime(until)) if *until >= now)
-        || (status == "PROCESSING" && !matches!(raw.get("leaseExpiresAt"), Some(bson::Bson::DateTime(_))));
-    let max = i64::from(MAX_ATTEMPTS);
-    match status {
-        "COMPLETED" => Fate::new("already-completed", "report COMPLETED: acknowledged, nothing to do"),
-        "PROCESSING" if lease_live => {
-            Fate::new("held", "another worker holds a live lease on this report: skipped (acknowledged); not reset")
-        }
-        "FAILED" | "PROCESSING" if reset => Fate::new(
-            "generated",
-            format!("attempts reset from {attempts} to 0, then generated: attempt 1 of {max} (an OpenAI call)"),
-        ),
-        _ if attempts >= max => Fate::new(
-            "out-of-attempts",
+    let attempts = stored.attempt_count;
+    match claim::hold(stored, now, lease) {
+        Hold::Completed => Fate::new("already-completed", "report COMPLETED: acknowledged, nothing to do"),
+        Hold::Held { until } => Fate::new(
+            "held",
             format!(
-                "out of attempts ({attempts} of {max}): acknowledged without a model call; the report stays FAILED (reset its attempts to generate it)"
+                "another worker holds a live lease on this report (until {}): skipped (acknowledged); not reset",
+                until.try_to_rfc3339_string().unwrap_or_default()
             ),
         ),
-        _ => Fate::new("generated", format!("generated: attempt {} of {max} (an OpenAI call)", attempts + 1)),
+        Hold::Free if reset && matches!(stored.status.reset_rule(), ResetRule::Reset | ResetRule::WhenLeaseExpired) => {
+            Fate::new(
+                "generated",
+                format!(
+                    "attempts reset from {attempts} to 0, then generated: attempt 1 of {MAX_ATTEMPTS} (an OpenAI call)"
+                ),
+            )
+        }
+        Hold::Free if !claim::has_attempts_left(stored) => Fate::new(
+            "out-of-attempts",
+            format!(
+                "out of attempts ({attempts} of {MAX_ATTEMPTS}): acknowledged without a model call; the report stays FAILED (reset its attempts to generate it)"
+            ),
+        ),
+        Hold::Free => {
+            Fate::new("generated", format!("generated: attempt {} of {MAX_ATTEMPTS} (an OpenAI call)", attempts + 1))
+        }
     }
 }
 
@@ -177,38 +188,75 @@ pub async fn message(mongo: Option<&sophia_platform::mongo::Mongo>, queue: Queue
         return Fate::new("invalid", format!("dropped: the body breaks the contract ({e})"));
     }
     let Some(mongo) = mongo else { return Fate::unknown("MONGODB_URI is not set") };
-    if queue.is(sophia_declarations::Queue::ReportGenerate) {
-        match ReportGenerate::parse(body) {
+    // Every declared queue by name: a new queue fails to compile here until its fate is planned.
+    match queue.queue() {
+        Queue::ReportGenerate => match ReportGenerate::parse(body) {
             Ok(m) => report(&mongo.db, m, reset).await,
             Err(e) => Fate::new("invalid", format!("dropped: the body breaks the contract ({e})")),
-        }
-    } else {
-        interview_message(mongo, body).await
+        },
+        Queue::InterviewCompleted => interview_message(mongo, body).await,
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use bson::doc;
+    use bson::oid::ObjectId;
+    use bson::{DateTime, Document, doc};
 
     use super::*;
 
+    const LEASE: Duration = Duration::from_secs(900);
+
+    fn stored(fields: Document) -> StoredReport {
+        let mut d = doc! {"_id": ObjectId::new(), "interviewId": ObjectId::new()};
+        d.extend(fields);
+        sophia_documents::decode("interviewReports", d).unwrap()
+    }
+
     #[test]
     fn the_report_claim_rules_in_the_consumers_words() {
-        let now = bson::DateTime::now();
-        let later = bson::DateTime::from_millis(now.timestamp_millis() + 60_000);
-        let earlier = bson::DateTime::from_millis(now.timestamp_millis() - 60_000);
-        let fate = |d: Option<Document>, reset| report_from(d.as_ref(), reset, now);
+        let now = DateTime::now();
+        let at = |delta: i64| DateTime::from_millis(now.timestamp_millis() + delta);
+        let fate = |d: Option<Document>, reset| report_from(d.map(stored).as_ref(), reset, now, LEASE);
         assert_eq!(fate(None, false).outcome, "generated");
         let completed = doc! {"status": "COMPLETED", "attemptCount": 1};
         assert_eq!(fate(Some(completed.clone()), true).text, "report COMPLETED: acknowledged, nothing to do");
         let failed = doc! {"status": "FAILED", "attemptCount": 3_i64};
         assert_eq!(fate(Some(failed.clone()), false).outcome, "out-of-attempts");
         assert!(fate(Some(failed), true).text.starts_with("attempts reset from 3 to 0"));
-        let held = doc! {"status": "PROCESSING", "attemptCount": 1, "leaseExpiresAt": later};
-        assert_eq!(fate(Some(held), true).outcome, "held");
-        let stuck = doc! {"status": "PROCESSING", "attemptCount": 2, "leaseExpiresAt": earlier};
+        let held = doc! {"status": "PROCESSING", "attemptCount": 1, "leaseExpiresAt": at(60_000)};
+        let held_fate = fate(Some(held), true);
+        assert_eq!(held_fate.outcome, "held");
+        assert!(held_fate.text.contains(&at(60_000).try_to_rfc3339_string().unwrap()), "{}", held_fate.text);
+        let stuck = doc! {"status": "PROCESSING", "attemptCount": 2, "leaseExpiresAt": at(-60_000)};
         assert_eq!(fate(Some(stuck.clone()), false).text, "generated: attempt 3 of 3 (an OpenAI call)");
         assert_eq!(fate(Some(stuck), true).outcome, "generated");
+        // NOT_STARTED has its whole budget: a reset does not apply to it.
+        let placeholder = doc! {"status": "NOT_STARTED"};
+        assert_eq!(fate(Some(placeholder), true).text, "generated: attempt 1 of 3 (an OpenAI call)");
+    }
+
+    /// A PROCESSING report without a lease (written before leases existed) is held until its last
+    /// write plus the lease, not forever: past it the store's claim takes it, so the plan says
+    /// it is generated (and a reset applies), as the consumer will do.
+    #[test]
+    fn a_lease_less_processing_report_whose_claim_lapsed_is_predicted_as_the_store_will_reclaim_it() {
+        let now = DateTime::now();
+        let lease_ms = LEASE.as_millis() as i64;
+        let at = |delta: i64| DateTime::from_millis(now.timestamp_millis() + delta);
+        let fate = |d: Document, reset| report_from(Some(&stored(d)), reset, now, LEASE);
+        let lapsed = doc! {"status": "PROCESSING", "attemptCount": 1, "updatedAt": at(-lease_ms - 1_000)};
+        assert_eq!(fate(lapsed.clone(), false).text, "generated: attempt 2 of 3 (an OpenAI call)");
+        assert_eq!(
+            fate(lapsed, true).text,
+            "attempts reset from 1 to 0, then generated: attempt 1 of 3 (an OpenAI call)"
+        );
+        let spent = doc! {"status": "PROCESSING", "attemptCount": 3, "leaseExpiresAt": bson::Bson::Null, "createdAt": at(-lease_ms - 1)};
+        assert_eq!(fate(spent, false).outcome, "out-of-attempts");
+        // Within the lease after its last write: still held, until that write plus the lease.
+        let recent = doc! {"status": "PROCESSING", "attemptCount": 1, "updatedAt": at(-1_000)};
+        let held = fate(recent, true);
+        assert_eq!(held.outcome, "held");
+        assert!(held.text.contains(&at(lease_ms - 1_000).try_to_rfc3339_string().unwrap()), "{}", held.text);
     }
 }

@@ -280,7 +280,7 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
             .iter()
             .filter(|r| {
                 let status = r.get_str("status").unwrap_or_default();
-                status == "COMPLETED" || (status == "FAILED" && int(r, "attemptCount") >= 3)
+                status == "COMPLETED" || (status == "FAILED" && is_out_of_attempts(r))
             })
             .count();
         if (terminal == total && (outage_end.is_none() || recovered_at.is_some()))
@@ -332,12 +332,12 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
     after.sort_by(f64::total_cmp);
     let out_of_attempts: Vec<String> = reports
         .iter()
-        .filter(|r| r.get_str("status").ok() == Some("FAILED") && int(r, "attemptCount") >= 3)
+        .filter(|r| r.get_str("status").ok() == Some("FAILED") && is_out_of_attempts(r))
         .filter_map(|r| r.get_object_id("interviewId").ok().map(|id| id.to_hex()))
         .collect();
     let mut attempts = BTreeMap::new();
     for r in reports.iter().filter(|r| r.get_str("status").ok() == Some("COMPLETED")) {
-        *attempts.entry(int(r, "attemptCount")).or_default() += 1;
+        *attempts.entry(attempt_count(r).unwrap_or(UNREADABLE)).or_default() += 1;
     }
     let completed = reports.iter().filter(|r| r.get_str("status").ok() == Some("COMPLETED")).count();
     let dlq = sqs
@@ -378,11 +378,15 @@ pub async fn run(options: &BurstOptions) -> Result<BurstReport, BoxError> {
     Ok(report)
 }
 
-fn int(d: &Document, key: &str) -> i64 {
-    match d.get(key) {
-        Some(bson::Bson::Int32(n)) => i64::from(*n),
-        Some(bson::Bson::Int64(n)) => *n,
-        Some(bson::Bson::Double(n)) => *n as i64,
-        _ => 0,
-    }
+/// The attempts key of a report whose `attemptCount` is not an integer (a fractional double is
+/// refused, not truncated): shown as its own line of the histogram.
+const UNREADABLE: i64 = -1;
+
+/// A report's `attemptCount` (absent: 0), any integral numeric.
+fn attempt_count(d: &Document) -> Result<i64, sophia_documents::int::NotAnInteger> {
+    sophia_documents::int::at(d, "attemptCount").unwrap_or(Ok(0))
+}
+
+fn is_out_of_attempts(d: &Document) -> bool {
+    attempt_count(d).is_ok_and(|n| n >= i64::from(sophia_reports::store::MAX_ATTEMPTS))
 }

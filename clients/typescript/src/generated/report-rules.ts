@@ -4,6 +4,9 @@ import type { InterviewReportDocument } from "./interview-report-document.js";
 /** Generation attempts a report gets: at this attemptCount a delivery marks the report FAILED and is acknowledged without trying again, until an attempts reset gives it a fresh budget. */
 export const MAX_REPORT_ATTEMPTS = 3;
 
+/** The lease of a claim, in seconds: the declared timeoutSeconds of report-generate (reports.json leaseFunction). The function whose declared timeoutSeconds (declarations/queues.json) is the lease of a claim: a PROCESSING report is held until leaseExpiresAt, or without one until updatedAt (else createdAt) plus this length, so a crashed or timed-out worker's claim ends when its invocation must have ended. */
+export const REPORT_LEASE_SECONDS = 300;
+
 /** How many times an attempts reset is decided again when a consumer changed the report between the read and the compare-and-set write; then the reset is refused as contended. */
 export const REPORT_RESET_TRIES = 5;
 
@@ -14,7 +17,7 @@ export type ResetRule = "reset" | "whenLeaseExpired" | "refused" | "alreadyCompl
 export const REPORT_RESET_RULES: { readonly [S in InterviewReportDocument["status"]]: ResetRule } = {
   /** A placeholder that has its whole attempt budget: nothing to reset. */
   NOT_STARTED: "refused",
-  /** A worker holds it while its lease runs: reset only past leaseExpiresAt (the worker is gone); without a lease it is left to the consumer's own reclaim. */
+  /** A worker holds it while its claim runs: reset only once the claim has ended (past leaseExpiresAt, or without a lease past updatedAt, else createdAt, plus the lease), when the consumer would reclaim it too; the reset then writes the ended claim's end as leaseExpiresAt, so that its own updatedAt does not hold the report again. */
   PROCESSING: "whenLeaseExpired",
   /** Generated: never reset, and a retry publishes nothing. */
   COMPLETED: "alreadyCompleted",

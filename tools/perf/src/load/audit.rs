@@ -113,11 +113,8 @@ async fn interview_states(
             settled_at.insert(id, t.to_system_time());
         }
         if let Some(c) = d.get_document("credits").ok().and_then(|c| c.get("consumed")) {
-            let v = match c {
-                bson::Bson::Int32(v) => i64::from(*v),
-                bson::Bson::Int64(v) => *v,
-                _ => -1,
-            };
+            // -1: not an integer (never matches a bill).
+            let v = sophia_documents::int::from_bson(c).unwrap_or(-1);
             consumed.insert(id, v);
         }
     }

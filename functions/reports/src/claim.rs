@@ -1,0 +1,317 @@
+//! Who holds a report, and until when: the one claim rule, read by the consumer's claim
+//! ([`crate::store`]), the admin retry's reset ([`crate::admin`]) and the operator's plans
+//! (sophia-ops' `predict`). It is written twice here, on purpose and side by side: as a predicate
+//! over a report as read ([`hold`], [`claimable`]) and as the MongoDB filter the store's
+//! conditional writes use ([`free_filter`], [`claimable_filter`]); a test evaluates both on a
+//! table of reports (every status, a lease absent, `null`, live, expired or ending now, `updatedAt`
+//! and `createdAt` absent, recent or stale, `attemptCount` of every numeric type) and requires
+//! them to agree.
+//!
+//! The rule (docs/design.md, "Report states"):
+//! - `COMPLETED` is done: never claimed again.
+//! - `PROCESSING` is held by its worker until `leaseExpiresAt`; a report written before leases
+//!   existed (no `leaseExpiresAt`) until `updatedAt` (else `createdAt`) plus the lease length; with
+//!   neither date, not at all. At the instant it ends it is still held (the filter's `$lt`).
+//! - `NOT_STARTED` and `FAILED` are held by nobody.
+//! - A report nobody holds is claimed while `attemptCount` (absent: 0) is below [`MAX_ATTEMPTS`].
+//!
+//! The lease length is the report-generate function's declared timeout ([`lease`]): a crashed or
+//! timed-out worker's claim ends when its invocation must have ended.
+
+use std::time::Duration;
+
+use bson::{Bson, DateTime, Document, doc};
+use sophia_declarations::Declaration;
+
+use crate::model::ReportStatus;
+use crate::store::StoredReport;
+
+/// Attempts after which a report stays `FAILED` and further deliveries are acknowledged
+/// (`declarations/reports.json`, shared with the API's TypeScript package).
+pub const MAX_ATTEMPTS: i32 = sophia_declarations::MAX_REPORT_ATTEMPTS;
+
+/// The declared function whose timeout is the lease length (`declarations/reports.json`
+/// `leaseFunction`).
+pub const FUNCTION_NAME: &str = sophia_declarations::REPORT_LEASE_FUNCTION;
+
+/// The lease of a claim: the report-generate function's timeout (from the shared declaration).
+pub fn lease() -> Duration {
+    let f = Declaration::embedded().function(FUNCTION_NAME).expect("report-generate is declared");
+    Duration::from_secs(u64::from(f.timeout_seconds))
+}
+
+/// Who holds a report at a given instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// `COMPLETED`: nobody claims it again.
+    Completed,
+    /// `PROCESSING` under a claim that runs until `until` (inclusive).
+    Held { until: DateTime },
+    /// No live worker holds it: `NOT_STARTED`, `FAILED`, or `PROCESSING` whose claim has ended.
+    Free,
+}
+
+/// When a `PROCESSING` report's current claim ends: `leaseExpiresAt`, or without one
+/// `updatedAt` (else `createdAt`) + `lease`; `None` for another status or a `PROCESSING` report
+/// with none of those dates (held by nobody).
+pub fn held_until(report: &StoredReport, lease: Duration) -> Option<DateTime> {
+    if report.status != ReportStatus::Processing {
+        return None;
+    }
+    report.lease_expires_at.or_else(|| report.updated_at.or(report.created_at).map(|t| after(t, lease)))
+}
+
+/// Who holds `report` at `now`.
+pub fn hold(report: &StoredReport, now: DateTime, lease: Duration) -> Hold {
+    match report.status {
+        ReportStatus::Completed => Hold::Completed,
+        ReportStatus::NotStarted | ReportStatus::Failed => Hold::Free,
+        ReportStatus::Processing => match held_until(report, lease) {
+            Some(until) if until >= now => Hold::Held { until },
+            _ => Hold::Free,
+        },
+    }
+}
+
+/// Attempts are left (`attemptCount` below [`MAX_ATTEMPTS`]).
+pub fn has_attempts_left(report: &StoredReport) -> bool {
+    report.attempt_count < MAX_ATTEMPTS
+}
+
+/// Whether the consumer's claim takes `report` at `now`: held by nobody, attempts left.
+pub fn claimable(report: &StoredReport, now: DateTime, lease: Duration) -> bool {
+    hold(report, now, lease) == Hold::Free && has_attempts_left(report)
+}
+
+/// The filter of [`Hold::Free`] at `now`: an `$or` of NOT_STARTED and FAILED with
+/// [`lapsed_filter`]. `{field: null}` matches an absent field and a `null` alike, on MongoDB and
+/// on nx-27017.
+pub fn free_filter(now: DateTime, lease: Duration) -> Bson {
+    let mut free = vec![Bson::Document(
+        doc! {"status": {"$in": [ReportStatus::NotStarted.as_str(), ReportStatus::Failed.as_str()]}},
+    )];
+    free.extend(lapsed_branches(now, lease).into_iter().map(Bson::Document));
+    Bson::Array(free)
+}
+
+/// The filter of a `PROCESSING` report whose claim has ended at `now` (an `$or`): what an
+/// attempts reset of a stuck report requires.
+pub fn lapsed_filter(now: DateTime, lease: Duration) -> Bson {
+    Bson::Array(lapsed_branches(now, lease).into_iter().map(Bson::Document).collect())
+}
+
+fn lapsed_branches(now: DateTime, lease: Duration) -> [Document; 4] {
+    let stale = before(now, lease);
+    let processing = ReportStatus::Processing.as_str();
+    [
+        doc! {"status": processing, "leaseExpiresAt": {"$lt": now}},
+        doc! {"status": processing, "leaseExpiresAt": Bson::Null, "updatedAt": {"$lt": stale}},
+        doc! {"status": processing, "leaseExpiresAt": Bson::Null, "updatedAt": Bson::Null, "createdAt": {"$lt": stale}},
+        doc! {"status": processing, "leaseExpiresAt": Bson::Null, "updatedAt": Bson::Null, "createdAt": Bson::Null},
+    ]
+}
+
+/// The filter of [`has_attempts_left`]: `attemptCount` below the maximum (any numeric type), or
+/// absent (a report the API wrote: 0 attempts). A `null` is not matched: `$inc` refuses it, so
+/// the store's claim sets it to 0 first.
+pub fn attempts_left_filter() -> Document {
+    doc! {"$or": [
+        {"attemptCount": {"$lt": MAX_ATTEMPTS}},
+        {"attemptCount": {"$exists": false}},
+    ]}
+}
+
+/// The filter of [`claimable`] at `now`.
+pub fn claimable_filter(now: DateTime, lease: Duration) -> Document {
+    doc! {"$and": [attempts_left_filter(), {"$or": free_filter(now, lease)}]}
+}
+
+/// `t` + `lease`, saturating.
+pub fn after(t: DateTime, lease: Duration) -> DateTime {
+    DateTime::from_millis(t.timestamp_millis().saturating_add(millis(lease)))
+}
+
+fn before(t: DateTime, lease: Duration) -> DateTime {
+    DateTime::from_millis(t.timestamp_millis().saturating_sub(millis(lease)))
+}
+
+fn millis(lease: Duration) -> i64 {
+    i64::try_from(lease.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cmp::Ordering;
+
+    use bson::oid::ObjectId;
+
+    use super::*;
+
+    const LEASE: Duration = Duration::from_secs(900);
+
+    /// The operators the claim filters use, with MongoDB's semantics for them: `{f: null}`
+    /// matches absent or `null`; `$lt` compares within a type bracket only (numbers across
+    /// Int32, Int64 and Double; dates with dates), so a `null` or absent field is never below
+    /// anything; `$in` is equality with any element; `$exists`; `$and`/`$or` of filters.
+    fn matches(d: &Document, filter: &Document) -> bool {
+        filter.iter().all(|(key, cond)| match (key.as_str(), cond) {
+            ("$or", Bson::Array(fs)) => fs.iter().any(|f| matches(d, f.as_document().unwrap())),
+            ("$and", Bson::Array(fs)) => fs.iter().all(|f| matches(d, f.as_document().unwrap())),
+            (op, _) if op.starts_with('$') => panic!("the test's evaluator does not know {op}"),
+            (field, Bson::Document(ops)) if ops.keys().all(|k| k.starts_with('$')) => {
+                let value = d.get(field);
+                ops.iter().all(|(op, arg)| match op.as_str() {
+                    "$lt" => value.and_then(|v| compare(v, arg)) == Some(Ordering::Less),
+                    "$in" => arg.as_array().unwrap().iter().any(|a| equal(value, a)),
+                    "$exists" => value.is_some() == arg.as_bool().unwrap(),
+                    other => panic!("the test's evaluator does not know {other}"),
+                })
+            }
+            (field, expected) => equal(d.get(field), expected),
+        })
+    }
+
+    fn equal(value: Option<&Bson>, expected: &Bson) -> bool {
+        match (value, expected) {
+            (None | Some(Bson::Null), Bson::Null) => true,
+            (Some(v), e) => compare(v, e) == Some(Ordering::Equal) || v == e,
+            (None, _) => false,
+        }
+    }
+
+    fn compare(a: &Bson, b: &Bson) -> Option<Ordering> {
+        let number = |v: &Bson| match v {
+            Bson::Double(n) => Some(*n),
+            other => sophia_documents::int::from_bson(other).ok().map(|n| n as f64),
+        };
+        match (a, b) {
+            (Bson::DateTime(x), Bson::DateTime(y)) => Some(x.cmp(y)),
+            (Bson::String(x), Bson::String(y)) => Some(x.cmp(y)),
+            _ => number(a)?.partial_cmp(&number(b)?),
+        }
+    }
+
+    fn ms(now: DateTime, delta: i64) -> Bson {
+        Bson::DateTime(DateTime::from_millis(now.timestamp_millis() + delta))
+    }
+
+    /// Every combination of the fields the rule reads, as other writers leave them.
+    fn table(now: DateTime) -> Vec<Document> {
+        let lease_ms = LEASE.as_millis() as i64;
+        let statuses = ["NOT_STARTED", "PROCESSING", "COMPLETED", "FAILED"];
+        // Absent (None), null, live, ending exactly now, expired.
+        let leases = [None, Some(Bson::Null), Some(ms(now, 60_000)), Some(ms(now, 0)), Some(ms(now, -1))];
+        // Absent, null, recent (the lease-less claim runs), ending exactly now, stale.
+        let dates =
+            [None, Some(Bson::Null), Some(ms(now, -1_000)), Some(ms(now, -lease_ms)), Some(ms(now, -lease_ms - 1))];
+        let counts = [
+            None,
+            Some(Bson::Int32(0)),
+            Some(Bson::Int64(2)),
+            Some(Bson::Double(2.0)),
+            Some(Bson::Int32(3)),
+            Some(Bson::Double(3.0)),
+        ];
+        let mut out = Vec::new();
+        for status in statuses {
+            for lease in &leases {
+                for updated in &dates {
+                    for created in &dates {
+                        for count in &counts {
+                            let mut d = doc! {"_id": ObjectId::new(), "interviewId": ObjectId::new(), "status": status};
+                            for (key, value) in [
+                                ("leaseExpiresAt", lease),
+                                ("updatedAt", updated),
+                                ("createdAt", created),
+                                ("attemptCount", count),
+                            ] {
+                                if let Some(v) = value {
+                                    d.insert(key, v.clone());
+                                }
+                            }
+                            out.push(d);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn read(d: &Document) -> StoredReport {
+        sophia_documents::decode("interviewReports", d.clone()).unwrap()
+    }
+
+    #[test]
+    fn the_predicate_and_the_filter_agree_on_every_case() {
+        let now = DateTime::now();
+        let cases = table(now);
+        assert_eq!(cases.len(), 4 * 5 * 5 * 5 * 6);
+        let free = doc! {"$or": free_filter(now, LEASE)};
+        let claimable_filter = claimable_filter(now, LEASE);
+        let mut disagreements = Vec::new();
+        let (mut free_count, mut claimable_count) = (0, 0);
+        for d in &cases {
+            let report = read(d);
+            let is_free = hold(&report, now, LEASE) == Hold::Free;
+            if is_free != matches(d, &free) {
+                disagreements.push(format!("free: predicate {is_free}, filter {}: {d}", !is_free));
+            }
+            let is_claimable = claimable(&report, now, LEASE);
+            if is_claimable != matches(d, &claimable_filter) {
+                disagreements.push(format!("claimable: predicate {is_claimable}, filter {}: {d}", !is_claimable));
+            }
+            free_count += usize::from(is_free);
+            claimable_count += usize::from(is_claimable);
+        }
+        assert!(disagreements.is_empty(), "{} disagreements:\n{}", disagreements.len(), disagreements.join("\n"));
+        // Neither side is trivially true or false.
+        assert!(free_count > 0 && free_count < cases.len(), "{free_count}");
+        assert!(claimable_count > 0 && claimable_count < free_count, "{claimable_count}");
+    }
+
+    #[test]
+    fn a_processing_report_is_held_until_its_lease_or_its_last_write_plus_the_lease() {
+        let now = DateTime::now();
+        let lease_ms = LEASE.as_millis() as i64;
+        let at = |delta: i64| DateTime::from_millis(now.timestamp_millis() + delta);
+        let report = |d: Document| {
+            let mut base = doc! {"_id": ObjectId::new(), "interviewId": ObjectId::new(), "status": "PROCESSING"};
+            base.extend(d);
+            read(&base)
+        };
+        assert_eq!(hold(&report(doc! {"leaseExpiresAt": at(5)}), now, LEASE), Hold::Held { until: at(5) });
+        assert_eq!(hold(&report(doc! {"leaseExpiresAt": now}), now, LEASE), Hold::Held { until: now }, "inclusive");
+        assert_eq!(hold(&report(doc! {"leaseExpiresAt": at(-1), "updatedAt": now}), now, LEASE), Hold::Free);
+        // Without a lease (written before leases existed): the last write plus the lease.
+        assert_eq!(
+            hold(&report(doc! {"updatedAt": at(-1_000), "createdAt": at(-lease_ms * 10)}), now, LEASE),
+            Hold::Held { until: at(lease_ms - 1_000) }
+        );
+        assert_eq!(hold(&report(doc! {"updatedAt": at(-lease_ms - 1)}), now, LEASE), Hold::Free, "lapsed");
+        assert_eq!(
+            hold(&report(doc! {"createdAt": at(-1_000)}), now, LEASE),
+            Hold::Held { until: at(lease_ms - 1_000) }
+        );
+        assert_eq!(hold(&report(doc! {}), now, LEASE), Hold::Free, "no date at all: nobody holds it");
+        let done = read(
+            &doc! {"_id": ObjectId::new(), "interviewId": ObjectId::new(), "status": "COMPLETED", "leaseExpiresAt": at(5)},
+        );
+        assert_eq!(hold(&done, now, LEASE), Hold::Completed);
+        assert_eq!(
+            lease(),
+            Duration::from_secs(u64::from(Declaration::embedded().function(FUNCTION_NAME).unwrap().timeout_seconds))
+        );
+    }
+
+    #[test]
+    fn the_evaluator_follows_mongodb_on_the_operators_used() {
+        let d = doc! {"a": 2.0, "n": Bson::Null, "t": DateTime::from_millis(5)};
+        assert!(matches(&d, &doc! {"a": {"$lt": 3_i32}}) && !matches(&d, &doc! {"a": {"$lt": 2_i64}}));
+        assert!(matches(&d, &doc! {"n": Bson::Null}) && matches(&d, &doc! {"absent": Bson::Null}));
+        assert!(!matches(&d, &doc! {"n": {"$lt": DateTime::from_millis(9)}}), "null is below nothing");
+        assert!(!matches(&d, &doc! {"absent": {"$lt": 3}}) && matches(&d, &doc! {"absent": {"$exists": false}}));
+        assert!(matches(&d, &doc! {"t": {"$lt": DateTime::from_millis(6)}}) && !matches(&d, &doc! {"t": {"$lt": 6}}));
+        assert!(matches(&d, &doc! {"$or": [{"a": 1}, {"a": {"$in": [2_i64]}}]}));
+    }
+}
