@@ -4,8 +4,8 @@
 //! unique names and the one way a test skips; the rest by what it holds:
 //!
 //! - [`world`]: [`World`], what a test runs against (the database of its own, migrated, its
-//!   clients and store, and the SQS client and queues of its own when asked for), and narrower
-//!   views built from it;
+//!   client and store, the SQS client and the queues of its own, and a MongoDB server of its own
+//!   when asked for), and the narrower views built from it;
 //! - [`mongo`]: a bare database of a test's own (no migration), clients of a given URI, readers;
 //! - [`sqs`]: the SQS client, queues of a test's own, message bodies, Lambda SQS events, depth,
 //!   draining;

@@ -30,22 +30,18 @@ use std::time::{Duration, Instant};
 use bson::{Bson, Document};
 use harness::logs::LogCapture;
 use harness::mongo::reports_of;
-use harness::sqs::send;
 use ops_support::ok;
 use sophia_contracts::Timestamp;
 use sophia_credits::{invariants, seed};
-use sophia_openai_fake::{Behaviour, Fault};
+use sophia_openai_fake::Behaviour;
 use sophia_ops::Outcome;
 use sophia_ops::listing::FailureState;
 
 #[tokio::test]
 async fn openai_outage_report_failures_shows_waiting_for_a_retry_then_nothing_after_recovery() {
     // The report queue's declared policy (backoffs, then a delayed copy), scaled.
-    let scaled = ScaledReports::start(scaled_options()).await;
-    let body = scaled.body();
-    let ScaledReports { world: w, org: _, interview, fake, reports } = scaled;
-    fake.set_fault(Some(Fault::ServerError));
-    send(&w.sqs, &w.queues.report_generate.source.url, &body).await;
+    let ScaledReports { world: w, interview, fake, reports, .. } =
+        ScaledReports::during_an_outage(scaled_options()).await;
     let started = Instant::now();
     while reports_of(&w.mongo.db, interview)
         .await

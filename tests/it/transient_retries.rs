@@ -18,21 +18,21 @@ use crate::support::scaled_reports::{ScaledReports, scaled_options};
 use bson::Document;
 use harness::World;
 use harness::mongo::{int, reports_of};
-use harness::sqs::{depth, drain, send};
+use harness::sqs::{depth, drain};
 use sophia_contracts::InterviewId;
 use sophia_local::esm::EventSourceMapping;
-use sophia_openai_fake::{Behaviour, Fault};
+use sophia_openai_fake::Behaviour;
 use sophia_sqs_consumer::backoff::Requeue;
 
 /// The report consumer, time scaled, with a delayed copy on the last receive only when
-/// `requeue` is given.
+/// `requeue` is given, during an OpenAI outage, the interview's report requested.
 async fn setup(requeue: Option<Requeue>) -> ScaledReports {
     let mut options = scaled_options();
     options.backoff.requeue = None;
     if let Some(r) = requeue {
         options.backoff = options.backoff.with_requeue(r);
     }
-    ScaledReports::start(options).await
+    ScaledReports::during_an_outage(options).await
 }
 
 async fn report(w: &World, interview: InterviewId) -> Document {
@@ -57,12 +57,8 @@ async fn next_delivery(
 
 #[tokio::test]
 async fn an_outage_backs_the_record_off_for_seconds_not_the_visibility_timeout_and_costs_no_attempt() {
-    let scaled = setup(None).await;
-    let body = scaled.body();
-    let ScaledReports { world: w, org: _, interview, fake, reports } = scaled;
+    let ScaledReports { world: w, interview, fake, reports, .. } = setup(None).await;
     let (sqs, queues) = (&w.sqs, &w.queues);
-    fake.set_fault(Some(Fault::ServerError));
-    send(sqs, &queues.report_generate.source.url, &body).await;
 
     let (first, _) = next_delivery(&reports, Duration::from_secs(30)).await;
     assert_eq!(first.failed_ids.len(), 1, "a batch item failure: {first:?}");
@@ -87,12 +83,8 @@ async fn an_outage_backs_the_record_off_for_seconds_not_the_visibility_timeout_a
 #[tokio::test]
 async fn the_last_receive_requeues_a_delayed_copy_that_completes_after_recovery_with_the_dlq_empty() {
     let requeue = Requeue { delay: Duration::from_secs(600), give_up_after: Duration::from_secs(24 * 3600) };
-    let scaled = setup(Some(requeue)).await;
-    let body = scaled.body();
-    let ScaledReports { world: w, org: _, interview, fake, reports } = scaled;
+    let ScaledReports { world: w, interview, fake, reports, .. } = setup(Some(requeue)).await;
     let (sqs, queues) = (&w.sqs, &w.queues);
-    fake.set_fault(Some(Fault::ServerError));
-    send(sqs, &queues.report_generate.source.url, &body).await;
 
     // Receives 1 and 2 back off; receive 3 sends the copy and acknowledges the original.
     for receive in 1..=3 {
@@ -125,12 +117,9 @@ async fn the_last_receive_requeues_a_delayed_copy_that_completes_after_recovery_
 #[tokio::test]
 async fn past_the_give_up_age_the_last_receive_goes_to_the_dlq_with_the_attempts_still_available() {
     let requeue = Requeue { delay: Duration::from_secs(60), give_up_after: Duration::ZERO };
-    let scaled = setup(Some(requeue)).await;
-    let body = scaled.body();
-    let ScaledReports { world: w, org: _, interview, fake, reports } = scaled;
+    // The fake bound for the whole test: the outage lasts as long as it is running.
+    let ScaledReports { world: w, interview, fake: _fake, reports, .. } = setup(Some(requeue)).await;
     let (sqs, queues) = (&w.sqs, &w.queues);
-    fake.set_fault(Some(Fault::ServerError));
-    send(sqs, &queues.report_generate.source.url, &body).await;
     for receive in 1..=3 {
         let (s, _) = next_delivery(&reports, Duration::from_secs(60)).await;
         assert_eq!(s.failed_ids.len(), 1, "receive {receive}: {s:?}");

@@ -13,7 +13,7 @@ use harness::World;
 use harness::functions::{esm, fake_openai, report_instance};
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_local::esm::EventSourceMapping;
-use sophia_openai_fake::FakeOpenAi;
+use sophia_openai_fake::{FakeOpenAi, Fault};
 use sophia_sqs_consumer::ConsumerOptions;
 use sophia_sqs_consumer::queue::SqsRecordQueue;
 
@@ -57,8 +57,14 @@ impl ScaledReports {
         Self { world, org, interview, fake, reports }
     }
 
-    /// The interview's `report.generate` body, as the settlement publishes it.
-    pub fn body(&self) -> String {
-        format!(r#"{{"interviewId":"{}","organizationId":"{}"}}"#, self.interview, self.org)
+    /// [`ScaledReports::start`], then an OpenAI outage (the fake answers every call with a 5xx)
+    /// and the interview's `report.generate` sent to the report queue, as the settlement publishes
+    /// it.
+    pub async fn during_an_outage(options: ConsumerOptions) -> Self {
+        let this = Self::start(options).await;
+        this.fake.set_fault(Some(Fault::ServerError));
+        let body = format!(r#"{{"interviewId":"{}","organizationId":"{}"}}"#, this.interview, this.org);
+        harness::sqs::send(&this.world.sqs, &this.world.queues.report_generate.source.url, &body).await;
+        this
     }
 }
