@@ -33,10 +33,9 @@ fn describe(d: &Document, now: DateTime) -> String {
             let value = match d.get(key) {
                 None => "absent".to_owned(),
                 Some(Bson::DateTime(t)) => format!("now{:+}ms", t.timestamp_millis() - now.timestamp_millis()),
-                Some(Bson::Int32(n)) => format!("Int32({n})"),
-                Some(Bson::Int64(n)) => format!("Int64({n})"),
-                Some(Bson::Double(n)) => format!("Double({n:?})"),
-                Some(other) => other.to_string(),
+                Some(v @ (Bson::String(_) | Bson::Null)) => v.to_string(),
+                // A number with its type (`Int32(3)`, `Int64(2)`, `Double(2.0)`).
+                Some(number) => format!("{number:?}"),
             };
             format!("{key}: {value}")
         })
