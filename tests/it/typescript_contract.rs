@@ -99,7 +99,7 @@ fn scratch_project() -> &'static (PathBuf, String) {
 }
 
 /// Runs one of the package's contract scripts with `env` added to this process's environment.
-fn node_script(script: &str, args: &[&str], env: &BTreeMap<String, String>) -> serde_json::Value {
+pub(crate) fn node_script(script: &str, args: &[&str], env: &BTreeMap<String, String>) -> serde_json::Value {
     let dir = built_package();
     let mut cmd = Command::new("node");
     cmd.arg(dir.join("test/contract").join(script)).args(args).current_dir(dir).envs(env);
