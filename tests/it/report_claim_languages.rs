@@ -21,7 +21,7 @@ use bson::{Bson, DateTime, Document};
 use sophia_declarations::ResetRule;
 use sophia_reports::claim::{self, Hold};
 use sophia_reports::fixtures::filter_matches;
-use sophia_reports::store::StoredReport;
+use sophia_reports::report::StoredReport;
 
 use crate::typescript_contract::node_script;
 
