@@ -1,6 +1,19 @@
 //! The integration-test harness: a `spawn_app`-like kit that starts the real local servers once
 //! per test binary (fauxqs for SQS, nx-27017 for MongoDB, both on free 127.0.0.1 ports) and hands
-//! every test its own database and its own uniquely named queues.
+//! every test its own database and its own uniquely named queues. This file holds the servers,
+//! unique names and the one way a test skips; the rest by what it holds:
+//!
+//! - [`world`]: [`World`], what a test runs against (the database of its own, migrated, its
+//!   client and store, the SQS client and the queues of its own, and a MongoDB server of its own
+//!   when asked for), and the narrower views built from it;
+//! - [`mongo`]: a bare database of a test's own (no migration), clients of a given URI, readers;
+//! - [`sqs`]: the SQS client, queues of a test's own, message bodies, Lambda SQS events, depth,
+//!   draining;
+//! - [`functions`]: the Lambda functions as their `main`s build them, and the event source mapping
+//!   that invokes them;
+//! - [`logs`]: the process-wide JSON log capture;
+//! - [`wait`]: waiting for a condition by polling it (the one place a test sleeps between checks);
+//! - [`faults`]: a MongoDB server of a test's own that can be killed and restarted.
 //!
 //! - `SOPHIA_TEST_MONGODB_URI`: use this MongoDB (e.g. a real replica set in GitHub Actions)
 //!   instead of starting nx-27017.
@@ -8,13 +21,22 @@
 //!   tests that stop them on purpose.
 
 pub mod faults;
+pub mod functions;
+pub mod logs;
+pub mod mongo;
+pub mod sqs;
+pub mod wait;
+pub mod world;
+
+pub use mongo::test_mongo;
+pub use sqs::{drain, sqs_client, test_queues, test_queues_fast};
+pub use wait::wait_until;
+pub use world::World;
 
 use std::sync::OnceLock;
 
-use sophia_declarations::Declaration;
-use sophia_local::queues::{QueueSet, create_queue_set};
 use sophia_local::servers::{LocalServer, free_port, start_fauxqs, start_nx_mongo};
-use sophia_platform::mongo::{Mongo, MongoSettings, Topology};
+use sophia_platform::mongo::{Mongo, Topology};
 
 static FAUXQS: OnceLock<LocalServer> = OnceLock::new();
 static NX_MONGO: OnceLock<LocalServer> = OnceLock::new();
@@ -39,28 +61,6 @@ pub fn mongo_uri() -> String {
 /// A short unique name (`<prefix>-<8 hex>`), for databases and queues.
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", &uuid::Uuid::new_v4().simple().to_string()[..12])
-}
-
-/// An SQS client for the local endpoint (a fresh one per test: each test has its own runtime).
-pub async fn sqs_client() -> aws_sdk_sqs::Client {
-    sophia_platform::sqs::local_client(&sqs_endpoint())
-}
-
-/// The four queues of a pipeline, uniquely prefixed, with the declared attributes.
-pub async fn test_queues(client: &aws_sdk_sqs::Client) -> QueueSet {
-    create_queue_set(client, &unique("t"), Declaration::embedded()).await.expect("queues are created")
-}
-
-/// A MongoDB handle on a database of its own (nx-27017 transactions are not isolated between
-/// clients of one database, so no two tests share one).
-pub async fn test_mongo() -> Mongo {
-    let settings = MongoSettings {
-        uri: mongo_uri(),
-        database: unique("t").replace('-', "_"),
-        server_selection_timeout: std::time::Duration::from_secs(5),
-        allow_standalone: true,
-    };
-    Mongo::connect(&settings).await.expect("MongoDB client builds")
 }
 
 /// `SOPHIA_REQUIRE_REPLICA_SET=1`: a test that needs a replica set fails instead of skipping
@@ -118,48 +118,5 @@ pub fn skipped(test: &str, why: &str) {
         use std::io::Write;
         // One write per line (O_APPEND): concurrent tests cannot interleave their lines.
         let _ = f.write_all(format!("{line}\n").as_bytes());
-    }
-}
-
-/// Queues like [`test_queues`] but with a short visibility timeout, so that a failed message
-/// reappears within the test (the declared 180 s / 1800 s are checked elsewhere).
-pub async fn test_queues_fast(client: &aws_sdk_sqs::Client, visibility_timeout_seconds: u32) -> QueueSet {
-    let overrides =
-        sophia_local::queues::QueueOverrides { visibility_timeout_seconds: Some(visibility_timeout_seconds) };
-    sophia_local::queues::create_queue_set_with(client, &unique("t"), Declaration::embedded(), &overrides)
-        .await
-        .expect("queues are created")
-}
-
-/// Receives (and deletes) every message of `url` until it is empty (hidden 60 s while held, so
-/// a short-visibility queue cannot hand one back mid-drain).
-pub async fn drain(client: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
-    let mut all = Vec::new();
-    loop {
-        let out = client
-            .receive_message()
-            .queue_url(url)
-            .max_number_of_messages(10)
-            .visibility_timeout(60)
-            .wait_time_seconds(1)
-            .message_attribute_names("All")
-            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
-            .send()
-            .await
-            .expect("receive");
-        let batch = out.messages.unwrap_or_default();
-        if batch.is_empty() {
-            return all;
-        }
-        for m in &batch {
-            client
-                .delete_message()
-                .queue_url(url)
-                .receipt_handle(m.receipt_handle().unwrap())
-                .send()
-                .await
-                .expect("delete");
-        }
-        all.extend(batch);
     }
 }

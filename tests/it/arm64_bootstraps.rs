@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bson::{Document, doc};
-use sophia_credits::{CreditsStore, invariants, seed};
+use harness::World;
+use sophia_credits::{invariants, seed};
 use sophia_local::invoke::{Invoke, InvokeContext};
 use sophia_local::runtime_api::RuntimeApi;
-use sophia_local::servers::{LocalServer, free_port, start_nx_mongo};
 use sophia_openai_fake::FakeOpenAi;
 use sophia_reports::fixtures::InterviewFixture;
 
@@ -103,38 +103,6 @@ fn set_mode(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
-struct World {
-    _nx: LocalServer,
-    uri: String,
-    database: String,
-    client: mongodb::Client,
-    db: mongodb::Database,
-}
-
-impl World {
-    async fn start(database: &str) -> Self {
-        let nx = start_nx_mongo(free_port()).expect("nx-27017 starts (scripts/setup-tools)");
-        let uri = nx.url();
-        let client = mongodb::Client::with_uri_str(&uri).await.unwrap();
-        let db = client.database(database);
-        sophia_credits::migrations::apply(&db).await.unwrap();
-        sophia_reports::migrations::apply(&db).await.unwrap();
-        Self { _nx: nx, uri, database: database.to_owned(), client, db }
-    }
-
-    fn env(&self, extra: &[(&str, String)]) -> Vec<(String, String)> {
-        let mut env = vec![
-            ("MONGODB_URI".to_owned(), self.uri.clone()),
-            ("MONGODB_DATABASE".to_owned(), self.database.clone()),
-            ("MONGODB_ALLOW_STANDALONE".to_owned(), "true".to_owned()),
-            ("LOG_LEVEL".to_owned(), "warn".to_owned()),
-            ("RECORD_CONCURRENCY".to_owned(), "1".to_owned()),
-        ];
-        env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
-        env
-    }
-}
-
 fn sqs_event(bodies: &[String]) -> serde_json::Value {
     let records: Vec<_> = bodies
         .iter()
@@ -184,11 +152,11 @@ fn in_days(days: i64) -> chrono::DateTime<chrono::Utc> {
 #[tokio::test]
 async fn arm64_interview_completed_settles_and_drops_an_invalid_body() {
     let Some(script) = arm64_function("interview-completed", "arm64_interview_completed") else { return };
-    let world = World::start("arm64_completed").await;
-    let store = CreditsStore::new(world.db.clone());
-    let org = seed::create_organization(&store, "Arm64").await.unwrap();
-    seed::grant_lot(&store, org, 50, in_days(30)).await.unwrap();
-    let interview = seed::reserved_interview(&world.client, &store, org, 20, doc! {}).await.unwrap();
+    let world = World::with_own_server().await;
+    let store = &world.store;
+    let org = seed::create_organization(store, "Arm64").await.unwrap();
+    seed::grant_lot(store, org, 50, in_days(30)).await.unwrap();
+    let interview = seed::reserved_interview(&world.mongo.client, store, org, 20, doc! {}).await.unwrap();
 
     let bodies = [
         format!(
@@ -196,54 +164,55 @@ async fn arm64_interview_completed_settles_and_drops_an_invalid_body() {
         ),
         "{not json".to_owned(),
     ];
-    let response = invoke(&script, "interview-completed", &world.env(&[]), sqs_event(&bodies)).await;
+    let response = invoke(&script, "interview-completed", &world.function_env(&[]), sqs_event(&bodies)).await;
     assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}");
 
     let settled = store.interview(interview.oid()).await.unwrap().expect("the interview exists");
     assert!(settled.settled_at.is_some(), "settled by the arm64 binary");
     assert_eq!(settled.credits.consumed, Some(5), "floor(330 / 60)");
     // No REPORT_GENERATE_QUEUE_URL: the outbox entry waits, pending, for a flush.
-    let outbox = world.db.collection::<Document>("outbox").count_documents(doc! {}).await.unwrap();
+    let outbox = world.mongo.db.collection::<Document>("outbox").count_documents(doc! {}).await.unwrap();
     assert_eq!(outbox, 1);
-    let violations = invariants::check_all(&store).await.unwrap();
+    let violations = invariants::check_all(store).await.unwrap();
     assert!(violations.is_empty(), "{violations:?}");
 }
 
 #[tokio::test]
 async fn arm64_interview_failed_releases_the_reservation() {
     let Some(script) = arm64_function("interview-failed", "arm64_interview_failed") else { return };
-    let world = World::start("arm64_failed").await;
-    let store = CreditsStore::new(world.db.clone());
-    let org = seed::create_organization(&store, "Arm64 failed").await.unwrap();
-    seed::grant_lot(&store, org, 40, in_days(30)).await.unwrap();
-    let interview = seed::reserved_interview(&world.client, &store, org, 15, doc! {}).await.unwrap();
+    let world = World::with_own_server().await;
+    let store = &world.store;
+    let org = seed::create_organization(store, "Arm64 failed").await.unwrap();
+    seed::grant_lot(store, org, 40, in_days(30)).await.unwrap();
+    let interview = seed::reserved_interview(&world.mongo.client, store, org, 15, doc! {}).await.unwrap();
 
     let body = format!(
         r#"{{"type":"interview.failed","interviewId":"{interview}","organizationId":"{org}","failureReason":"bot crashed","failedAt":"2026-12-02T17:30:00.000Z"}}"#
     );
-    let response = invoke(&script, "interview-failed", &world.env(&[]), sqs_event(&[body])).await;
+    let response = invoke(&script, "interview-failed", &world.function_env(&[]), sqs_event(&[body])).await;
     assert_eq!(response["batchItemFailures"], serde_json::json!([]), "{response}");
 
     let settled = store.interview(interview.oid()).await.unwrap().expect("the interview exists");
     assert!(settled.settled_at.is_some());
     assert_eq!(settled.credits.consumed, Some(0), "a failed interview consumes nothing");
-    let org_doc = world.db.collection::<Document>("organizations").find_one(doc! {"_id": org.oid()}).await.unwrap();
+    let org_doc =
+        world.mongo.db.collection::<Document>("organizations").find_one(doc! {"_id": org.oid()}).await.unwrap();
     let credits = org_doc.unwrap().get_document("credits").unwrap().clone();
     assert_eq!(sophia_documents::int::from_bson(credits.get("reserved").unwrap()), Ok(0));
     assert_eq!(sophia_documents::int::from_bson(credits.get("available").unwrap()), Ok(40));
-    let violations = invariants::check_all(&store).await.unwrap();
+    let violations = invariants::check_all(store).await.unwrap();
     assert!(violations.is_empty(), "{violations:?}");
 }
 
 #[tokio::test]
 async fn arm64_report_generate_stores_a_model_report() {
     let Some(script) = arm64_function("report-generate", "arm64_report_generate") else { return };
-    let world = World::start("arm64_report").await;
+    let world = World::with_own_server().await;
     let openai = FakeOpenAi::deterministic().expect("the OpenAI fake starts");
     let org = sophia_contracts::OrganizationId::new(bson::oid::ObjectId::new());
-    let (interview, _) = InterviewFixture::new(org).insert(&world.db).await.unwrap();
+    let (interview, _) = InterviewFixture::new(org).insert(&world.mongo.db).await.unwrap();
 
-    let env = world.env(&[
+    let env = world.function_env(&[
         ("OPENAI_BASE_URL", openai.base_url()),
         ("OPENAI_API_KEY", "sk-local-test".to_owned()),
         ("OPENAI_MODEL", "gpt-4.1-mini".to_owned()),
@@ -254,6 +223,7 @@ async fn arm64_report_generate_stores_a_model_report() {
 
     assert_eq!(openai.requests().len(), 1, "one chat completion from the arm64 binary");
     let report = world
+        .mongo
         .db
         .collection::<Document>("interviewReports")
         .find_one(doc! {"interviewId": interview.oid()})

@@ -12,8 +12,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use harness::faults::{LogCapture, World, depth, drain, failed_body, interview_esm, poll_until, send, sqs_event};
-use harness::{sqs_client, test_queues_fast};
+use harness::World;
+use harness::functions::{interview_esm, poll_until};
+use harness::logs::LogCapture;
+use harness::sqs::{depth, drain, failed_body, send, sqs_event};
 use serde_json::{Value, json};
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_sqs_consumer::Outcome;
@@ -149,7 +151,7 @@ fn bad_bodies(i: InterviewId, o: OrganizationId) -> Vec<(&'static str, String, &
 #[tokio::test]
 async fn bad_bodies_are_dropped_with_a_clear_log_line_and_nothing_is_written() {
     let logs = LogCapture::global();
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(50).await;
     let interview = w.reserved_interview(org, 10).await;
     let before = w.snapshot().await;
@@ -157,11 +159,10 @@ async fn bad_bodies_are_dropped_with_a_clear_log_line_and_nothing_is_written() {
     for (name, body, _) in &cases {
         assert!(body.len() <= 256 * 1024, "{name}: {} bytes is over SQS's limit", body.len());
     }
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
 
     // 1. In-process, through the production handler: outcomes and log lines.
-    let handler = harness::faults::completed_handler(w.mongo.clone(), &queues.report_generate.source.url).await;
+    let handler = harness::functions::completed_handler(w.mongo.clone(), &queues.report_generate.source.url).await;
     let records: Vec<(String, String)> =
         cases.iter().map(|(name, body, _)| (name.replace(' ', "-"), body.clone())).collect();
     let mut outcomes = Vec::new();
@@ -195,9 +196,9 @@ async fn bad_bodies_are_dropped_with_a_clear_log_line_and_nothing_is_written() {
     let sendable: Vec<&String> = cases.iter().map(|(_, body, _)| body).filter(|b| !b.is_empty()).collect();
     assert_eq!(sendable.len(), cases.len() - 1);
     for body in &sendable {
-        send(&sqs, &queues.interview_completed.source.url, &for_fauxqs(body)).await;
+        send(sqs, &queues.interview_completed.source.url, &for_fauxqs(body)).await;
     }
-    let mapping = interview_esm(&sqs, &queues, 1, w.settings());
+    let mapping = interview_esm(sqs, queues, 1, w.settings());
     let runs =
         poll_until(&mapping, Duration::from_secs(20), |s| s.iter().map(|r| r.deleted).sum::<usize>() >= sendable.len())
             .await;
@@ -207,7 +208,7 @@ async fn bad_bodies_are_dropped_with_a_clear_log_line_and_nothing_is_written() {
         &queues.interview_completed.dlq.url,
         &queues.report_generate.source.url,
     ] {
-        assert_eq!(depth(&sqs, url).await, (0, 0), "{url}");
+        assert_eq!(depth(sqs, url).await, (0, 0), "{url}");
     }
     // A long poll that outlasts the 1 s visibility timeout: anything coming back would arrive in it.
     assert!(
@@ -225,12 +226,11 @@ async fn bad_bodies_are_dropped_with_a_clear_log_line_and_nothing_is_written() {
 /// `durationSeconds: 120.0`; extra unknown fields; upper-case ObjectIds.
 #[tokio::test]
 async fn unusual_but_valid_bodies_are_settled_once() {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(50).await;
     let (unicode, huge, odd) =
         (w.reserved_interview(org, 10).await, w.reserved_interview(org, 10).await, w.reserved_interview(org, 10).await);
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     let reason = "Бот потерял звонок 🤖 — انقطعت المكالمة; e\u{0301}\u{0000} ✓";
     let odd_body = json!({
         "interviewId": odd.to_string().to_uppercase(), "organizationId": org.to_string().to_uppercase(),
@@ -244,9 +244,9 @@ async fn unusual_but_valid_bodies_are_settled_once() {
     let huge_body = failed_body(huge, org, &at_limit);
     assert!(huge_body.len() > 10 * 1024, "{}", huge_body.len());
     for body in [failed_body(unicode, org, reason), huge_body, odd_body] {
-        send(&sqs, &queues.interview_completed.source.url, &for_fauxqs(&body)).await;
+        send(sqs, &queues.interview_completed.source.url, &for_fauxqs(&body)).await;
     }
-    let mapping = interview_esm(&sqs, &queues, 1, w.settings());
+    let mapping = interview_esm(sqs, queues, 1, w.settings());
     let runs = poll_until(&mapping, Duration::from_secs(10), |s| s.iter().map(|r| r.deleted).sum::<usize>() >= 3).await;
     assert!(runs.iter().all(|r| r.failed_ids.is_empty() && r.batch_error.is_none()), "{runs:?}");
     let sorted = |v: &[(&str, i64)]| {
@@ -258,11 +258,11 @@ async fn unusual_but_valid_bodies_are_settled_once() {
     assert_eq!(w.ledger_of(huge).await, sorted(&[("RESERVE", 10), ("RELEASE", 10)]));
     assert_eq!(w.ledger_of(odd).await, sorted(&[("RESERVE", 10), ("SETTLE", 2), ("RELEASE", 8)]));
     assert_eq!(w.org_credits(org).await, (48, 0));
-    let published = drain(&sqs, &queues.report_generate.source.url).await;
+    let published = drain(sqs, &queues.report_generate.source.url).await;
     assert_eq!(
         published.iter().map(|m| m.body().unwrap().to_owned()).collect::<Vec<_>>(),
         [format!(r#"{{"interviewId":"{odd}","organizationId":"{org}"}}"#)]
     );
-    assert_eq!(depth(&sqs, &queues.interview_completed.dlq.url).await, (0, 0));
+    assert_eq!(depth(sqs, &queues.interview_completed.dlq.url).await, (0, 0));
     w.assert_invariants().await;
 }

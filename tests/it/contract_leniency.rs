@@ -4,12 +4,11 @@
 //! `floor(durationSeconds / 60)`; a string duration is still dropped, and its value is never in
 //! the reason.
 
-use crate::support::settlement as settlement_common;
+use harness::World;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use interview_completed::{Handler, SqsReportPublisher};
 use lambda_runtime::{Context, LambdaEvent};
-use settlement_common::world;
 use sophia_contracts::{InterviewId, OrganizationId, Timestamp};
 use sophia_credits::model::LedgerType;
 use sophia_sqs_consumer::Outcome;
@@ -46,7 +45,7 @@ fn completed_body(i: InterviewId, o: OrganizationId, duration_json: &str) -> Str
 
 #[tokio::test]
 async fn fractional_durations_are_settled_and_billed_by_the_floor_of_the_minutes() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(100).await;
     // (wire duration, reserved, billed minutes)
     let cases = [("119.999", 10, 1), ("59.5", 10, 0), ("600.25", 5, 5), ("0.001", 3, 0)];
@@ -77,7 +76,7 @@ async fn fractional_durations_are_settled_and_billed_by_the_floor_of_the_minutes
 
 #[tokio::test]
 async fn a_string_duration_is_still_dropped_and_nothing_is_written() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(20).await;
     let interview = w.reserved_interview(org, 10).await;
     let producer = SqsProducer::new(harness::sqs_client().await, QueueUrls::default());

@@ -7,18 +7,19 @@
 //! `functions/credits/src/arithmetic.rs`.
 
 use crate::support::settlement as settlement_common;
+use harness::World;
 
 use bson::oid::ObjectId;
 use bson::{DateTime, Document, doc};
 use chrono::{Duration, Utc};
-use settlement_common::{at, ctx, secs, world};
+use settlement_common::{at, ctx, secs};
 use sophia_contracts::InterviewId;
 use sophia_credits::arithmetic::{LOT_REMAINING, PlanError};
 use sophia_credits::{CreditsError, Disposition};
 
 #[tokio::test]
 async fn expired_lots_whose_remainders_overflow_are_inconsistent_data_retried_never_a_wrapped_balance() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = sophia_credits::seed::create_organization(&w.store, "Overflow").await.unwrap();
     let expired = DateTime::from_chrono(Utc::now() - Duration::days(1));
     let half = i64::MAX / 2 + 10;
@@ -40,7 +41,7 @@ async fn expired_lots_whose_remainders_overflow_are_inconsistent_data_retried_ne
         .unwrap();
 
     let err = w
-        .service
+        .settlement()
         .settle_completed_interview(InterviewId::new(interview), org, at("2026-12-02T17:30:00.000Z"), secs(0), ctx())
         .await
         .expect_err("the forfeits of both lots do not fit in 64 bits");

@@ -16,18 +16,17 @@
 //! same moment against a replica set, one consumer after the other on nx-27017 (which does not
 //! isolate transactions).
 
-use crate::support::ops as ops_support;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use aws_sdk_sqs::types::QueueAttributeName;
 use bson::doc;
-use harness::faults::{World, completed_body, completed_instances, esm, send};
-use harness::{sqs_client, test_queues_fast};
+use harness::World;
+use harness::functions::{completed_instances, esm};
+use harness::sqs::{completed_body, send};
 use sophia_contracts::InterviewId;
 use sophia_local::esm::EventSourceMapping;
-use sophia_local::queues::{QueueRef, QueueSet};
+use sophia_local::queues::QueueRef;
 use sophia_ops::{Context, Outcome, render};
 
 /// A queue of the old stack, named as its SST components name them.
@@ -67,10 +66,6 @@ async fn run_until_idle(esm: &EventSourceMapping) {
     }
 }
 
-fn ops_context(new: &QueueSet, w: &World, sqs: &aws_sdk_sqs::Client) -> Context {
-    ops_support::pipeline_context(new, Some(w), sqs)
-}
-
 async fn ops(ctx: &Context, args: &[&str]) -> Result<Outcome, sophia_ops::OpsError> {
     let cli = sophia_ops::parse(std::iter::once("sophia-ops").chain(args.iter().copied())).expect("command line");
     sophia_ops::execute(&cli.command, ctx).await
@@ -95,21 +90,21 @@ async fn report_requests(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn messages_split_between_the_old_and_new_queues_settle_each_interview_exactly_once() {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(200).await;
     let mut interviews: Vec<InterviewId> = Vec::new();
     for _ in 0..12 {
         interviews.push(w.reserved_interview(org, 10).await);
     }
-    let sqs = sqs_client().await;
+    let sqs = &w.sqs;
     let stage = harness::unique("prod");
-    let old = old_queue(&sqs, &stage, "InterviewCompletedQueue").await;
-    let old_dlq = old_queue(&sqs, &stage, "InterviewCompletedDlq").await;
-    let old_reports = old_queue(&sqs, &stage, "ReportGenerateQueue").await;
-    let new = test_queues_fast(&sqs, 1).await;
-    let old_consumer = esm(&sqs, &old, "interviewCompleted", completed_instances(2, w.settings(), &old_reports.url));
+    let old = old_queue(sqs, &stage, "InterviewCompletedQueue").await;
+    let old_dlq = old_queue(sqs, &stage, "InterviewCompletedDlq").await;
+    let old_reports = old_queue(sqs, &stage, "ReportGenerateQueue").await;
+    let new = &w.queues;
+    let old_consumer = esm(sqs, &old, "interviewCompleted", completed_instances(2, w.settings(), &old_reports.url));
     let new_consumer = esm(
-        &sqs,
+        sqs,
         &new.interview_completed.source,
         "interviewCompleted",
         completed_instances(2, w.settings(), &new.report_generate.source.url),
@@ -118,16 +113,16 @@ async fn messages_split_between_the_old_and_new_queues_settle_each_interview_exa
 
     // Before the switch: the API publishes to the old queue; the old consumers settle 0-2.
     for n in 0..3 {
-        send(&sqs, &old.url, &body(n)).await;
+        send(sqs, &old.url, &body(n)).await;
     }
     run_until_idle(&old_consumer).await;
 
     // The overlap: the API's variables now name the new queue (5-9). Interview 3 was published
     // to the old queue by a task that retried after the switch, so it is in both; interview 2's
     // duplicate reaches the new queue after the old consumers settled it. Both consumers run.
-    send(&sqs, &old.url, &body(3)).await;
+    send(sqs, &old.url, &body(3)).await;
     for n in [3, 5, 6, 7, 8, 9, 2] {
-        send(&sqs, &new.interview_completed.source.url, &body(n)).await;
+        send(sqs, &new.interview_completed.source.url, &body(n)).await;
     }
     // Both consumers at the same moment, interview 3 in both queues: what keeps that to one
     // settlement is the claim's transaction, which nx-27017 does not isolate (its transactions are
@@ -145,12 +140,12 @@ async fn messages_split_between_the_old_and_new_queues_settle_each_interview_exa
     // The old consumers are stopped; what the old queues still hold: a late publish (4), and
     // the old DLQ's failures: an unsettled interview (10), a duplicate of a settled one (1) and
     // a body no contract accepts.
-    send(&sqs, &old.url, &body(4)).await;
-    send(&sqs, &old_dlq.url, &body(10)).await;
-    send(&sqs, &old_dlq.url, &body(1)).await;
-    send(&sqs, &old_dlq.url, r#"{"interviewId":"not-an-object-id","durationSeconds":-1}"#).await;
+    send(sqs, &old.url, &body(4)).await;
+    send(sqs, &old_dlq.url, &body(10)).await;
+    send(sqs, &old_dlq.url, &body(1)).await;
+    send(sqs, &old_dlq.url, r#"{"interviewId":"not-an-object-id","durationSeconds":-1}"#).await;
 
-    let ctx = ops_context(&new, &w, &sqs);
+    let ctx = w.ops_context();
     invariants_hold(&ctx).await;
     for from in [&old.url, &old_dlq.url] {
         let Ok(Outcome::QueueMove(dry)) =
@@ -172,7 +167,7 @@ async fn messages_split_between_the_old_and_new_queues_settle_each_interview_exa
         panic!("queue move")
     };
     assert_eq!((from_dlq.moved, from_dlq.kept.len()), (2, 1), "the invalid body stays in the old DLQ");
-    assert_eq!(harness::drain(&sqs, &old_dlq.url).await.len(), 1);
+    assert_eq!(harness::drain(sqs, &old_dlq.url).await.len(), 1);
     run_until_idle(&new_consumer).await;
     invariants_hold(&ctx).await;
 
@@ -199,7 +194,7 @@ async fn messages_split_between_the_old_and_new_queues_settle_each_interview_exa
     // One report.generate per settled interview, from whichever implementation settled it.
     let mut requests: BTreeMap<String, usize> = BTreeMap::new();
     for url in [&old_reports.url, &new.report_generate.source.url] {
-        for id in report_requests(&sqs, url).await {
+        for id in report_requests(sqs, url).await {
             *requests.entry(id).or_default() += 1;
         }
     }
@@ -212,7 +207,7 @@ async fn messages_split_between_the_old_and_new_queues_settle_each_interview_exa
         let allowed = if n == 3 { 1..=2 } else { 1..=1 };
         assert!(allowed.contains(&count), "interview {n}: {count} report.generate message(s)");
     }
-    assert!(harness::drain(&sqs, &old.url).await.is_empty());
+    assert!(harness::drain(sqs, &old.url).await.is_empty());
     w.assert_invariants().await;
 }
 
@@ -222,10 +217,10 @@ async fn messages_split_between_the_old_and_new_queues_settle_each_interview_exa
 /// regenerates it.
 #[tokio::test]
 async fn the_old_report_dlq_moves_into_the_new_dlq_and_one_redrive_regenerates_its_reports() {
-    use harness::faults::{fake_openai, report_instance};
+    use harness::functions::{fake_openai, report_instance};
     use sophia_openai_fake::{Behaviour, FakeOpenAi};
 
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(50).await;
     let interview = w.reserved_interview(org, 10).await;
     w.mongo
@@ -238,12 +233,12 @@ async fn the_old_report_dlq_moves_into_the_new_dlq_and_one_redrive_regenerates_i
         })
         .await
         .unwrap();
-    let sqs = sqs_client().await;
+    let sqs = &w.sqs;
     let stage = harness::unique("prod");
-    let old_report_dlq = old_queue(&sqs, &stage, "ReportGenerateDlq").await;
-    send(&sqs, &old_report_dlq.url, &format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#)).await;
-    let new = test_queues_fast(&sqs, 1).await;
-    let ctx = ops_context(&new, &w, &sqs);
+    let old_report_dlq = old_queue(sqs, &stage, "ReportGenerateDlq").await;
+    send(sqs, &old_report_dlq.url, &format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#)).await;
+    let new = &w.queues;
+    let ctx = w.ops_context();
 
     let Ok(Outcome::QueueMove(moved)) =
         ops(&ctx, &["queue", "move", "--from-url", &old_report_dlq.url, "--to", "report-generate", "--into-dlq"]).await
@@ -270,7 +265,7 @@ async fn the_old_report_dlq_moves_into_the_new_dlq_and_one_redrive_regenerates_i
         Duration::from_secs(300),
         sophia_sqs_consumer::ConsumerOptions::default(),
     );
-    let reports = esm(&sqs, &new.report_generate.source, "reportGenerate", instance);
+    let reports = esm(sqs, &new.report_generate.source, "reportGenerate", instance);
     run_until_idle(&reports).await;
     let report = w.find("interviewReports", doc! {"interviewId": interview.oid()}).await.remove(0);
     assert_eq!(report.get_str("status").unwrap(), "COMPLETED", "{report}");

@@ -22,24 +22,20 @@
 
 use crate::support::report as report_support;
 use crate::support::settlement as settlement_common;
+use harness::World;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use bson::doc;
-use harness::faults::LogCapture;
+use harness::logs::LogCapture;
 use interview_completed::Handler as SettlementHandler;
 use lambda_runtime::{Context, LambdaEvent};
 use mongodb::options::IndexOptions;
 use mongodb::{Database, IndexModel};
-use report_support::{
-    Behaviour, ConsumerOptions, Env, FakeOpenAi, InterviewFixture, ReportGenerateHandler, ReportModel, ReportService,
-    deliver, event, org, report_count, settings, stored,
-};
-use settlement_common::{RecordingPublisher, World};
+use report_support::{Behaviour, Env, InterviewFixture, deliver, event, org, report_count, stored};
+use settlement_common::RecordingPublisher;
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_credits::model::LedgerType;
-use sophia_credits::{CreditsStore, SettlementService};
 use sophia_platform::indexes::{missing_ttl_indexes, missing_unique_indexes};
-use sophia_platform::mongo::Mongo;
 use sophia_reports::migrations::{INTERVIEW_ID_UNIQUE, REQUIRED, REQUIRED_TTL};
 use sophia_reports::store::INTERVIEW_REPORTS;
 use sophia_sqs_consumer::Outcome;
@@ -53,23 +49,6 @@ async fn previous_release_indexes(db: &Database) {
         .options(IndexOptions::builder().name(INTERVIEW_ID_UNIQUE.to_owned()).unique(true).build())
         .build();
     db.collection::<bson::Document>(INTERVIEW_REPORTS).create_index(unique).await.expect("the unique index");
-}
-
-/// The settlement side: a database with no migration of its own, the real interview-completed
-/// handler over it.
-fn settlement_world(mongo: &Mongo) -> World {
-    let store = CreditsStore::new(mongo.db.clone());
-    let service = SettlementService::new(mongo.client.clone(), mongo.db.clone());
-    World { mongo: mongo.clone(), store, service }
-}
-
-/// The report side: the real report-generate handler over the same database, the OpenAI fake.
-fn report_env(mongo: &Mongo) -> Env {
-    let fake = FakeOpenAi::scripted().expect("fake starts");
-    let service =
-        ReportService::new(mongo.db.clone(), ReportModel::new(&settings(&fake, std::time::Duration::from_secs(10))));
-    let handler = ReportGenerateHandler::with_service(mongo.clone(), service, ConsumerOptions::default());
-    Env { mongo: mongo.clone(), fake, handler }
 }
 
 /// One `interview.completed` SQS event as Lambda delivers it (tests/it/fixtures/settlement-sqs-event.json).
@@ -142,12 +121,12 @@ async fn report_twice(env: &Env) -> InterviewId {
 #[tokio::test]
 async fn new_code_on_the_previous_releases_indexes_settles_and_reports_then_the_migration_adds_the_ttl_index() {
     let logs = LogCapture::global();
-    let mongo = harness::test_mongo().await;
-    let database = mongo.db.name().to_owned();
+    let w = World::without_migration().await;
+    let (mongo, database) = (&w.mongo, w.mongo.db.name().to_owned());
     previous_release_indexes(&mongo.db).await;
 
-    settle_twice(&settlement_world(&mongo)).await;
-    let env = report_env(&mongo);
+    settle_twice(&w).await;
+    let env = Env::of(&w, std::time::Duration::from_secs(10));
     let interview = report_twice(&env).await;
 
     assert_eq!(
@@ -168,14 +147,14 @@ async fn new_code_on_the_previous_releases_indexes_settles_and_reports_then_the_
 #[tokio::test]
 async fn new_code_on_a_database_without_any_index_settles_once_and_refuses_reports_until_the_migration() {
     let logs = LogCapture::global();
-    let mongo = harness::test_mongo().await;
-    let database = mongo.db.name().to_owned();
+    let w = World::without_migration().await;
+    let (mongo, database) = (&w.mongo, w.mongo.db.name().to_owned());
 
     // Settlement: the claim on `settledAt` is the gate; the ledger's unique index only a second line.
-    settle_twice(&settlement_world(&mongo)).await;
+    settle_twice(&w).await;
 
     // Reports: refused, whole batch, while `interviewId_unique` is missing; nothing written, no model call.
-    let env = report_env(&mongo);
+    let env = Env::of(&w, std::time::Duration::from_secs(10));
     let fixture = InterviewFixture::new(org());
     let ids = fixture.insert(&mongo.db).await.unwrap();
     for _ in 0..2 {

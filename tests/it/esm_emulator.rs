@@ -42,7 +42,7 @@ async fn batches_respect_the_declared_size_and_carry_the_lambda_event_shape() {
         send(&client, &queues.interview_completed.source.url, &format!("ok-{i}")).await;
     }
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let esm = harness::faults::esm(
+    let esm = harness::functions::esm(
         &client,
         &queues.interview_completed.source,
         "interviewCompleted",
@@ -66,7 +66,7 @@ async fn batches_respect_the_declared_size_and_carry_the_lambda_event_shape() {
     for i in 0..2 {
         send(&client, &queues.report_generate.source.url, &format!("ok-{i}")).await;
     }
-    let esm = harness::faults::esm(
+    let esm = harness::functions::esm(
         &client,
         &queues.report_generate.source,
         "reportGenerate",
@@ -83,7 +83,7 @@ async fn partial_failures_come_back_after_the_visibility_timeout_and_poison_reac
     send(&client, &queues.interview_completed.source.url, "ok-1").await;
     send(&client, &queues.interview_completed.source.url, "fail-poison").await;
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let esm = harness::faults::esm(
+    let esm = harness::functions::esm(
         &client,
         &queues.interview_completed.source,
         "interviewCompleted",
@@ -136,7 +136,7 @@ async fn an_error_or_an_unknown_identifier_fails_the_whole_batch() {
         Err::<SqsBatchResponse, BoxError>("MongoDB is unreachable".into())
     });
     let esm =
-        harness::faults::esm(&client, &queues.interview_completed.source, "interviewCompleted", Arc::new(failing));
+        harness::functions::esm(&client, &queues.interview_completed.source, "interviewCompleted", Arc::new(failing));
     let summary = esm.poll_once(Duration::from_secs(1)).await.unwrap().unwrap();
     assert_eq!(summary.deleted, 0);
     assert!(summary.batch_error.unwrap().contains("unreachable"));
@@ -148,7 +148,8 @@ async fn an_error_or_an_unknown_identifier_fails_the_whole_batch() {
         response.batch_item_failures.push(f);
         Ok::<_, BoxError>(response)
     });
-    let esm = harness::faults::esm(&client, &queues.interview_completed.source, "interviewCompleted", Arc::new(bogus));
+    let esm =
+        harness::functions::esm(&client, &queues.interview_completed.source, "interviewCompleted", Arc::new(bogus));
     // A long poll past the 1 s visibility timeout: the message comes back during it.
     let summary = esm
         .poll_once(Duration::from_secs(3))
@@ -165,11 +166,13 @@ async fn a_function_that_outlives_its_timeout_fails_the_batch() {
     let queues = test_queues_fast(&client, 1).await;
     send(&client, &queues.interview_completed.source.url, "slow").await;
     let slow = InProcess::new(|_event: LambdaEvent<SqsEvent>| async {
+        // Not a wait: the function's slowness is what this test is about (tests/it/layout.rs
+        // names this sleep as an exception).
         tokio::time::sleep(Duration::from_secs(5)).await;
         Ok::<_, BoxError>(SqsBatchResponse::default())
     });
     let mut esm =
-        harness::faults::esm(&client, &queues.interview_completed.source, "interviewCompleted", Arc::new(slow));
+        harness::functions::esm(&client, &queues.interview_completed.source, "interviewCompleted", Arc::new(slow));
     esm.function_timeout = Duration::from_millis(300);
     let summary = esm.poll_once(Duration::from_secs(1)).await.unwrap().unwrap();
     assert_eq!(summary.deleted, 0);

@@ -13,11 +13,12 @@ use std::time::Duration;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use bson::doc;
-use harness::faults::{
-    DiskMongo, World, assert_queues_empty, completed_body, database_name, depth, drain, esm, failed_body,
-    interview_esm, mongo_at,
-};
-use harness::{sqs_client, test_queues_fast};
+use harness::World;
+use harness::faults::DiskMongo;
+use harness::functions::{esm, interview_esm};
+use harness::mongo::database_name;
+use harness::sqs::{assert_queues_empty, completed_body, depth, drain, failed_body};
+use harness::world::Visibility;
 use interview_completed::SqsReportPublisher;
 use lambda_runtime::LambdaEvent;
 use mongodb::event::EventHandler;
@@ -69,19 +70,18 @@ fn ledger(entries: &[(&str, i64)]) -> Vec<(String, i64)> {
 async fn mongodb_unreachable_at_batch_start_retries_the_whole_batch_and_it_succeeds_when_mongodb_returns() {
     let mut server = DiskMongo::start(free_port());
     let db = database_name();
-    let w = World::new(server.mongo(&db).await).await;
+    let w = World::at(&server.uri(), &db, Visibility::Seconds(1)).await;
     let org = w.org_with_credits(100).await;
     let (long, short, failed) =
         (w.reserved_interview(org, 20).await, w.reserved_interview(org, 10).await, w.reserved_interview(org, 10).await);
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     let source = &queues.interview_completed.source.url;
     for body in
         [completed_body(long, org, 754), completed_body(short, org, 120), failed_body(failed, org, "bot lost the call")]
     {
-        harness::faults::send(&sqs, source, &body).await;
+        harness::sqs::send(sqs, source, &body).await;
     }
-    let mapping = interview_esm(&sqs, &queues, 1, server.settings(&db));
+    let mapping = interview_esm(sqs, queues, 1, server.settings(&db));
 
     server.kill();
     let down = mapping.poll_once(Duration::from_secs(2)).await.unwrap().expect("the batch is delivered");
@@ -89,7 +89,7 @@ async fn mongodb_unreachable_at_batch_start_retries_the_whole_batch_and_it_succe
     assert_eq!(down.deleted, 0, "nothing acknowledged");
     let error = down.batch_error.expect("the invocation failed as a whole");
     assert!(error.contains("batch setup failed") && error.contains("MongoDB is unreachable"), "{error}");
-    assert_eq!(depth(&sqs, source).await, (0, 3), "all three wait for their visibility timeout");
+    assert_eq!(depth(sqs, source).await, (0, 3), "all three wait for their visibility timeout");
 
     server.restart();
     let up = mapping.poll_once(Duration::from_secs(3)).await.unwrap().expect("the batch comes back");
@@ -104,16 +104,16 @@ async fn mongodb_unreachable_at_batch_start_retries_the_whole_batch_and_it_succe
         "the same three messages"
     );
 
-    let w = World::new(server.mongo(&db).await).await;
+    let w = w.reconnected().await;
     assert!(w.settled(long).await && w.settled(short).await && w.settled(failed).await);
     assert_eq!(w.ledger_of(long).await, ledger(&[("RESERVE", 20), ("SETTLE", 12), ("RELEASE", 8)]));
     assert_eq!(w.ledger_of(short).await, ledger(&[("RESERVE", 10), ("SETTLE", 2), ("RELEASE", 8)]));
     assert_eq!(w.ledger_of(failed).await, ledger(&[("RESERVE", 10), ("RELEASE", 10)]));
     assert_eq!(w.org_credits(org).await, (86, 0));
-    assert_eq!(depth(&sqs, source).await, (0, 0));
-    assert_eq!(depth(&sqs, &queues.interview_completed.dlq.url).await, (0, 0));
+    assert_eq!(depth(sqs, source).await, (0, 0));
+    assert_eq!(depth(sqs, &queues.interview_completed.dlq.url).await, (0, 0));
     let mut published: Vec<String> =
-        drain(&sqs, &queues.report_generate.source.url).await.iter().map(|m| m.body().unwrap().to_owned()).collect();
+        drain(sqs, &queues.report_generate.source.url).await.iter().map(|m| m.body().unwrap().to_owned()).collect();
     published.sort();
     let mut expected = vec![
         format!(r#"{{"interviewId":"{long}","organizationId":"{org}"}}"#),
@@ -153,15 +153,14 @@ async fn kill_mid_settlement(trigger: &'static str, nth: usize, reached: &[&str]
     let uri = server.lock().unwrap().uri();
     let db = database_name();
     let db_name = db.clone();
-    let w = World::new(mongo_at(&uri, &db).await).await;
+    let w = World::at(&uri, &db, Visibility::Seconds(1)).await;
     let org = w.org_with_credits(100).await;
     let interview = w.reserved_interview(org, 30).await;
     let before = w.snapshot().await;
     assert_eq!(w.org_credits(org).await, (70, 30));
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     let source = &queues.interview_completed.source.url;
-    harness::faults::send(&sqs, source, &completed_body(interview, org, 600)).await;
+    harness::sqs::send(sqs, source, &completed_body(interview, org, 600)).await;
 
     // A client whose command monitor kills the server when the commit is about to be sent.
     let killed = Arc::new(AtomicBool::new(false));
@@ -210,7 +209,7 @@ async fn kill_mid_settlement(trigger: &'static str, nth: usize, reached: &[&str]
         |d, event| Box::pin(d.handle(event)),
     )
     .unwrap();
-    let mut first = esm(&sqs, &queues.interview_completed.source, "interviewCompleted", Arc::new(doomed));
+    let mut first = esm(sqs, &queues.interview_completed.source, "interviewCompleted", Arc::new(doomed));
     // A short function timeout bounds the retries against the dead server.
     first.function_timeout = Duration::from_secs(5);
     let crashed = first.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
@@ -220,14 +219,14 @@ async fn kill_mid_settlement(trigger: &'static str, nth: usize, reached: &[&str]
     assert_eq!(*succeeded.lock().unwrap(), reached, "these commands reached the server before the kill");
 
     server.lock().unwrap().restart();
-    let w = World::new(mongo_at(&uri, &db).await).await;
+    let w = w.reconnected().await;
     assert_eq!(w.snapshot().await, before, "after recovery nothing of the settlement is visible");
     assert!(!w.settled(interview).await);
     assert_eq!(w.ledger_of(interview).await, ledger(&[("RESERVE", 30)]));
     assert!(w.find("outbox", doc! {"_id": OutboxEntry::report_generate_id(interview.oid())}).await.is_empty());
     w.assert_invariants().await;
 
-    let mapping = interview_esm(&sqs, &queues, 1, server.lock().unwrap().settings(&db));
+    let mapping = interview_esm(sqs, queues, 1, server.lock().unwrap().settings(&db));
     let redelivered = mapping.poll_once(Duration::from_secs(3)).await.unwrap().expect("the message comes back");
     assert_eq!(
         (redelivered.deleted, redelivered.failed_ids.len(), redelivered.batch_error.as_deref()),
@@ -243,8 +242,8 @@ async fn kill_mid_settlement(trigger: &'static str, nth: usize, reached: &[&str]
     assert_eq!(w.org_credits(org).await, (90, 0));
     let outbox = w.outbox(interview).await.unwrap();
     assert_eq!(outbox.status, OutboxStatus::Published);
-    assert_eq!(drain(&sqs, &queues.report_generate.source.url).await.len(), 1, "one report.generate");
-    assert_queues_empty(&sqs, &queues).await;
+    assert_eq!(drain(sqs, &queues.report_generate.source.url).await.len(), 1, "one report.generate");
+    assert_queues_empty(sqs, queues).await;
     w.assert_invariants().await;
 }
 
@@ -255,28 +254,27 @@ async fn kill_mid_settlement(trigger: &'static str, nth: usize, reached: &[&str]
 async fn report_generation_with_mongodb_unreachable_at_batch_start_is_retried_and_completes_when_it_returns() {
     let mut server = DiskMongo::start(free_port());
     let db = database_name();
-    let w = World::new(server.mongo(&db).await).await;
+    let w = World::at(&server.uri(), &db, Visibility::Seconds(1)).await;
     let fixture = sophia_reports::fixtures::InterviewFixture::new(sophia_contracts::OrganizationId::new(
         bson::oid::ObjectId::new(),
     ));
     let (interview, org) = fixture.insert(&w.mongo.db).await.unwrap();
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
-    harness::faults::send(
-        &sqs,
+    let (sqs, queues) = (&w.sqs, &w.queues);
+    harness::sqs::send(
+        sqs,
         &queues.report_generate.source.url,
         &format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#),
     )
     .await;
     let fake = sophia_openai_fake::FakeOpenAi::scripted().unwrap();
     fake.push(sophia_openai_fake::Behaviour::Report);
-    let instance = harness::faults::report_instance(
+    let instance = harness::functions::report_instance(
         server.settings(&db),
-        harness::faults::fake_openai(&fake, Duration::from_secs(10)),
+        harness::functions::fake_openai(&fake, Duration::from_secs(10)),
         Duration::from_secs(300),
         ConsumerOptions::default(),
     );
-    let reports = esm(&sqs, &queues.report_generate.source, "reportGenerate", instance);
+    let reports = esm(sqs, &queues.report_generate.source, "reportGenerate", instance);
 
     server.kill();
     let down = reports.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
@@ -287,15 +285,15 @@ async fn report_generation_with_mongodb_unreachable_at_batch_start_is_retried_an
     server.restart();
     let up = reports.poll_once(Duration::from_secs(3)).await.unwrap().expect("the message comes back");
     assert_eq!((up.deleted, up.failed_ids.len(), up.batch_error.as_deref()), (1, 0, None), "{up:?}");
-    let w = World::new(mongo_at(&server.uri(), &db).await).await;
-    let stored = harness::faults::reports_of(&w.mongo.db, interview).await;
+    let w = w.reconnected().await;
+    let stored = harness::mongo::reports_of(&w.mongo.db, interview).await;
     assert_eq!(stored.len(), 1);
     assert_eq!(
-        (stored[0].get_str("status").unwrap(), harness::faults::int(&stored[0], "attemptCount")),
+        (stored[0].get_str("status").unwrap(), harness::mongo::int(&stored[0], "attemptCount")),
         ("COMPLETED", Some(1))
     );
     assert_eq!(fake.request_count(), 1);
-    assert_queues_empty(&sqs, &queues).await;
+    assert_queues_empty(sqs, queues).await;
     w.assert_invariants().await;
 }
 
@@ -305,7 +303,7 @@ async fn report_generation_with_mongodb_unreachable_at_batch_start_is_retried_an
 /// dropped, and nothing is written.
 #[tokio::test]
 async fn a_reservation_without_allocations_is_retried_and_ends_in_the_dlq() {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(50).await;
     let interview = bson::oid::ObjectId::new();
     w.mongo
@@ -318,12 +316,11 @@ async fn a_reservation_without_allocations_is_retried_and_ends_in_the_dlq() {
         .unwrap();
     let interview = sophia_contracts::InterviewId::new(interview);
     let before = w.snapshot().await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     let body = completed_body(interview, org, 600);
-    harness::faults::send(&sqs, &queues.interview_completed.source.url, &body).await;
-    let mapping = interview_esm(&sqs, &queues, 1, w.settings());
-    let runs = harness::faults::poll_until(&mapping, Duration::from_secs(30), |runs| {
+    harness::sqs::send(sqs, &queues.interview_completed.source.url, &body).await;
+    let mapping = interview_esm(sqs, queues, 1, w.settings());
+    let runs = harness::functions::poll_until(&mapping, Duration::from_secs(30), |runs| {
         runs.iter().map(|r| r.failed_ids.len()).sum::<usize>() >= 3
     })
     .await;
@@ -331,14 +328,14 @@ async fn a_reservation_without_allocations_is_retried_and_ends_in_the_dlq() {
     // The fourth receive would exceed maxReceiveCount 3: SQS moves the message to the DLQ.
     let mut moved = Vec::new();
     for _ in 0..10 {
-        moved = drain(&sqs, &queues.interview_completed.dlq.url).await;
+        moved = drain(sqs, &queues.interview_completed.dlq.url).await;
         if !moved.is_empty() {
             break;
         }
         let _ = mapping.poll_once(Duration::from_secs(1)).await.unwrap();
     }
     assert_eq!(moved.iter().map(|m| m.body().unwrap()).collect::<Vec<_>>(), [body.as_str()], "in the DLQ");
-    assert_eq!(depth(&sqs, &queues.interview_completed.source.url).await, (0, 0));
+    assert_eq!(depth(sqs, &queues.interview_completed.source.url).await, (0, 0));
     assert_eq!(w.snapshot().await, before, "nothing written");
     assert!(!w.settled(interview).await);
     w.assert_invariants().await;
@@ -353,7 +350,7 @@ async fn a_failure_to_mark_the_outbox_entry_published_after_the_send_is_logged_a
     let server = Arc::new(Mutex::new(DiskMongo::start(free_port())));
     let uri = server.lock().unwrap().uri();
     let db = database_name();
-    let w = World::new(mongo_at(&uri, &db).await).await;
+    let w = World::at(&uri, &db, Visibility::Declared).await;
     let org = w.org_with_credits(40).await;
     let interview = w.reserved_interview(org, 10).await;
     let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -371,10 +368,10 @@ async fn a_failure_to_mark_the_outbox_entry_published_after_the_send_is_logged_a
     let message = sophia_contracts::InterviewCompleted {
         interview_id: interview,
         organization_id: org,
-        completed_at: harness::faults::COMPLETED_AT.parse().unwrap(),
+        completed_at: harness::sqs::COMPLETED_AT.parse().unwrap(),
         duration_seconds: sophia_contracts::DurationSeconds::new(300).unwrap(),
     };
-    let service = SettlementService::new(w.mongo.client.clone(), w.mongo.db.clone());
+    let service = w.settlement();
     let result = service
         .settle_completed_and_publish(&message, &publisher, SettleContext::now_with_deadline(None))
         .await
@@ -384,7 +381,7 @@ async fn a_failure_to_mark_the_outbox_entry_published_after_the_send_is_logged_a
     assert_eq!(sent.load(Ordering::SeqCst), 1, "published once");
 
     server.lock().unwrap().restart();
-    let w = World::new(mongo_at(&uri, &db).await).await;
+    let w = w.reconnected().await;
     assert!(w.settled(interview).await, "the settlement was committed before the publish");
     assert_eq!(w.outbox(interview).await.unwrap().status, OutboxStatus::Pending, "left for a later flush");
     w.assert_invariants().await;

@@ -13,11 +13,10 @@ use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use bson::{Bson, Document, doc};
-use harness::faults::{
-    World, assert_queues_empty, completed_body, completed_instances, depth, drain, esm, fake_openai, int,
-    interview_esm, poll_until, report_instance, reports_of, send,
-};
-use harness::{sqs_client, test_queues_fast};
+use harness::World;
+use harness::functions::{completed_instances, esm, fake_openai, interview_esm, poll_until, report_instance};
+use harness::mongo::{int, reports_of};
+use harness::sqs::{assert_queues_empty, completed_body, depth, drain, send};
 use lambda_runtime::{Context, LambdaEvent};
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_credits::model::OutboxStatus;
@@ -30,27 +29,21 @@ use sophia_sqs_consumer::ConsumerOptions;
 /// The client retries a 429 (not a quota error) or a 5xx itself, 3 times, inside one attempt.
 const CLIENT_RETRIES: usize = sophia_reports::openai::MAX_RETRIES;
 
-fn report_mapping(
-    sqs: &aws_sdk_sqs::Client,
-    queues: &QueueSet,
-    w: &World,
-    fake: &FakeOpenAi,
-    timeout: Duration,
-) -> EventSourceMapping {
+/// The report queue's mapping invoking one report-generate function (a 300 s lease) whose OpenAI
+/// client times out after `timeout`.
+fn report_mapping(w: &World, fake: &FakeOpenAi, timeout: Duration) -> EventSourceMapping {
     let instance =
         report_instance(w.settings(), fake_openai(fake, timeout), Duration::from_secs(300), ConsumerOptions::default());
-    esm(sqs, &queues.report_generate.source, "reportGenerate", instance)
+    esm(&w.sqs, &w.queues.report_generate.source, "reportGenerate", instance)
 }
 
-/// An organization with `granted` credits, one interview with `reserved` of them, and fresh
-/// queues with a 1 s visibility timeout.
-async fn setup(granted: i64, reserved: i64) -> (World, OrganizationId, InterviewId, aws_sdk_sqs::Client, QueueSet) {
-    let w = World::fresh().await;
+/// A world with queues of a 1 s visibility timeout, an organization with `granted` credits and
+/// one interview with `reserved` of them.
+async fn setup(granted: i64, reserved: i64) -> (World, OrganizationId, InterviewId) {
+    let w = World::fast(1).await;
     let org = w.org_with_credits(granted).await;
     let interview = w.reserved_interview(org, reserved).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
-    (w, org, interview, sqs, queues)
+    (w, org, interview)
 }
 
 fn report_body(interview: InterviewId, org: OrganizationId) -> String {
@@ -67,12 +60,13 @@ fn status(d: &Document) -> (&str, i64) {
 /// configured with the real queue) only flushes the outbox, once, and the report is generated.
 #[tokio::test]
 async fn a_failed_report_publish_after_commit_keeps_the_settlement_and_the_redelivery_flushes_the_outbox_once() {
-    let (w, org, interview, sqs, queues) = setup(50, 10).await;
-    send(&sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 300)).await;
+    let (w, org, interview) = setup(50, 10).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
+    send(sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 300)).await;
 
     let missing = format!("{}/000000000000/{}", harness::sqs_endpoint(), harness::unique("deleted-queue"));
     let broken = esm(
-        &sqs,
+        sqs,
         &queues.interview_completed.source,
         "interviewCompleted",
         completed_instances(1, w.settings(), &missing),
@@ -87,29 +81,29 @@ async fn a_failed_report_publish_after_commit_keeps_the_settlement_and_the_redel
     let entry = w.outbox(interview).await.unwrap();
     assert_eq!((entry.status, entry.attempts), (OutboxStatus::Pending, 1));
     assert!(entry.last_error.as_deref().is_some_and(|e| e.contains("SendMessage")), "{:?}", entry.last_error);
-    assert_eq!(depth(&sqs, &queues.report_generate.source.url).await, (0, 0), "nothing published");
+    assert_eq!(depth(sqs, &queues.report_generate.source.url).await, (0, 0), "nothing published");
     let ledger = w.ledger_of(interview).await;
     w.assert_invariants().await;
 
-    let fixed = interview_esm(&sqs, &queues, 1, w.settings());
+    let fixed = interview_esm(sqs, queues, 1, w.settings());
     let second =
         fixed.poll_once(Duration::from_secs(3)).await.unwrap().expect("redelivered after the visibility timeout");
     assert_eq!((second.failed_ids.len(), second.deleted), (0, 1), "{second:?}");
     assert_eq!(w.ledger_of(interview).await, ledger, "the redelivery settles nothing again");
     let entry = w.outbox(interview).await.unwrap();
     assert_eq!(entry.status, OutboxStatus::Published);
-    assert_eq!(depth(&sqs, &queues.report_generate.source.url).await, (1, 0), "flushed exactly once");
+    assert_eq!(depth(sqs, &queues.report_generate.source.url).await, (1, 0), "flushed exactly once");
 
     let fake = FakeOpenAi::scripted().unwrap();
     fake.push(Behaviour::Report);
-    let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_secs(10));
+    let reports = report_mapping(&w, &fake, Duration::from_secs(10));
     let generated = reports.poll_once(Duration::from_secs(2)).await.unwrap().expect("report.generate delivered");
     assert_eq!(generated.deleted, 1);
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!(stored.len(), 1);
     assert_eq!(status(&stored[0]), ("COMPLETED", 1));
     assert_eq!(fake.request_count(), 1);
-    assert_queues_empty(&sqs, &queues).await;
+    assert_queues_empty(sqs, queues).await;
     w.assert_invariants().await;
 }
 
@@ -130,24 +124,6 @@ async fn three_failed_attempts_then_the_dlq(
     runs
 }
 
-/// `sophia-ops` wired to these queues and this database, as an operator would run it.
-fn ops_context(queues: &QueueSet, w: &World, sqs: &aws_sdk_sqs::Client) -> sophia_ops::Context {
-    use sophia_ops::env::{self, Env};
-    let pairs = vec![
-        (env::AWS_ENDPOINT_URL_SQS, harness::sqs_endpoint()),
-        ("INTERVIEW_COMPLETED_QUEUE_URL", queues.interview_completed.source.url.clone()),
-        ("REPORT_GENERATE_QUEUE_URL", queues.report_generate.source.url.clone()),
-        ("INTERVIEW_COMPLETED_DLQ_URL", queues.interview_completed.dlq.url.clone()),
-        ("REPORT_GENERATE_DLQ_URL", queues.report_generate.dlq.url.clone()),
-        ("MONGODB_URI", harness::mongo_uri()),
-        ("MONGODB_DATABASE", w.mongo.db.name().to_owned()),
-        ("MONGODB_ALLOW_STANDALONE", "true".to_owned()),
-    ];
-    sophia_ops::Context::new(Env::from_pairs(pairs), None, sophia_ops::ProgressMode::Hidden)
-        .with_sqs(sqs.clone())
-        .with_mongo(w.mongo.clone())
-}
-
 async fn ops(ctx: &sophia_ops::Context, args: &[&str]) -> sophia_ops::Outcome {
     let cli = sophia_ops::parse(std::iter::once("sophia-ops").chain(args.iter().copied())).expect("command line");
     sophia_ops::execute(&cli.command, ctx).await.expect("sophia-ops")
@@ -159,16 +135,17 @@ async fn ops(ctx: &sophia_ops::Context, args: &[&str]) -> sophia_ops::Outcome {
 /// `sophia-ops dlq show` shows the message with that report state. A later duplicate is
 /// acknowledged without a model call.
 async fn a_failure_reaches_the_report_dlq(answers: Vec<Behaviour>, kind: &str, error: &str) -> Document {
-    let (w, org, interview, sqs, queues) = setup(50, 10).await;
+    let (w, org, interview) = setup(50, 10).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     let fake = FakeOpenAi::scripted().unwrap();
     let calls = answers.len();
     for answer in answers {
         fake.push(answer);
     }
-    let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_secs(10));
-    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+    let reports = report_mapping(&w, &fake, Duration::from_secs(10));
+    send(sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
 
-    three_failed_attempts_then_the_dlq(&sqs, &queues, &reports).await;
+    three_failed_attempts_then_the_dlq(sqs, queues, &reports).await;
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!(stored.len(), 1, "one report document");
     let report = stored[0].clone();
@@ -181,7 +158,7 @@ async fn a_failure_reaches_the_report_dlq(answers: Vec<Behaviour>, kind: &str, e
     assert!(last_error.contains(error), "{error:?} not in {last_error:?}");
     assert_eq!((fake.request_count(), fake.pending()), (calls, 0), "every scripted answer used, no more");
 
-    let ctx = ops_context(&queues, &w, &sqs);
+    let ctx = w.ops_context();
     let sophia_ops::Outcome::DlqList(listing) = ops(&ctx, &["dlq", "list", "report-generate"]).await else {
         panic!("dlq list")
     };
@@ -206,24 +183,24 @@ async fn a_failure_reaches_the_report_dlq(answers: Vec<Behaviour>, kind: &str, e
     if transient {
         // The attempts are still there: a duplicate (or a plain redrive) generates the report.
         fake.push(Behaviour::Report);
-        send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+        send(sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
         let again = reports.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
         assert_eq!((again.failed_ids.len(), again.deleted), (0, 1), "completed: {again:?}");
         let done = reports_of(&w.mongo.db, interview).await;
         assert_eq!(status(&done[0]), ("COMPLETED", 1));
-        drain(&sqs, &queues.report_generate.dlq.url).await;
-        assert_queues_empty(&sqs, &queues).await;
+        drain(sqs, &queues.report_generate.dlq.url).await;
+        assert_queues_empty(sqs, queues).await;
         w.assert_invariants().await;
         return report;
     }
 
     // A duplicate (or a redrive without --reset-attempts): acknowledged, no model call.
-    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+    send(sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
     let again = reports.poll_once(Duration::from_secs(2)).await.unwrap().expect("delivered");
     assert_eq!((again.failed_ids.len(), again.deleted), (0, 1), "acknowledged: {again:?}");
     assert_eq!(fake.request_count(), calls, "no model call");
-    drain(&sqs, &queues.report_generate.dlq.url).await;
-    assert_queues_empty(&sqs, &queues).await;
+    drain(sqs, &queues.report_generate.dlq.url).await;
+    assert_queues_empty(sqs, queues).await;
     w.assert_invariants().await;
     report
 }
@@ -281,7 +258,8 @@ async fn content_that_is_not_json_reaches_the_report_dlq_as_invalid_output() {
 /// generates it; there is never a second report document.
 #[tokio::test]
 async fn rate_limits_server_errors_and_timeouts_cost_no_attempt_and_the_message_reaches_the_dlq() {
-    let (w, org, interview, sqs, queues) = setup(50, 10).await;
+    let (w, org, interview) = setup(50, 10).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     let fake = FakeOpenAi::scripted().unwrap();
     for _ in 0..=CLIENT_RETRIES {
         fake.push(Behaviour::RateLimited);
@@ -291,10 +269,10 @@ async fn rate_limits_server_errors_and_timeouts_cost_no_attempt_and_the_message_
     }
     // The client timeout leaves room for the client's own retries of the 429s and 500s.
     fake.push(Behaviour::slow(Duration::from_secs(4), Behaviour::Report));
-    let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_secs(2));
-    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+    let reports = report_mapping(&w, &fake, Duration::from_secs(2));
+    send(sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
 
-    three_failed_attempts_then_the_dlq(&sqs, &queues, &reports).await;
+    three_failed_attempts_then_the_dlq(sqs, queues, &reports).await;
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!(stored.len(), 1, "one report document");
     assert_eq!(status(&stored[0]), ("FAILED", 0));
@@ -306,13 +284,13 @@ async fn rate_limits_server_errors_and_timeouts_cost_no_attempt_and_the_message_
 
     // A duplicate report.generate (or an operator's plain redrive): the attempts are there.
     fake.push(Behaviour::Report);
-    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+    send(sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
     let again = poll_until(&reports, Duration::from_secs(10), |s| !s.is_empty()).await;
     assert_eq!((again[0].failed_ids.len(), again[0].deleted), (0, 1), "completed: {again:?}");
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!((stored.len(), status(&stored[0])), (1, ("COMPLETED", 1)));
-    drain(&sqs, &queues.report_generate.dlq.url).await;
-    assert_queues_empty(&sqs, &queues).await;
+    drain(sqs, &queues.report_generate.dlq.url).await;
+    assert_queues_empty(sqs, queues).await;
     w.assert_invariants().await;
 }
 
@@ -321,7 +299,8 @@ async fn rate_limits_server_errors_and_timeouts_cost_no_attempt_and_the_message_
 /// `invalid_document` naming the field (not its value), and the message reaches the DLQ.
 #[tokio::test]
 async fn an_unreadable_interview_reaches_the_report_dlq_as_invalid_document() {
-    let (w, org, interview, sqs, queues) = setup(50, 10).await;
+    let (w, org, interview) = setup(50, 10).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     w.mongo
         .db
         .collection::<Document>("interviews")
@@ -332,17 +311,17 @@ async fn an_unreadable_interview_reaches_the_report_dlq_as_invalid_document() {
         .await
         .unwrap();
     let fake = FakeOpenAi::scripted().unwrap();
-    let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_secs(10));
-    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
-    three_failed_attempts_then_the_dlq(&sqs, &queues, &reports).await;
+    let reports = report_mapping(&w, &fake, Duration::from_secs(10));
+    send(sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+    three_failed_attempts_then_the_dlq(sqs, queues, &reports).await;
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!(status(&stored[0]), ("FAILED", i64::from(MAX_ATTEMPTS)));
     assert_eq!(stored[0].get_str("errorKind").unwrap(), "invalid_document");
     let last_error = stored[0].get_str("lastError").unwrap();
     assert!(last_error.contains("proctoring.transcript") && !last_error.contains("MARKER"), "{last_error}");
     assert_eq!(fake.request_count(), 0, "no model call");
-    drain(&sqs, &queues.report_generate.dlq.url).await;
-    assert_queues_empty(&sqs, &queues).await;
+    drain(sqs, &queues.report_generate.dlq.url).await;
+    assert_queues_empty(sqs, queues).await;
 }
 
 /// A malformed completion and a refusal fail two attempts over two receives; the third
@@ -350,11 +329,12 @@ async fn an_unreadable_interview_reaches_the_report_dlq_as_invalid_document() {
 /// message deleted, no DLQ.
 #[tokio::test]
 async fn a_malformed_reply_and_a_refusal_are_retried_and_the_third_attempt_completes_one_report() {
-    let (w, org, interview, sqs, queues) = setup(50, 10).await;
+    let (w, org, interview) = setup(50, 10).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     let fake = FakeOpenAi::scripted().unwrap();
     fake.push(Behaviour::MalformedJson).push(Behaviour::Refusal).push(Behaviour::Report);
-    let reports = report_mapping(&sqs, &queues, &w, &fake, Duration::from_secs(10));
-    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+    let reports = report_mapping(&w, &fake, Duration::from_secs(10));
+    send(sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
 
     let runs = poll_until(&reports, Duration::from_secs(20), |s| s.iter().any(|r| r.deleted == 1)).await;
     assert_eq!(runs.iter().map(|r| (r.failed_ids.len(), r.deleted)).collect::<Vec<_>>(), [(1, 0), (1, 0), (0, 1)]);
@@ -363,7 +343,7 @@ async fn a_malformed_reply_and_a_refusal_are_retried_and_the_third_attempt_compl
     assert_eq!(status(&stored[0]), ("COMPLETED", 3));
     assert_eq!(stored[0].get("lastError"), Some(&Bson::Null));
     assert_eq!(fake.request_count(), 3);
-    assert_queues_empty(&sqs, &queues).await;
+    assert_queues_empty(sqs, queues).await;
     w.assert_invariants().await;
 }
 
@@ -376,11 +356,12 @@ async fn a_malformed_reply_and_a_refusal_are_retried_and_the_third_attempt_compl
 /// that delivery reclaims the report and completes it.
 #[tokio::test]
 async fn a_worker_killed_mid_report_leaves_a_lease_that_expires_and_a_later_delivery_completes_the_report() {
-    let (w, org, interview, sqs, queues) = setup(50, 10).await;
+    let (w, org, interview) = setup(50, 10).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     let fake = FakeOpenAi::scripted().unwrap();
     fake.push(Behaviour::slow(Duration::from_secs(5), Behaviour::Report)).push(Behaviour::Report);
     let lease = Duration::from_millis(500);
-    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+    send(sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
 
     // The doomed worker: the production handler, fed what the event source mapping would send.
     let received = sqs
@@ -412,34 +393,36 @@ async fn a_worker_killed_mid_report_leaves_a_lease_that_expires_and_a_later_deli
     let doomed =
         report_generate::ReportGenerateHandler::with_service(w.mongo.clone(), service, ConsumerOptions::default());
     // The kill: once the chat completion is in flight, the invocation's future is dropped.
-    let model_called = async {
-        while fake.request_count() == 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
+    let model_called = harness::wait::poll(
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        || async { fake.request_count() },
+        |calls| *calls > 0,
+    );
     tokio::select! {
         r = doomed.handle(LambdaEvent::new(payload, context)) => panic!("the worker finished instead of dying: {r:?}"),
-        () = model_called => {}
-        () = tokio::time::sleep(Duration::from_secs(10)) => panic!("the worker never called the model"),
+        calls = model_called => assert!(calls > 0, "the worker never called the model"),
     }
     drop(doomed);
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!(status(&stored[0]), ("PROCESSING", 1), "left behind by the dead worker");
     let lease_ends = stored[0].get_datetime("leaseExpiresAt").expect("a BSON date").timestamp_millis();
     // The redelivery must come after the lease (in production: visibility 1800 s > lease 300 s).
-    let left = lease_ends - bson::DateTime::now().timestamp_millis();
-    tokio::time::sleep(Duration::from_millis(u64::try_from(left).unwrap_or(0) + 50)).await;
+    harness::wait_until("the dead worker's lease has expired", lease + Duration::from_secs(10), || async {
+        bson::DateTime::now().timestamp_millis() > lease_ends
+    })
+    .await;
 
     let instance =
         report_instance(w.settings(), fake_openai(&fake, Duration::from_secs(10)), lease, ConsumerOptions::default());
-    let reports = esm(&sqs, &queues.report_generate.source, "reportGenerate", instance);
+    let reports = esm(sqs, &queues.report_generate.source, "reportGenerate", instance);
     let later = reports.poll_once(Duration::from_secs(3)).await.unwrap().expect("the message comes back");
     assert_eq!((later.failed_ids.len(), later.deleted), (0, 1), "{later:?}");
     let stored = reports_of(&w.mongo.db, interview).await;
     assert_eq!(stored.len(), 1);
     assert_eq!(status(&stored[0]), ("COMPLETED", 2), "reclaimed on the second attempt");
     assert_eq!(fake.request_count(), 2);
-    assert_queues_empty(&sqs, &queues).await;
+    assert_queues_empty(sqs, queues).await;
     w.assert_invariants().await;
 }
 
@@ -465,7 +448,7 @@ async fn assert_settled_reported_once(
     for m in &published {
         send(sqs, &queues.report_generate.source.url, m.body().unwrap()).await;
     }
-    let reports = report_mapping(sqs, queues, w, &fake, Duration::from_secs(10));
+    let reports = report_mapping(w, &fake, Duration::from_secs(10));
     let runs = poll_until(&reports, Duration::from_secs(20), |s| {
         s.iter().map(|r| r.deleted).sum::<usize>() >= published.len()
     })
@@ -483,16 +466,17 @@ async fn assert_settled_reported_once(
 /// `report.generate`; one report.
 #[tokio::test]
 async fn ten_copies_in_one_batch_settle_once_publish_once_and_make_one_report() {
-    let (w, org, interview, sqs, queues) = setup(100, 30).await;
+    let (w, org, interview) = setup(100, 30).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     for _ in 0..10 {
-        send(&sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 600)).await;
+        send(sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 600)).await;
     }
-    let mapping = interview_esm(&sqs, &queues, 1, w.settings());
+    let mapping = interview_esm(sqs, queues, 1, w.settings());
     let runs =
         poll_until(&mapping, Duration::from_secs(10), |s| s.iter().map(|r| r.deleted).sum::<usize>() >= 10).await;
     assert_eq!(runs.len(), 1, "one invocation of ten records: {runs:?}");
     assert_eq!((runs[0].message_ids.len(), runs[0].failed_ids.len()), (10, 0));
-    assert_settled_reported_once(&w, &sqs, &queues, interview, org, 1..=1).await;
+    assert_settled_reported_once(&w, sqs, queues, interview, org, 1..=1).await;
 }
 
 /// Ten copies delivered to ten function instances at once (ten mappings with batch size 1
@@ -505,7 +489,7 @@ async fn ten_copies_in_one_batch_settle_once_publish_once_and_make_one_report() 
 /// writes (shared-connection savepoints), so there it is skipped with a SKIPPED line.
 #[tokio::test]
 async fn ten_copies_to_ten_concurrent_instances_settle_once_and_make_one_report() {
-    let w = World::fresh().await;
+    let w = World::fast(5).await;
     if !harness::requires_transactions(
         &w.mongo,
         "ten_copies_to_ten_concurrent_instances_settle_once_and_make_one_report",
@@ -516,15 +500,14 @@ async fn ten_copies_to_ten_concurrent_instances_settle_once_and_make_one_report(
     }
     let org = w.org_with_credits(100).await;
     let interview = w.reserved_interview(org, 30).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 5).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     for _ in 0..10 {
-        send(&sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 600)).await;
+        send(sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 600)).await;
     }
     let instances = completed_instances(10, w.settings(), &queues.report_generate.source.url);
     let mappings: Vec<EventSourceMapping> = (0..10)
         .map(|_| {
-            let mut m = esm(&sqs, &queues.interview_completed.source, "interviewCompleted", instances.clone());
+            let mut m = esm(sqs, &queues.interview_completed.source, "interviewCompleted", instances.clone());
             m.batch_size = 1;
             m
         })
@@ -532,5 +515,5 @@ async fn ten_copies_to_ten_concurrent_instances_settle_once_and_make_one_report(
     let runs = futures::future::join_all(mappings.iter().map(|m| m.poll_once(Duration::from_secs(2)))).await;
     let deleted: usize = runs.into_iter().map(|r| r.unwrap().map_or(0, |s| s.deleted)).sum();
     assert_eq!(deleted, 10, "every copy acknowledged");
-    assert_settled_reported_once(&w, &sqs, &queues, interview, org, 1..=10).await;
+    assert_settled_reported_once(&w, sqs, queues, interview, org, 1..=10).await;
 }

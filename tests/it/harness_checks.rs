@@ -1,6 +1,6 @@
 //! The harness's own behaviour: the replica-set requirement that turns a skip into a failure.
 
-use harness::{REQUIRE_REPLICA_SET, replica_set_required, requires_transactions_unless, test_mongo};
+use harness::{REQUIRE_REPLICA_SET, World, replica_set_required, requires_transactions_unless};
 use sophia_platform::mongo::Topology;
 
 #[test]
@@ -15,7 +15,7 @@ fn the_replica_set_requirement_is_read_from_its_variable() {
 /// With the requirement set, a standalone server fails the test instead of skipping it.
 #[tokio::test]
 async fn a_required_replica_set_turns_the_skip_into_a_failure() {
-    let mongo = test_mongo().await;
+    let mongo = World::without_migration().await.mongo;
     if !matches!(mongo.topology().await.expect("hello answers"), Topology::Standalone) {
         return; // A real replica set under test: nothing to skip.
     }

@@ -123,3 +123,48 @@ fn no_deployed_crate_depends_on_a_tool() {
     }
     assert!(problems.is_empty(), "a deployed crate links a tool (move the code or the crate): {problems:?}");
 }
+
+/// A sleep in tests/ that is not the polling helper's is a guess at how long something takes:
+/// too long on a quiet machine, too short on a loaded one. Tests wait by polling the condition
+/// they wait for (`harness::wait_until`, `harness::wait::poll`); a sleep that is itself what a test
+/// is about (time passing, a slow function) is named here, with why.
+const SLEEPS_THAT_ARE_THE_TEST: &[(&str, &str)] =
+    &[("tests/it/esm_emulator.rs", "a function that outlives its timeout: the sleep is its slowness")];
+
+#[test]
+fn no_test_sleeps_but_the_polling_helper_and_the_named_exceptions() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files_under(&root.join("tests"), &mut files);
+    let the_helper = Path::new("tests/harness/wait.rs");
+    // Split, so that this file does not hold them.
+    let calls = [concat!("sle", "ep("), concat!("sle", "ep_until("), concat!("sle", "ep_ms(")];
+    let mut found: Vec<(String, usize)> = Vec::new();
+    for file in &files {
+        let relative = file.strip_prefix(root).unwrap_or(file);
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let n: usize = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .map(|l| calls.iter().map(|c| l.matches(c).count()).sum::<usize>())
+            .sum();
+        if n > 0 && relative != the_helper {
+            found.push((relative.display().to_string(), n));
+        }
+    }
+    let unexpected: Vec<&(String, usize)> = found
+        .iter()
+        .filter(|(file, n)| !(*n == 1 && SLEEPS_THAT_ARE_THE_TEST.iter().any(|(named, _)| named == file)))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "a fixed sleep in tests/ (file, count): {unexpected:?}. Poll the condition the test waits for \
+         instead (harness::wait_until, harness::wait::poll; docs/testing.md, \"Writing a test\"), or, if the \
+         time passing is itself what the test is about, name it in SLEEPS_THAT_ARE_THE_TEST with why"
+    );
+    let helper = std::fs::read_to_string(root.join(the_helper)).expect("tests/harness/wait.rs");
+    assert!(calls.iter().any(|c| helper.contains(c)), "the polling helper is where tests sleep between checks");
+    for (named, why) in SLEEPS_THAT_ARE_THE_TEST {
+        assert!(found.iter().any(|(file, _)| file == named), "{named} no longer sleeps ({why}): drop it from the list");
+    }
+}

@@ -11,184 +11,13 @@
 //!   `PUT /__sophia/fault` of tools/openai-fake);
 //! - the channel itself: its token, the functions it knows, and no OpenAI fault with a real key.
 
-use std::future::Future;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
-use bson::{Bson, Document, doc};
-use futures::TryStreamExt;
-use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, RequestId, Timestamp};
-use sophia_credits::{CreditsStore, invariants, seed};
-use sophia_local::control::{ControlClient, FunctionStatus, MongoState, Status};
-use sophia_local::queues::QueueOverrides;
-use sophia_local::runner::{Runner, RunnerOptions};
-use sophia_sqs_producer::{CompletedInput, QueueUrls, SqsProducer};
-
-/// Credits reserved per interview and the duration published: 600 s consume all 10.
-const RESERVED: i64 = 10;
-pub(crate) const DURATION_SECONDS: u64 = 600;
-
-pub(crate) struct Drill {
-    pub(crate) runner: Runner,
-    pub(crate) control: ControlClient,
-    pub(crate) env_file: PathBuf,
-}
-
-impl Drill {
-    /// The pipeline with a visibility timeout of `visibility` seconds (a failed message comes
-    /// back within the test) and the offline OpenAI endpoint unless `openai_key` is given.
-    pub(crate) async fn start(visibility: u32, openai_key: Option<&str>) -> Self {
-        let env_file = std::env::temp_dir().join(harness::unique("sophia-drill")).join("sophia.env");
-        let runner = Runner::start(RunnerOptions {
-            overrides: QueueOverrides { visibility_timeout_seconds: Some(visibility) },
-            env_file: Some(env_file.clone()),
-            openai_api_key: openai_key.map(str::to_owned),
-            ..RunnerOptions::default()
-        })
-        .await
-        .expect("the local pipeline starts (scripts/setup-tools)");
-        // As `sophia-local fault ...` finds the runner: from its env file.
-        let control = ControlClient::from_env_file(&env_file).expect("the env file names the control channel");
-        Self { runner, control, env_file }
-    }
-
-    pub(crate) async fn stop(self) {
-        let dir = self.env_file.parent().map(PathBuf::from);
-        self.runner.stop().await;
-        if let Some(dir) = dir {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-
-    pub(crate) fn store(&self) -> CreditsStore {
-        CreditsStore::new(self.runner.mongo.db.clone())
-    }
-
-    /// An organization with enough credits and `n` interviews holding a reservation each,
-    /// marked completed as the API does before it publishes.
-    pub(crate) async fn completed_interviews(&self, n: usize) -> (OrganizationId, Vec<InterviewId>) {
-        self.interviews_ended_at(n, Timestamp::now()).await
-    }
-
-    /// [`Drill::completed_interviews`], the interviews having ended at `ended`.
-    pub(crate) async fn interviews_ended_at(&self, n: usize, ended: Timestamp) -> (OrganizationId, Vec<InterviewId>) {
-        let store = self.store();
-        let org = seed::create_organization(&store, "Drill organization").await.unwrap();
-        seed::grant_lot(&store, org, 1000, chrono::Utc::now() + chrono::Duration::days(30)).await.unwrap();
-        let mut ids = Vec::new();
-        for _ in 0..n {
-            let id = seed::reserved_interview(
-                &self.runner.mongo.client,
-                &store,
-                org,
-                RESERVED,
-                sophia_local::demo::transcript(true),
-            )
-            .await
-            .unwrap();
-            seed::mark_completed(&store, id, ended, DurationSeconds::new(DURATION_SECONDS).unwrap()).await.unwrap();
-            ids.push(id);
-        }
-        (org, ids)
-    }
-
-    /// `interview.completed` for each interview, as the API publishes it.
-    pub(crate) async fn publish_completed(&self, org: OrganizationId, ids: &[InterviewId]) {
-        let env = self.runner.env();
-        let producer = SqsProducer::new(self.runner.sqs.clone(), QueueUrls::from_lookup(|name| env.get(name).cloned()));
-        for id in ids {
-            producer
-                .publish_interview_completed(
-                    CompletedInput {
-                        interview_id: *id,
-                        organization_id: org,
-                        completed_at: None,
-                        duration_seconds: DurationSeconds::new(DURATION_SECONDS),
-                    },
-                    &RequestId::from_caller(Some("drill")),
-                )
-                .await
-                .expect("published");
-        }
-    }
-
-    pub(crate) async fn interview(&self, id: InterviewId) -> Document {
-        self.runner
-            .mongo
-            .db
-            .collection::<Document>("interviews")
-            .find_one(doc! {"_id": id.oid()})
-            .await
-            .unwrap()
-            .unwrap()
-    }
-
-    pub(crate) async fn report(&self, id: InterviewId) -> Option<Document> {
-        self.runner
-            .mongo
-            .db
-            .collection::<Document>("interviewReports")
-            .find_one(doc! {"interviewId": id.oid()})
-            .await
-            .unwrap()
-    }
-
-    pub(crate) async fn settled(&self, id: InterviewId) -> bool {
-        matches!(self.interview(id).await.get("settledAt"), Some(Bson::DateTime(_)))
-    }
-
-    pub(crate) async fn function(&self, name: &str) -> FunctionStatus {
-        let status: Status = self.control.status().await.expect("status answers");
-        status.functions.into_iter().find(|f| f.name == name).expect("the function is listed")
-    }
-
-    /// Waits until `function`'s queue is empty, then checks that its DLQ is too.
-    pub(crate) async fn drained_without_dlq(&self, function: &str) {
-        wait_until(&format!("{function}'s queue is empty"), LIMIT, || async {
-            let f = self.function(function).await;
-            f.visible == Some(0) && f.in_flight == Some(0)
-        })
-        .await;
-        assert_eq!(self.function(function).await.dlq_visible, Some(0), "nothing in the DLQ");
-    }
-
-    /// SETTLE lines of one interview (what was charged).
-    pub(crate) async fn settle_lines(&self, id: InterviewId) -> Vec<i64> {
-        let lines: Vec<Document> = self
-            .runner
-            .mongo
-            .db
-            .collection::<Document>("creditLedger")
-            .find(doc! {"reference.id": id.oid(), "type": "SETTLE"})
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap();
-        lines.iter().map(|l| sophia_documents::int::at(l, "amount").unwrap().unwrap()).collect()
-    }
-}
-
-/// An integer as MongoDB stores it (int32, int64 or an integral double).
-fn number(v: &Bson) -> Option<i64> {
-    sophia_documents::int::from_bson(v).ok()
-}
-
-/// Waits until `check` holds; a liveness bound (not a timing assertion): `limit` is far beyond
-/// what the step needs.
-pub(crate) async fn wait_until<F, Fut>(what: &str, limit: Duration, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let started = Instant::now();
-    while !check().await {
-        assert!(started.elapsed() < limit, "not reached within {limit:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-pub(crate) const LIMIT: Duration = Duration::from_secs(120);
+use crate::support::drill::{Drill, LIMIT, RESERVED};
+use bson::doc;
+use harness::mongo::int;
+use harness::wait_until;
+use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_credits::invariants;
+use sophia_local::control::{ControlClient, MongoState};
 
 /// docs/local.md, drill "interview-completed DLQ not empty" / "Function errors", first half:
 /// MongoDB down for the functions -> the settlement fails and its message stays in the queue
@@ -231,7 +60,7 @@ async fn mongo_down_fails_and_retries_the_settlement_without_loss_then_it_settle
     .await;
     assert_eq!(drill.settle_lines(id).await, vec![RESERVED], "charged exactly once");
     let interview = drill.interview(id).await;
-    let consumed = interview.get_document("credits").ok().and_then(|c| c.get("consumed")).and_then(number);
+    let consumed = int(&interview, "credits.consumed");
     assert_eq!(consumed, Some(RESERVED), "{interview}");
     let violations = invariants::check_organization(&drill.store(), org.oid()).await.unwrap();
     assert!(violations.is_empty(), "{violations:?}");
@@ -308,7 +137,7 @@ async fn openai_rate_limited_fails_report_attempts_then_the_report_completes_aft
     let report = drill.report(id).await.unwrap();
     // Within its three attempts (an attempt that met an outage may be given back: at least the
     // one that completed counts).
-    let attempts = report.get("attemptCount").and_then(number);
+    let attempts = int(&report, "attemptCount");
     assert!(attempts.is_some_and(|a| (1..=3).contains(&a)), "{report}");
     drill.drained_without_dlq("report-generate").await;
     drill.stop().await;
@@ -377,8 +206,7 @@ async fn an_invalid_body_is_dropped_and_leaves_its_interview_reserved_until_the_
     assert_eq!(seeded.interview_ids.len(), 1);
     let id = InterviewId::new(bson::oid::ObjectId::parse_str(&seeded.interview_ids[0]).unwrap());
     let org = OrganizationId::new(bson::oid::ObjectId::parse_str(&seeded.organization_id).unwrap());
-    let reserved =
-        drill.interview(id).await.get_document("credits").ok().and_then(|c| c.get("reserved")).and_then(number);
+    let reserved = int(&drill.interview(id).await, "credits.reserved");
     assert_eq!(reserved, Some(seeded.reserved_per_interview));
 
     let sent = drill.control.send_invalid(&seeded.interview_ids[0], &seeded.organization_id).await.expect("sent");
@@ -428,7 +256,7 @@ async fn openai_unauthorized_fails_three_attempts_and_the_report_message_reaches
     let report = drill.report(id).await.expect("a report document");
     assert_eq!(report.get_str("status"), Ok("FAILED"), "{report}");
     assert_eq!(report.get_str("errorKind"), Ok("credentials_refused"), "{report}");
-    assert_eq!(report.get("attemptCount").and_then(number), Some(3), "{report}");
+    assert_eq!(int(&report, "attemptCount"), Some(3), "{report}");
     assert!(drill.settled(id).await, "the settlement does not depend on the report");
     drill.control.openai_fault("none", None, None).await.expect("fault openai none");
     drill.stop().await;

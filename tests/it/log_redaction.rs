@@ -5,8 +5,10 @@
 //! handler. Not one captured log line contains the marker; every dropped body is still logged
 //! with its messageId, the reason naming the field, and a redacted preview that keeps the ids.
 
-use harness::faults::{LogCapture, World, completed_handler, sqs_event};
-use harness::{sqs_client, test_queues_fast};
+use harness::World;
+use harness::functions::completed_handler;
+use harness::logs::LogCapture;
+use harness::sqs::sqs_event;
 use serde_json::{Value, json};
 use sophia_sqs_consumer::Outcome;
 
@@ -15,7 +17,7 @@ const MARKER: &str = "Jane Doe MARKER-51c2 private";
 #[tokio::test]
 async fn a_marker_in_every_free_text_position_of_a_body_is_never_logged() {
     let logs = LogCapture::global();
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(50).await;
     let (valid_failed, valid_extra) = (w.reserved_interview(org, 10).await, w.reserved_interview(org, 10).await);
     let (i, o) = (w.reserved_interview(org, 10).await.to_string(), org.to_string());
@@ -63,8 +65,7 @@ async fn a_marker_in_every_free_text_position_of_a_body_is_never_logged() {
         ("marker as json string", json!(MARKER).to_string(), true),
     ];
 
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let queues = &w.queues;
     let handler = completed_handler(w.mongo.clone(), &queues.report_generate.source.url).await;
     let records: Vec<(String, String)> =
         cases.iter().map(|(name, body, _)| (format!("redact-{}", name.replace(' ', "-")), body.clone())).collect();

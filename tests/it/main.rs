@@ -47,6 +47,7 @@ mod ops_redrive_reset;
 mod ops_status_drills;
 mod outage_recovery;
 mod producers;
+mod report_claim_languages;
 mod report_documents;
 mod report_generation;
 mod report_logging;

@@ -7,14 +7,13 @@
 //! (One handler test in this file: the metrics sink is process-wide.)
 
 use crate::support::alone;
-use crate::support::settlement as settlement_common;
+use harness::World;
 
 use std::sync::{Arc, Mutex};
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use interview_completed::{Handler, SqsReportPublisher};
 use lambda_runtime::{Context, LambdaEvent};
-use settlement_common::world;
 use sophia_sqs_consumer::metrics::{self, Declaration, EmittedBy, NAMESPACE};
 use sophia_sqs_producer::{QueueUrls, SqsProducer};
 
@@ -27,7 +26,7 @@ async fn a_batch_and_its_settlements_write_emf_lines_with_numbers_only() {
     if !alone::is_alone(module_path!(), TEST) {
         return alone::run_alone(module_path!(), TEST, &[], &[]);
     }
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(50).await;
     let interview = w.reserved_interview(org, 20).await;
 
@@ -134,7 +133,7 @@ fn a_report_failure_is_emitted_by_kind_and_in_total() {
 /// gives no value rather than a wrong one.
 #[tokio::test]
 async fn the_time_to_report_is_read_from_the_interviews_end_and_emitted_as_declared() {
-    let w = world().await;
+    let w = World::fresh().await;
     let interviews = w.mongo.db.collection::<bson::Document>("interviews");
     let ended = bson::oid::ObjectId::new();
     let five_minutes_ago = bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - 300_000);

@@ -8,7 +8,10 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use harness::faults::{World, completed_body, completed_handler, mongo_at, sqs_event};
+use harness::World;
+use harness::functions::completed_handler;
+use harness::mongo::mongo_at;
+use harness::sqs::{completed_body, sqs_event};
 use harness::{sqs_client, test_queues_fast};
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_sqs_consumer::{BatchError, Outcome};

@@ -12,11 +12,12 @@
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
 use futures::TryStreamExt;
-use harness::faults::int;
+use harness::World;
+use harness::mongo::int;
 use mongodb::Collection;
 
 async fn collection(name: &str) -> Collection<Document> {
-    harness::test_mongo().await.db.collection::<Document>(name)
+    World::without_migration().await.mongo.db.collection::<Document>(name)
 }
 
 async fn found(coll: &Collection<Document>, filter: Document) -> Vec<Document> {
@@ -158,7 +159,7 @@ async fn filters_anchored_on_object_ids_select_exactly_the_matching_documents() 
 /// statement whose guard no longer holds matches nothing.
 #[tokio::test]
 async fn an_update_command_with_several_statements_applies_each_and_counts_matches() {
-    let db = harness::test_mongo().await.db;
+    let db = World::without_migration().await.mongo.db;
     let coll = db.collection::<Document>("gap_multi_update");
     coll.insert_many([doc! {"_id": 1, "reserved": 5}, doc! {"_id": 2, "reserved": 15}]).await.unwrap();
     let update = |guard_2: i32| {
@@ -201,7 +202,7 @@ async fn dotted_inc_updates_the_nested_fields() {
 
 /// KNOWN GAP, asserted as it is today: on nx-27017 (even patched), `count_documents` and an
 /// aggregation `$match` on an ObjectId-valued field other than `_id` count nothing, where MongoDB
-/// counts the matching documents. Tests therefore count with `find` (see `harness::faults::World::find`).
+/// counts the matching documents. Tests therefore count with `find` (see `harness::World::find`).
 /// Against a real MongoDB (`SOPHIA_TEST_MONGODB_URI` set) the correct answers are asserted
 /// instead; if a future launcher fix closes the gap, this test fails and must be updated.
 #[tokio::test]

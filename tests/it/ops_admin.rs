@@ -6,29 +6,13 @@ use crate::support::ops as ops_support;
 
 use bson::doc;
 use bson::oid::ObjectId;
-use ops_support::{Ops, drain, ops, run};
+use harness::World;
+use ops_support::{drain, run};
 use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, Timestamp};
-use sophia_credits::{CreditsStore, SettleContext, SettlementService, migrations, seed};
+use sophia_credits::{SettleContext, seed};
 use sophia_ops::{EXIT_INCOMPLETE, OpsError, Outcome, render};
-use sophia_platform::mongo::Mongo;
 use sophia_reports::fixtures::InterviewFixture;
 use sophia_reports::store::ReportStore;
-
-struct World {
-    ops: Ops,
-    mongo: Mongo,
-    store: CreditsStore,
-}
-
-async fn world() -> World {
-    let mut o = ops().await;
-    let mongo = harness::test_mongo().await;
-    migrations::apply(&mongo.db).await.expect("credits migration");
-    sophia_reports::migrations::apply(&mongo.db).await.expect("reports migration");
-    o.ctx = std::mem::take(&mut o.ctx).with_mongo(mongo.clone());
-    let store = CreditsStore::new(mongo.db.clone());
-    World { ops: o, mongo, store }
-}
 
 /// An organization with 100 credits and a 12-minute interview settled two minutes ago whose
 /// `report.generate` is still pending in the outbox (settled without publishing, as after a
@@ -43,7 +27,7 @@ async fn settled_with_pending_outbox(w: &World) -> (OrganizationId, InterviewId)
     // Settled (and its outbox entry written) two minutes ago: older than the default threshold.
     let settled_two_minutes_ago =
         SettleContext { deadline: None, now: chrono::Utc::now() - chrono::Duration::minutes(2) };
-    SettlementService::new(w.mongo.client.clone(), w.mongo.db.clone())
+    w.settlement()
         .settle_completed_interview(interview, org, completed_at, duration, settled_two_minutes_ago)
         .await
         .unwrap();
@@ -52,17 +36,18 @@ async fn settled_with_pending_outbox(w: &World) -> (OrganizationId, InterviewId)
 
 #[tokio::test]
 async fn outbox_flush_publishes_pending_report_generate_older_than_60s_once() {
-    let w = world().await;
+    let w = World::fresh().await;
+    let ctx = w.ops_context();
     let (org, interview) = settled_with_pending_outbox(&w).await;
-    let Outcome::OutboxFlush(report) = run(&w.ops.ctx, &["outbox", "flush"]).await.unwrap() else { panic!() };
+    let Outcome::OutboxFlush(report) = run(&ctx, &["outbox", "flush"]).await.unwrap() else { panic!() };
     assert_eq!((report.published, report.left_pending, report.failed.len()), (1, 0, 0), "{report:?}");
-    let sent = drain(&w.ops.client, &w.ops.queues.report_generate.source.url).await;
+    let sent = drain(&w.sqs, &w.queues.report_generate.source.url).await;
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].body().unwrap(), format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#));
     let attrs = sent[0].message_attributes().unwrap();
     assert_eq!(attrs["requestId"].string_value(), Some(format!("settlement-{interview}").as_str()));
     // Published entries are not flushed again.
-    let Outcome::OutboxFlush(again) = run(&w.ops.ctx, &["outbox", "flush", "--older-than", "0s"]).await.unwrap() else {
+    let Outcome::OutboxFlush(again) = run(&ctx, &["outbox", "flush", "--older-than", "0s"]).await.unwrap() else {
         panic!()
     };
     assert_eq!(again.published, 0);
@@ -70,26 +55,27 @@ async fn outbox_flush_publishes_pending_report_generate_older_than_60s_once() {
 
 #[tokio::test]
 async fn outbox_flush_leaves_entries_younger_than_the_threshold() {
-    let w = world().await;
+    let w = World::fresh().await;
+    let ctx = w.ops_context();
     settled_with_pending_outbox(&w).await;
-    let Outcome::OutboxFlush(report) = run(&w.ops.ctx, &["outbox", "flush", "--older-than", "1h"]).await.unwrap()
-    else {
+    let Outcome::OutboxFlush(report) = run(&ctx, &["outbox", "flush", "--older-than", "1h"]).await.unwrap() else {
         panic!()
     };
     assert_eq!(report.published, 0);
-    assert!(drain(&w.ops.client, &w.ops.queues.report_generate.source.url).await.is_empty());
+    assert!(drain(&w.sqs, &w.queues.report_generate.source.url).await.is_empty());
 }
 
 #[tokio::test]
 async fn invariants_check_passes_then_reports_a_broken_balance_with_exit_code_3() {
-    let w = world().await;
+    let w = World::fresh().await;
+    let ctx = w.ops_context();
     let (org, _) = settled_with_pending_outbox(&w).await;
     let org_s = org.to_string();
-    let Outcome::InvariantsCheck(ok) = run(&w.ops.ctx, &["invariants", "check", "--org", &org_s]).await.unwrap() else {
+    let Outcome::InvariantsCheck(ok) = run(&ctx, &["invariants", "check", "--org", &org_s]).await.unwrap() else {
         panic!()
     };
     assert!(ok.ok, "{ok:?}");
-    let Outcome::InvariantsCheck(all) = run(&w.ops.ctx, &["invariants", "check"]).await.unwrap() else { panic!() };
+    let Outcome::InvariantsCheck(all) = run(&ctx, &["invariants", "check"]).await.unwrap() else { panic!() };
     assert!(all.ok);
 
     w.store
@@ -97,7 +83,7 @@ async fn invariants_check_passes_then_reports_a_broken_balance_with_exit_code_3(
         .update_one(doc! {"_id": org.oid()}, doc! {"$inc": {"credits.reserved": 5_i64}})
         .await
         .unwrap();
-    let result = run(&w.ops.ctx, &["--json", "invariants", "check", "--org", &org_s]).await;
+    let result = run(&ctx, &["--json", "invariants", "check", "--org", &org_s]).await;
     let rendered = render(&result, true);
     assert_eq!(rendered.exit_code, EXIT_INCOMPLETE);
     let v: serde_json::Value = serde_json::from_str(&rendered.stdout).unwrap();
@@ -108,21 +94,23 @@ async fn invariants_check_passes_then_reports_a_broken_balance_with_exit_code_3(
 
 #[tokio::test]
 async fn invariants_check_of_an_unknown_organization_is_an_error() {
-    let w = world().await;
+    let w = World::fresh().await;
+    let ctx = w.ops_context();
     let unknown = ObjectId::new().to_hex();
-    let err = run(&w.ops.ctx, &["invariants", "check", "--org", &unknown]).await.unwrap_err();
+    let err = run(&ctx, &["invariants", "check", "--org", &unknown]).await.unwrap_err();
     assert!(matches!(err, OpsError::Domain { .. }) && err.to_string().contains("not found"), "{err}");
 }
 
 #[tokio::test]
 async fn report_retry_republishes_with_the_operators_request_id() {
-    let w = world().await;
+    let w = World::fresh().await;
+    let ctx = w.ops_context();
     let (interview, org) =
         InterviewFixture::new(OrganizationId::new(ObjectId::new())).insert(&w.mongo.db).await.unwrap();
     let (i, o) = (interview.to_string(), org.to_string());
-    let Outcome::ReportRetry(report) = run(&w.ops.ctx, &["report", "retry", &i, &o]).await.unwrap() else { panic!() };
+    let Outcome::ReportRetry(report) = run(&ctx, &["report", "retry", &i, &o]).await.unwrap() else { panic!() };
     assert_eq!(report.outcome, "published");
-    let sent = drain(&w.ops.client, &w.ops.queues.report_generate.source.url).await;
+    let sent = drain(&w.sqs, &w.queues.report_generate.source.url).await;
     assert_eq!(sent.len(), 1);
     assert_eq!(report.message_id.as_deref(), sent[0].message_id());
     let request_id = sent[0].message_attributes().unwrap()["requestId"].string_value().unwrap().to_owned();
@@ -133,7 +121,8 @@ async fn report_retry_republishes_with_the_operators_request_id() {
 
 #[tokio::test]
 async fn report_retry_of_an_exhausted_report_needs_reset_attempts() {
-    let w = world().await;
+    let w = World::fresh().await;
+    let ctx = w.ops_context();
     let (interview, org) =
         InterviewFixture::new(OrganizationId::new(ObjectId::new())).insert(&w.mongo.db).await.unwrap();
     ReportStore::new(&w.mongo.db)
@@ -142,37 +131,35 @@ async fn report_retry_of_an_exhausted_report_needs_reset_attempts() {
         .await
         .unwrap();
     let (i, o) = (interview.to_string(), org.to_string());
-    let err = run(&w.ops.ctx, &["report", "retry", &i, &o]).await.unwrap_err();
+    let err = run(&ctx, &["report", "retry", &i, &o]).await.unwrap_err();
     assert!(err.to_string().contains("attempts"), "{err}");
-    assert!(drain(&w.ops.client, &w.ops.queues.report_generate.source.url).await.is_empty(), "nothing published");
+    assert!(drain(&w.sqs, &w.queues.report_generate.source.url).await.is_empty(), "nothing published");
 
-    let Outcome::ReportRetry(report) = run(&w.ops.ctx, &["report", "retry", &i, &o, "--reset-attempts"]).await.unwrap()
+    let Outcome::ReportRetry(report) = run(&ctx, &["report", "retry", &i, &o, "--reset-attempts"]).await.unwrap()
     else {
         panic!()
     };
     assert!(report.attempts_reset);
-    assert_eq!(drain(&w.ops.client, &w.ops.queues.report_generate.source.url).await.len(), 1);
+    assert_eq!(drain(&w.sqs, &w.queues.report_generate.source.url).await.len(), 1);
     let stored = ReportStore::new(&w.mongo.db).find(interview).await.unwrap().unwrap();
     assert_eq!(stored.attempt_count, 0);
 }
 
 #[tokio::test]
 async fn report_retry_of_an_unknown_interview_is_refused() {
-    let w = world().await;
+    let w = World::fresh().await;
+    let ctx = w.ops_context();
     let (i, o) = (ObjectId::new().to_hex(), ObjectId::new().to_hex());
-    let err = run(&w.ops.ctx, &["report", "retry", &i, &o]).await.unwrap_err();
+    let err = run(&ctx, &["report", "retry", &i, &o]).await.unwrap_err();
     assert!(err.to_string().contains("not found"), "{err}");
 }
 
 #[tokio::test]
 async fn migrate_creates_the_indexes_the_flow_relies_on_and_is_idempotent() {
-    let mut o = ops().await;
-    let mongo = harness::test_mongo().await;
-    o.ctx = std::mem::take(&mut o.ctx).with_mongo(mongo.clone());
+    let w = World::without_migration().await;
+    let (mongo, ctx) = (&w.mongo, w.ops_context());
     for _ in 0..2 {
-        let Outcome::Migrate(report) = run(&o.ctx, &["migrate"]).await.unwrap() else {
-            panic!("not a migrate outcome")
-        };
+        let Outcome::Migrate(report) = run(&ctx, &["migrate"]).await.unwrap() else { panic!("not a migrate outcome") };
         assert_eq!(report.database, mongo.db.name());
     }
     let ledger = mongo.db.collection::<bson::Document>("creditLedger").list_index_names().await.unwrap();

@@ -6,19 +6,20 @@
 
 use crate::support::ops as ops_support;
 
-use harness::faults::World;
+use harness::World;
 use ops_support::{drain, put, run, visible_when};
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_local::queues::{QueueSet, create_queue_set};
 use sophia_ops::env::Env;
 use sophia_ops::{Context, OpsError, Outcome, ProgressMode, render};
 
+/// A world, an interview holding credits in it, and queues named as stage `stage` names them
+/// (what `--stage` finds).
 struct Stage {
     world: World,
     org: OrganizationId,
     interview: InterviewId,
     queues: QueueSet,
-    client: aws_sdk_sqs::Client,
     stage: String,
 }
 
@@ -27,19 +28,18 @@ impl Stage {
         let world = World::fresh().await;
         let org = world.org_with_credits(50).await;
         let interview = world.reserved_interview(org, 10).await;
-        let client = harness::sqs_client().await;
         let stage = harness::unique("prod");
         let queues =
-            create_queue_set(&client, &format!("sophia-{stage}"), sophia_declarations::Declaration::embedded())
+            create_queue_set(&world.sqs, &format!("sophia-{stage}"), sophia_declarations::Declaration::embedded())
                 .await
                 .unwrap();
-        Self { world, org, interview, queues, client, stage }
+        Self { world, org, interview, queues, stage }
     }
 
     /// A context for `--stage <stage>`, `--yes` or not.
     fn ctx(&self, yes: bool) -> Context {
         Context::new(Env::from_pairs(Vec::<(String, String)>::new()), Some(self.stage.clone()), ProgressMode::Hidden)
-            .with_sqs(self.client.clone())
+            .with_sqs(self.world.sqs.clone())
             .with_mongo(self.world.mongo.clone())
             .confirmed_by(yes)
     }
@@ -71,13 +71,13 @@ async fn publish_against_a_stage_shows_the_state_and_needs_yes() {
     assert!(text.contains("settles: 10 credit(s) consumed, 0 released"), "600 s bill 10 of the 10 reserved: {text}");
     assert!(!text.starts_with("error:"), "a plan is not printed as an error: {text}");
     assert!(text.contains("--yes"), "{text}");
-    assert!(drain(&s.client, &s.queues.interview_completed.source.url).await.is_empty(), "nothing was sent");
+    assert!(drain(&s.world.sqs, &s.queues.interview_completed.source.url).await.is_empty(), "nothing was sent");
 
     let ctx = s.ctx(true);
     let Outcome::Publish(report) = run(&ctx, &args).await.unwrap() else { panic!("a publish") };
     assert_eq!(report.queue_url, s.queues.interview_completed.source.url);
     assert!(ctx.take_notes().contains("credits reserved 10"), "the state is shown before a confirmed publish");
-    assert_eq!(drain(&s.client, &s.queues.interview_completed.source.url).await.len(), 1);
+    assert_eq!(drain(&s.world.sqs, &s.queues.interview_completed.source.url).await.len(), 1);
 }
 
 #[tokio::test]
@@ -99,7 +99,7 @@ async fn dry_run_prints_body_attributes_queue_and_state_and_sends_nothing() {
         let human = Outcome::DryRun(plan).human();
         assert!(human.starts_with("dry run, nothing sent"), "{human}");
     }
-    assert!(drain(&s.client, &s.queues.interview_completed.source.url).await.is_empty());
+    assert!(drain(&s.world.sqs, &s.queues.interview_completed.source.url).await.is_empty());
 }
 
 #[tokio::test]
@@ -110,7 +110,7 @@ async fn report_retry_redrive_and_outbox_flush_need_yes_on_a_stage() {
     assert!(text.contains("no report yet") || text.contains("generated: attempt 1 of 3"), "{text}");
     assert!(!text.contains("resets"), "no report to reset, none promised: {text}");
     assert!(text.contains(&format!("interview {i}")), "{text}");
-    assert!(drain(&s.client, &s.queues.report_generate.source.url).await.is_empty());
+    assert!(drain(&s.world.sqs, &s.queues.report_generate.source.url).await.is_empty());
 
     refused(&run(&s.ctx(false), &["outbox", "flush"]).await);
 
@@ -118,10 +118,10 @@ async fn report_retry_redrive_and_outbox_flush_need_yes_on_a_stage() {
     let body = format!(
         r#"{{"interviewId":"{i}","organizationId":"{o}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":60}}"#
     );
-    put(&s.client, dlq, &body, Default::default()).await;
+    put(&s.world.sqs, dlq, &body, Default::default()).await;
     let text = refused(&run(&s.ctx(false), &["dlq", "redrive", "interview-completed"]).await);
     assert!(text.contains(&format!("interview {i}")) && text.contains("credits reserved 10"), "{text}");
-    assert_eq!(visible_when(&s.client, dlq, 1).await, 1, "the message is still in the DLQ");
+    assert_eq!(visible_when(&s.world.sqs, dlq, 1).await, 1, "the message is still in the DLQ");
     let Outcome::DlqRedrive(report) = run(&s.ctx(true), &["dlq", "redrive", "interview-completed"]).await.unwrap()
     else {
         panic!("a redrive")
@@ -135,11 +135,11 @@ async fn a_stage_without_mongodb_is_refused_naming_mongodb_uri() {
     let (i, o) = s.ids();
     let ctx =
         Context::new(Env::from_pairs(Vec::<(String, String)>::new()), Some(s.stage.clone()), ProgressMode::Hidden)
-            .with_sqs(s.client.clone())
+            .with_sqs(s.world.sqs.clone())
             .confirmed_by(true);
     let err = run(&ctx, &["publish", "report", i.as_str(), o.as_str()]).await.unwrap_err();
     assert!(matches!(err, OpsError::NotConfigured { .. }) && err.to_string().contains("MONGODB_URI"), "{err}");
-    assert!(drain(&s.client, &s.queues.report_generate.source.url).await.is_empty());
+    assert!(drain(&s.world.sqs, &s.queues.report_generate.source.url).await.is_empty());
 }
 
 #[tokio::test]
@@ -148,22 +148,23 @@ async fn dlq_delete_and_queue_move_need_yes_on_a_stage() {
     let (i, o) = s.ids();
     let dlq = &s.queues.report_generate.dlq.url;
     let body = format!(r#"{{"interviewId":"{i}","organizationId":"{o}"}}"#);
-    let id = put(&s.client, dlq, &body, Default::default()).await;
+    let id = put(&s.world.sqs, dlq, &body, Default::default()).await;
     let text = refused(&run(&s.ctx(false), &["dlq", "delete", "report-generate", &id]).await);
     assert!(text.contains(&format!("delete message {id}")) && text.contains(&format!("interview {i}")), "{text}");
-    assert_eq!(visible_when(&s.client, dlq, 1).await, 1, "not deleted without --yes");
+    assert_eq!(visible_when(&s.world.sqs, dlq, 1).await, 1, "not deleted without --yes");
     let Outcome::DlqDelete(deleted) = run(&s.ctx(true), &["dlq", "delete", "report-generate", &id]).await.unwrap()
     else {
         panic!()
     };
     assert_eq!(deleted.message.message_id, id);
-    assert_eq!(visible_when(&s.client, dlq, 0).await, 0);
+    assert_eq!(visible_when(&s.world.sqs, dlq, 0).await, 0);
 
-    let old = s.client.create_queue().queue_name(harness::unique("old-stack")).send().await.unwrap().queue_url.unwrap();
-    put(&s.client, &old, &body, Default::default()).await;
+    let old =
+        s.world.sqs.create_queue().queue_name(harness::unique("old-stack")).send().await.unwrap().queue_url.unwrap();
+    put(&s.world.sqs, &old, &body, Default::default()).await;
     let text = refused(&run(&s.ctx(false), &["queue", "move", "--from-url", &old, "--to", "report-generate"]).await);
     assert!(text.contains("move every message of") && text.contains("sample"), "{text}");
-    assert_eq!(visible_when(&s.client, &old, 1).await, 1, "nothing moved without --yes");
+    assert_eq!(visible_when(&s.world.sqs, &old, 1).await, 1, "nothing moved without --yes");
     let Outcome::QueueMove(moved) =
         run(&s.ctx(true), &["queue", "move", "--from-url", &old, "--to", "report-generate"]).await.unwrap()
     else {

@@ -12,8 +12,9 @@ use crate::support::ops as ops_support;
 
 use std::time::Duration;
 
-use harness::faults::{World, interview_esm, poll_until, send};
-use harness::{sqs_client, test_queues_fast};
+use harness::World;
+use harness::functions::{interview_esm, poll_until};
+use harness::sqs::send;
 use ops_support::ok;
 use sophia_contracts::InterviewId;
 use sophia_openai_fake::{ApiError, Behaviour, FakeOpenAi};
@@ -23,21 +24,20 @@ use sophia_ops::status::Verdict;
 
 #[tokio::test]
 async fn a_dropped_interview_message_shows_in_interview_unsettled_not_in_invariants_check() {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(100).await;
     let dropped = w.reserved_interview(org, 10).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     // A producer bug: a negative duration. The consumer drops it (RecordsDroppedInvalid).
     let body = format!(
         r#"{{"interviewId":"{dropped}","organizationId":"{org}","completedAt":"2026-12-02T17:30:00.000Z","durationSeconds":-5}}"#
     );
-    send(&sqs, &queues.interview_completed.source.url, &body).await;
-    let interviews = interview_esm(&sqs, &queues, 1, w.settings());
+    send(sqs, &queues.interview_completed.source.url, &body).await;
+    let interviews = interview_esm(sqs, queues, 1, w.settings());
     poll_until(&interviews, Duration::from_secs(20), |runs| runs.iter().any(|r| r.deleted == 1)).await;
     assert!(!w.settled(dropped).await);
 
-    let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
+    let ctx = w.ops_context();
     let Outcome::InvariantsCheck(check) = ok(&ctx, &["invariants", "check"]).await else { panic!() };
     assert!(check.ok, "the old first command cannot see a drop: {check:?}");
     let Outcome::InterviewUnsettled(listing) = ok(&ctx, &["interview", "unsettled"]).await else { panic!() };
@@ -65,24 +65,23 @@ async fn a_dropped_interview_message_shows_in_interview_unsettled_not_in_invaria
 /// One reserved interview's `report.generate` through the report consumer while OpenAI answers
 /// `error` (`times` times), until a run fails; then what `report failures` lists.
 async fn report_failures_after_a_failed_run(error: ApiError, times: usize) -> (InterviewId, FailuresListing) {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(100).await;
     let interview = w.reserved_interview(org, 10).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     let fake = FakeOpenAi::scripted().unwrap();
     for _ in 0..times {
         fake.push(Behaviour::Error(error.clone()));
     }
-    let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
+    let reports = ops_support::report_mapping(&w, &fake);
     send(
-        &sqs,
+        sqs,
         &queues.report_generate.source.url,
         &format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#),
     )
     .await;
     poll_until(&reports, Duration::from_secs(20), |runs| runs.iter().any(|r| !r.failed_ids.is_empty())).await;
-    let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
+    let ctx = w.ops_context();
     let Outcome::ReportFailures(listing) = ok(&ctx, &["report", "failures", "--since", "1h"]).await else { panic!() };
     (interview, listing)
 }
@@ -113,13 +112,13 @@ async fn report_failures_lists_a_report_waiting_out_an_outage_whose_attempt_was_
 
 #[tokio::test]
 async fn queue_status_locally_shows_depth_and_says_what_it_cannot_see() {
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
-    let ctx = ops_support::pipeline_context(&queues, None, &sqs);
+    let w = World::fast(1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
+    let ctx = w.queue_context();
     let Outcome::QueueStatus(empty) = ok(&ctx, &["queue", "status", "interview-completed"]).await else { panic!() };
     assert_eq!(empty.verdict, Verdict::Healthy, "{empty:#?}");
     for _ in 0..3 {
-        send(&sqs, &queues.interview_completed.source.url, "{}").await;
+        send(sqs, &queues.interview_completed.source.url, "{}").await;
     }
     let Outcome::QueueStatus(s) = ok(&ctx, &["queue", "status", "interview-completed"]).await else { panic!() };
     assert_eq!(s.visible, Some(3));
@@ -136,5 +135,5 @@ async fn queue_status_locally_shows_depth_and_says_what_it_cannot_see() {
     assert!(text.contains("mapping:    local: no control channel of the local runner"), "{text}");
     assert!(text.contains("function:   local: no function metrics without the runner's control channel"), "{text}");
     assert!(text.contains("verdict: undecided"), "{text}");
-    assert_eq!(ops_support::visible(&sqs, &queues.interview_completed.source.url).await, 3, "nothing was received");
+    assert_eq!(ops_support::visible(sqs, &queues.interview_completed.source.url).await, 3, "nothing was received");
 }

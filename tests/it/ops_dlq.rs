@@ -22,9 +22,9 @@ async fn list_shows_what_is_in_the_dlq_without_removing_it() {
     let dlq = &o.queues.report_generate.dlq.url;
     let mut ids = Vec::new();
     for n in 0..12 {
-        ids.push(put(&o.client, dlq, &report_body(n), attrs("report.generate", &format!("req-{n}"))).await);
+        ids.push(put(&o.sqs, dlq, &report_body(n), attrs("report.generate", &format!("req-{n}"))).await);
     }
-    let poison = put(&o.client, dlq, "{not json", attrs("report.generate", "req-poison")).await;
+    let poison = put(&o.sqs, dlq, "{not json", attrs("report.generate", "req-poison")).await;
 
     let Outcome::DlqList(listing) = run(&o.ctx, &["dlq", "list", "report-generate"]).await.unwrap() else { panic!() };
     assert_eq!(listing.messages.len(), 13, "every message is listed once");
@@ -45,10 +45,10 @@ async fn list_shows_what_is_in_the_dlq_without_removing_it() {
     assert_eq!(first.request_id.as_deref(), Some("req-0"));
 
     // Nothing was removed, and everything is visible again at once (released, not left hidden).
-    assert_eq!(visible(&o.client, dlq).await, 13);
+    assert_eq!(visible(&o.sqs, dlq).await, 13);
     let Outcome::DlqList(again) = run(&o.ctx, &["dlq", "list", "report-generate"]).await.unwrap() else { panic!() };
     assert_eq!(again.messages.len(), 13);
-    assert_eq!(drain(&o.client, dlq).await.len(), 13);
+    assert_eq!(drain(&o.sqs, dlq).await.len(), 13);
 }
 
 #[tokio::test]
@@ -56,7 +56,7 @@ async fn list_stops_at_max_and_says_so() {
     let o = ops().await;
     let dlq = &o.queues.interview_completed.dlq.url;
     for n in 0..5 {
-        put(&o.client, dlq, &report_body(n), attrs("interview.completed", "r")).await;
+        put(&o.sqs, dlq, &report_body(n), attrs("interview.completed", "r")).await;
     }
     let Outcome::DlqList(listing) = run(&o.ctx, &["dlq", "list", "interview-completed", "--max", "3"]).await.unwrap()
     else {
@@ -65,7 +65,7 @@ async fn list_stops_at_max_and_says_so() {
     assert_eq!(listing.messages.len(), 3);
     assert!(listing.truncated);
     assert!(listing.human().contains("--max reached"));
-    assert_eq!(visible(&o.client, dlq).await, 5);
+    assert_eq!(visible(&o.sqs, dlq).await, 5);
 }
 
 #[tokio::test]
@@ -74,7 +74,7 @@ async fn show_finds_one_message_and_a_missing_id_is_not_found() {
     let dlq = &o.queues.report_generate.dlq.url;
     let mut ids = Vec::new();
     for n in 0..7 {
-        ids.push(put(&o.client, dlq, &report_body(n), attrs("report.generate", &format!("req-{n}"))).await);
+        ids.push(put(&o.sqs, dlq, &report_body(n), attrs("report.generate", &format!("req-{n}"))).await);
     }
     let Outcome::DlqShow(shown) = run(&o.ctx, &["dlq", "show", "report-generate", &ids[5]]).await.unwrap() else {
         panic!()
@@ -85,13 +85,13 @@ async fn show_finds_one_message_and_a_missing_id_is_not_found() {
 
     let missing = run(&o.ctx, &["dlq", "show", "report-generate", "00000000-0000-0000-0000-000000000000"]).await;
     assert!(matches!(missing, Err(OpsError::NotFound(_))), "{missing:?}");
-    assert_eq!(visible(&o.client, dlq).await, 7, "show removes nothing");
+    assert_eq!(visible(&o.sqs, dlq).await, 7, "show removes nothing");
 }
 
 #[tokio::test]
 async fn json_listing_parses() {
     let o = ops().await;
-    put(&o.client, &o.queues.report_generate.dlq.url, &report_body(1), attrs("report.generate", "req-json")).await;
+    put(&o.sqs, &o.queues.report_generate.dlq.url, &report_body(1), attrs("report.generate", "req-json")).await;
     let result = run(&o.ctx, &["--json", "dlq", "list", "report-generate"]).await;
     let v: serde_json::Value = serde_json::from_str(&render(&result, true).stdout).unwrap();
     assert_eq!(v["command"], "dlq-list");
@@ -104,10 +104,10 @@ async fn json_listing_parses() {
 #[tokio::test]
 async fn the_dlq_is_found_from_the_redrive_policy_when_its_url_is_not_set() {
     let o = ops().await;
-    put(&o.client, &o.queues.interview_completed.dlq.url, &report_body(3), attrs("interview.completed", "r")).await;
-    let pairs: Vec<(&str, String)> =
-        ops_support::env_pairs(&o.queues).into_iter().filter(|(k, _)| *k != "INTERVIEW_COMPLETED_DLQ_URL").collect();
-    let ctx = Context::new(Env::from_pairs(pairs), None, ProgressMode::Hidden).with_sqs(o.client.clone());
+    put(&o.sqs, &o.queues.interview_completed.dlq.url, &report_body(3), attrs("interview.completed", "r")).await;
+    let pairs: Vec<(String, String)> =
+        o.queue_env().into_iter().filter(|(k, _)| k != "INTERVIEW_COMPLETED_DLQ_URL").collect();
+    let ctx = Context::new(Env::from_pairs(pairs), None, ProgressMode::Hidden).with_sqs(o.sqs.clone());
     let Outcome::DlqList(listing) = run(&ctx, &["dlq", "list", "interview-completed"]).await.unwrap() else { panic!() };
     assert_eq!(listing.dlq_url, o.queues.interview_completed.dlq.url);
     assert_eq!(listing.messages.len(), 1);

@@ -20,58 +20,28 @@
 //!   stored `completedAt` and `durationSeconds` and the command that republishes with them;
 //!   run as printed, it settles the interview with those facts.
 
-use crate::local_drills::wait_until;
+use crate::support::drill::{Drill, LIMIT};
 use crate::support::ops as ops_support;
+use crate::support::scaled_reports::{ScaledReports, scaled_options};
+use harness::wait_until;
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bson::{Bson, Document, doc};
-use futures::TryStreamExt;
-use harness::faults::{LogCapture, World, esm, fake_openai, report_instance, reports_of, send};
-use harness::{sqs_client, sqs_endpoint, test_queues};
+use bson::{Bson, Document};
+use harness::logs::LogCapture;
+use harness::mongo::reports_of;
 use ops_support::ok;
-use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, Timestamp};
-use sophia_credits::{CreditsStore, invariants, seed};
-use sophia_local::control::{ControlClient, FunctionStatus, Status};
-use sophia_local::queues::QueueOverrides;
-use sophia_local::runner::{Runner, RunnerOptions};
-use sophia_openai_fake::{Behaviour, FakeOpenAi, Fault};
+use sophia_contracts::Timestamp;
+use sophia_credits::{invariants, seed};
+use sophia_openai_fake::Behaviour;
+use sophia_ops::Outcome;
 use sophia_ops::report_failure::FailureState;
-use sophia_ops::{Context, Outcome, ProgressMode};
-use sophia_sqs_consumer::ConsumerOptions;
-use sophia_sqs_consumer::queue::SqsRecordQueue;
-
-/// Every retry duration divided by this (see the module docs).
-const SCALE: u32 = 60;
-/// A liveness bound for each wait (not a timing assertion).
-const LIMIT: Duration = Duration::from_secs(120);
 
 #[tokio::test]
 async fn openai_outage_report_failures_shows_waiting_for_a_retry_then_nothing_after_recovery() {
-    let w = World::fresh().await;
-    let org = w.org_with_credits(50).await;
-    let interview = w.reserved_interview(org, 10).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues(&sqs).await;
-    let fake = FakeOpenAi::scripted().unwrap();
     // The report queue's declared policy (backoffs, then a delayed copy), scaled.
-    let mut options = ConsumerOptions::for_queue("reportGenerate").with_queue(Arc::new(SqsRecordQueue::with_client(
-        sophia_platform::sqs::local_client(&sqs_endpoint()),
-        Some(sqs_endpoint()),
-    )));
-    options.backoff.time_scale = SCALE;
-    let instance =
-        report_instance(w.settings(), fake_openai(&fake, Duration::from_secs(5)), Duration::from_secs(300), options);
-    let reports = esm(&sqs, &queues.report_generate.source, "reportGenerate", instance);
-    fake.set_fault(Some(Fault::ServerError));
-    send(
-        &sqs,
-        &queues.report_generate.source.url,
-        &format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#),
-    )
-    .await;
+    let ScaledReports { world: w, interview, fake, reports, .. } =
+        ScaledReports::during_an_outage(scaled_options()).await;
     let started = Instant::now();
     while reports_of(&w.mongo.db, interview)
         .await
@@ -84,7 +54,7 @@ async fn openai_outage_report_failures_shows_waiting_for_a_retry_then_nothing_af
     }
 
     // The runbook's first command ("Reports failing").
-    let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
+    let ctx = w.ops_context();
     let Outcome::ReportFailures(listing) = ok(&ctx, &["report", "failures", "--since", "1h"]).await else { panic!() };
     let text = listing.human();
     assert_eq!(listing.reports.len(), 1, "{text}");
@@ -127,97 +97,6 @@ async fn openai_outage_report_failures_shows_waiting_for_a_retry_then_nothing_af
     assert_eq!(stored.get("waitingForRetry"), None, "{stored}");
 }
 
-/// The whole local pipeline (`sophia-local`'s runner) with `sophia-ops` reading its env file, as
-/// an operator's shell does.
-struct Pipeline {
-    runner: Runner,
-    control: ControlClient,
-    env_file: PathBuf,
-    ops: Context,
-}
-
-impl Pipeline {
-    async fn start() -> Self {
-        let env_file = std::env::temp_dir().join(harness::unique("sophia-ops-drill")).join("sophia.env");
-        let runner = Runner::start(RunnerOptions {
-            overrides: QueueOverrides { visibility_timeout_seconds: Some(30) },
-            env_file: Some(env_file.clone()),
-            ..RunnerOptions::default()
-        })
-        .await
-        .expect("the local pipeline starts (scripts/setup-tools)");
-        let control = ControlClient::from_env_file(&env_file).expect("the env file names the control channel");
-        let env = sophia_ops::env::Env::load(Some(&env_file), false).expect("the env file reads");
-        let ops = Context::new(env, None, ProgressMode::Hidden);
-        Self { runner, control, env_file, ops }
-    }
-
-    async fn stop(self) {
-        let dir = self.env_file.parent().map(PathBuf::from);
-        self.runner.stop().await;
-        if let Some(dir) = dir {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-
-    fn store(&self) -> CreditsStore {
-        CreditsStore::new(self.runner.mongo.db.clone())
-    }
-
-    async fn function(&self, name: &str) -> FunctionStatus {
-        let status: Status = self.control.status().await.expect("status answers");
-        status.functions.into_iter().find(|f| f.name == name).expect("the function is listed")
-    }
-
-    /// An organization with credits and one interview holding 10 credits, marked completed
-    /// (600 s, at `completed_at`) as the API does before it publishes.
-    async fn completed_interview(&self, completed_at: Timestamp) -> (OrganizationId, InterviewId) {
-        let store = self.store();
-        let org = seed::create_organization(&store, "Drill organization").await.unwrap();
-        seed::grant_lot(&store, org, 1000, chrono::Utc::now() + chrono::Duration::days(30)).await.unwrap();
-        let id =
-            seed::reserved_interview(&self.runner.mongo.client, &store, org, 10, sophia_local::demo::transcript(true))
-                .await
-                .unwrap();
-        seed::mark_completed(&store, id, completed_at, DurationSeconds::new(600).unwrap()).await.unwrap();
-        (org, id)
-    }
-
-    async fn send_interview_message(&self, body: &str) {
-        let url = &self.runner.env()["INTERVIEW_COMPLETED_QUEUE_URL"];
-        self.runner
-            .sqs
-            .send_message()
-            .queue_url(url)
-            .message_body(body)
-            .message_attributes("requestId", ops_support::string_attr("drill"))
-            .send()
-            .await
-            .expect("sent");
-    }
-
-    async fn interview(&self, id: InterviewId) -> Document {
-        let interviews = self.runner.mongo.db.collection::<Document>("interviews");
-        interviews.find_one(doc! {"_id": id.oid()}).await.unwrap().unwrap()
-    }
-
-    async fn settle_lines(&self, id: InterviewId) -> Vec<Document> {
-        let ledger = self.runner.mongo.db.collection::<Document>("creditLedger");
-        ledger.find(doc! {"reference.id": id.oid(), "type": "SETTLE"}).await.unwrap().try_collect().await.unwrap()
-    }
-
-    /// Runs the `sophia-ops` command line `line` (as printed, after the program name).
-    async fn run_printed(&self, line: &str) -> Outcome {
-        let args: Vec<&str> = line.split_whitespace().skip_while(|a| *a == "sophia-ops").collect();
-        // The printed line names `--stage <stage>`; the local pipeline has none.
-        let args: Vec<&str> = match args.as_slice() {
-            ["--stage", "<stage>", rest @ ..] => rest.to_vec(),
-            other => other.to_vec(),
-        };
-        ok(&self.ops, &args).await
-    }
-}
-
 fn later_than(interview: &Document, field: &str) -> Option<chrono::DateTime<chrono::Utc>> {
     match interview.get(field) {
         Some(Bson::DateTime(t)) => Some(t.to_chrono()),
@@ -227,9 +106,10 @@ fn later_than(interview: &Document, field: &str) -> Option<chrono::DateTime<chro
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_message_for_the_wrong_organization_reaches_the_dlq_on_its_first_delivery_and_the_runbook_ends_it() {
-    let p = Pipeline::start().await;
+    let p = Drill::start(30, None).await;
     let completed_at: Timestamp = "2026-12-02T17:30:00Z".parse().unwrap();
-    let (org, id) = p.completed_interview(completed_at).await;
+    let (org, ids) = p.interviews_ended_at(1, completed_at).await;
+    let id = ids[0];
     let other = seed::create_organization(&p.store(), "Another organization").await.unwrap();
     p.send_interview_message(&format!(
         r#"{{"interviewId":"{id}","organizationId":"{other}","completedAt":"2026-12-02T17:30:00Z","durationSeconds":600}}"#
@@ -286,9 +166,10 @@ async fn a_message_for_the_wrong_organization_reaches_the_dlq_on_its_first_deliv
 #[tokio::test(flavor = "multi_thread")]
 async fn an_invalid_message_names_every_bad_field_and_is_republished_with_the_stored_facts() {
     let logs = LogCapture::global();
-    let p = Pipeline::start().await;
+    let p = Drill::start(30, None).await;
     let completed_at: Timestamp = "2026-12-02T17:30:00Z".parse().unwrap();
-    let (org, id) = p.completed_interview(completed_at).await;
+    let (org, ids) = p.interviews_ended_at(1, completed_at).await;
+    let id = ids[0];
     // A producer bug: two fields wrong at once.
     p.send_interview_message(&format!(
         r#"{{"interviewId":"{id}","organizationId":"{org}","completedAt":"yesterday","durationSeconds":-5}}"#

@@ -8,23 +8,19 @@ use crate::support::ops as ops_support;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use harness::faults::{World, completed_body, depth, failed_body, interview_esm, poll_until, send};
-use harness::{sqs_client, test_queues_fast};
+use harness::World;
+use harness::functions::{interview_esm, poll_until};
+use harness::sqs::{completed_body, depth, failed_body, send};
 use ops_support::{put, run, string_attr, visible, visible_when};
-use sophia_local::queues::QueueSet;
 use sophia_openai_fake::{Behaviour, FakeOpenAi};
-use sophia_ops::{Context, Outcome, render};
+use sophia_ops::{Outcome, render};
 
 /// Text only a candidate could have said: it must never be printed.
 const MARKER: &str = "CANDIDATE-SAID-ZEBRA-7731";
 
-fn ctx_for(queues: &QueueSet, w: Option<&World>, sqs: &aws_sdk_sqs::Client) -> Context {
-    ops_support::pipeline_context(queues, w, sqs)
-}
-
 #[tokio::test]
 async fn interview_show_tells_the_whole_story_of_one_interview_without_candidate_text() {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(50).await;
     let interview = w.reserved_interview(org, 10).await;
     // Candidate text stored on the interview must not leak into the output (nx-27017 has no
@@ -35,22 +31,21 @@ async fn interview_show_tells_the_whole_story_of_one_interview_without_candidate
         .update_one(bson::doc! {"_id": interview.oid()}, bson::doc! {"$set": {"candidateNotes": MARKER}})
         .await
         .unwrap();
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
-    send(&sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 240)).await;
-    let settlement = interview_esm(&sqs, &queues, 1, w.settings());
+    let (sqs, queues) = (&w.sqs, &w.queues);
+    send(sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 240)).await;
+    let settlement = interview_esm(sqs, queues, 1, w.settings());
     poll_until(&settlement, Duration::from_secs(20), |s| s.iter().any(|r| r.deleted == 1)).await;
 
     let fake = FakeOpenAi::scripted().unwrap();
     for _ in 0..3 {
         fake.push(Behaviour::RefusalText(format!("I will not repeat {MARKER}")));
     }
-    let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
+    let reports = ops_support::report_mapping(&w, &fake);
     poll_until(&reports, Duration::from_secs(30), |s| s.len() >= 3).await;
     assert!(reports.poll_once(Duration::from_secs(2)).await.unwrap().is_none());
-    assert_eq!(depth(&sqs, &queues.report_generate.dlq.url).await, (1, 0));
+    assert_eq!(depth(sqs, &queues.report_generate.dlq.url).await, (1, 0));
 
-    let ctx = ctx_for(&queues, Some(&w), &sqs);
+    let ctx = w.ops_context();
     let id = interview.to_string();
     let result = run(&ctx, &["interview", "show", &id]).await;
     let Ok(Outcome::InterviewShow(shown)) = &result else { panic!("{result:?}") };
@@ -71,7 +66,7 @@ async fn interview_show_tells_the_whole_story_of_one_interview_without_candidate
     assert!(report.refused, "the refusal is reported, its text is not");
     assert_eq!(shown.dlq.messages.len(), 1, "{:?}", shown.dlq);
     assert_eq!(shown.dlq.messages[0].queue.as_str(), "report-generate");
-    assert_eq!(visible(&sqs, &queues.report_generate.dlq.url).await, 1, "looking removed nothing");
+    assert_eq!(visible(sqs, &queues.report_generate.dlq.url).await, 1, "looking removed nothing");
 
     let human = render(&result, false).stdout;
     let json = render(&result, true).stdout;
@@ -91,13 +86,13 @@ async fn interview_show_tells_the_whole_story_of_one_interview_without_candidate
 
 #[tokio::test]
 async fn dlq_bodies_are_redacted_unless_show_body_is_asked_for() {
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
-    let ctx = ctx_for(&queues, None, &sqs);
+    let w = World::fast(1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
+    let ctx = w.queue_context();
     let (i, o) = (ops_support::INTERVIEW.parse().unwrap(), ops_support::ORG.parse().unwrap());
     let body = failed_body(i, o, &format!("bot crashed while the candidate said {MARKER}"));
     let attrs = HashMap::from([("eventType".to_owned(), string_attr("interview.failed"))]);
-    let id = put(&sqs, &queues.interview_completed.dlq.url, &body, attrs).await;
+    let id = put(sqs, &queues.interview_completed.dlq.url, &body, attrs).await;
 
     for args in [vec!["dlq", "list", "interview-completed"], vec!["dlq", "show", "interview-completed", id.as_str()]] {
         let result = run(&ctx, &args).await;
@@ -114,20 +109,20 @@ async fn dlq_bodies_are_redacted_unless_show_body_is_asked_for() {
         assert!(human.contains(MARKER), "{human}");
         assert!(human.contains("may hold candidate text"), "--show-body says what it shows: {human}");
     }
-    assert_eq!(visible(&sqs, &queues.interview_completed.dlq.url).await, 1, "nothing removed");
+    assert_eq!(visible(sqs, &queues.interview_completed.dlq.url).await, 1, "nothing removed");
 }
 
 #[tokio::test]
 async fn dlq_delete_drops_exactly_the_message_named_after_a_dry_run_that_drops_nothing() {
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
-    let ctx = ctx_for(&queues, None, &sqs);
+    let w = World::fast(1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
+    let ctx = w.queue_context();
     let dlq = &queues.report_generate.dlq.url;
     let mut keep = Vec::new();
     for n in 0..12 {
-        keep.push(put(&sqs, dlq, &ops_support::report_body(n), HashMap::new()).await);
+        keep.push(put(sqs, dlq, &ops_support::report_body(n), HashMap::new()).await);
     }
-    let drop = put(&sqs, dlq, "{not json: a poison message", HashMap::new()).await;
+    let drop = put(sqs, dlq, "{not json: a poison message", HashMap::new()).await;
 
     let Outcome::DryRun(plan) = run(&ctx, &["dlq", "delete", "report-generate", &drop, "--dry-run"]).await.unwrap()
     else {
@@ -135,14 +130,14 @@ async fn dlq_delete_drops_exactly_the_message_named_after_a_dry_run_that_drops_n
     };
     assert!(plan.action.contains(&drop), "{}", plan.human());
     assert!(plan.effects.iter().any(|e| e.contains("breaks the contract")), "{}", plan.human());
-    assert_eq!(visible_when(&sqs, dlq, 13).await, 13, "a dry run deletes nothing");
+    assert_eq!(visible_when(sqs, dlq, 13).await, 13, "a dry run deletes nothing");
 
     let Outcome::DlqDelete(deleted) = run(&ctx, &["dlq", "delete", "report-generate", &drop]).await.unwrap() else {
         panic!()
     };
     assert_eq!(deleted.message.message_id, drop);
-    visible_when(&sqs, dlq, keep.len() as u64).await;
-    let left = ops_support::drain(&sqs, dlq).await;
+    visible_when(sqs, dlq, keep.len() as u64).await;
+    let left = ops_support::drain(sqs, dlq).await;
     let mut left_ids: Vec<String> = left.iter().map(|m| m.message_id().unwrap().to_owned()).collect();
     left_ids.sort();
     let mut expected = keep.clone();

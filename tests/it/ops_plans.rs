@@ -11,8 +11,10 @@ use crate::support::ops as ops_support;
 use std::time::Duration;
 
 use bson::doc;
-use harness::faults::{World, completed_body, depth, failed_body, interview_esm, poll_until, reports_of, send};
-use harness::{sqs_client, test_queues_fast};
+use harness::World;
+use harness::functions::{interview_esm, poll_until};
+use harness::mongo::reports_of;
+use harness::sqs::{completed_body, depth, failed_body, send};
 use ops_support::ok;
 use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, Timestamp};
 use sophia_credits::{SettleContext, SettlementService};
@@ -31,7 +33,7 @@ async fn settle_now(w: &World, interview: InterviewId, org: OrganizationId, seco
 
 async fn settle_at(w: &World, interview: InterviewId, org: OrganizationId, seconds: u64, context: SettleContext) {
     let service = SettlementService::new(w.mongo.client.clone(), w.mongo.db.clone());
-    let at: Timestamp = harness::faults::COMPLETED_AT.parse().unwrap();
+    let at: Timestamp = harness::sqs::COMPLETED_AT.parse().unwrap();
     let outcome = service
         .settle_completed_interview(interview, org, at, DurationSeconds::new(seconds).unwrap(), context)
         .await
@@ -41,7 +43,7 @@ async fn settle_at(w: &World, interview: InterviewId, org: OrganizationId, secon
 
 #[tokio::test]
 async fn the_interview_dlq_redrive_plan_comes_true_for_each_message() {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(100).await;
     let other_org = w.org_with_credits(100).await;
     let settled = w.reserved_interview(org, 10).await;
@@ -49,15 +51,14 @@ async fn the_interview_dlq_redrive_plan_comes_true_for_each_message() {
     let wrong_org = w.reserved_interview(org, 10).await;
     let missing: InterviewId = bson::oid::ObjectId::new().to_hex().parse().unwrap();
     settle_now(&w, settled, org, 300).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     let dlq = &queues.interview_completed.dlq.url;
-    send(&sqs, dlq, &completed_body(settled, org, 300)).await;
-    send(&sqs, dlq, &completed_body(unsettled, org, 300)).await;
-    send(&sqs, dlq, &completed_body(wrong_org, other_org, 300)).await;
-    send(&sqs, dlq, &failed_body(missing, org, "the call dropped")).await;
+    send(sqs, dlq, &completed_body(settled, org, 300)).await;
+    send(sqs, dlq, &completed_body(unsettled, org, 300)).await;
+    send(sqs, dlq, &completed_body(wrong_org, other_org, 300)).await;
+    send(sqs, dlq, &failed_body(missing, org, "the call dropped")).await;
 
-    let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
+    let ctx = w.ops_context();
     let Outcome::DlqRedrive(dry) = ok(&ctx, &["dlq", "redrive", "interview-completed", "--dry-run"]).await else {
         panic!("a redrive")
     };
@@ -78,9 +79,9 @@ async fn the_interview_dlq_redrive_plan_comes_true_for_each_message() {
     let Outcome::DlqRedrive(done) = ok(&ctx, &["dlq", "redrive", "interview-completed"]).await else { panic!() };
     assert_eq!(done.moved, 4);
     // The moved messages carry the operator's request id and their organization as group.
-    let interviews = interview_esm(&sqs, &queues, 1, w.settings());
+    let interviews = interview_esm(sqs, queues, 1, w.settings());
     let started = std::time::Instant::now();
-    while depth(&sqs, dlq).await.0 < 2 {
+    while depth(sqs, dlq).await.0 < 2 {
         assert!(started.elapsed() < Duration::from_secs(60), "the two failing messages did not come back");
         interviews.poll_once(Duration::from_secs(1)).await.expect("poll");
     }
@@ -91,7 +92,7 @@ async fn the_interview_dlq_redrive_plan_comes_true_for_each_message() {
         "each 300 s interview charged 5, once; the wrong organization's 10 stay reserved"
     );
     assert!(!w.settled(wrong_org).await, "the wrong organization's message did not settle");
-    let back = harness::drain(&sqs, dlq).await;
+    let back = harness::drain(sqs, dlq).await;
     let mut back_ids: Vec<String> = back
         .iter()
         .filter_map(|m| sophia_ops::contract::interview_named(m.body().unwrap()).map(|i| i.to_string()))
@@ -110,15 +111,14 @@ async fn the_interview_dlq_redrive_plan_comes_true_for_each_message() {
 
 #[tokio::test]
 async fn publish_plans_read_the_interview_and_come_true() {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(100).await;
     let other_org = w.org_with_credits(100).await;
     let settled = w.reserved_interview(org, 10).await;
     let fresh = w.reserved_interview(org, 10).await;
     settle_now(&w, settled, org, 600).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
-    let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
+    let (sqs, queues) = (&w.sqs, &w.queues);
+    let ctx = w.ops_context();
     let (s, f, o, other) = (settled.to_string(), fresh.to_string(), org.to_string(), other_org.to_string());
 
     let Outcome::DryRun(plan) =
@@ -155,7 +155,7 @@ async fn publish_plans_read_the_interview_and_come_true() {
     let line = sophia_ops::record_audit(&ctx, "publish-completed", &["publish".into()], started, &result).await;
     assert!(line.starts_with("{\"audit\":"), "{line}");
     ok(&ctx, &["publish", "failed", &f, &o, "--reason", "the candidate said something"]).await;
-    let interviews = interview_esm(&sqs, &queues, 1, w.settings());
+    let interviews = interview_esm(sqs, queues, 1, w.settings());
     poll_until(&interviews, Duration::from_secs(30), |runs| runs.iter().map(|r| r.deleted).sum::<usize>() >= 2).await;
     assert_eq!(w.ledger_of(settled).await.iter().filter(|(t, _)| t == "SETTLE").count(), 1, "charged once");
     assert!(w.settled(fresh).await);
@@ -178,7 +178,7 @@ async fn publish_plans_read_the_interview_and_come_true() {
 
 #[tokio::test]
 async fn report_plans_for_a_completed_report_and_a_missing_interview_come_true() {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(100).await;
     let done = w.reserved_interview(org, 10).await;
     let missing: InterviewId = bson::oid::ObjectId::new().to_hex().parse().unwrap();
@@ -190,9 +190,8 @@ async fn report_plans_for_a_completed_report_and_a_missing_interview_come_true()
         )
         .await
         .unwrap();
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
-    let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
+    let (sqs, queues) = (&w.sqs, &w.queues);
+    let ctx = w.ops_context();
     let (d, m, o) = (done.to_string(), missing.to_string(), org.to_string());
 
     let Outcome::DryRun(plan) = ok(&ctx, &["report", "retry", &d, &o, "--reset-attempts", "--dry-run"]).await else {
@@ -213,27 +212,26 @@ async fn report_plans_for_a_completed_report_and_a_missing_interview_come_true()
     ok(&ctx, &["publish", "report", &m, &o]).await;
 
     let fake = FakeOpenAi::scripted().unwrap();
-    let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
+    let reports = ops_support::report_mapping(&w, &fake);
     poll_until(&reports, Duration::from_secs(30), |runs| runs.iter().map(|r| r.deleted).sum::<usize>() >= 2).await;
     assert!(fake.requests().is_empty(), "no model call for either");
     assert!(reports_of(&w.mongo.db, missing).await.is_empty(), "nothing written for the missing interview");
     let report = &reports_of(&w.mongo.db, done).await[0];
     assert_eq!(report.get_str("status").unwrap(), "COMPLETED");
-    assert_eq!(depth(&sqs, &queues.report_generate.dlq.url).await, (0, 0), "both acknowledged");
+    assert_eq!(depth(sqs, &queues.report_generate.dlq.url).await, (0, 0), "both acknowledged");
 }
 
 #[tokio::test]
 async fn outbox_flush_counts_its_entries_and_dlq_delete_says_what_the_message_would_have_done() {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(100).await;
     let interview = w.reserved_interview(org, 10).await;
     // Settled two minutes ago, as tests/it/ops_admin.rs does: an entry only milliseconds old was
     // missed by nx-27017's `createdAt $lt now` in the one test binary (MongoDB does not miss it).
     let two_minutes_ago = SettleContext { deadline: None, now: chrono::Utc::now() - chrono::Duration::minutes(2) };
     settle_at(&w, interview, org, 120, two_minutes_ago).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
-    let ctx = ops_support::pipeline_context(&queues, Some(&w), &sqs);
+    let (sqs, queues) = (&w.sqs, &w.queues);
+    let ctx = w.ops_context();
     let cli = sophia_ops::parse(["sophia-ops", "outbox", "flush", "--older-than", "0s"]).unwrap();
     let plan = match sophia_ops::execute(&cli.command, &ctx).await {
         Ok(Outcome::OutboxFlush(report)) => {
@@ -246,7 +244,7 @@ async fn outbox_flush_counts_its_entries_and_dlq_delete_says_what_the_message_wo
     assert!(line_of(&plan, interview).contains("generated: attempt 1 of 3"), "{plan:#?}");
 
     let dlq = &queues.interview_completed.dlq.url;
-    send(&sqs, dlq, &completed_body(interview, org, 120)).await;
+    send(sqs, dlq, &completed_body(interview, org, 120)).await;
     let listed = ok(&ctx, &["dlq", "list", "interview-completed"]).await;
     let Outcome::DlqList(listing) = listed else { panic!() };
     let id = listing.messages[0].message_id.clone();
@@ -258,7 +256,7 @@ async fn outbox_flush_counts_its_entries_and_dlq_delete_says_what_the_message_wo
     // queue move: each sample says what the destination's consumer will do with it.
     let old_queue =
         sqs.create_queue().queue_name(harness::unique("old-stack")).send().await.unwrap().queue_url.unwrap();
-    send(&sqs, &old_queue, &completed_body(interview, org, 120)).await;
+    send(sqs, &old_queue, &completed_body(interview, org, 120)).await;
     let Outcome::QueueMove(dry) =
         ok(&ctx, &["queue", "move", "--from-url", &old_queue, "--to", "interview-completed", "--dry-run"]).await
     else {

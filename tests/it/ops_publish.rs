@@ -5,6 +5,7 @@
 use crate::support::ops as ops_support;
 
 use aws_sdk_sqs::types::Message;
+use harness::World;
 use ops_support::{INTERVIEW, ORG, drain, ops, run};
 use sophia_ops::env::Env;
 use sophia_ops::{Context, OpsError, Outcome, ProgressMode, render};
@@ -29,7 +30,7 @@ async fn publish_completed_round_trips_body_and_attributes() {
         "ops-1",
     ];
     let Outcome::Publish(report) = run(&o.ctx, &args).await.unwrap() else { panic!("a publish report") };
-    let received = drain(&o.client, &o.queues.interview_completed.source.url).await;
+    let received = drain(&o.sqs, &o.queues.interview_completed.source.url).await;
     assert_eq!(received.len(), 1);
     let m = &received[0];
     assert_eq!(
@@ -49,7 +50,7 @@ async fn publish_failed_and_report_go_to_their_queues_with_defaults() {
     run(&o.ctx, &["publish", "failed", INTERVIEW, ORG, "--reason", "bot lost the call"]).await.unwrap();
     run(&o.ctx, &["publish", "report", INTERVIEW, ORG, "--request-id", "settlement-x"]).await.unwrap();
 
-    let failed = drain(&o.client, &o.queues.interview_completed.source.url).await;
+    let failed = drain(&o.sqs, &o.queues.interview_completed.source.url).await;
     assert_eq!(failed.len(), 1);
     let body: serde_json::Value = serde_json::from_str(failed[0].body().unwrap()).unwrap();
     assert_eq!(body["type"], "interview.failed");
@@ -59,7 +60,7 @@ async fn publish_failed_and_report_go_to_their_queues_with_defaults() {
     assert_eq!(attr(&failed[0], "eventType"), "interview.failed");
     assert!(attr(&failed[0], "requestId").starts_with("ops:publish-failed:"), "the default names command and operator");
 
-    let report = drain(&o.client, &o.queues.report_generate.source.url).await;
+    let report = drain(&o.sqs, &o.queues.report_generate.source.url).await;
     assert_eq!(report.len(), 1);
     assert_eq!(report[0].body().unwrap(), format!(r#"{{"interviewId":"{INTERVIEW}","organizationId":"{ORG}"}}"#));
     assert_eq!(attr(&report[0], "eventType"), "report.generate");
@@ -125,7 +126,7 @@ async fn stage_resolves_queues_by_name() {
     .unwrap();
     let ctx = Context::new(Env::from_pairs(Vec::<(String, String)>::new()), Some(stage), ProgressMode::Hidden)
         .with_sqs(client.clone())
-        .with_mongo(harness::test_mongo().await)
+        .with_mongo(World::without_migration().await.mongo)
         .confirmed_by(true);
     let Outcome::Publish(report) = run(&ctx, &["publish", "report", INTERVIEW, ORG]).await.unwrap() else { panic!() };
     assert_eq!(report.queue_url, queues.report_generate.source.url);

@@ -33,11 +33,11 @@ fn attrs(n: usize) -> HashMap<String, aws_sdk_sqs::types::MessageAttributeValue>
 #[tokio::test]
 async fn valid_messages_move_and_an_invalid_body_stays_where_it_was() {
     let o = ops().await;
-    let old = old_queue(&o.client, "ReportGenerateDlq").await;
+    let old = old_queue(&o.sqs, "ReportGenerateDlq").await;
     for n in 0..14 {
-        put(&o.client, &old, &report_body(n), attrs(n)).await;
+        put(&o.sqs, &old, &report_body(n), attrs(n)).await;
     }
-    let poison = put(&o.client, &old, r#"{"interviewId":"nope"}"#, attrs(99)).await;
+    let poison = put(&o.sqs, &old, r#"{"interviewId":"nope"}"#, attrs(99)).await;
 
     let Outcome::QueueMove(dry) =
         run(&o.ctx, &["queue", "move", "--from-url", &old, "--to", "report-generate", "--dry-run"]).await.unwrap()
@@ -48,7 +48,7 @@ async fn valid_messages_move_and_an_invalid_body_stays_where_it_was() {
     assert_eq!(dry.in_dlq_before, Some(15));
     let plan = dry.plan.as_ref().unwrap().human();
     assert!(plan.contains("each body is checked against the report-generate contract"), "{plan}");
-    assert_eq!(visible_when(&o.client, &old, 15).await, 15, "a dry run moves nothing");
+    assert_eq!(visible_when(&o.sqs, &old, 15).await, 15, "a dry run moves nothing");
 
     let result = run(&o.ctx, &["queue", "move", "--from-url", &old, "--to", "report-generate"]).await;
     let Ok(Outcome::QueueMove(report)) = &result else { panic!("{result:?}") };
@@ -59,14 +59,14 @@ async fn valid_messages_move_and_an_invalid_body_stays_where_it_was() {
     assert_eq!(render(&result, false).exit_code, 3, "done, but something was left behind");
     assert!(render(&result, false).stdout.starts_with("queue move "), "{}", render(&result, false).stdout);
 
-    visible_when(&o.client, &o.queues.report_generate.source.url, 14).await;
-    let moved = drain(&o.client, &o.queues.report_generate.source.url).await;
+    visible_when(&o.sqs, &o.queues.report_generate.source.url, 14).await;
+    let moved = drain(&o.sqs, &o.queues.report_generate.source.url).await;
     assert_eq!(moved.len(), 14);
     for m in &moved {
         let n = (0..14).find(|n| report_body(*n) == m.body().unwrap()).expect("an original body");
         assert_eq!(ops_support::moved_attributes(m, "queue-move"), attrs(n), "attributes intact");
     }
-    let left = drain(&o.client, &old).await;
+    let left = drain(&o.sqs, &old).await;
     assert_eq!(left.len(), 1, "the invalid body is still in the old queue, visible again at once");
     assert_eq!(left[0].message_id(), Some(poison.as_str()));
 }
@@ -74,15 +74,15 @@ async fn valid_messages_move_and_an_invalid_body_stays_where_it_was() {
 #[tokio::test]
 async fn a_body_for_the_other_queue_is_refused_by_the_contract() {
     let o = ops().await;
-    let old = old_queue(&o.client, "InterviewCompletedQueue").await;
-    put(&o.client, &old, &report_body(1), attrs(1)).await;
+    let old = old_queue(&o.sqs, "InterviewCompletedQueue").await;
+    put(&o.sqs, &old, &report_body(1), attrs(1)).await;
     let Outcome::QueueMove(report) =
         run(&o.ctx, &["queue", "move", "--from-url", &old, "--to", "interview-completed"]).await.unwrap()
     else {
         panic!()
     };
     assert_eq!((report.moved, report.kept.len()), (0, 1), "a report.generate body is not an interview message");
-    assert_eq!(visible(&o.client, &o.queues.interview_completed.source.url).await, 0);
+    assert_eq!(visible(&o.sqs, &o.queues.interview_completed.source.url).await, 0);
     let err = run(
         &o.ctx,
         &["queue", "move", "--from-url", &o.queues.interview_completed.source.url, "--to", "interview-completed"],
@@ -123,22 +123,22 @@ impl MoveIo for Outage {
 #[tokio::test]
 async fn a_move_that_stops_midway_loses_nothing() {
     let o = ops().await;
-    let old = old_queue(&o.client, "ReportGenerateQueue").await;
+    let old = old_queue(&o.sqs, "ReportGenerateQueue").await;
     let bodies: Vec<String> = (0..80).map(report_body).collect();
     for (n, b) in bodies.iter().enumerate() {
-        put(&o.client, &old, b, attrs(n)).await;
+        put(&o.sqs, &old, b, attrs(n)).await;
     }
     let locator = o.ctx.locator().await;
-    let io = Outage { inner: SqsMoveIo(o.client.clone()), calls: AtomicUsize::new(0) };
+    let io = Outage { inner: SqsMoveIo(o.sqs.clone()), calls: AtomicUsize::new(0) };
     let report = queue_move(&locator, &old, QueueName::of(Queue::ReportGenerate), &RedriveOptions::default(), &io)
         .await
         .unwrap();
     assert!(report.stopped_early.is_some(), "three failed batches in a row stop the run: {report:?}");
     assert_eq!(report.moved, 30, "batches 1, 3 and 4 of 10 were sent: {report:?}");
     assert!(!report.is_clean());
-    visible_when(&o.client, &o.queues.report_generate.source.url, report.moved).await;
-    let in_new = drain(&o.client, &o.queues.report_generate.source.url).await;
-    let in_old = drain(&o.client, &old).await;
+    visible_when(&o.sqs, &o.queues.report_generate.source.url, report.moved).await;
+    let in_new = drain(&o.sqs, &o.queues.report_generate.source.url).await;
+    let in_old = drain(&o.sqs, &old).await;
     assert_eq!(in_new.len() as u64, report.moved);
     let mut all: Vec<String> = in_new.iter().chain(&in_old).map(|m| m.body().unwrap().to_owned()).collect();
     all.sort();

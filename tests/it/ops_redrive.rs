@@ -41,7 +41,7 @@ fn attributes(n: usize) -> HashMap<String, MessageAttributeValue> {
 async fn fill_dlq(o: &Ops, n: usize) -> BTreeMap<String, HashMap<String, MessageAttributeValue>> {
     let mut sent = BTreeMap::new();
     for i in 0..n {
-        put(&o.client, &o.queues.report_generate.dlq.url, &report_body(i), attributes(i)).await;
+        put(&o.sqs, &o.queues.report_generate.dlq.url, &report_body(i), attributes(i)).await;
         sent.insert(report_body(i), attributes(i));
     }
     sent
@@ -60,10 +60,10 @@ async fn assert_nothing_lost(
     sent: &BTreeMap<String, HashMap<String, MessageAttributeValue>>,
     report: &RedriveReport,
 ) {
-    visible_when(&o.client, &o.queues.report_generate.source.url, report.moved + report.duplicated).await;
-    visible_when(&o.client, &o.queues.report_generate.dlq.url, sent.len() as u64 - report.moved).await;
-    let in_source = drain(&o.client, &o.queues.report_generate.source.url).await;
-    let in_dlq = drain(&o.client, &o.queues.report_generate.dlq.url).await;
+    visible_when(&o.sqs, &o.queues.report_generate.source.url, report.moved + report.duplicated).await;
+    visible_when(&o.sqs, &o.queues.report_generate.dlq.url, sent.len() as u64 - report.moved).await;
+    let in_source = drain(&o.sqs, &o.queues.report_generate.source.url).await;
+    let in_dlq = drain(&o.sqs, &o.queues.report_generate.dlq.url).await;
     assert_eq!(in_source.len() as u64, report.moved + report.duplicated, "the source holds what was sent");
     assert_eq!(in_dlq.len() as u64, sent.len() as u64 - report.moved, "the DLQ holds everything not moved");
     let mut all = bodies(&in_source);
@@ -94,8 +94,8 @@ async fn redrive_moves_every_message_back_with_body_and_attributes_intact() {
         "{:?}",
         report.fallback_reason
     );
-    assert_eq!(visible(&o.client, &o.queues.report_generate.dlq.url).await, 0);
-    let moved = drain(&o.client, &o.queues.report_generate.source.url).await;
+    assert_eq!(visible(&o.sqs, &o.queues.report_generate.dlq.url).await, 0);
+    let moved = drain(&o.sqs, &o.queues.report_generate.source.url).await;
     assert_eq!(bodies(&moved), sent.keys().cloned().collect::<Vec<_>>());
     for m in &moved {
         assert_eq!(
@@ -119,7 +119,7 @@ async fn the_move_task_method_reports_that_fauxqs_does_not_support_it() {
         .unwrap_err();
     assert_eq!(err.sqs_code(), Some("InvalidAction"), "{err}");
     assert!(sophia_ops::redrive::is_unsupported(&err));
-    assert_eq!(visible(&o.client, &o.queues.report_generate.dlq.url).await, 2, "nothing moved");
+    assert_eq!(visible(&o.sqs, &o.queues.report_generate.dlq.url).await, 2, "nothing moved");
 }
 
 #[tokio::test]
@@ -134,7 +134,7 @@ async fn max_moves_at_most_n_and_dry_run_moves_nothing() {
     assert_eq!(dry.moved, 0);
     assert_eq!(dry.in_dlq_before, Some(13));
     assert!(dry.human().contains("nothing was moved"));
-    assert_eq!(visible(&o.client, &o.queues.report_generate.dlq.url).await, 13);
+    assert_eq!(visible(&o.sqs, &o.queues.report_generate.dlq.url).await, 13);
 
     let Outcome::DlqRedrive(report) =
         run(&o.ctx, &["dlq", "redrive", "report-generate", "--max", "4", "--keep-attempts"]).await.unwrap()
@@ -142,8 +142,8 @@ async fn max_moves_at_most_n_and_dry_run_moves_nothing() {
         panic!()
     };
     assert_eq!(report.moved, 4);
-    assert_eq!(visible_when(&o.client, &o.queues.report_generate.dlq.url, 9).await, 9);
-    assert_eq!(visible_when(&o.client, &o.queues.report_generate.source.url, 4).await, 4);
+    assert_eq!(visible_when(&o.sqs, &o.queues.report_generate.dlq.url, 9).await, 9);
+    assert_eq!(visible_when(&o.sqs, &o.queues.report_generate.source.url, 4).await, 4);
 }
 
 #[tokio::test]
@@ -194,7 +194,7 @@ async fn failed_sends_midway_lose_nothing_and_stay_in_the_dlq() {
     let o = ops().await;
     let sent = fill_dlq(&o, 25).await;
     let locator = o.ctx.locator().await;
-    let io = FlakySends { inner: SqsMoveIo(o.client.clone()), calls: AtomicUsize::new(0) };
+    let io = FlakySends { inner: SqsMoveIo(o.sqs.clone()), calls: AtomicUsize::new(0) };
     let report =
         redrive_with(&locator, QueueName::of(Queue::ReportGenerate), &RedriveOptions::default(), &io).await.unwrap();
     assert!(report.failed > 0 && report.moved > 0, "{report:?}");
@@ -204,7 +204,7 @@ async fn failed_sends_midway_lose_nothing_and_stay_in_the_dlq() {
     assert!(!report.is_clean());
     assert!(report.human().contains("nothing was lost"));
     // The unsent messages were released: visible in the DLQ again now, not after the timeout.
-    assert_eq!(visible(&o.client, &o.queues.report_generate.dlq.url).await, report.failed);
+    assert_eq!(visible(&o.sqs, &o.queues.report_generate.dlq.url).await, report.failed);
     assert_nothing_lost(&o, &sent, &report).await;
 }
 
@@ -233,10 +233,10 @@ impl MoveIo for DestinationDisappears {
 async fn a_destination_deleted_midway_stops_the_run_and_loses_nothing() {
     let o = ops().await;
     let sent = fill_dlq(&o, 45).await;
-    let dead = o.client.create_queue().queue_name(harness::unique("gone")).send().await.unwrap().queue_url.unwrap();
-    o.client.delete_queue().queue_url(&dead).send().await.unwrap();
+    let dead = o.sqs.create_queue().queue_name(harness::unique("gone")).send().await.unwrap().queue_url.unwrap();
+    o.sqs.delete_queue().queue_url(&dead).send().await.unwrap();
     let locator = o.ctx.locator().await;
-    let io = DestinationDisappears { inner: SqsMoveIo(o.client.clone()), dead_url: dead, calls: AtomicUsize::new(0) };
+    let io = DestinationDisappears { inner: SqsMoveIo(o.sqs.clone()), dead_url: dead, calls: AtomicUsize::new(0) };
     let report =
         redrive_with(&locator, QueueName::of(Queue::ReportGenerate), &RedriveOptions::default(), &io).await.unwrap();
     assert_eq!(report.moved, 10, "{report:?}");
@@ -282,7 +282,7 @@ async fn a_failed_delete_after_a_successful_send_duplicates_and_says_it_is_harml
     let o = ops().await;
     let sent = fill_dlq(&o, 15).await;
     let locator = o.ctx.locator().await;
-    let io = FirstDeleteFails { inner: SqsMoveIo(o.client.clone()), calls: AtomicUsize::new(0) };
+    let io = FirstDeleteFails { inner: SqsMoveIo(o.sqs.clone()), calls: AtomicUsize::new(0) };
     let options = RedriveOptions { visibility: Duration::from_secs(1), ..RedriveOptions::default() };
     let report = redrive_with(&locator, QueueName::of(Queue::ReportGenerate), &options, &io).await.unwrap();
     assert_eq!(report.failed, 0);

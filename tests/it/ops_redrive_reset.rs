@@ -15,10 +15,10 @@ use crate::support::ops as ops_support;
 use std::time::Duration;
 
 use bson::{Document, doc};
-use harness::faults::{
-    World, assert_queues_empty, completed_body, depth, int, interview_esm, poll_until, reports_of, send,
-};
-use harness::{sqs_client, test_queues_fast};
+use harness::World;
+use harness::functions::{interview_esm, poll_until};
+use harness::mongo::{int, reports_of};
+use harness::sqs::{assert_queues_empty, completed_body, depth, send};
 use sophia_contracts::{InterviewId, OrganizationId};
 use sophia_local::queues::QueueSet;
 use sophia_openai_fake::{Behaviour, FakeOpenAi};
@@ -28,11 +28,6 @@ use sophia_reports::store::{MAX_ATTEMPTS, ReportStore};
 
 fn report_body(interview: InterviewId, org: OrganizationId) -> String {
     format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#)
-}
-
-/// `sophia-ops` wired to these queues and this database (the local pipeline: no --yes needed).
-fn ops_context(queues: &QueueSet, w: &World, sqs: &aws_sdk_sqs::Client) -> sophia_ops::Context {
-    ops_support::pipeline_context(queues, Some(w), sqs)
 }
 
 async fn ops(ctx: &sophia_ops::Context, args: &[&str]) -> Outcome {
@@ -48,26 +43,25 @@ async fn report(w: &World, interview: InterviewId) -> Document {
 
 #[tokio::test]
 async fn a_report_failed_at_three_attempts_is_completed_by_one_redrive_that_records_who_reset_it() {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(50).await;
     let interview = w.reserved_interview(org, 10).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     let fake = FakeOpenAi::scripted().unwrap();
     for _ in 0..MAX_ATTEMPTS {
         fake.push(Behaviour::MalformedJson);
     }
-    let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
-    send(&sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
+    let reports = ops_support::report_mapping(&w, &fake);
+    send(sqs, &queues.report_generate.source.url, &report_body(interview, org)).await;
     let runs = poll_until(&reports, Duration::from_secs(30), |s| s.len() >= 3).await;
     assert!(runs.iter().all(|r| r.failed_ids.len() == 1), "every attempt returned for retry: {runs:?}");
     assert!(reports.poll_once(Duration::from_secs(2)).await.unwrap().is_none(), "no fourth delivery");
-    assert_eq!(depth(&sqs, &queues.report_generate.dlq.url).await, (1, 0), "the message is in the report DLQ");
+    assert_eq!(depth(sqs, &queues.report_generate.dlq.url).await, (1, 0), "the message is in the report DLQ");
     let failed = report(&w, interview).await;
     assert_eq!((failed.get_str("status").unwrap(), int(&failed, "attemptCount")), ("FAILED", Some(3)));
 
     // The plan shows the report's state and what the redrive will do with it.
-    let ctx = ops_context(&queues, &w, &sqs);
+    let ctx = w.ops_context();
     let Outcome::DlqRedrive(dry) = ops(&ctx, &["dlq", "redrive", "report-generate", "--dry-run"]).await else {
         panic!("dry run")
     };
@@ -77,11 +71,11 @@ async fn a_report_failed_at_three_attempts_is_completed_by_one_redrive_that_reco
         "{plan}"
     );
     assert_eq!(int(&report(&w, interview).await, "attemptCount"), Some(3), "a dry run resets nothing");
-    assert_eq!(depth(&sqs, &queues.report_generate.dlq.url).await, (1, 0), "a dry run moves nothing");
+    assert_eq!(depth(sqs, &queues.report_generate.dlq.url).await, (1, 0), "a dry run moves nothing");
 
     // One redrive: the reset is on the report before the message is back in the source queue.
     // `--by alice@example.com` (Context::from_cli reads it into the context).
-    let ctx = ops_context(&queues, &w, &sqs).acting_as(Some("alice@example.com".into()));
+    let ctx = w.ops_context().acting_as(Some("alice@example.com".into()));
     let Outcome::DlqRedrive(done) = ops(&ctx, &["dlq", "redrive", "report-generate"]).await else { panic!("redrive") };
     assert_eq!((done.moved, done.failed, done.duplicated), (1, 0, 0));
     assert!(done.is_clean(), "{}", done.human());
@@ -116,11 +110,11 @@ async fn a_report_failed_at_three_attempts_is_completed_by_one_redrive_that_reco
         "the record stays"
     );
     assert_eq!(fake.request_count(), 4, "three failed calls and the one that completed");
-    assert_queues_empty(&sqs, &queues).await;
+    assert_queues_empty(sqs, queues).await;
     w.assert_invariants().await;
 
     // A second redrive (say, of a duplicate) never resets a COMPLETED report.
-    send(&sqs, &queues.report_generate.dlq.url, &report_body(interview, org)).await;
+    send(sqs, &queues.report_generate.dlq.url, &report_body(interview, org)).await;
     let Outcome::DlqRedrive(again) = ops(&ctx, &["dlq", "redrive", "report-generate"]).await else { panic!() };
     assert_eq!(again.moved, 1);
     assert!(again.prepared[0].note.contains("COMPLETED: not reset"), "{:?}", again.prepared);
@@ -246,24 +240,23 @@ async fn a_reset_racing_a_consumer_claim_never_loses_or_double_counts_an_attempt
 
 #[tokio::test]
 async fn redriving_the_interview_dlq_shows_which_interviews_are_unsettled_and_settles_each_once() {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(100).await;
     let settled = w.reserved_interview(org, 10).await;
     let unsettled = w.reserved_interview(org, 10).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues_fast(&sqs, 1).await;
-    let interviews = interview_esm(&sqs, &queues, 1, w.settings());
+    let (sqs, queues) = (&w.sqs, &w.queues);
+    let interviews = interview_esm(sqs, queues, 1, w.settings());
 
     // `settled` goes through once; then both messages end in the DLQ (a duplicate of the first,
     // and the second, whose delivery failed three times while, say, MongoDB was down).
-    send(&sqs, &queues.interview_completed.source.url, &completed_body(settled, org, 300)).await;
+    send(sqs, &queues.interview_completed.source.url, &completed_body(settled, org, 300)).await;
     poll_until(&interviews, Duration::from_secs(20), |s| s.iter().any(|r| r.deleted == 1)).await;
     assert!(w.settled(settled).await);
-    drain_report_queue(&sqs, &queues).await;
-    send(&sqs, &queues.interview_completed.dlq.url, &completed_body(settled, org, 300)).await;
-    send(&sqs, &queues.interview_completed.dlq.url, &completed_body(unsettled, org, 120)).await;
+    drain_report_queue(sqs, queues).await;
+    send(sqs, &queues.interview_completed.dlq.url, &completed_body(settled, org, 300)).await;
+    send(sqs, &queues.interview_completed.dlq.url, &completed_body(unsettled, org, 120)).await;
 
-    let ctx = ops_context(&queues, &w, &sqs);
+    let ctx = w.ops_context();
     let Outcome::DlqRedrive(dry) = ops(&ctx, &["dlq", "redrive", "interview-completed", "--dry-run"]).await else {
         panic!()
     };
@@ -285,8 +278,8 @@ async fn redriving_the_interview_dlq_shows_which_interviews_are_unsettled_and_se
         );
     }
     assert_eq!(w.org_credits(org).await, (100 - 5 - 2, 0), "5 + 2 credits consumed once each, nothing left reserved");
-    drain_report_queue(&sqs, &queues).await;
-    assert_queues_empty(&sqs, &queues).await;
+    drain_report_queue(sqs, queues).await;
+    assert_queues_empty(sqs, queues).await;
     w.assert_invariants().await;
 }
 

@@ -17,12 +17,12 @@
 
 use std::time::Duration;
 
-use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, RequestId, Timestamp};
+use sophia_contracts::{InterviewId, OrganizationId, Timestamp};
 use sophia_local::control::MongoState;
 use sophia_ops::Rendered;
-use sophia_sqs_producer::{CompletedInput, QueueUrls, SqsProducer};
 
-use crate::local_drills::{DURATION_SECONDS, Drill, LIMIT, wait_until};
+use crate::support::drill::{Drill, LIMIT};
+use harness::wait_until;
 
 /// The scaled outage of the reports-late drill: how long before the test the interviews ended.
 const ENDED_AGO: Duration = Duration::from_secs(20 * 60);
@@ -49,21 +49,6 @@ async fn ended_interviews(drill: &Drill, n: usize, ago: Duration) -> (Organizati
     (org, ids, ended)
 }
 
-/// `interview.completed` as the API publishes it, with the interview's end.
-async fn publish(drill: &Drill, org: OrganizationId, ids: &[InterviewId], ended: Timestamp) {
-    let env = drill.runner.env();
-    let producer = SqsProducer::new(drill.runner.sqs.clone(), QueueUrls::from_lookup(|name| env.get(name).cloned()));
-    for id in ids {
-        let input = CompletedInput {
-            interview_id: *id,
-            organization_id: org,
-            completed_at: Some(ended),
-            duration_seconds: DurationSeconds::new(DURATION_SECONDS),
-        };
-        producer.publish_interview_completed(input, &RequestId::from_caller(Some("drill"))).await.expect("published");
-    }
-}
-
 /// docs/runbook.md, "Oldest message too old" / "Function errors", MongoDB down: every batch of
 /// interview-completed fails while its message stays in flight; the first command names the
 /// failure and what the function's error says, and says healthy again after `fault mongo up`.
@@ -73,7 +58,7 @@ async fn mongo_down_queue_status_says_failing_with_what_the_errors_say() {
     let drill = Drill::start(10, None).await;
     let (org, ids, ended) = ended_interviews(&drill, 1, Duration::ZERO).await;
     drill.control.mongo(MongoState::Down).await.expect("fault mongo down");
-    publish(&drill, org, &ids, ended).await;
+    drill.publish_ended(org, &ids, ended).await;
     wait_until("a batch of interview-completed failed", LIMIT, || async {
         drill.function("interview-completed").await.batch_failures >= 1
     })
@@ -130,7 +115,7 @@ async fn a_stopped_report_mapping_is_named_by_queue_status_and_resumed_by_an_aud
     assert!(drill.function("report-generate").await.paused, "sophia-local status sees the same pause");
 
     let (org, ids, ended) = ended_interviews(&drill, 1, Duration::ZERO).await;
-    publish(&drill, org, &ids, ended).await;
+    drill.publish_ended(org, &ids, ended).await;
     wait_until("the report request waits in the stopped queue", LIMIT, || async {
         drill.function("report-generate").await.visible == Some(1)
     })
@@ -167,7 +152,7 @@ async fn reports_late_first_names_the_stopped_queue_then_the_p95_over_the_level(
     let paused = ops(&drill, &["queue", "pause", "report-generate"]).await;
     assert_eq!(paused.exit_code, 0, "{}{}", paused.stdout, paused.stderr);
     let (org, ids, ended) = ended_interviews(&drill, 2, ENDED_AGO).await;
-    publish(&drill, org, &ids, ended).await;
+    drill.publish_ended(org, &ids, ended).await;
     for id in &ids {
         wait_until("each interview settles", LIMIT, || drill.settled(*id)).await;
     }

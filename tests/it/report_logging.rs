@@ -3,7 +3,7 @@
 
 use crate::support::report as report_support;
 
-use harness::faults::LogCapture;
+use harness::logs::LogCapture;
 use report_support::*;
 
 #[tokio::test]
@@ -77,7 +77,7 @@ async fn every_failed_attempt_is_an_error_line_with_its_interview_id_and_kind_fr
 #[tokio::test]
 async fn a_missing_unique_index_is_logged_once_per_cold_start_and_every_batch_is_refused_until_it_exists() {
     let logs = LogCapture::global();
-    let mongo = harness::test_mongo().await;
+    let mongo = World::without_migration().await.mongo;
     let database = mongo.db.name().to_owned();
     let fake = FakeOpenAi::scripted().unwrap();
     let cold_start = || {

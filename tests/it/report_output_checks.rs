@@ -98,7 +98,7 @@ async fn only_allowlisted_proctoring_fields_reach_the_model() {
 
 #[tokio::test]
 async fn over_the_budget_the_middle_is_omitted_and_the_report_says_so() {
-    let mongo = harness::test_mongo().await;
+    let mongo = World::without_migration().await.mongo;
     migrations::apply(&mongo.db).await.unwrap();
     let fake = FakeOpenAi::scripted().unwrap();
     let service = ReportService::new(mongo.db.clone(), ReportModel::new(&settings(&fake, Duration::from_secs(10))))

@@ -18,7 +18,10 @@
 use crate::support::ops as ops_support;
 use crate::support::report as report_support;
 
-use harness::faults::{World, completed_body, interview_esm, poll_until, reports_of, send};
+use harness::World;
+use harness::functions::{interview_esm, poll_until};
+use harness::mongo::reports_of;
+use harness::sqs::{completed_body, send};
 use report_support::*;
 use sophia_reports::store::FALLBACK_RETENTION_DAYS;
 
@@ -148,13 +151,12 @@ async fn an_unreadable_interview_and_one_without_retention_still_give_the_report
 /// stored report has the retention date of its interview.
 #[tokio::test]
 async fn through_the_local_pipeline_every_stored_report_has_a_retention_date() {
-    let w = World::fresh().await;
+    let w = World::fast(1).await;
     let org = w.org_with_credits(50).await;
     let (direct, placeheld) = (w.reserved_interview(org, 10).await, w.reserved_interview(org, 10).await);
-    let sqs = harness::sqs_client().await;
-    let queues = harness::test_queues_fast(&sqs, 1).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     for interview in [direct, placeheld] {
-        send(&sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 300)).await;
+        send(sqs, &queues.interview_completed.source.url, &completed_body(interview, org, 300)).await;
     }
     // The API's placeholder for the second report, written before the report is generated.
     w.mongo
@@ -167,11 +169,11 @@ async fn through_the_local_pipeline_every_stored_report_has_a_retention_date() {
         .await
         .unwrap();
 
-    let settlements = interview_esm(&sqs, &queues, 1, w.settings());
+    let settlements = interview_esm(sqs, queues, 1, w.settings());
     poll_until(&settlements, Duration::from_secs(30), |runs| runs.iter().map(|r| r.deleted).sum::<usize>() >= 2).await;
 
     let fake = FakeOpenAi::scripted().unwrap();
-    let reports = ops_support::report_mapping(&sqs, &queues, &w, &fake);
+    let reports = ops_support::report_mapping(&w, &fake);
     // The two messages may come in either order: both answers are decided by the interview.
     for _ in 0..2 {
         fake.push(Behaviour::Report);

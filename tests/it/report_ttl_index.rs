@@ -17,7 +17,8 @@ use crate::support::report as report_support;
 use bson::{DateTime, Document, doc};
 use chrono::{Duration, Utc};
 use futures::TryStreamExt;
-use ops_support::{ops, run};
+use harness::World;
+use ops_support::run;
 use sophia_ops::Outcome;
 use sophia_platform::indexes::{is_ttl_on, missing_ttl_indexes};
 use sophia_reports::migrations::{REQUIRED_TTL, RETENTION_FIELD, RETENTION_TTL_INDEX};
@@ -30,9 +31,8 @@ async fn specs(db: &mongodb::Database, collection: &str) -> Vec<Document> {
 
 #[tokio::test]
 async fn migrate_creates_the_retention_ttl_index_and_the_startup_check_finds_it() {
-    let mut o = ops().await;
-    let mongo = harness::test_mongo().await;
-    o.ctx = std::mem::take(&mut o.ctx).with_mongo(mongo.clone());
+    let w = World::without_migration().await;
+    let (mongo, ctx) = (&w.mongo, w.ops_context());
 
     assert_eq!(
         missing_ttl_indexes(&mongo.db, REQUIRED_TTL).await.unwrap(),
@@ -40,7 +40,7 @@ async fn migrate_creates_the_retention_ttl_index_and_the_startup_check_finds_it(
         "a fresh database lacks it: report-generate would log `required TTL index missing`"
     );
     for _ in 0..2 {
-        let Outcome::Migrate(_) = run(&o.ctx, &["migrate"]).await.unwrap() else { panic!("not a migrate outcome") };
+        let Outcome::Migrate(_) = run(&ctx, &["migrate"]).await.unwrap() else { panic!("not a migrate outcome") };
     }
     let ttl: Vec<Document> = specs(&mongo.db, REPORTS)
         .await
@@ -79,7 +79,7 @@ async fn on_the_local_server_an_expired_report_goes_one_without_a_date_or_with_a
         );
         return;
     }
-    let mongo = harness::test_mongo().await;
+    let mongo = World::without_migration().await.mongo;
     sophia_reports::migrations::apply(&mongo.db).await.unwrap();
     let reports = mongo.db.collection::<Document>(REPORTS);
     let past = DateTime::from_chrono(Utc::now() - Duration::days(1));
@@ -112,12 +112,12 @@ async fn on_the_local_server_an_expired_report_goes_one_without_a_date_or_with_a
 
 #[tokio::test]
 async fn report_generate_logs_the_missing_ttl_index_once_per_cold_start_and_not_after_migrate() {
-    use harness::faults::LogCapture;
+    use harness::logs::LogCapture;
     use report_support::{ConsumerOptions, Duration as Timeout, FakeOpenAi, InterviewId, ReportGenerateHandler};
     use report_support::{ReportModel, ReportService, event, org, settings};
 
     let logs = LogCapture::global();
-    let mongo = harness::test_mongo().await;
+    let mongo = World::without_migration().await.mongo;
     let database = mongo.db.name().to_owned();
     let fake = FakeOpenAi::scripted().unwrap();
     let cold_start = || {

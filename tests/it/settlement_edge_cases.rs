@@ -6,13 +6,15 @@
 //! invariants are checked after every scenario that writes.
 
 use crate::support::settlement as settlement_common;
+use harness::World;
+use harness::mongo::int;
 
 use std::time::Duration;
 
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime, Document, doc};
 use chrono::Utc;
-use settlement_common::{RecordingPublisher, World, at, ctx, secs, world};
+use settlement_common::{RecordingPublisher, at, ctx, secs};
 use sophia_contracts::{InterviewCompleted, InterviewId, OrganizationId};
 use sophia_credits::arithmetic::PlanError;
 use sophia_credits::model::{LedgerType, OutboxStatus};
@@ -36,10 +38,6 @@ async fn raw(w: &World, collection: &str, id: ObjectId) -> Document {
 
 async fn insert(w: &World, collection: &str, d: Document) {
     w.mongo.db.collection::<Document>(collection).insert_one(d).await.unwrap();
-}
-
-fn int(d: &Document, path: &str) -> Option<i64> {
-    sophia_documents::int::at(d, path)?.ok()
 }
 
 /// How one writer stores a number.
@@ -119,7 +117,7 @@ async fn integer_fields_in_every_numeric_type_and_null_or_absent_optionals_settl
         ("soft-deleted", Writer::Mongoose, doc! {"deletedAt": DateTime::now()}),
     ];
     for (name, writer, extra) in cases {
-        let w = world().await;
+        let w = World::fresh().await;
         // "credits.consumed": null means a null inside `credits`, as Mongoose writes it.
         let (extra, consumed_null) = match extra.get("credits.consumed") {
             Some(_) => {
@@ -140,7 +138,7 @@ async fn integer_fields_in_every_numeric_type_and_null_or_absent_optionals_settl
         }
         let publisher = RecordingPublisher::default();
         let result = w
-            .service
+            .settlement()
             .settle_completed_and_publish(&completed(interview, org, 754), &publisher, ctx())
             .await
             .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -165,7 +163,8 @@ async fn integer_fields_in_every_numeric_type_and_null_or_absent_optionals_settl
             doc! {"_id": second, "organizationId": org.oid(), "credits": {"reserved": n(0), "allocations": []}},
         )
         .await;
-        let again = w.service.settle_failed_interview(InterviewId::new(second), org, at(COMPLETED_AT), ctx()).await;
+        let again =
+            w.settlement().settle_failed_interview(InterviewId::new(second), org, at(COMPLETED_AT), ctx()).await;
         assert!(matches!(again, Ok(SettleOutcome::Settled(_))), "{name}: {again:?}");
         w.assert_invariants().await;
     }
@@ -183,7 +182,7 @@ async fn a_fractional_or_non_numeric_credit_amount_is_inconsistent_data_naming_t
         ("creditLots", "reserved", Bson::String("thirty".into()), "reserved"),
     ];
     for (collection, path, value, field) in cases {
-        let w = world().await;
+        let w = World::fresh().await;
         let (org, lot, interview) = seed_as(&w, Writer::MongoShell, doc! {}).await;
         // The allocation's amount (a whole `credits` sub-document, as an operator would write it).
         let value = match path {
@@ -199,7 +198,7 @@ async fn a_fractional_or_non_numeric_credit_amount_is_inconsistent_data_naming_t
             .unwrap();
         let before = raw(&w, "interviews", interview.oid()).await;
         let err = w
-            .service
+            .settlement()
             .settle_completed_interview(interview, org, at(COMPLETED_AT), secs(754), ctx())
             .await
             .expect_err(path);
@@ -229,7 +228,7 @@ async fn an_interview_with_nothing_reserved_is_settled_without_credit_writes() {
         ("reserved absent, allocations empty", Some(doc! {"credits": {"allocations": []}})),
     ];
     for (name, credits) in shapes {
-        let w = world().await;
+        let w = World::fresh().await;
         let org = w.org_with_credits(50).await;
         let (completed_id, failed_id) = (ObjectId::new(), ObjectId::new());
         for id in [completed_id, failed_id] {
@@ -241,13 +240,14 @@ async fn an_interview_with_nothing_reserved_is_settled_without_credit_writes() {
         }
         let publisher = RecordingPublisher::default();
         let done = w
-            .service
+            .settlement()
             .settle_completed_and_publish(&completed(InterviewId::new(completed_id), org, 900), &publisher, ctx())
             .await
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let SettleOutcome::Settled(s) = &done.outcome else { panic!("{name}: {done:?}") };
         assert_eq!((s.reserved, s.consumed, s.released, s.lots), (0, 0, 0, 0), "{name}");
-        let failed = w.service.settle_failed_interview(InterviewId::new(failed_id), org, at(COMPLETED_AT), ctx()).await;
+        let failed =
+            w.settlement().settle_failed_interview(InterviewId::new(failed_id), org, at(COMPLETED_AT), ctx()).await;
         assert!(matches!(failed, Ok(SettleOutcome::Settled(_))), "{name}: {failed:?}");
 
         for id in [completed_id, failed_id] {
@@ -266,7 +266,7 @@ async fn an_interview_with_nothing_reserved_is_settled_without_credit_writes() {
         assert_eq!(publisher.sent().len(), 1, "{name}");
         assert_eq!(w.org_credits(org).await, (50, 0), "{name}: no credit writes");
         let again = w
-            .service
+            .settlement()
             .settle_completed_and_publish(&completed(InterviewId::new(completed_id), org, 900), &publisher, ctx())
             .await
             .unwrap();
@@ -280,7 +280,7 @@ async fn an_interview_with_nothing_reserved_is_settled_without_credit_writes() {
 /// `faults_mongo.rs`), never dropped, nothing written.
 #[tokio::test]
 async fn a_reservation_without_matching_allocations_is_inconsistent_and_retried() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(50).await;
     let lot = w.lots(org).await[0].id;
     let cases = [
@@ -296,7 +296,7 @@ async fn a_reservation_without_matching_allocations_is_inconsistent_and_retried(
         let id = ObjectId::new();
         insert(&w, "interviews", doc! {"_id": id, "organizationId": org.oid(), "credits": credits}).await;
         let err = w
-            .service
+            .settlement()
             .settle_completed_interview(InterviewId::new(id), org, at(COMPLETED_AT), secs(600), ctx())
             .await
             .expect_err(name);
@@ -328,12 +328,15 @@ async fn a_reservation_without_matching_allocations_is_inconsistent_and_retried(
 /// first delivery (no retry can change it) and changes nothing.
 #[tokio::test]
 async fn another_organizations_interview_is_dead_lettered_and_changes_nothing() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(10).await;
     let other = w.org_with_credits(10).await;
     let interview = w.reserved_interview(org, 5).await;
-    let err =
-        w.service.settle_completed_interview(interview, other, at(COMPLETED_AT), secs(60), ctx()).await.unwrap_err();
+    let err = w
+        .settlement()
+        .settle_completed_interview(interview, other, at(COMPLETED_AT), secs(60), ctx())
+        .await
+        .unwrap_err();
     assert!(matches!(err, CreditsError::WrongOrganization { .. }), "{err}");
     assert_eq!(err.disposition(), Disposition::DeadLetter);
     assert!(raw(&w, "interviews", interview.oid()).await.get_datetime("settledAt").is_err());
@@ -346,7 +349,7 @@ async fn another_organizations_interview_is_dead_lettered_and_changes_nothing() 
 /// the field (retention is computed from it); an old but possible anchor is accepted.
 #[tokio::test]
 async fn an_anchor_outside_its_window_is_inconsistent_data_naming_the_field() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(100).await;
     let created = Utc::now() - chrono::Duration::days(1);
     let extra = doc! {"createdAt": DateTime::from_chrono(created)};
@@ -360,26 +363,28 @@ async fn an_anchor_outside_its_window_is_inconsistent_data_naming_the_field() {
 
     for (anchor, why) in [(before_creation, "earlier than"), (far_future, "future")] {
         let i = new_interview().await;
-        let err = w.service.settle_completed_interview(i, org, anchor, secs(600), ctx()).await.unwrap_err();
+        let err = w.settlement().settle_completed_interview(i, org, anchor, secs(600), ctx()).await.unwrap_err();
         assert!(matches!(err, CreditsError::AnchorOutOfWindow { field: "completedAt", .. }), "{why}: {err:?}");
         assert!(err.to_string().contains("`completedAt`") && err.to_string().contains(why), "{err}");
         assert_eq!(err.disposition(), Disposition::Retry);
-        let err = w.service.settle_failed_interview(i, org, anchor, ctx()).await.unwrap_err();
+        let err = w.settlement().settle_failed_interview(i, org, anchor, ctx()).await.unwrap_err();
         assert!(matches!(err, CreditsError::AnchorOutOfWindow { field: "failedAt", .. }), "{why}: {err:?}");
         assert!(raw(&w, "interviews", i.oid()).await.get_datetime("settledAt").is_err(), "not claimed");
     }
     for anchor in [near_future, just_after] {
         let i = new_interview().await;
-        let s = w.service.settle_completed_interview(i, org, anchor, secs(600), ctx()).await.unwrap();
+        let s = w.settlement().settle_completed_interview(i, org, anchor, secs(600), ctx()).await.unwrap();
         assert!(s.settled(), "{anchor:?}");
     }
     // Without a createdAt an old but possible anchor is accepted as it is; one before the
     // absolute floor (2024-01-01; a 1970 `new Date(0)`) is out of its window.
     let old = w.reserved_interview(org, 10).await;
-    let err = w.service.settle_failed_interview(old, org, at("1970-01-01T00:00:00Z"), ctx()).await.unwrap_err();
+    let err = w.settlement().settle_failed_interview(old, org, at("1970-01-01T00:00:00Z"), ctx()).await.unwrap_err();
     assert!(matches!(err, CreditsError::AnchorOutOfWindow { field: "failedAt", .. }), "{err:?}");
     assert!(err.to_string().contains("2024-01-01"), "{err}");
-    assert!(w.service.settle_failed_interview(old, org, at("2024-06-01T00:00:00Z"), ctx()).await.unwrap().settled());
+    assert!(
+        w.settlement().settle_failed_interview(old, org, at("2024-06-01T00:00:00Z"), ctx()).await.unwrap().settled()
+    );
     w.assert_invariants().await;
 }
 
@@ -390,13 +395,14 @@ async fn an_anchor_outside_its_window_is_inconsistent_data_naming_the_field() {
 async fn a_mongodb_that_never_answers_ends_the_settlement_at_the_records_deadline() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let held = std::thread::spawn(move || {
-        // Accept and hold connections without a byte in reply, until the test ends.
+    // Accept and hold connections without a byte in reply, until the test ends (drops `release`).
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
         let mut open = Vec::new();
         for stream in listener.incoming().take(4) {
             open.push(stream);
         }
-        std::thread::sleep(Duration::from_secs(60));
+        let _ = released.recv();
     });
     let mut options =
         mongodb::options::ClientOptions::parse(format!("mongodb://127.0.0.1:{port}/?directConnection=true"))
@@ -421,7 +427,7 @@ async fn a_mongodb_that_never_answers_ends_the_settlement_at_the_records_deadlin
     assert!(matches!(err, CreditsError::DeadlineExceeded { op: "find interview" }), "{err:?}");
     assert_eq!(err.disposition(), Disposition::Retry);
     assert!(Instant::now() < deadline, "ended before the record's deadline");
-    drop(held);
+    drop(release);
 }
 
 /// The post-commit publish checks the deadline first: with too little time left it is not
@@ -429,14 +435,14 @@ async fn a_mongodb_that_never_answers_ends_the_settlement_at_the_records_deadlin
 /// redelivery flushes it.
 #[tokio::test]
 async fn a_publish_without_time_left_leaves_the_entry_pending_for_the_redelivery() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(40).await;
     let interview = w.reserved_interview(org, 10).await;
     let publisher = RecordingPublisher::default();
     let message = completed(interview, org, 300);
     // Settle with time to spare, then publish as a record whose deadline is near.
     assert!(
-        w.service
+        w.settlement()
             .settle_completed_interview(interview, org, at(COMPLETED_AT), secs(300), ctx())
             .await
             .unwrap()
@@ -452,7 +458,7 @@ async fn a_publish_without_time_left_leaves_the_entry_pending_for_the_redelivery
     assert!(publisher.sent().is_empty(), "not started");
     assert_eq!(w.outbox(interview).await.unwrap().status, OutboxStatus::Pending);
 
-    let redelivery = w.service.settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap();
+    let redelivery = w.settlement().settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap();
     assert_eq!(redelivery.outcome, SettleOutcome::AlreadySettled);
     assert_eq!(publisher.sent().len(), 1);
     assert_eq!(w.outbox(interview).await.unwrap().status, OutboxStatus::Published);
@@ -467,7 +473,7 @@ async fn published_outbox_entries_expire_through_a_ttl_index_and_pending_ones_ne
     use futures::TryStreamExt;
     use sophia_credits::migrations::{OUTBOX_TTL_INDEX, PUBLISHED_OUTBOX_TTL};
 
-    let w = world().await;
+    let w = World::fresh().await;
     let indexes: Vec<mongodb::IndexModel> =
         w.mongo.db.collection::<Document>("outbox").list_indexes().await.unwrap().try_collect().await.unwrap();
     // By its keys: nx-27017 names indexes its own way (a real MongoDB keeps OUTBOX_TTL_INDEX).
@@ -480,11 +486,11 @@ async fn published_outbox_entries_expire_through_a_ttl_index_and_pending_ones_ne
 
     let org = w.org_with_credits(40).await;
     let (published, pending) = (w.reserved_interview(org, 10).await, w.reserved_interview(org, 10).await);
-    w.service
+    w.settlement()
         .settle_completed_and_publish(&completed(published, org, 120), &RecordingPublisher::default(), ctx())
         .await
         .unwrap();
-    w.service
+    w.settlement()
         .settle_completed_and_publish(&completed(pending, org, 120), &RecordingPublisher::skipping(), ctx())
         .await
         .unwrap();

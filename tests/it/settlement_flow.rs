@@ -2,10 +2,12 @@
 //! database per test, and the five invariants checked after every scenario.
 
 use crate::support::settlement as settlement_common;
+use harness::World;
+use harness::mongo::int;
 
 use bson::doc;
 use chrono::{Duration, Utc};
-use settlement_common::{RecordingPublisher, World, at, ctx, secs, world};
+use settlement_common::{RecordingPublisher, at, ctx, secs};
 use sophia_contracts::{InterviewCompleted, InterviewId, OrganizationId, RequestId};
 use sophia_credits::arithmetic::LotStatus;
 use sophia_credits::model::{LedgerType, OutboxStatus};
@@ -26,21 +28,16 @@ async fn interview_doc(w: &World, id: InterviewId) -> bson::Document {
     w.store.interview_documents().find_one(doc! {"_id": id.oid()}).await.unwrap().unwrap()
 }
 
-/// Integers may come back as Int32 from nx-27017: read them as i64 whatever their width.
-fn int(d: &bson::Document, path: &str) -> Option<i64> {
-    sophia_documents::int::at(d, path)?.ok()
-}
-
 #[tokio::test]
 async fn completed_interview_is_billed_in_whole_minutes_and_its_report_is_published_once() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(100).await;
     let interview = w.reserved_interview(org, 30).await;
     assert_eq!(w.org_credits(org).await, (70, 30));
     let publisher = RecordingPublisher::default();
 
     let message = completed(interview, org, "2026-12-02T17:30:00.000Z", 754);
-    let result = w.service.settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap();
+    let result = w.settlement().settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap();
 
     let SettleOutcome::Settled(summary) = &result.outcome else { panic!("must settle: {result:?}") };
     assert_eq!((summary.reserved, summary.consumed, summary.released, summary.forfeited), (30, 12, 18, 0));
@@ -67,11 +64,11 @@ async fn completed_interview_is_billed_in_whole_minutes_and_its_report_is_publis
 
 #[tokio::test]
 async fn billing_is_capped_at_the_reservation_and_a_lot_used_up_is_exhausted() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(30).await;
     let interview = w.reserved_interview(org, 30).await;
     let outcome = w
-        .service
+        .settlement()
         .settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(7200), ctx())
         .await
         .unwrap();
@@ -85,12 +82,12 @@ async fn billing_is_capped_at_the_reservation_and_a_lot_used_up_is_exhausted() {
 
 #[tokio::test]
 async fn zero_and_59_seconds_bill_nothing_and_release_everything() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(20).await;
     for duration in [0, 59] {
         let interview = w.reserved_interview(org, 5).await;
         let s = w
-            .service
+            .settlement()
             .settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(duration), ctx())
             .await
             .unwrap();
@@ -103,10 +100,11 @@ async fn zero_and_59_seconds_bill_nothing_and_release_everything() {
 
 #[tokio::test]
 async fn failed_interview_releases_the_whole_reservation_and_writes_no_report() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(50).await;
     let interview = w.reserved_interview(org, 20).await;
-    let outcome = w.service.settle_failed_interview(interview, org, at("2026-12-01T10:00:00Z"), ctx()).await.unwrap();
+    let outcome =
+        w.settlement().settle_failed_interview(interview, org, at("2026-12-01T10:00:00Z"), ctx()).await.unwrap();
     let SettleOutcome::Settled(s) = outcome else { panic!() };
     assert_eq!((s.consumed, s.released, s.outbox.is_none()), (0, 20, true));
     let d = interview_doc(&w, interview).await;
@@ -120,7 +118,7 @@ async fn failed_interview_releases_the_whole_reservation_and_writes_no_report() 
     assert_eq!(w.ledger_sum(interview, LedgerType::Release).await, 20);
     // A duplicate failed delivery does nothing.
     assert_eq!(
-        w.service.settle_failed_interview(interview, org, at("2026-12-01T10:00:00Z"), ctx()).await.unwrap(),
+        w.settlement().settle_failed_interview(interview, org, at("2026-12-01T10:00:00Z"), ctx()).await.unwrap(),
         SettleOutcome::AlreadySettled
     );
     assert_eq!(w.ledger(interview).await.len(), 2);
@@ -129,7 +127,7 @@ async fn failed_interview_releases_the_whole_reservation_and_writes_no_report() 
 
 #[tokio::test]
 async fn reservation_and_settlement_walk_several_lots_oldest_expiry_first() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = seed::create_organization(&w.store, "Multi").await.unwrap();
     let late = seed::grant_lot(&w.store, org, 50, Utc::now() + Duration::days(20)).await.unwrap();
     let early = seed::grant_lot(&w.store, org, 5, Utc::now() + Duration::days(10)).await.unwrap();
@@ -139,7 +137,7 @@ async fn reservation_and_settlement_walk_several_lots_oldest_expiry_first() {
     w.assert_invariants().await;
 
     let outcome = w
-        .service
+        .settlement()
         .settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(8 * 60 + 30), ctx())
         .await
         .unwrap();
@@ -154,13 +152,13 @@ async fn reservation_and_settlement_walk_several_lots_oldest_expiry_first() {
 
 #[tokio::test]
 async fn an_expired_lot_forfeits_the_unused_reservation_and_its_remainder() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = seed::create_organization(&w.store, "Expiring").await.unwrap();
     seed::grant_lot(&w.store, org, 10, Utc::now() + Duration::days(1)).await.unwrap();
     let interview = w.reserved_interview(org, 6).await;
     let later = SettleContext { deadline: None, now: Utc::now() + Duration::days(2) };
     let outcome = w
-        .service
+        .settlement()
         .settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(150), later)
         .await
         .unwrap();
@@ -174,14 +172,14 @@ async fn an_expired_lot_forfeits_the_unused_reservation_and_its_remainder() {
 
 #[tokio::test]
 async fn a_duplicate_delivery_writes_nothing_and_publishes_nothing() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(40).await;
     let interview = w.reserved_interview(org, 10).await;
     let publisher = RecordingPublisher::default();
     let message = completed(interview, org, "2026-12-02T17:30:00Z", 300);
-    assert!(w.service.settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap().outcome.settled());
+    assert!(w.settlement().settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap().outcome.settled());
     let ledger_before = w.ledger(interview).await.len();
-    let again = w.service.settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap();
+    let again = w.settlement().settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap();
     assert_eq!(again.outcome, SettleOutcome::AlreadySettled);
     assert_eq!(again.publish, FlushOutcome::NothingPending);
     assert_eq!(w.ledger(interview).await.len(), ledger_before);
@@ -191,14 +189,14 @@ async fn a_duplicate_delivery_writes_nothing_and_publishes_nothing() {
 
 #[tokio::test]
 async fn a_failed_publish_is_retried_and_the_redelivery_flushes_the_outbox_exactly_once() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(40).await;
     let interview = w.reserved_interview(org, 10).await;
     let publisher = RecordingPublisher::default();
     publisher.fail_next(1);
     let message = completed(interview, org, "2026-12-02T17:30:00Z", 300);
 
-    let err = w.service.settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap_err();
+    let err = w.settlement().settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap_err();
     assert!(matches!(err, CreditsError::Publish { .. }), "{err}");
     assert_eq!(err.disposition(), Disposition::Retry);
     assert!(interview_doc(&w, interview).await.get_datetime("settledAt").is_ok(), "the settlement is committed");
@@ -207,10 +205,10 @@ async fn a_failed_publish_is_retried_and_the_redelivery_flushes_the_outbox_exact
     assert!(entry.last_error.unwrap().contains("simulated"));
     w.assert_invariants().await;
 
-    let redelivery = w.service.settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap();
+    let redelivery = w.settlement().settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap();
     assert_eq!(redelivery.outcome, SettleOutcome::AlreadySettled);
     assert!(matches!(redelivery.publish, FlushOutcome::Published { .. }));
-    let third = w.service.settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap();
+    let third = w.settlement().settle_completed_and_publish(&message, &publisher, ctx()).await.unwrap();
     assert_eq!(third.publish, FlushOutcome::NothingPending);
     assert_eq!(publisher.sent().len(), 1, "published exactly once");
     assert_eq!(w.outbox(interview).await.unwrap().status, OutboxStatus::Published);
@@ -219,11 +217,12 @@ async fn a_failed_publish_is_retried_and_the_redelivery_flushes_the_outbox_exact
 
 #[tokio::test]
 async fn a_skipped_publish_stays_pending_until_the_operator_flush() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(40).await;
     let interview = w.reserved_interview(org, 10).await;
     let message = completed(interview, org, "2026-12-02T17:30:00Z", 300);
-    let r = w.service.settle_completed_and_publish(&message, &RecordingPublisher::skipping(), ctx()).await.unwrap();
+    let r =
+        w.settlement().settle_completed_and_publish(&message, &RecordingPublisher::skipping(), ctx()).await.unwrap();
     assert!(r.outcome.settled());
     assert!(matches!(r.publish, FlushOutcome::LeftPending { .. }));
     assert_eq!(w.outbox(interview).await.unwrap().status, OutboxStatus::Pending);
@@ -234,14 +233,13 @@ async fn a_skipped_publish_stays_pending_until_the_operator_flush() {
     // nx-27017 compares dates in filters at about one-second granularity (an entry 10 ms older
     // than the bound does not match `$lt`): flush again until the entry is old enough for it
     // (a flush that finds nothing old enough changes nothing), for up to 5 s.
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    let report = loop {
-        let report = flush_pending_outbox(&w.store, &publisher, std::time::Duration::ZERO, 100).await.unwrap();
-        if report.published > 0 || std::time::Instant::now() >= until {
-            break report;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let report = harness::wait::poll(
+        std::time::Duration::from_secs(5),
+        std::time::Duration::from_millis(50),
+        || async { flush_pending_outbox(&w.store, &publisher, std::time::Duration::ZERO, 100).await.unwrap() },
+        |report| report.published > 0,
+    )
+    .await;
     assert_eq!((report.published, report.left_pending, report.failed.len()), (1, 0, 0));
     let again = flush_pending_outbox(&w.store, &publisher, std::time::Duration::ZERO, 100).await.unwrap();
     assert_eq!(again.published, 0);
@@ -251,11 +249,11 @@ async fn a_skipped_publish_stays_pending_until_the_operator_flush() {
 
 #[tokio::test]
 async fn an_unknown_interview_is_retried_and_changes_nothing() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(10).await;
     let unknown = InterviewId::new(bson::oid::ObjectId::new());
     let err = w
-        .service
+        .settlement()
         .settle_completed_interview(unknown, org, at("2026-12-02T17:30:00Z"), secs(60), ctx())
         .await
         .unwrap_err();
@@ -270,7 +268,7 @@ async fn an_unknown_interview_is_retried_and_changes_nothing() {
 
 #[tokio::test]
 async fn reservation_refuses_what_the_lots_cannot_cover() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(10).await;
     let interview = seed::create_interview(&w.store, org, doc! {}).await.unwrap();
     let err = seed::reserve(&w.mongo.client, &w.store, org, interview, 11).await.unwrap_err();
@@ -284,11 +282,14 @@ async fn reservation_refuses_what_the_lots_cannot_cover() {
 
 #[tokio::test]
 async fn the_migration_is_idempotent_and_the_ledger_refuses_a_second_write() {
-    let w = world().await;
+    let w = World::fresh().await;
     migrations::apply(&w.mongo.db).await.expect("second run changes nothing");
     let org = w.org_with_credits(10).await;
     let interview = w.reserved_interview(org, 5).await;
-    w.service.settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(120), ctx()).await.unwrap();
+    w.settlement()
+        .settle_completed_interview(interview, org, at("2026-12-02T17:30:00Z"), secs(120), ctx())
+        .await
+        .unwrap();
     let mut settle = w.ledger(interview).await.into_iter().find(|e| e.kind == LedgerType::Settle).unwrap();
     settle.id = bson::oid::ObjectId::new();
     let err = w.store.ledger().insert_one(&settle).await.unwrap_err();
@@ -305,22 +306,23 @@ async fn the_migration_is_idempotent_and_the_ledger_refuses_a_second_write() {
 async fn a_delivery_that_loses_the_race_after_its_read_writes_nothing() {
     use sophia_credits::SettleKind;
 
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(100).await;
     let interview = w.reserved_interview(org, 30).await;
     let kind = SettleKind::Completed { completed_at: at("2026-12-02T17:30:00Z"), duration_seconds: secs(600) };
-    let late = w.service.prepare(interview.oid(), org.oid(), kind).await.unwrap().expect("unsettled when B reads it");
+    let late =
+        w.settlement().prepare(interview.oid(), org.oid(), kind).await.unwrap().expect("unsettled when B reads it");
 
     let publisher = RecordingPublisher::default();
     let first = w
-        .service
+        .settlement()
         .settle_completed_and_publish(&completed(interview, org, "2026-12-02T17:30:00Z", 600), &publisher, ctx())
         .await
         .unwrap();
     assert!(first.outcome.settled());
     let ledger = w.ledger(interview).await.len();
 
-    assert_eq!(w.service.execute(late, ctx()).await.unwrap(), SettleOutcome::AlreadySettled);
+    assert_eq!(w.settlement().execute(late, ctx()).await.unwrap(), SettleOutcome::AlreadySettled);
     assert_eq!(w.ledger(interview).await.len(), ledger);
     assert_eq!(w.ledger_sum(interview, LedgerType::Settle).await, 10);
     assert_eq!(publisher.sent().len(), 1);
@@ -332,7 +334,7 @@ async fn a_delivery_that_loses_the_race_after_its_read_writes_nothing() {
 /// change the nested field (the organization's `credits.available`), not add a top-level key.
 #[tokio::test]
 async fn nested_inc_updates_the_nested_field() {
-    let w = world().await;
+    let w = World::fresh().await;
     let coll = w.mongo.db.collection::<bson::Document>("gap");
     coll.insert_one(doc! {"_id": 1, "credits": {"available": 0_i64}}).await.unwrap();
     coll.update_one(doc! {"_id": 1}, doc! {"$inc": {"credits.available": 5_i64}}).await.unwrap();
@@ -353,7 +355,7 @@ async fn a_settlement_takes_a_known_small_number_of_round_trips() {
     use mongodb::event::command::CommandEvent;
     use sophia_credits::settlement::ROUND_TRIPS_COMPLETED;
 
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(100).await;
     let completed_interview = w.reserved_interview(org, 30).await;
     let failed_interview = w.reserved_interview(org, 30).await;
@@ -414,7 +416,7 @@ async fn a_settlement_takes_a_known_small_number_of_round_trips() {
 #[tokio::test]
 async fn object_id_fields_match_by_equality() {
     use futures::TryStreamExt;
-    let w = world().await;
+    let w = World::fresh().await;
     let coll = w.mongo.db.collection::<bson::Document>("gap_oid");
     let org = bson::oid::ObjectId::new();
     coll.insert_one(doc! {"_id": 1, "organizationId": org}).await.unwrap();
@@ -435,7 +437,7 @@ async fn transient_failures_are_retried_within_the_deadline_only() {
     use sophia_credits::txn::{Finish, RetryPolicy, run_transaction};
     use tokio::time::Instant;
 
-    let w = world().await;
+    let w = World::fresh().await;
     let mut attempts = 0;
     let value = run_transaction(&w.mongo.client, &RetryPolicy::default(), async |_s: &mut mongodb::ClientSession| {
         attempts += 1;

@@ -2,13 +2,12 @@
 //! (tests/it/fixtures/settlement-sqs-event.json), an `SqsBatchResponse` out, MongoDB (nx-27017 or
 //! `SOPHIA_TEST_MONGODB_URI`) and a real local SQS (fauxqs) for `report.generate`.
 
-use crate::support::settlement as settlement_common;
+use harness::World;
 
 use aws_lambda_events::event::sqs::SqsEvent;
-use harness::{sqs_client, test_queues};
+use harness::sqs_client;
 use interview_completed::{Handler, SqsReportPublisher};
 use lambda_runtime::{Context, LambdaEvent};
-use settlement_common::{World, world};
 use sophia_contracts::{InterviewId, OrganizationId, RequestId};
 use sophia_credits::model::OutboxStatus;
 use sophia_platform::mongo::{Mongo, MongoSettings};
@@ -65,13 +64,12 @@ async fn handler_with_queue(
 
 #[tokio::test]
 async fn a_batch_is_routed_settled_published_once_and_answered() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(100).await;
     let done = w.reserved_interview(org, 30).await;
     let failed = w.reserved_interview(org, 10).await;
     let other_org = w.org_with_credits(5).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues(&sqs).await;
+    let queues = &w.queues;
     let (handler, client) = handler_with_queue(&w, Some(queues.report_generate.source.url.clone())).await;
 
     let unknown = InterviewId::new(bson::oid::ObjectId::new());
@@ -114,7 +112,7 @@ async fn a_batch_is_routed_settled_published_once_and_answered() {
 
 #[tokio::test]
 async fn a_failed_publish_fails_the_record_and_the_redelivery_publishes_it() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(50).await;
     let interview = w.reserved_interview(org, 10).await;
     let missing = format!("{}/000000000000/{}", harness::sqs_endpoint(), harness::unique("missing"));
@@ -126,8 +124,7 @@ async fn a_failed_publish_fails_the_record_and_the_redelivery_publishes_it() {
     assert_eq!(w.outbox(interview).await.unwrap().status, OutboxStatus::Pending);
     w.assert_invariants().await;
 
-    let sqs = sqs_client().await;
-    let queues = test_queues(&sqs).await;
+    let queues = &w.queues;
     let (fixed, client) = handler_with_queue(&w, Some(queues.report_generate.source.url.clone())).await;
     for _ in 0..2 {
         let again = fixed.handle(event(vec![record("m-1", &body, "interview.completed")])).await.unwrap();
@@ -140,7 +137,7 @@ async fn a_failed_publish_fails_the_record_and_the_redelivery_publishes_it() {
 
 #[tokio::test]
 async fn a_missing_report_queue_url_settles_and_leaves_the_entry_pending() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(50).await;
     let interview = w.reserved_interview(org, 10).await;
     let (handler, _) = handler_with_queue(&w, None).await;
@@ -155,7 +152,7 @@ async fn a_missing_report_queue_url_settles_and_leaves_the_entry_pending() {
 
 #[tokio::test]
 async fn the_failed_only_handler_settles_failures_and_drops_the_completed_shape() {
-    let w = world().await;
+    let w = World::fresh().await;
     let org = w.org_with_credits(50).await;
     let failed = w.reserved_interview(org, 10).await;
     let other = w.reserved_interview(org, 10).await;

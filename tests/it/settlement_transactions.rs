@@ -9,9 +9,10 @@
 //! scripted session in `functions/credits/src/txn.rs`.
 
 use crate::support::settlement as settlement_common;
+use harness::World;
 
 use bson::doc;
-use settlement_common::{at, ctx, secs, world};
+use settlement_common::{at, ctx, secs};
 use sophia_credits::model::{LedgerType, OutboxEntry};
 use sophia_credits::{CreditsError, Disposition, SettleOutcome};
 
@@ -20,7 +21,7 @@ use sophia_credits::{CreditsError, Disposition, SettleOutcome};
 /// same time, stays.
 #[tokio::test]
 async fn an_aborted_settlement_leaves_nothing_behind_and_other_writers_alone() {
-    let w = world().await;
+    let w = World::fresh().await;
     if !harness::requires_transactions(&w.mongo, "an_aborted_settlement_leaves_nothing_behind_and_other_writers_alone")
         .await
     {
@@ -37,9 +38,10 @@ async fn an_aborted_settlement_leaves_nothing_behind_and_other_writers_alone() {
         .await
         .unwrap();
 
+    let service = w.settlement();
     let (a, b) = tokio::join!(
-        w.service.settle_completed_interview(doomed, org, at("2026-12-02T17:30:00Z"), secs(600), ctx()),
-        w.service.settle_completed_interview(fine, org, at("2026-12-02T17:30:00Z"), secs(600), ctx()),
+        service.settle_completed_interview(doomed, org, at("2026-12-02T17:30:00Z"), secs(600), ctx()),
+        service.settle_completed_interview(fine, org, at("2026-12-02T17:30:00Z"), secs(600), ctx()),
     );
     let err = a.unwrap_err();
     assert!(matches!(err, CreditsError::Mongo { .. }), "{err}");
@@ -61,7 +63,7 @@ async fn an_aborted_settlement_leaves_nothing_behind_and_other_writers_alone() {
 /// (TransientTransactionError) and the retry loop runs them again until every one is settled.
 #[tokio::test]
 async fn write_conflicts_are_retried_and_every_settlement_ends_correct() {
-    let w = world().await;
+    let w = World::fresh().await;
     if !harness::requires_transactions(&w.mongo, "write_conflicts_are_retried_and_every_settlement_ends_correct").await
     {
         return;
@@ -71,10 +73,11 @@ async fn write_conflicts_are_retried_and_every_settlement_ends_correct() {
     for _ in 0..8 {
         interviews.push(w.reserved_interview(org, 10).await);
     }
+    let service = w.settlement();
     let results = futures::future::join_all(
         interviews
             .iter()
-            .map(|i| w.service.settle_completed_interview(*i, org, at("2026-12-02T17:30:00Z"), secs(300), ctx())),
+            .map(|i| service.settle_completed_interview(*i, org, at("2026-12-02T17:30:00Z"), secs(300), ctx())),
     )
     .await;
     for r in &results {
@@ -90,7 +93,7 @@ async fn write_conflicts_are_retried_and_every_settlement_ends_correct() {
 /// `report.generate` is published.
 #[tokio::test]
 async fn concurrent_duplicate_deliveries_settle_and_publish_exactly_once() {
-    let w = world().await;
+    let w = World::fresh().await;
     if !harness::requires_transactions(&w.mongo, "concurrent_duplicate_deliveries_settle_and_publish_exactly_once")
         .await
     {
@@ -105,8 +108,9 @@ async fn concurrent_duplicate_deliveries_settle_and_publish_exactly_once() {
         completed_at: at("2026-12-02T17:30:00Z"),
         duration_seconds: secs(600),
     };
+    let service = w.settlement();
     let results =
-        futures::future::join_all((0..10).map(|_| w.service.settle_completed_and_publish(&message, &publisher, ctx())))
+        futures::future::join_all((0..10).map(|_| service.settle_completed_and_publish(&message, &publisher, ctx())))
             .await;
     let settled = results.iter().filter(|r| matches!(r, Ok(r) if r.outcome.settled())).count();
     assert_eq!(settled, 1, "{results:?}");
@@ -129,7 +133,7 @@ async fn concurrent_duplicate_deliveries_settle_and_publish_exactly_once() {
 async fn ten_concurrent_claims_on_a_replica_set_match_exactly_once() {
     use sophia_credits::CreditsStore;
 
-    let w = world().await;
+    let w = World::fresh().await;
     if !harness::requires_transactions(&w.mongo, "ten_concurrent_claims_on_a_replica_set_match_exactly_once").await {
         return;
     }
@@ -155,7 +159,7 @@ async fn ten_concurrent_claims_on_a_replica_set_match_exactly_once() {
 /// A settlement service on a client named `app_name` (the fail point's scope) that records the
 /// names of the commands it starts.
 async fn service_named(
-    w: &settlement_common::World,
+    w: &World,
     app_name: &str,
 ) -> (sophia_credits::SettlementService, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     use mongodb::event::EventHandler;
@@ -176,14 +180,7 @@ async fn service_named(
 
 /// Arms `failCommand` for the client named `app_name`: `command` fails `times` times (or always
 /// with `times` 0) with `code` and `labels`.
-async fn fail_point(
-    w: &settlement_common::World,
-    app_name: &str,
-    command: &str,
-    times: i32,
-    code: i32,
-    labels: &[&str],
-) {
+async fn fail_point(w: &World, app_name: &str, command: &str, times: i32, code: i32, labels: &[&str]) {
     let mode = if times == 0 { bson::Bson::from("alwaysOn") } else { bson::Bson::from(doc! {"times": times}) };
     w.mongo
         .client
@@ -197,7 +194,7 @@ async fn fail_point(
         .expect("failCommand is available (mongod --setParameter enableTestCommands=1)");
 }
 
-async fn fail_point_off(w: &settlement_common::World) {
+async fn fail_point_off(w: &World) {
     w.mongo
         .client
         .database("admin")
@@ -216,7 +213,7 @@ fn count(commands: &std::sync::Mutex<Vec<String>>, name: &str) -> usize {
 /// transaction again); each settles exactly once with the invariants intact.
 #[tokio::test]
 async fn fail_points_drive_every_retry_branch_and_each_settles_exactly_once() {
-    let w = world().await;
+    let w = World::fresh().await;
     if !harness::requires_transactions(&w.mongo, "fail_points_drive_every_retry_branch_and_each_settles_exactly_once")
         .await
     {
@@ -253,7 +250,7 @@ async fn fail_points_drive_every_retry_branch_and_each_settles_exactly_once() {
 /// time with a retryable error, and nothing is committed.
 #[tokio::test]
 async fn a_commit_that_keeps_failing_gives_up_before_the_deadline_and_commits_nothing() {
-    let w = world().await;
+    let w = World::fresh().await;
     if !harness::requires_transactions(
         &w.mongo,
         "a_commit_that_keeps_failing_gives_up_before_the_deadline_and_commits_nothing",

@@ -12,57 +12,27 @@
 //! Time is scaled (`Backoff::time_scale`, what `SOPHIA_RETRY_TIME_SCALE` sets) so that the
 //! backoffs of about a minute take about a second.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::scaled_reports::{ScaledReports, scaled_options};
 use bson::Document;
-use harness::faults::{World, depth, drain, esm, fake_openai, int, report_instance, reports_of, send};
-use harness::{sqs_client, sqs_endpoint, test_queues};
-use sophia_contracts::{InterviewId, OrganizationId};
+use harness::World;
+use harness::mongo::{int, reports_of};
+use harness::sqs::{depth, drain};
+use sophia_contracts::InterviewId;
 use sophia_local::esm::EventSourceMapping;
-use sophia_local::queues::QueueSet;
-use sophia_openai_fake::{Behaviour, FakeOpenAi, Fault};
-use sophia_sqs_consumer::ConsumerOptions;
+use sophia_openai_fake::Behaviour;
 use sophia_sqs_consumer::backoff::Requeue;
-use sophia_sqs_consumer::queue::SqsRecordQueue;
 
-/// Every duration of the backoff divided by this: a 60 s base is 1 s, a 600 s requeue delay 10 s.
-const SCALE: u32 = 60;
-
-fn options(requeue: Option<Requeue>) -> ConsumerOptions {
-    let mut options = ConsumerOptions::for_queue("reportGenerate").with_queue(Arc::new(SqsRecordQueue::with_client(
-        sophia_platform::sqs::local_client(&sqs_endpoint()),
-        Some(sqs_endpoint()),
-    )));
-    options.backoff.time_scale = SCALE;
+/// The report consumer, time scaled, with a delayed copy on the last receive only when
+/// `requeue` is given, during an OpenAI outage, the interview's report requested.
+async fn setup(requeue: Option<Requeue>) -> ScaledReports {
+    let mut options = scaled_options();
     options.backoff.requeue = None;
     if let Some(r) = requeue {
         options.backoff = options.backoff.with_requeue(r);
     }
-    options
-}
-
-async fn setup(
-    requeue: Option<Requeue>,
-) -> (World, OrganizationId, InterviewId, aws_sdk_sqs::Client, QueueSet, FakeOpenAi, EventSourceMapping) {
-    let w = World::fresh().await;
-    let org = w.org_with_credits(50).await;
-    let interview = w.reserved_interview(org, 10).await;
-    let sqs = sqs_client().await;
-    let queues = test_queues(&sqs).await;
-    let fake = FakeOpenAi::scripted().unwrap();
-    let instance = report_instance(
-        w.settings(),
-        fake_openai(&fake, Duration::from_secs(5)),
-        Duration::from_secs(300),
-        options(requeue),
-    );
-    let reports = esm(&sqs, &queues.report_generate.source, "reportGenerate", instance);
-    (w, org, interview, sqs, queues, fake, reports)
-}
-
-fn body(interview: InterviewId, org: OrganizationId) -> String {
-    format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#)
+    ScaledReports::during_an_outage(options).await
 }
 
 async fn report(w: &World, interview: InterviewId) -> Document {
@@ -87,9 +57,8 @@ async fn next_delivery(
 
 #[tokio::test]
 async fn an_outage_backs_the_record_off_for_seconds_not_the_visibility_timeout_and_costs_no_attempt() {
-    let (w, org, interview, sqs, queues, fake, reports) = setup(None).await;
-    fake.set_fault(Some(Fault::ServerError));
-    send(&sqs, &queues.report_generate.source.url, &body(interview, org)).await;
+    let ScaledReports { world: w, interview, fake, reports, .. } = setup(None).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
 
     let (first, _) = next_delivery(&reports, Duration::from_secs(30)).await;
     assert_eq!(first.failed_ids.len(), 1, "a batch item failure: {first:?}");
@@ -107,16 +76,15 @@ async fn an_outage_backs_the_record_off_for_seconds_not_the_visibility_timeout_a
     let d = report(&w, interview).await;
     assert_eq!(d.get_str("status").unwrap(), "COMPLETED");
     assert_eq!(int(&d, "attemptCount"), Some(1), "only the successful attempt counts: {d}");
-    assert_eq!(depth(&sqs, &queues.report_generate.dlq.url).await, (0, 0));
+    assert_eq!(depth(sqs, &queues.report_generate.dlq.url).await, (0, 0));
     w.assert_invariants().await;
 }
 
 #[tokio::test]
 async fn the_last_receive_requeues_a_delayed_copy_that_completes_after_recovery_with_the_dlq_empty() {
     let requeue = Requeue { delay: Duration::from_secs(600), give_up_after: Duration::from_secs(24 * 3600) };
-    let (w, org, interview, sqs, queues, fake, reports) = setup(Some(requeue)).await;
-    fake.set_fault(Some(Fault::ServerError));
-    send(&sqs, &queues.report_generate.source.url, &body(interview, org)).await;
+    let ScaledReports { world: w, interview, fake, reports, .. } = setup(Some(requeue)).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
 
     // Receives 1 and 2 back off; receive 3 sends the copy and acknowledges the original.
     for receive in 1..=3 {
@@ -141,17 +109,17 @@ async fn the_last_receive_requeues_a_delayed_copy_that_completes_after_recovery_
     let d = report(&w, interview).await;
     assert_eq!(d.get_str("status").unwrap(), "COMPLETED");
     assert_eq!(int(&d, "attemptCount"), Some(1), "{d}");
-    assert_eq!(depth(&sqs, &queues.report_generate.dlq.url).await, (0, 0), "nothing in the DLQ");
-    assert_eq!(depth(&sqs, &queues.report_generate.source.url).await, (0, 0));
+    assert_eq!(depth(sqs, &queues.report_generate.dlq.url).await, (0, 0), "nothing in the DLQ");
+    assert_eq!(depth(sqs, &queues.report_generate.source.url).await, (0, 0));
     w.assert_invariants().await;
 }
 
 #[tokio::test]
 async fn past_the_give_up_age_the_last_receive_goes_to_the_dlq_with_the_attempts_still_available() {
     let requeue = Requeue { delay: Duration::from_secs(60), give_up_after: Duration::ZERO };
-    let (w, org, interview, sqs, queues, fake, reports) = setup(Some(requeue)).await;
-    fake.set_fault(Some(Fault::ServerError));
-    send(&sqs, &queues.report_generate.source.url, &body(interview, org)).await;
+    // The fake bound for the whole test: the outage lasts as long as it is running.
+    let ScaledReports { world: w, interview, fake: _fake, reports, .. } = setup(Some(requeue)).await;
+    let (sqs, queues) = (&w.sqs, &w.queues);
     for receive in 1..=3 {
         let (s, _) = next_delivery(&reports, Duration::from_secs(60)).await;
         assert_eq!(s.failed_ids.len(), 1, "receive {receive}: {s:?}");
@@ -161,7 +129,7 @@ async fn past_the_give_up_age_the_last_receive_goes_to_the_dlq_with_the_attempts
     let moved = loop {
         assert!(started.elapsed() < Duration::from_secs(60), "not moved to the DLQ");
         let _ = reports.poll_once(Duration::from_secs(1)).await.expect("poll");
-        let dlq = drain(&sqs, &queues.report_generate.dlq.url).await;
+        let dlq = drain(sqs, &queues.report_generate.dlq.url).await;
         if !dlq.is_empty() {
             break dlq;
         }

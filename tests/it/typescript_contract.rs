@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bson::{Document, doc};
 use futures::TryStreamExt;
@@ -99,7 +99,7 @@ fn scratch_project() -> &'static (PathBuf, String) {
 }
 
 /// Runs one of the package's contract scripts with `env` added to this process's environment.
-fn node_script(script: &str, args: &[&str], env: &BTreeMap<String, String>) -> serde_json::Value {
+pub(crate) fn node_script(script: &str, args: &[&str], env: &BTreeMap<String, String>) -> serde_json::Value {
     let dir = built_package();
     let mut cmd = Command::new("node");
     cmd.arg(dir.join("test/contract").join(script)).args(args).current_dir(dir).envs(env);
@@ -309,40 +309,48 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
     // Wait for every settlement and every expected report to reach a final state.
     let oids: Vec<bson::oid::ObjectId> = ids.iter().map(|i| i.oid()).collect();
     let expected_reports = CASES.iter().filter(|c| c.insufficient.is_some()).count();
-    let until = Instant::now() + Duration::from_secs(180);
-    loop {
-        let settled = found(&db, "interviews", doc! {"_id": {"$in": &oids}, "settledAt": {"$ne": null}}).await.len();
-        // nx-27017 has no transactions: `settledAt` can be visible before the ledger entries are.
-        let ledgered: i64 =
-            found(&db, "creditLedger", doc! {"reference.id": {"$in": &oids}, "type": {"$in": ["SETTLE", "RELEASE"]}})
-                .await
-                .iter()
-                .map(|e| int(e, "amount"))
-                .sum();
-        let reports = found(
-            &db,
-            "interviewReports",
-            doc! {"interviewId": {"$in": &oids}, "status": {"$in": ["COMPLETED", "FAILED"]}},
-        )
-        .await
-        .len();
-        let generated = found(
-            &db,
-            "interviewReports",
-            doc! {"interviewId": {"$in": [fresh.oid(), exhausted.oid()]}, "status": "COMPLETED"},
-        )
-        .await
-        .len();
-        let reserved: i64 = CASES.iter().map(|c| c.reserved).sum();
-        if settled == CASES.len() && ledgered == reserved && reports == expected_reports && generated == 2 {
-            break;
-        }
-        assert!(
-            Instant::now() < until,
-            "not done after 180 s: {settled} settled, {ledgered} of {reserved} credits settled or released, {reports} reports, {generated} of the 2 API-triggered reports"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
+    let reserved: i64 = CASES.iter().map(|c| c.reserved).sum();
+    let (settled, ledgered, reports, generated) = harness::wait::poll(
+        Duration::from_secs(180),
+        Duration::from_millis(300),
+        || async {
+            let settled =
+                found(&db, "interviews", doc! {"_id": {"$in": &oids}, "settledAt": {"$ne": null}}).await.len();
+            // nx-27017 has no transactions: `settledAt` can be visible before the ledger entries are.
+            let ledgered: i64 = found(
+                &db,
+                "creditLedger",
+                doc! {"reference.id": {"$in": &oids}, "type": {"$in": ["SETTLE", "RELEASE"]}},
+            )
+            .await
+            .iter()
+            .map(|e| int(e, "amount"))
+            .sum();
+            let reports = found(
+                &db,
+                "interviewReports",
+                doc! {"interviewId": {"$in": &oids}, "status": {"$in": ["COMPLETED", "FAILED"]}},
+            )
+            .await
+            .len();
+            let generated = found(
+                &db,
+                "interviewReports",
+                doc! {"interviewId": {"$in": [fresh.oid(), exhausted.oid()]}, "status": "COMPLETED"},
+            )
+            .await
+            .len();
+            (settled, ledgered, reports, generated)
+        },
+        |&(settled, ledgered, reports, generated)| {
+            settled == CASES.len() && ledgered == reserved && reports == expected_reports && generated == 2
+        },
+    )
+    .await;
+    assert!(
+        settled == CASES.len() && ledgered == reserved && reports == expected_reports && generated == 2,
+        "not done after 180 s: {settled} settled, {ledgered} of {reserved} credits settled or released, {reports} reports, {generated} of the 2 API-triggered reports"
+    );
 
     for (case, id) in CASES.iter().zip(&ids) {
         let ledger = found(&db, "creditLedger", doc! {"reference.id": id.oid()}).await;
@@ -441,7 +449,7 @@ async fn what_the_rust_producers_send_passes_the_typescript_validation() {
     // The settlement producer's own publish (the outbox's report.generate), and a fractional
     // duration written by the contract types.
     let producer = sophia_sqs_producer::SqsProducer::new(
-        o.client.clone(),
+        o.sqs.clone(),
         sophia_sqs_producer::QueueUrls::default()
             .with(sophia_sqs_producer::Queue::InterviewCompleted, o.queues.interview_completed.source.url.clone())
             .with(sophia_sqs_producer::Queue::ReportGenerate, o.queues.report_generate.source.url.clone()),
@@ -472,7 +480,7 @@ async fn what_the_rust_producers_send_passes_the_typescript_validation() {
         r#"{{"interviewId":"{i}","organizationId":"{org}","completedAt":"2026-12-02 17:30:00Z","durationSeconds":"60"}}"#
     );
     ops_support::put(
-        &o.client,
+        &o.sqs,
         &o.queues.interview_completed.source.url,
         &dropped,
         [("requestId", "x"), ("eventType", "interview.completed")]
@@ -484,7 +492,7 @@ async fn what_the_rust_producers_send_passes_the_typescript_validation() {
 
     let mut captured = Vec::new();
     for url in [&o.queues.interview_completed.source.url, &o.queues.report_generate.source.url] {
-        for m in ops_support::drain(&o.client, url).await {
+        for m in ops_support::drain(&o.sqs, url).await {
             let attributes: BTreeMap<String, String> = m
                 .message_attributes()
                 .unwrap_or(&Default::default())

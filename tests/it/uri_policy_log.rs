@@ -2,7 +2,7 @@
 //! one WARN per process, naming the parameter it overrode and the hosts, never the URI (which
 //! may hold a password). Captured by the harness's process-wide JSON subscriber.
 
-use harness::faults::LogCapture;
+use harness::logs::LogCapture;
 use sophia_platform::uri_policy::{UriPolicyError, Verdict, enforce_with};
 
 #[test]

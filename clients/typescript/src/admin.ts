@@ -90,7 +90,7 @@ export function isResettable(report: Record<string, unknown>, now: Date): boolea
 }
 
 /** The branches of a PROCESSING report whose claim has ended at `now` (the `$or` of claim.rs `lapsed_filter`, the status pinned by the caller). */
-function claimEndedFilter(now: Date): Record<string, unknown>[] {
+function claimEndedBranches(now: Date): Record<string, unknown>[] {
   const stale = new Date(now.getTime() - REPORT_LEASE_SECONDS * 1000);
   return [
     { leaseExpiresAt: { $lt: now } },
@@ -98,6 +98,21 @@ function claimEndedFilter(now: Date): Record<string, unknown>[] {
     { leaseExpiresAt: null, updatedAt: null, createdAt: { $lt: stale } },
     { leaseExpiresAt: null, updatedAt: null, createdAt: null },
   ];
+}
+
+/** The statuses a worker holds while its claim runs (reset rule `whenLeaseExpired`: PROCESSING). */
+const HELD_WHILE_CLAIMED = Object.keys(REPORT_RESET_RULES).filter((s) => REPORT_RESET_RULES[s as keyof typeof REPORT_RESET_RULES] === "whenLeaseExpired");
+
+/**
+ * The MongoDB filter of a report whose claim has ended at `now`, as the consumer's claim rule
+ * writes it (functions/reports/src/claim.rs `lapsed_filter`): PROCESSING, and past its
+ * `leaseExpiresAt`, or without a lease past `updatedAt` (else `createdAt`) plus
+ * {@link REPORT_LEASE_SECONDS}, or with none of those dates. The documents it matches are those
+ * {@link isResettable} accepts among PROCESSING ones; {@link resetAttemptsOperation} requires it.
+ * Plain data: `find(reportClaimEndedFilter(new Date()))` lists the stuck reports.
+ */
+export function reportClaimEndedFilter(now: Date): Record<string, unknown> {
+  return { status: { $in: HELD_WHILE_CLAIMED }, $or: claimEndedBranches(now) };
 }
 
 /**
@@ -121,7 +136,7 @@ export function resetAttemptsOperation(
   const set: Record<string, unknown> = { attemptCount: 0, attemptsResetAt: now, updatedAt: now, lastRetry: mark };
   if (resetRule(report) === "whenLeaseExpired") {
     filter["leaseId"] = report["leaseId"] ?? null;
-    filter["$or"] = claimEndedFilter(now);
+    filter["$or"] = claimEndedBranches(now);
     set["leaseExpiresAt"] = reportHeldUntil(report) ?? now;
   }
   return { filter, update: { $set: set, $push: { retries: mark } } };

@@ -5,7 +5,9 @@
 //! conditional writes use ([`free_filter`], [`claimable_filter`]); a test evaluates both on a
 //! table of reports (every status, a lease absent, `null`, live, expired or ending now, `updatedAt`
 //! and `createdAt` absent, recent or stale, `attemptCount` of every numeric type) and requires
-//! them to agree.
+//! them to agree. The table and the evaluator are [`crate::fixtures::claim_cases`] and
+//! [`crate::fixtures::filter_matches`]; tests/it/report_claim_languages.rs holds the API package's
+//! TypeScript copy of the rule (clients/typescript/src/admin.ts) to this one on the same table.
 //!
 //! The rule (docs/design.md, "Report states"):
 //! - `COMPLETED` is done: never claimed again.
@@ -140,102 +142,12 @@ fn millis(lease: Duration) -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use std::cmp::Ordering;
-
     use bson::oid::ObjectId;
 
     use super::*;
+    use crate::fixtures::filter_matches as matches;
 
     const LEASE: Duration = Duration::from_secs(900);
-
-    /// The operators the claim filters use, with MongoDB's semantics for them: `{f: null}`
-    /// matches absent or `null`; `$lt` compares within a type bracket only (numbers across
-    /// Int32, Int64 and Double; dates with dates), so a `null` or absent field is never below
-    /// anything; `$in` is equality with any element; `$exists`; `$and`/`$or` of filters.
-    fn matches(d: &Document, filter: &Document) -> bool {
-        filter.iter().all(|(key, cond)| match (key.as_str(), cond) {
-            ("$or", Bson::Array(fs)) => fs.iter().any(|f| matches(d, f.as_document().unwrap())),
-            ("$and", Bson::Array(fs)) => fs.iter().all(|f| matches(d, f.as_document().unwrap())),
-            (op, _) if op.starts_with('$') => panic!("the test's evaluator does not know {op}"),
-            (field, Bson::Document(ops)) if ops.keys().all(|k| k.starts_with('$')) => {
-                let value = d.get(field);
-                ops.iter().all(|(op, arg)| match op.as_str() {
-                    "$lt" => value.and_then(|v| compare(v, arg)) == Some(Ordering::Less),
-                    "$in" => arg.as_array().unwrap().iter().any(|a| equal(value, a)),
-                    "$exists" => value.is_some() == arg.as_bool().unwrap(),
-                    other => panic!("the test's evaluator does not know {other}"),
-                })
-            }
-            (field, expected) => equal(d.get(field), expected),
-        })
-    }
-
-    fn equal(value: Option<&Bson>, expected: &Bson) -> bool {
-        match (value, expected) {
-            (None | Some(Bson::Null), Bson::Null) => true,
-            (Some(v), e) => compare(v, e) == Some(Ordering::Equal) || v == e,
-            (None, _) => false,
-        }
-    }
-
-    fn compare(a: &Bson, b: &Bson) -> Option<Ordering> {
-        let number = |v: &Bson| match v {
-            Bson::Double(n) => Some(*n),
-            other => sophia_documents::int::from_bson(other).ok().map(|n| n as f64),
-        };
-        match (a, b) {
-            (Bson::DateTime(x), Bson::DateTime(y)) => Some(x.cmp(y)),
-            (Bson::String(x), Bson::String(y)) => Some(x.cmp(y)),
-            _ => number(a)?.partial_cmp(&number(b)?),
-        }
-    }
-
-    fn ms(now: DateTime, delta: i64) -> Bson {
-        Bson::DateTime(DateTime::from_millis(now.timestamp_millis() + delta))
-    }
-
-    /// Every combination of the fields the rule reads, as other writers leave them.
-    fn table(now: DateTime) -> Vec<Document> {
-        let lease_ms = LEASE.as_millis() as i64;
-        let statuses = ["NOT_STARTED", "PROCESSING", "COMPLETED", "FAILED"];
-        // Absent (None), null, live, ending exactly now, expired.
-        let leases = [None, Some(Bson::Null), Some(ms(now, 60_000)), Some(ms(now, 0)), Some(ms(now, -1))];
-        // Absent, null, recent (the lease-less claim runs), ending exactly now, stale.
-        let dates =
-            [None, Some(Bson::Null), Some(ms(now, -1_000)), Some(ms(now, -lease_ms)), Some(ms(now, -lease_ms - 1))];
-        let counts = [
-            None,
-            Some(Bson::Int32(0)),
-            Some(Bson::Int64(2)),
-            Some(Bson::Double(2.0)),
-            Some(Bson::Int32(3)),
-            Some(Bson::Double(3.0)),
-        ];
-        let mut out = Vec::new();
-        for status in statuses {
-            for lease in &leases {
-                for updated in &dates {
-                    for created in &dates {
-                        for count in &counts {
-                            let mut d = doc! {"_id": ObjectId::new(), "interviewId": ObjectId::new(), "status": status};
-                            for (key, value) in [
-                                ("leaseExpiresAt", lease),
-                                ("updatedAt", updated),
-                                ("createdAt", created),
-                                ("attemptCount", count),
-                            ] {
-                                if let Some(v) = value {
-                                    d.insert(key, v.clone());
-                                }
-                            }
-                            out.push(d);
-                        }
-                    }
-                }
-            }
-        }
-        out
-    }
 
     fn read(d: &Document) -> StoredReport {
         sophia_documents::decode("interviewReports", d.clone()).unwrap()
@@ -244,7 +156,7 @@ mod tests {
     #[test]
     fn the_predicate_and_the_filter_agree_on_every_case() {
         let now = DateTime::now();
-        let cases = table(now);
+        let cases = crate::fixtures::claim_cases(now, LEASE);
         assert_eq!(cases.len(), 4 * 5 * 5 * 5 * 6);
         let free = doc! {"$or": free_filter(now, LEASE)};
         let claimable_filter = claimable_filter(now, LEASE);

@@ -1,11 +1,12 @@
-//! Shared by the report tests: an environment (own database, scripted OpenAI fake, the
-//! report-generate handler), SQS events for it, and readers of the stored report.
+//! Shared by the report tests: the report-generate function over a world's database against a
+//! scripted OpenAI fake ([`Env`]), SQS events for it, and readers of the stored report.
 #![allow(dead_code, unused_imports)]
 
 pub use std::time::Duration;
 
 pub use aws_lambda_events::event::sqs::SqsEvent;
 pub use bson::{Bson, DateTime, Document, doc};
+pub use harness::World;
 pub use lambda_runtime::{Context, LambdaEvent};
 pub use report_generate::ReportGenerateHandler;
 pub use serde_json::{Value, json};
@@ -24,24 +25,32 @@ pub const MODEL: &str = "gpt-4.1-mini";
 pub const CLIENT_RETRIES: usize = sophia_reports::openai::MAX_RETRIES;
 pub const SECRET_ANSWER: &str = "I moved our billing tables from MySQL to Postgres with dual writes";
 
+/// The report-generate function (as its `main` builds it) over a world's database, against a
+/// scripted OpenAI fake.
 pub struct Env {
     pub mongo: Mongo,
     pub fake: FakeOpenAi,
     pub handler: ReportGenerateHandler,
 }
 
-pub fn settings(fake: &FakeOpenAi, timeout: Duration) -> OpenAiSettings {
-    harness::faults::fake_openai(fake, timeout)
+impl Env {
+    /// Over `world`'s database, the fake's client giving up after `timeout`.
+    pub fn of(world: &World, timeout: Duration) -> Env {
+        let fake = FakeOpenAi::scripted().expect("fake starts");
+        let service = ReportService::new(world.mongo.db.clone(), ReportModel::new(&settings(&fake, timeout)));
+        let handler = ReportGenerateHandler::with_service(world.mongo.clone(), service, ConsumerOptions::default());
+        Env { mongo: world.mongo.clone(), fake, handler }
+    }
 }
 
+pub fn settings(fake: &FakeOpenAi, timeout: Duration) -> OpenAiSettings {
+    harness::functions::fake_openai(fake, timeout)
+}
+
+/// [`Env::of`] a fresh world (migrated, as `sophia-ops migrate` leaves a stage: the unique
+/// `interviewId` index).
 pub async fn env_with_timeout(timeout: Duration) -> Env {
-    let mongo = harness::test_mongo().await;
-    // The explicit migration step (`sophia-ops migrate` on a stage): the unique interviewId index.
-    migrations::apply(&mongo.db).await.expect("reports migrations");
-    let fake = FakeOpenAi::scripted().expect("fake starts");
-    let service = ReportService::new(mongo.db.clone(), ReportModel::new(&settings(&fake, timeout)));
-    let handler = ReportGenerateHandler::with_service(mongo.clone(), service, ConsumerOptions::default());
-    Env { mongo, fake, handler }
+    Env::of(&World::fresh().await, timeout)
 }
 
 pub async fn env() -> Env {
@@ -91,7 +100,7 @@ pub async fn report_count(env: &Env) -> u64 {
 
 /// An integer field whatever its stored width; fails the test when it is not one.
 pub fn int(d: &Document, key: &str) -> i64 {
-    harness::faults::int(d, key).unwrap_or_else(|| panic!("{key} is not an integer: {:?}", d.get(key)))
+    harness::mongo::int(d, key).unwrap_or_else(|| panic!("{key} is not an integer: {:?}", d.get(key)))
 }
 
 pub fn in_ms(ms: i64) -> DateTime {

@@ -1,80 +1,14 @@
-//! Shared by the `settlement_*` test modules: a database of its own with the migration applied,
-//! the settlement service over it, a recording publisher, seed shortcuts, and the one invariant
-//! check every scenario ends with.
+//! Shared by the `settlement_*` test modules (their database, settlement service, seed shortcuts
+//! and invariant check are the [`harness::World`]'s): the settlement context, timestamps and
+//! durations, and a recording publisher.
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bson::doc;
 use chrono::Utc;
-use sophia_contracts::{DurationSeconds, InterviewId, OrganizationId, ReportGenerate, RequestId, Timestamp};
-use sophia_credits::model::{CreditLot, LedgerEntry, LedgerType, OutboxEntry};
-use sophia_credits::{
-    BoxError, CreditsStore, Published, ReportPublisher, SettleContext, SettlementService, migrations, seed,
-};
-use sophia_platform::mongo::Mongo;
-
-pub struct World {
-    pub mongo: Mongo,
-    pub store: CreditsStore,
-    pub service: SettlementService,
-}
-
-/// A fresh database (one per test: nx-27017 does not isolate transactions) with the indexes.
-pub async fn world() -> World {
-    let mongo = harness::test_mongo().await;
-    migrations::apply(&mongo.db).await.expect("migration applies");
-    let store = CreditsStore::new(mongo.db.clone());
-    let service = SettlementService::new(mongo.client.clone(), mongo.db.clone());
-    World { mongo, store, service }
-}
-
-impl World {
-    /// An organization with one lot of `granted` credits expiring in 30 days.
-    pub async fn org_with_credits(&self, granted: i64) -> OrganizationId {
-        harness::faults::org_with_credits(&self.store, "Acme", granted).await
-    }
-
-    pub async fn reserved_interview(&self, org: OrganizationId, amount: i64) -> InterviewId {
-        seed::reserved_interview(&self.mongo.client, &self.store, org, amount, doc! {}).await.unwrap()
-    }
-
-    pub async fn ledger(&self, interview: InterviewId) -> Vec<LedgerEntry> {
-        use futures::TryStreamExt;
-        self.store.ledger().find(doc! {"reference.id": interview.oid()}).await.unwrap().try_collect().await.unwrap()
-    }
-
-    pub async fn ledger_sum(&self, interview: InterviewId, kind: LedgerType) -> i64 {
-        self.ledger(interview).await.iter().filter(|e| e.kind == kind).map(|e| e.amount).sum()
-    }
-
-    pub async fn lots(&self, org: OrganizationId) -> Vec<CreditLot> {
-        use futures::TryStreamExt;
-        self.store
-            .lots()
-            .find(doc! {"organizationId": org.oid()})
-            .sort(doc! {"expiresAt": 1})
-            .await
-            .unwrap()
-            .try_collect()
-            .await
-            .unwrap()
-    }
-
-    pub async fn outbox(&self, interview: InterviewId) -> Option<OutboxEntry> {
-        harness::faults::outbox(&self.store, interview).await
-    }
-
-    pub async fn org_credits(&self, org: OrganizationId) -> (i64, i64) {
-        harness::faults::org_credits(&self.store, org).await
-    }
-
-    /// The five invariants of docs/design.md over the whole database: every scenario ends here.
-    pub async fn assert_invariants(&self) {
-        harness::faults::assert_invariants(&self.store).await;
-    }
-}
+use sophia_contracts::{DurationSeconds, ReportGenerate, RequestId, Timestamp};
+use sophia_credits::{BoxError, Published, ReportPublisher, SettleContext};
 
 pub fn ctx() -> SettleContext {
     SettleContext { deadline: None, now: Utc::now() }
