@@ -7,6 +7,7 @@
 //!   names and URL variables. Code that is specific to one queue by nature (its handler, its
 //!   message contract, its producer) matches on it, so a queue added to the declaration stops the
 //!   build at each place that must handle it (the list is in `docs/contributing.md`).
+//! - [`Function`] is generated the same way from its `functions`: one variant per function.
 //! - [`Declaration`] is `queues.json` parsed and checked (the 6x rule, the cross references): the
 //!   local runner, the consumers' deadlines, `sophia-ops` and the tests read its numbers.
 //! - [`METRICS_JSON`] is `metrics.json`'s text (parsed by `sophia-sqs-consumer`'s metrics module),
@@ -47,6 +48,26 @@ impl Queue {
     /// Its numbers in the embedded declaration.
     pub fn settings(self) -> &'static QueueSettings {
         Declaration::embedded().queue(self.key()).expect("the Queue enum is generated from the embedded declaration")
+    }
+}
+
+impl Function {
+    /// The function named `name` (`report-generate`).
+    pub fn from_name(name: &str) -> Option<Function> {
+        Function::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// Its numbers in the embedded declaration.
+    pub fn settings(self) -> &'static FunctionSettings {
+        Declaration::embedded()
+            .function(self.name())
+            .expect("the Function enum is generated from the embedded declaration")
+    }
+}
+
+impl std::fmt::Display for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -93,6 +114,15 @@ pub struct QueueSettings {
     pub batch_size: u32,
     pub maximum_batching_window_seconds: u32,
     pub report_batch_item_failures: bool,
+    /// Its consumer requeues a delayed copy of a transiently failing record on its last receive
+    /// (`sophia_sqs_consumer::backoff::policy_of`); the Pulumi program lets that consumer send to
+    /// its own queue (`infra-pulumi/src/pipeline.ts`).
+    pub requeues_transient_failures: bool,
+    /// Its consumer sends a record that can never succeed to the queue's DLQ at once (a handler's
+    /// `Failure::dead_letter`); the Pulumi program lets that consumer send to its own DLQ.
+    pub dead_letters_permanent_failures: bool,
+    /// What a message in its DLQ means, for whoever is paged (the DLQ alarm's text).
+    pub dlq_meaning: String,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -101,6 +131,9 @@ pub struct FunctionSettings {
     pub name: String,
     pub timeout_seconds: u32,
     pub memory_mb: u32,
+    /// The `sophia-ops` command (without `--stage`) that lists this function's unfinished work:
+    /// the first command its alarms name (`infra-pulumi/src/alarms.ts`); sophia-ops' tests parse it.
+    pub unfinished_work_command: String,
     pub subscribed_to: Option<String>,
     #[serde(default)]
     pub publishes_to: Vec<String>,
@@ -277,6 +310,20 @@ mod tests {
             assert_eq!(queue.to_string(), queue.name());
         }
         assert_eq!(Queue::from_name("audit-export"), None);
+    }
+
+    #[test]
+    fn the_generated_function_enum_follows_the_declaration() {
+        let d = Declaration::embedded();
+        let names: Vec<&str> = Function::ALL.iter().map(|f| f.name()).collect();
+        let declared: Vec<&str> = d.functions.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, declared);
+        assert_eq!(Function::from_name("report-generate"), Some(Function::ReportGenerate));
+        assert_eq!(Function::ReportGenerate.settings().timeout_seconds, 300);
+        assert_eq!(Function::InterviewFailed.to_string(), "interview-failed");
+        assert_eq!(Function::from_name("audit-export"), None);
+        assert!(d.functions.iter().all(|f| !f.unfinished_work_command.is_empty()));
+        assert!(d.queues.iter().all(|q| q.dlq_meaning.ends_with('.')));
     }
 
     #[test]

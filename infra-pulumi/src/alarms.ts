@@ -23,9 +23,8 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
 import { ConfigError, type StageConfig } from "./config";
-import { REQUEUES_TO_OWN_QUEUE } from "./iam";
 import { emfAlarmMetric, emits, humanMs, loadMetrics, type MetricsDeclaration, type ServiceLevel, serviceLevel } from "./metrics";
-import type { FunctionSpec, Settings } from "./settings";
+import type { FunctionSpec, QueueSpec, Settings } from "./settings";
 import { wiringFor } from "./wiring";
 
 /** SQS publishes its metrics once a minute. */
@@ -71,14 +70,56 @@ export function isEmfAlarm(kind: AlarmKindId): kind is EmfAlarmKind {
   return kind in EMF_ALARM_METRICS;
 }
 
-/** What an alarm is about: a queue (queues.json `name`) or a function (queues.json function name). */
-export interface AlarmSubject {
+/**
+ * What an alarm is about: a queue (queues.json `name`) or a function (queues.json function name),
+ * with the declared properties its text reads (never a comparison of names: a new queue or
+ * function brings its own text through queues.json).
+ */
+export type AlarmSubject = QueueSubject | FunctionSubject;
+
+export interface QueueSubject {
   stage: string;
-  /** queues.json name of the queue, or of the function. */
+  /** queues.json name of the queue. */
   name: string;
-  /** For a function: the queue it consumes (its `name`), if any. */
-  queue?: string;
+  /** queues.json `dlqMeaning`: what a message in its DLQ means. */
+  dlqMeaning: string;
 }
+
+export interface FunctionSubject {
+  stage: string;
+  /** queues.json name of the function. */
+  name: string;
+  /** The queue it consumes (its `name`), if any. */
+  queue?: string;
+  /** queues.json `unfinishedWorkCommand`: the sophia-ops command that lists its unfinished work. */
+  unfinishedWorkCommand: string;
+}
+
+/** The subject of `q`'s alarms: its name and its declared DLQ meaning. */
+export function queueSubject(stage: string, q: QueueSpec): QueueSubject {
+  return { stage, name: q.name, dlqMeaning: q.dlqMeaning };
+}
+
+/** The subject of a queue alarm, as the planner made it. */
+function ofQueue(s: AlarmSubject): QueueSubject {
+  if (!("dlqMeaning" in s)) throw new Error(`alarm subject ${s.name} is not a queue`);
+  return s;
+}
+
+/** The subject of a function alarm, as the planner made it. */
+function ofFunction(s: AlarmSubject): FunctionSubject {
+  if (!("unfinishedWorkCommand" in s)) throw new Error(`alarm subject ${s.name} is not a function`);
+  return s;
+}
+
+/** A function's first command: its queue's status when it has one, else its unfinished work. */
+const queueOrUnfinished = (s: AlarmSubject): string => {
+  const f = ofFunction(s);
+  return ops(f.stage, f.queue ? `queue status ${f.queue}` : f.unfinishedWorkCommand);
+};
+
+/** The queue a function's records come from (its DLQ holds what it gave up on), else its own name. */
+const queueOf = (s: AlarmSubject): string => ofFunction(s).queue ?? s.name;
 
 export interface AlarmKind {
   id: AlarmKindId;
@@ -111,10 +152,7 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     metric: "AWS/SQS ApproximateNumberOfMessagesVisible (QueueName = the DLQ)",
     condition: "Maximum > 0 over 1 minute",
     anchor: (s) => `${s.name}-dlq-not-empty`,
-    what: (s) =>
-      s.name === "report-generate"
-        ? `Messages are waiting in the report-generate DLQ: their reports are FAILED, at 3 attempts for answers that were wrong (redrive with the reset), or with their attempts left after a day of transient failures (a plain redrive, once the provider answers).`
-        : `Messages are waiting in the ${s.name} DLQ: they failed every retry.`,
+    what: (s) => `Messages are waiting in the ${s.name} DLQ: ${ofQueue(s).dlqMeaning}`,
     firstCommand: (s) => ops(s.stage, `dlq list ${s.name}`),
   },
   {
@@ -135,7 +173,7 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     condition: "Sum > 0 over 5 minutes",
     anchor: () => "function-errors",
     what: (s) => `${s.name} returned errors (a failed batch or a failed init).`,
-    firstCommand: (s) => ops(s.stage, s.queue ? `queue status ${s.queue}` : "interview unsettled"),
+    firstCommand: queueOrUnfinished,
   },
   {
     id: "throttles",
@@ -145,7 +183,7 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     condition: "Sum > 0 over 5 minutes",
     anchor: () => "function-throttled",
     what: (s) => `${s.name} was throttled (its concurrency was exhausted).`,
-    firstCommand: (s) => ops(s.stage, s.queue ? `queue status ${s.queue}` : "interview unsettled"),
+    firstCommand: queueOrUnfinished,
   },
   {
     id: "duration",
@@ -155,7 +193,7 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     condition: `Maximum > ${DURATION_ALARM_FRACTION * 100}% of the function's timeout over 5 minutes`,
     anchor: () => "report-generate-near-its-timeout",
     what: (s) => `${s.name} ran longer than ${DURATION_ALARM_FRACTION * 100}% of its timeout (slow model calls).`,
-    firstCommand: (s) => ops(s.stage, `dlq list ${s.queue ?? s.name}`),
+    firstCommand: (s) => ops(s.stage, `dlq list ${queueOf(s)}`),
   },
   {
     id: "dropped-invalid",
@@ -165,7 +203,7 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     condition: "Sum > 0 over 5 minutes",
     anchor: () => "invalid-messages-dropped",
     what: (s) => `${s.name} dropped messages its contract rejects: a producer sends invalid bodies ("invalid message dropped" log lines).`,
-    firstCommand: (s) => ops(s.stage, s.name === "report-generate" ? "report failures" : "interview unsettled"),
+    firstCommand: (s) => ops(s.stage, ofFunction(s).unfinishedWorkCommand),
   },
   {
     id: "reports-failed",
@@ -185,8 +223,8 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     condition: "Sum > 0 over 5 minutes",
     anchor: () => "records-given-up-after-transient-failures",
     what: (s) =>
-      `${s.name} gave up on records that failed transiently (the provider or database away) for longer than the give-up age (24 hours); they are in the ${s.queue ?? s.name} DLQ with their attempts still available.`,
-    firstCommand: (s) => ops(s.stage, `dlq list ${s.queue ?? s.name}`),
+      `${s.name} gave up on records that failed transiently (the provider or database away) for longer than the give-up age (24 hours); they are in the ${queueOf(s)} DLQ with their attempts still available.`,
+    firstCommand: (s) => ops(s.stage, `dlq list ${queueOf(s)}`),
   },
   {
     id: "time-to-report",
@@ -224,19 +262,24 @@ export function plannedAlarms(
 ): PlannedAlarm[] {
   const planned: PlannedAlarm[] = [];
   for (const q of settings.queues) {
-    const subject = { stage: config.stage, name: q.name };
+    const subject = queueSubject(config.stage, q);
     planned.push({ kind: "dlq-not-empty", subject, suffix: `${q.dlqName}-not-empty` });
     planned.push({ kind: "oldest-message-age", subject, suffix: `${q.name}-oldest-message-age` });
   }
   for (const fn of settings.functions.filter((f) => canRun(f, config))) {
     const queue = settings.queues.find((q) => q.key === fn.subscribedTo)?.name;
-    const subject: AlarmSubject = { stage: config.stage, name: fn.name, ...(queue ? { queue } : {}) };
+    const subject: FunctionSubject = {
+      stage: config.stage,
+      name: fn.name,
+      ...(queue ? { queue } : {}),
+      unfinishedWorkCommand: fn.unfinishedWorkCommand,
+    };
     const kinds: AlarmKindId[] = ["errors", "throttles"];
     if (wiringFor(fn.name).durationAlarm) kinds.push("duration");
     if (emits(metrics, "RecordsDroppedInvalid", fn.name)) kinds.push("dropped-invalid");
     if (emits(metrics, "ReportsFailed", fn.name)) kinds.push("reports-failed");
-    // Only a consumer that requeues transient failures has a give-up age (iam.ts REQUEUES_TO_OWN_QUEUE).
-    const requeues = settings.queues.some((q) => q.key === fn.subscribedTo && REQUEUES_TO_OWN_QUEUE.includes(q.key));
+    // Only a consumer that requeues transient failures has a give-up age (queues.json requeuesTransientFailures).
+    const requeues = settings.queues.some((q) => q.key === fn.subscribedTo && q.requeuesTransientFailures);
     if (requeues && emits(metrics, "RecordsGivenUp", fn.name)) kinds.push("transient-give-up");
     if (emits(metrics, "TimeToReportMs", fn.name)) kinds.push("time-to-report");
     for (const kind of kinds) planned.push({ kind, subject, suffix: `${fn.name}-${kind}` });

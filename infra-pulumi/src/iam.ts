@@ -21,20 +21,19 @@ export const SQS_CONSUME_ACTIONS = [
   "sqs:GetQueueAttributes",
   "sqs:ChangeMessageVisibility",
 ] as const;
-/**
- * Queues whose consumer requeues a delayed copy of a transiently failed record on its last
- * receive (so that a provider outage does not end in the DLQ): `sqs:SendMessage` on that queue
- * itself, for its own consumer only.
+/*
+ * Two grants follow declared properties of a queue (declarations/queues.json, read by the Rust
+ * consumers too):
+ * - `requeuesTransientFailures`: its consumer requeues a delayed copy of a transiently failed
+ *   record on its last receive (so that a provider outage does not end in the DLQ):
+ *   `sqs:SendMessage` on that queue itself, for its own consumer only;
+ * - `deadLettersPermanentFailures`: its consumer sends a record that can never succeed (a failure
+ *   whose typed kind is permanent, e.g. an interview of another organization than the message
+ *   says) to its own DLQ on the first delivery, then acknowledges it
+ *   (functions/sqs-consumer/src/queue.rs `dead_letter`): `sqs:SendMessage` on that queue's DLQ
+ *   only, for its own consumer only. The DLQ is found from the source queue's RedrivePolicy,
+ *   which `sqs:GetQueueAttributes` on the own queue already reads.
  */
-export const REQUEUES_TO_OWN_QUEUE: readonly string[] = ["reportGenerate"];
-/**
- * Queues whose consumer sends a record that can never succeed (a failure whose typed kind is
- * permanent, e.g. an interview of another organization than the message says) to its own DLQ on
- * the first delivery, then acknowledges it (functions/sqs-consumer/src/queue.rs `dead_letter`):
- * `sqs:SendMessage` on that queue's DLQ only, for its own consumer only. The DLQ is found from the
- * source queue's RedrivePolicy, which `sqs:GetQueueAttributes` on the own queue already reads.
- */
-export const DEAD_LETTERS_TO_OWN_DLQ: readonly string[] = ["interviewCompleted"];
 export const SQS_PUBLISH_ACTIONS = ["sqs:SendMessage"] as const;
 export const LOG_WRITE_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"] as const;
 export const S3_OBJECT_READ_ACTIONS = ["s3:GetObject"] as const;
@@ -137,15 +136,15 @@ export const LAMBDA_ASSUME_ROLE_POLICY = JSON.stringify({
 });
 
 /**
- * Receive/delete/change visibility/get attributes on exactly one queue; with `requeue` (a queue of
- * [`REQUEUES_TO_OWN_QUEUE`]) also SendMessage on it.
+ * Receive/delete/change visibility/get attributes on exactly one queue; with `requeue` (a queue
+ * declared `requeuesTransientFailures`) also SendMessage on it.
  */
 export function consumeQueueStatement(queueArn: pulumi.Input<string>, requeue = false): Statement {
   const actions = requeue ? [...SQS_CONSUME_ACTIONS, ...SQS_PUBLISH_ACTIONS] : SQS_CONSUME_ACTIONS;
   return { Sid: "ConsumeOwnQueue", Effect: "Allow", Action: actions, Resource: [queueArn] };
 }
 
-/** SendMessage on exactly one DLQ: the consumer's own (a queue of [`DEAD_LETTERS_TO_OWN_DLQ`]). */
+/** SendMessage on exactly one DLQ: the consumer's own (a queue declared `deadLettersPermanentFailures`). */
 export function deadLetterStatement(dlqArn: pulumi.Input<string>): Statement {
   return { Sid: "DeadLetterToOwnDlq", Effect: "Allow", Action: SQS_PUBLISH_ACTIONS, Resource: [dlqArn] };
 }

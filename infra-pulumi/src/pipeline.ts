@@ -6,11 +6,9 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
-import { type AlarmTarget, dlqNotEmptyAlarm, oldestMessageAgeAlarm } from "./alarms";
+import { type AlarmTarget, dlqNotEmptyAlarm, oldestMessageAgeAlarm, queueSubject } from "./alarms";
 import type { Architecture } from "./config";
 import {
-  DEAD_LETTERS_TO_OWN_DLQ,
-  REQUEUES_TO_OWN_QUEUE,
   consumeQueueStatement,
   deadLetterStatement,
   type StageRoleScope,
@@ -100,8 +98,8 @@ export class QueuePipeline extends pulumi.ComponentResource {
         logRetentionDays: c.logRetentionDays,
         environment: c.environment,
         statements: [
-          consumeQueueStatement(this.queue.arn, REQUEUES_TO_OWN_QUEUE.includes(q.key)),
-          ...(DEAD_LETTERS_TO_OWN_DLQ.includes(q.key) ? [deadLetterStatement(this.deadLetterQueue.arn)] : []),
+          consumeQueueStatement(this.queue.arn, q.requeuesTransientFailures),
+          ...(q.deadLettersPermanentFailures ? [deadLetterStatement(this.deadLetterQueue.arn)] : []),
           ...c.statements,
         ],
         tags,
@@ -117,7 +115,7 @@ export class QueuePipeline extends pulumi.ComponentResource {
       `${name}-dlq-not-empty`,
       naming.alarmName(`${q.dlqName}-not-empty`),
       this.deadLetterQueue.name,
-      { stage: naming.stage, name: q.name },
+      queueSubject(naming.stage, q),
       args.alarms,
       child,
     );
@@ -126,7 +124,7 @@ export class QueuePipeline extends pulumi.ComponentResource {
       naming.alarmName(`${q.name}-oldest-message-age`),
       this.queue.name,
       args.oldestMessageAgeAlarmSeconds,
-      { stage: naming.stage, name: q.name },
+      queueSubject(naming.stage, q),
       args.alarms,
       child,
     );

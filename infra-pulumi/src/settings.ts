@@ -33,6 +33,16 @@ export interface QueueSpec {
   batchSize: number;
   maximumBatchingWindowSeconds: number;
   reportBatchItemFailures: boolean;
+  /**
+   * Its consumer requeues a delayed copy of a transiently failing record on its last receive (the
+   * Rust backoff policy reads the same property): SendMessage on its own queue (pipeline.ts), and
+   * the `transient-give-up` alarm (alarms.ts).
+   */
+  requeuesTransientFailures: boolean;
+  /** Its consumer sends a record that can never succeed to its DLQ at once: SendMessage on that DLQ. */
+  deadLettersPermanentFailures: boolean;
+  /** What a message in its DLQ means, for whoever is paged: the DLQ alarm's text (alarms.ts). */
+  dlqMeaning: string;
 }
 
 export interface FunctionSpec {
@@ -40,6 +50,11 @@ export interface FunctionSpec {
   name: string;
   timeoutSeconds: number;
   memoryMb: number;
+  /**
+   * The `sophia-ops` command (without `--stage`) that lists this function's unfinished work: the
+   * first command of its alarms (alarms.ts); sophia-ops' tests parse it with the real CLI.
+   */
+  unfinishedWorkCommand: string;
   /** Key of the queue this function consumes, or null for a function that is deployed only. */
   subscribedTo: string | null;
   /** Keys of the queues this function sends messages to. */
@@ -145,6 +160,9 @@ function parseQueue(c: Checker, raw: Json, i: number): QueueSpec {
     batchSize: c.int(o, "batchSize", where, 1, SQS_BATCH_SIZE_MAX),
     maximumBatchingWindowSeconds: c.int(o, "maximumBatchingWindowSeconds", where, 0, SQS_BATCHING_WINDOW_MAX),
     reportBatchItemFailures: c.bool(o, "reportBatchItemFailures", where),
+    requeuesTransientFailures: c.bool(o, "requeuesTransientFailures", where),
+    deadLettersPermanentFailures: c.bool(o, "deadLettersPermanentFailures", where),
+    dlqMeaning: c.str(o, "dlqMeaning", where),
   };
 }
 
@@ -163,6 +181,7 @@ function parseFunction(c: Checker, raw: Json, i: number): FunctionSpec {
     name: c.str(o, "name", where),
     timeoutSeconds: c.int(o, "timeoutSeconds", where, 1, LAMBDA_TIMEOUT_MAX),
     memoryMb: c.int(o, "memoryMb", where, LAMBDA_MEMORY_MIN, LAMBDA_MEMORY_MAX),
+    unfinishedWorkCommand: c.str(o, "unfinishedWorkCommand", where),
     subscribedTo: typeof subscribedTo === "string" ? subscribedTo : null,
     publishesTo: Array.isArray(publishesTo) ? publishesTo.filter((p): p is string => typeof p === "string") : [],
   };

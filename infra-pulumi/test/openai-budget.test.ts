@@ -20,6 +20,7 @@ import {
   openAiLimitsUnsetWarning,
 } from "../src/openai-budget";
 import { loadSettings } from "../src/settings";
+import { FUNCTION_WIRING } from "../src/wiring";
 import { TEST_LAYER_ARN, TEST_SECRETS } from "./support/harness";
 import { createMocks } from "./support/mocks";
 
@@ -77,4 +78,12 @@ test("the stage configuration refuses a report concurrency its OpenAI limits can
 test("an unset sophia:openaiLimits is a deploy warning that names the unchecked concurrency; a set one is none", () => {
   assert.match(openAiLimitsUnsetWarning(undefined, 2) ?? "", /sophia:openaiLimits is not set: report-generate's maxConcurrency \(2\) is not checked/);
   assert.equal(openAiLimitsUnsetWarning({ tokensPerMinute: 200_000, requestsPerMinute: 500 }, 2), null);
+});
+
+test("the budget covers every queue whose consumer calls OpenAI: reportGenerate's maxConcurrency, the only one (a new OpenAI consumer fails here until the budget counts it)", () => {
+  const settings = loadSettings();
+  const openAiQueues = settings.queues.filter((q) => FUNCTION_WIRING[q.consumer]?.openai).map((q) => q.key);
+  assert.deepEqual(openAiQueues, ["reportGenerate"], "checkOpenAiBudget and stack.ts read maximumConcurrency[\"reportGenerate\"] only");
+  const unsubscribed = settings.functions.filter((f) => f.subscribedTo === null && FUNCTION_WIRING[f.name]?.openai);
+  assert.deepEqual(unsubscribed, [], "a function that calls OpenAI without a queue has no concurrency the budget could read");
 });

@@ -99,7 +99,7 @@ test("every function of queues.json has wiring (secrets, bucket); OpenAI only fo
     ["report-generate"],
   );
   const extra = raw();
-  extra.functions.push({ name: "new-fn", timeoutSeconds: 10, memoryMb: 128, subscribedTo: null, publishesTo: [] });
+  extra.functions.push({ name: "new-fn", unfinishedWorkCommand: "interview unsettled", timeoutSeconds: 10, memoryMb: 128, subscribedTo: null, publishesTo: [] });
   assert.throws(() => checkWiring(parseSettings(extra)), /"new-fn" from queues.json has no entry in FUNCTION_WIRING/);
 });
 

@@ -31,6 +31,7 @@ mod log_redaction;
 mod metrics_emf;
 mod mongo_ping_retry;
 mod mongo_wire_gaps;
+mod new_queue_checklist;
 mod ops_admin;
 mod ops_confirm;
 mod ops_declared_queues;

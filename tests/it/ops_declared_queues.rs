@@ -15,10 +15,12 @@ fn with_a_third_queue() -> Declaration {
         "queueUrlEnv": "AUDIT_EXPORT_QUEUE_URL", "description": "audit exports", "publishedByApi": false,
         "consumer": "audit-export", "visibilityTimeoutSeconds": 360,
         "messageRetentionSeconds": 345600, "maxReceiveCount": 5, "dlqMessageRetentionSeconds": 1209600,
-        "batchSize": 5, "maximumBatchingWindowSeconds": 0, "reportBatchItemFailures": true
+        "batchSize": 5, "maximumBatchingWindowSeconds": 0, "reportBatchItemFailures": true,
+        "requeuesTransientFailures": false, "deadLettersPermanentFailures": false,
+        "dlqMeaning": "they failed every retry."
     }));
     v["functions"].as_array_mut().unwrap().push(serde_json::json!({
-        "name": "audit-export", "timeoutSeconds": 60, "memoryMb": 256, "subscribedTo": "auditExport", "publishesTo": []
+        "name": "audit-export", "unfinishedWorkCommand": "dlq list audit-export", "timeoutSeconds": 60, "memoryMb": 256, "subscribedTo": "auditExport", "publishesTo": []
     }));
     Declaration::parse(&v.to_string()).expect("a valid declaration")
 }

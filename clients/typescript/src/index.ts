@@ -6,7 +6,8 @@
  * - `retryReportGeneration`: the admin "regenerate report", with the attempts reset as data;
  * - the message and document types, generated from functions/contracts/schemas: the wire (JSON)
  *   types, and the stored types the MongoDB driver returns (`StoredInterviewReportDocument`);
- * - `check` / `assertValid` / `checkWireMessage`: runtime validation against the same schemas.
+ * - `check` / `assertValid` / `checkWireMessage`: runtime validation against the same schemas
+ *   (`QUEUE_EVENT_TYPES`: which messages each declared queue carries).
  */
 export * from "./generated/index";
 // Explicit exports win over the generated `export *` of the same names: these narrow by `type`.
@@ -27,5 +28,6 @@ export {
   checkWireMessage,
   ContractViolationError,
   isConsumerDateTime,
+  QUEUE_EVENT_TYPES,
   type ContractIssue,
 } from "./validate";

@@ -9,6 +9,7 @@
  * first publish" has the measurements.
  */
 import type { EventType } from "./generated/message-attributes";
+import { type QueueKey, queues } from "./generated/queues";
 import type { SchemaName } from "./generated/schemas";
 import validators = require("./validators.js");
 
@@ -78,12 +79,28 @@ const BODY_SCHEMA: Record<EventType, SchemaName> = {
 };
 
 /**
- * Checks one queue message as it travels (the raw body text and the String attributes): the
- * attributes under message-attributes, the body under the schema its `eventType` names.
+ * The messages each declared queue carries, keyed by the generated queue union
+ * (declarations/queues.json): a queue added there fails the type check here, after
+ * `scripts/regenerate`, until its event types are named; a test checks that every event type has
+ * exactly one queue.
  */
-export function checkWireMessage(body: string, attributes: Record<string, string | undefined>): ContractIssue[] {
+export const QUEUE_EVENT_TYPES: Readonly<Record<QueueKey, readonly EventType[]>> = {
+  interviewCompleted: ["interview.completed", "interview.failed"],
+  reportGenerate: ["report.generate"],
+};
+
+/**
+ * Checks one queue message as it travels (the raw body text and the String attributes): the
+ * attributes under message-attributes, the body under the schema its `eventType` names; with
+ * `queue`, also that the queue carries that event type ({@link QUEUE_EVENT_TYPES}).
+ */
+export function checkWireMessage(body: string, attributes: Record<string, string | undefined>, queue?: QueueKey): ContractIssue[] {
   const attrIssues = check("message-attributes", attributes).map((i) => ({ ...i, path: `attributes${i.path}` }));
   if (attrIssues.length > 0) return attrIssues;
+  const eventType = attributes["eventType"] as EventType;
+  if (queue !== undefined && !QUEUE_EVENT_TYPES[queue].includes(eventType)) {
+    return [{ path: "attributes/eventType", problem: `is not a message the ${queues[queue].name} queue carries` }];
+  }
   if (typeof body !== "string") return [{ path: "", problem: "body must be a string" }];
   let parsed: unknown;
   try {
@@ -91,5 +108,5 @@ export function checkWireMessage(body: string, attributes: Record<string, string
   } catch {
     return [{ path: "", problem: "body is not JSON" }];
   }
-  return check(BODY_SCHEMA[attributes["eventType"] as EventType], parsed);
+  return check(BODY_SCHEMA[eventType], parsed);
 }

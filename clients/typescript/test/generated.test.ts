@@ -4,7 +4,8 @@
  * `npm run generate` fails here.
  */
 import * as assert from "node:assert/strict";
-import { mkdtemp, readFile, readdir, writeFile, copyFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { copyFile, cp, mkdtemp, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
@@ -138,3 +139,29 @@ function isRuleCopy(line: string, file: string): boolean {
   const status = file.startsWith("src") && /(?:===|!==|==|!=)\s*"(?:NOT_STARTED|PROCESSING|COMPLETED|FAILED)"/.test(line);
   return number || status;
 }
+
+test("the rehearsal: a third queue in queues.json, once generated, fails the package's type check at QUEUE_EVENT_TYPES until its event types are named", async (t) => {
+  const packageRoot = path.join(GENERATED_DIR, "..", "..");
+  const root = await mkdtemp(path.join(tmpdir(), "sophia-third-queue-"));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  await cp(path.join(packageRoot, "src"), path.join(root, "src"), { recursive: true });
+  await copyFile(path.join(packageRoot, "tsconfig.json"), path.join(root, "tsconfig.json"));
+  await symlink(path.join(packageRoot, "node_modules"), path.join(root, "node_modules"), "dir");
+  const declared = JSON.parse(await readFile(QUEUE_DECLARATION, "utf8"));
+  declared.queues.push({ ...declared.queues[0], key: "auditExport", name: "audit-export", dlqName: "audit-export-dlq", queueUrlEnv: "AUDIT_EXPORT_QUEUE_URL" });
+  await writeFile(path.join(root, "queues.json"), JSON.stringify(declared));
+  for (const [name, text] of await generate(SCHEMA_DIR, path.join(root, "queues.json"))) {
+    await writeFile(path.join(root, "src", "generated", name), text);
+  }
+  const tsc = () =>
+    spawnSync(process.execPath, [path.join(packageRoot, "node_modules", "typescript", "bin", "tsc"), "--noEmit", "-p", root], { cwd: root, encoding: "utf8" });
+  const refused = tsc();
+  assert.notEqual(refused.status, 0, "the type check refuses the third queue");
+  const errors = refused.stdout.split("\n").filter((l) => l.includes("error TS"));
+  assert.ok(errors.length > 0 && errors.every((l) => l.startsWith("src/validate.ts") && l.includes("auditExport")), errors.join("\n"));
+  const validate = path.join(root, "src", "validate.ts");
+  const source = await readFile(validate, "utf8");
+  await writeFile(validate, source.replace('  reportGenerate: ["report.generate"],\n', '  reportGenerate: ["report.generate"],\n  auditExport: [],\n'));
+  const accepted = tsc();
+  assert.equal(accepted.status, 0, accepted.stdout);
+});

@@ -17,6 +17,9 @@ import {
   ContractViolationError,
   FAILURE_REASON_MAX_LENGTH,
   isConsumerDateTime,
+  EVENT_TYPES,
+  QUEUE_EVENT_TYPES,
+  queues,
 } from "../src/index";
 import validators = require("../src/validators.js");
 
@@ -92,6 +95,18 @@ test("checkWireMessage: attributes and the body its eventType names", () => {
     checkWireMessage(JSON.stringify({ interviewId: I, organizationId: O }), { requestId: "settlement-x", eventType: "report.generate" }),
     [],
   );
+});
+
+test("checkWireMessage with a queue: only the event types that queue carries; every event type has exactly one queue", () => {
+  const body = JSON.stringify(completed(119.5));
+  const attributes = { requestId: "r", eventType: "interview.completed" };
+  assert.deepEqual(checkWireMessage(body, attributes, "interviewCompleted"), []);
+  assert.deepEqual(checkWireMessage(body, attributes, "reportGenerate"), [
+    { path: "attributes/eventType", problem: "is not a message the report-generate queue carries" },
+  ]);
+  assert.deepEqual(Object.keys(QUEUE_EVENT_TYPES).sort(), Object.keys(queues).sort());
+  const carried = Object.values(QUEUE_EVENT_TYPES).flat();
+  assert.deepEqual([...carried].sort(), [...EVENT_TYPES].sort());
 });
 
 test("every contract schema has its ahead-of-time validator (strict mode: an unknown keyword or format fails the build)", () => {

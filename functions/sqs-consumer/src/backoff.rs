@@ -137,17 +137,15 @@ impl Backoff {
     }
 }
 
-/// The transient-failure policy of the consumer of `queue`, with its declared visibility timeout:
-/// the report queue's consumer requeues on the last receive (an outage of the model's provider
-/// must not end in the DLQ); the interview queue's backs off only (MongoDB away for three
-/// receives is an incident an operator sees in its DLQ).
+/// The transient-failure policy of the consumer of `queue`, with its declared visibility timeout
+/// and its declared `requeuesTransientFailures` (the same property gives the consumer's role
+/// SendMessage on its queue): the report queue's consumer requeues on the last receive (an outage
+/// of the model's provider must not end in the DLQ); the interview queue's backs off only
+/// (MongoDB away for three receives is an incident an operator sees in its DLQ).
 pub fn policy_of(queue: sophia_declarations::Queue) -> Backoff {
-    use sophia_declarations::Queue;
-    let backoff = Backoff::new(Duration::from_secs(u64::from(queue.settings().visibility_timeout_seconds)));
-    match queue {
-        Queue::ReportGenerate => backoff.with_requeue(Requeue::default()),
-        Queue::InterviewCompleted => backoff,
-    }
+    let settings = queue.settings();
+    let backoff = Backoff::new(Duration::from_secs(u64::from(settings.visibility_timeout_seconds)));
+    if settings.requeues_transient_failures { backoff.with_requeue(Requeue::default()) } else { backoff }
 }
 
 /// What a transiently failing record goes through, from a [`Backoff`] and its queue's

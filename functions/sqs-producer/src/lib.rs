@@ -236,13 +236,16 @@ impl sophia_credits::ReportPublisher for SqsReportPublisher {
     }
 }
 
-/// The fair-queue tenant of a raw body: the organization id of the contract message it parses
-/// into (`report.generate` for that event type, else the interview queue's union); `None` when it
-/// does not parse.
+/// The fair-queue tenant of a raw body: the organization id of the contract message its event
+/// type names; `None` when it does not parse. A `match` with no catch-all: a new event type stops
+/// the build here until its message's tenant is named (else its messages would go out without a
+/// `MessageGroupId`, outside tenant fairness).
 pub fn group_of_body(body: &str, event_type: EventType) -> Option<String> {
     match event_type {
         EventType::ReportGenerate => ReportGenerate::parse(body).ok().map(|m| m.organization_id.to_string()),
-        _ => InterviewQueueMessage::parse(body).ok().map(|m| m.organization_id().to_string()),
+        EventType::InterviewCompleted | EventType::InterviewFailed => {
+            InterviewQueueMessage::parse(body).ok().map(|m| m.organization_id().to_string())
+        }
     }
 }
 

@@ -199,7 +199,7 @@ export function expectedGrants(
     "interview-completed": [
       ...grant(LOGS, arn.logStreams(n.fn("interview-completed"))),
       ...grant(CONSUME, arn.queue(n.queue("interview-completed"))),
-      // A record that can never succeed goes to its own DLQ on the first delivery (iam.ts DEAD_LETTERS_TO_OWN_DLQ).
+      // A record that can never succeed goes to its own DLQ on the first delivery (queues.json deadLettersPermanentFailures).
       ...grant(["sqs:SendMessage"], arn.queue(n.dlq("interview-completed"))),
       ...grant(["sqs:SendMessage"], arn.queue(n.queue("report-generate"))),
       ...bucket(),

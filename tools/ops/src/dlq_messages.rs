@@ -223,7 +223,7 @@ impl ReportState {
 /// Looks up the report of a `report.generate` DLQ message when `MONGODB_URI` is configured
 /// (never fails the command: a lookup problem is shown instead).
 pub async fn attach_report(shown: &mut DlqShow, ctx: &crate::Context) {
-    if !shown.queue.is(sophia_declarations::Queue::ReportGenerate)
+    if !shown.queue.holds_report_attempts()
         || ctx.env.get(sophia_platform::config::MONGODB_URI).is_none()
         || shown.message.contract_error.is_some()
     {

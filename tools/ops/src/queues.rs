@@ -49,8 +49,15 @@ impl QueueName {
         self.0.name()
     }
 
-    pub fn is(self, queue: Queue) -> bool {
-        self.0 == queue
+    /// Whether each message of this queue stands for a stored report that keeps its own attempt
+    /// count: its DLQ's redrive resets those attempts (unless `--keep-attempts`), `dlq show`
+    /// looks the report up. A `match` with no catch-all: a queue added to the declaration stops
+    /// the build here until someone decides (docs/contributing.md, the new queue checklist).
+    pub fn holds_report_attempts(self) -> bool {
+        match self.0 {
+            Queue::ReportGenerate => true,
+            Queue::InterviewCompleted => false,
+        }
     }
 
     pub fn source_env(self) -> &'static str {

@@ -154,6 +154,19 @@ fn every_alarms_first_command_parses() {
     assert!(!text.contains("First: sophia-ops --stage <stage> invariants check."), "a first command shows the problem");
 }
 
+/// `unfinishedWorkCommand` of every declared function (declarations/queues.json), which the
+/// alarms name as the first command when a function has no queue to look at, is a real command:
+/// a new function's is checked before any alarm of a stage names it.
+#[test]
+fn every_declared_unfinished_work_command_parses() {
+    let decl = sophia_declarations::Declaration::embedded();
+    for f in &decl.functions {
+        assert_parses(&format!("sophia-ops --stage <stage> {}", f.unfinished_work_command), "declarations/queues.json");
+    }
+    let report = decl.function("report-generate").expect("declared");
+    assert_eq!(report.unfinished_work_command, "report failures", "the report function's failures are reports");
+}
+
 /// The names the stack gives, with `<stage>` for the stage.
 fn stack_names() -> BTreeSet<String> {
     let decl = sophia_declarations::Declaration::embedded();

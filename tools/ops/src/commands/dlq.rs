@@ -52,7 +52,7 @@ pub async fn redrive(
     keep_attempts: bool,
 ) -> Result<Outcome, OpsError> {
     let locator = ctx.locator().await;
-    let reset = queue.is(sophia_declarations::Queue::ReportGenerate) && !keep_attempts;
+    let reset = queue.holds_report_attempts() && !keep_attempts;
     if reset && method == RedriveMethod::MoveTask {
         return Err(OpsError::Invalid(format!(
             "StartMessageMoveTask moves every message server-side, so a {queue} redrive cannot reset each report just before its message moves; use --method auto, or --keep-attempts to move without resets"
@@ -139,7 +139,7 @@ async fn redrive_plan(
         peeked.approximate_visible.map_or("?".into(), |n| n.to_string()),
         max.map_or(String::new(), |m| format!(" (at most {m})"))
     ));
-    if queue.is(sophia_declarations::Queue::ReportGenerate) {
+    if queue.holds_report_attempts() {
         plan.effects.push(if reset {
             "each FAILED (or stuck) report gets a fresh attempt budget just before its message moves, recorded on the report (lastRetry, retries); COMPLETED reports are not touched".into()
         } else {

@@ -99,7 +99,7 @@ pub async fn move_from(
         let line = match &m.contract_error {
             Some(e) => format!("INVALID, stays in place ({e})"),
             None if mongo.is_some() => {
-                let reset = *into_dlq && to.is(sophia_declarations::Queue::ReportGenerate);
+                let reset = *into_dlq && to.holds_report_attempts();
                 let fate = predict::message(mongo.as_ref(), to, &m.body, reset).await;
                 format!(
                     "valid; interview {}: {}{}",

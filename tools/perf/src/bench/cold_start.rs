@@ -8,6 +8,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use sophia_contracts::OrganizationId;
+use sophia_declarations::Function;
 use sophia_local::invoke::Invoke;
 use sophia_local::runtime_api::RuntimeApi;
 
@@ -52,22 +54,72 @@ struct ColdRun {
     peak_rss_kib: Option<u64>,
 }
 
+/// The first event the bench gives a function: a batch of its own queue's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FirstEvent {
+    /// A batch of `interview.completed` settlements, one per organization.
+    Settlements,
+    /// A batch of `interview.failed` settlements, one per organization.
+    FailedSettlements,
+    /// One `report.generate` (the model path, offline endpoint).
+    Report,
+}
+
+impl FirstEvent {
+    /// The first event of `function`'s measurements. A `match` with no catch-all: a function
+    /// added to `declarations/queues.json` stops the build here until the bench knows its event.
+    pub(super) fn of(function: Function) -> Self {
+        match function {
+            Function::InterviewCompleted => Self::Settlements,
+            Function::InterviewFailed => Self::FailedSettlements,
+            Function::ReportGenerate => Self::Report,
+        }
+    }
+
+    /// The event, prepared (seeded) before the process starts so that seeding is not timed.
+    pub(super) async fn prepare(self, world: &World, orgs: &[OrganizationId]) -> Result<serde_json::Value, BenchError> {
+        match self {
+            Self::Settlements => world.completed_batch(orgs).await,
+            Self::FailedSettlements => world.failed_batch(orgs).await,
+            Self::Report => world.report_batch(orgs[0]).await,
+        }
+    }
+
+    /// Records the event carries.
+    fn records(self, orgs: usize) -> usize {
+        match self {
+            Self::Settlements | Self::FailedSettlements => orgs,
+            Self::Report => 1,
+        }
+    }
+
+    /// What the event carried, for the table.
+    fn describe(self, world: &World) -> String {
+        match self {
+            Self::Settlements | Self::FailedSettlements => {
+                format!("10 settlements, 10 orgs, {} at once", world.record_concurrency)
+            }
+            Self::Report => "1 report (model path, offline endpoint)".into(),
+        }
+    }
+}
+
 /// Cold start, first event and peak RSS of one release binary, `runs` fresh processes.
-pub(super) async fn cold_start(world: &World, options: &BenchOptions, function: &str) -> Result<ColdStart, BenchError> {
+pub(super) async fn cold_start(
+    world: &World,
+    options: &BenchOptions,
+    function: Function,
+) -> Result<ColdStart, BenchError> {
+    let first_event = FirstEvent::of(function);
+    let function = function.name();
     let (binary, memory, timeout) = release_function(options, function).map_err(other)?;
     let orgs = world.orgs(10).await?;
     let mut runs = Vec::new();
     for _ in 0..options.runs.max(1) {
-        // The event is prepared before the process starts, so seeding is not timed.
-        let event = match function {
-            "interview-completed" => world.completed_batch(&orgs).await?,
-            "interview-failed" => world.failed_batch(&orgs).await?,
-            _ => world.report_batch(orgs[0]).await?,
-        };
+        let event = first_event.prepare(world, &orgs).await?;
         runs.push(one_cold_start(world, &binary, function, memory, timeout, event).await?);
     }
-    let records_per_run = if function == "report-generate" { 1 } else { orgs.len() };
-    Ok(summarise(world, function, &runs, records_per_run))
+    Ok(summarise(function, first_event.describe(world), &runs, first_event.records(orgs.len())))
 }
 
 /// One fresh process: started, ready, its first event invoked, its peak RSS read, stopped.
@@ -99,7 +151,7 @@ async fn one_cold_start(
 }
 
 /// The figures of `runs` fresh processes of `function`.
-fn summarise(world: &World, function: &str, runs: &[ColdRun], records_per_run: usize) -> ColdStart {
+fn summarise(function: &str, first_event: String, runs: &[ColdRun], records_per_run: usize) -> ColdStart {
     let ready: Vec<f64> = runs.iter().map(|r| r.ready_ms).collect();
     let first: Vec<f64> = runs.iter().map(|r| r.first_event_ms).collect();
     let rss: Vec<f64> = runs.iter().filter_map(|r| r.peak_rss_kib).map(|kib| kib as f64).collect();
@@ -113,11 +165,7 @@ fn summarise(world: &World, function: &str, runs: &[ColdRun], records_per_run: u
         ready_ms_median: median(&ready),
         ready_ms_min: rmin,
         ready_ms_max: rmax,
-        first_event: if function == "report-generate" {
-            "1 report (model path, offline endpoint)".into()
-        } else {
-            format!("10 settlements, 10 orgs, {} at once", world.record_concurrency)
-        },
+        first_event,
         first_event_ms_median: median(&first),
         first_event_ms_max: fmax,
         first_events_ok: failures == 0,

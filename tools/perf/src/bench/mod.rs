@@ -43,13 +43,15 @@ pub use machine::Machine;
 pub use release::target_dir;
 pub use report::BenchReport;
 pub use round_trips::RoundTrip;
-pub use secrets::{SECRET_ARNS, SECRET_FUNCTIONS, SecretStart, run_secrets, secrets_table};
+pub use secrets::{SECRET_ARNS, SecretStart, run_secrets, secret_functions, secrets_table};
 pub use zips::{ZIP_GOAL_BYTES, ZIP_TARGET_BYTES, ZipFigure, zip_figures, zip_table};
 
+use sophia_declarations::Function;
 use world::World;
 
-/// The deployed functions, in the order the table shows them.
-pub const FUNCTIONS: [&str; 3] = ["interview-completed", "report-generate", "interview-failed"];
+/// The deployed functions, in the order the table shows them: every function
+/// `declarations/queues.json` declares (the generated `Function`).
+pub const FUNCTIONS: &[Function] = &Function::ALL;
 
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
@@ -146,7 +148,7 @@ fn setting_notes(options: &BenchOptions, zips: &[ZipFigure]) -> Vec<String> {
 /// The cold start of every function; one that cannot be measured becomes a note.
 async fn measure_cold_starts(world: &World, options: &BenchOptions, notes: &mut Vec<String>) -> Vec<ColdStart> {
     let mut cold = Vec::new();
-    for f in FUNCTIONS {
+    for &f in FUNCTIONS {
         eprintln!("cold start: {f} ({} runs)", options.runs);
         match cold_start::cold_start(world, options, f).await {
             Ok(c) => cold.push(c),
@@ -159,7 +161,7 @@ async fn measure_cold_starts(world: &World, options: &BenchOptions, notes: &mut 
 /// The secrets figures of every function with secrets; one that cannot be measured becomes a note.
 async fn measure_secret_starts(world: &World, options: &BenchOptions, notes: &mut Vec<String>) -> Vec<SecretStart> {
     let mut secrets = Vec::new();
-    for f in SECRET_FUNCTIONS {
+    for f in secret_functions() {
         eprintln!("secrets: {f} ({} runs per case)", options.runs);
         match secrets::secret_starts(world, options, f).await {
             Ok(rows) => secrets.extend(rows),

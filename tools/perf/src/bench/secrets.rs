@@ -6,11 +6,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use sophia_declarations::Function;
 use sophia_local::invoke::Invoke;
 use sophia_local::runtime_api::RuntimeApi;
 use sophia_platform::config;
 use sophia_platform::stand_in::ExtensionStandIn;
 
+use super::cold_start::FirstEvent;
 use super::release::{invoke_context, item_failures, release_function};
 use super::stats::{median, min_max, ms};
 use super::world::World;
@@ -40,8 +42,20 @@ pub const SECRET_ARNS: [(&str, &str); 2] = [
     (config::OPENAI_API_KEY, "arn:aws:secretsmanager:us-east-1:000000000000:secret:sophia-bench/openai-api-key-AbCdEf"),
 ];
 
-/// The functions whose secrets the bench moves to Secrets Manager.
-pub const SECRET_FUNCTIONS: [&str; 2] = ["interview-completed", "report-generate"];
+/// The functions whose secrets the bench moves to Secrets Manager, in declaration order.
+pub fn secret_functions() -> impl Iterator<Item = Function> {
+    Function::ALL.into_iter().filter(|&f| measures_secrets(f))
+}
+
+/// Whether the bench measures `function` with its secrets in Secrets Manager. A `match` with no
+/// catch-all: a function added to `declarations/queues.json` stops the build here until decided.
+fn measures_secrets(function: Function) -> bool {
+    match function {
+        Function::InterviewCompleted | Function::ReportGenerate => true,
+        // The same binary start and secrets as interview-completed's: measured there.
+        Function::InterviewFailed => false,
+    }
+}
 
 /// What one fresh process gave in one case.
 struct SecretRun {
@@ -57,18 +71,17 @@ struct SecretRun {
 pub(super) async fn secret_starts(
     world: &World,
     options: &BenchOptions,
-    function: &str,
+    function: Function,
 ) -> Result<Vec<SecretStart>, BenchError> {
+    let first_event = FirstEvent::of(function);
+    let function = function.name();
     let (binary, memory, timeout) = release_function(options, function).map_err(other)?;
     let orgs = world.orgs(10).await?;
     let mut out = Vec::new();
     for case in ["plain", "secrets-manager"] {
         let mut runs = Vec::new();
         for _ in 0..options.runs.max(1) {
-            let event = match function {
-                "interview-completed" => world.completed_batch(&orgs).await?,
-                _ => world.report_batch(orgs[0]).await?,
-            };
+            let event = first_event.prepare(world, &orgs).await?;
             runs.push(one_secret_start(world, &binary, function, case, memory, timeout, event).await?);
         }
         out.push(summarise(function, case, &runs));
@@ -174,7 +187,7 @@ pub async fn run_secrets(options: &BenchOptions) -> Result<Vec<SecretStart>, Ben
     let world = World::start(options).await?;
     let mut rows = Vec::new();
     let mut result = Ok(());
-    for f in SECRET_FUNCTIONS {
+    for f in secret_functions() {
         eprintln!("secrets: {f} ({} runs per case)", options.runs);
         match secret_starts(&world, options, f).await {
             Ok(r) => rows.extend(r),

@@ -26,9 +26,9 @@ pub fn zip_figures(options: &BenchOptions) -> (Vec<ZipFigure>, Option<String>) {
     let zips = FUNCTIONS
         .iter()
         .map(|f| ZipFigure {
-            function: (*f).to_owned(),
-            zip_bytes: size(options.lambda_dir.join(f).join("bootstrap.zip")),
-            release_binary_bytes: size(options.release_dir.join(f)),
+            function: f.name().to_owned(),
+            zip_bytes: size(options.lambda_dir.join(f.name()).join("bootstrap.zip")),
+            release_binary_bytes: size(options.release_dir.join(f.name())),
         })
         .collect();
     let arch = std::fs::read_to_string(options.lambda_dir.join("build-info.json"))
