@@ -19,12 +19,15 @@
  * `notBreaching` (same page, TreatMissingData: missing points are "within the threshold"):
  * an idle stage has no Lambda or EMF datapoints and must stay quiet.
  */
+import * as fs from "node:fs";
+import * as path from "node:path";
+
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
 import { ConfigError, type StageConfig } from "./config";
 import { emfAlarmMetric, emits, humanMs, loadMetrics, type MetricsDeclaration, type ServiceLevel, serviceLevel } from "./metrics";
-import type { FunctionSpec, QueueSpec, Settings } from "./settings";
+import { DEFAULT_SETTINGS_PATH, type FunctionSpec, type QueueSpec, type Settings } from "./settings";
 import { wiringFor } from "./wiring";
 
 /** SQS publishes its metrics once a minute. */
@@ -95,10 +98,32 @@ export interface FunctionSubject {
   unfinishedWorkCommand: string;
 }
 
-/** The subject of `q`'s alarms: its name and its declared DLQ meaning. */
+/** The subject of `q`'s alarms: its name and its declared DLQ meaning, its facts filled in. */
 export function queueSubject(stage: string, q: QueueSpec): QueueSubject {
-  return { stage, name: q.name, dlqMeaning: q.dlqMeaning };
+  return { stage, name: q.name, dlqMeaning: withDeclaredFacts(q.dlqMeaning, `${q.name}'s dlqMeaning`) };
 }
+
+/**
+ * A declared text names a number another declaration holds as `{maxReportAttempts}`
+ * (declarations/reports.json `maxAttempts`), so that the number is written once: a literal
+ * "<n> attempts" or an unknown `{name}` is refused.
+ */
+export function withDeclaredFacts(text: string, where: string, reportsFile = REPORTS_PATH): string {
+  if (/\b\d+\s+attempts?\b/.test(text)) {
+    throw new Error(`${where}: write the attempt limit as {maxReportAttempts} (declarations/reports.json), not a number`);
+  }
+  if (!text.includes("{")) return text;
+  const rules = JSON.parse(fs.readFileSync(reportsFile, "utf8")) as { maxAttempts: number };
+  const facts: Record<string, string> = { maxReportAttempts: String(rules.maxAttempts) };
+  return text.replace(/\{(\w+)\}/g, (whole, name: string) => {
+    const value = facts[name];
+    if (value === undefined) throw new Error(`${where}: ${whole} names no declared fact (known: ${Object.keys(facts).join(", ")})`);
+    return value;
+  });
+}
+
+/** declarations/reports.json, beside queues.json. */
+const REPORTS_PATH = path.join(path.dirname(DEFAULT_SETTINGS_PATH), "reports.json");
 
 /** The subject of a queue alarm, as the planner made it. */
 function ofQueue(s: AlarmSubject): QueueSubject {

@@ -11,7 +11,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { before, test } from "node:test";
 
-import { ALARM_DESCRIPTION_MAX, plannedAlarms, RUNBOOK_PATH } from "../src/alarms";
+import { ALARM_DESCRIPTION_MAX, plannedAlarms, RUNBOOK_PATH, withDeclaredFacts } from "../src/alarms";
 import { REPO_ROOT } from "../src/repository";
 import { EMF_NAMESPACE, ERROR_LINES_LIMIT } from "../src/dashboard";
 import { checkDimensionSet, emfMetric, loadMetrics, type MetricsDeclaration, parseSearchExpression, serviceLevel } from "../src/metrics";
@@ -297,4 +297,13 @@ test("metrics.json: the report metrics the reports engineer emits are declared w
   } finally {
     fs.rmSync(bad);
   }
+});
+
+test("a DLQ's declared meaning names the attempt limit as {maxReportAttempts}, filled in from reports.json, never as a number of its own", () => {
+  const limit = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "declarations/reports.json"), "utf8")).maxAttempts;
+  const reportDlq = plain(byName(run.resources, TYPE.alarm, "sophia-dev-report-generate-dlq-not-empty").inputs["alarmDescription"]) as string;
+  assert.match(reportDlq, new RegExp(`FAILED, at ${limit} attempts for answers that were wrong`));
+  assert.equal(withDeclaredFacts("at {maxReportAttempts} attempts", "t"), `at ${limit} attempts`);
+  assert.throws(() => withDeclaredFacts("at 3 attempts", "x's dlqMeaning"), /x's dlqMeaning: write the attempt limit as \{maxReportAttempts\}/);
+  assert.throws(() => withDeclaredFacts("after {maxReportTries}", "x"), /\{maxReportTries\} names no declared fact/);
 });
