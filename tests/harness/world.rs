@@ -109,9 +109,11 @@ impl World {
 
     /// This world's database and queues through a new MongoDB client (after its server was
     /// restarted: the old client's connections are gone), the migrations applied again as a
-    /// deployment would.
+    /// deployment would. The server is expected up again: server selection is given up after 5 s,
+    /// as for the harness's own database, not the 1 s of [`World::at`] (a loaded machine can take
+    /// more than a second to answer a new client: a full run failed here once at load 5-6).
     pub async fn reconnected(&self) -> Self {
-        let mongo = crate::mongo::mongo_at(&self.mongo_uri, self.mongo.db.name()).await;
+        let mongo = mongo_with(&self.mongo_uri, self.mongo.db.name(), Duration::from_secs(5)).await;
         let (mongo, store) = migrated(mongo).await;
         let (sqs, queues) = (self.sqs.clone(), self.queues.clone());
         Self { mongo, store, sqs, queues, mongo_uri: self.mongo_uri.clone(), _server: None }
