@@ -301,6 +301,19 @@ test("without arguments: scripts/* whose #! names bash, .ci/run and scripts/lib.
   }
 });
 
+test("a name that is not a readable file fails: a missing one, a folder", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-bash32-"));
+  try {
+    for (const name of [path.join(dir, "missing"), dir]) {
+      const r = spawnSync("bash", [CHECK, name], { encoding: "utf8" });
+      assert.equal(r.status, 1, r.stdout + r.stderr);
+      assert.equal(r.stderr, `error: cannot read ${name}\n`);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("every script of the repository passes", () => {
   const r = spawnSync("bash", [CHECK], { encoding: "utf8", cwd: REPO_ROOT });
   assert.equal(r.status, 0, r.stdout + r.stderr);
