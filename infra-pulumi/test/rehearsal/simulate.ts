@@ -19,30 +19,47 @@ function simulateDependency(pkg: string, file: string): Record<string, unknown> 
 }
 
 /**
- * Replaces a module's pure function (strings in, a value out) with one that computes each
- * distinct input once. The simulator reads these through the module's exports at every call.
+ * A pure function of two arguments that computes each distinct pair once (an array answer is
+ * copied). Keyed in two maps, a string argument by itself (the simulator calls these ~10^6 times).
  */
-function computeOnce(mod: Record<string, unknown>, name: string): void {
+function once<A extends string, B extends string | string[], R>(f: (a: A, b: B) => R): (a: A, b: B) => R {
+  const known = new Map<string, Map<string, R>>();
+  return (a, b) => {
+    let byB = known.get(a);
+    if (!byB) known.set(a, (byB = new Map()));
+    const key = typeof b === "string" ? b : JSON.stringify(b);
+    if (!byB.has(key)) byB.set(key, f(a, b));
+    const value = byB.get(key) as R;
+    return (Array.isArray(value) ? [...value] : value) as R;
+  };
+}
+
+/** Replaces a module's function, which the simulator reads through the module's exports at every call. */
+function replace<F>(mod: Record<string, unknown>, name: string, by: (original: F) => F): void {
   const f = mod[name];
   if (typeof f !== "function") throw new Error(`no function ${name}: the simulator's dependencies changed, revisit this cache`);
-  const known = new Map<string, unknown>();
-  mod[name] = (...args: unknown[]) => {
-    const key = JSON.stringify(args);
-    if (!known.has(key)) known.set(key, f(...args));
-    const value = known.get(key);
-    return Array.isArray(value) ? [...value] : value;
-  };
+  mod[name] = by(f as F);
 }
 
 // Most of a simulation's CPU, each answer depending only on its strings: a request's resource type
 // (its ARN intersected with each of the action's ARN formats, character by character with
 // localeCompare, twice a request) and a condition operator's name compared to ForAnyValue,
-// IfExists... (localeCompare again, for every condition of every statement).
-const resourceTypes = simulateDependency("@cloud-copilot/iam-utils", "resourceTypes.js");
-computeOnce(resourceTypes, "mostSpecificMatchingResourceTypePatterns");
+// IfExists... (localeCompare again, for every condition of every statement). An ARN is matched
+// against each format once, whatever action lists it; the most specific of several matches (a
+// function's ARN matches its versions' format too) is decided by the original among those alone.
+type MostSpecific = (resource: string, patterns: string[]) => string[];
+replace<MostSpecific>(simulateDependency("@cloud-copilot/iam-utils", "resourceTypes.js"), "mostSpecificMatchingResourceTypePatterns", (mostSpecific) => {
+  const matches = once((resource: string, pattern: string) => mostSpecific(resource, [pattern]).length > 0);
+  const amongMatching = once(mostSpecific);
+  return (resource, patterns) => {
+    const matching = patterns.filter((p) => matches(resource, p));
+    return matching.length > 1 ? amongMatching(resource, matching) : matching;
+  };
+});
 const policyUtils = simulateDependency("@cloud-copilot/iam-policy", "utils.js");
-computeOnce(policyUtils, "caseInsensitiveEquals");
-computeOnce(policyUtils, "caseInsensitiveEndsWith");
+type Compare = (value: string, other: string) => boolean;
+replace<Compare>(policyUtils, "caseInsensitiveEquals", once);
+replace<Compare>(policyUtils, "caseInsensitiveEndsWith", once);
 
 export interface Doc {
   Version: "2012-10-17";
@@ -103,7 +120,13 @@ function validatedOnce(doc: Doc, kind: "identity" | "resource"): unknown {
   return policy;
 }
 
-export async function decide(req: Request, policies: Policies): Promise<{ decision: Decision; detail: string }> {
+type Validated = (doc: Doc, kind: "identity" | "resource") => unknown;
+
+export function decide(req: Request, policies: Policies): Promise<{ decision: Decision; detail: string }> {
+  return simulate(req, policies, validatedOnce);
+}
+
+async function simulate(req: Request, policies: Policies, validatedOnce: Validated): Promise<{ decision: Decision; detail: string }> {
   const account = accountOf(req.principal, "000000000000");
   const star = req.resource === "*";
   const identity = star ? policies.identity.map(forStarRequest) : policies.identity;
@@ -148,11 +171,20 @@ export function decideInWorker(batch: Batch): Promise<{ decision: Decision; deta
   });
 }
 
-/** The worker's side of decideInWorker. */
+/**
+ * The worker's side of decideInWorker. The batch is the worker's own copy, which nothing changes:
+ * each of its documents is validated once, found by identity (no content key to build per request).
+ */
 export async function answerBatch(): Promise<void> {
   const batch = workerData as Batch;
+  const owned = { identity: new WeakMap<Doc, unknown>(), resource: new WeakMap<Doc, unknown>() };
+  const validated: Validated = (doc, kind) => {
+    let policy = owned[kind].get(doc);
+    if (!policy) owned[kind].set(doc, (policy = validatedOnce(doc, kind)));
+    return policy;
+  };
   const answers: { decision: Decision; detail: string }[] = [];
-  for (const { policies, ...req } of batch.requests) answers.push(await decide(req, batch.policySets[policies]!));
+  for (const { policies, ...req } of batch.requests) answers.push(await simulate(req, batch.policySets[policies]!, validated));
   parentPort!.postMessage(answers);
 }
 
