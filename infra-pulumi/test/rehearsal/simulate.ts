@@ -41,15 +41,41 @@ function replace<F>(mod: Record<string, unknown>, name: string, by: (original: F
   mod[name] = by(f as F);
 }
 
+/**
+ * A cheap proof that an ARN cannot be of a resource-type format, or undefined when there is none:
+ * the format's resource part starts with literal characters (vpc-endpoint/...), which iam-utils'
+ * matcher pairs one to one with the ARN's first characters, each compared with localeCompare
+ * (accent sensitivity). For the plain ASCII characters of ARNs that is a case-insensitive compare:
+ * checked below for every pair of them, with this runtime's collation, before it is relied on.
+ */
+const PLAIN = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/:._-";
+for (const a of PLAIN) {
+  for (const b of PLAIN) {
+    if ((a.localeCompare(b, undefined, { sensitivity: "accent" }) === 0) !== (a.toLowerCase() === b.toLowerCase())) throw new Error(`localeCompare("${a}", "${b}") is not a case-insensitive compare here: drop cannotMatch`);
+  }
+}
+const plain = (text: string) => [...text].every((c) => PLAIN.includes(c));
+function cannotMatch(split: (arn: string) => { resource?: string | undefined }, resource: string, format: string): boolean | undefined {
+  const have = split(resource).resource;
+  const want = split(format).resource;
+  if (have === undefined || want === undefined || /[*?]/.test(resource)) return undefined;
+  const literal = want.split("${")[0]!;
+  const start = have.slice(0, literal.length);
+  if (literal === "" || !plain(literal) || !plain(start)) return undefined;
+  return start.toLowerCase() !== literal.toLowerCase();
+}
+
 // Most of a simulation's CPU, each answer depending only on its strings: a request's resource type
 // (its ARN intersected with each of the action's ARN formats, character by character with
 // localeCompare, twice a request) and a condition operator's name compared to ForAnyValue,
 // IfExists... (localeCompare again, for every condition of every statement). An ARN is matched
-// against each format once, whatever action lists it; the most specific of several matches (a
-// function's ARN matches its versions' format too) is decided by the original among those alone.
+// against each format once, whatever action lists it (ec2:CreateTags lists ~100), first by
+// cannotMatch; the most specific of several matches (a function's ARN matches its versions' format
+// too) is decided by the original among those alone.
 type MostSpecific = (resource: string, patterns: string[]) => string[];
+const arnUtils = simulateDependency("@cloud-copilot/iam-utils", "arn.js") as { splitArnParts: (arn: string) => { resource?: string } };
 replace<MostSpecific>(simulateDependency("@cloud-copilot/iam-utils", "resourceTypes.js"), "mostSpecificMatchingResourceTypePatterns", (mostSpecific) => {
-  const matches = once((resource: string, pattern: string) => mostSpecific(resource, [pattern]).length > 0);
+  const matches = once((resource: string, pattern: string) => !cannotMatch(arnUtils.splitArnParts, resource, pattern) && mostSpecific(resource, [pattern]).length > 0);
   const amongMatching = once(mostSpecific);
   return (resource, patterns) => {
     const matching = patterns.filter((p) => matches(resource, p));
