@@ -56,9 +56,10 @@ for (const a of PLAIN) {
 }
 const plain = (text: string) => [...text].every((c) => PLAIN.includes(c));
 function cannotMatch(split: (arn: string) => { resource?: string | undefined }, resource: string, format: string): boolean | undefined {
+  if (/[*?]/.test(resource)) return undefined;
   const have = split(resource).resource;
   const want = split(format).resource;
-  if (have === undefined || want === undefined || /[*?]/.test(resource)) return undefined;
+  if (have === undefined || want === undefined) return undefined;
   const literal = want.split("${")[0]!;
   const start = have.slice(0, literal.length);
   if (literal === "" || !plain(literal) || !plain(start)) return undefined;
