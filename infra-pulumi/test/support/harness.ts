@@ -16,7 +16,10 @@ import * as yaml from "js-yaml";
 import { ELF_MACHINE, headCommit } from "../../src/artifacts";
 import { loadSettings } from "../../src/settings";
 import type { SophiaStack } from "../../src/stack";
+import { EVERY_OPTION_VPC, TEST_LAYER_ARN } from "./fixtures";
 import { createMocks, type RecordedCall, type RecordedResource } from "./mocks";
+
+export { EVERY_OPTION_VPC, TEST_LAYER_ARN };
 
 export const PROJECT = "sophia";
 /** Every function of declarations/queues.json (the fake zips are built for these). */
@@ -31,23 +34,13 @@ export const TEST_SECRETS = {
 /** The break-glass administrator of the stage key the tests configure (an SSO role: a path). */
 export const TEST_BREAK_GLASS_ARN = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/eu-west-1/AWSReservedSSO_BreakGlass_0123456789abcdef";
 
-/**
- * Every option that adds a resource type or a grant (VPC with interface endpoints, an alarm
- * subscription, resume bucket access): the stage the deploy role's table and the rehearsal are held to.
- */
-export const EVERY_OPTION_VPC = { vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111"], securityGroupIds: ["sg-0ccc3333"], interfaceEndpoints: true };
+/** With EVERY_OPTION_VPC (fixtures.ts), every option that adds a resource type or a grant. */
 export const EVERY_OPTION_CONFIG: Record<string, string> = {
   "sophia:vpc": JSON.stringify(EVERY_OPTION_VPC),
   "sophia:alarmSubscription": JSON.stringify({ protocol: "email", endpoint: "oncall@example.com" }),
   "sophia:resumeBucket": "sophia-qa-resumes",
   "sophia:resumeBucketAccess": "read-write",
   "sophia:resumeBucketPrefix": "resumes/",
-};
-
-/** The extension layer the tests configure (eu-west-1, arm64; the x86_64 stacks override it). */
-export const TEST_LAYER_ARN = {
-  arm64: "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:11",
-  x86_64: "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension:11",
 };
 
 export interface FakeBuild {

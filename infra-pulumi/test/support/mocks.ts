@@ -5,9 +5,9 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 
-export const ACCOUNT = "123456789012";
-export const REGION = "eu-west-1";
-export const PARTITION = "aws";
+import { ACCOUNT, PARTITION, REGION } from "./fixtures";
+
+export { ACCOUNT, PARTITION, REGION };
 
 export interface RecordedResource {
   type: string;
