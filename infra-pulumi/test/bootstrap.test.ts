@@ -24,7 +24,7 @@ import * as path from "node:path";
 import { after, test } from "node:test";
 
 import { REPO_ROOT } from "../src/repository";
-import { DEV_ROLE, GH_STUB, type Github, type GithubEnvironment, PROTECTED_DEV, github, protect } from "./support/github";
+import { DEV_ROLE, type Github, type GithubEnvironment, PROTECTED_DEV, ghStub, github, protect } from "./support/github";
 
 const PULUMI_STUB = `#!/usr/bin/env bash
 # Records argv (and, in calls, the backend each command ran against); keeps config as key=value lines;
@@ -129,7 +129,7 @@ function scratch(stackFile: string, gh: Github) {
   fs.writeFileSync(path.join(bin, "pulumi"), PULUMI_STUB, { mode: 0o755 });
   fs.writeFileSync(path.join(bin, "aws"), AWS_STUB, { mode: 0o755 });
   fs.writeFileSync(path.join(bin, "git"), GIT_STUB, { mode: 0o755 });
-  fs.writeFileSync(path.join(bin, "gh"), GH_STUB, { mode: 0o755 });
+  fs.writeFileSync(path.join(bin, "gh"), ghStub(), { mode: 0o755 });
   fs.writeFileSync(path.join(state, "github.json"), JSON.stringify(gh));
   const read = (f: string) => (fs.existsSync(path.join(state, f)) ? fs.readFileSync(path.join(state, f), "utf8") : "");
   return { state, bin, repo, read };

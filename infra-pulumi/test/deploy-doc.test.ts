@@ -27,7 +27,7 @@ import * as yaml from "js-yaml";
 import { outputNames } from "../../infra-bootstrap/src/bootstrap";
 import { deployRoleArn, stateKeyPolicy } from "../../infra-bootstrap/src/policies";
 import { REPO_ROOT } from "../src/repository";
-import { GH_STUB, type Github, github as newRepository } from "./support/github";
+import { type Github, ghStub, github as newRepository } from "./support/github";
 import { ADMINISTRATOR_ACCESS, P, World } from "./support/deploy-world";
 import { type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN } from "./support/harness";
 import { ACCOUNT } from "./support/mocks";
@@ -129,7 +129,7 @@ process.stdin.on("end", async () => {
   const stubs: Record<string, string> = {
     pulumi: forward,
     aws: forward,
-    gh: GH_STUB,
+    gh: ghStub(),
     git: `#!/usr/bin/env bash\n"${realGit}" "$@" || exit $?\nif [ "$1" = push ]; then node -e 'fetch(process.env.FAKE_SERVER + "/push", { method: "POST" }).then((r) => r.text()).then((t) => process.stderr.write(t + "\\n"))'; fi\n`,
     npm: `#!/usr/bin/env bash\necho "$*" >> "$FAKE_STATE/npm-argv"\ncase " $* " in *" ci "*) case " $* " in *" --ignore-scripts "*) ;; *) echo "npm ci without --ignore-scripts: install scripts would run where credentials are held" >&2; exit 1 ;; esac ;; esac\n`,
     cargo: "#!/usr/bin/env bash\nexit 0\n",
