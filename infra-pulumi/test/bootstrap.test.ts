@@ -30,8 +30,10 @@ const PULUMI_STUB = `#!/usr/bin/env bash
 # Records argv (and, in calls, the backend each command ran against); keeps config as key=value lines;
 # "config set --secret k" reads the value from stdin.
 echo "$*" >> "$FAKE_STATE/argv"
-backend="\${PULUMI_BACKEND_URL:-$(cat "$FAKE_STATE/login" 2>/dev/null)}"
-echo "[$backend] [$(basename "$PWD")] $*" >> "$FAKE_STATE/calls"
+# Builtins, not cat and basename: a bootstrap-stage run makes a dozen calls.
+login=""; [ ! -f "$FAKE_STATE/login" ] || IFS= read -r login < "$FAKE_STATE/login"
+backend="\${PULUMI_BACKEND_URL:-$login}"
+echo "[$backend] [\${PWD##*/}] $*" >> "$FAKE_STATE/calls"
 args=(); secret=0; path=0; type=""; provider=""; stack=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -48,7 +50,7 @@ stack_file() { echo "Pulumi.\${1##*/}.yaml"; }
 case "\${args[0]} \${args[1]}" in
   "login "*) echo "\${args[1]}" > "$FAKE_STATE/login" ;;
   "stack output")
-    [ "$backend" = "$FAKE_BOOTSTRAP_BACKEND" ] && [ "$(basename "$PWD")" = infra-bootstrap ] && [ "$stack" = account-main ] \
+    [ "$backend" = "$FAKE_BOOTSTRAP_BACKEND" ] && [ "\${PWD##*/}" = infra-bootstrap ] && [ "$stack" = account-main ] \
       || { echo "error: no stack named '$stack' found" >&2; exit 255; }
     printf '%s\n' "$FAKE_OUTPUTS" ;;
   "stack select") [ -f "$FAKE_STATE/stack" ] ;;
