@@ -24,14 +24,16 @@ import * as path from "node:path";
 import { after, test } from "node:test";
 
 import { REPO_ROOT } from "../src/repository";
-import { DEV_ROLE, GH_STUB, type Github, type GithubEnvironment, PROTECTED_DEV, github, protect } from "./support/github";
+import { DEV_ROLE, type Github, type GithubEnvironment, PROTECTED_DEV, ghStub, github, protect } from "./support/github";
 
 const PULUMI_STUB = `#!/usr/bin/env bash
 # Records argv (and, in calls, the backend each command ran against); keeps config as key=value lines;
 # "config set --secret k" reads the value from stdin.
 echo "$*" >> "$FAKE_STATE/argv"
-backend="\${PULUMI_BACKEND_URL:-$(cat "$FAKE_STATE/login" 2>/dev/null)}"
-echo "[$backend] [$(basename "$PWD")] $*" >> "$FAKE_STATE/calls"
+# Builtins, not cat and basename: a bootstrap-stage run makes a dozen calls.
+login=""; [ ! -f "$FAKE_STATE/login" ] || IFS= read -r login < "$FAKE_STATE/login"
+backend="\${PULUMI_BACKEND_URL:-$login}"
+echo "[$backend] [\${PWD##*/}] $*" >> "$FAKE_STATE/calls"
 args=(); secret=0; path=0; type=""; provider=""; stack=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -48,7 +50,7 @@ stack_file() { echo "Pulumi.\${1##*/}.yaml"; }
 case "\${args[0]} \${args[1]}" in
   "login "*) echo "\${args[1]}" > "$FAKE_STATE/login" ;;
   "stack output")
-    [ "$backend" = "$FAKE_BOOTSTRAP_BACKEND" ] && [ "$(basename "$PWD")" = infra-bootstrap ] && [ "$stack" = account-main ] \
+    [ "$backend" = "$FAKE_BOOTSTRAP_BACKEND" ] && [ "\${PWD##*/}" = infra-bootstrap ] && [ "$stack" = account-main ] \
       || { echo "error: no stack named '$stack' found" >&2; exit 255; }
     printf '%s\n' "$FAKE_OUTPUTS" ;;
   "stack select") [ -f "$FAKE_STATE/stack" ] ;;
@@ -129,7 +131,7 @@ function scratch(stackFile: string, gh: Github) {
   fs.writeFileSync(path.join(bin, "pulumi"), PULUMI_STUB, { mode: 0o755 });
   fs.writeFileSync(path.join(bin, "aws"), AWS_STUB, { mode: 0o755 });
   fs.writeFileSync(path.join(bin, "git"), GIT_STUB, { mode: 0o755 });
-  fs.writeFileSync(path.join(bin, "gh"), GH_STUB, { mode: 0o755 });
+  fs.writeFileSync(path.join(bin, "gh"), ghStub(), { mode: 0o755 });
   fs.writeFileSync(path.join(state, "github.json"), JSON.stringify(gh));
   const read = (f: string) => (fs.existsSync(path.join(state, f)) ? fs.readFileSync(path.join(state, f), "utf8") : "");
   return { state, bin, repo, read };

@@ -17,7 +17,6 @@
 import * as assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
-import * as http from "node:http";
 import * as os from "node:os";
 import * as path from "node:path";
 import { before, test } from "node:test";
@@ -27,12 +26,17 @@ import * as yaml from "js-yaml";
 import { outputNames } from "../../infra-bootstrap/src/bootstrap";
 import { deployRoleArn, stateKeyPolicy } from "../../infra-bootstrap/src/policies";
 import { REPO_ROOT } from "../src/repository";
-import { GH_STUB, type Github, github as newRepository } from "./support/github";
-import { ADMINISTRATOR_ACCESS, P, World } from "./support/deploy-world";
+import { type Github, ghStub, github as newRepository } from "./support/github";
+import { ADMINISTRATOR_ACCESS, type CliResult, P, World } from "./support/deploy-world";
 import { type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN } from "./support/harness";
 import { ACCOUNT } from "./support/mocks";
 import { decide, type Doc } from "./rehearsal/simulate";
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { bashSend, serveFields } = require("./support/cli-wire.cjs") as {
+  bashSend: (port: string) => string;
+  serveFields: (answer: (fields: string[]) => Promise<CliResult>, listening: (port: number) => void) => { close: () => void };
+};
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { missingKeys } = require("../ci/check-stack-file.cjs") as { missingKeys: (stage: string, doc: unknown, o?: { pulumiCloud?: boolean }) => string[] };
 
@@ -113,24 +117,20 @@ function scratch(): Scratch {
   git(sc.repo, "remote", "add", "origin", path.join(root, "origin.git"));
   git(sc.repo, "push", "-q", "origin", "HEAD:main");
 
-  const forward = `#!/usr/bin/env node
-const tool = require("path").basename(process.argv[1]);
-const chunks = [];
-process.stdin.on("data", (c) => chunks.push(c));
-process.stdin.on("end", async () => {
-  const res = await fetch(process.env.FAKE_SERVER + "/cli", { method: "POST", body: JSON.stringify({ tool, argv: process.argv.slice(2), cwd: process.cwd(), env: process.env, stdin: Buffer.concat(chunks).toString() }) });
-  const r = await res.json();
-  process.stdout.write(r.stdout);
-  process.stderr.write(r.stderr);
-  process.exitCode = r.code;
-});
+  // The stand-ins: bash clients of serve()'s server (cli-wire.cjs), not a node start per call.
+  const forward = `#!/usr/bin/env bash
+${bashSend("$FAKE_SERVER_PORT")}stdin=""
+IFS= read -r -d '' stdin || true
+env=()
+for name in $(compgen -e); do env+=("$name=\${!name}"); done
+cli_send "\${0##*/}" "$(pwd -P)" "$#" "$@" "\${env[@]}" "$stdin"
 `;
   const realGit = spawnSync("bash", ["-c", "command -v git"], { encoding: "utf8" }).stdout.trim();
   const stubs: Record<string, string> = {
     pulumi: forward,
     aws: forward,
-    gh: GH_STUB,
-    git: `#!/usr/bin/env bash\n"${realGit}" "$@" || exit $?\nif [ "$1" = push ]; then node -e 'fetch(process.env.FAKE_SERVER + "/push", { method: "POST" }).then((r) => r.text()).then((t) => process.stderr.write(t + "\\n"))'; fi\n`,
+    gh: ghStub(),
+    git: `#!/usr/bin/env bash\n${bashSend("$FAKE_SERVER_PORT")}"${realGit}" "$@" || exit $?\nif [ "$1" = push ]; then cli_send push; fi\n`,
     npm: `#!/usr/bin/env bash\necho "$*" >> "$FAKE_STATE/npm-argv"\ncase " $* " in *" ci "*) case " $* " in *" --ignore-scripts "*) ;; *) echo "npm ci without --ignore-scripts: install scripts would run where credentials are held" >&2; exit 1 ;; esac ;; esac\n`,
     cargo: "#!/usr/bin/env bash\nexit 0\n",
   };
@@ -141,26 +141,25 @@ process.stdin.on("end", async () => {
   return sc;
 }
 
-async function serve(world: World, sc: Scratch): Promise<{ url: string; close: () => void }> {
-  const server = http.createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => (body += c));
-    req.on("end", async () => {
-      if (req.url === "/push") {
-        const r = await world.push(async (stage) => (await sh(sc, world, ME, `node infra-pulumi/ci/check-stack-file.cjs ${stage}`, {}, false)).code === 0);
-        res.end(`CI: ${r.ok ? "deployed" : "failed"}: ${r.detail}`);
-        return;
-      }
-      const q = JSON.parse(body) as { tool: string; argv: string[]; cwd: string; env: Record<string, string>; stdin: string };
-      res.end(JSON.stringify(await world.cli(q.tool, q.argv, q.cwd, q.env, q.stdin)));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}`, close: () => server.close() };
+/** Answers the stand-ins: a push (CI's run of it), else a `pulumi` or `aws` call. */
+async function serve(world: World, sc: Scratch): Promise<{ port: number; close: () => void }> {
+  const answer = async (fields: string[]): Promise<CliResult> => {
+    if (fields[0] === "push") {
+      const r = await world.push(async (stage) => (await sh(sc, world, ME, `node infra-pulumi/ci/check-stack-file.cjs ${stage}`, {}, false)).code === 0);
+      return { code: 0, stdout: "", stderr: `CI: ${r.ok ? "deployed" : "failed"}: ${r.detail}\n` };
+    }
+    // tool, cwd, argc, the arguments, the environment's NAME=value entries, stdin
+    const [tool, cwd, argc] = fields as [string, string, string];
+    const argv = fields.slice(3, 3 + Number(argc));
+    const env = Object.fromEntries(fields.slice(3 + Number(argc), -1).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
+    return world.cli(tool, argv, cwd, env, fields.at(-1)!);
+  };
+  let server: { close: () => void } | undefined;
+  const port = await new Promise<number>((resolve) => (server = serveFields(answer, resolve)));
+  return { port, close: () => server!.close() };
 }
 
-let serverUrl = "";
+let serverPort = 0;
 
 /** Runs a script as `principal` in the scratch checkout (the facts block first, unless `facts` is false). */
 async function sh(sc: Scratch, world: World, principal: string, script: string, env: Record<string, string> = {}, facts = true): Promise<{ code: number; out: string }> {
@@ -172,7 +171,7 @@ async function sh(sc: Scratch, world: World, principal: string, script: string, 
       PATH: `${sc.bin}:${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
       HOME: sc.home,
       LANG: "C.UTF-8",
-      FAKE_SERVER: serverUrl,
+      FAKE_SERVER_PORT: String(serverPort),
       FAKE_STATE: sc.state,
       FAKE_PRINCIPAL: world.sessionOf(principal),
       // The person at the terminal: answers pulumi's "Do you want to perform this update?" with yes.
@@ -202,7 +201,7 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
   const requests = JSON.parse(fs.readFileSync(path.join(__dirname, "rehearsal", "requests.json"), "utf8"));
   const world = new World(ACCOUNT, sc.repo, sc.state, PEOPLE, programFor, requests, [TEST_BREAK_GLASS_ARN]);
   const server = await serve(world, sc);
-  serverUrl = server.url;
+  serverPort = server.port;
   const step = async (name: string, principal: string, script: string, env: Record<string, string> = {}) => {
     world.step = name;
     return sh(sc, world, principal, script, env);

@@ -54,6 +54,8 @@ export const P = "aws";
 /** The newest extension layer version AWS has in the stand-in (the doc's bump goes to 20). */
 export const LATEST_LAYER = 20;
 export const ADMINISTRATOR_ACCESS: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+const ADMIN_IDENTITY = { docs: [ADMINISTRATOR_ACCESS], text: JSON.stringify([ADMINISTRATOR_ACCESS]) };
+const NO_IDENTITY = { docs: [] as Doc[], text: "[]" };
 /** AWS's default key policy: https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html */
 const defaultKeyPolicy = (account: string): Doc => ({
   Version: "2012-10-17",
@@ -116,6 +118,8 @@ export class World {
   private selected = new Map<string, string>();
   private backends = new Map<string, Map<string, StackState>>();
   private metaWritten = new Set<string>();
+  private identities = new Map<string, { docs: Doc[]; text: string }>();
+  private decisions = new Map<string, Decision>();
   bootstrap: BootstrapState | undefined;
   /** Per stage: the key policy and secret policies the last successful `up` left. */
   readonly stages = new Map<string, { keyPolicy: Doc; secretPolicies: Record<string, Doc> }>();
@@ -160,21 +164,38 @@ export class World {
     return `arn:aws:sts::${this.account}:assumed-role/${roleArn.split("/").pop()}/session`;
   }
 
-  private identityOf(principal: string): Doc[] {
-    if (Object.values(this.people).includes(principal)) return [ADMINISTRATOR_ACCESS];
+  /** A principal's identity policies, and their JSON (part of a decision's cache key). */
+  private identityOf(principal: string): { docs: Doc[]; text: string } {
+    if (Object.values(this.people).includes(principal)) return ADMIN_IDENTITY;
     const b = this.bootstrap;
     const stage = b?.stages.find((s) => principal === deployRoleArn(P, this.account, s));
-    if (!b || !stage) return [];
-    const p = deployRolePolicies({
+    if (!b || !stage) return NO_IDENTITY;
+    const input: Parameters<typeof deployRolePolicies>[0] = {
       scope: { partition: P, region: b.region, account: this.account, stage, layerArn: b.layers[stage]!, vpc: false },
       state: { bucket: b.bucket, keyArn: b.stateKey },
       secretsKeyArn: b.secretsKeys[stage]!.arn,
-    });
-    return [p.inline, ...p.managed] as unknown as Doc[];
+    };
+    // Rendered once per input: every request of a deploy as the role asks for them.
+    const key = JSON.stringify(input);
+    let identity = this.identities.get(key);
+    if (!identity) {
+      const p = deployRolePolicies(input);
+      const docs = [p.inline, ...p.managed] as unknown as Doc[];
+      identity = { docs, text: JSON.stringify(docs) };
+      this.identities.set(key, identity);
+    }
+    return identity;
   }
 
   async decide(principal: string, action: string, resource: string, opts: { context?: Record<string, string | string[]>; resourcePolicy?: Doc | undefined } = {}): Promise<Decision> {
-    const { decision } = await decide({ principal, action, resource, context: opts.context ?? {} }, { identity: this.identityOf(principal), resourcePolicy: opts.resourcePolicy });
+    const identity = this.identityOf(principal);
+    // The simulator's answer depends on these inputs only: a deploy repeats most of the previous one's requests.
+    const key = JSON.stringify([principal, action, resource, opts.context ?? {}, opts.resourcePolicy ?? null]) + identity.text;
+    let decision = this.decisions.get(key);
+    if (decision === undefined) {
+      decision = (await decide({ principal, action, resource, context: opts.context ?? {} }, { identity: identity.docs, resourcePolicy: opts.resourcePolicy })).decision;
+      this.decisions.set(key, decision);
+    }
     this.decided.push({ step: this.step, principal, action, resource, decision });
     return decision;
   }

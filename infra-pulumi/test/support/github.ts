@@ -16,122 +16,51 @@
  *   by id with them, POST and PUT;
  * - users and teams by name; `gh repo view`; `gh variable set NAME --body VALUE` (a repository variable).
  * `fail` answers every call with that HTTP status; `readOnly` refuses writes. Every call is
- * appended to `gh-calls` (`METHOD path [body]`).
+ * appended to `gh-calls` (`METHOD path [body]`). The API is github-api.cjs, served in this process.
  */
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { Worker } from "node:worker_threads";
 
 import { REPO_ROOT } from "../../src/repository";
 
-export const GH_STUB = `#!/usr/bin/env node
-const fs = require("fs"), path = require("path");
-const file = path.join(process.env.FAKE_STATE, "github.json");
-const st = JSON.parse(fs.readFileSync(file, "utf8"));
-const args = process.argv.slice(2);
-fs.appendFileSync(path.join(process.env.FAKE_STATE, "gh-argv"), args.join(" ") + "\\n");
-const out = (v) => { console.log(JSON.stringify(v)); };
-const fail = (code, message) => { console.error("gh: " + message + " (HTTP " + code + ")"); process.exit(1); };
-if (args[0] === "repo" && args[1] === "view") { console.log(st.repo); process.exit(0); }
-if (args[0] === "variable" && args[1] === "set") {
-  const at = args.indexOf("--body");
-  if (at < 0) { console.error("gh variable set: --body"); process.exit(3); }
-  if (st.readOnly || st.fail) fail(st.fail || 403, "Resource not accessible by integration");
-  st.repoVariables = { ...(st.repoVariables || {}), [args[2]]: args[at + 1] };
-  fs.writeFileSync(file, JSON.stringify(st));
-  process.exit(0);
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { bashSend } = require("./cli-wire.cjs") as { bashSend: (port: string) => string };
+
+/** Starts the API server (github-api.cjs) in a worker thread once; its port. */
+let port = 0;
+function ghServer(): number {
+  if (port) return port;
+  const shared = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(path.join(__dirname, "github-api.cjs"), { workerData: { port: shared } });
+  worker.unref();
+  // The tests call the scripts with spawnSync: the server answers from the worker's own event
+  // loop, and the port is awaited synchronously.
+  if (Atomics.wait(shared, 0, 0, 30_000) === "timed-out") throw new Error("the gh stand-in's server did not start");
+  port = Atomics.load(shared, 0);
+  return port;
 }
-if (args[0] !== "api") { console.error("unexpected gh " + args.join(" ")); process.exit(3); }
-let method = "GET", p = "", input = false;
-for (let i = 1; i < args.length; i++) {
-  if (args[i] === "--method") method = args[++i];
-  else if (args[i] === "-H") i++;
-  else if (args[i] === "--input") input = args[++i] === "-";
-  else p = args[i];
-}
-const body = input ? JSON.parse(fs.readFileSync(0, "utf8")) : undefined;
-if (st.fail) fail(st.fail, "Bad credentials");
-if (method !== "GET" && st.readOnly) fail(403, "Resource not accessible by integration");
-fs.appendFileSync(path.join(process.env.FAKE_STATE, "gh-calls"), method + " " + p + (body ? " " + JSON.stringify(body) : "") + "\\n");
-const save = () => fs.writeFileSync(file, JSON.stringify(st));
-const done = (v) => { if (v !== undefined) out(v); process.exit(0); };
-let m;
-if ((m = /^users\\/(.+)$/.exec(p))) { if (!(m[1] in st.users)) fail(404, "Not Found"); done({ login: m[1], id: st.users[m[1]] }); }
-if ((m = /^orgs\\/[^/]+\\/teams\\/(.+)$/.exec(p))) { if (!(m[1] in st.teams)) fail(404, "Not Found"); done({ slug: m[1], id: st.teams[m[1]] }); }
-m = /^repos\\/([^/]+\\/[^/]+)\\/(.*)$/.exec(p);
-if (!m || m[1] !== st.repo) fail(404, "Not Found");
-const r = m[2];
-const enabled = (v) => ({ enabled: v === true });
-if ((m = /^branches\\/([^/]+)\\/protection$/.exec(r))) {
-  st.protection = st.protection || {};
-  if (method === "PUT") {
-    const b = body;
-    st.protection[m[1]] = {
-      required_status_checks: b.required_status_checks && { strict: b.required_status_checks.strict, contexts: b.required_status_checks.contexts || [], checks: (b.required_status_checks.contexts || []).map((c) => ({ context: c, app_id: null })) },
-      required_pull_request_reviews: b.required_pull_request_reviews || undefined,
-      enforce_admins: enabled(b.enforce_admins), allow_force_pushes: enabled(b.allow_force_pushes), allow_deletions: enabled(b.allow_deletions),
-      required_linear_history: enabled(b.required_linear_history), required_conversation_resolution: enabled(b.required_conversation_resolution),
-    };
-    save(); done(st.protection[m[1]]);
-  }
-  if (!st.protection[m[1]]) fail(404, "Branch not protected");
-  done(st.protection[m[1]]);
-}
-if (r === "actions/permissions/workflow") {
-  if (method === "PUT") { st.workflowPermissions = body; save(); done(); }
-  done(st.workflowPermissions);
-}
-if (r === "actions/permissions/fork-pr-workflows-private-repos") {
-  if (!st.forkPr) fail(422, "This setting only applies to internal and private repositories");
-  if (method === "PUT") { st.forkPr = body; save(); done(); }
-  done(st.forkPr);
-}
-if ((m = /^actions\\/secrets\\/(.+)$/.exec(r))) { if (!st.repoSecrets.includes(m[1])) fail(404, "Not Found"); done({ name: m[1] }); }
-if (r === "actions/organization-secrets") done({ total_count: st.orgSecrets.length, secrets: st.orgSecrets.map((name) => ({ name })) });
-if ((m = /^actions\\/variables\\/(.+)$/.exec(r))) { if (!(m[1] in st.repoVariables)) fail(404, "Not Found"); done({ name: m[1], value: st.repoVariables[m[1]] }); }
-if (r === "rulesets") {
-  if (method === "POST") { const rs = { id: 500 + st.rulesets.length, ...body }; st.rulesets.push(rs); save(); done(rs); }
-  done(st.rulesets.map((x) => ({ id: x.id, name: x.name, target: x.target, enforcement: x.enforcement })));
-}
-if ((m = /^rulesets\\/(\\d+)$/.exec(r))) {
-  const i = st.rulesets.findIndex((x) => String(x.id) === m[1]);
-  if (i < 0) fail(404, "Not Found");
-  if (method === "PUT") { st.rulesets[i] = { id: st.rulesets[i].id, ...body }; save(); }
-  done(st.rulesets[i]);
-}
-m = /^environments\\/([^/]+)(?:\\/(.*))?$/.exec(r);
-if (!m) fail(404, "Not Found");
-const name = m[1], rest = m[2] || "";
-let env = st.environments[name];
-if (rest === "" && method === "PUT") {
-  env = st.environments[name] = { branchPolicies: [], variables: {}, secrets: [], ...(env || {}), reviewers: body.reviewers || [], prevent_self_review: body.prevent_self_review === true, deployment_branch_policy: body.deployment_branch_policy || null };
-  save();
-}
-if (!env) fail(404, "Not Found");
-if (rest === "") {
-  const rules = [];
-  if (env.reviewers.length > 0) rules.push({ type: "required_reviewers", prevent_self_review: env.prevent_self_review, reviewers: env.reviewers.map((x) => ({ type: x.type, reviewer: { id: x.id } })) });
-  if (env.deployment_branch_policy) rules.push({ type: "branch_policy" });
-  out({ name, protection_rules: rules, deployment_branch_policy: env.deployment_branch_policy });
-} else if (rest === "deployment-branch-policies" && method === "GET") {
-  out({ total_count: env.branchPolicies.length, branch_policies: env.branchPolicies });
-} else if (rest === "deployment-branch-policies" && method === "POST") {
-  const policy = { id: 1000 + env.branchPolicies.length, name: body.name, type: body.type };
-  env.branchPolicies.push(policy); save(); out(policy);
-} else if ((m = /^deployment-branch-policies\\/(\\d+)$/.exec(rest)) && method === "DELETE") {
-  env.branchPolicies = env.branchPolicies.filter((b) => String(b.id) !== m[1]); save();
-} else if ((m = /^secrets\\/(.+)$/.exec(rest)) && method === "GET") {
-  if (!(env.secrets || []).includes(m[1])) fail(404, "Not Found");
-  out({ name: m[1] });
-} else if ((m = /^variables\\/(.+)$/.exec(rest))) {
-  if (method === "GET") { if (!(m[1] in env.variables)) fail(404, "Not Found"); out({ name: m[1], value: env.variables[m[1]] }); }
-  else if (method === "PATCH") { env.variables[m[1]] = body.value; save(); }
-  else fail(405, "Method not allowed");
-} else if (rest === "variables" && method === "POST") {
-  env.variables[body.name] = body.value; save();
-} else fail(404, "Not Found");
+
+/**
+ * The `gh` to put on PATH: a bash client of the stand-in's server (no node start per call). It
+ * reads stdin only for `gh api ... --input -`, as the API stand-in does.
+ */
+export function ghStub(): string {
+  return `#!/usr/bin/env bash
+${bashSend(String(ghServer()))}read_input=0 skip=""
+if [ "\${1:-}" = api ]; then
+  for a in "\${@:2}"; do
+    case "$skip" in next) skip=""; continue ;; input) if [ "$a" = - ]; then read_input=1; else read_input=0; fi; skip=""; continue ;; esac
+    case "$a" in -H | --method) skip=next ;; --input) skip=input ;; esac
+  done
+fi
+stdin=""
+[ $read_input = 0 ] || IFS= read -r -d '' stdin || true
+cli_send "$FAKE_STATE" "$@" "$stdin"
 `;
+}
 
 export interface GithubEnvironment {
   reviewers: { type: "User" | "Team"; id: number }[];
@@ -254,7 +183,7 @@ export function protect(args: string[], gh: Github): Protected {
   const scripts = path.join(state, "repo", "scripts");
   for (const d of [bin, scripts]) fs.mkdirSync(d, { recursive: true });
   for (const script of ["protect-environments", "lib.sh"]) fs.copyFileSync(path.join(REPO_ROOT, "scripts", script), path.join(scripts, script));
-  fs.writeFileSync(path.join(bin, "gh"), GH_STUB, { mode: 0o755 });
+  fs.writeFileSync(path.join(bin, "gh"), ghStub(), { mode: 0o755 });
   fs.writeFileSync(path.join(state, "github.json"), JSON.stringify(gh));
   const r = spawnSync("bash", [path.join(scripts, "protect-environments"), ...args], {
     encoding: "utf8",
