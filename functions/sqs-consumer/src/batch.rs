@@ -50,6 +50,12 @@ pub struct ConsumerOptions {
     /// The records' own queue, for the backoff and the requeue. `None`: a transient failure is
     /// an ordinary batch item failure (SQS shows it again after the visibility timeout).
     pub queue: Option<Arc<dyn RecordQueue>>,
+    /// Whether the wrapper may send a record that can never succeed ([`Failure::DeadLetter`]) to
+    /// the DLQ itself: the queue's declared `deadLettersPermanentFailures`, the property that also
+    /// gives its consumer SendMessage on the DLQ. When it is false the record is not sent: it is
+    /// a failure SQS shows again, dead-lettered by the redrive policy after maxReceiveCount
+    /// (nothing lost), and the log says the handler asked for what the declaration does not allow.
+    pub dead_letters: bool,
 }
 
 impl ConsumerOptions {
@@ -59,7 +65,12 @@ impl ConsumerOptions {
         let d = sophia_declarations::Declaration::embedded();
         let q = d.queue(key).unwrap_or_else(|| panic!("queues.json declares no queue {key}"));
         let queue = sophia_declarations::Queue::from_key(key).expect("a declared queue has a Queue variant");
-        Self { max_receive_count: q.max_receive_count, backoff: crate::backoff::policy_of(queue), ..Self::default() }
+        Self {
+            max_receive_count: q.max_receive_count,
+            backoff: crate::backoff::policy_of(queue),
+            dead_letters: q.dead_letters_permanent_failures,
+            ..Self::default()
+        }
     }
 
     pub fn with_queue(mut self, queue: Arc<dyn RecordQueue>) -> Self {
@@ -67,6 +78,12 @@ impl ConsumerOptions {
         self
     }
 }
+
+/// Why a [`Failure::DeadLetter`] was not sent when the queue does not declare it (the log's
+/// `queueError`).
+const NOT_DECLARED_TO_DEAD_LETTER: &str = "this queue is not declared deadLettersPermanentFailures \
+     (declarations/queues.json): the record is left to SQS, whose redrive policy dead-letters it \
+     after maxReceiveCount";
 
 /// The smallest visibility timeout of the declared queues: the default bound of a backoff.
 fn declared_visibility_timeout() -> Duration {
@@ -91,6 +108,7 @@ impl Default for ConsumerOptions {
             max_receive_count: declared_max_receive_count(),
             backoff: Backoff::new(declared_visibility_timeout()),
             queue: None,
+            dead_letters: true,
         }
     }
 }
@@ -354,6 +372,7 @@ where
     // once that send succeeded).
     let dead_lettered = match &result {
         Ok(Err(Failure::DeadLetter(e))) => Some(match (&options.queue, &raw) {
+            _ if !options.dead_letters => Err(NOT_DECLARED_TO_DEAD_LETTER.into()),
             (Some(queue), Some(raw)) => queue.dead_letter(raw, &chain(e.as_ref())).await,
             _ => Err("no queue to find the DLQ of".into()),
         }),

@@ -469,3 +469,30 @@ async fn a_record_that_can_never_succeed_is_dead_lettered_on_its_first_delivery_
         }
     }
 }
+
+/// A queue not declared `deadLettersPermanentFailures` (queues.json): the wrapper does not send a
+/// record that can never succeed to the DLQ (its role has no SendMessage there); SQS shows it
+/// again and the redrive policy dead-letters it, so it is not lost. The declared queues' options
+/// carry their own property.
+#[tokio::test]
+async fn a_queue_not_declared_to_dead_letter_leaves_the_record_to_the_redrive_policy() {
+    let queue = Arc::new(DeadLetters::default());
+    let options = ConsumerOptions { dead_letters: false, ..ConsumerOptions::default() }.with_queue(queue.clone());
+    let report = SqsConsumer::new(options)
+        .process_with_report(fixture_event(), ok_setup, |m: InterviewQueueMessage, _meta| async move {
+            match m {
+                InterviewQueueMessage::Completed(_) => Err(Failure::dead_letter(Permanent)),
+                InterviewQueueMessage::Failed(_) => Ok(()),
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.failed_ids(), [COMPLETED_ID], "retried by SQS, not lost");
+    assert_eq!(report.outcomes[0].1, Outcome::Failed);
+    assert!(queue.sent.lock().unwrap().is_empty(), "nothing sent to the DLQ");
+
+    let d = sophia_declarations::Declaration::embedded();
+    for q in &d.queues {
+        assert_eq!(ConsumerOptions::for_queue(&q.key).dead_letters, q.dead_letters_permanent_failures, "{}", q.key);
+    }
+}
