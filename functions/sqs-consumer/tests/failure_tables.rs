@@ -34,15 +34,23 @@ async fn ok_setup() -> Result<(), BoxError> {
 #[error("simulated transient failure")]
 struct Transient;
 
+/// A handler that fails the fixture's completed message with `failure()` and processes its failed
+/// one.
+fn failing_completed(
+    failure: fn() -> Failure,
+) -> impl Fn(InterviewQueueMessage, RecordMeta) -> std::future::Ready<Result<(), Failure>> {
+    move |m, _meta| {
+        std::future::ready(match m {
+            InterviewQueueMessage::Completed(_) => Err(failure()),
+            InterviewQueueMessage::Failed(_) => Ok(()),
+        })
+    }
+}
+
 #[tokio::test]
 async fn retry_row_handler_throw_puts_only_that_message_in_batch_item_failures() {
     let report = consumer()
-        .process_with_report(fixture_event(), ok_setup, |m: InterviewQueueMessage, _meta| async move {
-            match m {
-                InterviewQueueMessage::Completed(_) => Err(Failure::retry(Transient)),
-                InterviewQueueMessage::Failed(_) => Ok(()),
-            }
-        })
+        .process_with_report(fixture_event(), ok_setup, failing_completed(|| Failure::retry(Transient)))
         .await
         .unwrap();
     assert_eq!(report.failed_ids(), [COMPLETED_ID]);
@@ -450,12 +458,7 @@ async fn a_record_that_can_never_succeed_is_dead_lettered_on_its_first_delivery_
         let queue = Arc::new(DeadLetters { refuse, ..DeadLetters::default() });
         let consumer = SqsConsumer::new(ConsumerOptions::default().with_queue(queue.clone()));
         let report = consumer
-            .process_with_report(fixture_event(), ok_setup, |m: InterviewQueueMessage, _meta| async move {
-                match m {
-                    InterviewQueueMessage::Completed(_) => Err(Failure::dead_letter(Permanent)),
-                    InterviewQueueMessage::Failed(_) => Ok(()),
-                }
-            })
+            .process_with_report(fixture_event(), ok_setup, failing_completed(|| Failure::dead_letter(Permanent)))
             .await
             .unwrap();
         if refuse {
@@ -479,12 +482,7 @@ async fn a_queue_not_declared_to_dead_letter_leaves_the_record_to_the_redrive_po
     let queue = Arc::new(DeadLetters::default());
     let options = ConsumerOptions { dead_letters: false, ..ConsumerOptions::default() }.with_queue(queue.clone());
     let report = SqsConsumer::new(options)
-        .process_with_report(fixture_event(), ok_setup, |m: InterviewQueueMessage, _meta| async move {
-            match m {
-                InterviewQueueMessage::Completed(_) => Err(Failure::dead_letter(Permanent)),
-                InterviewQueueMessage::Failed(_) => Ok(()),
-            }
-        })
+        .process_with_report(fixture_event(), ok_setup, failing_completed(|| Failure::dead_letter(Permanent)))
         .await
         .unwrap();
     assert_eq!(report.failed_ids(), [COMPLETED_ID], "retried by SQS, not lost");
