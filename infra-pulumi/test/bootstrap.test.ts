@@ -351,7 +351,7 @@ test("GitHub: a protected dev environment is checked and reported; a missing one
   assert.match(open.stdout, new RegExp(`variable AWS_DEPLOY_ROLE_ARN is 'unset', not ${esc(DEV_ROLE)}`));
   const denied = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, [], { github: github({}, { fail: 401 }) });
   assert.equal(denied.status, 0);
-  assert.match(denied.stdout, /GitHub environment 'dev' could not be read: error: gh api repos\/acme\/sophia\/environments\/dev failed: gh: Bad credentials \(HTTP 401\)/);
+  assert.match(denied.stdout, /GitHub environment 'dev' could not be read: error: gh api repos\/acme\/sophia failed: gh: Bad credentials \(HTTP 401\)/);
   const skipped = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--github", "skip"]);
   assert.equal(skipped.ghCalls, "", "--github skip calls nothing");
   assert.match(skipped.stdout, /GitHub environment 'dev': deployments from main only, prevent self-review/);
