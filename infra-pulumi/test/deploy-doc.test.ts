@@ -577,3 +577,65 @@ test("the docs' commands: npm ci --ignore-scripts; the bootstrap's outputs and c
   assert.deepEqual(steps.slice(0, 6), ["facts", "first 2", "first 3", "first 4", "first 5", "later code"]);
   assert.ok(steps.includes("later layer") && steps.includes("later rotate") && steps.includes("later stage"));
 });
+
+test("every platform the doc says the build runs on has a hashed wheel of each build tool (scripts/requirements-build.txt)", () => {
+  const named = /^The build runs on: (.+)\.$/m.exec(DOC);
+  assert.ok(named, "docs/deploy.md names the build's platforms");
+  const platforms = named[1]!.split(", ").map((p) => {
+    const m = /^(Linux|macOS (\d+)\+) (x86_64|aarch64|arm64)$/.exec(p);
+    assert.ok(m, `a platform as "Linux <arch>" or "macOS <version>+ <arch>": ${p}`);
+    return { name: p, os: m[1]!.startsWith("Linux") ? "linux" : "macos", macos: Number(m[2] ?? 0), arch: m[3]! };
+  });
+  assert.deepEqual(platforms.map((p) => `${p.os} ${p.arch}`).sort(), ["linux aarch64", "linux x86_64", "macos arm64", "macos x86_64"]);
+  const req = fs.readFileSync(path.join(REPO_ROOT, "scripts", "requirements-build.txt"), "utf8");
+  const wheels = [...req.matchAll(/^# wheel: ([0-9a-f]{64}) (\S+\.whl)$/gm)].map((m) => ({ hash: m[1]!, file: m[2]! }));
+  const pins = [...req.matchAll(/^([a-z0-9-]+)==(\S+) \\\n((?:\s+--hash=sha256:[0-9a-f]{64}(?: \\)?\n?)+)/gm)].map((m) => ({ name: m[1]!, version: m[2]!, hashes: [...m[3]!.matchAll(/sha256:([0-9a-f]{64})/g)].map((h) => h[1]!) }));
+  assert.deepEqual(pins.map((p) => p.name), ["cargo-lambda", "ziglang"]);
+  // A wheel's platform tags (PEP 425: the last dash-separated field, dot-separated alternatives).
+  const fits = (file: string, p: (typeof platforms)[number]) =>
+    file.replace(/\.whl$/, "").split("-").pop()!.split(".").some((tag) => {
+      if (p.os === "linux") return /^manylinux/.test(tag) && tag.endsWith(`_${p.arch}`);
+      const m = /^macosx_(\d+)_\d+_(\w+)$/.exec(tag);
+      return !!m && Number(m[1]) <= p.macos && (m[2] === p.arch || m[2] === "universal2");
+    });
+  for (const pin of pins) {
+    const own = wheels.filter((w) => w.file.startsWith(`${pin.name.replace(/-/g, "_")}-${pin.version}-`));
+    assert.deepEqual(own.map((w) => w.hash).sort(), [...pin.hashes].sort(), `${pin.name}: every hash is a listed wheel and every listed wheel is hashed`);
+    for (const p of platforms) assert.ok(own.some((w) => fits(w.file, p)), `${pin.name}==${pin.version} has no hashed wheel for ${p.name}: pip --require-hashes --only-binary=:all: would refuse the build there`);
+  }
+});
+
+test("the preflight refuses, with the fix: the account's root user, a Pulumi CLI other than @pulumi/pulumi's, Node.js outside engines, no passphrase for the bootstrap's stack", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-preflight-"));
+  try {
+    const repo = path.join(dir, "repo");
+    const bin = path.join(dir, "bin");
+    for (const d of ["scripts", "infra-pulumi", "infra-bootstrap"]) fs.mkdirSync(path.join(repo, d), { recursive: true });
+    fs.mkdirSync(bin);
+    for (const f of ["scripts/preflight", "scripts/lib.sh", "infra-pulumi/package.json"]) fs.copyFileSync(path.join(REPO_ROOT, f), path.join(repo, f));
+    fs.writeFileSync(path.join(repo, "Pulumi.dev.yaml"), templateStackFile(fs.readFileSync(path.join(STACK_FILES, "Pulumi.dev.yaml"), "utf8")));
+    // The bootstrap's stack as `pulumi stack init --secrets-provider passphrase` writes it.
+    fs.writeFileSync(path.join(repo, "infra-bootstrap", "Pulumi.account-main.yaml"), "encryptionsalt: v1:ZmFrZXNhbHQ=:v1:ZmFrZQ==:ZmFrZQ==\nconfig:\n  aws:region: eu-west-1\n");
+    const realNode = process.execPath;
+    const stubs: Record<string, string> = {
+      node: `#!/usr/bin/env bash\nif [ "$1" = --version ]; then echo v23.1.0; exit 0; fi\nexec "${realNode}" "$@"\n`,
+      npm: "#!/usr/bin/env bash\nexit 0\n",
+      pulumi: '#!/usr/bin/env bash\ncase "$1" in version) echo v3.100.0 ;; *) exit 1 ;; esac\n',
+      aws: '#!/usr/bin/env bash\ncase "$*" in *get-caller-identity*) echo "arn:aws:iam::123456789012:root" ;; *) exit 254 ;; esac\n',
+      gh: "#!/usr/bin/env bash\nexit 1\n",
+    };
+    for (const [name, text] of Object.entries(stubs)) fs.writeFileSync(path.join(bin, name), text, { mode: 0o755 });
+    fs.mkdirSync(path.join(dir, "home", ".sophia-bootstrap-state"), { recursive: true });
+    const r = spawnSync("bash", [path.join(repo, "scripts", "preflight"), "dev", "--for", "bootstrap"], {
+      encoding: "utf8",
+      env: { PATH: `${bin}:/usr/bin:/bin`, HOME: path.join(dir, "home") },
+    });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /you are the account's root user: the key policies name roles, never root\. Make yourself an administrator role once \(IAM Identity Center/);
+    assert.match(r.stderr, /the Pulumi CLI is 3\.100\.0, not 3\.248\.0 .*--version 3\.248\.0/);
+    assert.match(r.stderr, /Node\.js v23\.1\.0 is outside >=20 <23 .*install Node\.js 22/);
+    assert.match(r.stderr, /PULUMI_CONFIG_PASSPHRASE is not set: the bootstrap's stack \(infra-bootstrap\/Pulumi\.account-main\.yaml\) uses the passphrase provider/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
