@@ -36,7 +36,8 @@ import { REPO_ROOT } from "../src/repository";
 import { type Github, ghStub, github as newRepository } from "./support/github";
 import { ADMINISTRATOR_ACCESS, type CliResult, P, World } from "./support/deploy-world";
 import { type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN } from "./support/harness";
-import { ACCOUNT } from "./support/mocks";
+import { ACCOUNT, registeredErrorHooks } from "./support/mocks";
+import { MIGRATION_RETRY_WAITS_SECONDS, migrationRetryCallback, migrationRetryWait } from "../src/migration-retry";
 import { decide, type Doc } from "./rehearsal/simulate";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -294,7 +295,7 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       const two = block("first 2");
       const protectAt = two.indexOf('scripts/protect-environments "$STAGE" --apply');
       assert.ok(protectAt >= 0 && protectAt < two.indexOf("bootstrap_pulumi up"), "no trust before protection: step 2 protects the environment before the bootstrap creates the role that trusts it");
-      assert.ok(!/git push origin HEAD:main|git push[^\n]*\bmain\b/.test(DOC.replace(/^land\(\) \{[\s\S]*?^\}/m, "")), "no block pushes to main: main is protected from step 2 on");
+      assert.ok(!/git push origin HEAD:main|git push[^\n]*\bmain\b/.test([...BLOCKS.values()].join("\n").replace(/^land\(\) \{[\s\S]*?^\}/m, "")), "no block pushes to main: main is protected from step 2 on");
     });
 
     await t.test("step 2 with GitHub not yet protected: the preflight refuses the bootstrap (no role trusts an unprotected environment)", async () => {
@@ -638,4 +639,36 @@ test("the preflight refuses, with the fix: the account's root user, a Pulumi CLI
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("the first up survives IAM propagation: the migration's invocation retries a refused invoke a bounded number of times, nothing else", async () => {
+  const migrate = run.resources.find((r) => r.type === "aws:lambda/invocation:Invocation" && r.name === "migrate");
+  assert.ok(migrate, "the program registers the migration's invocation");
+  assert.deepEqual(migrate.options.onError, ["sophia-migration-retry"], "its error hook");
+  assert.ok(registeredErrorHooks.includes("sophia-migration-retry"), "the hook is registered with the engine");
+  // As the engine calls it: the errors so far, newest first; messages shaped as a function error
+  // (the function's errorType) and a refused Invoke (AWS's error code) are reported.
+  const refusedSecret = 'invoking Lambda Function (sophia-dev-interview-completed): {"errorType":"AccessDeniedException","errorMessage":"User: arn:aws:sts::123456789012:assumed-role/sophia-dev-interview-completed/x is not authorized to perform: secretsmanager:GetSecretValue"}';
+  const refusedInvoke = "invoking Lambda Function (sophia-dev-interview-completed): operation error Lambda: Invoke, https response error StatusCode: 403, AccessDeniedException: ...";
+  const unreachable = 'invoking Lambda Function (sophia-dev-interview-completed): {"errorType":"ServerSelectionError","errorMessage":"connection timed out"}';
+  assert.equal(migrationRetryWait([refusedSecret]), MIGRATION_RETRY_WAITS_SECONDS[0]);
+  assert.equal(migrationRetryWait([refusedInvoke, refusedSecret]), MIGRATION_RETRY_WAITS_SECONDS[1]);
+  assert.equal(migrationRetryWait([unreachable]), undefined, "a database that cannot be reached fails at once");
+  assert.equal(migrationRetryWait(Array(MIGRATION_RETRY_WAITS_SECONDS.length + 1).fill(refusedSecret)), undefined, "bounded");
+  assert.equal(migrationRetryWait(["NotAccessDeniedExceptionX"]), undefined, "the code as a word, not a substring");
+  // The callback, with time scaled to nothing: it waits the stated seconds, then retries.
+  const waited: number[] = [];
+  const callback = migrationRetryCallback(async (s) => void waited.push(s));
+  const args = (errors: string[]) => ({ urn: "urn", id: "", name: "migrate", type: "aws:lambda/invocation:Invocation", failedOperation: "create", errors });
+  const answers: boolean[] = [];
+  const errors: string[] = [];
+  for (;;) {
+    errors.unshift(refusedSecret);
+    const retry = await callback(args(errors));
+    answers.push(retry);
+    if (!retry) break;
+  }
+  assert.deepEqual(waited, [...MIGRATION_RETRY_WAITS_SECONDS]);
+  assert.equal(answers.length, MIGRATION_RETRY_WAITS_SECONDS.length + 1);
+  assert.equal(await callback(args([unreachable])), false);
 });
