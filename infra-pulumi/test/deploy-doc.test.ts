@@ -243,6 +243,8 @@ async function sh(sc: Scratch, world: World, principal: string, script: string, 
       PULUMI_CONFIG_PASSPHRASE: "the bootstrap stack's passphrase",
       // One administrator (the doc's APPROVALS=0) unless a test says otherwise.
       APPROVALS: "0",
+      // land's wait between polls of a new pull request's checks: time scaled to nothing.
+      LAND_POLL_SECONDS: "0",
       GH_TOKEN: "a token that administers acme/sophia",
       ...SECRETS,
       ...env,
@@ -385,6 +387,8 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.equal(r.code, 0, r.out);
       const gh = github(sc);
       assert.deepEqual(gh.pulls!.map((p) => [p.head, p.state, p.author]), [["stage-dev", "MERGED", "alice"]]);
+      const polls = fs.readFileSync(path.join(sc.state, "gh-argv"), "utf8").split("\n").filter((l) => l.startsWith("pr checks stage-dev"));
+      assert.equal(polls.length, 2, "land met gh's 'no required checks reported' before the workflows started, and polled again");
       assert.match(git(path.join(sc.root, "origin.git"), "show", "main:Pulumi.dev.yaml"), /^secretsprovider: awskms:/m, "step 3's commit is on main");
       const ci = world.ci.at(-1)!;
       assert.ok(ci.ok, ci.detail);

@@ -139,6 +139,14 @@ function pulls(st, user, args, io, save) {
   const required = protection && protection.required_status_checks ? protection.required_status_checks.contexts : [];
   const checksPass = (st.checks || "pass") === "pass";
   if (sub === "checks") {
+    // Right after `gh pr create` no workflow has reported yet: gh then fails, with --required,
+    // "no required checks reported on the '<branch>' branch" (cli/cli pkg/cmd/pr/checks/checks.go),
+    // --watch or not. The stand-in answers so to a pull request's first `gh pr checks`.
+    if (!pr.checksSeen) {
+      pr.checksSeen = true; save();
+      io.stderr += `${args.includes("--required") ? "no required checks" : "no checks"} reported on the '${pr.head}' branch\n`;
+      throw new Exit(1);
+    }
     for (const c of required) io.stdout += `${c}\t${checksPass ? "pass" : "fail"}\n`;
     throw new Exit(checksPass ? 0 : 1);
   }

@@ -132,7 +132,7 @@ export interface Github {
   planVisible?: boolean;
   ownerType?: "Organization" | "User";
   /** Pull requests (`gh pr ...`), merged into the bare repository `origin`; their required checks' result. */
-  pulls?: { number: number; head: string; base: string; author: string; state: "OPEN" | "MERGED"; approvals: string[] }[];
+  pulls?: { number: number; head: string; base: string; author: string; state: "OPEN" | "MERGED"; approvals: string[]; checksSeen?: boolean }[];
   origin?: string;
   checks?: "pass" | "fail";
   fail?: number;
