@@ -39,6 +39,7 @@ import { type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN } from "./support/har
 import { ACCOUNT, registeredErrorHooks } from "./support/mocks";
 import { MIGRATION_RETRY_WAITS_SECONDS, migrationRetryCallback, migrationRetryWait } from "../src/migration-retry";
 import { decide, type Doc } from "./rehearsal/simulate";
+import { loadWorkflow } from "./support/workflow-file";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { bashSend, serveFields } = require("./support/cli-wire.cjs") as {
@@ -318,6 +319,10 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.ok(fs.existsSync(path.join(sc.home, ".sophia-bootstrap-state")));
       assert.match(r.out, new RegExp(deployRoleArn(P, ACCOUNT, "dev").replace(/[/.]/g, "\\$&")));
       assert.deepEqual(refusedIn(world, "first 2"), []);
+      // pulumi stack output loads the bootstrap stack's passphrase provider too (stack_output.go):
+      const blind = await sh(sc, world, ME, '(cd infra-bootstrap && PULUMI_BACKEND_URL="file://$HOME/.sophia-bootstrap-state" pulumi stack output --json --stack account-main)', { PULUMI_CONFIG_PASSPHRASE: "" }, false);
+      assert.notEqual(blind.code, 0);
+      assert.match(blind.out, /passphrase must be set with PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE/);
       assert.ok(madeIn(world, "first 2").filter((d) => d.action === "kms:PutKeyPolicy").length >= 2, "the lockout check of both keys");
       assert.ok(fs.readFileSync(path.join(sc.state, "npm-argv"), "utf8").split("\n").filter(Boolean).every((l) => l.includes("--ignore-scripts")));
     });
@@ -497,6 +502,16 @@ test("CI after step 3's commit: every test of the test job that reads a stack fi
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-step3-"));
   try {
     fs.writeFileSync(path.join(dir, "Pulumi.dev.yaml"), committedAtStep3);
+    // The other jobs' steps that read the committed stack file, run on step 3's: the build job's
+    // architecture check (shell, in a directory holding only that file) and the preview and deploy
+    // jobs' check-stack-file.
+    const { workflow } = loadWorkflow("infra.yml");
+    const archStep = workflow.jobs["build"]!.steps.find((st) => st.name?.startsWith("One artifact for every stage"));
+    assert.ok(archStep?.run, "infra.yml's build job checks the stages' architecture");
+    const arch = spawnSync("bash", ["-euo", "pipefail", "-c", archStep.run], { cwd: dir, encoding: "utf8" });
+    assert.equal(arch.status, 0, arch.stdout + arch.stderr);
+    const checked = spawnSync(process.execPath, [path.join(REPO_ROOT, "infra-pulumi", "ci", "check-stack-file.cjs"), "dev", "--file", path.join(dir, "Pulumi.dev.yaml")], { encoding: "utf8" });
+    assert.equal(checked.status, 0, checked.stdout + checked.stderr);
     const child = spawn(process.execPath, ["--import", "tsx", "--test", ...readers.map((f) => path.join(testDir, f))], {
       cwd: path.join(testDir, ".."),
       // Not NODE_TEST_CONTEXT: the runner would then report to this process in its own protocol.
