@@ -442,6 +442,12 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.equal(r.code, 0, r.out);
       assert.equal(world.ci.length, deploys + 1);
       assert.ok(world.ci.at(-1)!.ok, world.ci.at(-1)!.detail);
+      // The branch's name again later: gh pr view finds the merged pull request, land opens a new one.
+      const again = await step("later layer, again", ME, 'git commit -q --allow-empty -m again\ngh pr view stage-dev-layer-20 --json state --jq .state\nland stage-dev-layer-20 || echo "stopped at the review"', { APPROVALS: "1" });
+      assert.equal(again.code, 0, again.out);
+      assert.match(again.out, /^MERGED$/m);
+      assert.match(again.out, /stopped at the review/);
+      assert.deepEqual(github(sc).pulls!.filter((p) => p.head === "stage-dev-layer-20").map((p) => p.state), ["MERGED", "OPEN"]);
       assert.deepEqual(refusedIn(world, "later layer"), []);
       assert.deepEqual(refusedIn(world, "later layer / CI"), []);
     });

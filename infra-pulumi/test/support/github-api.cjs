@@ -125,7 +125,14 @@ function pulls(st, user, args, io, save) {
     io.stdout += `https://github.com/${st.repo}/pull/${pr.number}\n`;
     throw new Exit(0);
   }
-  const pr = find();
+  // `gh pr view <branch>` falls back to the branch's most recent closed or merged pull request
+  // when none is open (cli/cli pkg/cmd/pr/shared/finder.go); the other subcommands act on it too.
+  const ref = positional[0];
+  const pr = st.pulls.find((x) => x.state === "OPEN" && (ref === undefined || x.head === ref || String(x.number) === ref)) ?? [...st.pulls].reverse().find((x) => ref !== undefined && (x.head === ref || String(x.number) === ref)) ?? find();
+  if (pr.state !== "OPEN" && sub !== "view") {
+    io.stderr += `X Pull request ${st.repo}#${pr.number} is not open (${pr.state})\n`;
+    throw new Exit(1);
+  }
   const protection = (st.protection || {})[pr.base];
   const reviews = protection && protection.required_pull_request_reviews;
   const needed = reviews ? reviews.required_approving_review_count : 0;
@@ -133,6 +140,7 @@ function pulls(st, user, args, io, save) {
   const decision = !reviews ? "" : approvals.length >= needed ? "APPROVED" : "REVIEW_REQUIRED";
   if (sub === "view") {
     if (opt("--json") === "reviewDecision") io.stdout += `${decision}\n`;
+    else if (opt("--json") === "state") io.stdout += `${pr.state}\n`;
     else io.stdout += `#${pr.number} ${pr.head} -> ${pr.base} (${pr.state})\n`;
     throw new Exit(0);
   }
