@@ -382,6 +382,15 @@ test("GitHub --apply: main only, prevent self-review, the deploy role's variable
   assert.match(refused.output, /Resource not accessible by integration \(HTTP 403\).*Administration and Variables write/);
 });
 
+test("GitHub --apply --approvals 0 (one person): main takes pull requests without a required approval; the default is one", () => {
+  const alone = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--github", "apply", "--approvals", "0"], { github: github({}, { protection: {} }) });
+  assert.equal(alone.status, 0, alone.output);
+  assert.equal(alone.github.protection["main"]!.required_pull_request_reviews!.required_approving_review_count, 0);
+  const team = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--github", "apply"], { github: github({}, { protection: {} }) });
+  assert.equal(team.status, 0, team.output);
+  assert.equal(team.github.protection["main"]!.required_pull_request_reviews!.required_approving_review_count, 1);
+});
+
 test("protect-environments: production needs reviewers; --reviewer resolves users and teams; self-review prevented", () => {
   const none = protect(["prod", "--apply"], github());
   assert.notEqual(none.status, 0);
