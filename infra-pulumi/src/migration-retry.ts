@@ -8,7 +8,12 @@
  * `up`. An error hook (Pulumi's `onError`, @pulumi/pulumi >= 3.19x: "return true to retry the
  * operation") retries the invocation a bounded number of times, waiting longer each time, when the
  * error carries one of AWS's access-refusal error codes; any other error (a database that cannot
- * be reached, an index conflict) fails the `up` at once, as before.
+ * be reached, an index conflict) fails the `up` at once, as before. The code is in the message
+ * both ways the refusal reaches the provider: Lambda's own refusal of the Invoke
+ * (`AccessDeniedException: ...`), and the function's error when the Parameters and Secrets
+ * extension is refused the secret, whose message names the code and nothing of the answer
+ * (functions/platform/src/secrets.rs, `SecretError::Refused`: "... the extension answered HTTP 400
+ * (AccessDeniedException) ...").
  */
 import * as pulumi from "@pulumi/pulumi";
 

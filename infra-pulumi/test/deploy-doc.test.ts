@@ -673,7 +673,8 @@ test("the first up survives IAM propagation: the migration's invocation retries 
   assert.ok(registeredErrorHooks.includes("sophia-migration-retry"), "the hook is registered with the engine");
   // As the engine calls it: the errors so far, newest first; messages shaped as a function error
   // (the function's errorType) and a refused Invoke (AWS's error code) are reported.
-  const refusedSecret = 'invoking Lambda Function (sophia-dev-interview-completed): {"errorType":"AccessDeniedException","errorMessage":"User: arn:aws:sts::123456789012:assumed-role/sophia-dev-interview-completed/x is not authorized to perform: secretsmanager:GetSecretValue"}';
+  // The function's error when the extension is refused the secret (functions/platform/src/secrets.rs, SecretError::Refused).
+  const refusedSecret = 'invoking Lambda Function (sophia-dev-interview-completed): {"errorType":"&alloc::boxed::Box<dyn core::error::Error>","errorMessage":"cannot read MONGODB_URI from secret arn:aws:secretsmanager:eu-west-1:123456789012:secret:sophia/dev/mongodb-uri-AbCdEf: the extension answered HTTP 400 (AccessDeniedException); check that the secret exists and that the function\'s role has secretsmanager:GetSecretValue on it and kms:Decrypt on its key"}';
   const refusedInvoke = "invoking Lambda Function (sophia-dev-interview-completed): operation error Lambda: Invoke, https response error StatusCode: 403, AccessDeniedException: ...";
   const unreachable = 'invoking Lambda Function (sophia-dev-interview-completed): {"errorType":"ServerSelectionError","errorMessage":"connection timed out"}';
   assert.equal(migrationRetryWait([refusedSecret]), MIGRATION_RETRY_WAITS_SECONDS[0]);
