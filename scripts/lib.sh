@@ -82,7 +82,7 @@ pip_install_pinned() {
 # platform-specific optional dependency; protobufjs's only prints notices.
 npm_ci_pinned() {
   local dir="$1" stamp
-  need npm "install Node.js 20+ and npm (Debian: apt-get install nodejs npm)"
+  need npm "install Node.js 20, 21 or 22 and npm (package.json engines: >=20 <23; Debian: apt-get install nodejs npm)"
   stamp="$LOCAL_DIR/stamps/npm-$(echo "$dir" | tr / _).$(sha256 "$dir/package-lock.json" | cut -c1-16)"
   if [ ! -f "$stamp" ] || [ ! -d "$dir/node_modules" ]; then
     log "npm ci in ${dir#"$REPO_ROOT"/}"

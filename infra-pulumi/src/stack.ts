@@ -47,6 +47,7 @@ import { loadSettings, queuesInCreationOrder, type Settings } from "./settings";
 import { keyAdministrators, StageSecrets } from "./secrets";
 import { stageVpcEndpoints } from "./vpc-endpoints";
 import { checkWiring, MIGRATION_FUNCTION, MIGRATION_PAYLOAD } from "./wiring";
+import { migrationRetryHook } from "./migration-retry";
 import { OPENAI_LIMITS_KEY, openAiLimitsUnsetWarning } from "./openai-budget";
 
 export interface SophiaStack {
@@ -246,7 +247,8 @@ function stageFunctions(ctx: FunctionArgsContext, naming: Naming, roleScope: Sta
 /**
  * Invoked on create and whenever its triggers change: new code (new migrations), another
  * database, another connection string. A FunctionError fails `pulumi up` before any mapping is
- * created or updated. lambda:InvokeFunction on this one function is all the deploy role needs
+ * created or updated, after the bounded retries of migration-retry.ts on an access refusal (IAM's
+ * eventual consistency on a fresh stage). lambda:InvokeFunction on this one function is all the deploy role needs
  * (infra-bootstrap/deploy-permissions.json); Pulumi: https://www.pulumi.com/registry/packages/aws/api-docs/lambda/invocation/
  */
 function migrationInvocation(
@@ -271,7 +273,8 @@ function migrationInvocation(
           config.mongodbAuth === "password" ? secrets.versions[SECRET.mongodbUri]!.versionId : pulumi.output(config.mongodbIamUri ?? ""),
       },
     },
-    { dependsOn: [migrating.function] },
+    // Retried a bounded number of times while a just-written policy is not yet in force (migration-retry.ts).
+    { dependsOn: [migrating.function], hooks: { onError: [migrationRetryHook()] } },
   );
 }
 

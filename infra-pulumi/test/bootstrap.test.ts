@@ -351,7 +351,7 @@ test("GitHub: a protected dev environment is checked and reported; a missing one
   assert.match(open.stdout, new RegExp(`variable AWS_DEPLOY_ROLE_ARN is 'unset', not ${esc(DEV_ROLE)}`));
   const denied = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, [], { github: github({}, { fail: 401 }) });
   assert.equal(denied.status, 0);
-  assert.match(denied.stdout, /GitHub environment 'dev' could not be read: error: gh api repos\/acme\/sophia\/environments\/dev failed: gh: Bad credentials \(HTTP 401\)/);
+  assert.match(denied.stdout, /GitHub environment 'dev' could not be read: error: gh api repos\/acme\/sophia failed: gh: Bad credentials \(HTTP 401\)/);
   const skipped = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--github", "skip"]);
   assert.equal(skipped.ghCalls, "", "--github skip calls nothing");
   assert.match(skipped.stdout, /GitHub environment 'dev': deployments from main only, prevent self-review/);
@@ -380,6 +380,15 @@ test("GitHub --apply: main only, prevent self-review, the deploy role's variable
   });
   assert.notEqual(refused.status, 0, "--github apply fails loudly when GitHub refuses");
   assert.match(refused.output, /Resource not accessible by integration \(HTTP 403\).*Administration and Variables write/);
+});
+
+test("GitHub --apply --approvals 0 (one person): main takes pull requests without a required approval; the default is one", () => {
+  const alone = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--github", "apply", "--approvals", "0"], { github: github({}, { protection: {} }) });
+  assert.equal(alone.status, 0, alone.output);
+  assert.equal(alone.github.protection["main"]!.required_pull_request_reviews!.required_approving_review_count, 0);
+  const team = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--github", "apply"], { github: github({}, { protection: {} }) });
+  assert.equal(team.status, 0, team.output);
+  assert.equal(team.github.protection["main"]!.required_pull_request_reviews!.required_approving_review_count, 1);
 });
 
 test("protect-environments: production needs reviewers; --reviewer resolves users and teams; self-review prevented", () => {

@@ -8,6 +8,13 @@
  * the key lists (refused by scripts/preflight before anything changes; what the refused deploy
  * would have met is evaluated too), CI's deploy role, and a re-provisioned break-glass role.
  *
+ * The scratch checkout starts from the repository as a new user gets it: its stack files are this
+ * checkout's with what step 3 writes for a person and an account removed (`templateStackFile`), so
+ * the test never depends on what someone committed after following the doc (CI runs this test on
+ * every pull request, the one step 5 opens included). `origin` is GitHub as the stand-ins model it:
+ * a push to a protected branch is refused (`pushRefusal`), pull requests merge through `gh pr`
+ * (support/github-api.cjs), and a merge into (or a push to) main runs CI's deploy.
+ *
  * Stubbed, and why: `scripts/build` (a Rust cross-build takes minutes; the stand-in pulumi does not
  * read the zips: the program's artifacts checks have their own tests), `cargo` (the build's), `npm`
  * (node_modules are linked from this checkout; the stand-in fails `npm ci` without
@@ -29,8 +36,10 @@ import { REPO_ROOT } from "../src/repository";
 import { type Github, ghStub, github as newRepository } from "./support/github";
 import { ADMINISTRATOR_ACCESS, type CliResult, P, World } from "./support/deploy-world";
 import { type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN } from "./support/harness";
-import { ACCOUNT } from "./support/mocks";
+import { ACCOUNT, registeredErrorHooks } from "./support/mocks";
+import { MIGRATION_RETRY_WAITS_SECONDS, migrationRetryCallback, migrationRetryWait } from "../src/migration-retry";
 import { decide, type Doc } from "./rehearsal/simulate";
+import { loadWorkflow } from "./support/workflow-file";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { bashSend, serveFields } = require("./support/cli-wire.cjs") as {
@@ -40,6 +49,10 @@ const { bashSend, serveFields } = require("./support/cli-wire.cjs") as {
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { missingKeys } = require("../ci/check-stack-file.cjs") as { missingKeys: (stage: string, doc: unknown, o?: { pulumiCloud?: boolean }) => string[] };
 
+/** Where the stack files come from: this checkout, or step 3's output (the CI run below, SOPHIA_TEST_STACK_FILES). */
+const STACK_FILES = process.env["SOPHIA_TEST_STACK_FILES"] ?? REPO_ROOT;
+/** Step 3's Pulumi.dev.yaml, as the person commits it (set by the walk below). */
+let committedAtStep3: string | undefined;
 const DOC = fs.readFileSync(path.join(REPO_ROOT, "docs", "deploy.md"), "utf8");
 const SSO = `arn:${P}:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/eu-west-1`;
 /** The person following the doc: the break-glass role the program's tests name. */
@@ -49,6 +62,43 @@ const OTHER = `${SSO}/AWSReservedSSO_AdministratorAccess_0123456789abcdef`;
 /** The break-glass permission set's role after re-provisioning: a new suffix (the doc's NEW_ADMIN). */
 const REPROVISIONED = `${SSO}/AWSReservedSSO_BreakGlass_fedcba9876543210`;
 const PEOPLE = Object.fromEntries([ME, OTHER, REPROVISIONED].map((a) => [a.split("/").pop()!, a]));
+/** What step 3 writes into a stack file for one person and one account (scripts/bootstrap-stage). */
+export const PERSONAL_KEYS = ["aws:allowedAccountIds", "sophia:kmsKeyAdministrators", "sophia:mongodbUri", "sophia:openaiApiKey"];
+/** A stack file as a new user gets it: the secrets provider, the account pin, the administrators and the secrets of step 3 removed. */
+export function templateStackFile(text: string): string {
+  const doc = (yaml.load(text) ?? {}) as Record<string, unknown> & { config?: Record<string, unknown> };
+  for (const k of ["secretsprovider", "encryptedkey", "encryptionsalt"]) delete doc[k];
+  for (const k of PERSONAL_KEYS) delete doc.config?.[k];
+  return yaml.dump(doc, { lineWidth: -1 });
+}
+
+/**
+ * GitHub's answer to a push (the pre-receive check of branch protection): a branch whose protection
+ * requires pull requests refuses every direct update, administrators included when enforce_admins
+ * is on ("remote: error: GH006: Protected branch update failed for refs/heads/main. / remote: error:
+ * Changes must be made through a pull request.", then "! [remote rejected] ... (protected branch hook
+ * declined)"; https://docs.github.com/en/repositories/configuring-branches-and-merges-in-your-repository/managing-protected-branches/about-protected-branches).
+ * Returns the refusal, or undefined; `branch` is the pushed ref's short name.
+ */
+export function pushRefusal(gh: Github, branch: string): string | undefined {
+  const p = gh.protection[branch];
+  if (!p) return undefined;
+  const why = p.required_pull_request_reviews ? "Changes must be made through a pull request." : p.required_status_checks && p.required_status_checks.contexts.length > 0 ? `${p.required_status_checks.contexts.length} of ${p.required_status_checks.contexts.length} required status checks are expected.` : undefined;
+  if (!why) return undefined;
+  return `remote: error: GH006: Protected branch update failed for refs/heads/${branch}.\nremote: error: ${why}\nTo origin\n ! [remote rejected] HEAD -> ${branch} (protected branch hook declined)\nerror: failed to push some refs to 'origin'\n`;
+}
+
+/** The branches `git push <args>` updates (refspecs' destinations; HEAD alone is the current branch). */
+function pushedBranches(args: string[], current: string): string[] {
+  const rest = args.slice(1).filter((a) => !a.startsWith("-"));
+  const specs = rest.slice(1);
+  if (specs.length === 0) return [current];
+  return specs.map((spec) => {
+    const dst = spec.includes(":") ? spec.slice(spec.indexOf(":") + 1) : spec === "HEAD" ? current : spec;
+    return dst.replace(/^\+/, "").replace(/^refs\/heads\//, "");
+  });
+}
+
 const SECRETS = { SOPHIA_MONGODB_URI: "mongodb+srv://u:not-a-password@h.example.net/?retryWrites=true", SOPHIA_OPENAI_API_KEY: "sk-not-a-key" };
 
 /** The doc's runnable blocks by name ("facts", "first 2", "later layer", ...), in document order. */
@@ -105,6 +155,9 @@ function scratch(): Scratch {
     fs.mkdirSync(path.dirname(path.join(sc.repo, f)), { recursive: true });
     fs.copyFileSync(path.join(REPO_ROOT, f), path.join(sc.repo, f));
   }
+  for (const f of files.filter((x) => /(^|\/)Pulumi\.[a-z0-9-]+\.yaml$/.test(x) && !x.startsWith("infra-bootstrap/"))) {
+    fs.writeFileSync(path.join(sc.repo, f), templateStackFile(fs.readFileSync(path.join(STACK_FILES, f), "utf8")));
+  }
   fs.writeFileSync(path.join(sc.repo, "scripts", "build"), '#!/usr/bin/env bash\necho "SKIPPED: scripts/build (the Rust build takes minutes; the stand-in pulumi reads no zip)" >&2\n');
   fs.writeFileSync(path.join(sc.repo, ".gitignore"), "node_modules\n.local\n");
   for (const p of ["infra-pulumi", "infra-bootstrap"]) fs.symlinkSync(path.join(REPO_ROOT, p, "node_modules"), path.join(sc.repo, p, "node_modules"));
@@ -129,14 +182,17 @@ cli_send "\${0##*/}" "$(pwd -P)" "$#" "$@" "\${env[@]}" "$stdin"
   const stubs: Record<string, string> = {
     pulumi: forward,
     aws: forward,
-    gh: ghStub(),
-    git: `#!/usr/bin/env bash\n${bashSend("$FAKE_SERVER_PORT")}"${realGit}" "$@" || exit $?\nif [ "$1" = push ]; then cli_send push; fi\n`,
+    // gh: the stand-in (support/github.ts); a merge into main is a push to main, which runs CI.
+    "gh-api": ghStub(),
+    gh: `#!/usr/bin/env bash\n${bashSend("$FAKE_SERVER_PORT")}"${path.join(sc.bin, "gh-api")}" "$@" || exit $?\nif [ "$1 $2" = "pr merge" ]; then cli_send push; fi\n`,
+    // git: a push is checked as GitHub checks it (pushRefusal) before the real push to the bare origin.
+    git: `#!/usr/bin/env bash\n${bashSend("$FAKE_SERVER_PORT")}if [ "\${1:-}" != push ]; then exec "${realGit}" "$@"; fi\nmain=$(cli_send git-push "$("${realGit}" rev-parse --abbrev-ref HEAD)" "$@") || exit $?\n"${realGit}" "$@" || exit $?\nif [ "$main" = main ]; then cli_send push; fi\n`,
     npm: `#!/usr/bin/env bash\necho "$*" >> "$FAKE_STATE/npm-argv"\ncase " $* " in *" ci "*) case " $* " in *" --ignore-scripts "*) ;; *) echo "npm ci without --ignore-scripts: install scripts would run where credentials are held" >&2; exit 1 ;; esac ;; esac\n`,
     cargo: "#!/usr/bin/env bash\nexit 0\n",
   };
   for (const [name, text] of Object.entries(stubs)) fs.writeFileSync(path.join(sc.bin, name), text, { mode: 0o755 });
   // A new repository: main unprotected, GitHub's default workflow token (read and write).
-  const gh: Github = newRepository({}, { users: { alice: 101 }, protection: {}, workflowPermissions: { default_workflow_permissions: "write", can_approve_pull_request_reviews: true } });
+  const gh: Github = newRepository({}, { users: { alice: 101, bob: 102 }, protection: {}, workflowPermissions: { default_workflow_permissions: "write", can_approve_pull_request_reviews: true }, origin: path.join(root, "origin.git") });
   fs.writeFileSync(path.join(sc.state, "github.json"), JSON.stringify(gh));
   return sc;
 }
@@ -144,6 +200,15 @@ cli_send "\${0##*/}" "$(pwd -P)" "$#" "$@" "\${env[@]}" "$stdin"
 /** Answers the stand-ins: a push (CI's run of it), else a `pulumi` or `aws` call. */
 async function serve(world: World, sc: Scratch): Promise<{ port: number; close: () => void }> {
   const answer = async (fields: string[]): Promise<CliResult> => {
+    if (fields[0] === "git-push") {
+      const gh = github(sc);
+      const branches = pushedBranches(fields.slice(2), fields[1]!);
+      for (const b of branches) {
+        const refused = pushRefusal(gh, b);
+        if (refused) return { code: 1, stdout: "", stderr: refused };
+      }
+      return { code: 0, stdout: branches.includes("main") ? "main" : "", stderr: "" };
+    }
     if (fields[0] === "push") {
       const r = await world.push(async (stage) => (await sh(sc, world, ME, `node infra-pulumi/ci/check-stack-file.cjs ${stage}`, {}, false)).code === 0);
       return { code: 0, stdout: "", stderr: `CI: ${r.ok ? "deployed" : "failed"}: ${r.detail}\n` };
@@ -177,6 +242,10 @@ async function sh(sc: Scratch, world: World, principal: string, script: string, 
       // The person at the terminal: answers pulumi's "Do you want to perform this update?" with yes.
       FAKE_TERMINAL_ANSWER: "yes",
       PULUMI_CONFIG_PASSPHRASE: "the bootstrap stack's passphrase",
+      // One administrator (the doc's APPROVALS=0) unless a test says otherwise.
+      APPROVALS: "0",
+      // land's wait between polls of a new pull request's checks: time scaled to nothing.
+      LAND_POLL_SECONDS: "0",
       GH_TOKEN: "a token that administers acme/sophia",
       ...SECRETS,
       ...env,
@@ -223,17 +292,37 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.match(ci.detail, /AWS_DEPLOY_ROLE_ARN is empty/);
       assert.equal(github(sc).environments["dev"]!.deployment_branch_policy, null, "any branch could name it");
       const first = [...BLOCKS.keys()].filter((k) => k.startsWith("first "));
-      const pushAt = first.findIndex((k) => /git push/.test(block(k)));
-      const protectAt = first.findIndex((k) => /--github apply/.test(block(k)) && /gh variable set/.test(block(k)));
-      assert.ok(protectAt >= 0 && protectAt < pushAt, `the environment, its role variable and the repository variables come before the push (${first.join(", ")})`);
+      const landAt = first.findIndex((k) => /^land /m.test(block(k)));
+      const variablesAt = first.findIndex((k) => /gh variable set/.test(block(k)));
+      assert.ok(variablesAt >= 0 && variablesAt < landAt, `the repository variables come before the first merge (${first.join(", ")})`);
+      const two = block("first 2");
+      const protectAt = two.indexOf('scripts/protect-environments "$STAGE" --apply');
+      assert.ok(protectAt >= 0 && protectAt < two.indexOf("bootstrap_pulumi up"), "no trust before protection: step 2 protects the environment before the bootstrap creates the role that trusts it");
+      assert.ok(!/git push origin HEAD:main|git push[^\n]*\bmain\b/.test([...BLOCKS.values()].join("\n").replace(/^land\(\) \{[\s\S]*?^\}/m, "")), "no block pushes to main: main is protected from step 2 on");
     });
 
-    await t.test("step 2, the account, as the break-glass administrator: every request allowed, KMS's lockout check passed", async () => {
-      const r = await step("first 2", ME, block("first 2"));
+    await t.test("step 2 with GitHub not yet protected: the preflight refuses the bootstrap (no role trusts an unprotected environment)", async () => {
+      const unprotected = block("first 2").split("\n").filter((l) => !l.startsWith("scripts/protect-environments")).join("\n");
+      const r = await step("first 2 unprotected", ME, unprotected, { APPROVALS: "0" });
+      assert.notEqual(r.code, 0);
+      assert.match(r.out, /the GitHub environment of dev is not protected yet, and the bootstrap would create a role that trusts it/);
+      assert.equal(world.bootstrap, undefined, "no bootstrap ran");
+    });
+
+    await t.test("step 2, the account, as the break-glass administrator, alone (APPROVALS=0): GitHub protected first, every request allowed, KMS's lockout check passed", async () => {
+      const r = await step("first 2", ME, block("first 2"), { APPROVALS: "0" });
       assert.equal(r.code, 0, r.out);
+      const gh = github(sc);
+      assert.deepEqual(gh.environments["dev"]!.branchPolicies.map((b) => b.name), ["main"]);
+      assert.equal(gh.protection["main"]!.required_pull_request_reviews!.required_approving_review_count, 0);
+      assert.equal(gh.protection["main"]!.enforce_admins.enabled, true);
       assert.ok(fs.existsSync(path.join(sc.home, ".sophia-bootstrap-state")));
       assert.match(r.out, new RegExp(deployRoleArn(P, ACCOUNT, "dev").replace(/[/.]/g, "\\$&")));
       assert.deepEqual(refusedIn(world, "first 2"), []);
+      // pulumi stack output loads the bootstrap stack's passphrase provider too (stack_output.go):
+      const blind = await sh(sc, world, ME, '(cd infra-bootstrap && PULUMI_BACKEND_URL="file://$HOME/.sophia-bootstrap-state" pulumi stack output --json --stack account-main)', { PULUMI_CONFIG_PASSPHRASE: "" }, false);
+      assert.notEqual(blind.code, 0);
+      assert.match(blind.out, /passphrase must be set with PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE/);
       assert.ok(madeIn(world, "first 2").filter((d) => d.action === "kms:PutKeyPolicy").length >= 2, "the lockout check of both keys");
       assert.ok(fs.readFileSync(path.join(sc.state, "npm-argv"), "utf8").split("\n").filter(Boolean).every((l) => l.includes("--ignore-scripts")));
     });
@@ -262,6 +351,7 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.equal(gh.environments["dev"]!.variables["AWS_DEPLOY_ROLE_ARN"], deployRoleArn(P, ACCOUNT, "dev"));
       assert.deepEqual(Object.keys(gh.repoVariables).sort(), ["AWS_PREVIEW_ROLE_ARN", "AWS_REGION", "PULUMI_BACKEND_URL"]);
       assert.match(git(sc.repo, "log", "-1", "--format=%s"), /Stage dev: bootstrap config/);
+      committedAtStep3 = fs.readFileSync(path.join(sc.repo, "Pulumi.dev.yaml"), "utf8");
       assert.equal(world.ci.length, pushes, "nothing deployed yet");
     });
 
@@ -289,9 +379,22 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.ok(madeIn(world, "first 4").length > 300, `${madeIn(world, "first 4").length} requests`);
     });
 
-    await t.test("step 5: the push hands over to CI, which deploys as the deploy role", async () => {
-      const r = await step("first 5", ME, block("first 5"));
+    await t.test("step 5 as a push to main, as the doc once said: GitHub refuses it (GH006), nothing deploys", async () => {
+      const deploys = world.ci.length;
+      const r = await step("push to main", ME, "git push origin HEAD:main");
+      assert.notEqual(r.code, 0);
+      assert.match(r.out, /GH006: Protected branch update failed for refs\/heads\/main\.\nremote: error: Changes must be made through a pull request\./);
+      assert.equal(world.ci.length, deploys);
+    });
+
+    await t.test("step 5: a pull request, merged by its author alone (APPROVALS=0), hands over to CI, which deploys as the deploy role", async () => {
+      const r = await step("first 5", ME, block("first 5"), { APPROVALS: "0" });
       assert.equal(r.code, 0, r.out);
+      const gh = github(sc);
+      assert.deepEqual(gh.pulls!.map((p) => [p.head, p.state, p.author]), [["stage-dev", "MERGED", "alice"]]);
+      const polls = fs.readFileSync(path.join(sc.state, "gh-argv"), "utf8").split("\n").filter((l) => l.startsWith("pr checks stage-dev"));
+      assert.equal(polls.length, 2, "land met gh's 'no required checks reported' before the workflows started, and polled again");
+      assert.match(git(path.join(sc.root, "origin.git"), "show", "main:Pulumi.dev.yaml"), /^secretsprovider: awskms:/m, "step 3's commit is on main");
       const ci = world.ci.at(-1)!;
       assert.ok(ci.ok, ci.detail);
       const asRole = madeIn(world, "first 5 / CI");
@@ -308,7 +411,10 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
 
     await t.test("later: a new layer without rerunning the bootstrap is refused by the preflight; CI would be refused GetLayerVersion", async () => {
       const layer = /^NEW_LAYER=(\S+)$/m.exec(block("later layer"))![1]!;
-      const r = await step("layer, no bootstrap", ME, `pulumi config set sophia:secretsExtensionLayerArn ${layer} --stack dev\ngit commit -qm layer -- Pulumi.dev.yaml\nscripts/preflight dev --for push`);
+      const plain = await step("layer, no --plaintext", ME, `pulumi config set sophia:secretsExtensionLayerArn ${layer} --stack dev`);
+      assert.notEqual(plain.code, 0, "pulumi refuses a plaintext value for a key named like a secret");
+      assert.match(plain.out, /config value for 'sophia:secretsExtensionLayerArn' looks like a secret; rerun with --secret to encrypt it, or --plaintext/);
+      const r = await step("layer, no bootstrap", ME, `pulumi config set --plaintext sophia:secretsExtensionLayerArn ${layer} --stack dev\ngit commit -qm layer -- Pulumi.dev.yaml\nscripts/preflight dev --for push --approvals 0`);
       assert.notEqual(r.code, 0);
       assert.match(r.out, /grants the dev deploy role \S+:19, but Pulumi\.dev\.yaml uses \S+:20: rerun step 2's pulumi up.*Bumping the extension layer/);
       world.step = "layer, no bootstrap, CI";
@@ -317,10 +423,31 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       git(sc.repo, "reset", "-q", "--hard", "HEAD~1");
     });
 
-    await t.test("later: bumping the extension layer, as written", async () => {
-      const r = await step("later layer", ME, block("later layer"));
+    await t.test("later: bumping the extension layer, as written, by a team (APPROVALS=1): the author cannot approve, a second person does, then it lands", async () => {
+      const team = await step("team", ME, 'scripts/protect-environments dev --apply --approvals 1 --deploy-role-arn "arn:aws:iam::$ACCOUNT:role/sophia-bootstrap/sophia-bootstrap-dev-deploy"');
+      assert.equal(team.code, 0, team.out);
+      const deploys = world.ci.length;
+      const first = await step("later layer", ME, block("later layer"), { APPROVALS: "1" });
+      assert.notEqual(first.code, 0, "land stops at the review");
+      assert.match(first.out, /land: stage-dev-layer-20 needs an approving review by someone else/);
+      assert.equal(world.ci.length, deploys, "nothing merged, nothing deployed");
+      const self = await step("later layer", ME, "gh pr review stage-dev-layer-20 --approve");
+      assert.notEqual(self.code, 0);
+      assert.match(self.out, /Can not approve your own pull request/);
+      const merge = await step("later layer", ME, "gh pr merge stage-dev-layer-20 --merge");
+      assert.match(merge.out, /is not mergeable: the base branch policy prohibits the merge/);
+      const bob = await step("later layer", ME, "gh pr review stage-dev-layer-20 --approve", { FAKE_GH_USER: "bob" });
+      assert.equal(bob.code, 0, bob.out);
+      const r = await step("later layer", ME, 'land "stage-dev-layer-20"', { APPROVALS: "1" });
       assert.equal(r.code, 0, r.out);
+      assert.equal(world.ci.length, deploys + 1);
       assert.ok(world.ci.at(-1)!.ok, world.ci.at(-1)!.detail);
+      // The branch's name again later: gh pr view finds the merged pull request, land opens a new one.
+      const again = await step("later layer, again", ME, 'git commit -q --allow-empty -m again\ngh pr view stage-dev-layer-20 --json state --jq .state\nland stage-dev-layer-20 || echo "stopped at the review"', { APPROVALS: "1" });
+      assert.equal(again.code, 0, again.out);
+      assert.match(again.out, /^MERGED$/m);
+      assert.match(again.out, /stopped at the review/);
+      assert.deepEqual(github(sc).pulls!.filter((p) => p.head === "stage-dev-layer-20").map((p) => p.state), ["MERGED", "OPEN"]);
       assert.deepEqual(refusedIn(world, "later layer"), []);
       assert.deepEqual(refusedIn(world, "later layer / CI"), []);
     });
@@ -330,7 +457,11 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       // Without breakGlassRoles the re-provisioned role would be locked out of the state key:
       const exact = stateKeyPolicy({ admins: [ME], writers: [], readers: [], region: state.region }) as unknown as Doc;
       assert.notEqual((await decide({ principal: REPROVISIONED, action: "kms:PutKeyPolicy", resource: state.stateKey }, { identity: [ADMINISTRATOR_ACCESS], resourcePolicy: exact })).decision, "Allowed");
-      const r = await step("later rotate", REPROVISIONED, block("later rotate"));
+      const review = 'land "stage-dev-administrator" || echo "waiting for a review"';
+      const opened = await step("later rotate", REPROVISIONED, block("later rotate").replace(/^land .*$/m, review), { APPROVALS: "1" });
+      assert.equal(opened.code, 0, opened.out);
+      assert.equal((await step("later rotate", REPROVISIONED, "gh pr review stage-dev-administrator --approve", { FAKE_GH_USER: "bob" })).code, 0);
+      const r = await step("later rotate", REPROVISIONED, 'land "stage-dev-administrator"', { APPROVALS: "1" });
       assert.equal(r.code, 0, r.out);
       assert.deepEqual(refusedIn(world, "later rotate"), []);
       assert.ok(world.ci.at(-1)!.ok, world.ci.at(-1)!.detail);
@@ -339,7 +470,7 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
     });
 
     await t.test("later: adding a stage", async () => {
-      const r = await step("later stage", REPROVISIONED, block("later stage"));
+      const r = await step("later stage", REPROVISIONED, block("later stage"), { APPROVALS: "1" });
       assert.equal(r.code, 0, r.out);
       assert.deepEqual(refusedIn(world, "later stage"), []);
       assert.deepEqual(world.bootstrap!.stages, ["dev", "qa"]);
@@ -350,6 +481,57 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
   } finally {
     server.close();
     fs.rmSync(sc.root, { recursive: true, force: true });
+  }
+});
+
+test("CI after step 3's commit: every test of the test job that reads a stack file passes on step 3's Pulumi.dev.yaml", async (t) => {
+  if (process.env["SOPHIA_TEST_STACK_FILES"]) {
+    t.skip("SKIPPED: this is the nested run on step 3's stack file");
+    return;
+  }
+  assert.ok(committedAtStep3, "the walk above ran step 3");
+  assert.match(committedAtStep3, /^secretsprovider: awskms:/m);
+  assert.match(committedAtStep3, /aws:allowedAccountIds/);
+  assert.match(committedAtStep3, /sophia:kmsKeyAdministrators/);
+  assert.match(committedAtStep3, /secure: /);
+  // The test job (.github/workflows/infra.yml: scripts/test-infra, npm test) reads stack files only
+  // through these files; any other test naming a stack file must join them.
+  const testDir = __dirname;
+  const readers = fs.readdirSync(testDir).filter((f) => f.endsWith(".test.ts")).filter((f) => {
+    const text = fs.readFileSync(path.join(testDir, f), "utf8");
+    return /stackFile: true|stackFileConfig\(|SOPHIA_TEST_STACK_FILES/.test(text);
+  });
+  for (const f of fs.readdirSync(testDir).filter((x) => x.endsWith(".test.ts") && !readers.includes(x))) {
+    assert.doesNotMatch(fs.readFileSync(path.join(testDir, f), "utf8"), /REPO_ROOT, "Pulumi\.dev\.yaml"|"\.\.", "Pulumi\.dev\.yaml"/, `${f} reads Pulumi.dev.yaml outside SOPHIA_TEST_STACK_FILES`);
+  }
+  assert.ok(readers.includes("dev.test.ts") && readers.includes("config.test.ts") && readers.includes("deploy-doc.test.ts"), readers.join(" "));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-step3-"));
+  try {
+    fs.writeFileSync(path.join(dir, "Pulumi.dev.yaml"), committedAtStep3);
+    // The other jobs' steps that read the committed stack file, run on step 3's: the build job's
+    // architecture check (shell, in a directory holding only that file) and the preview and deploy
+    // jobs' check-stack-file.
+    const { workflow } = loadWorkflow("infra.yml");
+    const archStep = workflow.jobs["build"]!.steps.find((st) => st.name?.startsWith("One artifact for every stage"));
+    assert.ok(archStep?.run, "infra.yml's build job checks the stages' architecture");
+    const arch = spawnSync("bash", ["-euo", "pipefail", "-c", archStep.run], { cwd: dir, encoding: "utf8" });
+    assert.equal(arch.status, 0, arch.stdout + arch.stderr);
+    const checked = spawnSync(process.execPath, [path.join(REPO_ROOT, "infra-pulumi", "ci", "check-stack-file.cjs"), "dev", "--file", path.join(dir, "Pulumi.dev.yaml")], { encoding: "utf8" });
+    assert.equal(checked.status, 0, checked.stdout + checked.stderr);
+    const child = spawn(process.execPath, ["--import", "tsx", "--test", ...readers.map((f) => path.join(testDir, f))], {
+      cwd: path.join(testDir, ".."),
+      // Not NODE_TEST_CONTEXT: the runner would then report to this process in its own protocol.
+      env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "NODE_TEST_CONTEXT")), SOPHIA_TEST_STACK_FILES: dir },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    const code = await new Promise<number>((resolve) => child.on("close", (c) => resolve(c ?? -1)));
+    assert.equal(code, 0, out.split("\n").filter((l) => /not ok|Error|expected|actual/.test(l)).slice(0, 40).join("\n"));
+    assert.match(out, /# fail 0/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 
@@ -420,4 +602,99 @@ test("the docs' commands: npm ci --ignore-scripts; the bootstrap's outputs and c
   const steps = [...BLOCKS.keys()];
   assert.deepEqual(steps.slice(0, 6), ["facts", "first 2", "first 3", "first 4", "first 5", "later code"]);
   assert.ok(steps.includes("later layer") && steps.includes("later rotate") && steps.includes("later stage"));
+});
+
+test("every platform the doc says the build runs on has a hashed wheel of each build tool (scripts/requirements-build.txt)", () => {
+  const named = /^The build runs on: (.+)\.$/m.exec(DOC);
+  assert.ok(named, "docs/deploy.md names the build's platforms");
+  const platforms = named[1]!.split(", ").map((p) => {
+    const m = /^(Linux|macOS (\d+)\+) (x86_64|aarch64|arm64)$/.exec(p);
+    assert.ok(m, `a platform as "Linux <arch>" or "macOS <version>+ <arch>": ${p}`);
+    return { name: p, os: m[1]!.startsWith("Linux") ? "linux" : "macos", macos: Number(m[2] ?? 0), arch: m[3]! };
+  });
+  assert.deepEqual(platforms.map((p) => `${p.os} ${p.arch}`).sort(), ["linux aarch64", "linux x86_64", "macos arm64", "macos x86_64"]);
+  const req = fs.readFileSync(path.join(REPO_ROOT, "scripts", "requirements-build.txt"), "utf8");
+  const wheels = [...req.matchAll(/^# wheel: ([0-9a-f]{64}) (\S+\.whl)$/gm)].map((m) => ({ hash: m[1]!, file: m[2]! }));
+  const pins = [...req.matchAll(/^([a-z0-9-]+)==(\S+) \\\n((?:\s+--hash=sha256:[0-9a-f]{64}(?: \\)?\n?)+)/gm)].map((m) => ({ name: m[1]!, version: m[2]!, hashes: [...m[3]!.matchAll(/sha256:([0-9a-f]{64})/g)].map((h) => h[1]!) }));
+  assert.deepEqual(pins.map((p) => p.name), ["cargo-lambda", "ziglang"]);
+  // A wheel's platform tags (PEP 425: the last dash-separated field, dot-separated alternatives).
+  const fits = (file: string, p: (typeof platforms)[number]) =>
+    file.replace(/\.whl$/, "").split("-").pop()!.split(".").some((tag) => {
+      if (p.os === "linux") return /^manylinux/.test(tag) && tag.endsWith(`_${p.arch}`);
+      const m = /^macosx_(\d+)_\d+_(\w+)$/.exec(tag);
+      return !!m && Number(m[1]) <= p.macos && (m[2] === p.arch || m[2] === "universal2");
+    });
+  for (const pin of pins) {
+    const own = wheels.filter((w) => w.file.startsWith(`${pin.name.replace(/-/g, "_")}-${pin.version}-`));
+    assert.deepEqual(own.map((w) => w.hash).sort(), [...pin.hashes].sort(), `${pin.name}: every hash is a listed wheel and every listed wheel is hashed`);
+    for (const p of platforms) assert.ok(own.some((w) => fits(w.file, p)), `${pin.name}==${pin.version} has no hashed wheel for ${p.name}: pip --require-hashes --only-binary=:all: would refuse the build there`);
+  }
+});
+
+test("the preflight refuses, with the fix: the account's root user, a Pulumi CLI other than @pulumi/pulumi's, Node.js outside engines, no passphrase for the bootstrap's stack", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-preflight-"));
+  try {
+    const repo = path.join(dir, "repo");
+    const bin = path.join(dir, "bin");
+    for (const d of ["scripts", "infra-pulumi", "infra-bootstrap"]) fs.mkdirSync(path.join(repo, d), { recursive: true });
+    fs.mkdirSync(bin);
+    for (const f of ["scripts/preflight", "scripts/lib.sh", "infra-pulumi/package.json"]) fs.copyFileSync(path.join(REPO_ROOT, f), path.join(repo, f));
+    fs.writeFileSync(path.join(repo, "Pulumi.dev.yaml"), templateStackFile(fs.readFileSync(path.join(STACK_FILES, "Pulumi.dev.yaml"), "utf8")));
+    // The bootstrap's stack as `pulumi stack init --secrets-provider passphrase` writes it.
+    fs.writeFileSync(path.join(repo, "infra-bootstrap", "Pulumi.account-main.yaml"), "encryptionsalt: v1:ZmFrZXNhbHQ=:v1:ZmFrZQ==:ZmFrZQ==\nconfig:\n  aws:region: eu-west-1\n");
+    const realNode = process.execPath;
+    const stubs: Record<string, string> = {
+      node: `#!/usr/bin/env bash\nif [ "$1" = --version ]; then echo v23.1.0; exit 0; fi\nexec "${realNode}" "$@"\n`,
+      npm: "#!/usr/bin/env bash\nexit 0\n",
+      pulumi: '#!/usr/bin/env bash\ncase "$1" in version) echo v3.100.0 ;; *) exit 1 ;; esac\n',
+      aws: '#!/usr/bin/env bash\ncase "$*" in *get-caller-identity*) echo "arn:aws:iam::123456789012:root" ;; *) exit 254 ;; esac\n',
+      gh: "#!/usr/bin/env bash\nexit 1\n",
+    };
+    for (const [name, text] of Object.entries(stubs)) fs.writeFileSync(path.join(bin, name), text, { mode: 0o755 });
+    fs.mkdirSync(path.join(dir, "home", ".sophia-bootstrap-state"), { recursive: true });
+    const r = spawnSync("bash", [path.join(repo, "scripts", "preflight"), "dev", "--for", "bootstrap"], {
+      encoding: "utf8",
+      env: { PATH: `${bin}:/usr/bin:/bin`, HOME: path.join(dir, "home") },
+    });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /you are the account's root user: the key policies name roles, never root\. Make yourself an administrator role once \(IAM Identity Center/);
+    assert.match(r.stderr, /the Pulumi CLI is 3\.100\.0, not 3\.248\.0 .*--version 3\.248\.0/);
+    assert.match(r.stderr, /Node\.js v23\.1\.0 is outside >=20 <23 .*install Node\.js 22/);
+    assert.match(r.stderr, /PULUMI_CONFIG_PASSPHRASE is not set: the bootstrap's stack \(infra-bootstrap\/Pulumi\.account-main\.yaml\) uses the passphrase provider/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the first up survives IAM propagation: the migration's invocation retries a refused invoke a bounded number of times, nothing else", async () => {
+  const migrate = run.resources.find((r) => r.type === "aws:lambda/invocation:Invocation" && r.name === "migrate");
+  assert.ok(migrate, "the program registers the migration's invocation");
+  assert.deepEqual(migrate.options.onError, ["sophia-migration-retry"], "its error hook");
+  assert.ok(registeredErrorHooks.includes("sophia-migration-retry"), "the hook is registered with the engine");
+  // As the engine calls it: the errors so far, newest first; messages shaped as a function error
+  // (the function's errorType) and a refused Invoke (AWS's error code) are reported.
+  // The function's error when the extension is refused the secret (functions/platform/src/secrets.rs, SecretError::Refused).
+  const refusedSecret = 'invoking Lambda Function (sophia-dev-interview-completed): {"errorType":"&alloc::boxed::Box<dyn core::error::Error>","errorMessage":"cannot read MONGODB_URI from secret arn:aws:secretsmanager:eu-west-1:123456789012:secret:sophia/dev/mongodb-uri-AbCdEf: the extension answered HTTP 400 (AccessDeniedException); check that the secret exists and that the function\'s role has secretsmanager:GetSecretValue on it and kms:Decrypt on its key"}';
+  const refusedInvoke = "invoking Lambda Function (sophia-dev-interview-completed): operation error Lambda: Invoke, https response error StatusCode: 403, AccessDeniedException: ...";
+  const unreachable = 'invoking Lambda Function (sophia-dev-interview-completed): {"errorType":"ServerSelectionError","errorMessage":"connection timed out"}';
+  assert.equal(migrationRetryWait([refusedSecret]), MIGRATION_RETRY_WAITS_SECONDS[0]);
+  assert.equal(migrationRetryWait([refusedInvoke, refusedSecret]), MIGRATION_RETRY_WAITS_SECONDS[1]);
+  assert.equal(migrationRetryWait([unreachable]), undefined, "a database that cannot be reached fails at once");
+  assert.equal(migrationRetryWait(Array(MIGRATION_RETRY_WAITS_SECONDS.length + 1).fill(refusedSecret)), undefined, "bounded");
+  assert.equal(migrationRetryWait(["NotAccessDeniedExceptionX"]), undefined, "the code as a word, not a substring");
+  // The callback, with time scaled to nothing: it waits the stated seconds, then retries.
+  const waited: number[] = [];
+  const callback = migrationRetryCallback(async (s) => void waited.push(s));
+  const args = (errors: string[]) => ({ urn: "urn", id: "", name: "migrate", type: "aws:lambda/invocation:Invocation", failedOperation: "create", errors });
+  const answers: boolean[] = [];
+  const errors: string[] = [];
+  for (;;) {
+    errors.unshift(refusedSecret);
+    const retry = await callback(args(errors));
+    answers.push(retry);
+    if (!retry) break;
+  }
+  assert.deepEqual(waited, [...MIGRATION_RETRY_WAITS_SECONDS]);
+  assert.equal(answers.length, MIGRATION_RETRY_WAITS_SECONDS.length + 1);
+  assert.equal(await callback(args([unreachable])), false);
 });

@@ -9,6 +9,7 @@
  */
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 
@@ -67,7 +68,7 @@ test("main: unprotected or weakened, each gap named; --apply protects it and kee
     "branch main: required checks missing: scripts/test against a MongoDB 7 replica set",
   ]);
   const noReview = protect(["dev"], github({ dev: DEV }, { protection: { main: { ...PROTECTED_MAIN, required_pull_request_reviews: undefined } } }));
-  assert.match(noReview.stdout, /^branch main: no approving review is required before a merge$/m);
+  assert.match(noReview.stdout, /^branch main: changes need no pull request \(required_pull_request_reviews is off\)$/m);
 
   // --apply: from nothing, and from a stricter main (two reviews, another check, linear history) it keeps.
   const applied = protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], github({ dev: DEV }, { protection: {} }));
@@ -210,4 +211,43 @@ test("usage: a target is required; --role-arn only where the environment holds a
   const r = protect(["--publish", "--role-arn", PREVIEW_ROLE], github());
   assert.notEqual(r.status, 0);
   assert.match(r.output, /--role-arn: the npm-publish environment holds no role/);
+});
+
+test("--approvals 0, for a repository with one person: pull requests still required, no approval (an author cannot approve their own)", () => {
+  const one = protect(["dev", "--apply", "--approvals", "0", "--deploy-role-arn", DEV_ROLE], github({ dev: DEV }, { protection: {} }));
+  assert.equal(one.status, 0, one.output);
+  assert.deepEqual(one.github.protection["main"]!.required_pull_request_reviews, { dismiss_stale_reviews: true, require_code_owner_reviews: false, required_approving_review_count: 0, require_last_push_approval: false });
+  assert.equal(protect(["dev", "--approvals", "0", "--deploy-role-arn", DEV_ROLE], one.github).status, 0, "checked with the same count");
+  const team = protect(["dev", "--deploy-role-arn", DEV_ROLE], one.github);
+  assert.equal(team.status, 1);
+  assert.match(team.stdout, /^branch main: a merge needs 0 approving review\(s\), not 1$/m);
+  assert.match(protect(["dev", "--approvals", "7"], one.github).output, /--approvals: 0 to 6/);
+});
+
+test("the plan: a private repository on GitHub Free is refused before any write; required reviewers need Enterprise there", () => {
+  const free = protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], github({}, { protection: {}, visibility: "private", plan: "free" }));
+  assert.equal(free.status, 1);
+  assert.match(free.output, /is private on GitHub Free: GitHub offers no branch protection, environments or deployment branch policies there/);
+  assert.ok(!/PUT|POST|PATCH|DELETE/.test(free.calls), `nothing written: ${free.calls}`);
+  const team = github({}, { protection: {}, visibility: "private", plan: "team" });
+  assert.equal(protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], team).status, 0, "dev needs no reviewers: GitHub Team is enough");
+  const prod = protect(["prod", "--apply", "--reviewer", "team:platform"], team);
+  assert.equal(prod.status, 1);
+  assert.match(prod.output, /required reviewers on an environment of a private repository need GitHub Enterprise/);
+  assert.equal(protect(["prod", "--apply", "--reviewer", "team:platform"], { ...team, plan: "enterprise" }).status, 0);
+  const hidden = protect(["dev"], github({ dev: DEV }, { visibility: "private", planVisible: false }));
+  assert.match(hidden.stdout, /its owner's plan cannot be read with this token/);
+  // The stand-in refuses what GitHub refuses, so a script that skipped the check would fail too.
+  const unchecked = github({}, { protection: {}, visibility: "private", plan: "free" });
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { gh } = require("./support/github-api.cjs") as { gh: (dir: string, user: string, args: string[], stdin: string) => { code: number; stderr: string } };
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-gh-"));
+  try {
+    fs.writeFileSync(path.join(dir, "github.json"), JSON.stringify(unchecked));
+    const r = gh(dir, "alice", ["api", "--method", "PUT", "repos/acme/sophia/branches/main/protection", "--input", "-"], JSON.stringify({ enforce_admins: true }));
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /Upgrade to GitHub Pro or make this repository public to enable this feature\. \(HTTP 403\)/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

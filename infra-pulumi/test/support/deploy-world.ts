@@ -25,6 +25,17 @@
  *   hashicorp/terraform-provider-aws at the commit it names), made as the caller, the read-backs
  *   after a policy write included (kms `updateKeyPolicy`/`findKeyInfo`, secretsmanager
  *   `PutResourcePolicy` then `GetResourcePolicy`);
+ * - `pulumi config set` refuses, without --plaintext or --secret, a plaintext value for a key whose
+ *   name matches passwd|pass|password|pwd|secret|token when the value (its first 16 characters)
+ *   looks random to zxcvbn; --secret, --plaintext and --type are mutually exclusive
+ *   (pkg/cmd/pulumi/config/config.go: `looksLikeSecret`, lines 1371-1399, its use at 831-836, and
+ *   MarkFlagsMutuallyExclusive at 741). The stand-in refuses every such key's plaintext value
+ *   without the entropy test, a superset of the real refusal: zxcvbn is not reproduced here;
+ * - `pulumi stack output` reads the snapshot with its secrets manager
+ *   (pkg/cmd/pulumi/stack/stack_output.go, `SnapshotStackOutputs`), so a passphrase stack needs
+ *   the passphrase there too;
+ * - `pulumi version` prints the CLI's version, `v<semver>` (the stand-in is the pinned CLI,
+ *   PULUMI_CLI_VERSION);
  * - GitHub creates an environment the first time a job names it, with no protection rule
  *   (https://docs.github.com/en/actions/writing-workflows/workflow-syntax-for-github-actions#jobsjob_idenvironment);
  *   the dev deploy job reads `vars.AWS_DEPLOY_ROLE_ARN` from it (.github/workflows/infra.yml).
@@ -51,6 +62,10 @@ import type { Github } from "./github";
 import type { RecordedResource } from "./mocks";
 
 export const P = "aws";
+/** The stand-in's `pulumi version`: the CLI the doc asks for (the @pulumi/pulumi of package.json). */
+export const PULUMI_CLI_VERSION = (JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "package.json"), "utf8")) as { dependencies: Record<string, string> }).dependencies["@pulumi/pulumi"]!;
+/** pulumi/pulumi v3.248.0 pkg/cmd/pulumi/config/config.go, keyPattern. */
+const SECRET_KEY_NAME = /passwd|pass|password|pwd|secret|token/i;
 /** The newest extension layer version AWS has in the stand-in (the doc's bump goes to 20). */
 export const LATEST_LAYER = 20;
 export const ADMINISTRATOR_ACCESS: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
@@ -316,6 +331,7 @@ export class World {
     const flags: Record<string, string | true> = {};
     const args: string[] = [];
     const valued = new Set(["--stack", "-s", "--secrets-provider", "--type", "--policy-pack", "--message", "-m"]);
+    if (argv[0] === "version") return { stdout: `v${env["FAKE_PULUMI_VERSION"] ?? PULUMI_CLI_VERSION}\n`, stderr: "", code: 0 };
     for (let i = 0; i < argv.length; i++) {
       const a = argv[i]!;
       if (valued.has(a)) flags[a === "-s" ? "--stack" : a] = argv[++i]!;
@@ -380,6 +396,7 @@ export class World {
     const config = ((doc["config"] as Record<string, unknown> | undefined) ?? {}) as Record<string, unknown>;
 
     if (cmd === "stack" && sub === "output") {
+      if (typeof doc["secretsprovider"] !== "string") await this.crypt("Decrypt", doc, principal ?? "", env);
       const outputs = state.outputs ?? {};
       const name = args[2];
       if (name !== undefined && !(name in outputs)) throw new Error(`current stack does not have output property '${name}'`);
@@ -398,6 +415,12 @@ export class World {
     if (cmd === "config" && sub === "set") {
       const key = args[2]!;
       let value: unknown = args[3] ?? stdin;
+      const exclusive = ["--secret", "--plaintext", "--type"].filter((f) => flags[f] !== undefined);
+      if (exclusive.length > 1) throw new Error(`if any flags in the group [secret plaintext type] are set none of the others can be; [${exclusive.map((f) => f.slice(2)).sort().join(" ")}] were all set`);
+      const keyName = key.slice(key.indexOf(":") + 1);
+      if (!flags["--secret"] && !flags["--plaintext"] && SECRET_KEY_NAME.test(keyName)) {
+        throw new Error(`config value for '${key}' looks like a secret; rerun with --secret to encrypt it, or --plaintext if you meant to store in plaintext`);
+      }
       if (flags["--secret"]) {
         await this.crypt("Encrypt", doc, principal!, env);
         value = { secure: `v1:${Buffer.from(String(value)).toString("base64")}` };

@@ -2,6 +2,7 @@
 // the test's own process (the tests run the scripts with spawnSync, which blocks the main thread);
 // the `gh` on PATH is a bash client of it (cli-wire.cjs).
 "use strict";
+const { spawnSync } = require("child_process");
 const fs = require("fs");
 const path = require("path");
 const { parentPort, workerData } = require("worker_threads");
@@ -14,11 +15,11 @@ class Exit {
   }
 }
 
-/** `gh <args>` with FAKE_STATE=stateDir and this stdin, over the JSON state file github.json. */
-function gh(stateDir, args, stdin) {
+/** `gh <args>` as `user` (FAKE_GH_USER) with FAKE_STATE=stateDir and this stdin, over the JSON state file github.json. */
+function gh(stateDir, user, args, stdin) {
   const io = { stdout: "", stderr: "" };
   try {
-    run(stateDir, args, stdin, io);
+    run(stateDir, user, args, stdin, io);
     return { code: 0, ...io };
   } catch (e) {
     if (e instanceof Exit) return { code: e.code, ...io };
@@ -26,7 +27,7 @@ function gh(stateDir, args, stdin) {
   }
 }
 
-function run(stateDir, args, stdin, io) {
+function run(stateDir, user, args, stdin, io) {
   const file = path.join(stateDir, "github.json");
   const st = JSON.parse(fs.readFileSync(file, "utf8"));
   fs.appendFileSync(path.join(stateDir, "gh-argv"), args.join(" ") + "\n");
@@ -50,6 +51,7 @@ function run(stateDir, args, stdin, io) {
     fs.writeFileSync(file, JSON.stringify(st));
     throw new Exit(0);
   }
+  if (args[0] === "pr") pulls(st, user, args, io, () => fs.writeFileSync(file, JSON.stringify(st)));
   if (args[0] !== "api") {
     io.stderr += "unexpected gh " + args.join(" ") + "\n";
     throw new Exit(3);
@@ -70,12 +72,127 @@ function run(stateDir, args, stdin, io) {
     if (v !== undefined) out(v);
     throw new Exit(0);
   };
-  route({ st, method, p, body, out, fail, save, done });
+  route({ st, user, method, p, body, out, fail, save, done });
+}
+
+/** The repository's plan allows this protection? (GitHub's documentation: the header of github.ts.) */
+function planRefuses(st, what) {
+  if ((st.visibility || "public") === "public") return undefined;
+  const plan = st.plan || "team";
+  if (plan === "free") {
+    // The branch-protection answer is GitHub's own text; for environments the rule is the
+    // documentation's and the message the stand-in's.
+    return what === "branch" ? "Upgrade to GitHub Pro or make this repository public to enable this feature." : "Environments and deployment branches of a private repository need GitHub Pro, Team or Enterprise (stand-in's message)";
+  }
+  if (what === "reviewers" && plan !== "enterprise") return "Required reviewers on a private repository's environment need GitHub Enterprise (stand-in's message)";
+  return undefined;
+}
+
+/**
+ * `gh pr create|view|checks|review|merge` over st.pulls, the branches in st.origin (a bare git
+ * repository; the merge is made there). GitHub's rules modelled: an author cannot approve their own
+ * pull request ("Can not approve your own pull request", the API's 422); a merge into a protected
+ * branch needs its required checks passed (st.checks, "pass" unless a test says otherwise: the
+ * stand-in cannot run rust.yml) and its required approving reviews, by someone other than the last
+ * pusher when require_last_push_approval is on, else gh refuses "Pull request #N is not mergeable:
+ * the base branch policy prohibits the merge." (cli/cli, pkg/cmd/pr/merge/merge.go).
+ */
+function pulls(st, user, args, io, save) {
+  const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+  const positional = args.slice(2).filter((a, i, all) => !a.startsWith("-") && !(i > 0 && ["--base", "--head", "--title", "--body", "--json", "--jq", "-B", "-H", "-t", "-b"].includes(all[i - 1])));
+  st.pulls = st.pulls || [];
+  const find = () => {
+    const ref = positional[0];
+    const pr = st.pulls.find((x) => x.state === "OPEN" && (ref === undefined || x.head === ref || String(x.number) === ref));
+    if (!pr) {
+      io.stderr += `no pull requests found for branch "${ref}"\n`;
+      throw new Exit(1);
+    }
+    return pr;
+  };
+  const git = (...a) => {
+    const r = spawnSync("git", ["--git-dir", st.origin, ...a], { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`git ${a.join(" ")}: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  const sub = args[1];
+  if (sub === "create") {
+    const head = opt("--head"), base = opt("--base") || "main";
+    if (!head) { io.stderr += "gh pr create: --head (the stand-in needs it)\n"; throw new Exit(1); }
+    git("rev-parse", "--verify", `refs/heads/${head}`);
+    const pr = { number: st.pulls.length + 1, head, base, author: user, state: "OPEN", approvals: [] };
+    st.pulls.push(pr); save();
+    io.stdout += `https://github.com/${st.repo}/pull/${pr.number}\n`;
+    throw new Exit(0);
+  }
+  // `gh pr view <branch>` falls back to the branch's most recent closed or merged pull request
+  // when none is open (cli/cli pkg/cmd/pr/shared/finder.go); the other subcommands act on it too.
+  const ref = positional[0];
+  const pr = st.pulls.find((x) => x.state === "OPEN" && (ref === undefined || x.head === ref || String(x.number) === ref)) ?? [...st.pulls].reverse().find((x) => ref !== undefined && (x.head === ref || String(x.number) === ref)) ?? find();
+  if (pr.state !== "OPEN" && sub !== "view") {
+    io.stderr += `X Pull request ${st.repo}#${pr.number} is not open (${pr.state})\n`;
+    throw new Exit(1);
+  }
+  const protection = (st.protection || {})[pr.base];
+  const reviews = protection && protection.required_pull_request_reviews;
+  const needed = reviews ? reviews.required_approving_review_count : 0;
+  const approvals = pr.approvals.filter((a) => !(reviews && reviews.require_last_push_approval) || a !== pr.author);
+  const decision = !reviews ? "" : approvals.length >= needed ? "APPROVED" : "REVIEW_REQUIRED";
+  if (sub === "view") {
+    if (opt("--json") === "reviewDecision") io.stdout += `${decision}\n`;
+    else if (opt("--json") === "state") io.stdout += `${pr.state}\n`;
+    else io.stdout += `#${pr.number} ${pr.head} -> ${pr.base} (${pr.state})\n`;
+    throw new Exit(0);
+  }
+  const required = protection && protection.required_status_checks ? protection.required_status_checks.contexts : [];
+  const checksPass = (st.checks || "pass") === "pass";
+  if (sub === "checks") {
+    // Right after `gh pr create` no workflow has reported yet: gh then fails, with --required,
+    // "no required checks reported on the '<branch>' branch" (cli/cli pkg/cmd/pr/checks/checks.go),
+    // --watch or not. The stand-in answers so to a pull request's first `gh pr checks`.
+    if (!pr.checksSeen) {
+      pr.checksSeen = true; save();
+      io.stderr += `${args.includes("--required") ? "no required checks" : "no checks"} reported on the '${pr.head}' branch\n`;
+      throw new Exit(1);
+    }
+    for (const c of required) io.stdout += `${c}\t${checksPass ? "pass" : "fail"}\n`;
+    throw new Exit(checksPass ? 0 : 1);
+  }
+  if (sub === "review") {
+    if (!args.includes("--approve")) { io.stderr += "the stand-in models gh pr review --approve only\n"; throw new Exit(1); }
+    if (user === pr.author) { io.stderr += "failed to create review: GraphQL: Review Can not approve your own pull request (addPullRequestReview)\n"; throw new Exit(1); }
+    pr.approvals.push(user); save();
+    io.stdout += `- Approved pull request #${pr.number}\n`;
+    throw new Exit(0);
+  }
+  if (sub === "merge") {
+    if (protection && (!checksPass || approvals.length < needed)) {
+      io.stderr += `X Pull request ${st.repo}#${pr.number} is not mergeable: the base branch policy prohibits the merge.\n`;
+      throw new Exit(1);
+    }
+    const base = git("rev-parse", `refs/heads/${pr.base}`), head = git("rev-parse", `refs/heads/${pr.head}`);
+    const merge = spawnSync("git", ["--git-dir", st.origin, "merge-base", "--is-ancestor", base, head]);
+    if (merge.status !== 0) { io.stderr += `X Pull request ${st.repo}#${pr.number} is not mergeable: the merge commit cannot be cleanly created.\n`; throw new Exit(1); }
+    const commit = spawnSync("git", ["--git-dir", st.origin, "commit-tree", `${head}^{tree}`, "-p", base, "-p", head, "-m", `Merge pull request #${pr.number} from ${pr.head}`], {
+      encoding: "utf8",
+      env: { ...process.env, GIT_AUTHOR_NAME: user, GIT_AUTHOR_EMAIL: `${user}@example.com`, GIT_COMMITTER_NAME: "GitHub", GIT_COMMITTER_EMAIL: "noreply@github.com" },
+    }).stdout.trim();
+    git("update-ref", `refs/heads/${pr.base}`, commit, base);
+    if (args.includes("--delete-branch")) git("update-ref", "-d", `refs/heads/${pr.head}`);
+    pr.state = "MERGED"; save();
+    io.stdout += `✓ Merged pull request ${st.repo}#${pr.number}\n`;
+    throw new Exit(0);
+  }
+  io.stderr += "unexpected gh " + args.join(" ") + "\n";
+  throw new Exit(3);
 }
 
 function route(c) {
-  const { st, p, fail, done } = c;
+  const { st, user, p, fail, done } = c;
   let m;
+  if (p === "user") done({ login: user, plan: { name: st.plan || "team" } });
+  if ((m = /^orgs\/([^/]+)$/.exec(p))) done({ login: m[1], ...(st.planVisible === false ? {} : { plan: { name: st.plan || "team" } }) });
+  if (p === `repos/${st.repo}`) done({ full_name: st.repo, visibility: st.visibility || "public", private: (st.visibility || "public") !== "public", owner: { login: st.repo.split("/")[0], type: st.ownerType || "Organization" } });
   if ((m = /^users\/(.+)$/.exec(p))) {
     if (!(m[1] in st.users)) fail(404, "Not Found");
     done({ login: m[1], id: st.users[m[1]] });
@@ -99,6 +216,8 @@ function repositorySettings({ st, method, body, fail, save, done }, r) {
   if ((m = /^branches\/([^/]+)\/protection$/.exec(r))) {
     st.protection = st.protection || {};
     if (method === "PUT") {
+      const refused = planRefuses(st, "branch");
+      if (refused) fail(403, refused);
       const b = body;
       st.protection[m[1]] = {
         required_status_checks: b.required_status_checks && { strict: b.required_status_checks.strict, contexts: b.required_status_checks.contexts || [], checks: (b.required_status_checks.contexts || []).map((c) => ({ context: c, app_id: null })) },
@@ -142,6 +261,8 @@ function environments({ st, method, body, out, fail, save }, r) {
   const name = m[1], rest = m[2] || "";
   let env = st.environments[name];
   if (rest === "" && method === "PUT") {
+    const refused = planRefuses(st, "environment") || ((body.reviewers || []).length > 0 ? planRefuses(st, "reviewers") : undefined);
+    if (refused) fail(422, refused);
     env = st.environments[name] = { branchPolicies: [], variables: {}, secrets: [], ...(env || {}), reviewers: body.reviewers || [], prevent_self_review: body.prevent_self_review === true, deployment_branch_policy: body.deployment_branch_policy || null };
     save();
   }
@@ -174,7 +295,7 @@ function environments({ st, method, body, out, fail, save }, r) {
 // workerData.port.
 if (parentPort) {
   serveFields(
-    (fields) => gh(fields[0], fields.slice(1, -1), fields[fields.length - 1]),
+    (fields) => gh(fields[0], fields[1], fields.slice(2, -1), fields[fields.length - 1]),
     (port) => {
       Atomics.store(workerData.port, 0, port);
       Atomics.notify(workerData.port, 0);

@@ -14,7 +14,15 @@
  * - repository and organization secrets (names), repository variables;
  * - repository rulesets (https://docs.github.com/en/rest/repos/rules): the list without rules, one
  *   by id with them, POST and PUT;
- * - users and teams by name; `gh repo view`; `gh variable set NAME --body VALUE` (a repository variable).
+ * - users and teams by name; `gh repo view`; `gh variable set NAME --body VALUE` (a repository variable);
+ * - the repository (`visibility`, `owner.type`) and its owner's plan (`GET /orgs/{org}` or `/user`:
+ *   `plan.name`), and what a plan refuses on a private repository (GitHub's documentation, https://github.com/github/docs/blob/main/data/reusables/gated-features/protected-branches.md
+ *   and https://github.com/github/docs/blob/main/data/reusables/gated-features/environments.md): branch protection on
+ *   GitHub Free (HTTP 403 "Upgrade to GitHub Pro or make this repository public to enable this
+ *   feature.", the API's answer), environments on GitHub Free, required reviewers below Enterprise;
+ * - pull requests: `gh pr create|view|checks|review --approve|merge` (github-api.cjs, `pulls`, says
+ *   which refusals).
+ * The caller is FAKE_GH_USER (default alice).
  * `fail` answers every call with that HTTP status; `readOnly` refuses writes. Every call is
  * appended to `gh-calls` (`METHOD path [body]`). The API is github-api.cjs, served in this process.
  */
@@ -58,7 +66,7 @@ if [ "\${1:-}" = api ]; then
 fi
 stdin=""
 [ $read_input = 0 ] || IFS= read -r -d '' stdin || true
-cli_send "$FAKE_STATE" "$@" "$stdin"
+cli_send "$FAKE_STATE" "\${FAKE_GH_USER:-alice}" "$@" "$stdin"
 `;
 }
 
@@ -117,6 +125,16 @@ export interface Github {
   orgSecrets: string[];
   repoVariables: Record<string, string>;
   rulesets: Ruleset[];
+  /** "public" (the default), "private" or "internal". */
+  visibility?: "public" | "private" | "internal";
+  /** The owner's plan (default "team"); planVisible false: the token cannot read it. */
+  plan?: "free" | "pro" | "team" | "enterprise";
+  planVisible?: boolean;
+  ownerType?: "Organization" | "User";
+  /** Pull requests (`gh pr ...`), merged into the bare repository `origin`; their required checks' result. */
+  pulls?: { number: number; head: string; base: string; author: string; state: "OPEN" | "MERGED"; approvals: string[]; checksSeen?: boolean }[];
+  origin?: string;
+  checks?: "pass" | "fail";
   fail?: number;
   readOnly?: boolean;
 }

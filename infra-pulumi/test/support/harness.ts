@@ -186,12 +186,24 @@ export interface RunOptions {
   stackFile?: boolean;
 }
 
-/** The `config:` of a committed stack file, as the CLI hands it to the program (objects as JSON). */
+/**
+ * What docs/deploy.md's step 3 writes into a stack file for one person and one account: the tests
+ * give their own (TEST_BREAK_GLASS_ARN, the mocks' account), whatever a person committed.
+ */
+export const PERSONAL_CONFIG_KEYS = ["aws:allowedAccountIds", "sophia:kmsKeyAdministrators"];
+
+/**
+ * The `config:` of a committed stack file, as the CLI hands it to the program (objects as JSON),
+ * without PERSONAL_CONFIG_KEYS and the secrets. The file is the checkout's, or the one in
+ * SOPHIA_TEST_STACK_FILES (a directory; deploy-doc.test.ts points it at step 3's output to show CI
+ * stays green after that commit).
+ */
 export function stackFileConfig(stack: string): Record<string, string> {
-  const file = path.join(__dirname, "..", "..", "..", `Pulumi.${stack}.yaml`);
+  const file = path.join(process.env["SOPHIA_TEST_STACK_FILES"] ?? path.join(__dirname, "..", "..", ".."), `Pulumi.${stack}.yaml`);
   const doc = yaml.load(fs.readFileSync(file, "utf8")) as { config?: Record<string, unknown> };
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(doc.config ?? {})) {
+    if (PERSONAL_CONFIG_KEYS.includes(k)) continue;
     if (typeof v === "object" && v !== null && "secure" in v) continue; // ciphertext: tests use TEST_SECRETS
     out[k] = typeof v === "string" ? v : JSON.stringify(v);
   }

@@ -18,7 +18,7 @@ export interface RecordedResource {
   state: Record<string, unknown>;
   custom: boolean;
   /** Resource options the engine receives (the mock API does not pass them on; see recordOptions). */
-  options: { protect: boolean; deleteBeforeReplace: boolean; retainOnDelete: boolean; dependsOn: string[]; parent: string };
+  options: { protect: boolean; deleteBeforeReplace: boolean; retainOnDelete: boolean; dependsOn: string[]; parent: string; onError: string[] };
   /** The URN the engine gives it (type chain of its parents, then its name): a new URN replaces the resource. */
   urn: string;
 }
@@ -31,7 +31,10 @@ interface RegisterRequest {
   getRetainondelete(): boolean | undefined;
   getDependenciesList(): string[];
   getParent(): string;
+  getHooks(): { getOnErrorList(): string[] } | undefined;
 }
+/** The error hooks the program registered (their names), as the engine would receive them. */
+export const registeredErrorHooks: string[] = [];
 const pendingOptions = new Map<string, RecordedResource["options"] & { urn: string }>();
 let optionsPatched = false;
 
@@ -53,9 +56,16 @@ function recordOptions(): void {
       retainOnDelete: req.getRetainondelete() === true,
       dependsOn: req.getDependenciesList(),
       parent: req.getParent(),
+      onError: req.getHooks()?.getOnErrorList() ?? [],
       urn: newUrn.call(this, req.getParent(), req.getType(), req.getName()),
     });
     return original.call(this, req, cb);
+  };
+  // Pulumi 3.248.0's MockMonitor says it supports error hooks (supportsErrorHooks) but has no
+  // registerErrorHook: the registration would never settle. The engine's answer is an empty one.
+  monitor.prototype["registerErrorHook"] = function (req: { getName(): string }, cb: (err: null, res: object) => void) {
+    registeredErrorHooks.push(req.getName());
+    cb(null, {});
   };
 }
 
@@ -126,6 +136,7 @@ export function createMocks(preview: boolean): {
         protect: false,
         deleteBeforeReplace: false,
         retainOnDelete: false,
+        onError: [],
         dependsOn: [],
         parent: "",
         urn: "",
