@@ -297,9 +297,15 @@ async fn messages_published_by_the_typescript_package_are_settled_and_reported_b
         assert_eq!(r["status"], "sent", "{}: {r}", case.name);
     }
     assert_eq!(results[CASES.len()]["status"], "sent", "report.generate: {}", results[CASES.len()]);
-    assert_eq!(results[CASES.len() + 1]["error"]["kind"], "attempts-exhausted", "{}", results[CASES.len() + 1]);
+    // The admin retry answers a result (kind, code, HTTP status), never throws one.
+    assert_eq!(
+        (&results[CASES.len() + 1]["kind"], &results[CASES.len() + 1]["httpStatus"]),
+        (&"attempts-exhausted".into(), &409.into()),
+        "{}",
+        results[CASES.len() + 1]
+    );
     let retried = &results[CASES.len() + 2];
-    assert_eq!((&retried["outcome"], &retried["attemptsReset"]), (&"published".into(), &true.into()), "{retried}");
+    assert_eq!((&retried["kind"], &retried["attemptsReset"]), (&"queued".into(), &true.into()), "{retried}");
     assert_eq!(retried["requestId"], format!("admin-retry-{exhausted}"));
     let fractional: serde_json::Value = serde_json::from_str(results[2]["body"].as_str().unwrap()).unwrap();
     assert_eq!(fractional["durationSeconds"], 754.5, "the fraction travels as published");

@@ -191,19 +191,22 @@ if (process.argv.includes("--smoke")) {
     try {
       for (const nodeBin of nodes) {
         const retried = command("run-admin-retry", nodeBin, { MONGODB_URI: mongo.env.MONGODB_URI, MONGODB_DATABASE: "readme" });
-        assert.match(retried, /outcome: 'published'/, retried);
+        // Two clicks: the first queued (202), the second already queued (202), one message.
+        assert.match(retried, /click 1: 202 \{\s*kind: 'queued',\s*code: 'REPORT_RETRY_QUEUED'/, retried);
         assert.match(retried, /attemptsReset: true/, retried);
+        assert.match(retried, /click 2: 202 \{\s*kind: 'already-queued',\s*code: 'REPORT_RETRY_ALREADY_QUEUED'/, retried);
         assert.match(retried, /via: 'api-admin-retry'/, retried);
         assert.deepEqual((await drain(env.REPORT_GENERATE_QUEUE_URL)).map((m) => m.attributes.requestId), ["admin-retry-65a1b2c3d4e5f60718293a4b"]);
         // The README's setup and the retry wrote BSON types, not strings.
         const db = check.db("readme");
         const stored = await db.collection("interviewReports").findOne({ interviewId: new ObjectId("65a1b2c3d4e5f60718293a4b") });
         assert.ok(stored && stored.interviewId instanceof ObjectId && stored.organizationId instanceof ObjectId, JSON.stringify(stored));
-        assert.ok(stored.createdAt instanceof Date && stored.lastRetry.at instanceof Date && stored.attemptsResetAt instanceof Date, JSON.stringify(stored));
+        assert.ok(stored.createdAt instanceof Date && stored.lastRetry.at instanceof Date && stored.attemptsResetAt instanceof Date && stored.retryQueuedAt instanceof Date, JSON.stringify(stored));
+        assert.equal(stored.retries.length, 1, "the second click reset nothing");
         assert.equal(stored.attemptCount, 0);
         const interviewDoc = await db.collection("interviews").findOne({ _id: new ObjectId("65a1b2c3d4e5f60718293a4b") });
         assert.ok(interviewDoc && interviewDoc.organizationId instanceof ObjectId, JSON.stringify(interviewDoc));
-        log(`README: node admin-retry.mjs on Node ${versionOf(nodeBin)}: attempts reset and report.generate re-published (the README's local MongoDB)`);
+        log(`README: node admin-retry.mjs on Node ${versionOf(nodeBin)}: attempts reset and report.generate re-published once for two clicks (the README's local MongoDB)`);
       }
     } finally {
       await check.close();

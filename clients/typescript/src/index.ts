@@ -3,7 +3,8 @@
  *
  * - `InterviewQueuePublisher` (`publishInterviewCompleted`, `publishInterviewFailed`,
  *   `publishReportGenerate`);
- * - `retryReportGeneration`: the admin "regenerate report", with the attempts reset as data;
+ * - `retryReportGeneration`: the admin "regenerate report", with the attempts reset as data and
+ *   one result per case (`AdminRetryResult`: kind, code, HTTP status, message);
  * - the message and document types, generated from functions/contracts/schemas: the wire (JSON)
  *   types, and the stored types the MongoDB driver returns (`StoredInterviewReportDocument`);
  * - `check` / `assertValid` / `checkWireMessage`: runtime validation against the same schemas
@@ -14,6 +15,7 @@ export * from "./generated/index";
 export { EVENT_TYPES, type EventType, type InterviewCompleted, type InterviewQueueMessage, type MessageAttributes, type RequestId } from "./types";
 export * from "./publish";
 export * from "./admin";
+export * from "./retry-results";
 export type {
   ObjectIdLike,
   StoredGenerationMetadata,
