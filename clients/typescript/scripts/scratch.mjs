@@ -363,10 +363,11 @@ if (process.argv.includes("--smoke")) {
   assert.equal(again.version, installed);
   assert.equal(sha(again.tarball), sha(first), "the same commit packs to the same bytes");
   assert.equal(again.sha256, sha(first));
-  // The release notes carry the checksum (and, here, the CHANGELOG's Unreleased section).
+  // The release notes carry the checksum and the commit (and, here, the CHANGELOG's Unreleased
+  // section, empty right after a release).
   const written = readFileSync(notes, "utf8");
   assert.ok(written.includes(`sha256  sophia-async-jobs-client-${installed}.tgz  ${again.sha256}`), written);
-  assert.ok(written.includes("### Added") && written.includes(commit), written);
+  assert.ok(written.includes(commit), written);
   log(`installed from source: ${installed}; packed twice: sha256 ${again.sha256}`);
   rmSync(path.join(WORK, "pack-again"), { recursive: true, force: true });
 }
