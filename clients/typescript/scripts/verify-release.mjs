@@ -34,8 +34,7 @@ const RELEASES = JSON.parse(
     ? readFileSync(path.join(PACKAGE, "RELEASES.json"), "utf8")
     : execFileSync("git", ["show", `${from}:./RELEASES.json`], { cwd: PACKAGE, encoding: "utf8" }),
 ).releases;
-const versions = args.filter((a, i) => !a.startsWith("--") && !["--tarball", "--releases-from"].includes(args[i - 1]));
-const wanted = versions.length === 0 ? RELEASES : versions.map((v) => RELEASES.find((r) => r.version === v) ?? fail(`${v} is not recorded in RELEASES.json`));
+const versions = args.filter((a, i) => !a.startsWith("--") && !["--tarball", "--releases-from", "--record"].includes(args[i - 1]));
 const git = (a, cwd = PACKAGE) => execFileSync("git", a, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
 const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
 /** The two digests of a packed tarball: the .tgz's and its tar's. */
@@ -55,6 +54,7 @@ if (recordCommit !== undefined) {
   record(git(["rev-parse", `${recordCommit}^{commit}`]));
   process.exit(0);
 }
+const wanted = versions.length === 0 ? RELEASES : versions.map((v) => RELEASES.find((r) => r.version === v) ?? fail(`${v} is not recorded in RELEASES.json`));
 if (wanted.length === 0) fail("RELEASES.json records no release");
 for (const release of wanted) {
   const got = digests(tarball ?? rebuild(release));
