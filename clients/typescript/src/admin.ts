@@ -295,7 +295,7 @@ async function unqueue(reports: MinimalCollection, filter: Record<string, unknow
 
 /** What a person reads about the state a failed or skipped publish left. */
 function leftBehind(left: RetryStateLeft): string {
-  const reset = left.attemptsReset ? " The attempts reset stays recorded (the report is FAILED with a fresh budget)." : "";
+  const reset = left.attemptsReset ? " The attempts reset stays recorded (the report keeps its fresh attempt budget)." : "";
   const again = left.safeToRetry
     ? " Retrying is safe."
     : ` The report could not be unmarked; a retry before ${left.retryableAt?.toISOString()} answers "already queued".`;

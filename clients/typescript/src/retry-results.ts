@@ -38,7 +38,7 @@ type Base<K extends AdminRetryResultKind> = {
 
 /** The state a retry that did not reach the queue left behind, and what a second click does. */
 export interface RetryStateLeft {
-  /** The attempts reset stays written (`attemptCount` 0, `lastRetry`): harmless, a FAILED report with a fresh budget. */
+  /** The attempts reset stays written (`attemptCount` 0, `lastRetry`): harmless, the report keeps its fresh budget. */
   readonly attemptsReset: boolean;
   /** The report is no longer marked as queued (`retryQueuedAt` removed): a second click publishes. */
   readonly queuedMarkCleared: boolean;
