@@ -103,7 +103,7 @@ if (process.argv.includes("--smoke")) {
   const blocks = readmeBlocks(readFileSync(path.join(PACKAGE, "README.md"), "utf8"));
   assert.deepEqual(
     [...blocks.keys()].sort(),
-    ["Dockerfile", "admin-retry.mjs", "install-from-source", "local-mongodb", "local-queue", "publish.mjs", "run-admin-retry", "run-publish", "run-publish-node22", "stack-env-recorded", "stored-report.mts"],
+    ["Dockerfile", "admin-retry.mjs", "install-from-source", "local-mongodb", "local-queue", "publish.mjs", "run-admin-retry", "run-publish", "run-publish-node22", "stack-env-recorded", "stack-reference.ts", "stored-report.mts"],
     "the README's tested blocks",
   );
   // The examples under the README's file names, in the API project (where the reader saves them),
@@ -111,6 +111,7 @@ if (process.argv.includes("--smoke")) {
   rmSync(path.join(SCRATCH, "readme"), { recursive: true, force: true });
   mkdirSync(path.join(SCRATCH, "readme"));
   for (const [name, code] of blocks) {
+    // stack-reference.ts needs @pulumi/*: infra-pulumi/test/api-env.test.ts type-checks it there.
     if (!/\.m[jt]s$/.test(name)) continue;
     writeFileSync(path.join(SCRATCH, "readme", name), code);
     if (name.endsWith(".mjs")) writeFileSync(path.join(SCRATCH, name), code);
