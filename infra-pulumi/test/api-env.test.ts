@@ -2,7 +2,8 @@
  * The API's environment: the structured `apiEnv` output (dev stack through index.ts, under mocks)
  * and scripts/stack-env on a recorded `pulumi stack output --json` (test/fixtures; the Pulumi CLI
  * cannot run here, so the file is written in the shape it prints, and checked below to name
- * exactly the outputs this program exports).
+ * exactly the outputs this program exports); and the package README's StackReference example
+ * (clients/typescript/README.md, "Deploying"), type-checked against this program's Pulumi packages.
  */
 import * as assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
@@ -10,6 +11,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { before, test } from "node:test";
+
+import * as ts from "typescript";
 
 import { ALL_OUTPUT_NAMES, expectedOutputValues } from "./support/expect";
 import { type ProgramRun, runProgram } from "./support/harness";
@@ -92,4 +95,32 @@ test("scripts/stack-env refuses outputs without the variable, secrets/objects an
   const bad = stackEnv(RECORDED, "--format", "yaml");
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, /dotenv or json/);
+});
+
+test("the package README's StackReference example type-checks against this program's Pulumi packages and reads outputs this stack exports", () => {
+  const readme = fs.readFileSync(path.join(REPO, "clients", "typescript", "README.md"), "utf8");
+  const block = /^```ts readme-test=stack-reference\.ts\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+  assert.ok(block, "the README's stack-reference.ts block");
+  const read = [...block.matchAll(/requireOutput\("(\w+)"\)/g)].map((m) => m[1]!);
+  assert.deepEqual(read.sort(), ["API_PUBLISH_POLICY_ARN", "apiEnv"]);
+  for (const name of read) assert.ok(ALL_OUTPUT_NAMES.includes(name), `${name} is an output of this stack`);
+  // Saved inside this package, so that @pulumi/pulumi and @pulumi/aws resolve from its node_modules.
+  const dir = fs.mkdtempSync(path.join(__dirname, ".readme-"));
+  try {
+    const file = path.join(dir, "stack-reference.ts");
+    fs.writeFileSync(file, block);
+    const program = ts.createProgram([file], {
+      strict: true,
+      noEmit: true,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      skipLibCheck: true,
+      types: ["node"],
+    });
+    const problems = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+    assert.deepEqual(problems, []);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

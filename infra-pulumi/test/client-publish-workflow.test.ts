@@ -27,7 +27,12 @@ const jobText = (job: Job) => yaml.dump(job);
 test("the publish job runs in its own environment, npm-publish, only for a pushed client-ts-v* tag, after the tests", () => {
   const env = typeof publish.environment === "string" ? publish.environment : publish.environment?.name;
   assert.equal(env, "npm-publish");
-  assert.equal(publish.if, "github.event_name == 'push' && startsWith(github.ref, 'refs/tags/client-ts-v')");
+  // A release tag only: pushed, or created by the tag job, which starts the workflow on it as
+  // github-actions[bot] (a person's manual run is not a release).
+  assert.equal(
+    publish.if,
+    "startsWith(github.ref, 'refs/tags/client-ts-v') && (github.event_name == 'push' || (github.event_name == 'workflow_dispatch' && github.actor == 'github-actions[bot]'))",
+  );
   assert.deepEqual(publish.needs, "test");
   assert.deepEqual((workflow.on["push"] as { tags: string[] }).tags, ["client-ts-v*"]);
   // The environment's settings (required reviewers, prevent self-review, the tag rule) are GitHub
@@ -95,4 +100,22 @@ test("the package README's verification names the signer workflow and the source
   assert.match(verify, /--source-ref refs\/tags\/client-ts-v<version>/);
   assert.match(verify, /--deny-self-hosted-runners/);
   assert.ok(fs.existsSync(path.join(REPO_ROOT, ".github", "workflows", "client-publish.yml")), "the workflow the README names");
+});
+
+test("the tag job: only on main, tags a recorded release only after rebuilding it to its recorded digests, no secret", () => {
+  const tag = workflow.jobs["tag"]!;
+  assert.equal(tag.if, "github.event_name == 'push' && github.ref == 'refs/heads/main'");
+  assert.deepEqual(tag.needs, "test");
+  assert.deepEqual(tag.permissions, { contents: "write", actions: "write" });
+  assert.deepEqual((workflow.on["push"] as { branches: string[]; paths: string[] }).paths, ["clients/typescript/RELEASES.json"]);
+  const verify = stepIndex(tag, (s) => /npm run --silent verify-release -- "\$version"/.test(s.run ?? ""));
+  const tagging = stepIndex(tag, (s) => /git\/refs/.test(s.run ?? "") && /gh workflow run client-publish\.yml/.test(s.run ?? ""));
+  assert.ok(verify < tagging, "rebuilt before it is tagged");
+  assert.match(tag.steps[verify]!.run!, /merge-base --is-ancestor "\$commit" HEAD/);
+  assert.equal(tag.steps[verify]!.env, undefined, "no token where the devDependencies are installed");
+  assert.ok(!/secrets\./.test(jobText(tag)));
+  // The publish job compares the packed tarball with the record (as of main) before attesting it.
+  const check = stepIndex(publish, (s) => /verify-release -- --releases-from refs\/remotes\/origin\/main --tarball/.test(s.run ?? ""));
+  assert.ok(check > stepIndex(publish, (s) => /npm pack --json/.test(s.run ?? "")));
+  assert.ok(check < stepIndex(publish, (s) => s.uses?.startsWith("actions/attest-build-provenance@") === true));
 });

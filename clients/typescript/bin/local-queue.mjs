@@ -3,8 +3,8 @@
 // the queues the API publishes to (each with its DLQ, 3 receives as deployed), and the
 // variables the API needs printed as `export` lines. Runs until Ctrl-C.
 //
-//   npm install --save-dev fauxqs@1.9.2     (once, in the API project)
-//   npx sophia-local-queue [--port 4566]
+//   npx --yes -p fauxqs@1.9.2 sophia-local-queue [--port 4566]   (in the API project: fauxqs stays
+//   in npx's cache; installed into the API it would move the API's @aws-sdk/client-sqs)
 //   (in this repository, after scripts/setup-tools:  npm run local-queue  in clients/typescript)
 //
 // The queue URLs it prints name 127.0.0.1 (not fauxqs's default `sqs.<region>.localhost`, which
@@ -59,7 +59,8 @@ async function loadFauxqs() {
     console.error(
       "sophia-local-queue: fauxqs (the local SQS server) is not installed where this command looks:\n" +
         searched.map((d) => `  ${d}\n`).join("") +
-        "Add it to your project as a development dependency (npm install --save-dev fauxqs@1.9.2),\n" +
+        "Run this command through npx, which fetches it without adding it to your project:\n" +
+        "  npx --yes -p fauxqs@1.9.2 sophia-local-queue\n" +
         "or in the repository run scripts/setup-tools.",
     );
     process.exit(2);
@@ -70,7 +71,7 @@ async function loadFauxqs() {
   if (!manifest.version?.startsWith(`${SUPPORTED}.`) || !stores.every((s) => existsSync(path.join(dir, s)))) {
     console.error(
       `sophia-local-queue: found fauxqs ${manifest.version} at ${dir}; this command needs fauxqs ${SUPPORTED}.x ` +
-        "(the newest line that runs on Node 20): npm install --save-dev fauxqs@1.9.2",
+        "(the newest line that runs on Node 20): npx --yes -p fauxqs@1.9.2 sophia-local-queue",
     );
     process.exit(2);
   }

@@ -8,7 +8,11 @@
 // its sha256 and its npm integrity as JSON on stdout; the release notes carry the sha256: with
 // --notes FILE it also writes them (the CHANGELOG's section of the version, `Unreleased` for a
 // pre-release, and the tarball's name and sha256), for `gh release create --notes-file FILE`.
-//   npm run pack:source [-- --destination DIR] [--notes FILE]   (after `npm ci`)
+//   npm run pack:source [-- --destination DIR] [--notes FILE] [--release]   (after `npm ci`)
+// --release: package.json's version as it is, at a commit that is not (yet) tagged: how a release
+// is built for RELEASES.json, and how `npm run verify-release` rebuilds a recorded one (tags may
+// not travel with a copy of the repository). Refused with uncommitted changes or a pre-release
+// version.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -35,8 +39,13 @@ function sourceVersion(release, { tagged, commit, committedAt, dirty }) {
 
 const commit = git("rev-parse", "HEAD");
 const committedAt = new Date(Number(git("show", "-s", "--format=%ct", "HEAD")) * 1000);
-const tagged = git("tag", "--points-at", "HEAD").split("\n").includes(`client-ts-v${manifest.version}`);
 const dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".") !== "";
+const asRelease = args.includes("--release");
+if (asRelease && (dirty || manifest.version.includes("-"))) {
+  console.error(`pack:source --release: ${dirty ? "the package has uncommitted changes" : `${manifest.version} is a pre-release version`}; a release is built from a clean commit`);
+  process.exit(1);
+}
+const tagged = asRelease || git("tag", "--points-at", "HEAD").split("\n").includes(`client-ts-v${manifest.version}`);
 const version = sourceVersion(manifest.version, { tagged, commit, committedAt, dirty });
 
 // Build here (prepack: it refuses clearly without `npm ci`), then pack a staging copy of exactly
@@ -55,7 +64,8 @@ try {
   const tarball = path.join(destination, packed.filename);
   renameSync(path.join(staging, packed.filename), tarball);
   const sha256 = createHash("sha256").update(readFileSync(tarball)).digest("hex");
-  console.error(`pack:source: ${packed.filename} (${tagged ? "the release tagged" : "not a release: commit"} ${tagged ? `client-ts-v${version}` : commit}${dirty ? ", with uncommitted changes" : ""})`);
+  const what = asRelease ? `the release ${version} built from commit ${commit}` : tagged ? `the release tagged client-ts-v${version}` : `not a release: commit ${commit}`;
+  console.error(`pack:source: ${packed.filename} (${what}${dirty ? ", with uncommitted changes" : ""})`);
   if (notes) writeFileSync(notes, releaseNotes(tagged && !dirty ? version : "Unreleased", packed.filename, sha256, commit));
   console.log(JSON.stringify({ tarball, version, commit, sha256, integrity: packed.integrity }));
 } finally {

@@ -103,7 +103,7 @@ if (process.argv.includes("--smoke")) {
   const blocks = readmeBlocks(readFileSync(path.join(PACKAGE, "README.md"), "utf8"));
   assert.deepEqual(
     [...blocks.keys()].sort(),
-    ["admin-retry.mjs", "install-from-source", "local-mongodb", "local-queue", "publish.mjs", "run-admin-retry", "run-publish", "stored-report.mts"],
+    ["Dockerfile", "admin-retry.mjs", "install-from-source", "local-mongodb", "local-queue", "publish.mjs", "run-admin-retry", "run-publish", "run-publish-node22", "stack-env-recorded", "stack-reference.ts", "stored-report.mts"],
     "the README's tested blocks",
   );
   // The examples under the README's file names, in the API project (where the reader saves them),
@@ -111,6 +111,7 @@ if (process.argv.includes("--smoke")) {
   rmSync(path.join(SCRATCH, "readme"), { recursive: true, force: true });
   mkdirSync(path.join(SCRATCH, "readme"));
   for (const [name, code] of blocks) {
+    // stack-reference.ts needs @pulumi/*: infra-pulumi/test/api-env.test.ts type-checks it there.
     if (!/\.m[jt]s$/.test(name)) continue;
     writeFileSync(path.join(SCRATCH, "readme", name), code);
     if (name.endsWith(".mjs")) writeFileSync(path.join(SCRATCH, name), code);
@@ -183,6 +184,11 @@ if (process.argv.includes("--smoke")) {
       assert.deepEqual([body("interview.completed").type, body("interview.failed").type, report[0].body.type], [undefined, "interview.failed", undefined], "which body carries `type`, as the README says");
       log(`README: node publish.mjs on Node ${versionOf(nodeBin)}: 3 messages on the README's local queue, their MessageGroupId logged`);
     }
+    // The README's Node 22 command (npx fetches the npm package node@22 into its cache).
+    const on22 = command("run-publish-node22", process.execPath, { npm_config_prefer_offline: "true" });
+    assert.equal((on22.match(/status: 'sent'/g) ?? []).length, 3, on22);
+    assert.equal((await drain(env.INTERVIEW_COMPLETED_QUEUE_URL)).length + (await drain(env.REPORT_GENERATE_QUEUE_URL)).length, 3);
+    log("README: npx --yes node@22 publish.mjs: 3 messages");
 
     // The README's local MongoDB, by its own command (from the repository's root), on a free port.
     mongo = await startBlock(blocks.get("local-mongodb"), REPO, { MONGODB_PORT: "0" }, "# nx-27017 (in memory) listening", 60_000);
@@ -191,19 +197,22 @@ if (process.argv.includes("--smoke")) {
     try {
       for (const nodeBin of nodes) {
         const retried = command("run-admin-retry", nodeBin, { MONGODB_URI: mongo.env.MONGODB_URI, MONGODB_DATABASE: "readme" });
-        assert.match(retried, /outcome: 'published'/, retried);
+        // Two clicks: the first queued (202), the second already queued (202), one message.
+        assert.match(retried, /click 1: 202 \{\s*kind: 'queued',\s*code: 'REPORT_RETRY_QUEUED'/, retried);
         assert.match(retried, /attemptsReset: true/, retried);
+        assert.match(retried, /click 2: 202 \{\s*kind: 'already-queued',\s*code: 'REPORT_RETRY_ALREADY_QUEUED'/, retried);
         assert.match(retried, /via: 'api-admin-retry'/, retried);
         assert.deepEqual((await drain(env.REPORT_GENERATE_QUEUE_URL)).map((m) => m.attributes.requestId), ["admin-retry-65a1b2c3d4e5f60718293a4b"]);
         // The README's setup and the retry wrote BSON types, not strings.
         const db = check.db("readme");
         const stored = await db.collection("interviewReports").findOne({ interviewId: new ObjectId("65a1b2c3d4e5f60718293a4b") });
         assert.ok(stored && stored.interviewId instanceof ObjectId && stored.organizationId instanceof ObjectId, JSON.stringify(stored));
-        assert.ok(stored.createdAt instanceof Date && stored.lastRetry.at instanceof Date && stored.attemptsResetAt instanceof Date, JSON.stringify(stored));
+        assert.ok(stored.createdAt instanceof Date && stored.lastRetry.at instanceof Date && stored.attemptsResetAt instanceof Date && stored.retryQueuedAt instanceof Date, JSON.stringify(stored));
+        assert.equal(stored.retries.length, 1, "the second click reset nothing");
         assert.equal(stored.attemptCount, 0);
         const interviewDoc = await db.collection("interviews").findOne({ _id: new ObjectId("65a1b2c3d4e5f60718293a4b") });
         assert.ok(interviewDoc && interviewDoc.organizationId instanceof ObjectId, JSON.stringify(interviewDoc));
-        log(`README: node admin-retry.mjs on Node ${versionOf(nodeBin)}: attempts reset and report.generate re-published (the README's local MongoDB)`);
+        log(`README: node admin-retry.mjs on Node ${versionOf(nodeBin)}: attempts reset and report.generate re-published once for two clicks (the README's local MongoDB)`);
       }
     } finally {
       await check.close();
@@ -294,17 +303,51 @@ if (process.argv.includes("--smoke")) {
   // The README's install from source, as written, into a new API project; then the same commit
   // packed again: the same bytes.
   log("the README's install-from-source block in a new project, then the same commit packed again");
+  // An API as the team has it: its SDK pinned EXACTLY (the oldest supported), with a lockfile.
   const api = path.join(WORK, "source-api");
   rmSync(api, { recursive: true, force: true });
   mkdirSync(api, { recursive: true });
-  writeFileSync(path.join(api, "package.json"), `${JSON.stringify({ name: "source-api", private: true }, null, 2)}\n`);
+  const pinned = JSON.parse(readFileSync(path.join(TEMPLATE, "package.json"), "utf8")).dependencies["@aws-sdk/client-sqs"];
+  writeFileSync(path.join(api, "package.json"), `${JSON.stringify({ name: "source-api", private: true, dependencies: { "@aws-sdk/client-sqs": pinned } }, null, 2)}\n`);
+  const quiet = { npm_config_prefer_offline: "true", npm_config_fund: "false", npm_config_audit: "false", npm_config_loglevel: "error" };
+  npm(["install", "--prefer-offline"], api);
   const blocks = readmeBlocks(readFileSync(path.join(PACKAGE, "README.md"), "utf8"));
   execFileSync("bash", ["-euo", "pipefail", "-c", blocks.get("install-from-source")], {
     cwd: api,
-    env: { ...process.env, CHECKOUT: REPO, npm_config_prefer_offline: "true", npm_config_fund: "false", npm_config_audit: "false", npm_config_loglevel: "error" },
+    env: { ...process.env, ...quiet, CHECKOUT: REPO },
     stdio: ["ignore", "inherit", "inherit"],
   });
   const installed = JSON.parse(readFileSync(path.join(api, "node_modules", "@sophia", "async-jobs-client", "package.json"), "utf8")).version;
+  // The API's pins as they were: the SDK still exact and still the same version, the package added
+  // exactly, as a file: dependency on the tarball in vendor/ (what the Docker build needs).
+  const manifest = () => JSON.parse(readFileSync(path.join(api, "package.json"), "utf8"));
+  const tgz = `sophia-async-jobs-client-${installed}.tgz`;
+  assert.deepEqual(manifest(), { name: "source-api", private: true, dependencies: { "@aws-sdk/client-sqs": pinned, "@sophia/async-jobs-client": `file:vendor/${tgz}` } });
+  const sdkIn = (dir) => JSON.parse(readFileSync(path.join(dir, "node_modules", "@aws-sdk", "client-sqs", "package.json"), "utf8")).version;
+  assert.equal(sdkIn(api), pinned, "the installed SDK is the API's pinned one");
+  const lockBefore = readFileSync(path.join(api, "package-lock.json"), "utf8");
+  assert.equal(JSON.parse(lockBefore).packages["node_modules/@aws-sdk/client-sqs"].version, pinned);
+  // The README's local queue, as written, in that API: it runs, and the API's files stay as they were.
+  const lq = await startBlock(blocks.get("local-queue"), api, { ...quiet, FAUXQS_PORT: "0" }, "# fauxqs listening", 120_000);
+  lq.stop();
+  assert.ok(lq.env.REPORT_GENERATE_QUEUE_URL?.startsWith("http://127.0.0.1:"), JSON.stringify(lq.env));
+  assert.deepEqual(manifest().dependencies, { "@aws-sdk/client-sqs": pinned, "@sophia/async-jobs-client": `file:vendor/${tgz}` }, "the local queue added nothing");
+  assert.equal(readFileSync(path.join(api, "package-lock.json"), "utf8"), lockBefore, "the lockfile is unchanged by the local queue");
+  assert.equal(sdkIn(api), pinned);
+  log(`README install + local queue in an API pinned to @aws-sdk/client-sqs ${pinned}: package.json and lockfile keep the pin`);
+  // The README's Dockerfile, without Docker: its WORKDIR, COPY and RUN lines in a fresh folder
+  // (the build context: the API's files without node_modules), offline; then the package loads.
+  dockerfileStandIn(blocks.get("Dockerfile"), api, path.join(WORK, "docker-build"), { ...process.env, ...quiet, npm_config_offline: "true" });
+  log("README Dockerfile (COPY/RUN lines, offline): npm ci --omit=dev installs the vendored tarball");
+  // The README's Deploying block, on the recorded `pulumi stack output --json` of dev that the
+  // Pulumi tests hold to the program's outputs (infra-pulumi/test/api-env.test.ts).
+  const recorded = path.join(REPO, "infra-pulumi", "test", "fixtures", "stack-output.dev.json");
+  cpSync(recorded, path.join(api, "outputs.dev.json"));
+  const dotenv = execFileSync("bash", ["-euo", "pipefail", "-c", blocks.get("stack-env-recorded")], { cwd: api, env: { ...process.env, CHECKOUT: REPO }, encoding: "utf8" });
+  const apiEnv = JSON.parse(readFileSync(recorded, "utf8")).apiEnv;
+  assert.deepEqual(Object.fromEntries(dotenv.trim().split("\n").map((l) => l.split(/=(.*)/s).slice(0, 2))), apiEnv, dotenv);
+  assert.deepEqual(Object.keys(apiEnv).sort(), ["INTERVIEW_COMPLETED_QUEUE_URL", "REPORT_GENERATE_QUEUE_URL"]);
+  log("README Deploying: scripts/stack-env --from-file writes the API's variables from dev's recorded outputs");
   const commit = execFileSync("git", ["rev-parse", "HEAD"], { cwd: REPO, encoding: "utf8" }).trim();
   const tag = execFileSync("git", ["tag", "--points-at", "HEAD"], { cwd: REPO, encoding: "utf8" }).split("\n");
   const release = JSON.parse(readFileSync(path.join(PACKAGE, "package.json"), "utf8")).version;
@@ -312,7 +355,7 @@ if (process.argv.includes("--smoke")) {
   else assert.match(installed, new RegExp(`^\\d+\\.\\d+\\.\\d+-dev\\.\\d{14}\\.g${commit.slice(0, 12)}(\\.dirty)?$`), `a source build of an untagged commit is a pre-release naming it: ${installed}`);
   const loaded = execFileSync(process.execPath, ["-e", 'const c = require("@sophia/async-jobs-client"); console.log(typeof c.InterviewQueuePublisher, c.MAX_REPORT_ATTEMPTS)'], { cwd: api, encoding: "utf8" });
   assert.equal(loaded.trim(), "function 3");
-  const first = path.join(api, `sophia-async-jobs-client-${installed}.tgz`);
+  const first = path.join(api, "vendor", tgz);
   const notes = path.join(WORK, "release-notes.txt");
   const again = JSON.parse(
     execFileSync("npm", ["run", "--silent", "pack:source", "--", "--destination", path.join(WORK, "pack-again"), "--notes", notes], { cwd: PACKAGE, encoding: "utf8" }),
@@ -321,11 +364,44 @@ if (process.argv.includes("--smoke")) {
   assert.equal(again.version, installed);
   assert.equal(sha(again.tarball), sha(first), "the same commit packs to the same bytes");
   assert.equal(again.sha256, sha(first));
-  // The release notes carry the checksum (and, here, the CHANGELOG's Unreleased section).
+  // The release notes carry the checksum and the commit (and, here, the CHANGELOG's Unreleased
+  // section, empty right after a release).
   const written = readFileSync(notes, "utf8");
   assert.ok(written.includes(`sha256  sophia-async-jobs-client-${installed}.tgz  ${again.sha256}`), written);
-  assert.ok(written.includes("### Added") && written.includes(commit), written);
+  assert.ok(written.includes(commit), written);
   log(`installed from source: ${installed}; packed twice: sha256 ${again.sha256}`);
   rmSync(path.join(WORK, "pack-again"), { recursive: true, force: true });
 }
 console.log(JSON.stringify({ dir: SCRATCH, sdk: wanted, tarball }));
+
+/**
+ * The README's Dockerfile without Docker (none here): `FROM` names the image (its Node is not
+ * this one; `FROM node:22-slim` is checked by name only), `WORKDIR` is a fresh folder, `COPY src...
+ * dest` copies from the build context (the API's files, no node_modules), `RUN` runs in bash
+ * there. Any other instruction fails the test, so the README cannot grow one this does not run.
+ * Then the package must load in the built folder.
+ */
+function dockerfileStandIn(dockerfile, context, root, env) {
+  rmSync(root, { recursive: true, force: true });
+  let workdir = root;
+  for (const line of dockerfile.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"))) {
+    const [instruction, ...rest] = line.split(/\s+/);
+    if (instruction === "FROM") assert.match(rest[0], /^node:22/, "the image's Node is 22");
+    else if (instruction === "WORKDIR") workdir = path.join(root, rest[0]);
+    else if (instruction === "COPY") {
+      const dest = path.join(workdir, rest.at(-1));
+      for (const src of rest.slice(0, -1)) {
+        const from = path.join(context, src);
+        cpSync(from, src.endsWith("/") || src === "." ? dest : path.join(dest, path.basename(src)), {
+          recursive: true,
+          filter: (f) => !f.split(path.sep).includes("node_modules"),
+        });
+      }
+    } else if (instruction === "RUN") execFileSync("bash", ["-euo", "pipefail", "-c", rest.join(" ")], { cwd: workdir, env, stdio: ["ignore", "inherit", "inherit"] });
+    else throw new Error(`README Dockerfile: ${instruction} is not run by this stand-in`);
+    mkdirSync(workdir, { recursive: true });
+  }
+  const loaded = execFileSync(process.execPath, ["-e", 'console.log(typeof require("@sophia/async-jobs-client").retryReportGeneration)'], { cwd: workdir, encoding: "utf8" });
+  assert.equal(loaded.trim(), "function");
+  rmSync(root, { recursive: true, force: true });
+}

@@ -3,17 +3,20 @@
  *
  * - `InterviewQueuePublisher` (`publishInterviewCompleted`, `publishInterviewFailed`,
  *   `publishReportGenerate`);
- * - `retryReportGeneration`: the admin "regenerate report", with the attempts reset as data;
+ * - `retryReportGeneration`: the admin "regenerate report", with the attempts reset as data and
+ *   one result per case (`AdminRetryResult`: kind, code, HTTP status, message);
  * - the message and document types, generated from functions/contracts/schemas: the wire (JSON)
  *   types, and the stored types the MongoDB driver returns (`StoredInterviewReportDocument`);
- * - `check` / `assertValid` / `checkWireMessage`: runtime validation against the same schemas
- *   (`QUEUE_EVENT_TYPES`: which messages each declared queue carries).
+ * - `check` / `isValid` / `assertValid` / `parseContract` / `checkWireMessage`: runtime validation
+ *   against the same schemas (`isValid` and `assertValid` narrow the value to the schema's type;
+ *   `QUEUE_EVENT_TYPES`: which messages each declared queue carries).
  */
 export * from "./generated/index";
 // Explicit exports win over the generated `export *` of the same names: these narrow by `type`.
 export { EVENT_TYPES, type EventType, type InterviewCompleted, type InterviewQueueMessage, type MessageAttributes, type RequestId } from "./types";
 export * from "./publish";
 export * from "./admin";
+export * from "./retry-results";
 export type {
   ObjectIdLike,
   StoredGenerationMetadata,
@@ -28,6 +31,10 @@ export {
   checkWireMessage,
   ContractViolationError,
   isConsumerDateTime,
+  isValid,
+  parseContract,
   QUEUE_EVENT_TYPES,
   type ContractIssue,
+  type SchemaTypes,
 } from "./validate";
+export { DURATION_SECONDS_MAX_PUBLISHED } from "./bounds";

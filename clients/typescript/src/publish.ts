@@ -22,11 +22,12 @@
  */
 import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 
+import { publishBoundIssues } from "./bounds";
 import type { EventType } from "./generated/message-attributes";
-import { queues } from "./generated/queues";
+import { type QueueKey, queues } from "./generated/queues";
 import { schemas, type SchemaName } from "./generated/schemas";
 import type { InterviewCompleted, InterviewFailed, ReportGenerate } from "./types";
-import { assertValid, ContractViolationError, type ContractIssue } from "./validate";
+import { assertValid, ContractViolationError, type ContractIssue, QUEUE_EVENT_TYPES } from "./validate";
 
 /** The variables that carry the queues' URLs (declarations/queues.json, `queueUrlEnv`). */
 export const INTERVIEW_COMPLETED_QUEUE_URL = queues.interviewCompleted.urlEnv;
@@ -50,8 +51,16 @@ export const FAILURE_REASON_MAX_LENGTH: number = schemas["interview-failed"].pro
 export class PublisherConfigurationError extends Error {
   override readonly name = "PublisherConfigurationError";
   constructor(readonly missing: readonly string[]) {
-    super(`${missing.join(" and ")} ${missing.length === 1 ? "is" : "are"} not set: a deployed service must not skip billing events`);
+    super(`${missing.join(" and ")} ${missing.length === 1 ? "is" : "are"} not set: a deployed service must not skip ${missing.map(skippedBy).join(", nor ")}`);
   }
+}
+
+/** What a deployed service would skip without `variable`: the events its queue carries (from the declarations), and what they are for. */
+function skippedBy(variable: string): string {
+  const key = (Object.keys(queues) as QueueKey[]).find((k) => queues[k].urlEnv === variable);
+  if (key === undefined) return variable;
+  const events = QUEUE_EVENT_TYPES[key].join(" or ");
+  return key === "interviewCompleted" ? `${events} events (billing: each one settles an interview's credits)` : `${events} requests (report generation)`;
 }
 
 /** What the publisher logs through. Never given candidate text. */
@@ -210,6 +219,12 @@ function iso(at: unknown, now: () => Date): unknown {
   return at;
 }
 
+/** The publisher's bounds (./bounds), after the contract's: a {@link ContractViolationError} of the same schema. */
+function assertWithinPublishBounds(schema: SchemaName, body: object): void {
+  const issues = publishBoundIssues(body);
+  if (issues.length > 0) throw new ContractViolationError(schema, issues);
+}
+
 /** The completed body exactly as it goes on the wire, after the defaults; validated. */
 export function interviewCompletedBody(input: InterviewCompletedInput, now: () => Date = () => new Date()): InterviewCompleted {
   const f = fieldsOf("interview-completed", input, {
@@ -226,6 +241,7 @@ export function interviewCompletedBody(input: InterviewCompletedInput, now: () =
     durationSeconds: f["durationSeconds"] === undefined ? 0 : f["durationSeconds"],
   };
   assertValid("interview-completed", body);
+  assertWithinPublishBounds("interview-completed", body);
   return body as InterviewCompleted;
 }
 
@@ -245,6 +261,7 @@ export function interviewFailedBody(input: InterviewFailedInput, now: () => Date
     failedAt: iso(f["failedAt"], now),
   };
   assertValid("interview-failed", body);
+  assertWithinPublishBounds("interview-failed", body);
   return body as InterviewFailed;
 }
 
@@ -299,7 +316,7 @@ export class InterviewQueuePublisher {
   /**
    * Throws a {@link PublisherConfigurationError} naming every missing queue URL variable; call it at
    * start-up (or pass `requireQueueUrls: true`) so that a deployed service never skips a billing
-   * event. Returns the publisher.
+   * event or a report request. Returns the publisher.
    */
   assertConfigured(): this {
     const missing = [

@@ -8,10 +8,26 @@
  * every build): no ajv at run time, nothing compiled on the first publish. The README's "Size and
  * first publish" has the measurements.
  */
-import type { EventType } from "./generated/message-attributes";
+import type { InterviewReportDocument } from "./generated/interview-report-document";
+import type { EventType, MessageAttributes } from "./generated/message-attributes";
 import { type QueueKey, queues } from "./generated/queues";
 import type { SchemaName } from "./generated/schemas";
+import type { InterviewCompleted, InterviewFailed, InterviewQueueMessage, ReportGenerate } from "./types";
 import validators = require("./validators.js");
+
+/** The type each contract schema validates (`isValid` and `assertValid` narrow to it). */
+export interface SchemaTypes {
+  "interview-completed": InterviewCompleted;
+  "interview-failed": InterviewFailed;
+  "interview-queue-message": InterviewQueueMessage;
+  "interview-report-document": InterviewReportDocument;
+  "message-attributes": MessageAttributes;
+  "report-generate": ReportGenerate;
+}
+/** Every schema has its type: a schema added to the contract fails the type check here until it is named above. */
+type EverySchemaTyped = [SchemaName] extends [keyof SchemaTypes] ? true : never;
+const everySchemaTyped: EverySchemaTyped = true;
+void everySchemaTyped;
 
 export { isConsumerDateTime } from "./formats";
 
@@ -66,10 +82,21 @@ export function check(schema: SchemaName, value: unknown): ContractIssue[] {
   });
 }
 
-/** Throws a {@link ContractViolationError} unless `value` is valid under `schema`. */
-export function assertValid(schema: SchemaName, value: unknown): void {
+/** Whether `value` is valid under `schema`; a type guard (`if (isValid("interview-failed", m)) m.failureReason`). */
+export function isValid<S extends SchemaName>(schema: S, value: unknown): value is SchemaTypes[S] {
+  return validators[schema](value);
+}
+
+/** Throws a {@link ContractViolationError} unless `value` is valid under `schema`; after it, `value` has the schema's type. */
+export function assertValid<S extends SchemaName>(schema: S, value: unknown): asserts value is SchemaTypes[S] {
   const issues = check(schema, value);
   if (issues.length > 0) throw new ContractViolationError(schema, issues);
+}
+
+/** `value` typed when valid under `schema`, else its issues (`check`'s): parse, don't validate. */
+export function parseContract<S extends SchemaName>(schema: S, value: unknown): { ok: true; value: SchemaTypes[S] } | { ok: false; issues: ContractIssue[] } {
+  const issues = check(schema, value);
+  return issues.length === 0 ? { ok: true, value: value as SchemaTypes[S] } : { ok: false, issues };
 }
 
 const BODY_SCHEMA: Record<EventType, SchemaName> = {

@@ -5,8 +5,10 @@ import { test } from "node:test";
 import type { SendMessageCommand } from "@aws-sdk/client-sqs";
 
 import {
+  check,
   ContractViolationError,
   defaultSqsClient,
+  DURATION_SECONDS_MAX_PUBLISHED,
   FAILURE_REASON_MAX_LENGTH,
   PublisherConfigurationError,
   type InterviewCompletedInput,
@@ -323,6 +325,14 @@ test("assertConfigured(): the start-up check of a publisher built without produc
   const r = recorder();
   const dev = InterviewQueuePublisher.fromEnv({ INTERVIEW_COMPLETED_QUEUE_URL: URL }, { client: r.client, logger: r.logger });
   assert.throws(() => dev.assertConfigured(), (e: unknown) => e instanceof PublisherConfigurationError && e.missing.join() === "REPORT_GENERATE_QUEUE_URL");
+  // The message names the events each missing variable would skip, not billing for the report queue.
+  assert.throws(
+    () => dev.assertConfigured(),
+    { message: "REPORT_GENERATE_QUEUE_URL is not set: a deployed service must not skip report.generate requests (report generation)" },
+  );
+  assert.throws(() => new InterviewQueuePublisher({ queueUrl: undefined, reportQueueUrl: URL, requireQueueUrls: true }), {
+    message: "INTERVIEW_COMPLETED_QUEUE_URL is not set: a deployed service must not skip interview.completed or interview.failed events (billing: each one settles an interview's credits)",
+  });
   // Without the check the development behaviour stays: the report publish is skipped with a warning.
   assert.equal((await dev.publishReportGenerate({ interviewId: I, organizationId: O })).status, "skipped");
   const ok = InterviewQueuePublisher.fromEnv({ INTERVIEW_COMPLETED_QUEUE_URL: URL, REPORT_GENERATE_QUEUE_URL: URL }, { client: r.client });
@@ -343,4 +353,26 @@ test("failureReason: sent at FAILURE_REASON_MAX_LENGTH characters, refused one p
       !e.message.includes("MARKER"),
   );
   assert.equal(r.sent.length, 1);
+});
+
+test("the publisher's bounds: durationSeconds up to a day, a non-blank failureReason; beyond, refused by name with nothing sent", async () => {
+  const r = recorder();
+  const publisher = new InterviewQueuePublisher({ queueUrl: URL, client: r.client, logger: r.logger });
+  const completed = (durationSeconds: number) => publisher.publishInterviewCompleted({ interviewId: I, organizationId: O, durationSeconds }, { requestId: "r" });
+  assert.equal((await completed(DURATION_SECONDS_MAX_PUBLISHED)).status, "sent");
+  for (const duration of [DURATION_SECONDS_MAX_PUBLISHED + 0.5, 2_700_000, 1e12]) {
+    await assert.rejects(completed(duration), {
+      name: "ContractViolationError",
+      message: "interview-completed contract violated: /durationSeconds must be <= 86400 (24 hours; a longer one is a unit mistake, e.g. milliseconds)",
+    });
+  }
+  for (const failureReason of ["", "   \n"]) {
+    await assert.rejects(publisher.publishInterviewFailed({ interviewId: I, organizationId: O, failureReason }), {
+      name: "ContractViolationError",
+      message: "interview-failed contract violated: /failureReason must not be empty or blank",
+    });
+  }
+  assert.equal(r.sent.length, 1, "only the first");
+  // The wire contract itself (what the consumers accept) stays wider: a message already on a queue is never dropped for these.
+  assert.deepEqual(check("interview-completed", { interviewId: I, organizationId: O, completedAt: NOW.toISOString(), durationSeconds: 1e12 }), []);
 });

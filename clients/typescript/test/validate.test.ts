@@ -10,6 +10,9 @@ import { fullFormats } from "ajv-formats/dist/formats";
 
 import { codePointLength, formats } from "../src/formats";
 import {
+  assertValid,
+  isValid,
+  parseContract,
   check,
   checkWireMessage,
   interviewCompletedBody,
@@ -179,4 +182,20 @@ test("int32 and int64 are ajv-formats' own definitions", () => {
       assert.equal(formats[name].validate(v), (fullFormats[name] as { validate: (v: number) => boolean }).validate(v), `${name} ${v}`);
     }
   }
+});
+
+test("isValid, assertValid and parseContract narrow a checked value to the schema's type", () => {
+  const raw: unknown = JSON.parse(JSON.stringify({ type: "interview.failed", interviewId: "65a1b2c3d4e5f60718293a4b", organizationId: "65a1b2c3d4e5f60718293a4c", failureReason: "bot could not join", failedAt: "2026-12-02T17:30:00.000Z" }));
+  assert.ok(isValid("interview-failed", raw));
+  // Compile time: after the guard `raw` is an InterviewFailed (a string field, no cast).
+  const reason: string = raw.failureReason;
+  assert.equal(reason, "bot could not join");
+  const queued: unknown = raw;
+  assertValid("interview-queue-message", queued);
+  assert.equal(queued.type === "interview.failed" ? queued.failedAt : queued.completedAt, "2026-12-02T17:30:00.000Z");
+  const parsed = parseContract("report-generate", { interviewId: "x", organizationId: "65a1b2c3d4e5f60718293a4c" });
+  assert.deepEqual(parsed.ok ? [] : parsed.issues.map((i) => i.path), ["/interviewId"]);
+  const good = parseContract("report-generate", { interviewId: "65a1b2c3d4e5f60718293a4b", organizationId: "65a1b2c3d4e5f60718293a4c" });
+  assert.equal(good.ok ? good.value.interviewId : undefined, "65a1b2c3d4e5f60718293a4b");
+  assert.equal(isValid("interview-failed", { ...(raw as object), failedAt: "yesterday" }), false);
 });

@@ -468,6 +468,14 @@ pub struct ReportDocument {
     /// operator. Cleared by the next claim and by completion (docs/design.md, "Report states").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_for_retry: Option<bool>,
+    /// When the API's admin retry (`retryReportGeneration` of clients/typescript) queued a
+    /// `report.generate` for the report, written together with `updatedAt` of the same instant:
+    /// while the two are equal (no write since) and less than one lease length has passed, the
+    /// message is still on its way to the consumer and another retry publishes nothing. Any later
+    /// write (the consumer's claim) moves `updatedAt` on; nothing needs to clear it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<BsonDate>")]
+    pub retry_queued_at: Option<bson::DateTime>,
 }
 
 /// One attempts reset as recorded on the report (`lastRetry`, and appended to `retries`): by

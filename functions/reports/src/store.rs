@@ -199,6 +199,7 @@ impl ReportStore {
             completed_at: None,
             attempts_reset_at: None,
             waiting_for_retry: None,
+            retry_queued_at: None,
         };
         match self.reports.insert_one(bson::to_document(&report)?).await {
             Ok(_) => Ok(Some(claimed)),

@@ -168,6 +168,14 @@ export interface InterviewReportDocument {
    * operator. Cleared by the next claim and by completion (docs/design.md, "Report states").
    */
   waitingForRetry?: boolean | null;
+  /**
+   * When the API's admin retry (`retryReportGeneration` of clients/typescript) queued a
+   * `report.generate` for the report, written together with `updatedAt` of the same instant:
+   * while the two are equal (no write since) and less than one lease length has passed, the
+   * message is still on its way to the consumer and another retry publishes nothing. Any later
+   * write (the consumer's claim) moves `updatedAt` on; nothing needs to clear it.
+   */
+  retryQueuedAt?: string | null;
 }
 /**
  * The report as stored (`interviewReports.report`).

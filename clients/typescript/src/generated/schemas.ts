@@ -356,6 +356,14 @@ export const schemas = {
           "null"
         ],
         "description": "`FAILED` only: `true` while the report's message will be delivered again without anyone\nacting (the provider or the database was away and the consumer retries, or an attempt\nother than the last failed): show it as waiting for a retry, not as failed. `false` (or\nabsent) on a `FAILED` report: nothing retries it any more (out of attempts, given up\nafter the outage outlasted the give-up age, an unreadable document): it needs an\noperator. Cleared by the next claim and by completion (docs/design.md, \"Report states\")."
+      },
+      "retryQueuedAt": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time",
+        "description": "When the API's admin retry (`retryReportGeneration` of clients/typescript) queued a\n`report.generate` for the report, written together with `updatedAt` of the same instant:\nwhile the two are equal (no write since) and less than one lease length has passed, the\nmessage is still on its way to the consumer and another retry publishes nothing. Any later\nwrite (the consumer's claim) moves `updatedAt` on; nothing needs to clear it."
       }
     },
     "required": [

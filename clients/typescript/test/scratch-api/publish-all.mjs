@@ -5,7 +5,7 @@
 // REPORT_GENERATE_QUEUE_URL, AWS_ENDPOINT_URL_SQS, AWS_REGION, credentials; MONGODB_URI and
 // MONGODB_DATABASE for a retry).
 // A case: {"kind": "completed"|"failed"|"report"|"retry", "input": {...}, "requestId"?, "resetAttempts"?}.
-// Prints {"sdk": version, "results": [...]} on stdout (an error: {"error": {name, kind, message}}).
+// Prints {"sdk": version, "results": [...]} on stdout (a retry: its result, as JSON; an error: {"error": {name, kind, message}}).
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 
