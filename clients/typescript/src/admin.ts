@@ -142,7 +142,7 @@ export function resetAttemptsOperation(
   return { filter, update: { $set: set, $push: { retries: mark } } };
 }
 
-export type AdminRetryErrorKind = "interview-not-found" | "attempts-exhausted" | "not-failed" | "contended";
+export type AdminRetryErrorKind = "interview-not-found" | "attempts-exhausted" | "not-failed" | "contended" | "erased";
 
 /** Why a retry was refused (nothing was published); `kind` is what to branch on. */
 export class AdminRetryError extends Error {
@@ -212,6 +212,9 @@ export async function retryReportGeneration(options: RetryReportGenerationOption
   for (let tries = 0; ; tries++) {
     const report = await reports.findOne(reportFilter(interviewId, objectId));
     const status = report === null ? "absent" : String(report["status"]);
+    if (report !== null && resetRule(report) === "erased") {
+      throw new AdminRetryError("erased", `interview ${interviewId}: the candidate's data was erased; a report is never generated again`);
+    }
     if (report !== null && resetRule(report) === "alreadyCompleted") return { outcome: "already-completed" };
     if (!resetAttempts) {
       if (report !== null && count(report["attemptCount"]) >= MAX_REPORT_ATTEMPTS) {

@@ -4,6 +4,7 @@
  * - `InterviewQueuePublisher` (`publishInterviewCompleted`, `publishInterviewFailed`,
  *   `publishReportGenerate`);
  * - `retryReportGeneration`: the admin "regenerate report", with the attempts reset as data;
+ * - `requestErasure` / `readErasure`: a candidate's erasure requested (who, when, why) and its proof;
  * - the message and document types, generated from functions/contracts/schemas: the wire (JSON)
  *   types, and the stored types the MongoDB driver returns (`StoredInterviewReportDocument`);
  * - `check` / `assertValid` / `checkWireMessage`: runtime validation against the same schemas
@@ -14,6 +15,7 @@ export * from "./generated/index";
 export { EVENT_TYPES, type EventType, type InterviewCompleted, type InterviewQueueMessage, type MessageAttributes, type RequestId } from "./types";
 export * from "./publish";
 export * from "./admin";
+export * from "./erasure";
 export type {
   ObjectIdLike,
   StoredGenerationMetadata,

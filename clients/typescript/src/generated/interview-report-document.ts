@@ -68,9 +68,10 @@ export interface InterviewReportDocument {
    */
   organizationId: string;
   /**
-   * `NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`.
+   * `NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`;
+   * any of them -> `ERASED` (the tombstone of an erasure, final).
    */
-  status: "NOT_STARTED" | "PROCESSING" | "COMPLETED" | "FAILED";
+  status: "NOT_STARTED" | "PROCESSING" | "COMPLETED" | "FAILED" | "ERASED";
   /**
    * Generation attempts so far (at most `maxAttempts` of declarations/reports.json unless an
    * operator resets them).
@@ -168,6 +169,11 @@ export interface InterviewReportDocument {
    * operator. Cleared by the next claim and by completion (docs/design.md, "Report states").
    */
   waitingForRetry?: boolean | null;
+  /**
+   * When the candidate's data was erased: set on the tombstone only (`status` `ERASED`),
+   * which holds nothing else but the ids and dates (docs/candidate-data.md, "Erasure").
+   */
+  erasedAt?: string | null;
 }
 /**
  * The report as stored (`interviewReports.report`).
@@ -428,5 +434,5 @@ export interface RetryMark {
   /**
    * The status before the reset: `FAILED`, or `PROCESSING` under an expired lease.
    */
-  statusBefore: "NOT_STARTED" | "PROCESSING" | "COMPLETED" | "FAILED";
+  statusBefore: "NOT_STARTED" | "PROCESSING" | "COMPLETED" | "FAILED" | "ERASED";
 }

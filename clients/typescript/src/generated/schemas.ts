@@ -185,7 +185,7 @@ export const schemas = {
       },
       "status": {
         "$ref": "#/$defs/ReportStatus",
-        "description": "`NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`."
+        "description": "`NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`;\nany of them -> `ERASED` (the tombstone of an erasure, final)."
       },
       "attemptCount": {
         "type": "integer",
@@ -356,6 +356,14 @@ export const schemas = {
           "null"
         ],
         "description": "`FAILED` only: `true` while the report's message will be delivered again without anyone\nacting (the provider or the database was away and the consumer retries, or an attempt\nother than the last failed): show it as waiting for a retry, not as failed. `false` (or\nabsent) on a `FAILED` report: nothing retries it any more (out of attempts, given up\nafter the outage outlasted the give-up age, an unreadable document): it needs an\noperator. Cleared by the next claim and by completion (docs/design.md, \"Report states\")."
+      },
+      "erasedAt": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time",
+        "description": "When the candidate's data was erased: set on the tombstone only (`status` `ERASED`),\nwhich holds nothing else but the ids and dates (docs/candidate-data.md, \"Erasure\")."
       }
     },
     "required": [
@@ -377,7 +385,8 @@ export const schemas = {
           "NOT_STARTED",
           "PROCESSING",
           "COMPLETED",
-          "FAILED"
+          "FAILED",
+          "ERASED"
         ],
         "description": "The lifecycle of a report document."
       },
