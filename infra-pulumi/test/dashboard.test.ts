@@ -209,7 +209,7 @@ function runbookAnchors(): Set<string> {
 // What each command parses to is checked on the Rust side (tools/ops/tests/runbook.rs runs
 // every first command of docs/reference/alarms.md through the CLI's parser).
 const QUEUE_NAMES = loadSettings().queues.map((q) => q.name).join("|");
-const COMMANDS = [new RegExp(`^dlq list (${QUEUE_NAMES})$`), new RegExp(`^queue status (${QUEUE_NAMES})$`), /^interview unsettled$/, /^report failures$/, /^report late$/, /^dlq show /, /^dlq redrive /, /^interview show <interviewId>$/, /^report retry /, /^invariants check$/];
+const COMMANDS = [new RegExp(`^dlq list (${QUEUE_NAMES})$`), new RegExp(`^queue status (${QUEUE_NAMES})$`), /^interview unsettled$/, /^report failures$/, /^report late$/, /^dlq show /, /^dlq redrive /, /^interview show <interviewId>$/, /^report retry /, /^invariants check$/, /^erasure list --overdue$/];
 
 test("every alarm says what happened, the first sophia-ops command and an existing runbook section; ALARM only, quiet when idle", () => {
   const anchors = runbookAnchors();
