@@ -239,7 +239,19 @@ async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_whe
     let (a, b) = (w.reserved_interview(org, 5).await, w.reserved_interview(org, 5).await);
     let ctx = w.ops_context().acting_as(Some("dpo@example.com".into()));
     let args = ["erasure", "request", &a.to_string(), &b.to_string(), "--reason", "ticket DPO-9"];
-    let Outcome::ErasureRequest(report) = ops_support::ok(&ctx, &args).await else { panic!() };
+    let started = chrono::Utc::now();
+    let result = ops_support::run(&ctx, &args).await;
+    // The audit record, as the binary writes it after a mutating command (locally `operatorAudit`).
+    let argv: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    sophia_ops::record_audit(&ctx, "erasure-request", &argv, started, &result).await;
+    let Ok(Outcome::ErasureRequest(report)) = result else { panic!("{result:?}") };
+    let audit = w.find("operatorAudit", doc! {"command": "erasure-request"}).await;
+    assert_eq!(audit.len(), 1, "one audit record");
+    assert_eq!(
+        audit[0].get_str("requestId").ok(),
+        report.erasures[0].request_id.as_deref(),
+        "the audit record and the requests share their id"
+    );
     assert_eq!(report.erasures.len(), 2);
     let request_ids: Vec<_> = report.erasures.iter().map(|e| e.request_id.clone()).collect();
     assert!(request_ids[0].is_some() && request_ids[0] == request_ids[1], "one request id for both: {request_ids:?}");
