@@ -273,6 +273,8 @@ async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_whe
     assert_eq!(stored[0].get_str("reason").unwrap(), "ticket DPO-9");
     assert_eq!(stored[0].get_array("repeats").map(Vec::len).unwrap_or(0), 1);
     assert!(matches!(stored[0].get("completedAt"), Some(Bson::Null)), "PENDING: the interviews hold candidate fields");
+    let indexes = w.mongo.db.collection::<Document>("erasures").list_index_names().await.unwrap();
+    assert!(indexes.iter().any(|n| n.contains("state_requestedAt")), "migrate indexes the overdue count: {indexes:?}");
     let Outcome::ErasureShow(overdue) = ops_support::ok(&ctx, &["erasure", "list", "--overdue"]).await else {
         panic!()
     };
