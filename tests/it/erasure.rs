@@ -135,6 +135,7 @@ async fn erased_while_its_report_is_generated_the_late_answer_stores_nothing() {
     assert_tombstone(&w, interview).await;
     // The erasure's own log lines (and every other line of this test) hold no candidate text.
     let text = logs.text();
+    assert!(!text.contains("could not count the overdue erasure requests"), "the ErasuresOverdue count runs");
     for candidate in candidate_texts() {
         assert!(!text.contains(&candidate), "a log line holds candidate text");
     }
