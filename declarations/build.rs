@@ -120,11 +120,12 @@ fn main() {
 }
 
 /// The rules of a reset by status, as `declarations/reports.json` names them.
-const RESET_RULES: [(&str, &str); 4] = [
+const RESET_RULES: [(&str, &str); 5] = [
     ("reset", "Reset"),
     ("whenLeaseExpired", "WhenLeaseExpired"),
     ("refused", "Refused"),
     ("alreadyCompleted", "AlreadyCompleted"),
+    ("erased", "Erased"),
 ];
 
 /// `MAX_REPORT_ATTEMPTS`, `REPORT_LEASE_FUNCTION`, `REPORT_RESET_TRIES` and `report_reset_rule` from
@@ -161,7 +162,8 @@ fn report_rules(path: &std::path::Path) -> String {
          /// What an attempts reset does with a report in a given status (`declarations/reports.json` `resetRules`).\n\
          #[derive(Debug, Clone, Copy, PartialEq, Eq)]\n\
          pub enum ResetRule {{\n    /// A fresh attempt budget.\n    Reset,\n    /// A fresh budget only past the holder's lease.\n    WhenLeaseExpired,\n    \
-         /// Not reset.\n    Refused,\n    /// Generated: not reset, nothing published.\n    AlreadyCompleted,\n}}\n\n\
+         /// Not reset.\n    Refused,\n    /// Generated: not reset, nothing published.\n    AlreadyCompleted,\n    \
+         /// Erased (a tombstone): not reset, a retry refused, nothing published.\n    Erased,\n}}\n\n\
          /// The declared rule for a report status (`NOT_STARTED`...), `None` for a status the declaration does not name.\n\
          pub fn report_reset_rule(status: &str) -> Option<ResetRule> {{\n    match status {{\n{arms}        _ => None,\n    }}\n}}\n",
         text(&decl, "maxAttemptsDescription"),

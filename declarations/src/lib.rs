@@ -347,11 +347,12 @@ mod tests {
         assert_eq!(REPORT_LEASE_FUNCTION, decl["leaseFunction"].as_str().unwrap());
         assert!(Declaration::embedded().function(REPORT_LEASE_FUNCTION).is_some(), "the lease's function is declared");
         let rules = decl["resetRules"].as_array().unwrap();
-        assert_eq!(rules.len(), 4, "{rules:?}");
+        assert_eq!(rules.len(), 5, "{rules:?}");
         assert_eq!(report_reset_rule("FAILED"), Some(ResetRule::Reset));
         assert_eq!(report_reset_rule("PROCESSING"), Some(ResetRule::WhenLeaseExpired));
         assert_eq!(report_reset_rule("NOT_STARTED"), Some(ResetRule::Refused));
         assert_eq!(report_reset_rule("COMPLETED"), Some(ResetRule::AlreadyCompleted));
+        assert_eq!(report_reset_rule("ERASED"), Some(ResetRule::Erased));
         assert_eq!(report_reset_rule("failed"), None);
     }
 

@@ -58,7 +58,8 @@ export type AlarmKindId =
   | "dropped-invalid"
   | "reports-failed"
   | "transient-give-up"
-  | "time-to-report";
+  | "time-to-report"
+  | "erasures-overdue";
 
 /** The alarms on the functions' own EMF metrics (see [`emfAlarm`]), with their metric. */
 export const EMF_ALARM_METRICS = {
@@ -66,6 +67,7 @@ export const EMF_ALARM_METRICS = {
   "reports-failed": "ReportsFailed",
   "transient-give-up": "RecordsGivenUp",
   "time-to-report": "TimeToReportMs",
+  "erasures-overdue": "ErasuresOverdue",
 } as const;
 export type EmfAlarmKind = keyof typeof EMF_ALARM_METRICS;
 
@@ -262,6 +264,17 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
       `Reports are late: the ${timeToReport().statistic} of the time from an interview's end to its report stored, over the reports ${s.name} completed in the last ${humanMs(timeToReport().periodSeconds * 1000)}, is over ${humanMs(timeToReport().thresholdMs)}.`,
     firstCommand: (s) => ops(s.stage, "report late"),
   },
+  {
+    id: "erasures-overdue",
+    title: "Erasures not completed in time",
+    per: "function",
+    metric: "Sophia ErasuresOverdue (Stage, Function)",
+    condition: "Maximum > 0 over 5 minutes",
+    anchor: () => "erasures-not-completed-in-time",
+    what: (s) =>
+      `Erasure requests of candidate data are still PENDING more than 72 hours after they were made (counted by ${s.name}); each says what is left and why.`,
+    firstCommand: (s) => ops(s.stage, "erasure list --overdue"),
+  },
 ];
 
 export function alarmKind(id: AlarmKindId): AlarmKind {
@@ -307,6 +320,7 @@ export function plannedAlarms(
     const requeues = settings.queues.some((q) => q.key === fn.subscribedTo && q.requeuesTransientFailures);
     if (requeues && emits(metrics, "RecordsGivenUp", fn.name)) kinds.push("transient-give-up");
     if (emits(metrics, "TimeToReportMs", fn.name)) kinds.push("time-to-report");
+    if (emits(metrics, "ErasuresOverdue", fn.name)) kinds.push("erasures-overdue");
     for (const kind of kinds) planned.push({ kind, subject, suffix: `${fn.name}-${kind}` });
   }
   return planned;
@@ -489,7 +503,7 @@ export function emfAlarm(
             period: serviceLevel(metrics, metricName).periodSeconds,
             threshold: serviceLevel(metrics, metricName).thresholdMs,
           }
-        : { statistic: "Sum", period: LAMBDA_METRIC_PERIOD_SECONDS, threshold: 0 }),
+        : { statistic: kind === "erasures-overdue" ? "Maximum" : "Sum", period: LAMBDA_METRIC_PERIOD_SECONDS, threshold: 0 }),
       evaluationPeriods: 1,
       ...notifying(target),
     },

@@ -160,7 +160,7 @@ test("a Logs Insights widget lists the stage's ERROR lines from the log groups o
 test("every alarm on an EMF metric names a declared metric and dimension set; reports failing alarms within 5 minutes", () => {
   const n = names(STAGE);
   const emf = ofType(run.resources, TYPE.alarm).filter((a) => a.inputs["namespace"] === EMF_NAMESPACE);
-  assert.equal(emf.length, 5, "dropped-invalid x2, reports-failed, transient-give-up, time-to-report");
+  assert.equal(emf.length, 6, "dropped-invalid x2, reports-failed, transient-give-up, time-to-report, erasures-overdue");
   for (const a of emf) {
     checkDimensionSet(declaration, a.inputs["metricName"] as string, Object.keys(plain(a.inputs["dimensions"]) as object));
   }
@@ -172,6 +172,11 @@ test("every alarm on an EMF metric names a declared metric and dimension set; re
   const givenUp = byName(run.resources, TYPE.alarm, `sophia-${STAGE}-report-generate-transient-give-up`).inputs;
   assert.equal(givenUp["metricName"], "RecordsGivenUp");
   assert.deepEqual(plain(givenUp["dimensions"]), { Stage: STAGE, Function: n.fn("report-generate") });
+  // Erasures not completed in time: any request PENDING past its completion time.
+  const erasures = byName(run.resources, TYPE.alarm, `sophia-${STAGE}-report-generate-erasures-overdue`).inputs;
+  assert.equal(erasures["metricName"], "ErasuresOverdue");
+  assert.deepEqual(plain(erasures["dimensions"]), { Stage: STAGE, Function: n.fn("report-generate") });
+  assert.deepEqual([erasures["statistic"], erasures["period"], erasures["evaluationPeriods"], erasures["threshold"]], ["Maximum", 300, 1, 0]);
   // Reports are late: the declared service level's percentile (an ExtendedStatistic) over its period.
   const late = byName(run.resources, TYPE.alarm, `sophia-${STAGE}-report-generate-time-to-report`).inputs;
   assert.equal(late["metricName"], "TimeToReportMs");
@@ -204,7 +209,7 @@ function runbookAnchors(): Set<string> {
 // What each command parses to is checked on the Rust side (tools/ops/tests/runbook.rs runs
 // every first command of docs/reference/alarms.md through the CLI's parser).
 const QUEUE_NAMES = loadSettings().queues.map((q) => q.name).join("|");
-const COMMANDS = [new RegExp(`^dlq list (${QUEUE_NAMES})$`), new RegExp(`^queue status (${QUEUE_NAMES})$`), /^interview unsettled$/, /^report failures$/, /^report late$/, /^dlq show /, /^dlq redrive /, /^interview show <interviewId>$/, /^report retry /, /^invariants check$/];
+const COMMANDS = [new RegExp(`^dlq list (${QUEUE_NAMES})$`), new RegExp(`^queue status (${QUEUE_NAMES})$`), /^interview unsettled$/, /^report failures$/, /^report late$/, /^dlq show /, /^dlq redrive /, /^interview show <interviewId>$/, /^report retry /, /^invariants check$/, /^erasure list --overdue$/];
 
 test("every alarm says what happened, the first sophia-ops command and an existing runbook section; ALARM only, quiet when idle", () => {
   const anchors = runbookAnchors();

@@ -78,7 +78,7 @@ test("ESM maximum concurrency per queue from the stage config", () => {
 
 test("alarms notify the configured SNS topic (no topic of its own) and use the stage's age threshold", () => {
   const alarms = ofType(run.resources, TYPE.alarm);
-  assert.equal(alarms.length, 14);
+  assert.equal(alarms.length, 15);
   assert.equal(ofType(run.resources, TYPE.topic).length, 0, "sophia:alarmTopicArn given: no stage topic");
   for (const a of alarms) {
     assert.deepEqual(a.inputs["alarmActions"], [TOPIC]);

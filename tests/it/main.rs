@@ -19,6 +19,7 @@ mod contract_leniency;
 mod credit_overflow;
 mod cutover_overlap;
 mod deploy_before_migration;
+mod erasure;
 mod esm_emulator;
 mod faults_mongo;
 mod faults_pipeline;

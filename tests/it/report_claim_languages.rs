@@ -50,7 +50,7 @@ fn rust_verdict(report: &StoredReport, now: DateTime, lease: std::time::Duration
     let resettable = match rule {
         ResetRule::Reset => true,
         ResetRule::WhenLeaseExpired => ended,
-        ResetRule::Refused | ResetRule::AlreadyCompleted => false,
+        ResetRule::Refused | ResetRule::AlreadyCompleted | ResetRule::Erased => false,
     };
     serde_json::json!({
         "heldUntil": claim::held_until(report, lease).map(|t| t.timestamp_millis()),

@@ -145,7 +145,7 @@ interface DeclaredReportRules {
 }
 
 /** The reset rules' names, as declarations/reports.json and declarations/build.rs know them. */
-const RESET_RULES = ["reset", "whenLeaseExpired", "refused", "alreadyCompleted"] as const;
+const RESET_RULES = ["reset", "whenLeaseExpired", "refused", "alreadyCompleted", "erased"] as const;
 
 /** `report-rules.ts`: the attempt limit, the lease length and the reset rules, from the declarations the Rust side reads. */
 export async function reportRulesModule(declaration = REPORT_RULES_DECLARATION, queueDeclaration = QUEUE_DECLARATION): Promise<string> {

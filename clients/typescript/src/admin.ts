@@ -228,7 +228,7 @@ type Decision = { answer: AdminRetryResult } | { write: { filter: Record<string,
 
 /**
  * The decision of a retry on the report as read at `now`, in this order: absent
- * (`report-not-found`), COMPLETED (`already-completed`), queued by an earlier click
+ * (`report-not-found`), erased (`interview-erased`), COMPLETED (`already-completed`), queued by an earlier click
  * (`already-queued`), held by a worker (`in-progress`, until when), then with `resetAttempts` a
  * status the reset refuses (`not-failed`), without it no attempt left (`attempts-exhausted`);
  * else the write of {@link queueRetryOperation}.
@@ -238,6 +238,9 @@ function decide(report: Record<string, unknown> | null, interviewId: string, opt
     return { answer: adminRetryResult("report-not-found", "This interview has no report yet, so there is nothing to regenerate.", {}) };
   }
   const rule = resetRule(report);
+  if (rule === "erased") {
+    return { answer: adminRetryResult("interview-erased", "The candidate's data for this interview was erased; its report is never generated again.", {}) };
+  }
   if (rule === "alreadyCompleted") return { answer: adminRetryResult("already-completed", "The report is already generated; nothing was queued.", {}) };
   const queuedAt = reportRetryQueuedAt(report, now);
   if (queuedAt !== undefined) {

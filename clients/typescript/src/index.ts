@@ -5,6 +5,7 @@
  *   `publishReportGenerate`);
  * - `retryReportGeneration`: the admin "regenerate report", with the attempts reset as data and
  *   one result per case (`AdminRetryResult`: kind, code, HTTP status, message);
+ * - `requestErasure` / `readErasure`: a candidate's erasure requested (who, when, why) and its proof;
  * - the message and document types, generated from functions/contracts/schemas: the wire (JSON)
  *   types, and the stored types the MongoDB driver returns (`StoredInterviewReportDocument`);
  * - `check` / `isValid` / `assertValid` / `parseContract` / `checkWireMessage`: runtime validation
@@ -17,6 +18,7 @@ export { EVENT_TYPES, type EventType, type InterviewCompleted, type InterviewQue
 export * from "./publish";
 export * from "./admin";
 export * from "./retry-results";
+export * from "./erasure";
 export type {
   ObjectIdLike,
   StoredGenerationMetadata,

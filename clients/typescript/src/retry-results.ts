@@ -19,6 +19,7 @@ export const ADMIN_RETRY_RESULT_KINDS = {
   "not-failed": { code: "REPORT_NOT_FAILED", httpStatus: 409, ok: false },
   "interview-not-found": { code: "INTERVIEW_NOT_FOUND", httpStatus: 404, ok: false },
   "report-not-found": { code: "REPORT_NOT_FOUND", httpStatus: 404, ok: false },
+  "interview-erased": { code: "INTERVIEW_ERASED", httpStatus: 410, ok: false },
   "invalid-request": { code: "REPORT_RETRY_INVALID_REQUEST", httpStatus: 400, ok: false },
   contended: { code: "REPORT_RETRY_CONTENDED", httpStatus: 503, ok: false },
   "publish-skipped": { code: "REPORT_RETRY_PUBLISH_SKIPPED", httpStatus: 503, ok: false },
@@ -73,6 +74,8 @@ export type AdminRetryResult =
   | (Base<"not-failed"> & { readonly status: string })
   | Base<"interview-not-found">
   | Base<"report-not-found">
+  /** The candidate's data was erased (the report is an `ERASED` tombstone): a report is never generated again. */
+  | Base<"interview-erased">
   | (Base<"invalid-request"> & { readonly issues: readonly ContractIssue[] })
   | (Base<"contended"> & { readonly tries: number })
   | (Base<"publish-skipped"> & RetryStateLeft & {

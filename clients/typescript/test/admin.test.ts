@@ -471,6 +471,7 @@ test("stored types: what the driver returns for a report is StoredInterviewRepor
     completedAt: null,
     attemptsResetAt: at,
     retryQueuedAt: at,
+    erasedAt: at,
   };
   await typed.insertOne(doc);
   const got = await typed.findOne({ _id: doc._id });
@@ -485,7 +486,7 @@ test("stored types: what the driver returns for a report is StoredInterviewRepor
   const ids = fieldsOf("objectId");
   const sameDates: StoredReportDateField[] = dates as StoredReportDateField[];
   const sameIds: StoredReportObjectIdField[] = ids as StoredReportObjectIdField[];
-  assert.deepEqual(sameDates.sort(), ["attemptsResetAt", "completedAt", "createdAt", "lastErrorAt", "leaseExpiresAt", "retentionExpiresAt", "retryQueuedAt", "updatedAt"]);
+  assert.deepEqual(sameDates.sort(), ["attemptsResetAt", "completedAt", "createdAt", "erasedAt", "lastErrorAt", "leaseExpiresAt", "retentionExpiresAt", "retryQueuedAt", "updatedAt"]);
   assert.deepEqual(sameIds.sort(), ["_id", "interviewId", "leaseId", "organizationId"]);
   const raw = got as unknown as Record<string, unknown>;
   for (const k of dates) assert.ok(raw[k] === null || raw[k] instanceof Date, `${k}: ${typeof raw[k]}`);

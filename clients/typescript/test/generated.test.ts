@@ -66,7 +66,7 @@ test("report-rules.ts follows declarations/reports.json: a changed limit or rule
   const { functions } = JSON.parse(await readFile(QUEUE_DECLARATION, "utf8")) as { functions: { name: string; timeoutSeconds: number }[] };
   assert.equal(REPORT_LEASE_SECONDS, functions.find((f) => f.name === declared.leaseFunction)?.timeoutSeconds, "the lease is the declared function's timeout");
   assert.deepEqual(REPORT_RESET_RULES, Object.fromEntries(declared.resetRules.map((r: { status: string; rule: string }) => [r.status, r.rule])));
-  assert.deepEqual(Object.keys(REPORT_RESET_RULES).sort(), ["COMPLETED", "FAILED", "NOT_STARTED", "PROCESSING"]);
+  assert.deepEqual(Object.keys(REPORT_RESET_RULES).sort(), ["COMPLETED", "ERASED", "FAILED", "NOT_STARTED", "PROCESSING"]);
   const dir = await mkdtemp(path.join(tmpdir(), "sophia-rules-"));
   await writeFile(path.join(dir, "reports.json"), JSON.stringify({ ...declared, maxAttempts: 4 }));
   const files = await generate(SCHEMA_DIR, QUEUE_DECLARATION, path.join(dir, "reports.json"));

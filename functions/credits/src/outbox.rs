@@ -77,6 +77,9 @@ pub enum FlushOutcome {
     },
     /// There was no pending entry.
     NothingPending,
+    /// The interview's candidate data was erased: the entry was deleted, not published
+    /// (docs/candidate-data.md, "Erasure").
+    Erased,
 }
 
 /// Publishes one entry and marks it published. A publish error is recorded on the entry and
@@ -94,6 +97,14 @@ pub async fn publish_entry(
     entry: &OutboxEntry,
     publisher: &impl ReportPublisher,
 ) -> Result<FlushOutcome, CreditsError> {
+    // The erasure's check, just before the send: an erased interview's entry is deleted, never
+    // published. (An erasure landing between this read and the send leaves one report.generate
+    // naming ids only, which the report's tombstone acknowledges without writing.)
+    if store.erasure_requested(entry.interview_id).await? {
+        let deleted = store.delete_outbox_of(entry.interview_id).await?;
+        tracing::info!(outboxId = %entry.id, deleted, "interview erased: outbox entry deleted, not published");
+        return Ok(FlushOutcome::Erased);
+    }
     let message = ReportGenerate {
         interview_id: InterviewId::new(entry.interview_id),
         organization_id: OrganizationId::new(entry.organization_id),
@@ -164,6 +175,8 @@ pub async fn publish_pending_for_interview(
 pub struct FlushReport {
     pub published: usize,
     pub left_pending: usize,
+    /// Entries of erased interviews, deleted instead of published.
+    pub erased: usize,
     /// `(outbox id, error)` of entries whose publish failed (they stay pending).
     pub failed: Vec<(String, String)>,
 }
@@ -182,6 +195,7 @@ pub async fn flush_pending_outbox(
     for entry in store.pending_outbox_before(before, limit).await? {
         match publish_entry(store, &entry, publisher).await {
             Ok(FlushOutcome::Published { .. }) => report.published += 1,
+            Ok(FlushOutcome::Erased) => report.erased += 1,
             Ok(FlushOutcome::LeftPending { .. } | FlushOutcome::NothingPending) => report.left_pending += 1,
             Err(CreditsError::Publish { source, .. }) => report.failed.push((entry.id.clone(), source.to_string())),
             Err(e @ CreditsError::PublishDeferred { .. }) => report.failed.push((entry.id.clone(), e.to_string())),
@@ -191,6 +205,7 @@ pub async fn flush_pending_outbox(
     tracing::info!(
         published = report.published,
         leftPending = report.left_pending,
+        erased = report.erased,
         failed = report.failed.len(),
         "outbox flushed"
     );

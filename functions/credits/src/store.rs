@@ -347,6 +347,22 @@ impl CreditsStore {
         self.bounded("find outbox entry", find).await
     }
 
+    /// Whether the candidate's data of this interview was erased (an erasure request exists:
+    /// `sophia_documents::erasure`). The outbox publish asks it before sending.
+    pub async fn erasure_requested(&self, interview_id: ObjectId) -> Result<bool, CreditsError> {
+        let coll = self.db.collection::<Document>(sophia_documents::erasure::ERASURES);
+        let filter = sophia_documents::erasure::request_filter(interview_id);
+        let find = coll.find_one(filter);
+        Ok(self.bounded("find erasure request", find).await?.is_some())
+    }
+
+    /// Deletes every outbox entry of an erased interview, whatever its status. Returns how many.
+    pub async fn delete_outbox_of(&self, interview_id: ObjectId) -> Result<u64, CreditsError> {
+        let outbox = self.outbox();
+        let delete = outbox.delete_many(doc! {"interviewId": interview_id});
+        Ok(self.bounded("delete outbox entries of an erased interview", delete).await?.deleted_count)
+    }
+
     /// Marks an entry published (only if still pending). Returns whether it was pending.
     pub async fn mark_published(&self, id: &str, sqs_message_id: &str, at: DateTime) -> Result<bool, CreditsError> {
         let coll = self.outbox();

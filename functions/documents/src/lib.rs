@@ -25,6 +25,7 @@ use bson::{Bson, Document};
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, Deserializer};
 
+pub mod erasure;
 pub mod int;
 
 /// What was wrong with a field, in words that never include its value.

@@ -55,6 +55,10 @@ pub enum AdminError {
     AttemptsExhausted { attempts: i32 },
     #[error("only a FAILED report's attempts can be reset; this one is {0}")]
     NotFailed(&'static str),
+    /// The candidate's data for this interview was erased (docs/candidate-data.md, Erasure):
+    /// nothing is reset or published.
+    #[error("interview {interview_id}: the candidate's data was erased; a report is never generated again")]
+    Erased { interview_id: InterviewId },
     #[error("the report changed under {tries} reset attempts in a row (a consumer is working on it); try again")]
     Contended { tries: usize },
     #[error("MongoDB: {0}")]
@@ -103,6 +107,9 @@ where
     if interview::load_raw(db, interview_id, organization_id).await?.is_none() {
         return Err(AdminError::InterviewNotFound { interview_id, organization_id });
     }
+    if crate::erasure::is_erased(db, interview_id).await? {
+        return Err(AdminError::Erased { interview_id });
+    }
     let store = ReportStore::new(db);
     let report = store.find(interview_id).await?;
     let mut attempts_reset = false;
@@ -113,6 +120,7 @@ where
             ResetOutcome::Completed => return Ok(RetryOutcome::AlreadyCompleted),
             ResetOutcome::Held { .. } => return Err(AdminError::NotFailed(ReportStatus::Processing.as_str())),
             ResetOutcome::Absent => return Err(AdminError::NotFailed("absent")),
+            ResetOutcome::Erased => return Err(AdminError::Erased { interview_id }),
             ResetOutcome::NotResettable { status } => return Err(AdminError::NotFailed(status)),
         },
         Some(r) if !claim::has_attempts_left(r) => {
@@ -158,6 +166,9 @@ pub enum ResetOutcome {
     Held { lease_expires_at: Option<String> },
     /// No report document (the message will create it with a full budget).
     Absent,
+    /// `ERASED`: the candidate's data was erased; untouched (a moved message is acknowledged
+    /// without writing anything).
+    Erased,
     /// A status that is not reset (`NOT_STARTED`: it has its whole budget already).
     NotResettable { status: &'static str },
 }
@@ -185,6 +196,7 @@ pub async fn reset_for_retry(
         // The rule for this status is declared once (declarations/reports.json), for the API too.
         match status.reset_rule() {
             ResetRule::AlreadyCompleted => return Ok(ResetOutcome::Completed),
+            ResetRule::Erased => return Ok(ResetOutcome::Erased),
             ResetRule::Refused => return Ok(ResetOutcome::NotResettable { status: status.as_str() }),
             ResetRule::WhenLeaseExpired => {
                 if let Hold::Held { until } = claim::hold(&report, now, lease) {

@@ -10,7 +10,7 @@
 //! TypeScript copy of the rule (clients/typescript/src/admin.ts) to this one on the same table.
 //!
 //! The rule (docs/design.md, "Report states"):
-//! - `COMPLETED` is done: never claimed again.
+//! - `COMPLETED` is done: never claimed again; `ERASED` (an erasure's tombstone) neither.
 //! - `PROCESSING` is held by its worker until `leaseExpiresAt`; a report written before leases
 //!   existed (no `leaseExpiresAt`) until `updatedAt` (else `createdAt`) plus the lease length; with
 //!   neither date, not at all. At the instant it ends it is still held (the filter's `$lt`).
@@ -46,6 +46,8 @@ pub fn lease() -> Duration {
 pub enum Hold {
     /// `COMPLETED`: nobody claims it again.
     Completed,
+    /// `ERASED`, the tombstone of an erasure: nobody claims it again, nothing is written to it.
+    Erased,
     /// `PROCESSING` under a claim that runs until `until` (inclusive).
     Held { until: DateTime },
     /// No live worker holds it: `NOT_STARTED`, `FAILED`, or `PROCESSING` whose claim has ended.
@@ -66,6 +68,7 @@ pub fn held_until(report: &StoredReport, lease: Duration) -> Option<DateTime> {
 pub fn hold(report: &StoredReport, now: DateTime, lease: Duration) -> Hold {
     match report.status {
         ReportStatus::Completed => Hold::Completed,
+        ReportStatus::Erased => Hold::Erased,
         ReportStatus::NotStarted | ReportStatus::Failed => Hold::Free,
         ReportStatus::Processing => match held_until(report, lease) {
             Some(until) if until >= now => Hold::Held { until },

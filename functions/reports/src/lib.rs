@@ -14,6 +14,8 @@
 //!   the evaluator in the candidate's turns;
 //! - [`service`]: the service, `ReportService::generate_report`;
 //! - [`admin`]: the operator's retry (re-publish, optional attempts reset);
+//! - [`erasure`]: the tombstone of an erased interview's report, which every writer's
+//!   conditional write checks;
 //! - [`fixtures`]: interview documents for tests and the local demo.
 //!
 //! Never logged: resume text, transcript text, the model's reply, the API key.
@@ -21,6 +23,7 @@
 pub mod admin;
 pub mod budget;
 pub mod claim;
+pub mod erasure;
 pub mod error;
 pub mod error_kind;
 pub mod evidence;

@@ -34,6 +34,9 @@ pub const INTERVIEW_ID_UNIQUE: &str = "interviewId_unique";
 /// is an insert-if-absent only with it).
 pub const REQUIRED: &[RequiredIndex] = &[RequiredIndex { collection: INTERVIEW_REPORTS, keys: &["interviewId"] }];
 
+/// The index of `erasures` that the overdue count reads (docs/candidate-data.md, "Erasure").
+pub const ERASURES_OVERDUE_INDEX: &str = "state_requestedAt";
+
 /// The TTL index that deletes a report at its `retentionExpiresAt`.
 pub const RETENTION_TTL_INDEX: &str = "retentionExpiresAt_ttl";
 /// The field it expires on.
@@ -61,5 +64,11 @@ pub async fn apply(db: &Database) -> mongodb::error::Result<()> {
         )
         .build();
     db.collection::<bson::Document>(INTERVIEW_REPORTS).create_index(ttl).await?;
+    // The count of overdue erasure requests report-generate makes at each batch (`ErasuresOverdue`).
+    let overdue = IndexModel::builder()
+        .keys(doc! {"state": 1, "requestedAt": 1})
+        .options(IndexOptions::builder().name(ERASURES_OVERDUE_INDEX.to_owned()).build())
+        .build();
+    db.collection::<bson::Document>(sophia_documents::erasure::ERASURES).create_index(overdue).await?;
     Ok(())
 }

@@ -154,6 +154,10 @@ pub enum ReportStatus {
     Processing,
     Completed,
     Failed,
+    // The tombstone of an erasure: the report and everything derived from the candidate's
+    // answers were removed, and every writer's conditional write skips it (crate::erasure).
+    // Final. (A plain comment: a doc comment would turn the schema's enum into a oneOf.)
+    Erased,
 }
 
 impl ReportStatus {
@@ -170,6 +174,7 @@ impl ReportStatus {
             Self::Processing => "PROCESSING",
             Self::Completed => "COMPLETED",
             Self::Failed => "FAILED",
+            Self::Erased => "ERASED",
         }
     }
 }
@@ -382,7 +387,8 @@ pub struct ReportDocument {
     /// The organization whose interview it is.
     #[schemars(with = "BsonObjectId")]
     pub organization_id: bson::oid::ObjectId,
-    /// `NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`.
+    /// `NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`;
+    /// any of them -> `ERASED` (the tombstone of an erasure, final).
     pub status: ReportStatus,
     /// Generation attempts so far (at most `maxAttempts` of declarations/reports.json unless an
     /// operator resets them).
@@ -476,6 +482,11 @@ pub struct ReportDocument {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<BsonDate>")]
     pub retry_queued_at: Option<bson::DateTime>,
+    /// When the candidate's data was erased: set on the tombstone only (`status` `ERASED`),
+    /// which holds nothing else but the ids and dates (docs/candidate-data.md, "Erasure").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<BsonDate>")]
+    pub erased_at: Option<bson::DateTime>,
 }
 
 /// One attempts reset as recorded on the report (`lastRetry`, and appended to `retries`): by

@@ -285,10 +285,17 @@ mod tests {
         statuses.sort_unstable();
         assert_eq!(declared, statuses);
         use crate::report::ReportStatus::*;
-        let rules: Vec<ResetRule> = [NotStarted, Processing, Completed, Failed].map(|s| s.reset_rule()).to_vec();
+        let rules: Vec<ResetRule> =
+            [NotStarted, Processing, Completed, Failed, Erased].map(|s| s.reset_rule()).to_vec();
         assert_eq!(
             rules,
-            [ResetRule::Refused, ResetRule::WhenLeaseExpired, ResetRule::AlreadyCompleted, ResetRule::Reset]
+            [
+                ResetRule::Refused,
+                ResetRule::WhenLeaseExpired,
+                ResetRule::AlreadyCompleted,
+                ResetRule::Reset,
+                ResetRule::Erased
+            ]
         );
         assert_eq!(crate::store::MAX_ATTEMPTS, 3);
     }

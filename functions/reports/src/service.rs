@@ -57,6 +57,9 @@ pub enum Generated {
     /// This worker's lease expired and another worker reclaimed the report before this one
     /// could write its result: the result was discarded.
     LeaseLost,
+    /// The candidate's data of this interview was erased (the report is a tombstone,
+    /// [`crate::erasure`]): nothing was written, the message is acknowledged with this reason.
+    Erased,
 }
 
 impl Generated {
@@ -67,6 +70,7 @@ impl Generated {
             Self::AttemptsExhausted => "attempts_exhausted",
             Self::HeldByAnother => "held_by_another",
             Self::LeaseLost => "lease_lost",
+            Self::Erased => "erased",
         }
     }
 }
@@ -132,6 +136,7 @@ impl ReportService {
             model = field::Empty,
         );
         let result = self.run(interview_id, organization_id, deadline).instrument(span.clone()).await;
+        let result = self.erased_instead(interview_id, result).await;
         span.in_scope(|| match &result {
             Ok(g) => tracing::info!(outcome = g.as_str(), "report generation finished"),
             // ERROR from the first attempt, so that the dashboard's ERROR widget shows every
@@ -148,6 +153,28 @@ impl ReportService {
             ),
         });
         result
+    }
+
+    /// A failure of a report whose interview was erased meanwhile is no failure: the erasure's
+    /// tombstone refused the write (a late model answer, a failure record), and the message is
+    /// acknowledged as [`Generated::Erased`]. An error reading the tombstone keeps the failure.
+    async fn erased_instead(
+        &self,
+        interview_id: InterviewId,
+        result: Result<Generated, ReportError>,
+    ) -> Result<Generated, ReportError> {
+        match result {
+            Ok(Generated::LeaseLost) | Err(_) => {
+                match crate::erasure::report_is_tombstone(&self.db, interview_id).await {
+                    Ok(true) => {
+                        tracing::info!("the interview was erased while its report was generated; nothing stored");
+                        Ok(Generated::Erased)
+                    }
+                    _ => result,
+                }
+            }
+            result => result,
+        }
     }
 
     async fn run(
@@ -235,6 +262,13 @@ impl ReportService {
         interview: &interview::Interview,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<Generated, ReportError> {
+        // Erased since the claim: do not send the candidate's data to the model. (A call already
+        // sent cannot be recalled; its answer is refused by the tombstone.)
+        match crate::erasure::report_is_tombstone(&self.db, InterviewId::new(lease.interview_id)).await {
+            Ok(true) => return Ok(Generated::Erased),
+            Ok(false) => {}
+            Err(e) => return Err(self.failed(lease, ReportError::Mongo(e)).await),
+        }
         let prompt = self.prompt(interview);
         // Every call of the attempt (the first and the one repair) ends by the same time.
         let end = self.model.attempt_end(deadline);
@@ -350,9 +384,14 @@ impl ReportService {
             tracing::info!("the report disappeared while being claimed; skipped");
             return Ok(Generated::HeldByAnother);
         };
-        // A COMPLETED report is done, whatever else it holds.
-        if raw.get_str("status").ok() == Some(ReportStatus::Completed.as_str()) {
-            return Ok(Generated::AlreadyCompleted);
+        // A COMPLETED report is done, whatever else it holds; a tombstone is never written again.
+        match raw.get_str("status").ok() {
+            Some(s) if s == ReportStatus::Completed.as_str() => return Ok(Generated::AlreadyCompleted),
+            Some(s) if s == ReportStatus::Erased.as_str() => {
+                tracing::info!("the interview's candidate data was erased; acknowledged, nothing written");
+                return Ok(Generated::Erased);
+            }
+            _ => {}
         }
         let report: StoredReport = match sophia_documents::decode(INTERVIEW_REPORTS, raw) {
             Ok(report) => report,
@@ -381,6 +420,7 @@ impl ReportService {
             // A live holder is on its last attempt, or it completed meanwhile.
             match self.store.find(interview_id).await {
                 Ok(Some(r)) if r.status == ReportStatus::Completed => Ok(Generated::AlreadyCompleted),
+                Ok(Some(r)) if r.status == ReportStatus::Erased => Ok(Generated::Erased),
                 _ => Ok(Generated::HeldByAnother),
             }
         }

@@ -74,7 +74,7 @@ pub struct ReportStore {
     reports: Collection<Document>,
 }
 
-fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+pub(crate) fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
     use mongodb::error::{ErrorKind, WriteFailure};
     match e.kind.as_ref() {
         ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
@@ -200,6 +200,7 @@ impl ReportStore {
             attempts_reset_at: None,
             waiting_for_retry: None,
             retry_queued_at: None,
+            erased_at: None,
         };
         match self.reports.insert_one(bson::to_document(&report)?).await {
             Ok(_) => Ok(Some(claimed)),
@@ -380,7 +381,7 @@ impl ReportStore {
     }
 
     /// A report document that cannot be read (so cannot be claimed): `FAILED` with the reason,
-    /// unless it is `COMPLETED` or under a live lease. Returns whether it was marked.
+    /// unless it is `COMPLETED`, an erasure's tombstone (`ERASED`) or under a live lease. Returns whether it was marked.
     pub async fn fail_unreadable(
         &self,
         interview_id: InterviewId,
@@ -396,7 +397,7 @@ impl ReportStore {
                 // (tests/it/mongo_wire_gaps.rs).
                 doc! {
                     "interviewId": interview_id.oid(),
-                    "status": {"$nin": [ReportStatus::Completed.as_str()]},
+                    "status": {"$nin": [ReportStatus::Completed.as_str(), ReportStatus::Erased.as_str()]},
                     "$or": [{"leaseExpiresAt": Bson::Null}, {"leaseExpiresAt": {"$lt": now}}],
                 },
                 failure_update(now, &error.to_string(), ErrorKind::InvalidDocument, None, retention, false),

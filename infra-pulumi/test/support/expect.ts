@@ -50,10 +50,10 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.rolePolicy]: 3,
   // 2 DLQ + 2 age + 5 function alarms (errors and throttles of the 2 functions that can run,
   // report-generate's duration), one "invalid messages dropped" per function that can run and
-  // report-generate's "reports failing", "records given up after transient failures" and "reports
-  // are late" (EMF metrics). interview-failed (reserved concurrency 0, no queue) gets none unless
+  // report-generate's "reports failing", "records given up after transient failures", "reports
+  // are late" and "erasures not completed in time" (EMF metrics). interview-failed (reserved concurrency 0, no queue) gets none unless
   // sophia:invocableUnsubscribedFunctions is true.
-  [TYPE.alarm]: 14,
+  [TYPE.alarm]: 15,
   [TYPE.dashboard]: 1,
   [TYPE.pipeline]: 2,
   [TYPE.rustFunction]: 3,

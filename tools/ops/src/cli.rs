@@ -76,6 +76,41 @@ pub enum Command {
     /// The operator audit trail: one record per mutating command (who, what, plan, outcome).
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Erase a candidate's data: a request per interview (who, when, why), every copy this
+    /// system holds removed, and the proof (docs/candidate-data.md, Erasure).
+    #[command(subcommand)]
+    Erasure(ErasureCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ErasureCommand {
+    /// Request the erasure of the candidate's data of these interviews (a candidate's every
+    /// interview: name them all), then remove every copy: the report (a tombstone that no writer
+    /// passes), the outbox entries, the DLQ messages naming them. Ends DONE, or PENDING with why.
+    Request {
+        #[arg(required = true, value_name = "INTERVIEW_ID")]
+        interview_ids: Vec<InterviewId>,
+        /// Why: the request's reference (a ticket); never candidate data.
+        #[arg(long)]
+        reason: String,
+        /// The interviews' organization, recorded on the request and the tombstone.
+        #[arg(long)]
+        organization_id: Option<OrganizationId>,
+    },
+    /// Complete every PENDING request (those the API made included): the stored copies again,
+    /// one sweep of the DLQs, the interview document checked.
+    Sweep,
+    /// One request: its state, what was removed and when, what is pending and why.
+    Show { interview_id: InterviewId },
+    /// Requests, oldest first.
+    List {
+        /// Only those not DONE.
+        #[arg(long)]
+        pending: bool,
+        /// Only those PENDING for longer than the completion time (72 hours).
+        #[arg(long)]
+        overdue: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -34,7 +34,8 @@
 //! - [`audit_trail`]: the audit trail of mutating commands (a stage's append-only CloudWatch Logs
 //!   group; locally `operatorAudit`), `audit list`;
 //! - [`env`](mod@env): the environment overlaid on an env file (`.local/sophia.env`);
-//! - [`queues`]: queue URLs from the environment or, with `--stage`, by name.
+//! - [`queues`]: queue URLs from the environment or, with `--stage`, by name;
+//! - [`erasure`]: `erasure request|sweep|show|list` (a candidate's data erased, with its proof).
 //!
 //! Output: [`Outcome::human`] by default, [`Outcome::to_json`] with `--json`. Exit codes: 0 done,
 //! 1 error, 2 usage, 3 done but incomplete (a redrive that left messages behind, an outbox entry
@@ -50,6 +51,7 @@ pub mod contract;
 pub mod dlq_messages;
 pub mod duration_text;
 pub mod env;
+pub mod erasure;
 mod error;
 pub mod interview_state;
 pub mod late;
@@ -72,7 +74,7 @@ pub use error::OpsError;
 pub use outcome::{EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, Outcome, Rendered, render};
 pub use progress::ProgressMode;
 
-use crate::cli::{Command, DlqCommand, OutboxCommand, QueueCommand, ReportCommand};
+use crate::cli::{Command, DlqCommand, ErasureCommand, OutboxCommand, QueueCommand, ReportCommand};
 
 /// Parses a command line (the program name first), as the binary does.
 pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
@@ -95,6 +97,7 @@ pub async fn execute(command: &Command, ctx: &Context) -> Result<Outcome, OpsErr
         Command::Invariants(c) => commands::invariants::run(c, ctx).await,
         Command::Migrate => commands::migrate::run(ctx).await,
         Command::Audit(c) => commands::audit::run(c, ctx).await,
+        Command::Erasure(c) => commands::erasure::run(c, ctx).await,
     }
 }
 
@@ -110,6 +113,8 @@ pub fn mutating_name(command: &Command) -> Option<&'static str> {
         Command::Outbox(OutboxCommand::Flush { .. }) => "outbox-flush",
         Command::Report(ReportCommand::Retry { .. }) => "report-retry",
         Command::Migrate => "migrate",
+        Command::Erasure(ErasureCommand::Request { .. }) => "erasure-request",
+        Command::Erasure(ErasureCommand::Sweep) => "erasure-sweep",
         _ => return None,
     })
 }

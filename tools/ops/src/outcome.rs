@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use crate::{
-    OpsError, admin, audit_trail, confirm, dlq_messages, interview_state, late, listing, publish_message, redrive,
-    status,
+    OpsError, admin, audit_trail, confirm, dlq_messages, erasure, interview_state, late, listing, publish_message,
+    redrive, status,
 };
 
 /// Done.
@@ -41,6 +41,10 @@ pub enum Outcome {
     AuditList(audit_trail::AuditListing),
     /// `--dry-run`: what would have been sent; nothing was.
     DryRun(confirm::Plan),
+    /// `erasure request`, `erasure sweep`: incomplete (exit 3) while a request is PENDING.
+    ErasureRequest(erasure::ErasureReport),
+    /// `erasure show`, `erasure list`.
+    ErasureShow(erasure::ErasureReport),
 }
 
 impl Outcome {
@@ -66,6 +70,7 @@ impl Outcome {
             Self::ReportFailures(r) => r.human(),
             Self::AuditList(r) => r.human(),
             Self::DryRun(plan) => format!("dry run, nothing sent:\n{}", plan.human()),
+            Self::ErasureRequest(r) | Self::ErasureShow(r) => r.human(),
         }
     }
 
@@ -88,6 +93,7 @@ impl Outcome {
             Self::DlqRedrive(r) | Self::QueueMove(r) => !r.is_clean(),
             Self::OutboxFlush(r) => !r.failed.is_empty(),
             Self::InvariantsCheck(r) => !r.ok,
+            Self::ErasureRequest(r) => !r.is_complete(),
             _ => false,
         };
         if incomplete { EXIT_INCOMPLETE } else { EXIT_OK }

@@ -156,6 +156,7 @@ pub fn report_from(stored: Option<&StoredReport>, reset: bool, now: bson::DateTi
     let attempts = stored.attempt_count;
     match claim::hold(stored, now, lease) {
         Hold::Completed => Fate::new("already-completed", "report COMPLETED: acknowledged, nothing to do"),
+        Hold::Erased => Fate::new("erased", "the candidate's data was erased: acknowledged, nothing written"),
         Hold::Held { until } => Fate::new(
             "held",
             format!(

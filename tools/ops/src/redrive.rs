@@ -393,6 +393,18 @@ impl Prepare for ResetReports {
                 };
             }
         };
+        match sophia_reports::erasure::is_erased(&self.db, subject.interview_id).await {
+            Ok(false) => {}
+            Ok(true) => {
+                return Prepared::Keep {
+                    step: "erased",
+                    reason: "the candidate's data was erased: not moved (`sophia-ops erasure sweep` deletes it)".into(),
+                };
+            }
+            Err(e) => {
+                return Prepared::Keep { step: "erased", reason: format!("the erasure check failed ({e}); not moved") };
+            }
+        }
         let note = match sophia_reports::admin::reset_for_retry(&self.db, subject.interview_id, &self.operator).await {
             Ok(ResetOutcome::Reset { status_before, attempts_before }) => {
                 format!(
@@ -409,6 +421,7 @@ impl Prepare for ResetReports {
             ),
             Ok(ResetOutcome::Absent) => "no report yet: moved (it starts with a full budget)".into(),
             Ok(ResetOutcome::NotResettable { status }) => format!("report {status}: not reset; moved"),
+            Ok(ResetOutcome::Erased) => "report ERASED: not reset; moved, acknowledged without a write".into(),
             Err(e) => {
                 return Prepared::Keep {
                     step: "reset",

@@ -68,9 +68,10 @@ export interface InterviewReportDocument {
    */
   organizationId: string;
   /**
-   * `NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`.
+   * `NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`;
+   * any of them -> `ERASED` (the tombstone of an erasure, final).
    */
-  status: "NOT_STARTED" | "PROCESSING" | "COMPLETED" | "FAILED";
+  status: "NOT_STARTED" | "PROCESSING" | "COMPLETED" | "FAILED" | "ERASED";
   /**
    * Generation attempts so far (at most `maxAttempts` of declarations/reports.json unless an
    * operator resets them).
@@ -176,6 +177,11 @@ export interface InterviewReportDocument {
    * write (the consumer's claim) moves `updatedAt` on; nothing needs to clear it.
    */
   retryQueuedAt?: string | null;
+  /**
+   * When the candidate's data was erased: set on the tombstone only (`status` `ERASED`),
+   * which holds nothing else but the ids and dates (docs/candidate-data.md, "Erasure").
+   */
+  erasedAt?: string | null;
 }
 /**
  * The report as stored (`interviewReports.report`).
@@ -436,5 +442,5 @@ export interface RetryMark {
   /**
    * The status before the reset: `FAILED`, or `PROCESSING` under an expired lease.
    */
-  statusBefore: "NOT_STARTED" | "PROCESSING" | "COMPLETED" | "FAILED";
+  statusBefore: "NOT_STARTED" | "PROCESSING" | "COMPLETED" | "FAILED" | "ERASED";
 }

@@ -11,7 +11,7 @@ export const REPORT_LEASE_SECONDS = 300;
 export const REPORT_RESET_TRIES = 5;
 
 /** What an attempts reset does with a report in a given status. */
-export type ResetRule = "reset" | "whenLeaseExpired" | "refused" | "alreadyCompleted";
+export type ResetRule = "reset" | "whenLeaseExpired" | "refused" | "alreadyCompleted" | "erased";
 
 /** The reset rule of each stored status (`interviewReports.status`), as the Rust side applies it. */
 export const REPORT_RESET_RULES: { readonly [S in InterviewReportDocument["status"]]: ResetRule } = {
@@ -23,4 +23,6 @@ export const REPORT_RESET_RULES: { readonly [S in InterviewReportDocument["statu
   COMPLETED: "alreadyCompleted",
   /** Out of attempts or failed for good: attemptCount back to 0, recorded in lastRetry and retries. */
   FAILED: "reset",
+  /** The tombstone of an erased candidate's report (docs/candidate-data.md, Erasure): never reset, a retry is refused and publishes nothing, and every writer's conditional write skips it. */
+  ERASED: "erased",
 };

@@ -185,7 +185,7 @@ export const schemas = {
       },
       "status": {
         "$ref": "#/$defs/ReportStatus",
-        "description": "`NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`."
+        "description": "`NOT_STARTED` (a placeholder written by the API) -> `PROCESSING` -> `COMPLETED` | `FAILED`;\nany of them -> `ERASED` (the tombstone of an erasure, final)."
       },
       "attemptCount": {
         "type": "integer",
@@ -364,6 +364,14 @@ export const schemas = {
         ],
         "format": "date-time",
         "description": "When the API's admin retry (`retryReportGeneration` of clients/typescript) queued a\n`report.generate` for the report, written together with `updatedAt` of the same instant:\nwhile the two are equal (no write since) and less than one lease length has passed, the\nmessage is still on its way to the consumer and another retry publishes nothing. Any later\nwrite (the consumer's claim) moves `updatedAt` on; nothing needs to clear it."
+      },
+      "erasedAt": {
+        "type": [
+          "string",
+          "null"
+        ],
+        "format": "date-time",
+        "description": "When the candidate's data was erased: set on the tombstone only (`status` `ERASED`),\nwhich holds nothing else but the ids and dates (docs/candidate-data.md, \"Erasure\")."
       }
     },
     "required": [
@@ -385,7 +393,8 @@ export const schemas = {
           "NOT_STARTED",
           "PROCESSING",
           "COMPLETED",
-          "FAILED"
+          "FAILED",
+          "ERASED"
         ],
         "description": "The lifecycle of a report document."
       },

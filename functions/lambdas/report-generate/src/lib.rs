@@ -175,6 +175,7 @@ impl ReportGenerateHandler {
                 }
                 clients.mongo.ping().await?;
             }
+            erasures_overdue(&clients.mongo.db).await;
             self.index_check
                 .get_or_init(|| async {
                     log_missing_unique_indexes(&clients.mongo.db, "report-generate", migrations::REQUIRED).await;
@@ -301,6 +302,19 @@ fn retry_allowed(e: &ReportError) -> bool {
     match e {
         ReportError::Model { attempt, .. } => *attempt < MAX_ATTEMPTS,
         _ => true,
+    }
+}
+
+/// The `ErasuresOverdue` line (docs/candidate-data.md, "Erasure"), at each batch: the erasure
+/// requests still PENDING past their completion time. A failed count is logged, never fatal.
+pub async fn erasures_overdue(db: &mongodb::Database) {
+    match sophia_reports::erasure::overdue(db).await {
+        Ok(n) => {
+            let mut m = Metrics::from_env();
+            m.add(Metric::ErasuresOverdue, n as f64);
+            m.emit();
+        }
+        Err(e) => tracing::warn!(error = %e, "could not count the overdue erasure requests"),
     }
 }
 

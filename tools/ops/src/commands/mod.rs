@@ -12,12 +12,14 @@
 //! - `report retry|failures`: [`report`];
 //! - `invariants check`: [`invariants`];
 //! - `migrate`: [`migrate`];
-//! - `audit list`: [`audit`].
+//! - `audit list`: [`audit`];
+//! - `erasure request|sweep|show|list`: [`erasure`].
 //!
 //! [`crate::execute`] picks the family; each family's `run` picks the handler.
 
 pub mod audit;
 pub mod dlq;
+pub mod erasure;
 pub mod interview;
 pub mod invariants;
 pub mod migrate;

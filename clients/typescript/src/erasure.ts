@@ -1,0 +1,199 @@
+/**
+ * The API's erasure of a candidate's data (docs/candidate-data.md, "Erasure"), as
+ * `sophia-ops erasure request` does it (tools/ops/src/erasure.rs): one request per interview in
+ * `erasures` (`_id` = the interview id: who asked, when, why), written first; then the report
+ * replaced by its tombstone (`status` `ERASED`: every writer's conditional write skips it, so
+ * nothing in flight writes the report back) and the settlement's outbox entries deleted. The
+ * request stays `PENDING` on the queues: the operators' `sophia-ops erasure sweep` deletes the
+ * DLQ messages naming the interview (the API's role may not read the DLQs) and ends it `DONE`,
+ * or `PENDING` with what is left and why. {@link readErasure} is the proof the API shows.
+ *
+ * As the admin retry, the package brings no MongoDB driver: the collections are the caller's
+ * (the `mongodb` driver's `Collection` or Mongoose's `Model.collection`), with its ObjectId.
+ */
+import { randomBytes } from "node:crypto";
+
+import { type ObjectIdFactory, REPORTS_COLLECTION } from "./admin";
+import { ContractViolationError, assertValid } from "./validate";
+
+/** The erasure requests (one document per interview). */
+export const ERASURES_COLLECTION = "erasures";
+/** The settlement's transactional outbox. */
+export const OUTBOX_COLLECTION = "outbox";
+/** `via` of a request made through this package. */
+export const API_ERASURE_VIA = "api";
+/** The report status of an erasure's tombstone (declared `erased` in declarations/reports.json). */
+export const ERASED_STATUS = "ERASED";
+
+/** What the erasure needs of a collection: the driver's `Collection` and Mongoose's `Model.collection` fit. */
+export interface ErasureCollection {
+  findOne(filter: Record<string, unknown>): Promise<Record<string, unknown> | null>;
+  insertOne(doc: Record<string, unknown>): Promise<unknown>;
+  updateOne(filter: Record<string, unknown>, update: Record<string, unknown>): Promise<{ matchedCount: number }>;
+  replaceOne(filter: Record<string, unknown>, replacement: Record<string, unknown>): Promise<{ matchedCount: number }>;
+  deleteMany(filter: Record<string, unknown>): Promise<{ deletedCount: number }>;
+}
+
+export interface RequestErasureOptions {
+  /** Every interview of the candidate the API knows of (at least one). */
+  interviewIds: string[];
+  /** Their organization (recorded on the request and the tombstone). */
+  organizationId: string;
+  /** Who asks: a user id or an e-mail of the data-protection team (not candidate data). */
+  requestedBy: string;
+  /** Why: the request's reference (a ticket); never candidate data. */
+  reason: string;
+  /** Shared by the interviews of one request (default `api-erasure-<first interview id>`). */
+  requestId?: string | undefined;
+  erasures: ErasureCollection;
+  reports: ErasureCollection;
+  outbox: ErasureCollection;
+  objectId: ObjectIdFactory;
+  /** Default: `() => new Date()`. */
+  now?: (() => Date) | undefined;
+}
+
+/** One request as stored, the proof: `state` `DONE` with what was removed and when, or `PENDING` with why. */
+export interface ErasureRecord {
+  interviewId: string;
+  organizationId: string | null;
+  requestId: string | null;
+  requestedBy: string;
+  requestedAt: Date | null;
+  reason: string;
+  via: string;
+  state: "PENDING" | "DONE";
+  removed: { report: string | null; outboxEntries: number; dlqMessages: number };
+  pending: { what: string; why: string }[];
+  queuesSweptAt: Date | null;
+  completedAt: Date | null;
+  repeats: number;
+}
+
+function isDuplicateKey(e: unknown): boolean {
+  return typeof e === "object" && e !== null && (e as { code?: unknown }).code === 11000;
+}
+
+function hex(value: unknown): string | null {
+  return value !== null && typeof value === "object" && "toHexString" in value ? String((value as { toHexString(): string }).toHexString()) : null;
+}
+
+/** The record of a stored request (the layout `sophia-ops erasure show` reads too). */
+export function erasureRecord(d: Record<string, unknown>): ErasureRecord {
+  const removed = (d["removed"] ?? {}) as Record<string, unknown>;
+  const date = (v: unknown) => (v instanceof Date ? v : null);
+  return {
+    interviewId: hex(d["_id"]) ?? String(d["_id"]),
+    organizationId: hex(d["organizationId"]),
+    requestId: typeof d["requestId"] === "string" ? d["requestId"] : null,
+    requestedBy: String(d["requestedBy"] ?? ""),
+    requestedAt: date(d["requestedAt"]),
+    reason: String(d["reason"] ?? ""),
+    via: String(d["via"] ?? ""),
+    state: d["state"] === "DONE" ? "DONE" : "PENDING",
+    removed: {
+      report: typeof removed["report"] === "string" ? removed["report"] : null,
+      outboxEntries: Number(removed["outboxEntries"] ?? 0),
+      dlqMessages: Number(removed["dlqMessages"] ?? 0),
+    },
+    pending: Array.isArray(d["pending"]) ? (d["pending"] as { what: string; why: string }[]).map((p) => ({ what: String(p.what), why: String(p.why) })) : [],
+    queuesSweptAt: date(d["queuesSweptAt"]),
+    completedAt: date(d["completedAt"]),
+    repeats: Array.isArray(d["repeats"]) ? d["repeats"].length : 0,
+  };
+}
+
+function requireText(field: string, value: unknown): void {
+  if (typeof value !== "string" || value.trim() === "") {
+    throw new ContractViolationError("report-generate", [{ path: `/${field}`, problem: "must be a non-empty string" }]);
+  }
+}
+
+/**
+ * Requests the erasure of the candidate's data of `interviewIds`, recorded with who, when and
+ * why, and removes what the API's role may: the report (replaced by its tombstone) and the
+ * outbox entries. Returns each request as stored (`PENDING` until the operators' sweep). A
+ * repeated request is recorded as a repeat (`repeats`) and does the removal again.
+ */
+export async function requestErasure(options: RequestErasureOptions): Promise<ErasureRecord[]> {
+  const { interviewIds, organizationId, requestedBy, reason, erasures, objectId } = options;
+  const now = options.now ?? (() => new Date());
+  if (!Array.isArray(interviewIds) || interviewIds.length === 0) {
+    throw new ContractViolationError("report-generate", [{ path: "/interviewIds", problem: "must name at least one interview" }]);
+  }
+  for (const interviewId of interviewIds) assertValid("report-generate", { interviewId, organizationId });
+  requireText("requestedBy", requestedBy);
+  requireText("reason", reason);
+  const requestId = options.requestId ?? `api-erasure-${interviewIds[0]}`;
+  const records: ErasureRecord[] = [];
+  for (const interviewId of interviewIds) {
+    const at = now();
+    await recordRequest(options, interviewId, requestId, at);
+    await eraseStored(options, interviewId, at);
+    const stored = await erasures.findOne({ _id: objectId(interviewId) });
+    if (stored !== null) records.push(erasureRecord(stored));
+  }
+  return records;
+}
+
+async function recordRequest(options: RequestErasureOptions, interviewId: string, requestId: string, at: Date): Promise<void> {
+  const { organizationId, requestedBy, reason, erasures, objectId } = options;
+  const id = objectId(interviewId);
+  try {
+    await erasures.insertOne({
+      _id: id,
+      interviewId: id,
+      organizationId: objectId(organizationId),
+      requestId,
+      requestedBy,
+      requestedAt: at,
+      reason,
+      via: API_ERASURE_VIA,
+      state: "PENDING",
+      removed: { report: null, outboxEntries: 0, dlqMessages: 0 },
+      pending: [{ what: "queues", why: "the DLQs are not swept yet (sophia-ops erasure sweep)" }],
+      completedAt: null,
+      updatedAt: at,
+    });
+  } catch (e) {
+    if (!isDuplicateKey(e)) throw e;
+    await erasures.updateOne({ _id: id }, { $push: { repeats: { by: requestedBy, at, reason, via: API_ERASURE_VIA } } });
+  }
+}
+
+/** The tombstone of the report: ids and dates only, no retention date (the TTL index never removes it). */
+export function tombstoneDocument(interviewId: unknown, organizationId: unknown, at: Date): Record<string, unknown> {
+  return { interviewId, organizationId, status: ERASED_STATUS, attemptCount: 0, erasedAt: at, createdAt: at, updatedAt: at };
+}
+
+async function eraseStored(options: RequestErasureOptions, interviewId: string, at: Date): Promise<void> {
+  const { organizationId, erasures, reports, outbox, objectId } = options;
+  const id = objectId(interviewId);
+  const tombstone = tombstoneDocument(id, objectId(organizationId), at);
+  let removedReport = "none";
+  try {
+    await reports.insertOne({ _id: objectId(newObjectIdHex()), ...tombstone });
+  } catch (e) {
+    if (!isDuplicateKey(e)) throw e;
+    const before = await reports.findOne({ interviewId: id });
+    const replaced = await reports.replaceOne({ interviewId: id, status: { $nin: [ERASED_STATUS] } }, tombstone);
+    removedReport = replaced.matchedCount === 1 ? `report ${String(before?.["status"] ?? "unknown")}` : "already-erased";
+  }
+  const deleted = await outbox.deleteMany({ interviewId: id });
+  await erasures.updateOne({ _id: id, "removed.report": null }, { $set: { "removed.report": removedReport } });
+  await erasures.updateOne({ _id: id }, { $inc: { "removed.outboxEntries": deleted.deletedCount }, $set: { updatedAt: at } });
+}
+
+/** A new ObjectId's hex (seconds, then 8 random bytes), so that the caller's factory builds the id. */
+function newObjectIdHex(): string {
+  return Math.floor(Date.now() / 1000).toString(16).padStart(8, "0") + randomBytes(8).toString("hex");
+}
+
+/** The stored request of one interview (`null`: none), the proof the API shows. */
+export async function readErasure(options: { interviewId: string; erasures: Pick<ErasureCollection, "findOne">; objectId: ObjectIdFactory }): Promise<ErasureRecord | null> {
+  const stored = await options.erasures.findOne({ _id: options.objectId(options.interviewId) });
+  return stored === null ? null : erasureRecord(stored);
+}
+
+/** The collection names the erasure touches, for the caller's models. */
+export const ERASURE_COLLECTIONS = { erasures: ERASURES_COLLECTION, reports: REPORTS_COLLECTION, outbox: OUTBOX_COLLECTION } as const;

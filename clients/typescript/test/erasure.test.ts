@@ -1,0 +1,129 @@
+/**
+ * The API's erasure request against nx-27017 with the `mongodb` driver, as `sophia-ops erasure
+ * request` does it (tools/ops/src/erasure.rs). The Rust consumer refusing to write over the
+ * tombstone, and the sweep completing the request, are tests/it/erasure.rs.
+ */
+import * as assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import { type Collection, type Db, MongoClient, ObjectId } from "mongodb";
+
+import {
+  ContractViolationError,
+  ERASURE_COLLECTIONS,
+  INTERVIEWS_COLLECTION,
+  type PublishResult,
+  readErasure,
+  requestErasure,
+  retryReportGeneration,
+} from "../src/index";
+import { type Nx, startNx } from "./support/nx";
+
+const REAL_MONGODB = process.env["SOPHIA_TS_MONGODB_URI"];
+let nx: Nx | undefined;
+let client: MongoClient;
+let db: Db;
+let erasures: Collection;
+let reports: Collection;
+let outbox: Collection;
+const NOW = new Date("2026-12-04T06:00:00.000Z");
+
+before(async () => {
+  if (!REAL_MONGODB) nx = await startNx();
+  client = await new MongoClient(REAL_MONGODB ?? nx!.uri).connect();
+  db = client.db(`erasure_${process.pid}`);
+  erasures = db.collection(ERASURE_COLLECTIONS.erasures);
+  reports = db.collection(ERASURE_COLLECTIONS.reports);
+  outbox = db.collection(ERASURE_COLLECTIONS.outbox);
+  await reports.createIndex({ interviewId: 1 }, { unique: true, name: "interviewId_unique" });
+});
+
+after(async () => {
+  await client?.close();
+  nx?.stop();
+});
+
+const oid = (hex: string) => new ObjectId(hex);
+
+function request(interviewIds: string[], organizationId: string) {
+  return requestErasure({
+    interviewIds,
+    organizationId,
+    requestedBy: "dpo@example.com",
+    reason: "ticket DPO-42",
+    erasures,
+    reports,
+    outbox,
+    objectId: oid,
+    now: () => NOW,
+  });
+}
+
+test("every interview of a candidate: the request recorded (who, when, why), the report a tombstone, the outbox entries gone", async () => {
+  const org = new ObjectId();
+  const [a, b] = [new ObjectId(), new ObjectId()];
+  await reports.insertOne({ _id: new ObjectId(), interviewId: a, organizationId: org, status: "COMPLETED", attemptCount: 1, report: { summary: "the candidate said ..." }, createdAt: NOW, updatedAt: NOW });
+  const entries = db.collection<{ _id: string; interviewId: ObjectId; organizationId: ObjectId; status: string }>(ERASURE_COLLECTIONS.outbox);
+  await entries.insertOne({ _id: `report.generate:${b.toHexString()}`, interviewId: b, organizationId: org, status: "PENDING" });
+
+  const records = await request([a.toHexString(), b.toHexString()], org.toHexString());
+
+  assert.deepEqual(
+    records.map((r) => [r.interviewId, r.state, r.requestedBy, r.reason, r.via, r.removed]),
+    [
+      [a.toHexString(), "PENDING", "dpo@example.com", "ticket DPO-42", "api", { report: "report COMPLETED", outboxEntries: 0, dlqMessages: 0 }],
+      [b.toHexString(), "PENDING", "dpo@example.com", "ticket DPO-42", "api", { report: "none", outboxEntries: 1, dlqMessages: 0 }],
+    ],
+  );
+  assert.deepEqual(records[0]!.requestedAt, NOW);
+  assert.deepEqual(records[0]!.pending.map((p) => p.what), ["queues"], "the DLQs are the operators' sweep");
+  const tombstone = await reports.findOne({ interviewId: a });
+  assert.deepEqual(Object.keys(tombstone!).sort(), ["_id", "attemptCount", "createdAt", "erasedAt", "interviewId", "organizationId", "status", "updatedAt"]);
+  assert.equal(tombstone!["status"], "ERASED");
+  assert.equal((await reports.findOne({ interviewId: b }))!["status"], "ERASED", "a tombstone even where no report existed yet");
+  assert.equal(await outbox.countDocuments({ interviewId: b }), 0);
+
+  const again = await request([a.toHexString()], org.toHexString());
+  assert.equal(again[0]!.repeats, 1, "a repeat is recorded, the first request kept");
+  assert.equal(again[0]!.removed.report, "report COMPLETED");
+  const read = await readErasure({ interviewId: a.toHexString(), erasures, objectId: oid });
+  assert.equal(read?.state, "PENDING");
+  assert.equal(await readErasure({ interviewId: new ObjectId().toHexString(), erasures, objectId: oid }), null);
+});
+
+test("a request says who and why, and names at least one interview", async () => {
+  const org = new ObjectId().toHexString();
+  await assert.rejects(requestErasure({ interviewIds: [], organizationId: org, requestedBy: "x", reason: "y", erasures, reports, outbox, objectId: oid }), ContractViolationError);
+  await assert.rejects(
+    requestErasure({ interviewIds: [new ObjectId().toHexString()], organizationId: org, requestedBy: " ", reason: "y", erasures, reports, outbox, objectId: oid }),
+    ContractViolationError,
+  );
+  await assert.rejects(
+    requestErasure({ interviewIds: [new ObjectId().toHexString()], organizationId: org, requestedBy: "x", reason: "", erasures, reports, outbox, objectId: oid }),
+    ContractViolationError,
+  );
+});
+
+test("the admin retry of an erased interview is refused and publishes nothing", async () => {
+  const org = new ObjectId();
+  const i = new ObjectId();
+  const interviews = db.collection(INTERVIEWS_COLLECTION);
+  await interviews.insertOne({ _id: i, organizationId: org, status: "COMPLETED", deletedAt: null });
+  await reports.insertOne({ _id: new ObjectId(), interviewId: i, organizationId: org, status: "FAILED", attemptCount: 3, createdAt: NOW, updatedAt: NOW });
+  await request([i.toHexString()], org.toHexString());
+  const sent: unknown[] = [];
+  const publisher = {
+    publishReportGenerate: async (input: unknown): Promise<PublishResult> => {
+      sent.push(input);
+      return { status: "sent", messageId: "m", eventType: "report.generate", body: "{}" };
+    },
+  };
+  for (const resetAttempts of [false, true]) {
+    const result = await retryReportGeneration({ interviewId: i.toHexString(), organizationId: org.toHexString(), resetAttempts, operator: { by: "admin@example.com" }, interviews, reports, objectId: oid, publisher });
+    assert.equal(result.kind, "interview-erased");
+    assert.equal(result.code, "INTERVIEW_ERASED");
+    assert.equal(result.httpStatus, 410);
+  }
+  assert.equal(sent.length, 0);
+  assert.equal((await reports.findOne({ interviewId: i }))!["status"], "ERASED", "untouched");
+});

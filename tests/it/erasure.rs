@@ -1,0 +1,283 @@
+//! The erasure of a candidate's data (docs/candidate-data.md, "Erasure") against the local
+//! pipeline (fauxqs queues with a 1 s visibility timeout, the event-source-mapping emulator
+//! invoking the functions as their `main` builds them, nx-27017, the scripted OpenAI fake). Each
+//! race the issue names, and that nothing brings the data back:
+//! - erased while the report is being generated (the fake answers after 2 s: scaled time for a
+//!   model call of minutes): the late answer stores nothing, the message is acknowledged `erased`;
+//! - erased while report.generate waits in the report DLQ (and an interview.failed with its
+//!   `failureReason` in the interview DLQ): the redrive moves nothing (kept, reason `erased`); a
+//!   redrive that skips the check moves it and the consumer writes nothing; the sweep deletes both;
+//! - an outbox entry written after the erasure (the settlement of a redelivered
+//!   interview.completed) is deleted, not published; the billing is kept;
+//! - the admin retry after the erasure is refused and publishes nothing;
+//! - the request ends DONE (what was removed, when) only once the API's interview document holds
+//!   no candidate field; `erasure show` and `list` read it; the erasure's logs hold no candidate text.
+
+use std::time::Duration;
+
+use bson::{Bson, Document, doc};
+use harness::World;
+use harness::functions::{interview_esm, poll_until};
+use harness::logs::LogCapture;
+use harness::sqs::{completed_body, depth, failed_body, send};
+use harness::world::report_evidence;
+use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_openai_fake::{Behaviour, FakeOpenAi};
+use sophia_ops::Outcome;
+use sophia_ops::erasure::{self, Requester};
+use sophia_reports::store::MAX_ATTEMPTS;
+
+use crate::support::ops as ops_support;
+
+fn report_body(interview: InterviewId, org: OrganizationId) -> String {
+    format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#)
+}
+
+async fn report_of(w: &World, interview: InterviewId) -> Document {
+    let mut all = harness::mongo::reports_of(&w.mongo.db, interview).await;
+    assert_eq!(all.len(), 1, "one report document");
+    all.remove(0)
+}
+
+/// The report is the tombstone: ids and dates only.
+async fn assert_tombstone(w: &World, interview: InterviewId) {
+    let report = report_of(w, interview).await;
+    let mut keys: Vec<&str> = report.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        ["_id", "attemptCount", "createdAt", "erasedAt", "interviewId", "organizationId", "status", "updatedAt"],
+        "{report:?}"
+    );
+    assert_eq!(report.get_str("status").unwrap(), "ERASED");
+}
+
+/// What the API does with its own copy: the candidate fields of the interview removed.
+async fn api_erases_its_interview(w: &World, interview: InterviewId) {
+    w.mongo
+        .db
+        .collection::<Document>("interviews")
+        .update_one(
+            doc! {"_id": interview.oid()},
+            doc! {"$unset": {"proctoring": "", "snapshot": "", "credibility": ""}},
+        )
+        .await
+        .unwrap();
+}
+
+/// The erasure as the API's package requests it: the request and the stored copies, no sweep.
+async fn api_request(w: &World, interview: InterviewId, org: OrganizationId) {
+    let requester = Requester { by: "dpo@example.com".into(), reason: "ticket DPO-7".into(), via: "api".into() };
+    erasure::record_request(&w.mongo.db, interview, Some(org.oid()), &requester, "api-erasure-test").await.unwrap();
+    erasure::erase_stored(&w.mongo.db, interview).await.unwrap();
+}
+
+/// The candidate's texts of the fixture every interview here is seeded with.
+fn candidate_texts() -> Vec<String> {
+    let evidence = report_evidence();
+    let mut texts = vec![evidence.get_document("snapshot").unwrap().get_str("resumeText").unwrap().to_owned()];
+    for turn in evidence.get_document("proctoring").unwrap().get_array("transcript").unwrap() {
+        texts.push(turn.as_document().unwrap().get_str("text").unwrap().to_owned());
+    }
+    texts
+}
+
+#[tokio::test]
+async fn erased_while_its_report_is_generated_the_late_answer_stores_nothing() {
+    // Installed first: the process-wide capture sees only lines logged after it exists.
+    let logs = LogCapture::global();
+    let w = World::fast(1).await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    let fake = FakeOpenAi::scripted().unwrap();
+    fake.push(Behaviour::slow(Duration::from_secs(2), Behaviour::Report));
+    let reports = ops_support::report_mapping(&w, &fake);
+    send(&w.sqs, &w.queues.report_generate.source.url, &report_body(interview, org)).await;
+    let ctx = w.ops_context().acting_as(Some("dpo@example.com".into()));
+    let (run, requested) = tokio::join!(reports.poll_once(Duration::from_secs(5)), async {
+        // The worker has claimed the report and its model call is under way.
+        harness::wait::wait_until("the model call", Duration::from_secs(20), || async { fake.request_count() == 1 })
+            .await;
+        let args = ["erasure", "request", &interview.to_string(), "--reason", "ticket DPO-1"];
+        ops_support::ok(&ctx, &args).await
+    });
+    let run = run.unwrap().expect("one invocation");
+    assert!(run.failed_ids.is_empty(), "acknowledged, not a failure: {run:?}");
+    assert_eq!(fake.request_count(), 1, "one model call, no retry");
+    assert_tombstone(&w, interview).await;
+    let id = interview.to_string();
+    assert!(
+        logs.lines().iter().any(|l| l["span"]["interviewId"] == id.as_str() && l["outcome"] == "erased"),
+        "the consumer says why it acknowledged"
+    );
+
+    // PENDING until the API has erased its interview document; then the sweep ends it DONE.
+    let Outcome::ErasureRequest(first) = requested else { panic!("{requested:?}") };
+    let record = &first.erasures[0];
+    assert_eq!((record.state.as_str(), record.requested_by.as_str()), ("PENDING", "dpo@example.com (self-declared)"));
+    assert_eq!(record.removed.report.as_deref(), Some("report PROCESSING"));
+    assert_eq!(record.pending.iter().map(|p| p.what.as_str()).collect::<Vec<_>>(), ["interview"]);
+    api_erases_its_interview(&w, interview).await;
+    let Outcome::ErasureRequest(swept) = ops_support::ok(&ctx, &["erasure", "sweep"]).await else { panic!() };
+    let done = &swept.erasures[0];
+    assert_eq!((done.state.as_str(), done.pending.len()), ("DONE", 0));
+    assert!(done.completed_at.is_some() && done.queues_swept_at.is_some());
+    let Outcome::ErasureShow(shown) = ops_support::ok(&ctx, &["erasure", "show", &interview.to_string()]).await else {
+        panic!()
+    };
+    assert_eq!(shown.erasures, swept.erasures);
+
+    // Nothing brings it back: a redelivered report.generate is acknowledged, nothing written.
+    send(&w.sqs, &w.queues.report_generate.source.url, &report_body(interview, org)).await;
+    let again = reports.poll_once(Duration::from_secs(5)).await.unwrap().expect("one invocation");
+    assert!(again.failed_ids.is_empty());
+    assert_eq!(fake.request_count(), 1, "no model call");
+    assert_tombstone(&w, interview).await;
+    // The erasure's own log lines (and every other line of this test) hold no candidate text.
+    let text = logs.text();
+    assert!(!text.contains("could not count the overdue erasure requests"), "the ErasuresOverdue count runs");
+    for candidate in candidate_texts() {
+        assert!(!text.contains(&candidate), "a log line holds candidate text");
+    }
+}
+
+#[tokio::test]
+async fn erased_while_its_message_waits_in_the_dlq_a_redrive_writes_nothing_and_the_sweep_deletes_it() {
+    let w = World::fast(1).await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    let fake = FakeOpenAi::scripted().unwrap();
+    for _ in 0..MAX_ATTEMPTS {
+        fake.push(Behaviour::MalformedJson);
+    }
+    let reports = ops_support::report_mapping(&w, &fake);
+    send(&w.sqs, &w.queues.report_generate.source.url, &report_body(interview, org)).await;
+    poll_until(&reports, Duration::from_secs(30), |s| s.len() >= 3).await;
+    assert!(reports.poll_once(Duration::from_secs(2)).await.unwrap().is_none(), "no fourth delivery");
+    assert_eq!(depth(&w.sqs, &w.queues.report_generate.dlq.url).await, (1, 0), "report.generate in the DLQ");
+    let reason = "the candidate disclosed a medical condition";
+    send(&w.sqs, &w.queues.interview_completed.dlq.url, &failed_body(interview, org, reason)).await;
+
+    api_request(&w, interview, org).await;
+    assert_tombstone(&w, interview).await;
+
+    // The redrive keeps it, saying why; nothing is reset, nothing written.
+    let ctx = w.ops_context().acting_as(Some("alice@example.com".into()));
+    let Outcome::DlqRedrive(redrive) = ops_support::ok(&ctx, &["dlq", "redrive", "report-generate"]).await else {
+        panic!()
+    };
+    assert_eq!((redrive.moved, redrive.kept.len()), (0, 1), "{redrive:?}");
+    assert_eq!(redrive.kept[0].step, "erased");
+    assert_tombstone(&w, interview).await;
+
+    // A move that skips the check (--keep-attempts): the consumer acknowledges it, writes nothing.
+    let Outcome::DlqRedrive(moved) =
+        ops_support::ok(&ctx, &["dlq", "redrive", "report-generate", "--keep-attempts"]).await
+    else {
+        panic!()
+    };
+    assert_eq!(moved.moved, 1);
+    let run = reports.poll_once(Duration::from_secs(5)).await.unwrap().expect("the moved message");
+    assert!(run.failed_ids.is_empty(), "acknowledged: {run:?}");
+    assert_eq!(fake.request_count(), MAX_ATTEMPTS as usize, "no model call after the erasure");
+    assert_tombstone(&w, interview).await;
+
+    // The sweep deletes the interview.failed (its failureReason) from the interview DLQ.
+    api_erases_its_interview(&w, interview).await;
+    let Outcome::ErasureRequest(swept) = ops_support::ok(&ctx, &["erasure", "sweep"]).await else { panic!() };
+    let done = &swept.erasures[0];
+    assert_eq!((done.state.as_str(), done.via.as_str(), done.removed.dlq_messages), ("DONE", "api", 1));
+    assert_eq!(depth(&w.sqs, &w.queues.interview_completed.dlq.url).await, (0, 0));
+    assert_eq!(depth(&w.sqs, &w.queues.report_generate.dlq.url).await, (0, 0));
+    let Outcome::ErasureShow(listed) = ops_support::ok(&ctx, &["erasure", "list", "--pending"]).await else { panic!() };
+    assert!(listed.erasures.is_empty(), "nothing pending");
+}
+
+#[tokio::test]
+async fn an_outbox_entry_written_after_the_erasure_is_deleted_not_published() {
+    let w = World::fast(1).await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    api_request(&w, interview, org).await;
+    // The interview.completed the API published before the erasure, consumed after it.
+    let settle = interview_esm(&w.sqs, &w.queues, 1, w.settings());
+    send(&w.sqs, &w.queues.interview_completed.source.url, &completed_body(interview, org, 600)).await;
+    let run = settle.poll_once(Duration::from_secs(5)).await.unwrap().expect("one invocation");
+    assert!(run.failed_ids.is_empty(), "{run:?}");
+    assert!(!w.ledger(interview).await.is_empty(), "settled: billing keeps its records");
+    assert!(w.outbox(interview).await.is_none(), "the outbox entry is deleted");
+    assert_eq!(depth(&w.sqs, &w.queues.report_generate.source.url).await, (0, 0), "nothing published");
+    assert_tombstone(&w, interview).await;
+}
+
+#[tokio::test]
+async fn the_admin_retry_after_the_erasure_is_refused_and_publishes_nothing() {
+    use sophia_reports::admin::{AdminError, RetryRequest, retry_report_generation};
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    api_request(&w, interview, org).await;
+    for reset_attempts in [false, true] {
+        let request = RetryRequest { interview_id: interview, organization_id: org, reset_attempts };
+        let refused = retry_report_generation(&w.mongo.db, request, |_, _| async {
+            Err::<(), _>(std::io::Error::other("nothing may be published"))
+        })
+        .await;
+        assert!(matches!(refused, Err(AdminError::Erased { .. })), "{refused:?}");
+    }
+    let ctx = w.ops_context();
+    let args = ["report", "retry", &interview.to_string(), &org.to_string()];
+    let refused = ops_support::run(&ctx, &args).await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(depth(&w.sqs, &w.queues.report_generate.source.url).await, (0, 0));
+    assert_tombstone(&w, interview).await;
+}
+
+#[tokio::test]
+async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_when_and_why() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let (a, b) = (w.reserved_interview(org, 5).await, w.reserved_interview(org, 5).await);
+    let ctx = w.ops_context().acting_as(Some("dpo@example.com".into()));
+    let args = ["erasure", "request", &a.to_string(), &b.to_string(), "--reason", "ticket DPO-9"];
+    let started = chrono::Utc::now();
+    let result = ops_support::run(&ctx, &args).await;
+    // The audit record, as the binary writes it after a mutating command (locally `operatorAudit`).
+    let argv: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    sophia_ops::record_audit(&ctx, "erasure-request", &argv, started, &result).await;
+    let Ok(Outcome::ErasureRequest(report)) = result else { panic!("{result:?}") };
+    let audit = w.find("operatorAudit", doc! {"command": "erasure-request"}).await;
+    assert_eq!(audit.len(), 1, "one audit record");
+    assert_eq!(
+        audit[0].get_str("requestId").ok(),
+        report.erasures[0].request_id.as_deref(),
+        "the audit record and the requests share their id"
+    );
+    assert_eq!(report.erasures.len(), 2);
+    let request_ids: Vec<_> = report.erasures.iter().map(|e| e.request_id.clone()).collect();
+    assert!(request_ids[0].is_some() && request_ids[0] == request_ids[1], "one request id for both: {request_ids:?}");
+    for e in &report.erasures {
+        assert_eq!(
+            (e.reason.as_str(), e.via.as_str(), e.removed.report.as_deref()),
+            ("ticket DPO-9", "sophia-ops", Some("none"))
+        );
+        assert!(e.requested_at.is_some());
+    }
+    assert_eq!(
+        w.find("erasures", doc! {"organizationId": org.oid()}).await.len(),
+        2,
+        "the organization found from the interview"
+    );
+    // A repeat is recorded, the first request kept.
+    ops_support::ok(&ctx, &["erasure", "request", &a.to_string(), "--reason", "ticket DPO-10"]).await;
+    let stored = w.find("erasures", doc! {"_id": a.oid()}).await;
+    assert_eq!(stored[0].get_str("reason").unwrap(), "ticket DPO-9");
+    assert_eq!(stored[0].get_array("repeats").map(Vec::len).unwrap_or(0), 1);
+    assert!(matches!(stored[0].get("completedAt"), Some(Bson::Null)), "PENDING: the interviews hold candidate fields");
+    let indexes = w.mongo.db.collection::<Document>("erasures").list_index_names().await.unwrap();
+    assert!(indexes.iter().any(|n| n.contains("state_requestedAt")), "migrate indexes the overdue count: {indexes:?}");
+    let Outcome::ErasureShow(overdue) = ops_support::ok(&ctx, &["erasure", "list", "--overdue"]).await else {
+        panic!()
+    };
+    assert!(overdue.erasures.is_empty(), "none older than the completion time");
+}

@@ -1,0 +1,69 @@
+//! `erasure request|sweep|show|list`: the erasure of a candidate's data ([`crate::erasure`]).
+
+use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_declarations::Queue;
+
+use crate::cli::ErasureCommand;
+use crate::confirm::{self, Plan};
+use crate::erasure::{self, ErasureReport, Requester};
+use crate::queues::QueueName;
+use crate::{Context, OpsError, Outcome};
+
+pub async fn run(command: &ErasureCommand, ctx: &Context) -> Result<Outcome, OpsError> {
+    match command {
+        ErasureCommand::Request { interview_ids, reason, organization_id } => {
+            request(ctx, interview_ids, reason, *organization_id).await
+        }
+        ErasureCommand::Sweep => sweep(ctx).await,
+        ErasureCommand::Show { interview_id } => {
+            let db = ctx.mongo().await?.db;
+            Ok(Outcome::ErasureShow(ErasureReport { erasures: vec![erasure::show(&db, *interview_id).await?] }))
+        }
+        ErasureCommand::List { pending, overdue } => {
+            let db = ctx.mongo().await?.db;
+            Ok(Outcome::ErasureShow(ErasureReport { erasures: erasure::list(&db, *pending, *overdue).await? }))
+        }
+    }
+}
+
+/// The plan of a command that erases: what it removes, where.
+async fn plan(ctx: &Context, action: &str, ids: &[InterviewId]) -> Result<(), OpsError> {
+    let url = ctx.locator().await.dlq_url(QueueName::of(Queue::InterviewCompleted)).await?;
+    let mut plan = Plan::new(ctx, action, url);
+    plan.effects.push(format!(
+        "for {} interview(s): the report replaced by a tombstone, the outbox entries deleted, every DLQ message naming them deleted; recorded in `erasures`",
+        ids.len()
+    ));
+    confirm::gate(ctx, plan, ids, false).await?;
+    Ok(())
+}
+
+/// `erasure request`: the requests first (who, when, why), then every copy removed.
+async fn request(
+    ctx: &Context,
+    ids: &[InterviewId],
+    reason: &str,
+    organization_id: Option<OrganizationId>,
+) -> Result<Outcome, OpsError> {
+    if reason.trim().is_empty() {
+        return Err(OpsError::Invalid("--reason must say why (a ticket or request reference)".into()));
+    }
+    plan(ctx, "erase the candidate's data", ids).await?;
+    ctx.identify().await;
+    let requester =
+        Requester { by: ctx.operator("erasure-request").by, reason: reason.to_owned(), via: "sophia-ops".into() };
+    let request_id = ctx.request_id("erasure-request").await;
+    let db = ctx.mongo().await?.db;
+    for id in ids {
+        erasure::record_request(&db, *id, organization_id.map(|o| o.oid()), &requester, &request_id).await?;
+    }
+    Ok(Outcome::ErasureRequest(erasure::complete(&db, &ctx.locator().await, ids).await?))
+}
+
+/// `erasure sweep`: every pending request completed (the API's requests are completed here).
+async fn sweep(ctx: &Context) -> Result<Outcome, OpsError> {
+    let db = ctx.mongo().await?.db;
+    let ids = erasure::pending_interviews(&db).await?;
+    plan(ctx, "complete the pending erasures", &ids).await?;
+    Ok(Outcome::ErasureRequest(erasure::complete(&db, &ctx.locator().await, &ids).await?))
+}

@@ -1,0 +1,455 @@
+//! The erasure of a candidate's data (docs/candidate-data.md, "Erasure"): `erasure request`,
+//! `erasure sweep`, `erasure show`, `erasure list`.
+//!
+//! One request per interview, in `erasures` (`_id` = the interview id; the names:
+//! `sophia_documents::erasure`), written first: its presence is the erasure. Then, per interview:
+//!
+//! 1. the report becomes a tombstone ([`sophia_reports::erasure::tombstone`]): every writer's
+//!    conditional write skips it from then on (the claim, the store of a late model answer, the
+//!    admin retry's and the redrive's reset);
+//! 2. its outbox entries are deleted (the outbox publish also checks the request before sending);
+//! 3. the two DLQs are swept: every message naming the interview is received and deleted (an
+//!    `interview.failed` there holds its `failureReason`), every other one released at once;
+//! 4. the request is finished: `DONE` when nothing this system holds is left and the API's
+//!    interview document holds none of the candidate fields ([`INTERVIEW_CANDIDATE_FIELDS`]);
+//!    else `PENDING`, with what is left and why.
+//!
+//! The API's package does steps 1-2 itself (`requestErasure`) and leaves the request `PENDING`
+//! on the queues: `erasure sweep` does 3-4 for every pending request (the runbook's schedule).
+//! Every step is idempotent: a repeated request or sweep does them again and records the repeat.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_sqs::Client;
+use bson::oid::ObjectId;
+use bson::{Bson, DateTime, Document, doc};
+use futures::TryStreamExt;
+use mongodb::Database;
+use serde::Serialize;
+use sophia_contracts::InterviewId;
+use sophia_credits::CreditsStore;
+use sophia_documents::erasure::{DONE, ERASURES, PENDING, overdue_filter, request_filter};
+
+use crate::OpsError;
+use crate::dlq_messages::{RECEIVE_BATCH, receive, release};
+use crate::queues::{QueueLocator, QueueName};
+
+/// The fields of an `interviews` document that hold the candidate's text (what report
+/// generation reads): the API erases them; the erasure is `DONE` only once they are gone.
+pub const INTERVIEW_CANDIDATE_FIELDS: [&str; 3] = ["snapshot.resumeText", "proctoring", "credibility"];
+
+/// How long a sweep holds a DLQ message it looked at (released at the end of the sweep).
+const SWEEP_HOLD: Duration = Duration::from_secs(60);
+
+/// Who asks for an erasure, why, and through what (recorded on the request; never candidate
+/// data: an operator's or a user's id, a ticket reference).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requester {
+    pub by: String,
+    pub reason: String,
+    /// `sophia-ops` here; `api` from the API's package.
+    pub via: String,
+}
+
+/// What was removed, as the request records it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Removed {
+    /// `none`, `report <STATUS>` (the report replaced by the tombstone), `already-erased`.
+    pub report: Option<String>,
+    pub outbox_entries: i64,
+    pub dlq_messages: i64,
+}
+
+/// Something not erased yet, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pending {
+    pub what: String,
+    pub why: String,
+}
+
+/// One erasure request as stored: the proof an operator and the API read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErasureRecord {
+    pub interview_id: String,
+    pub organization_id: Option<String>,
+    pub request_id: Option<String>,
+    pub requested_by: String,
+    pub requested_at: Option<String>,
+    pub reason: String,
+    pub via: String,
+    pub state: String,
+    pub removed: Removed,
+    pub pending: Vec<Pending>,
+    pub queues_swept_at: Option<String>,
+    pub completed_at: Option<String>,
+    pub repeats: usize,
+}
+
+fn text(d: &Document, key: &str) -> String {
+    d.get_str(key).unwrap_or_default().to_owned()
+}
+
+fn date(d: &Document, key: &str) -> Option<String> {
+    d.get_datetime(key).ok().and_then(|t| t.try_to_rfc3339_string().ok())
+}
+
+fn count(d: &Document, key: &str) -> i64 {
+    d.get(key).and_then(|v| sophia_documents::int::from_bson(v).ok()).unwrap_or(0)
+}
+
+impl ErasureRecord {
+    /// The record of a stored request (absent fields read as empty: the API's package writes the
+    /// same layout, `clients/typescript/src/erasure.ts`).
+    pub fn from_document(d: &Document) -> Self {
+        let removed = d.get_document("removed").cloned().unwrap_or_default();
+        let pending = d.get_array("pending").map(|a| a.as_slice()).unwrap_or_default();
+        Self {
+            interview_id: d.get_object_id("_id").map(|o| o.to_hex()).unwrap_or_default(),
+            organization_id: d.get_object_id("organizationId").ok().map(|o| o.to_hex()),
+            request_id: d.get_str("requestId").ok().map(str::to_owned),
+            requested_by: text(d, "requestedBy"),
+            requested_at: date(d, "requestedAt"),
+            reason: text(d, "reason"),
+            via: text(d, "via"),
+            state: text(d, "state"),
+            removed: Removed {
+                report: removed.get_str("report").ok().map(str::to_owned),
+                outbox_entries: count(&removed, "outboxEntries"),
+                dlq_messages: count(&removed, "dlqMessages"),
+            },
+            pending: pending
+                .iter()
+                .filter_map(Bson::as_document)
+                .map(|p| Pending { what: text(p, "what"), why: text(p, "why") })
+                .collect(),
+            queues_swept_at: date(d, "queuesSweptAt"),
+            completed_at: date(d, "completedAt"),
+            repeats: d.get_array("repeats").map(Vec::len).unwrap_or(0),
+        }
+    }
+
+    pub fn human(&self) -> String {
+        let mut s = format!(
+            "erasure of interview {}: {}\n  requested by {} via {} at {}: {}\n  removed: report {}, {} outbox entr(y/ies), {} DLQ message(s)\n",
+            self.interview_id,
+            self.state,
+            self.requested_by,
+            self.via,
+            self.requested_at.as_deref().unwrap_or("-"),
+            self.reason,
+            self.removed.report.as_deref().unwrap_or("-"),
+            self.removed.outbox_entries,
+            self.removed.dlq_messages,
+        );
+        for p in &self.pending {
+            s.push_str(&format!("  pending: {}: {}\n", p.what, p.why));
+        }
+        if let Some(at) = &self.completed_at {
+            s.push_str(&format!("  completed at {at}\n"));
+        }
+        s
+    }
+}
+
+/// Writes the request (first, so that every writer sees it), or records a repeat of it.
+pub async fn record_request(
+    db: &Database,
+    interview_id: InterviewId,
+    organization_id: Option<ObjectId>,
+    requester: &Requester,
+    request_id: &str,
+) -> Result<(), OpsError> {
+    let organization_id = match organization_id {
+        Some(o) => Some(o),
+        None => sophia_reports::erasure::organization_of(db, interview_id)
+            .await
+            .map_err(|e| OpsError::domain("erasure request", e))?,
+    };
+    let now = DateTime::now();
+    let erasures = db.collection::<Document>(ERASURES);
+    let request = doc! {
+        "_id": interview_id.oid(),
+        "interviewId": interview_id.oid(),
+        "organizationId": organization_id.map_or(Bson::Null, Bson::ObjectId),
+        "requestId": request_id,
+        "requestedBy": requester.by.as_str(),
+        "requestedAt": now,
+        "reason": requester.reason.as_str(),
+        "via": requester.via.as_str(),
+        "state": PENDING,
+        "removed": {"report": Bson::Null, "outboxEntries": 0_i64, "dlqMessages": 0_i64},
+        "pending": [{"what": "queues", "why": "the DLQs are not swept yet (sophia-ops erasure sweep)"}],
+        "completedAt": Bson::Null,
+        "updatedAt": now,
+    };
+    match erasures.insert_one(request).await {
+        Ok(_) => Ok(()),
+        Err(e) if is_duplicate_key(&e) => {
+            let repeat = doc! {"by": requester.by.as_str(), "at": now, "reason": requester.reason.as_str(), "via": requester.via.as_str()};
+            erasures
+                .update_one(request_filter(interview_id.oid()), doc! {"$push": {"repeats": repeat}})
+                .await
+                .map_err(|e| OpsError::domain("erasure request", e))?;
+            Ok(())
+        }
+        Err(e) => Err(OpsError::domain("erasure request", e)),
+    }
+}
+
+fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    matches!(e.kind.as_ref(), ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == 11000)
+}
+
+/// Steps 1-2: the report's tombstone and the outbox entries, recorded on the request.
+pub async fn erase_stored(db: &Database, interview_id: InterviewId) -> Result<(), OpsError> {
+    let erasures = db.collection::<Document>(ERASURES);
+    let request = erasures
+        .find_one(request_filter(interview_id.oid()))
+        .await
+        .map_err(|e| OpsError::domain("erasure", e))?
+        .ok_or_else(|| OpsError::NotFound(format!("no erasure request for interview {interview_id}")))?;
+    let organization_id = request.get_object_id("organizationId").ok();
+    let replaced = sophia_reports::erasure::tombstone(db, interview_id, organization_id)
+        .await
+        .map_err(|e| OpsError::domain("erasure: the report's tombstone", e))?;
+    let outbox = CreditsStore::new(db.clone())
+        .delete_outbox_of(interview_id.oid())
+        .await
+        .map_err(|e| OpsError::domain("erasure: the outbox entries", e))?;
+    // The first finding is kept: a repeat finds only the tombstone it left.
+    let mut filter = request_filter(interview_id.oid());
+    filter.insert("removed.report", Bson::Null);
+    erasures
+        .update_one(filter, doc! {"$set": {"removed.report": replaced.as_record()}})
+        .await
+        .map_err(|e| OpsError::domain("erasure", e))?;
+    erasures
+        .update_one(
+            request_filter(interview_id.oid()),
+            doc! {"$inc": {"removed.outboxEntries": outbox as i64}, "$set": {"updatedAt": DateTime::now()}},
+        )
+        .await
+        .map_err(|e| OpsError::domain("erasure", e))?;
+    tracing::info!(interviewId = %interview_id, report = %replaced.as_record(), outboxEntries = outbox, "erasure: stored copies removed");
+    Ok(())
+}
+
+/// Step 3: receives every message of both DLQs, deletes those naming an erased interview (one
+/// with a request in `erasures`, whatever its state: a message in flight at the erasure may reach
+/// a DLQ later), and releases the others at once. Returns how many were deleted per interview.
+pub async fn sweep_dlqs(db: &Database, locator: &QueueLocator) -> Result<HashMap<InterviewId, i64>, OpsError> {
+    let mut deleted = HashMap::new();
+    for queue in QueueName::all() {
+        let url = locator.dlq_url(queue).await?;
+        sweep_one(db, locator.client(), &url, &mut deleted).await?;
+    }
+    Ok(deleted)
+}
+
+/// The erased ones among `named` (one read).
+async fn erased_among(db: &Database, named: &[InterviewId]) -> Result<Vec<InterviewId>, OpsError> {
+    let ids: Vec<ObjectId> = named.iter().map(|i| i.oid()).collect();
+    let found: Vec<Document> = db
+        .collection::<Document>(ERASURES)
+        .find(doc! {"_id": {"$in": ids}})
+        .projection(doc! {"_id": 1})
+        .await
+        .map_err(|e| OpsError::domain("erasure sweep", e))?
+        .try_collect()
+        .await
+        .map_err(|e| OpsError::domain("erasure sweep", e))?;
+    Ok(found.iter().filter_map(|d| d.get_object_id("_id").ok()).map(InterviewId::new).collect())
+}
+
+async fn sweep_one(
+    db: &Database,
+    client: &Client,
+    url: &str,
+    deleted: &mut HashMap<InterviewId, i64>,
+) -> Result<(), OpsError> {
+    let mut held = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let result = async {
+        loop {
+            let batch = receive(client, url, RECEIVE_BATCH, SWEEP_HOLD, Duration::from_secs(1)).await?;
+            let fresh: Vec<_> =
+                batch.iter().filter(|m| seen.insert(m.message_id().unwrap_or_default().to_owned())).collect();
+            if fresh.is_empty() {
+                held.extend(batch.iter().filter_map(|m| m.receipt_handle().map(str::to_owned)));
+                return Ok::<_, OpsError>(());
+            }
+            let named: Vec<_> =
+                batch.iter().filter_map(|m| crate::contract::interview_named(m.body().unwrap_or_default())).collect();
+            let erased = erased_among(db, &named).await?;
+            for m in &batch {
+                let handle = m.receipt_handle().unwrap_or_default();
+                match crate::contract::interview_named(m.body().unwrap_or_default()) {
+                    Some(named) if erased.contains(&named) => {
+                        client
+                            .delete_message()
+                            .queue_url(url)
+                            .receipt_handle(handle)
+                            .send()
+                            .await
+                            .map_err(|e| OpsError::sqs("DeleteMessage", url, e))?;
+                        *deleted.entry(named).or_insert(0) += 1;
+                    }
+                    _ => held.push(handle.to_owned()),
+                }
+            }
+        }
+    }
+    .await;
+    release(client, url, &held).await;
+    result
+}
+
+/// Step 4: records the sweep and decides the state: `DONE` when nothing is left.
+pub async fn finish(db: &Database, interview_id: InterviewId, dlq_deleted: i64) -> Result<ErasureRecord, OpsError> {
+    let now = DateTime::now();
+    let left = interview_fields_left(db, interview_id).await?;
+    let pending: Vec<Document> = if left.is_empty() {
+        Vec::new()
+    } else {
+        vec![
+            doc! {"what": "interview", "why": format!("the API's interviews document still holds {} (the API erases them; sweep again after)", left.join(", "))},
+        ]
+    };
+    let mut set = doc! {"queuesSweptAt": now, "updatedAt": now, "pending": pending.clone()};
+    if pending.is_empty() {
+        set.insert("state", DONE);
+        set.insert("completedAt", now);
+    }
+    let erasures = db.collection::<Document>(ERASURES);
+    erasures
+        .update_one(
+            request_filter(interview_id.oid()),
+            doc! {"$set": set, "$inc": {"removed.dlqMessages": dlq_deleted}},
+        )
+        .await
+        .map_err(|e| OpsError::domain("erasure", e))?;
+    show(db, interview_id).await
+}
+
+/// Which of [`INTERVIEW_CANDIDATE_FIELDS`] the interview document still holds (none when the
+/// document is gone).
+pub async fn interview_fields_left(db: &Database, interview_id: InterviewId) -> Result<Vec<&'static str>, OpsError> {
+    let interview = db
+        .collection::<Document>(sophia_reports::interview::INTERVIEWS)
+        .find_one(doc! {"_id": interview_id.oid()})
+        .await
+        .map_err(|e| OpsError::domain("erasure: the interview", e))?;
+    let Some(interview) = interview else { return Ok(Vec::new()) };
+    let holds = |path: &str| {
+        let mut parts = path.split('.');
+        let first = interview.get(parts.next().unwrap_or_default());
+        let value = parts.fold(first, |v, key| v.and_then(Bson::as_document).and_then(|d| d.get(key)));
+        !matches!(value, None | Some(Bson::Null))
+    };
+    Ok(INTERVIEW_CANDIDATE_FIELDS.into_iter().filter(|f| holds(f)).collect())
+}
+
+/// `erasure show`: the stored request.
+pub async fn show(db: &Database, interview_id: InterviewId) -> Result<ErasureRecord, OpsError> {
+    let found = db
+        .collection::<Document>(ERASURES)
+        .find_one(request_filter(interview_id.oid()))
+        .await
+        .map_err(|e| OpsError::domain("erasure show", e))?;
+    found
+        .as_ref()
+        .map(ErasureRecord::from_document)
+        .ok_or_else(|| OpsError::NotFound(format!("no erasure request for interview {interview_id}")))
+}
+
+/// `erasure list`: requests, oldest first; `pending_only`: those not `DONE`; `overdue_only`:
+/// pending longer than `sophia_documents::erasure::COMPLETION_TIME`.
+pub async fn list(db: &Database, pending_only: bool, overdue_only: bool) -> Result<Vec<ErasureRecord>, OpsError> {
+    let filter = match (pending_only, overdue_only) {
+        (_, true) => overdue_filter(DateTime::now()),
+        (true, false) => doc! {"state": PENDING},
+        (false, false) => Document::new(),
+    };
+    let docs: Vec<Document> = db
+        .collection::<Document>(ERASURES)
+        .find(filter)
+        .sort(doc! {"requestedAt": 1})
+        .await
+        .map_err(|e| OpsError::domain("erasure list", e))?
+        .try_collect()
+        .await
+        .map_err(|e| OpsError::domain("erasure list", e))?;
+    Ok(docs.iter().map(ErasureRecord::from_document).collect())
+}
+
+/// What `erasure request` and `erasure sweep` did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErasureReport {
+    pub erasures: Vec<ErasureRecord>,
+}
+
+impl ErasureReport {
+    pub fn human(&self) -> String {
+        if self.erasures.is_empty() {
+            return "no erasure request\n".into();
+        }
+        self.erasures.iter().map(ErasureRecord::human).collect()
+    }
+
+    /// Some request is not `DONE` yet.
+    pub fn is_complete(&self) -> bool {
+        self.erasures.iter().all(|e| e.state == DONE)
+    }
+}
+
+/// Steps 2-4 for `interviews` whose requests are recorded: the stored copies, one sweep of the
+/// DLQs (every erased interview's messages), then each request finished.
+pub async fn complete(
+    db: &Database,
+    locator: &QueueLocator,
+    interviews: &[InterviewId],
+) -> Result<ErasureReport, OpsError> {
+    for id in interviews {
+        erase_stored(db, *id).await?;
+    }
+    let deleted = sweep_dlqs(db, locator).await?;
+    let mut erasures = Vec::new();
+    for id in interviews {
+        erasures.push(finish(db, *id, deleted.get(id).copied().unwrap_or(0)).await?);
+    }
+    Ok(ErasureReport { erasures })
+}
+
+/// The interviews of every pending request (`erasure sweep`).
+pub async fn pending_interviews(db: &Database) -> Result<Vec<InterviewId>, OpsError> {
+    let pending = list(db, true, false).await?;
+    Ok(pending.iter().filter_map(|e| e.interview_id.parse().ok()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_request_reads_as_its_record() {
+        let id = ObjectId::new();
+        let d = doc! {
+            "_id": id, "organizationId": Bson::Null, "requestId": "r1", "requestedBy": "dpo@example.com",
+            "requestedAt": DateTime::from_millis(0), "reason": "ticket 42", "via": "api", "state": PENDING,
+            "removed": {"report": "report COMPLETED", "outboxEntries": 1_i32, "dlqMessages": 2_i64},
+            "pending": [{"what": "queues", "why": "not swept"}], "completedAt": Bson::Null,
+        };
+        let r = ErasureRecord::from_document(&d);
+        assert_eq!(r.interview_id, id.to_hex());
+        assert_eq!((r.state.as_str(), r.via.as_str(), r.organization_id.as_deref()), (PENDING, "api", None));
+        assert_eq!(r.removed, Removed { report: Some("report COMPLETED".into()), outbox_entries: 1, dlq_messages: 2 });
+        assert_eq!(r.pending, vec![Pending { what: "queues".into(), why: "not swept".into() }]);
+        assert!(r.human().contains("pending: queues: not swept"), "{}", r.human());
+        assert!(!ErasureReport { erasures: vec![r] }.is_complete());
+    }
+}
