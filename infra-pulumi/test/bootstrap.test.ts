@@ -337,7 +337,7 @@ test("a Pulumi Cloud bootstrap (no bucket): no login, the stack keeps Pulumi Clo
 test("GitHub: a protected dev environment is checked and reported; a missing one is named as to-do", () => {
   const ok = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS);
   assert.equal(ok.status, 0, ok.output);
-  assert.match(ok.output, /GitHub environment 'dev' is protected \(deployments from main only, prevent self-review\)/);
+  assert.match(ok.output, /GitHub environment 'dev' is protected \(deployments from main only\)/);
   assert.doesNotMatch(ok.ghCalls, /^(PUT|POST|PATCH|DELETE) /m, "a check writes nothing");
   const missing = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, [], { github: github() });
   assert.equal(missing.status, 0, "GitHub is a to-do, not a failure, without --github apply");
@@ -354,7 +354,7 @@ test("GitHub: a protected dev environment is checked and reported; a missing one
   assert.match(denied.stdout, /GitHub environment 'dev' could not be read: error: gh api repos\/acme\/sophia failed: gh: Bad credentials \(HTTP 401\)/);
   const skipped = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--github", "skip"]);
   assert.equal(skipped.ghCalls, "", "--github skip calls nothing");
-  assert.match(skipped.stdout, /GitHub environment 'dev': deployments from main only, prevent self-review/);
+  assert.match(skipped.stdout, /GitHub environment 'dev': deployments from main only, required reviewers and prevent self-review on production/);
 });
 
 test("GitHub --apply: main only, prevent self-review, the deploy role's variable; read back", () => {
