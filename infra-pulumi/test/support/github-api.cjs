@@ -47,7 +47,13 @@ function run(stateDir, user, args, stdin, io) {
       throw new Exit(3);
     }
     if (st.readOnly || st.fail) fail(st.fail || 403, "Resource not accessible by integration");
-    st.repoVariables = { ...(st.repoVariables || {}), [args[2]]: args[at + 1] };
+    // --env <name>: the environment's variable (it overrides the repository's of the same name).
+    const envAt = args.findIndex((x) => x === "--env" || x === "-e");
+    if (envAt >= 0) {
+      const env = st.environments[args[envAt + 1]];
+      if (!env) fail(404, "Not Found");
+      env.variables[args[2]] = args[at + 1];
+    } else st.repoVariables = { ...(st.repoVariables || {}), [args[2]]: args[at + 1] };
     fs.writeFileSync(file, JSON.stringify(st));
     throw new Exit(0);
   }
@@ -276,7 +282,7 @@ function environments({ st, method, body, out, fail, save }, r) {
   if (rest === "" && method === "PUT") {
     const refused = planRefuses(st, "environment") || ((body.reviewers || []).length > 0 ? planRefuses(st, "reviewers") : undefined);
     if (refused) fail(422, refused);
-    // GitHub's answer, quoted in github-community-projects/safe-settings#628 (fixed by their #630).
+    // GitHub's answer, quoted in https://github.com/github-community-projects/safe-settings/issues/628.
     if (body.prevent_self_review === true && (body.reviewers || []).length === 0) fail(422, "Required reviewers must have at least one reviewer to set prevent_self_review");
     env = st.environments[name] = { branchPolicies: [], variables: {}, secrets: [], ...(env || {}), reviewers: body.reviewers || [], prevent_self_review: body.prevent_self_review === true, deployment_branch_policy: body.deployment_branch_policy || null };
     save();
