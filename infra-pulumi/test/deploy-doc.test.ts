@@ -414,6 +414,7 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.deepEqual(gh.pulls!.map((p) => [p.head, p.state, p.author]), [["stage-dev", "MERGED", "alice"]]);
       const polls = fs.readFileSync(path.join(sc.state, "gh-argv"), "utf8").split("\n").filter((l) => l.startsWith("pr checks stage-dev"));
       assert.equal(polls.length, 2, "land met gh's 'no required checks reported' before the workflows started, and polled again");
+      assert.match(r.out, /^scripts\/test against a MongoDB 7 replica set\tpass$/m, "land lets gh's watch of the checks reach the terminal");
       assert.match(git(path.join(sc.root, "origin.git"), "show", "main:Pulumi.dev.yaml"), /^secretsprovider: awskms:/m, "step 3's commit is on main");
       const ci = world.ci.at(-1)!;
       assert.ok(ci.ok, ci.detail);
