@@ -79,10 +79,11 @@ case "$1 $2" in
   *) exit 0 ;;
 esac
 `;
-// git: \`status --porcelain\` reports the stack file as changed; add and commit are recorded.
+// git: \`status --porcelain\` reports the stack file as changed; add and commit are recorded; the
+// identity is configured (the preflight refuses without one: deploy-doc.test.ts shows that).
 const GIT_STUB = `#!/usr/bin/env bash
 echo "$*" >> "$FAKE_STATE/git-argv"
-case "$1" in status) echo " M Pulumi.dev.yaml" ;; *) exit 0 ;; esac
+case "$1 \${2:-}" in "config user.name") echo "A Person" ;; "config user.email") echo person@example.com ;; status*) echo " M Pulumi.dev.yaml" ;; *) exit 0 ;; esac
 `;
 
 
