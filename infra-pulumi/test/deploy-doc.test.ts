@@ -529,6 +529,21 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       for (const s of ["prod 1", "prod 2", "prod 3", "prod 4", "prod 5"]) assert.deepEqual(refusedIn(world, s), [], s);
     });
 
+    await t.test("prod in its own account: the doc's production-environment variables override the repository's (dev's) for prod's job only", async () => {
+      const own = /\*\*In its own account\*\*[\s\S]*?```bash\n([\s\S]*?)```/.exec(DOC)![1]!;
+      assert.match(own, /^export AWS_PROFILE=\S+ BOOTSTRAP_STACK=account-prod BOOTSTRAP_BACKEND="file:\/\/\$HOME\/\.sophia-bootstrap-state-prod"\s/m, "a second bootstrap stack and backend, before the facts");
+      const lines = own.split("\n").filter((l) => l.startsWith("gh variable set"));
+      assert.deepEqual(lines.map((l) => l.split(" ")[3]), ["PULUMI_BACKEND_URL", "AWS_REGION"]);
+      // Run here against this account's bootstrap (the stand-in world has one account): the values land on production.
+      const before = { ...github(sc).repoVariables };
+      const r = await step("prod own account", REPROVISIONED, lines.join("\n"));
+      assert.equal(r.code, 0, r.out);
+      const gh = github(sc);
+      assert.deepEqual(gh.repoVariables, before, "the repository's variables stay dev's");
+      assert.equal(gh.environments["production"]!.variables["PULUMI_BACKEND_URL"], before["PULUMI_BACKEND_URL"]);
+      assert.equal(gh.environments["production"]!.variables["AWS_REGION"], "eu-west-1");
+    });
+
     await t.test("land with APPROVALS=0 on a main that needs a review: gh refuses the merge and land fails; an explicit --approvals 0 lowers main's count, then it lands", async () => {
       const deploys = world.ci.length;
       const refused = await step("land refused", REPROVISIONED, 'git commit -q --allow-empty -m solo\nland stage-solo', { APPROVALS: "0" });
