@@ -3,6 +3,9 @@ set -euo pipefail
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LOCAL_DIR="$REPO_ROOT/.local"
 VENV="$LOCAL_DIR/venv"
+# How to get a Node.js within the engines (>=20 <23). Not the distribution's package: apt's nodejs is
+# 18 on Debian 12 and Ubuntu 24.04. One place for every message that says it (docs/deploy.md lists the same where it says what the procedure needs).
+NODE_INSTALL_HINT="not apt-get install nodejs, which is Node.js 18 on Debian 12 and Ubuntu 24.04: nvm (https://github.com/nvm-sh/nvm: curl -o- https://raw.githubusercontent.com/nvm-sh/nvm/v0.40.1/install.sh | bash, then nvm install 22), NodeSource on Debian/Ubuntu (curl -fsSL https://deb.nodesource.com/setup_22.x | sudo -E bash - && sudo apt-get install -y nodejs), or on macOS brew install node@22"
 export SOPHIA_REPO_ROOT="$REPO_ROOT"
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -82,7 +85,7 @@ pip_install_pinned() {
 # platform-specific optional dependency; protobufjs's only prints notices.
 npm_ci_pinned() {
   local dir="$1" stamp
-  need npm "install Node.js 20, 21 or 22 and npm (package.json engines: >=20 <23; Debian: apt-get install nodejs npm)"
+  need npm "install Node.js 22 and npm (package.json engines: >=20 <23; $NODE_INSTALL_HINT)"
   stamp="$LOCAL_DIR/stamps/npm-$(echo "$dir" | tr / _).$(sha256 "$dir/package-lock.json" | cut -c1-16)"
   if [ ! -f "$stamp" ] || [ ! -d "$dir/node_modules" ]; then
     log "npm ci in ${dir#"$REPO_ROOT"/}"

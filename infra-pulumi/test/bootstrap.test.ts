@@ -79,10 +79,11 @@ case "$1 $2" in
   *) exit 0 ;;
 esac
 `;
-// git: \`status --porcelain\` reports the stack file as changed; add and commit are recorded.
+// git: \`status --porcelain\` reports the stack file as changed; add and commit are recorded; the
+// identity is configured (the preflight refuses without one: deploy-doc.test.ts shows that).
 const GIT_STUB = `#!/usr/bin/env bash
 echo "$*" >> "$FAKE_STATE/git-argv"
-case "$1" in status) echo " M Pulumi.dev.yaml" ;; *) exit 0 ;; esac
+case "$1 \${2:-}" in "config user.name") echo "A Person" ;; "config user.email") echo person@example.com ;; status*) echo " M Pulumi.dev.yaml" ;; *) exit 0 ;; esac
 `;
 
 
@@ -337,7 +338,7 @@ test("a Pulumi Cloud bootstrap (no bucket): no login, the stack keeps Pulumi Clo
 test("GitHub: a protected dev environment is checked and reported; a missing one is named as to-do", () => {
   const ok = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS);
   assert.equal(ok.status, 0, ok.output);
-  assert.match(ok.output, /GitHub environment 'dev' is protected \(deployments from main only, prevent self-review\)/);
+  assert.match(ok.output, /GitHub environment 'dev' is protected \(deployments from main only\)/);
   assert.doesNotMatch(ok.ghCalls, /^(PUT|POST|PATCH|DELETE) /m, "a check writes nothing");
   const missing = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, [], { github: github() });
   assert.equal(missing.status, 0, "GitHub is a to-do, not a failure, without --github apply");
@@ -354,7 +355,7 @@ test("GitHub: a protected dev environment is checked and reported; a missing one
   assert.match(denied.stdout, /GitHub environment 'dev' could not be read: error: gh api repos\/acme\/sophia failed: gh: Bad credentials \(HTTP 401\)/);
   const skipped = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--github", "skip"]);
   assert.equal(skipped.ghCalls, "", "--github skip calls nothing");
-  assert.match(skipped.stdout, /GitHub environment 'dev': deployments from main only, prevent self-review/);
+  assert.match(skipped.stdout, /GitHub environment 'dev': deployments from main only, required reviewers and prevent self-review on production/);
 });
 
 test("GitHub --apply: main only, prevent self-review, the deploy role's variable; read back", () => {

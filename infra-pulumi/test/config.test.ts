@@ -189,6 +189,22 @@ test("the README's prod example is a valid stack file", async () => {
   assert.ok(c.alarmTopicArn);
 });
 
+test("docs/deploy.md's prod template (only the keys a person writes), with what scripts/bootstrap-stage adds, is a valid prod stack file", async () => {
+  const doc = fs.readFileSync(path.join(REPO_ROOT, "docs", "deploy.md"), "utf8");
+  const block = /<!-- deploy-doc: prod 1 -->\n```bash\n[\s\S]*?<<EOF\n([\s\S]*?)\nEOF\n/.exec(doc);
+  assert.ok(block, "deploy.md's prod 1 block writes the stack file with a heredoc");
+  const text = block[1]!.replace(/\$AWS_REGION/g, "eu-west-1").replace(/\$STAGE/g, "prod");
+  const written = yaml.load(text) as { config: Record<string, unknown> };
+  const added = {
+    "aws:allowedAccountIds": JSON.stringify(["222222222222"]),
+    "sophia:kmsKeyAdministrators": JSON.stringify(["arn:aws:iam::222222222222:role/aws-reserved/sso.amazonaws.com/eu-west-1/AWSReservedSSO_BreakGlass_0123456789abcdef"]),
+  };
+  const c = await load("prod", { ...stackConfig(written, "deploy.md prod template"), ...added, ...TEST_SECRETS });
+  assert.equal(c.architecture, "arm64");
+  assert.equal(c.protectData, true, "prod's data is protected by its name");
+  for (const placeholder of ["123456789012", "sophia-prod-resumes", "alarmTopicArn", "resumeBucket"]) assert.ok(!text.includes(placeholder), placeholder);
+});
+
 test("Pulumi.yaml: project sophia, Node.js runtime, main infra-pulumi/ whose package.json names index.ts", () => {
   const project = yaml.load(fs.readFileSync(path.join(REPO_ROOT, "Pulumi.yaml"), "utf8")) as Record<string, any>;
   assert.equal(project["name"], "sophia");

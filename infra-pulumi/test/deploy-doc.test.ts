@@ -162,10 +162,9 @@ function scratch(): Scratch {
   fs.writeFileSync(path.join(sc.repo, ".gitignore"), "node_modules\n.local\n");
   for (const p of ["infra-pulumi", "infra-bootstrap"]) fs.symlinkSync(path.join(REPO_ROOT, p, "node_modules"), path.join(sc.repo, p, "node_modules"));
   git(sc.repo, "init", "-q", "-b", "main");
-  git(sc.repo, "config", "user.email", "platform@example.com");
-  git(sc.repo, "config", "user.name", "Platform");
   git(sc.repo, "add", "-A");
-  git(sc.repo, "commit", "-qm", "the repository");
+  // The checkout's first commit is the repository's; the person's identity is theirs to configure ("Needs").
+  git(sc.repo, "-c", "user.email=platform@example.com", "-c", "user.name=Platform", "commit", "-qm", "the repository");
   git(root, "init", "-q", "--bare", "origin.git");
   git(sc.repo, "remote", "add", "origin", path.join(root, "origin.git"));
   git(sc.repo, "push", "-q", "origin", "HEAD:main");
@@ -185,8 +184,10 @@ cli_send "\${0##*/}" "$(pwd -P)" "$#" "$@" "\${env[@]}" "$stdin"
     // gh: the stand-in (support/github.ts); a merge into main is a push to main, which runs CI.
     "gh-api": ghStub(),
     gh: `#!/usr/bin/env bash\n${bashSend("$FAKE_SERVER_PORT")}"${path.join(sc.bin, "gh-api")}" "$@" || exit $?\nif [ "$1 $2" = "pr merge" ]; then cli_send push; fi\n`,
-    // git: a push is checked as GitHub checks it (pushRefusal) before the real push to the bare origin.
-    git: `#!/usr/bin/env bash\n${bashSend("$FAKE_SERVER_PORT")}if [ "\${1:-}" != push ]; then exec "${realGit}" "$@"; fi\nmain=$(cli_send git-push "$("${realGit}" rev-parse --abbrev-ref HEAD)" "$@") || exit $?\n"${realGit}" "$@" || exit $?\nif [ "$main" = main ]; then cli_send push; fi\n`,
+    // git: a push is checked as GitHub checks it (pushRefusal) before the real push to the bare origin;
+    // a commit without a configured identity is refused as git's ident.c refuses it when it cannot
+    // make one up (stricter: the stand-in never makes one up).
+    git: `#!/usr/bin/env bash\n${bashSend("$FAKE_SERVER_PORT")}if [ "\${1:-}" = commit ] && { [ -z "$("${realGit}" config user.name)" ] || [ -z "$("${realGit}" config user.email)" ]; }; then { echo "Author identity unknown"; echo; echo "*** Please tell me who you are."; echo; echo "fatal: unable to auto-detect email address"; } >&2; exit 128; fi\nif [ "\${1:-}" != push ]; then exec "${realGit}" "$@"; fi\nmain=$(cli_send git-push "$("${realGit}" rev-parse --abbrev-ref HEAD)" "$@") || exit $?\n"${realGit}" "$@" || exit $?\nif [ "$main" = main ]; then cli_send push; fi\n`,
     npm: `#!/usr/bin/env bash\necho "$*" >> "$FAKE_STATE/npm-argv"\ncase " $* " in *" ci "*) case " $* " in *" --ignore-scripts "*) ;; *) echo "npm ci without --ignore-scripts: install scripts would run where credentials are held" >&2; exit 1 ;; esac ;; esac\n`,
     cargo: "#!/usr/bin/env bash\nexit 0\n",
   };
@@ -235,6 +236,7 @@ async function sh(sc: Scratch, world: World, principal: string, script: string, 
     env: {
       PATH: `${sc.bin}:${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
       HOME: sc.home,
+      GIT_CONFIG_NOSYSTEM: "1",
       LANG: "C.UTF-8",
       FAKE_SERVER_PORT: String(serverPort),
       FAKE_STATE: sc.state,
@@ -282,6 +284,24 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.notEqual(r.code, 0);
       assert.match(r.out, /no such file or directory/);
       assert.ok(block("first 2").indexOf("mkdir -p") < block("first 2").indexOf("bootstrap_pulumi stack"), "step 2 creates the directory before any pulumi command");
+    });
+
+    await t.test("a fresh laptop: git has no identity, so a commit is refused; the preflight names the fix of \"Needs\"", async () => {
+      const commit = await step("fresh identity", ME, "git commit -q --allow-empty -m x");
+      assert.equal(commit.code, 128);
+      assert.match(commit.out, /Author identity unknown/);
+      const refused = await step("fresh identity", ME, 'scripts/preflight "$STAGE" --for bootstrap --approvals "$APPROVALS"');
+      assert.notEqual(refused.code, 0);
+      assert.match(refused.out, /git does not know who you are \(user\.name, user\.email\), and the procedure commits: git config --global user\.name "Your Name" && git config --global user\.email you@example\.com/);
+      assert.match(DOC, /`git config --global user\.name "Your\s+Name"` and `git config --global user\.email you@example\.com`/, "Needs says it");
+      const fixed = await step("fresh identity", ME, 'git config --global user.name "A Person" && git config --global user.email person@example.com');
+      assert.equal(fixed.code, 0, fixed.out);
+    });
+
+    await t.test("the facts stop without APPROVALS: how many reviews main needs is the reader's choice", async () => {
+      const r = await sh(sc, world, ME, "true", { APPROVALS: "" });
+      assert.notEqual(r.code, 0);
+      assert.match(r.out, /set APPROVALS=1 when someone else reviews your pull requests, 0 when you are alone/);
     });
 
     await t.test("a push before the environment is set up: GitHub creates `dev` unprotected, the deploy has no role", async () => {
@@ -394,6 +414,7 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.deepEqual(gh.pulls!.map((p) => [p.head, p.state, p.author]), [["stage-dev", "MERGED", "alice"]]);
       const polls = fs.readFileSync(path.join(sc.state, "gh-argv"), "utf8").split("\n").filter((l) => l.startsWith("pr checks stage-dev"));
       assert.equal(polls.length, 2, "land met gh's 'no required checks reported' before the workflows started, and polled again");
+      assert.match(r.out, /^scripts\/test against a MongoDB 7 replica set\tpass$/m, "land lets gh's watch of the checks reach the terminal");
       assert.match(git(path.join(sc.root, "origin.git"), "show", "main:Pulumi.dev.yaml"), /^secretsprovider: awskms:/m, "step 3's commit is on main");
       const ci = world.ci.at(-1)!;
       assert.ok(ci.ok, ci.detail);
@@ -477,6 +498,62 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.deepEqual(missingKeys("qa", stackFile(sc, "qa")), []);
       assert.ok(world.stages.has("qa"));
       assert.ok(github(sc).environments["qa"]!.branchPolicies.some((b) => b.name === "main"));
+    });
+
+    await t.test("prod in dev's account: its settings, then steps 2 to 5 with STAGE=prod and REVIEWER, every request allowed, dev and qa kept", async () => {
+      const who = REPROVISIONED; // the administrator since the rotation
+      const env = { APPROVALS: "1", REVIEWER: "user:bob" };
+      const prod = (b: string) => `STAGE=prod\n${block(b)}`;
+      assert.equal((await step("prod 1", who, block("prod 1"), env)).code, 0);
+      assert.deepEqual(Object.keys(stackFile(sc, "prod").config).sort(), ["aws:region", "sophia:architecture", "sophia:mongodbDatabase", "sophia:secretsExtensionLayerArn"], "only what a person writes");
+      const two = await step("prod 2", who, prod("first 2"), env);
+      assert.equal(two.code, 0, two.out);
+      assert.deepEqual(world.bootstrap!.stages, ["dev", "qa", "prod"], "step 2 adds prod, keeping the stages before it");
+      const production = github(sc).environments["production"]!;
+      assert.deepEqual([production.reviewers, production.prevent_self_review], [[{ type: "User", id: 102 }], true]);
+      assert.deepEqual(production.branchPolicies.map((b) => b.name), ["main"]);
+      const three = await step("prod 3", who, prod("first 3"), env);
+      assert.equal(three.code, 0, three.out);
+      assert.deepEqual(missingKeys("prod", stackFile(sc, "prod")), [], "the template and step 3's keys pass check-stack-file");
+      assert.equal(github(sc).environments["production"]!.variables["AWS_PROD_DEPLOY_ROLE_ARN"], deployRoleArn(P, ACCOUNT, "prod"));
+      const four = await step("prod 4", who, prod("first 4"), env);
+      assert.equal(four.code, 0, four.out);
+      assert.ok(world.stages.has("prod"));
+      const five = await step("prod 5", who, prod("first 5").replace(/^land .*$/m, 'land "stage-$STAGE" || echo "waiting for a review"'), env);
+      assert.equal(five.code, 0, five.out);
+      assert.match(five.out, /land: stage-prod needs an approving review by someone else/);
+      assert.equal((await step("prod 5", who, "gh pr review stage-prod --approve", { FAKE_GH_USER: "bob" })).code, 0);
+      const landed = await step("prod 5", who, 'land "stage-prod"', env);
+      assert.equal(landed.code, 0, landed.out);
+      assert.match(git(path.join(sc.root, "origin.git"), "show", "main:Pulumi.prod.yaml"), /^secretsprovider: awskms:/m);
+      for (const s of ["prod 1", "prod 2", "prod 3", "prod 4", "prod 5"]) assert.deepEqual(refusedIn(world, s), [], s);
+    });
+
+    await t.test("prod in its own account: the doc's production-environment variables override the repository's (dev's) for prod's job only", async () => {
+      const own = /\*\*In its own account\*\*[\s\S]*?```bash\n([\s\S]*?)```/.exec(DOC)![1]!;
+      assert.match(own, /^export AWS_PROFILE=\S+ BOOTSTRAP_STACK=account-prod BOOTSTRAP_BACKEND="file:\/\/\$HOME\/\.sophia-bootstrap-state-prod"\s/m, "a second bootstrap stack and backend, before the facts");
+      const lines = own.split("\n").filter((l) => l.startsWith("gh variable set"));
+      assert.deepEqual(lines.map((l) => l.split(" ")[3]), ["PULUMI_BACKEND_URL", "AWS_REGION"]);
+      // Run here against this account's bootstrap (the stand-in world has one account): the values land on production.
+      const before = { ...github(sc).repoVariables };
+      const r = await step("prod own account", REPROVISIONED, lines.join("\n"));
+      assert.equal(r.code, 0, r.out);
+      const gh = github(sc);
+      assert.deepEqual(gh.repoVariables, before, "the repository's variables stay dev's");
+      assert.equal(gh.environments["production"]!.variables["PULUMI_BACKEND_URL"], before["PULUMI_BACKEND_URL"]);
+      assert.equal(gh.environments["production"]!.variables["AWS_REGION"], "eu-west-1");
+    });
+
+    await t.test("land with APPROVALS=0 on a main that needs a review: gh refuses the merge and land fails; an explicit --approvals 0 lowers main's count, then it lands", async () => {
+      const deploys = world.ci.length;
+      const refused = await step("land refused", REPROVISIONED, 'git commit -q --allow-empty -m solo\nland stage-solo', { APPROVALS: "0" });
+      assert.notEqual(refused.code, 0, "a refused merge fails land");
+      assert.match(refused.out, /is not mergeable: the base branch policy prohibits the merge/);
+      assert.equal(world.ci.length, deploys);
+      const lowered = await step("land refused", REPROVISIONED, 'scripts/protect-environments dev --apply --approvals "$APPROVALS" --deploy-role-arn "arn:aws:iam::$ACCOUNT:role/sophia-bootstrap/sophia-bootstrap-dev-deploy"\nland stage-solo', { APPROVALS: "0" });
+      assert.equal(lowered.code, 0, lowered.out);
+      assert.equal(github(sc).protection["main"]!.required_pull_request_reviews!.required_approving_review_count, 0);
+      assert.equal(world.ci.length, deploys + 1);
     });
   } finally {
     server.close();
@@ -600,7 +677,7 @@ test("the docs' commands: npm ci --ignore-scripts; the bootstrap's outputs and c
     }
   }
   const steps = [...BLOCKS.keys()];
-  assert.deepEqual(steps.slice(0, 6), ["facts", "first 2", "first 3", "first 4", "first 5", "later code"]);
+  assert.deepEqual(steps.slice(0, 7), ["facts", "first 2", "first 3", "first 4", "first 5", "prod 1", "later code"]);
   assert.ok(steps.includes("later layer") && steps.includes("later rotate") && steps.includes("later stage"));
 });
 
@@ -661,6 +738,54 @@ test("the preflight refuses, with the fix: the account's root user, a Pulumi CLI
     assert.match(r.stderr, /the Pulumi CLI is 3\.100\.0, not 3\.248\.0 .*--version 3\.248\.0/);
     assert.match(r.stderr, /Node\.js v23\.1\.0 is outside >=20 <23 .*install Node\.js 22/);
     assert.match(r.stderr, /PULUMI_CONFIG_PASSPHRASE is not set: the bootstrap's stack \(infra-bootstrap\/Pulumi\.account-main\.yaml\) uses the passphrase provider/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("break-glass patterns: a role with a region segment and one without (Identity Center in us-east-1); the doc's pattern is derived from ME's real path, the preflight matches the full ARN", () => {
+  const two = block("first 2");
+  assert.match(two, /case "\$ME" in \*\/aws-reserved\/sso\.amazonaws\.com\/\*\) bootstrap_pulumi config set --path 'sophia-bootstrap:breakGlassRoles\[0\]' "\$\{ME%_\*\}_\*" ;; esac/);
+  const derive = (me: string) => spawnSync("bash", ["-c", 'ME="$1"; echo "${ME%_*}_*"', "-", me], { encoding: "utf8" }).stdout.trim();
+  const regional = `arn:aws:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/eu-west-1/AWSReservedSSO_BreakGlass_0123456789abcdef`;
+  const global = `arn:aws:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_BreakGlass_0123456789abcdef`;
+  const old = `arn:aws:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/*/AWSReservedSSO_BreakGlass_*`;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-breakglass-"));
+  try {
+    const repo = path.join(dir, "repo");
+    const bin = path.join(dir, "bin");
+    const home = path.join(dir, "home");
+    for (const d of ["scripts", "infra-pulumi", "infra-bootstrap"]) fs.mkdirSync(path.join(repo, d), { recursive: true });
+    fs.mkdirSync(bin);
+    fs.mkdirSync(path.join(home, ".sophia-bootstrap-state"), { recursive: true });
+    for (const f of ["scripts/preflight", "scripts/lib.sh", "infra-pulumi/package.json"]) fs.copyFileSync(path.join(REPO_ROOT, f), path.join(repo, f));
+    fs.writeFileSync(path.join(repo, "Pulumi.dev.yaml"), templateStackFile(fs.readFileSync(path.join(STACK_FILES, "Pulumi.dev.yaml"), "utf8")));
+    const stubs: Record<string, string> = {
+      npm: "#!/usr/bin/env bash\nexit 0\n",
+      pulumi: `#!/usr/bin/env bash\ncase "$1" in version) echo v${/"@pulumi\/pulumi": "([^"]+)"/.exec(fs.readFileSync(path.join(REPO_ROOT, "infra-pulumi", "package.json"), "utf8"))![1]} ;; *) exit 1 ;; esac\n`,
+      // The caller's session names the role without its path; get-role answers the path (FAKE_ROLE_ARN).
+      aws: '#!/usr/bin/env bash\ncase "$*" in *get-caller-identity*) echo "arn:aws:sts::' + ACCOUNT + ':assumed-role/${FAKE_ROLE_ARN##*/}/me" ;; *"iam get-role"*) echo "$FAKE_ROLE_ARN" ;; *) exit 254 ;; esac\n',
+    };
+    for (const [name, text] of Object.entries(stubs)) fs.writeFileSync(path.join(bin, name), text, { mode: 0o755 });
+    const preflight = (me: string, pattern: string, identity: boolean) => {
+      fs.writeFileSync(path.join(repo, "infra-bootstrap", "Pulumi.account-main.yaml"), `config:\n  aws:region: eu-west-1\n  sophia-bootstrap:keyAdministrators:\n    - arn:aws:iam::${ACCOUNT}:role/someone-else\n  sophia-bootstrap:breakGlassRoles:\n    - ${pattern}\n`);
+      fs.rmSync(path.join(home, ".gitconfig"), { force: true });
+      if (identity) fs.writeFileSync(path.join(home, ".gitconfig"), "[user]\n\tname = A Person\n\temail = person@example.com\n");
+      return spawnSync("bash", [path.join(repo, "scripts", "preflight"), "dev", "--for", "bootstrap"], {
+        encoding: "utf8",
+        env: { PATH: `${bin}:${path.dirname(process.execPath)}:/usr/bin:/bin`, HOME: home, GIT_CONFIG_NOSYSTEM: "1", FAKE_ROLE_ARN: me, PULUMI_CONFIG_PASSPHRASE: "x" },
+      }).stderr;
+    };
+    const listed = /is one of sophia-bootstrap:keyAdministrators/;
+    assert.match(preflight(regional, derive(regional), true), listed);
+    assert.match(preflight(global, derive(global), true), listed);
+    assert.equal(derive(global), `arn:aws:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_BreakGlass_*`);
+    assert.match(preflight(regional, old, true), listed, "the old pattern matches a regional path");
+    const missed = preflight(global, old, true);
+    assert.match(missed, /you \(\S+\) are not in sophia-bootstrap:keyAdministrators/, "the old pattern misses us-east-1's path, as KMS's ArnLike would");
+    // git's identity: refused with the fix, then accepted.
+    assert.match(preflight(regional, derive(regional), false), /git does not know who you are \(user\.name, user\.email\)/);
+    assert.doesNotMatch(preflight(regional, derive(regional), true), /git does not know/);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -36,7 +36,7 @@ test("the checks main requires are the jobs of rust.yml (which runs on every pul
 test("a repository with everything in place: every target passes and nothing is written", () => {
   const ok = protect(["dev", "--check", "--deploy-role-arn", DEV_ROLE], github({ dev: DEV }));
   assert.equal(ok.status, 0, ok.output);
-  assert.match(ok.output, /deployments from main only, prevent self-review, AWS_DEPLOY_ROLE_ARN set; main protected; Actions settings and credentials in place/);
+  assert.match(ok.output, /deployments from main only, AWS_DEPLOY_ROLE_ARN set; main protected; Actions settings and credentials in place/);
   assert.deepEqual(writes(ok.calls), []);
   assert.match(ok.calls, /^GET repos\/acme\/sophia\/branches\/main\/protection$/m, "main is read for a stage too");
 });
@@ -114,7 +114,8 @@ test("Actions: a writing or approving default token and fork pull requests with 
   const applied = protect(["dev", "--apply"], open);
   assert.equal(applied.status, 0, applied.output);
   assert.deepEqual(applied.github.workflowPermissions, { default_workflow_permissions: "read", can_approve_pull_request_reviews: false });
-  assert.deepEqual(applied.github.forkPr, { run_workflows_from_fork_pull_requests: true, send_write_tokens_to_workflows: false, send_secrets_and_variables: false, require_approval_for_fork_pr_workflows: true });
+  // A private repository's fork pull requests do not run at all (the preview's credentials are not theirs to reach).
+  assert.deepEqual(applied.github.forkPr, { run_workflows_from_fork_pull_requests: false, send_write_tokens_to_workflows: false, send_secrets_and_variables: false, require_approval_for_fork_pr_workflows: true });
   // A public repository: GitHub answers 422 (fork pull requests never get write tokens or secrets there); nothing to set.
   const publicRepo = protect(["dev", "--apply"], github({ dev: DEV }));
   assert.equal(publicRepo.status, 0, publicRepo.output);
@@ -142,12 +143,14 @@ test("--preview: the preview environment (no branch rule: pull requests come fro
   const applied = protect(["--preview", "--apply", "--role-arn", PREVIEW_ROLE], github());
   assert.equal(applied.status, 0, applied.output);
   const preview = applied.github.environments["preview"]!;
-  assert.deepEqual([preview.deployment_branch_policy, preview.branchPolicies, preview.prevent_self_review], [null, [], true]);
+  assert.deepEqual([preview.deployment_branch_policy, preview.branchPolicies, preview.prevent_self_review], [null, [], false], "no prevent self-review without reviewers (GitHub refuses it)");
+  assert.match(applied.calls, /^PUT repos\/acme\/sophia\/environments\/preview \{"prevent_self_review":false,"reviewers":\[\]/m);
   assert.equal(preview.variables["AWS_PREVIEW_ROLE_ARN"], PREVIEW_ROLE);
   assert.match(applied.output, /note: 'preview' has no required reviewers, so a same-repository pull request's code gets the preview role and token without anyone's approval/);
   const reviewed = protect(["--preview", "--apply", "--reviewer", "team:platform"], applied.github);
   assert.equal(reviewed.status, 0, reviewed.output);
   assert.deepEqual(reviewed.github.environments["preview"]!.reviewers, [{ type: "Team", id: 7 }]);
+  assert.equal(reviewed.github.environments["preview"]!.prevent_self_review, true, "with reviewers, self-review is prevented");
   assert.doesNotMatch(reviewed.output, /note: 'preview'/);
   const selfReview = protect(["--preview"], github({ preview: { ...reviewed.github.environments["preview"]!, prevent_self_review: false } }));
   assert.match(selfReview.stdout, /^environment 'preview': prevent self-review is off/m);
@@ -206,6 +209,57 @@ test("--publish: npm-publish with reviewers and exactly the tag rule, the releas
   }
 });
 
+/** One `gh` call to the stand-in on a repository's state; the state after it. */
+function ghCli(state: ReturnType<typeof github>, args: string[]): ReturnType<typeof github> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { gh } = require("./support/github-api.cjs") as { gh: (dir: string, user: string, args: string[], stdin: string) => { code: number; stderr: string } };
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-gh-"));
+  try {
+    fs.writeFileSync(path.join(dir, "github.json"), JSON.stringify(state));
+    const r = gh(dir, "alice", args, "");
+    assert.equal(r.code, 0, r.stderr);
+    return JSON.parse(fs.readFileSync(path.join(dir, "github.json"), "utf8")) as ReturnType<typeof github>;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("GitHub refuses prevent_self_review without reviewers: dev and preview are sent neither, prod both", () => {
+  const refused = github();
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { gh } = require("./support/github-api.cjs") as { gh: (dir: string, user: string, args: string[], stdin: string) => { code: number; stderr: string } };
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-gh-"));
+  try {
+    fs.writeFileSync(path.join(dir, "github.json"), JSON.stringify(refused));
+    const r = gh(dir, "alice", ["api", "--method", "PUT", "repos/acme/sophia/environments/dev", "--input", "-"], JSON.stringify({ prevent_self_review: true, reviewers: [], deployment_branch_policy: null }));
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /Required reviewers must have at least one reviewer to set prevent_self_review \(HTTP 422\)/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const dev = protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], github());
+  assert.equal(dev.status, 0, dev.output);
+  assert.match(dev.calls, /^PUT repos\/acme\/sophia\/environments\/dev \{"prevent_self_review":false,"reviewers":\[\]/m);
+  const prod = protect(["prod", "--apply", "--reviewer", "team:platform"], github());
+  assert.equal(prod.status, 0, prod.output);
+  assert.match(prod.calls, /^PUT repos\/acme\/sophia\/environments\/production \{"prevent_self_review":true,"reviewers":\[\{"type":"Team","id":7\}\]/m);
+});
+
+test("prod for one person (--approvals 0): its one reviewer may approve a deploy they triggered, said as the risk it is; with --approvals 1 self-review is prevented again", () => {
+  const alone = protect(["prod", "--apply", "--approvals", "0", "--reviewer", "user:alice"], github());
+  assert.equal(alone.status, 0, alone.output);
+  const prod = alone.github.environments["production"]!;
+  assert.deepEqual([prod.reviewers, prod.prevent_self_review], [[{ type: "User", id: 101 }], false]);
+  assert.match(alone.output, /note: --approvals 0: 'production' lets its reviewer approve a deploy they triggered \(prevent self-review off\)\. The approval is a pause before prod, not a second person's check/);
+  assert.equal(protect(["prod", "--approvals", "0"], alone.github).status, 0, "checked as one person: accepted");
+  const asTeam = protect(["prod", "--approvals", "1"], alone.github);
+  assert.equal(asTeam.status, 1);
+  assert.match(asTeam.stdout, /^environment 'production': prevent self-review is off/m);
+  const team = protect(["prod", "--apply", "--approvals", "1"], alone.github);
+  assert.equal(team.status, 0, team.output);
+  assert.equal(team.github.environments["production"]!.prevent_self_review, true);
+});
+
 test("usage: a target is required; --role-arn only where the environment holds a role", () => {
   assert.notEqual(protect([], github()).status, 0);
   const r = protect(["--publish", "--role-arn", PREVIEW_ROLE], github());
@@ -222,6 +276,12 @@ test("--approvals 0, for a repository with one person: pull requests still requi
   assert.equal(team.status, 1);
   assert.match(team.stdout, /^branch main: a merge needs 0 approving review\(s\), not 1$/m);
   assert.match(protect(["dev", "--approvals", "7"], one.github).output, /--approvals: 0 to 6/);
+  // An explicit --approvals sets the count, lower included (a team that became one person); without it a higher count is kept.
+  const two = { ...one.github, protection: { main: { ...PROTECTED_MAIN, required_pull_request_reviews: { ...PROTECTED_MAIN.required_pull_request_reviews!, required_approving_review_count: 2 } } } };
+  assert.equal(protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], two).github.protection["main"]!.required_pull_request_reviews!.required_approving_review_count, 2);
+  const lowered = protect(["dev", "--apply", "--approvals", "0", "--deploy-role-arn", DEV_ROLE], two);
+  assert.equal(lowered.status, 0, lowered.output);
+  assert.deepEqual(lowered.github.protection["main"]!.required_pull_request_reviews, { dismiss_stale_reviews: true, require_code_owner_reviews: false, required_approving_review_count: 0, require_last_push_approval: false });
 });
 
 test("the plan: a private repository on GitHub Free is refused before any write; required reviewers need Enterprise there", () => {
@@ -237,6 +297,17 @@ test("the plan: a private repository on GitHub Free is refused before any write;
   assert.equal(protect(["prod", "--apply", "--reviewer", "team:platform"], { ...team, plan: "enterprise" }).status, 0);
   const hidden = protect(["dev"], github({ dev: DEV }, { visibility: "private", planVisible: false }));
   assert.match(hidden.stdout, /its owner's plan cannot be read with this token/);
+  // gh auth login's token (repo, read:org, gist) does not see an organization's plan: the fix is named, and works.
+  const login = github({ dev: DEV }, { visibility: "private", plan: "team", scopes: ["repo", "read:org", "gist"] });
+  const scoped = protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], login);
+  assert.equal(scoped.status, 1);
+  assert.match(scoped.output, /plan cannot be read with this token \(GET \/orgs\/acme shows the plan to the organization's owners, and to a classic or OAuth token only with the admin:org scope, which gh auth login does not ask for\): run gh auth refresh -s admin:org as an owner of acme/);
+  assert.ok(!/^(PUT|POST|PATCH|DELETE) /m.test(scoped.calls), "nothing written");
+  const personal = protect(["dev"], { ...login, ownerType: "User" });
+  assert.match(personal.stdout, /GET \/user shows the plan only with the user scope.*run gh auth refresh -s user/);
+  const refreshed = ghCli(login, ["auth", "refresh", "-h", "github.com", "-s", "admin:org"]);
+  assert.deepEqual(refreshed.scopes, ["repo", "read:org", "gist", "admin:org"]);
+  assert.equal(protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], refreshed).status, 0, "with admin:org the plan is read");
   // The stand-in refuses what GitHub refuses, so a script that skipped the check would fail too.
   const unchecked = github({}, { protection: {}, visibility: "private", plan: "free" });
   // eslint-disable-next-line @typescript-eslint/no-require-imports

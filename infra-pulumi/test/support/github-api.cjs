@@ -47,7 +47,20 @@ function run(stateDir, user, args, stdin, io) {
       throw new Exit(3);
     }
     if (st.readOnly || st.fail) fail(st.fail || 403, "Resource not accessible by integration");
-    st.repoVariables = { ...(st.repoVariables || {}), [args[2]]: args[at + 1] };
+    // --env <name>: the environment's variable (it overrides the repository's of the same name).
+    const envAt = args.findIndex((x) => x === "--env" || x === "-e");
+    if (envAt >= 0) {
+      const env = st.environments[args[envAt + 1]];
+      if (!env) fail(404, "Not Found");
+      env.variables[args[2]] = args[at + 1];
+    } else st.repoVariables = { ...(st.repoVariables || {}), [args[2]]: args[at + 1] };
+    fs.writeFileSync(file, JSON.stringify(st));
+    throw new Exit(0);
+  }
+  if (args[0] === "auth" && args[1] === "refresh") {
+    // `gh auth refresh -s <scope>` adds the scope to the stored OAuth token (cli/cli pkg/cmd/auth/refresh).
+    const add = args.flatMap((a, i) => (["-s", "--scopes"].includes(args[i - 1]) ? a.split(",") : []));
+    st.scopes = [...new Set([...(st.scopes || []), ...add])];
     fs.writeFileSync(file, JSON.stringify(st));
     throw new Exit(0);
   }
@@ -190,8 +203,14 @@ function pulls(st, user, args, io, save) {
 function route(c) {
   const { st, user, p, fail, done } = c;
   let m;
-  if (p === "user") done({ login: user, plan: { name: st.plan || "team" } });
-  if ((m = /^orgs\/([^/]+)$/.exec(p))) done({ login: m[1], ...(st.planVisible === false ? {} : { plan: { name: st.plan || "team" } }) });
+  // The plan is shown to a classic or OAuth token only with a scope gh auth login does not ask for
+  // (repo, read:org, gist: cli/cli internal/authflow/flow.go, minimumScopes): GET /user's private
+  // fields with `user`, GET /orgs/{org}'s `plan` to an owner with `admin:org`
+  // (https://docs.github.com/en/rest/users/users#get-the-authenticated-user,
+  // https://docs.github.com/en/rest/orgs/orgs#get-an-organization). st.scopes unset: a token with all.
+  const scoped = (scope) => st.scopes === undefined || st.scopes.includes(scope);
+  if (p === "user") done({ login: user, ...(scoped("user") ? { plan: { name: st.plan || "team" } } : {}) });
+  if ((m = /^orgs\/([^/]+)$/.exec(p))) done({ login: m[1], ...(st.planVisible === false || !scoped("admin:org") ? {} : { plan: { name: st.plan || "team" } }) });
   if (p === `repos/${st.repo}`) done({ full_name: st.repo, visibility: st.visibility || "public", private: (st.visibility || "public") !== "public", owner: { login: st.repo.split("/")[0], type: st.ownerType || "Organization" } });
   if ((m = /^users\/(.+)$/.exec(p))) {
     if (!(m[1] in st.users)) fail(404, "Not Found");
@@ -263,6 +282,8 @@ function environments({ st, method, body, out, fail, save }, r) {
   if (rest === "" && method === "PUT") {
     const refused = planRefuses(st, "environment") || ((body.reviewers || []).length > 0 ? planRefuses(st, "reviewers") : undefined);
     if (refused) fail(422, refused);
+    // GitHub's answer, quoted in https://github.com/github-community-projects/safe-settings/issues/628.
+    if (body.prevent_self_review === true && (body.reviewers || []).length === 0) fail(422, "Required reviewers must have at least one reviewer to set prevent_self_review");
     env = st.environments[name] = { branchPolicies: [], variables: {}, secrets: [], ...(env || {}), reviewers: body.reviewers || [], prevent_self_review: body.prevent_self_review === true, deployment_branch_policy: body.deployment_branch_policy || null };
     save();
   }

@@ -14,6 +14,7 @@
  * - repository and organization secrets (names), repository variables;
  * - repository rulesets (https://docs.github.com/en/rest/repos/rules): the list without rules, one
  *   by id with them, POST and PUT;
+ * - `gh auth refresh -s <scope>` (the token's scopes, st.scopes; the plan is hidden without them);
  * - users and teams by name; `gh repo view`; `gh variable set NAME --body VALUE` (a repository variable);
  * - the repository (`visibility`, `owner.type`) and its owner's plan (`GET /orgs/{org}` or `/user`:
  *   `plan.name`), and what a plan refuses on a private repository (GitHub's documentation, https://github.com/github/docs/blob/main/data/reusables/gated-features/protected-branches.md
@@ -130,6 +131,8 @@ export interface Github {
   /** The owner's plan (default "team"); planVisible false: the token cannot read it. */
   plan?: "free" | "pro" | "team" | "enterprise";
   planVisible?: boolean;
+  /** The OAuth scopes of gh's token (unset: every scope); `gh auth refresh -s` adds to them. */
+  scopes?: string[];
   ownerType?: "Organization" | "User";
   /** Pull requests (`gh pr ...`), merged into the bare repository `origin`; their required checks' result. */
   pulls?: { number: number; head: string; base: string; author: string; state: "OPEN" | "MERGED"; approvals: string[]; checksSeen?: boolean }[];
@@ -145,7 +148,7 @@ export const DEV_ROLE = "arn:aws:iam::222222222222:role/sophia-bootstrap/sophia-
 /** The dev environment as --apply leaves it, with the deploy role's variable. */
 export const PROTECTED_DEV: GithubEnvironment = {
   reviewers: [],
-  prevent_self_review: true,
+  prevent_self_review: false,
   deployment_branch_policy: { protected_branches: false, custom_branch_policies: true },
   branchPolicies: [{ id: 1, name: "main", type: "branch" }],
   variables: { AWS_DEPLOY_ROLE_ARN: DEV_ROLE },
