@@ -584,10 +584,9 @@ export const OPS_FUNCTION_READ_ACTIONS = ["lambda:GetFunctionConfiguration"];
 export const OPS_ACCOUNT_READ_ACTIONS = ["lambda:ListEventSourceMappings", "cloudwatch:GetMetricData"];
 /**
  * sophia-ops `queue pause|resume`: UpdateEventSourceMapping (Enabled false/true). A mapping's UUID
- * exists only once the stage has created it, so the bootstrap cannot name it: the grant is on any
- * mapping whose function is one of the stage's (`lambda:FunctionArn`, which iam-data lists for
- * this action). Residual in docs/threat-model.md: a request that names a stage function as the new
- * FunctionName is matched against that function instead.
+ * exists only once the stage has created it, so the bootstrap cannot name it: the grant is on a
+ * mapping tagged with the stage (`aws:ResourceTag/stage`, which iam-data lists for the
+ * eventSourceMapping resource type) whose function is one of the stage's (`lambda:FunctionArn`).
  */
 export const OPS_MAPPING_ACTIONS = ["lambda:UpdateEventSourceMapping"];
 /**
@@ -628,7 +627,10 @@ export function opsStatements(s: AccessScope, d: StageDeclarations): PolicyState
       Effect: "Allow",
       Action: OPS_MAPPING_ACTIONS,
       Resource: [arn("lambda", "event-source-mapping:*")],
-      Condition: { ArnLike: { "lambda:FunctionArn": d.functions.map((f) => arn("lambda", `function:${name(f)}`)) } },
+      // The mapping must be the stage's (its stage tag, given at creation only) and so must the
+      // function: UpdateEventSourceMapping names a function of its own, so lambda:FunctionArn alone
+      // would let this stage's function be named on another stage's mapping.
+      Condition: { ArnLike: { "lambda:FunctionArn": d.functions.map((f) => arn("lambda", `function:${name(f)}`)) }, StringEquals: { "aws:ResourceTag/stage": s.stage } },
     },
     { Sid: "OpsAuditAppend", Effect: "Allow", Action: OPS_AUDIT_APPEND_ACTIONS, Resource: [`${auditGroup}:*`] },
     { Sid: "OpsAuditRead", Effect: "Allow", Action: OPS_AUDIT_READ_ACTIONS, Resource: [auditGroup, `${auditGroup}:*`] },

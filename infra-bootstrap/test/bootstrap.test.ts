@@ -276,6 +276,7 @@ test("the API's and the operators' policies are the bootstrap's: per stage, unde
     assert.deepEqual(mappings.Resource, [`arn:aws:lambda:eu-west-1:${ACCOUNT}:event-source-mapping:*`]);
     assert.deepEqual(mappings.Condition, {
       ArnLike: { "lambda:FunctionArn": (require("../src/policies") as typeof import("../src/policies")).loadDeclarations().functions.map((f) => `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-${stage}-${f}`) },
+      StringEquals: { "aws:ResourceTag/stage": stage },
     });
     for (const s of opsDoc.Statement.filter((x) => x.Sid !== "OpsQueueStatus" && x.Sid !== "OpsMappings")) {
       for (const r of s.Resource) assert.match(r, new RegExp(`:sophia-${stage}-[a-z-]+(:\\*)?$`), `${s.Sid}: ${r}`);

@@ -106,7 +106,7 @@ test("KMS: create an untagged symmetric key only; no IAM grant on any key (the s
   for (const s of dev.filter((x) => x.Effect === "Allow" && x.Action.some((a) => a.startsWith("kms:")) && !x.Resource.includes("*"))) {
     assert.ok(s.Resource.every((r) => r.includes(":alias/sophia-dev-")), s.Sid);
   }
-  const deny = dev.filter((s) => s.Effect === "Deny");
+  const deny = dev.filter((s) => s.Effect === "Deny" && s.Action.some((a) => a.startsWith("kms:")));
   assert.deepEqual(deny.map((s) => [s.Action, s.Condition]), [
     [["kms:TagResource"], undefined],
     [["kms:UntagResource"], { StringNotEquals: { "aws:ResourceTag/stage": "dev" } }],
@@ -123,12 +123,29 @@ test("every ARN of the dev role names dev's resources (or the layer, or a stage-
         s.Condition?.["StringEquals"]?.["aws:ResourceTag/stage"] === "dev" ||
         s.Condition?.["StringEqualsIfExists"]?.["aws:ResourceTag/stage"] === "dev" ||
         s.Condition?.["ArnLike"]?.["lambda:FunctionArn"]?.includes("sophia-dev-");
-      // Reading a mapping's tags (a mapping's id says nothing of its stage, and mappings carry no tags).
+      // Reading a mapping's tags (a mapping's id says nothing of its stage).
       const readsTags = s.Action.every((a) => a === "lambda:ListTags");
       assert.ok(named || tagged || readsTags, `${s.Sid}: ${r}`);
     }
   }
   assert.doesNotMatch(JSON.stringify(dev), /prod/);
+});
+
+test("event source mappings: update only a mapping tagged as the stage's whose function is the stage's; tags only on the stage's mappings, the stage tag never changed", () => {
+  const esm = (a: string) => allows(dev, a);
+  const fn = { "lambda:FunctionArn": "arn:aws:lambda:eu-west-1:012345678901:function:sophia-dev-*" };
+  // UpdateEventSourceMapping names a function of its own (FunctionName): the mapping's tag must hold too.
+  for (const a of ["lambda:UpdateEventSourceMapping", "lambda:DeleteEventSourceMapping"]) {
+    assert.deepEqual(esm(a).map((s) => s.Condition), [{ ArnLike: fn, StringEquals: { "aws:ResourceTag/stage": "dev" } }], a);
+  }
+  // Get names no function: lambda:FunctionArn is the mapping's own.
+  assert.deepEqual(esm("lambda:GetEventSourceMapping").map((s) => s.Condition), [{ ArnLike: fn }]);
+  assert.deepEqual(esm("lambda:CreateEventSourceMapping").map((s) => s.Condition), [{ ArnLike: fn, StringEquals: { "aws:RequestTag/stage": "dev" } }]);
+  const tagging = esm("lambda:TagResource").filter((s) => s.Resource.some((r) => r.includes(":event-source-mapping:")));
+  assert.deepEqual(tagging.map((s) => s.Condition), [{ StringEquals: { "aws:ResourceTag/stage": "dev" } }], "never an untagged mapping (adoption)");
+  const deny = dev.filter((s) => s.Effect === "Deny" && s.Action.includes("lambda:TagResource"));
+  assert.equal(deny.length, 1);
+  assert.deepEqual(deny[0]!.Condition!["StringNotEquals"], { "aws:RequestTag/stage": "dev" });
 });
 
 test("VPC statements only for a stage with sophia:vpc", () => {
