@@ -272,7 +272,7 @@ test("this stage's function on another stage's (or team's, or an untagged) event
     ["deploy", DEPLOY, IDENTITY],
     ["ops", OPERATOR, [policyDocument(OPS_STATEMENTS)] as unknown as Doc[]],
   ] as const) {
-    for (const tags of [{ "aws:ResourceTag/stage": "prod" }, { "aws:ResourceTag/stage": "teamb" }, {}]) {
+    for (const tags of [{ "aws:ResourceTag/stage": "prod" }, { "aws:ResourceTag/stage": "teamb" }, {}] as Record<string, string>[]) {
       for (const action of ["lambda:UpdateEventSourceMapping", "lambda:DeleteEventSourceMapping", "lambda:TagResource"]) {
         // lambda:FunctionArn as AWS may fill it: the function the request names (this stage's) or the mapping's.
         for (const fn of [OWN_FUNCTION, `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-prod-interview-completed`]) {
