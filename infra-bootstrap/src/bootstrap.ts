@@ -89,8 +89,12 @@ export function stageFacts(stage: string, region: string, environments: Record<s
     problems.push(`Pulumi.${stage}.yaml: sophia:vpc must name vpcId, subnetIds and securityGroupIds (the deploy role may create endpoints only in them)`);
   }
   if (problems.length > 0) return problems;
+  const endpoints = (vpcConfig as { interfaceEndpoints?: unknown } | undefined)?.interfaceEndpoints;
+  if (endpoints !== undefined && typeof endpoints !== "boolean") problems.push(`Pulumi.${stage}.yaml: sophia:vpc.interfaceEndpoints must be true or false`);
   const vpc: VpcScope | false =
-    vpcConfig === undefined ? false : { vpcId: vpcConfig.vpcId as string, subnetIds: vpcConfig.subnetIds as string[], securityGroupIds: vpcConfig.securityGroupIds as string[] };
+    vpcConfig === undefined
+      ? false
+      : { vpcId: vpcConfig.vpcId as string, subnetIds: vpcConfig.subnetIds as string[], securityGroupIds: vpcConfig.securityGroupIds as string[], interfaceEndpoints: endpoints === true };
   const resumeBucket = typeof config["sophia:resumeBucket"] === "string" ? (config["sophia:resumeBucket"] as string) : undefined;
   return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket };
 }

@@ -14,8 +14,11 @@ export interface TableStatement {
   actions: string[];
   resources: string[];
   condition?: Condition;
-  /** Only for a stage placed in a VPC (`sophia:vpc`), or only for one that is not. */
-  when?: "vpc" | "novpc";
+  /**
+   * Only for a stage placed in a VPC (`sophia:vpc`), only for one that is not, or only for one
+   * whose stack creates the interface endpoints (`sophia:vpc.interfaceEndpoints`).
+   */
+  when?: "vpc" | "novpc" | "endpoints";
 }
 
 export interface TableRow {
@@ -52,6 +55,12 @@ export interface VpcScope {
   vpcId: string;
   subnetIds: string[];
   securityGroupIds: string[];
+  /**
+   * `sophia:vpc.interfaceEndpoints`: the stack creates the SQS and Secrets Manager endpoints. Only
+   * then may the deploy role create, change or delete an endpoint (one with private DNS and a
+   * narrow policy would cut SQS and Secrets Manager for every other tenant of the VPC).
+   */
+  interfaceEndpoints?: boolean | undefined;
 }
 
 /** What a stage's deploy role is scoped to. */
@@ -171,7 +180,7 @@ export function deployStatements(scope: StageScope, table: PermissionsTable = lo
   for (const [type, row] of Object.entries(table.resourceTypes)) {
     const emit = (list: TableStatement[] | undefined, effect: "Allow" | "Deny") =>
       (list ?? [])
-        .filter((s) => (s.when === "vpc" ? scope.vpc !== false : s.when === "novpc" ? scope.vpc === false : true))
+        .filter((s) => (s.when === "vpc" ? scope.vpc !== false : s.when === "novpc" ? scope.vpc === false : s.when === "endpoints" ? scope.vpc !== false && scope.vpc.interfaceEndpoints === true : true))
         .forEach((s, i) => {
           const condition = renderCondition(s.condition, scope, table);
           out.push({

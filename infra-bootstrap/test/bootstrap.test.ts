@@ -125,7 +125,9 @@ test("the deploy policy: the table for its stage, its own state objects and secr
   assert.equal(grants("ec2:CreateVpcEndpoint").length, 0, "dev has no sophia:vpc");
   assert.doesNotMatch(JSON.stringify(doc), /sophia-prod|sophia\/prod|prod-pulumi-secrets|bootstrap-prod/);
   const prod = deployDoc("prod");
-  assert.ok(JSON.stringify(prod).includes("ec2:CreateVpcEndpoint"), "prod sets sophia:vpc");
+  // prod sets sophia:vpc without interfaceEndpoints: its functions in the VPC, no endpoint of its own.
+  assert.ok(JSON.stringify(prod).includes(`"lambda:VpcIds":["vpc-0abc1234"]`), "prod sets sophia:vpc");
+  assert.ok(!JSON.stringify(prod).includes("ec2:CreateVpcEndpoint"), "prod's stack creates no endpoint (interfaceEndpoints unset)");
   assert.doesNotMatch(JSON.stringify(prod), /sophia-dev|sophia\/dev|dev-pulumi-secrets|bootstrap-dev/);
 });
 

@@ -17,7 +17,7 @@ import {
 
 const table = loadPermissions();
 const LAYER = "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:19";
-const VPC = { vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111"], securityGroupIds: ["sg-0ccc3333"] };
+const VPC = { vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111"], securityGroupIds: ["sg-0ccc3333"], interfaceEndpoints: true };
 const scope = (stage: string, vpc = false): StageScope => ({ partition: "aws", region: "eu-west-1", account: "012345678901", stage, layerArn: LAYER, vpc: vpc ? VPC : false });
 const dev = deployStatements(scope("dev"));
 const devVpc = deployStatements(scope("dev", true));
@@ -146,6 +146,17 @@ test("event source mappings: update only a mapping tagged as the stage's whose f
   const deny = dev.filter((s) => s.Effect === "Deny" && s.Action.includes("lambda:TagResource"));
   assert.equal(deny.length, 1);
   assert.deepEqual(deny[0]!.Condition!["StringNotEquals"], { "aws:RequestTag/stage": "dev" });
+});
+
+test("endpoints only for a stage whose stack creates them (sophia:vpc.interfaceEndpoints): in a VPC the stage shares, none at all", () => {
+  const shared = deployStatements({ ...scope("dev", true), vpc: { ...VPC, interfaceEndpoints: false } });
+  for (const a of ["ec2:CreateVpcEndpoint", "ec2:ModifyVpcEndpoint", "ec2:DeleteVpcEndpoints", "ec2:CreateTags", "ec2:DeleteTags"]) {
+    assert.equal(allows(shared, a).length, 0, a);
+    assert.ok(allows(devVpc, a).length > 0, a);
+  }
+  // Its functions are still placed in the VPC.
+  assert.ok(allows(shared, "ec2:DescribeSubnets").length > 0);
+  assert.ok(allows(shared, "lambda:CreateFunction").some((s) => s.Condition?.["ForAllValues:StringEquals"]?.["lambda:VpcIds"]));
 });
 
 test("VPC statements only for a stage with sophia:vpc", () => {

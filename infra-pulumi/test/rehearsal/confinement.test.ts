@@ -44,7 +44,7 @@ const P = "aws";
 const DEPLOY = deployRoleArn(P, ACCOUNT, STAGE);
 const STATE_BUCKET = `sophia-pulumi-state-${ACCOUNT}-${REGION}`;
 const policies = deployRolePolicies({
-  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: { vpcId: EVERY_OPTION_VPC.vpcId, subnetIds: EVERY_OPTION_VPC.subnetIds, securityGroupIds: EVERY_OPTION_VPC.securityGroupIds } },
+  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: { vpcId: EVERY_OPTION_VPC.vpcId, subnetIds: EVERY_OPTION_VPC.subnetIds, securityGroupIds: EVERY_OPTION_VPC.securityGroupIds, interfaceEndpoints: true } },
   state: { bucket: STATE_BUCKET, keyArn: `arn:${P}:kms:${REGION}:${ACCOUNT}:key/state-key` },
   secretsKeyArn: `arn:${P}:kms:${REGION}:${ACCOUNT}:key/qa-pulumi-secrets`,
 });
@@ -391,6 +391,16 @@ test("VPC: a function of the stage is never placed in another VPC, subnet or sec
     ]) {
       assert.equal(await deny(action, fn, other), true, `${action} ${JSON.stringify(other)}`);
     }
+  }
+});
+
+test("alarms: the stage's alarm pages the stage's topic only (every state's actions: cloudwatch:AlarmActions)", async () => {
+  const alarm = `arn:${P}:cloudwatch:${REGION}:${ACCOUNT}:alarm:sophia-${STAGE}-interview-completed-dlq-not-empty`;
+  const sns = (name: string) => `arn:${P}:sns:${REGION}:${ACCOUNT}:${name}`;
+  assert.equal(await deny("cloudwatch:PutMetricAlarm", alarm, { "cloudwatch:AlarmActions": [sns(`sophia-${STAGE}-alarms`)] }), false, "its own topic");
+  assert.equal(await deny("cloudwatch:PutMetricAlarm", alarm), false, "no action at all");
+  for (const actions of [[sns("sophia-prod-alarms")], [sns(`sophia-${STAGE}-alarms`), sns("teamb-pager")], [`arn:${P}:automate:${REGION}:ec2:stop`], [`arn:${P}:ssm:${REGION}:${ACCOUNT}:opsitem:3`]]) {
+    assert.equal(await deny("cloudwatch:PutMetricAlarm", alarm, { "cloudwatch:AlarmActions": actions }), true, JSON.stringify(actions));
   }
 });
 

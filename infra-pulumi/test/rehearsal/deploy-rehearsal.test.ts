@@ -65,7 +65,7 @@ const STATE_BUCKET = `sophia-pulumi-state-${ACCOUNT}-${REGION}`;
 const STATE_KEY = `arn:${P}:kms:${REGION}:${ACCOUNT}:key/state-key`;
 const SECRETS_PROVIDER_KEY = `arn:${P}:kms:${REGION}:${ACCOUNT}:key/qa-pulumi-secrets`;
 const DEPLOY = deployRoleArn(P, ACCOUNT, STAGE);
-const STAGE_VPC = { vpcId: EVERY_OPTION_VPC.vpcId, subnetIds: EVERY_OPTION_VPC.subnetIds, securityGroupIds: EVERY_OPTION_VPC.securityGroupIds };
+const STAGE_VPC = { vpcId: EVERY_OPTION_VPC.vpcId, subnetIds: EVERY_OPTION_VPC.subnetIds, securityGroupIds: EVERY_OPTION_VPC.securityGroupIds, interfaceEndpoints: EVERY_OPTION_VPC.interfaceEndpoints };
 const PREVIEW = previewRoleArn(P, ACCOUNT, STAGE);
 /** A laptop administrator: an SSO role (its ARN has a path), AdministratorAccess. */
 const LAPTOP_ADMIN = `arn:${P}:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/${REGION}/AWSReservedSSO_AdministratorAccess_0123456789abcdef`;
@@ -239,6 +239,11 @@ async function requestContext(r: RecordedResource, phase: Phase, action: string,
     Object.assign(ctx, { "lambda:VpcIds": [STAGE_VPC.vpcId], "lambda:SubnetIds": vpcConfig.subnetIds, "lambda:SecurityGroupIds": vpcConfig.securityGroupIds });
   }
   if (action === "secretsmanager:PutResourcePolicy") ctx["secretsmanager:BlockPublicPolicy"] = String(r.inputs["blockPublicPolicy"] ?? false);
+  // An alarm's actions, of every state (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-alarm-actions.html).
+  if (action === "cloudwatch:PutMetricAlarm") {
+    const actions = ["alarmActions", "okActions", "insufficientDataActions"].flatMap((k) => (r.inputs[k] as string[] | undefined) ?? []);
+    if (actions.length > 0) ctx["cloudwatch:AlarmActions"] = actions;
+  }
   return ctx;
 }
 
