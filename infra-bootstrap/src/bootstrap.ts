@@ -45,6 +45,7 @@ import {
   PRINCIPAL_ARN,
   secretsProviderKeyPolicy,
   stateKeyPolicy,
+  type AlarmScope,
   type VpcScope,
   apiPublishPolicyName,
   apiPublishStatements,
@@ -68,6 +69,8 @@ export interface StageFacts {
   environment: string;
   /** `sophia:resumeBucket` (the function roles' boundary allows its objects). */
   resumeBucket: string | undefined;
+  /** `sophia:alarmTopicArn` and `sophia:alarmSubscription`: the only alarm destinations outside the stage's names. */
+  alarm: AlarmScope;
 }
 
 /** Reads what the bootstrap needs from a committed stage file; all problems at once. */
@@ -88,15 +91,37 @@ export function stageFacts(stage: string, region: string, environments: Record<s
   if (vpcConfig !== undefined && (typeof vpcConfig.vpcId !== "string" || !ids(vpcConfig.subnetIds, "subnet-") || !ids(vpcConfig.securityGroupIds, "sg-"))) {
     problems.push(`Pulumi.${stage}.yaml: sophia:vpc must name vpcId, subnetIds and securityGroupIds (the deploy role may create endpoints only in them)`);
   }
-  if (problems.length > 0) return problems;
   const endpoints = (vpcConfig as { interfaceEndpoints?: unknown } | undefined)?.interfaceEndpoints;
   if (endpoints !== undefined && typeof endpoints !== "boolean") problems.push(`Pulumi.${stage}.yaml: sophia:vpc.interfaceEndpoints must be true or false`);
+  const alarm = alarmFacts(stage, config, problems);
+  if (problems.length > 0) return problems;
   const vpc: VpcScope | false =
     vpcConfig === undefined
       ? false
       : { vpcId: vpcConfig.vpcId as string, subnetIds: vpcConfig.subnetIds as string[], securityGroupIds: vpcConfig.securityGroupIds as string[], interfaceEndpoints: endpoints === true };
   const resumeBucket = typeof config["sophia:resumeBucket"] === "string" ? (config["sophia:resumeBucket"] as string) : undefined;
-  return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket };
+  return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket, alarm };
+}
+
+/**
+ * Where the stage's alarms go, as its stage file says: `sophia:alarmTopicArn` (a topic the stage's
+ * alarms may name besides its own) and `sophia:alarmSubscription` (the one subscription the deploy
+ * role may create on its own topic: that protocol and endpoint only).
+ */
+function alarmFacts(stage: string, config: Record<string, unknown>, problems: string[]): AlarmScope {
+  const out: AlarmScope = {};
+  const topic = config["sophia:alarmTopicArn"];
+  if (topic !== undefined) {
+    if (typeof topic === "string" && /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]+$/.test(topic)) out.topicArn = topic;
+    else problems.push(`Pulumi.${stage}.yaml: sophia:alarmTopicArn must be an SNS topic ARN`);
+  }
+  const raw = config["sophia:alarmSubscription"];
+  if (raw !== undefined) {
+    const sub = (typeof raw === "string" ? JSON.parse(raw) : raw) as { protocol?: unknown; endpoint?: unknown };
+    if (typeof sub.protocol === "string" && typeof sub.endpoint === "string") out.subscription = { protocol: sub.protocol, endpoint: sub.endpoint };
+    else problems.push(`Pulumi.${stage}.yaml: sophia:alarmSubscription must name protocol and endpoint`);
+  }
+  return out;
 }
 
 export interface BootstrapConfig {
@@ -521,7 +546,7 @@ function stageDeployPolicies(
     const rendered = pulumi
       .all([partition, account.account, stateOf(), key ? key.arn : pulumi.output(undefined)])
       .apply(([p, a, state, secretsKeyArn]) =>
-        deployRolePolicies({ scope: { partition: p, region, account: a, stage: f.stage, layerArn: f.layerArn, vpc: f.vpc }, state, secretsKeyArn }, table),
+        deployRolePolicies({ scope: { partition: p, region, account: a, stage: f.stage, layerArn: f.layerArn, vpc: f.vpc, alarm: f.alarm }, state, secretsKeyArn }, table),
       );
     deployPolicies[f.stage] = new aws.iam.RolePolicy(`${f.stage}-deploy-policy`, {
       role: deployRoles[f.stage]!.id,
@@ -542,7 +567,7 @@ function deployManagedPoliciesOf(
   region: string,
 ): aws.iam.Policy[] {
   // The count of managed policies is known before the ARNs: render once with placeholders.
-  const count = deployRolePolicies({ scope: { partition: "aws", region, account: "000000000000", stage: f.stage, layerArn: f.layerArn, vpc: f.vpc } }, table).managed.length;
+  const count = deployRolePolicies({ scope: { partition: "aws", region, account: "000000000000", stage: f.stage, layerArn: f.layerArn, vpc: f.vpc, alarm: f.alarm } }, table).managed.length;
   const policies: aws.iam.Policy[] = [];
   for (let i = 0; i < count; i++) {
     const policy = new aws.iam.Policy(`${f.stage}-deploy-${i + 1}`, {

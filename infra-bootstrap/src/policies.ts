@@ -18,7 +18,7 @@ export interface TableStatement {
    * Only for a stage placed in a VPC (`sophia:vpc`), only for one that is not, or only for one
    * whose stack creates the interface endpoints (`sophia:vpc.interfaceEndpoints`).
    */
-  when?: "vpc" | "novpc" | "endpoints";
+  when?: "vpc" | "novpc" | "endpoints" | "alarmSubscription";
 }
 
 export interface TableRow {
@@ -63,6 +63,12 @@ export interface VpcScope {
   interfaceEndpoints?: boolean | undefined;
 }
 
+/** Alarm destinations a stage's file names outside the stage's own topic (`sophia:alarmTopicArn`, `sophia:alarmSubscription`). */
+export interface AlarmScope {
+  topicArn?: string;
+  subscription?: { protocol: string; endpoint: string };
+}
+
 /** What a stage's deploy role is scoped to. */
 export interface StageScope {
   partition: string;
@@ -73,6 +79,8 @@ export interface StageScope {
   layerArn: string;
   /** The stage's `sophia:vpc` (its VPC, subnets and security groups), or false without one. */
   vpc: VpcScope | false;
+  /** Where its alarms may go besides its own topics; none when absent. */
+  alarm?: AlarmScope | undefined;
 }
 
 export interface PolicyStatement {
@@ -141,6 +149,7 @@ function render(template: string, scope: StageScope, table: PermissionsTable): s
     layerArn: scope.layerArn,
     migrateFunction: `${prefix}-${table.migrateFunction}`,
     ...(scope.vpc ? { vpcId: scope.vpc.vpcId } : {}),
+    ...(scope.alarm?.subscription ? { alarmProtocol: scope.alarm.subscription.protocol, alarmEndpoint: scope.alarm.subscription.endpoint } : {}),
   };
   return template.replace(/\$\{(\w+)\}/g, (_, name: string) => {
     const v = values[name];
@@ -162,13 +171,30 @@ function renderCondition(c: Condition | undefined, scope: StageScope, table: Per
 
 /**
  * A resource (or a condition value) naming `${subnetId}` or `${securityGroupId}` stands for one per
- * subnet or security group of the stage's `sophia:vpc`.
+ * subnet or security group of the stage's `sophia:vpc`; `${alarmTopicArn}` for the stage's
+ * `sophia:alarmTopicArn`, or nothing.
  */
 function expand(template: string, scope: StageScope): string[] {
   const vpc = scope.vpc;
   if (template.includes("${subnetId}")) return vpc ? vpc.subnetIds.map((id) => template.replace("${subnetId}", id)) : [];
   if (template.includes("${securityGroupId}")) return vpc ? vpc.securityGroupIds.map((id) => template.replace("${securityGroupId}", id)) : [];
+  if (template === "${alarmTopicArn}") return scope.alarm?.topicArn ? [scope.alarm.topicArn] : [];
   return [template];
+}
+
+function whenHolds(when: TableStatement["when"], scope: StageScope): boolean {
+  switch (when) {
+    case "vpc":
+      return scope.vpc !== false;
+    case "novpc":
+      return scope.vpc === false;
+    case "endpoints":
+      return scope.vpc !== false && scope.vpc.interfaceEndpoints === true;
+    case "alarmSubscription":
+      return scope.alarm?.subscription !== undefined;
+    default:
+      return true;
+  }
 }
 
 const sid = (type: string, i: number, effect: string) =>
@@ -180,7 +206,7 @@ export function deployStatements(scope: StageScope, table: PermissionsTable = lo
   for (const [type, row] of Object.entries(table.resourceTypes)) {
     const emit = (list: TableStatement[] | undefined, effect: "Allow" | "Deny") =>
       (list ?? [])
-        .filter((s) => (s.when === "vpc" ? scope.vpc !== false : s.when === "novpc" ? scope.vpc === false : s.when === "endpoints" ? scope.vpc !== false && scope.vpc.interfaceEndpoints === true : true))
+        .filter((s) => whenHolds(s.when, scope))
         .forEach((s, i) => {
           const condition = renderCondition(s.condition, scope, table);
           out.push({

@@ -35,7 +35,7 @@ import {
   type PolicyStatement,
   policyDocument,
 } from "../../../infra-bootstrap/src/policies";
-import { ACCOUNT, EVERY_OPTION_VPC, TEST_LAYER_ARN } from "../support/fixtures";
+import { ACCOUNT, EVERY_OPTION_ALARM, EVERY_OPTION_VPC, TEST_LAYER_ARN } from "../support/fixtures";
 import { decide, decideInWorker, type Doc, type Request } from "./simulate";
 
 const STAGE = "qa";
@@ -44,7 +44,7 @@ const P = "aws";
 const DEPLOY = deployRoleArn(P, ACCOUNT, STAGE);
 const STATE_BUCKET = `sophia-pulumi-state-${ACCOUNT}-${REGION}`;
 const policies = deployRolePolicies({
-  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: { vpcId: EVERY_OPTION_VPC.vpcId, subnetIds: EVERY_OPTION_VPC.subnetIds, securityGroupIds: EVERY_OPTION_VPC.securityGroupIds, interfaceEndpoints: true } },
+  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: { vpcId: EVERY_OPTION_VPC.vpcId, subnetIds: EVERY_OPTION_VPC.subnetIds, securityGroupIds: EVERY_OPTION_VPC.securityGroupIds, interfaceEndpoints: true }, alarm: EVERY_OPTION_ALARM },
   state: { bucket: STATE_BUCKET, keyArn: `arn:${P}:kms:${REGION}:${ACCOUNT}:key/state-key` },
   secretsKeyArn: `arn:${P}:kms:${REGION}:${ACCOUNT}:key/qa-pulumi-secrets`,
 });
@@ -401,6 +401,20 @@ test("alarms: the stage's alarm pages the stage's topic only (every state's acti
   assert.equal(await deny("cloudwatch:PutMetricAlarm", alarm), false, "no action at all");
   for (const actions of [[sns("sophia-prod-alarms")], [sns(`sophia-${STAGE}-alarms`), sns("teamb-pager")], [`arn:${P}:automate:${REGION}:ec2:stop`], [`arn:${P}:ssm:${REGION}:${ACCOUNT}:opsitem:3`]]) {
     assert.equal(await deny("cloudwatch:PutMetricAlarm", alarm, { "cloudwatch:AlarmActions": actions }), true, JSON.stringify(actions));
+  }
+});
+
+test("SNS: the stage's topic is subscribed to the stage file's endpoint only (sns:Protocol, sns:Endpoint)", async () => {
+  const topic = `arn:${P}:sns:${REGION}:${ACCOUNT}:sophia-${STAGE}-alarms`;
+  const own = { "sns:Protocol": EVERY_OPTION_ALARM.subscription.protocol, "sns:Endpoint": EVERY_OPTION_ALARM.subscription.endpoint };
+  assert.equal(await deny("sns:Subscribe", topic, own), false, "the configured subscription");
+  for (const ctx of [
+    { ...own, "sns:Endpoint": "attacker@example.org" },
+    { "sns:Protocol": "https", "sns:Endpoint": "https://collector.example.org/" },
+    { "sns:Protocol": "sqs", "sns:Endpoint": `arn:${P}:sqs:${REGION}:${ACCOUNT}:teamb-orders` },
+    { "sns:Protocol": "lambda", "sns:Endpoint": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:teamb-orders` },
+  ]) {
+    assert.equal(await deny("sns:Subscribe", topic, ctx), true, JSON.stringify(ctx));
   }
 });
 

@@ -41,7 +41,7 @@ import {
 import { BOOTSTRAP_PATH, bootstrapBoundaryArn, bootstrapDeployRoleArn } from "../../src/iam";
 import { KMS_ADMIN_ACTIONS } from "../../src/secrets";
 import { ACCOUNT } from "../support/mocks";
-import { EVERY_OPTION_CONFIG, EVERY_OPTION_VPC, type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN, TEST_LAYER_ARN } from "../support/harness";
+import { EVERY_OPTION_ALARM, EVERY_OPTION_CONFIG, EVERY_OPTION_VPC, type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN, TEST_LAYER_ARN } from "../support/harness";
 import type { RecordedResource } from "../support/mocks";
 import { actionFacts, decide, type Decision, type Doc, type Policies, type Request, TAG_WRITES } from "./simulate";
 
@@ -77,7 +77,7 @@ const DEFAULT_KEY_POLICY: Doc = {
 };
 
 const deployPolicies = deployRolePolicies({
-  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: STAGE_VPC },
+  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: STAGE_VPC, alarm: EVERY_OPTION_ALARM },
   state: { bucket: STATE_BUCKET, keyArn: STATE_KEY },
   secretsKeyArn: SECRETS_PROVIDER_KEY,
 });
@@ -239,6 +239,7 @@ async function requestContext(r: RecordedResource, phase: Phase, action: string,
     Object.assign(ctx, { "lambda:VpcIds": [STAGE_VPC.vpcId], "lambda:SubnetIds": vpcConfig.subnetIds, "lambda:SecurityGroupIds": vpcConfig.securityGroupIds });
   }
   if (action === "secretsmanager:PutResourcePolicy") ctx["secretsmanager:BlockPublicPolicy"] = String(r.inputs["blockPublicPolicy"] ?? false);
+  if (action === "sns:Subscribe") Object.assign(ctx, { "sns:Protocol": str(r.inputs["protocol"]), "sns:Endpoint": str(r.inputs["endpoint"]) });
   // An alarm's actions, of every state (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-alarm-actions.html).
   if (action === "cloudwatch:PutMetricAlarm") {
     const actions = ["alarmActions", "okActions", "insufficientDataActions"].flatMap((k) => (r.inputs[k] as string[] | undefined) ?? []);
@@ -655,7 +656,7 @@ test("the deploy role's policies stay within 90 % of IAM's limits for every opti
     for (const backend of ["s3", "pulumi-cloud"] as const) {
       for (const stage of ["dev", "prod", "a-rather-long-stage-name"]) {
         for (const partition of ["aws", "aws-us-gov"]) {
-          const scope = { partition, region: REGION, account: ACCOUNT, stage, layerArn: TEST_LAYER_ARN.arm64, vpc: vpc ? STAGE_VPC : (false as const) };
+          const scope = { partition, region: REGION, account: ACCOUNT, stage, layerArn: TEST_LAYER_ARN.arm64, vpc: vpc ? STAGE_VPC : (false as const), alarm: EVERY_OPTION_ALARM };
           const p = deployRolePolicies(
             backend === "s3" ? { scope, state: { bucket: STATE_BUCKET, keyArn: STATE_KEY }, secretsKeyArn: SECRETS_PROVIDER_KEY } : { scope },
             table,
