@@ -152,6 +152,12 @@ export interface BootstrapConfig {
    * principals").
    */
   breakGlassRoles: string[];
+  /**
+   * An existing IAM Access Analyzer external-access analyzer of this account and Region (AWS allows
+   * one account-level analyzer per account and Region: https://docs.aws.amazon.com/IAM/latest/UserGuide/access-analyzer-quotas.html),
+   * or an organization's; without it the bootstrap creates one.
+   */
+  accessAnalyzerArn: string | undefined;
 }
 
 /** A role ARN pattern: a role of one account whose name keeps a literal prefix (a permission set's name). */
@@ -251,8 +257,12 @@ export function loadBootstrapConfig(): BootstrapConfig {
   const breakGlassRoles = c.getObject<string[]>("breakGlassRoles") ?? [];
   problems.push(...breakGlassProblems(breakGlassRoles));
   if (Array.isArray(stages)) problems.push(...collidingStages(stages));
+  const accessAnalyzerArn = c.get("accessAnalyzerArn");
+  if (accessAnalyzerArn !== undefined && !/^arn:aws[a-z-]*:access-analyzer:[a-z0-9-]+:\d{12}:analyzer\/[A-Za-z0-9_.-]+$/.test(accessAnalyzerArn)) {
+    problems.push(`${CONFIG_NAMESPACE}:accessAnalyzerArn must be an analyzer ARN (arn:aws:access-analyzer:<region>:<account>:analyzer/<name>)`);
+  }
   if (problems.length > 0) throw new pulumi.RunError(`Invalid bootstrap configuration:\n  - ${problems.join("\n  - ")}`);
-  return { githubRepository, stages, environments, previewStage, oidcProviderArn: c.get("oidcProviderArn"), backend, protect, keyAdministrators, breakGlassRoles };
+  return { githubRepository, stages, environments, previewStage, oidcProviderArn: c.get("oidcProviderArn"), backend, protect, keyAdministrators, breakGlassRoles, accessAnalyzerArn };
 }
 
 export interface Bootstrap {
@@ -269,6 +279,8 @@ export interface Bootstrap {
   secretsKeys: Record<string, aws.kms.Key>;
   /** Per stage: the API's publish policy and the operators' policy (held outside the stage). */
   accessPolicies: Record<string, { apiPublish: aws.iam.Policy; ops: aws.iam.Policy }>;
+  /** The account's external-access analyzer, unless `accessAnalyzerArn` names an existing one. */
+  accessAnalyzer: aws.accessanalyzer.Analyzer | undefined;
   outputs: Record<string, pulumi.Output<string>>;
 }
 
@@ -310,6 +322,7 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
   const policies = stageDeployPolicies(facts, deploy.roles, secretsKeys, stateOf, account);
   const access = stageAccessPolicies(facts, account);
   const previewPolicy = previewRole && config.previewStage !== undefined ? previewRolePolicyOf(previewRole, config.previewStage, backend, stateOf, account) : undefined;
+  const accessAnalyzer = externalAccessAnalyzer(config, account);
 
   const outputs: Record<string, pulumi.Output<string>> = {
     OIDC_PROVIDER_ARN: oidcProviderArn,
@@ -329,8 +342,21 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
     stateBucket: backend?.bucket,
     secretsKeys,
     accessPolicies: access.policies,
+    accessAnalyzer,
     outputs,
   };
+}
+
+/**
+ * The account's IAM Access Analyzer for external access: it reports every resource policy, trust
+ * policy and KMS grant that lets a principal outside the account in (roles, keys, queues, secrets,
+ * functions, topics: https://docs.aws.amazon.com/IAM/latest/UserGuide/access-analyzer-resources.html),
+ * the detection of the residuals no IAM condition can hold (docs/threat-model.md). One account-level
+ * analyzer per account and Region: name an existing one with `accessAnalyzerArn` instead.
+ */
+function externalAccessAnalyzer(config: BootstrapConfig, account: Account): aws.accessanalyzer.Analyzer | undefined {
+  if (config.accessAnalyzerArn) return undefined;
+  return new aws.accessanalyzer.Analyzer("external-access", { analyzerName: `${APP}-bootstrap-external-access`, type: "ACCOUNT", tags: TAGS }, account.kept);
 }
 
 /** Every stage's facts from its committed stage file; all the stages' problems at once. */

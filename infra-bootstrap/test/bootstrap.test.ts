@@ -81,6 +81,14 @@ before(async () => {
   await (pulumi.runtime as unknown as { waitForRPCs(): Promise<void> }).waitForRPCs();
 });
 
+test("the account's IAM Access Analyzer for external access (the residuals' detection)", () => {
+  const analyzers = ofType("aws:accessanalyzer/analyzer:Analyzer");
+  assert.equal(analyzers.length, 1);
+  assert.equal(analyzers[0]!.inputs["type"], "ACCOUNT");
+  assert.equal(analyzers[0]!.inputs["analyzerName"], "sophia-bootstrap-external-access");
+  assert.ok(bootstrap.accessAnalyzer, "created: sophia-bootstrap:accessAnalyzerArn names none");
+});
+
 test("the GitHub OIDC provider: GitHub's issuer, audience sts.amazonaws.com", () => {
   const p = ofType("aws:iam/openIdConnectProvider:OpenIdConnectProvider");
   assert.equal(p.length, 1);
