@@ -377,6 +377,16 @@ export function boundaryStatements(b: BoundaryScope): PolicyStatement[] {
     { Sid: "StageLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: [arn("logs", `log-group:/aws/lambda/${prefix}-*:*`)] },
     { Sid: "StageSecrets", Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [arn("secretsmanager", `secret:${APP}/${b.stage}/*`)] },
     {
+      // The pause switch's role (infra-pulumi/src/mapping-switch.ts): its own policy names the
+      // stage's mappings; no role of the stage may ever set a mapping that is not tagged as the
+      // stage's or whose function is not the stage's.
+      Sid: "StageMappingSwitch",
+      Effect: "Allow",
+      Action: ["lambda:UpdateEventSourceMapping", "lambda:GetEventSourceMapping"],
+      Resource: [arn("lambda", "event-source-mapping:*")],
+      Condition: { ArnLike: { "lambda:FunctionArn": arn("lambda", `function:${prefix}-*`) }, StringEquals: { "aws:ResourceTag/stage": b.stage } },
+    },
+    {
       // Decrypt through Secrets Manager of this stage's secrets only, whatever key they use and
       // whatever its tags: Secrets Manager's encryption context names the secret
       // (https://docs.aws.amazon.com/secretsmanager/latest/userguide/security-encryption.html#security-encryption-encryption-context).
@@ -618,12 +628,16 @@ export const OPS_FUNCTION_READ_ACTIONS = ["lambda:GetFunctionConfiguration"];
 /** No required resource type in AWS's data: granted on `*` (read-only). */
 export const OPS_ACCOUNT_READ_ACTIONS = ["lambda:ListEventSourceMappings", "cloudwatch:GetMetricData"];
 /**
- * sophia-ops `queue pause|resume`: UpdateEventSourceMapping (Enabled false/true). A mapping's UUID
- * exists only once the stage has created it, so the bootstrap cannot name it: the grant is on a
- * mapping tagged with the stage (`aws:ResourceTag/stage`, which iam-data lists for the
- * eventSourceMapping resource type) whose function is one of the stage's (`lambda:FunctionArn`).
+ * sophia-ops `queue pause|resume`: never UpdateEventSourceMapping (IAM cannot narrow its parameters:
+ * whoever may call it may also re-point or filter the mapping). The operators start the stack's
+ * pause switch instead (infra-pulumi/src/mapping-switch.ts): an SSM Automation document per source
+ * queue, `<app>-<stage>-<queue>-mapping-enabled`, whose one request sets Enabled on that queue's
+ * mapping, run by the role `<app>-<stage>-mapping-switch`, which they may pass to SSM only.
  */
-export const OPS_MAPPING_ACTIONS = ["lambda:UpdateEventSourceMapping"];
+export const OPS_SWITCH_ACTIONS = ["ssm:StartAutomationExecution"];
+export const OPS_SWITCH_READ_ACTIONS = ["ssm:GetAutomationExecution"];
+export const mappingSwitchRoleName = (stage: string): string => `${APP}-${stage}-mapping-switch`;
+export const mappingSwitchDocumentName = (stage: string, queue: string): string => `${APP}-${stage}-${queue}-mapping-enabled`;
 /**
  * sophia-ops' audit trail (the stage's operator audit log group): append only. A new stream per
  * command and its events; no `logs:DeleteLogStream`, `logs:DeleteLogGroup`, `logs:PutRetentionPolicy`
@@ -658,14 +672,25 @@ export function opsStatements(s: AccessScope, d: StageDeclarations): PolicyState
     { Sid: "OpsFunctions", Effect: "Allow", Action: OPS_FUNCTION_READ_ACTIONS, Resource: d.functions.map((f) => arn("lambda", `function:${name(f)}`)) },
     { Sid: "OpsQueueStatus", Effect: "Allow", Action: OPS_ACCOUNT_READ_ACTIONS, Resource: ["*"] },
     {
-      Sid: "OpsMappings",
+      // Pause and resume: start the stage's switch documents (any version: the stack is their only
+      // author), and a new execution of them; nothing else of SSM.
+      Sid: "OpsPauseSwitch",
       Effect: "Allow",
-      Action: OPS_MAPPING_ACTIONS,
-      Resource: [arn("lambda", "event-source-mapping:*")],
-      // The mapping must be the stage's (its stage tag, given at creation only) and so must the
-      // function: UpdateEventSourceMapping names a function of its own, so lambda:FunctionArn alone
-      // would let this stage's function be named on another stage's mapping.
-      Condition: { ArnLike: { "lambda:FunctionArn": d.functions.map((f) => arn("lambda", `function:${name(f)}`)) }, StringEquals: { "aws:ResourceTag/stage": s.stage } },
+      Action: OPS_SWITCH_ACTIONS,
+      Resource: [
+        ...d.queues.map((q) => arn("ssm", `document/${mappingSwitchDocumentName(s.stage, q.name)}`)),
+        ...d.queues.map((q) => arn("ssm", `automation-definition/${mappingSwitchDocumentName(s.stage, q.name)}:*`)),
+        arn("ssm", "automation-execution/*"),
+      ],
+    },
+    { Sid: "OpsPauseSwitchStatus", Effect: "Allow", Action: OPS_SWITCH_READ_ACTIONS, Resource: [arn("ssm", "automation-execution/*")] },
+    {
+      // SSM runs the document with the switch role, which the operator passes: that role, to SSM only.
+      Sid: "OpsPassSwitchRole",
+      Effect: "Allow",
+      Action: ["iam:PassRole"],
+      Resource: [`arn:${s.partition}:iam::${s.account}:role${stageIamPath(s.stage)}${mappingSwitchRoleName(s.stage)}`],
+      Condition: { StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } },
     },
     { Sid: "OpsAuditAppend", Effect: "Allow", Action: OPS_AUDIT_APPEND_ACTIONS, Resource: [`${auditGroup}:*`] },
     { Sid: "OpsAuditRead", Effect: "Allow", Action: OPS_AUDIT_READ_ACTIONS, Resource: [auditGroup, `${auditGroup}:*`] },

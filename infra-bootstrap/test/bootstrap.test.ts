@@ -229,7 +229,10 @@ test("the boundary per stage: under the bootstrap's path, only the stage's queue
   assert.equal(dev.inputs["name"], "sophia-bootstrap-dev-boundary");
   assert.equal(dev.inputs["path"], "/sophia-bootstrap/");
   const doc = JSON.parse(dev.inputs["policy"] as string);
-  assert.deepEqual(doc.Statement.map((s: { Sid: string }) => s.Sid), ["StageQueues", "StageLogs", "StageSecrets", "StageKeyViaSecretsManager"]);
+  assert.deepEqual(doc.Statement.map((s: { Sid: string }) => s.Sid), ["StageQueues", "StageLogs", "StageSecrets", "StageMappingSwitch", "StageKeyViaSecretsManager"]);
+  // The pause switch's role: only a mapping tagged as the stage's whose function is the stage's.
+  const sw = doc.Statement.find((s: { Sid: string }) => s.Sid === "StageMappingSwitch");
+  assert.deepEqual(sw.Condition, { ArnLike: { "lambda:FunctionArn": `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-dev-*` }, StringEquals: { "aws:ResourceTag/stage": "dev" } });
   assert.doesNotMatch(JSON.stringify(doc), /prod|ec2:/);
   const prod = JSON.parse(byName("aws:iam/policy:Policy", "prod-boundary").inputs["policy"] as string);
   assert.ok(JSON.stringify(prod).includes("ec2:CreateNetworkInterface"), "prod sets sophia:vpc");
@@ -281,14 +284,14 @@ test("the API's and the operators' policies are the bootstrap's: per stage, unde
       },
     ]);
     const opsDoc = JSON.parse(ops.inputs["policy"] as string) as { Statement: { Sid: string; Resource: string[] }[] };
-    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus", "OpsMappings", "OpsAuditAppend", "OpsAuditRead"]);
-    const mappings = (opsDoc.Statement as unknown as { Sid: string; Resource: string[]; Condition: unknown }[]).find((x) => x.Sid === "OpsMappings")!;
-    assert.deepEqual(mappings.Resource, [`arn:aws:lambda:eu-west-1:${ACCOUNT}:event-source-mapping:*`]);
-    assert.deepEqual(mappings.Condition, {
-      ArnLike: { "lambda:FunctionArn": (require("../src/policies") as typeof import("../src/policies")).loadDeclarations().functions.map((f) => `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-${stage}-${f}`) },
-      StringEquals: { "aws:ResourceTag/stage": stage },
-    });
-    for (const s of opsDoc.Statement.filter((x) => x.Sid !== "OpsQueueStatus" && x.Sid !== "OpsMappings")) {
+    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchStatus", "OpsPassSwitchRole", "OpsAuditAppend", "OpsAuditRead"]);
+    // Pause and resume through the stack's switch documents only: never UpdateEventSourceMapping.
+    assert.ok(!JSON.stringify(opsDoc).includes("lambda:UpdateEventSourceMapping"));
+    const sid = (x: string) => (opsDoc.Statement as unknown as { Sid: string; Resource: string[]; Condition?: unknown }[]).find((s) => s.Sid === x)!;
+    assert.deepEqual(sid("OpsPauseSwitch").Resource.slice(0, 2), ["interview-completed", "report-generate"].map((q) => `arn:aws:ssm:eu-west-1:${ACCOUNT}:document/sophia-${stage}-${q}-mapping-enabled`));
+    assert.deepEqual(sid("OpsPassSwitchRole").Resource, [`arn:aws:iam::${ACCOUNT}:role/sophia/${stage}/sophia-${stage}-mapping-switch`]);
+    assert.deepEqual(sid("OpsPassSwitchRole").Condition, { StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } });
+    for (const s of opsDoc.Statement.filter((x) => !["OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchStatus", "OpsPassSwitchRole"].includes(x.Sid))) {
       for (const r of s.Resource) assert.match(r, new RegExp(`:sophia-${stage}-[a-z-]+(:\\*)?$`), `${s.Sid}: ${r}`);
     }
     assert.match(await unwrap(bootstrap.outputs[`${stage.toUpperCase()}_OPS_POLICY_ARN`]!), new RegExp(`:policy/sophia-bootstrap/sophia-bootstrap-${stage}-ops$`));

@@ -199,6 +199,9 @@ async function sweepRequests(principal: string = DEPLOY, statements: PolicyState
       continue;
     }
     for (const rt of d.resourceTypes) {
+      // The execution a start creates: its id is new, SSM's to choose; what the request runs is its
+      // document (and definition), swept as the other resource types.
+      if (action === "ssm:StartAutomationExecution" && rt.name === "automation-execution") continue;
       counts.resourceTypes++;
       const format = (await iamResourceTypeDetails(service, rt.name)).arn;
       for (const arn of outOfStageArns(format, service)) {

@@ -136,6 +136,8 @@ function selfArn(r: RecordedResource): string {
       return ec2(`vpc-endpoint/vpce-${r.name}`);
     case "aws:lambda/eventSourceMapping:EventSourceMapping":
       return str(s["arn"]);
+    case "aws:ssm/document:Document":
+      return `arn:${P}:ssm:${REGION}:${ACCOUNT}:document/${str(r.inputs["name"])}`;
     default:
       assert.ok(typeof s["arn"] === "string", `${r.type} ${r.name}: no ARN in the mocked state`);
       return s["arn"] as string;
@@ -634,6 +636,9 @@ test("the boundary: every function role's own policy fits inside it (the boundar
           // A log group's `:*` is its streams; an S3 prefix's `*` its objects.
           const concrete = resource === "*" ? "*" : resource.endsWith(":*") ? resource.replace(/:\*$/, ":log-stream:example") : resource.replace(/\*$/, "example");
           const ctx: Record<string, string> = { ...(s.Condition?.["StringEquals"] ?? {}) };
+          // A mapping the pause switch names: the stage's (its tag, its function), as the stack creates it.
+          const mapping = custom().find((m) => m.type === "aws:lambda/eventSourceMapping:EventSourceMapping" && m.state["arn"] === resource);
+          if (mapping) Object.assign(ctx, { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": str(mapping.inputs["functionName"]) });
           const { decision, detail } = await decide({ principal: str(role.state["arn"]), action, resource: concrete, context: ctx }, { identity: [doc as unknown as Doc], boundary, resourcePolicy: resource === key ? keyPolicy() : undefined });
           // A resource the action is never authorized on (the ENI actions list their subnets and
           // security groups for Lambda's own checks): no request names it, nothing to bound.
