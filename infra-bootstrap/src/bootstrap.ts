@@ -27,6 +27,8 @@ import * as yaml from "js-yaml";
 
 import {
   APP,
+  AUDIT_RETENTION_DAYS,
+  auditLogGroupName,
   BOOTSTRAP_PATH,
   boundaryPolicyName,
   boundaryStatements,
@@ -158,6 +160,12 @@ export interface BootstrapConfig {
    * or an organization's; without it the bootstrap creates one.
    */
   accessAnalyzerArn: string | undefined;
+  /**
+   * Stages whose operator audit log group their own stack created (before the bootstrap owned it):
+   * the bootstrap adopts it (`import`) instead of creating it. docs/deploy.md, "What the bootstrap
+   * creates", says the one-time step.
+   */
+  adoptAuditLogGroups: string[];
 }
 
 /** A role ARN pattern: a role of one account whose name keeps a literal prefix (a permission set's name). */
@@ -262,7 +270,10 @@ export function loadBootstrapConfig(): BootstrapConfig {
     problems.push(`${CONFIG_NAMESPACE}:accessAnalyzerArn must be an analyzer ARN (arn:aws:access-analyzer:<region>:<account>:analyzer/<name>)`);
   }
   if (problems.length > 0) throw new pulumi.RunError(`Invalid bootstrap configuration:\n  - ${problems.join("\n  - ")}`);
-  return { githubRepository, stages, environments, previewStage, oidcProviderArn: c.get("oidcProviderArn"), backend, protect, keyAdministrators, breakGlassRoles, accessAnalyzerArn };
+  const adoptAuditLogGroups = c.getObject<string[]>("adoptAuditLogGroups") ?? [];
+  if (!Array.isArray(adoptAuditLogGroups) || adoptAuditLogGroups.some((a) => !stages.includes(a))) problems.push(`${CONFIG_NAMESPACE}:adoptAuditLogGroups must list stages of ${CONFIG_NAMESPACE}:stages`);
+  if (problems.length > 0) throw new pulumi.RunError(`Invalid bootstrap configuration:\n  - ${problems.join("\n  - ")}`);
+  return { githubRepository, stages, environments, previewStage, oidcProviderArn: c.get("oidcProviderArn"), backend, protect, keyAdministrators, breakGlassRoles, accessAnalyzerArn, adoptAuditLogGroups };
 }
 
 export interface Bootstrap {
@@ -279,6 +290,8 @@ export interface Bootstrap {
   secretsKeys: Record<string, aws.kms.Key>;
   /** Per stage: the API's publish policy and the operators' policy (held outside the stage). */
   accessPolicies: Record<string, { apiPublish: aws.iam.Policy; ops: aws.iam.Policy }>;
+  /** Per stage: the operator audit trail's log group (no deploy of the stage may touch it). */
+  auditLogGroups: Record<string, aws.cloudwatch.LogGroup>;
   /** The account's external-access analyzer, unless `accessAnalyzerArn` names an existing one. */
   accessAnalyzer: aws.accessanalyzer.Analyzer | undefined;
   outputs: Record<string, pulumi.Output<string>>;
@@ -321,6 +334,7 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
     backend ? pulumi.all([backend.bucket.bucket, backend.key.arn]).apply(([bucket, keyArn]) => ({ bucket, keyArn })) : pulumi.output(undefined);
   const policies = stageDeployPolicies(facts, deploy.roles, secretsKeys, stateOf, account);
   const access = stageAccessPolicies(facts, account);
+  const auditLogGroups = operatorAuditLogGroups(config, facts, account);
   const previewPolicy = previewRole && config.previewStage !== undefined ? previewRolePolicyOf(previewRole, config.previewStage, backend, stateOf, account) : undefined;
   const accessAnalyzer = externalAccessAnalyzer(config, account);
 
@@ -342,9 +356,30 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
     stateBucket: backend?.bucket,
     secretsKeys,
     accessPolicies: access.policies,
+    auditLogGroups,
     accessAnalyzer,
     outputs,
   };
+}
+
+/**
+ * Each stage's operator audit trail (sophia-ops appends one stream per command: docs/runbook.md,
+ * "Audit trail"): the bootstrap's, so no deploy of the stage can delete it, shorten its retention
+ * or replace it (the deploy roles carry an explicit Deny on it, `guardStatements`); deletion
+ * protection on (CloudWatch Logs refuses DeleteLogGroup until it is turned off), kept on a destroy
+ * of a protected bootstrap. The operators' policy may only create streams, append and read.
+ */
+function operatorAuditLogGroups(config: BootstrapConfig, facts: StageFacts[], account: Account): Record<string, aws.cloudwatch.LogGroup> {
+  const out: Record<string, aws.cloudwatch.LogGroup> = {};
+  for (const f of facts) {
+    const name = auditLogGroupName(f.stage);
+    out[f.stage] = new aws.cloudwatch.LogGroup(
+      `${f.stage}-operator-audit`,
+      { name, retentionInDays: AUDIT_RETENTION_DAYS, deletionProtectionEnabled: true, tags: { ...TAGS, stage: f.stage } },
+      { ...account.kept, ...(config.adoptAuditLogGroups.includes(f.stage) ? { import: name } : {}) },
+    );
+  }
+  return out;
 }
 
 /**

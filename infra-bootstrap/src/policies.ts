@@ -322,7 +322,7 @@ export function assertNoWildcardActions(doc: PolicyDocument): void {
  * carries this stage's boundary (`iam:PermissionsBoundary` is absent for a role without one, so
  * StringNotEquals denies it too).
  */
-export function guardStatements(partition: string, account: string, stage: string): PolicyStatement[] {
+export function guardStatements(partition: string, account: string, stage: string, region: string): PolicyStatement[] {
   const iam = (rest: string) => `arn:${partition}:iam::${account}:${rest}`;
   return [
     {
@@ -341,6 +341,14 @@ export function guardStatements(partition: string, account: string, stage: strin
       Effect: "Deny",
       Action: ["iam:CreatePolicy", "iam:CreatePolicyVersion", "iam:SetDefaultPolicyVersion", "iam:DeletePolicy", "iam:DeletePolicyVersion", "iam:TagPolicy", "iam:UntagPolicy"],
       Resource: ["*"],
+    },
+    {
+      // The operator audit trail is the bootstrap's (its group, retention and deletion protection):
+      // no deploy of the stage may delete, re-retain, re-protect or write it.
+      Sid: "DenyOperatorAuditTrail",
+      Effect: "Deny",
+      Action: ["logs:*"],
+      Resource: [auditLogGroupArn(partition, region, account, stage), `${auditLogGroupArn(partition, region, account, stage)}:*`],
     },
     {
       Sid: "DenyRoleWritesOutsideBoundary",
@@ -490,7 +498,7 @@ export function deployRolePolicies(input: DeployRoleInput, table: PermissionsTab
   const inline = policyDocument([
     ...(input.state ? stateAccessStatements(scope.partition, scope.region, input.state.bucket, input.state.keyArn, scope.stage, true) : []),
     ...(input.secretsKeyArn ? [secretsProviderStatement(input.secretsKeyArn, true)] : []),
-    ...guardStatements(scope.partition, scope.account, scope.stage),
+    ...guardStatements(scope.partition, scope.account, scope.stage, scope.region),
   ]);
   const managed = packManaged(deployStatements(scope, table));
   if (policySize(inline) > INLINE_LIMIT * HEADROOM) throw new Error(`deploy role ${scope.stage}: inline policy ${policySize(inline)} > 90 % of ${INLINE_LIMIT}`);
@@ -604,6 +612,13 @@ export function loadDeclarations(file: string = DECLARATIONS_FILE): StageDeclara
     operatorAuditLogGroup: raw.operatorAuditLogGroup,
   };
 }
+
+/** The operator audit trail's log group: `<app>-<stage>-<operatorAuditLogGroup>` (declarations/queues.json). */
+export const auditLogGroupName = (stage: string, d: Pick<StageDeclarations, "operatorAuditLogGroup"> = loadDeclarations()): string => `${APP}-${stage}-${d.operatorAuditLogGroup}`;
+export const auditLogGroupArn = (partition: string, region: string, account: string, stage: string): string =>
+  `arn:${partition}:logs:${region}:${account}:log-group:${auditLogGroupName(stage)}`;
+/** How long the operator audit trail is kept (a CloudWatch Logs retention value). */
+export const AUDIT_RETENTION_DAYS = 400;
 
 export const apiPublishPolicyName = (stage: string): string => `${APP}-bootstrap-${stage}-api-publish`;
 export const opsPolicyName = (stage: string): string => `${APP}-bootstrap-${stage}-ops`;

@@ -89,6 +89,22 @@ test("the account's IAM Access Analyzer for external access (the residuals' dete
   assert.ok(bootstrap.accessAnalyzer, "created: sophia-bootstrap:accessAnalyzerArn names none");
 });
 
+test("the operator audit trail is the bootstrap's: 400 days, deletion protection on, and every deploy role is denied any logs action on it", () => {
+  for (const stage of ["dev", "prod"]) {
+    const group = byName("aws:cloudwatch/logGroup:LogGroup", `${stage}-operator-audit`);
+    assert.equal(group.inputs["name"], `sophia-${stage}-operator-audit`);
+    assert.equal(group.inputs["retentionInDays"], 400);
+    assert.equal(group.inputs["deletionProtectionEnabled"], true);
+    const deny = deployDoc(stage).Statement.find((s) => s.Sid === "DenyOperatorAuditTrail")!;
+    assert.deepEqual([deny.Effect, deny.Action, deny.Resource], [
+      "Deny",
+      ["logs:*"],
+      [`arn:aws:logs:eu-west-1:${ACCOUNT}:log-group:sophia-${stage}-operator-audit`, `arn:aws:logs:eu-west-1:${ACCOUNT}:log-group:sophia-${stage}-operator-audit:*`],
+    ]);
+    assert.ok(!JSON.stringify(deployDoc(stage).Statement.filter((s) => s.Effect === "Allow")).includes("operator-audit"), "no grant names it");
+  }
+});
+
 test("the GitHub OIDC provider: GitHub's issuer, audience sts.amazonaws.com", () => {
   const p = ofType("aws:iam/openIdConnectProvider:OpenIdConnectProvider");
   assert.equal(p.length, 1);
@@ -219,9 +235,9 @@ test("the deploy role's policies are exactly policies.ts's deployRolePolicies (w
 test("the guard: every deploy role denies itself IAM on the bootstrap's path, boundary removal, and role writes without its stage's boundary", () => {
   const inline = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "dev-deploy-policy").inputs["policy"] as string);
   const deny = inline.Statement.filter((s: { Effect: string }) => s.Effect === "Deny");
-  assert.deepEqual(deny.map((s: { Sid: string }) => s.Sid), ["DenyBootstrapIdentities", "DenyBoundaryRemoval", "DenyManagedPolicyWrites", "DenyRoleWritesOutsideBoundary"]);
+  assert.deepEqual(deny.map((s: { Sid: string }) => s.Sid), ["DenyBootstrapIdentities", "DenyBoundaryRemoval", "DenyManagedPolicyWrites", "DenyOperatorAuditTrail", "DenyRoleWritesOutsideBoundary"]);
   assert.deepEqual(deny[0].Resource, [`arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/*`, `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/*`, `arn:aws:iam::${ACCOUNT}:oidc-provider/*`]);
-  assert.deepEqual(deny[3].Condition, { StringNotEquals: { "iam:PermissionsBoundary": `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/sophia-bootstrap-dev-boundary` } });
+  assert.deepEqual(deny[4].Condition, { StringNotEquals: { "iam:PermissionsBoundary": `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/sophia-bootstrap-dev-boundary` } });
 });
 
 test("the boundary per stage: under the bootstrap's path, only the stage's queues, logs, secrets and key (prod: its VPC's ENIs)", () => {

@@ -30,7 +30,7 @@ import { checkArtifacts } from "./artifacts";
 import { loadStageConfig, type StageConfig } from "./config";
 import { SECRET, secretsOf } from "./environment";
 import { type FunctionArgsContext, functionArgs } from "./function-args";
-import { OPS_AUDIT_RETENTION_DAYS, type StageRoleScope, stageAccessPolicyArns, stageRoleScope } from "./iam";
+import { type StageRoleScope, stageAccessPolicyArns, stageRoleScope } from "./iam";
 import { RustFunction } from "./lambda";
 import { type MappingSwitch, mappingSwitch } from "./mapping-switch";
 import { loadMetrics, type MetricsDeclaration } from "./metrics";
@@ -55,8 +55,6 @@ export interface SophiaStack {
   config: StageConfig;
   pipelines: Record<string, QueuePipeline>;
   functions: Record<string, RustFunction>;
-  /** The operator audit trail (`<app>-<stage>-operator-audit`): the ops policy (the bootstrap's) may only append and read. */
-  auditLogGroup: aws.cloudwatch.LogGroup;
   secrets: StageSecrets;
   /** What operators pause and resume through: a document per mapping, run by a role only SSM Automation assumes. */
   pauseSwitch: MappingSwitch;
@@ -110,7 +108,8 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   // the stage may write them (docs/design.md, "Who can change the API's and the operators' access").
   // The stack outputs their ARNs, where the API and scripts/stack-env read them.
   const accessPolicyArns = stageAccessPolicyArns(naming.stage);
-  const auditLogGroup = operatorAuditLogGroup(naming, settings);
+  // The operator audit trail's log group is the bootstrap's (infra-bootstrap/src/bootstrap.ts,
+  // stageAccessPolicies): no deploy of the stage may delete it, shorten its retention or rewrite it.
   const outputs = stackOutputs(settings, pipelines, functions, accessPolicyArns, alarmTopicArn);
 
   return {
@@ -118,7 +117,6 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     config,
     pipelines,
     functions,
-    auditLogGroup,
     secrets,
     alarmTopic,
     functionAlarms,
@@ -368,19 +366,6 @@ function restrictSecretAccess(
     readers: secretReaders,
     region: config.region,
   });
-}
-
-/** The operator audit trail: sophia-ops may append to it and read it, never change or delete it. */
-function operatorAuditLogGroup(naming: Naming, settings: Settings): aws.cloudwatch.LogGroup {
-  return new aws.cloudwatch.LogGroup(
-    "operator-audit",
-    {
-      name: naming.auditLogGroupName(settings.operatorAuditLogGroup),
-      retentionInDays: OPS_AUDIT_RETENTION_DAYS,
-      tags: naming.tags,
-    },
-    { deleteBeforeReplace: true },
-  );
 }
 
 /** The stack outputs by name (outputs.ts names them), in the order index.ts exports them. */
