@@ -112,7 +112,7 @@ function outOfStageArns(format: string, service: string): string[] {
 /** This stage's function: the one an attacker holding the role names in a request of its own. */
 const OWN_FUNCTION = `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-${STAGE}-interview-completed`;
 
-const SERVICES_PASSED = ["lambda.amazonaws.com", "ec2.amazonaws.com", "ecs-tasks.amazonaws.com"];
+const SERVICES_PASSED = ["lambda.amazonaws.com", "ec2.amazonaws.com", "ecs-tasks.amazonaws.com", "ssm.amazonaws.com"];
 
 /** Every context an attacker holding the role chooses or meets, for one out-of-stage resource. */
 function contexts(service: string): Record<string, string | string[]>[] {
@@ -290,6 +290,29 @@ test("this stage's function on another stage's (or team's, or an untagged) event
   // The stage's own mapping stays the deploy role's to update (and the operators' to pause, through the grant).
   const own = { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": OWN_FUNCTION };
   assert.equal((await decide({ principal: DEPLOY, action: "lambda:UpdateEventSourceMapping", resource: mapping, context: own }, { identity: IDENTITY })).decision, "Allowed");
+});
+
+test("pausing cannot do more than pause: the operators start this stage's switch documents and pass its switch role to SSM, nothing else", async () => {
+  const ops = [policyDocument(OPS_STATEMENTS)] as unknown as Doc[];
+  const ssm = (rest: string) => `arn:${P}:ssm:${REGION}:${ACCOUNT}:${rest}`;
+  const may = async (action: string, resource: string, context: Record<string, string> = {}) =>
+    (await decide({ principal: OPERATOR, action, resource, context }, { identity: ops })).decision === "Allowed";
+  assert.equal(await may("ssm:StartAutomationExecution", ssm(`document/sophia-${STAGE}-interview-completed-mapping-enabled`)), true);
+  assert.equal(await may("iam:PassRole", iam(`role/sophia/${STAGE}/sophia-${STAGE}-mapping-switch`), { "iam:PassedToService": "ssm.amazonaws.com" }), true);
+  const reached: string[] = [];
+  for (const [action, resource, ctx] of [
+    ["lambda:UpdateEventSourceMapping", `arn:${P}:lambda:${REGION}:${ACCOUNT}:event-source-mapping:0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b`, { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": OWN_FUNCTION }],
+    ["lambda:DeleteEventSourceMapping", `arn:${P}:lambda:${REGION}:${ACCOUNT}:event-source-mapping:0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b`, { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": OWN_FUNCTION }],
+    ["ssm:StartAutomationExecution", ssm("document/sophia-prod-interview-completed-mapping-enabled"), {}],
+    ["ssm:StartAutomationExecution", ssm("document/AWS-RestartEC2Instance"), {}],
+    ["ssm:SendAutomationSignal", ssm("automation-execution/0b5f8c2e"), {}],
+    ["iam:PassRole", iam("role/sophia/prod/sophia-prod-mapping-switch"), { "iam:PassedToService": "ssm.amazonaws.com" }],
+    ["iam:PassRole", iam(`role/sophia/${STAGE}/sophia-${STAGE}-mapping-switch`), { "iam:PassedToService": "lambda.amazonaws.com" }],
+    ["iam:PassRole", iam("role/AWS-SystemsManager-AutomationAdministrationRole"), { "iam:PassedToService": "ssm.amazonaws.com" }],
+  ] as [string, string, Record<string, string>][]) {
+    if (await may(action, resource, ctx)) reached.push(`${action} ${resource}`);
+  }
+  assert.deepEqual(reached, []);
 });
 
 // ---------------------------------------------------------------------------------------------
