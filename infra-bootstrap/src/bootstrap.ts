@@ -27,6 +27,8 @@ import * as yaml from "js-yaml";
 
 import {
   APP,
+  AUDIT_RETENTION_DAYS,
+  auditLogGroupName,
   BOOTSTRAP_PATH,
   boundaryPolicyName,
   boundaryStatements,
@@ -45,6 +47,7 @@ import {
   PRINCIPAL_ARN,
   secretsProviderKeyPolicy,
   stateKeyPolicy,
+  type AlarmScope,
   type VpcScope,
   apiPublishPolicyName,
   apiPublishStatements,
@@ -68,6 +71,8 @@ export interface StageFacts {
   environment: string;
   /** `sophia:resumeBucket` (the function roles' boundary allows its objects). */
   resumeBucket: string | undefined;
+  /** `sophia:alarmTopicArn` and `sophia:alarmSubscription`: the only alarm destinations outside the stage's names. */
+  alarm: AlarmScope;
 }
 
 /** Reads what the bootstrap needs from a committed stage file; all problems at once. */
@@ -88,11 +93,37 @@ export function stageFacts(stage: string, region: string, environments: Record<s
   if (vpcConfig !== undefined && (typeof vpcConfig.vpcId !== "string" || !ids(vpcConfig.subnetIds, "subnet-") || !ids(vpcConfig.securityGroupIds, "sg-"))) {
     problems.push(`Pulumi.${stage}.yaml: sophia:vpc must name vpcId, subnetIds and securityGroupIds (the deploy role may create endpoints only in them)`);
   }
+  const endpoints = (vpcConfig as { interfaceEndpoints?: unknown } | undefined)?.interfaceEndpoints;
+  if (endpoints !== undefined && typeof endpoints !== "boolean") problems.push(`Pulumi.${stage}.yaml: sophia:vpc.interfaceEndpoints must be true or false`);
+  const alarm = alarmFacts(stage, config, problems);
   if (problems.length > 0) return problems;
   const vpc: VpcScope | false =
-    vpcConfig === undefined ? false : { vpcId: vpcConfig.vpcId as string, subnetIds: vpcConfig.subnetIds as string[], securityGroupIds: vpcConfig.securityGroupIds as string[] };
+    vpcConfig === undefined
+      ? false
+      : { vpcId: vpcConfig.vpcId as string, subnetIds: vpcConfig.subnetIds as string[], securityGroupIds: vpcConfig.securityGroupIds as string[], interfaceEndpoints: endpoints === true };
   const resumeBucket = typeof config["sophia:resumeBucket"] === "string" ? (config["sophia:resumeBucket"] as string) : undefined;
-  return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket };
+  return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket, alarm };
+}
+
+/**
+ * Where the stage's alarms go, as its stage file says: `sophia:alarmTopicArn` (a topic the stage's
+ * alarms may name besides its own) and `sophia:alarmSubscription` (the one subscription the deploy
+ * role may create on its own topic: that protocol and endpoint only).
+ */
+function alarmFacts(stage: string, config: Record<string, unknown>, problems: string[]): AlarmScope {
+  const out: AlarmScope = {};
+  const topic = config["sophia:alarmTopicArn"];
+  if (topic !== undefined) {
+    if (typeof topic === "string" && /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]+$/.test(topic)) out.topicArn = topic;
+    else problems.push(`Pulumi.${stage}.yaml: sophia:alarmTopicArn must be an SNS topic ARN`);
+  }
+  const raw = config["sophia:alarmSubscription"];
+  if (raw !== undefined) {
+    const sub = (typeof raw === "string" ? JSON.parse(raw) : raw) as { protocol?: unknown; endpoint?: unknown };
+    if (typeof sub.protocol === "string" && typeof sub.endpoint === "string") out.subscription = { protocol: sub.protocol, endpoint: sub.endpoint };
+    else problems.push(`Pulumi.${stage}.yaml: sophia:alarmSubscription must name protocol and endpoint`);
+  }
+  return out;
 }
 
 export interface BootstrapConfig {
@@ -123,6 +154,18 @@ export interface BootstrapConfig {
    * principals").
    */
   breakGlassRoles: string[];
+  /**
+   * An existing IAM Access Analyzer external-access analyzer of this account and Region (AWS allows
+   * one account-level analyzer per account and Region: https://docs.aws.amazon.com/IAM/latest/UserGuide/access-analyzer-quotas.html),
+   * or an organization's; without it the bootstrap creates one.
+   */
+  accessAnalyzerArn: string | undefined;
+  /**
+   * Stages whose operator audit log group their own stack created (before the bootstrap owned it):
+   * the bootstrap adopts it (`import`) instead of creating it. docs/deploy.md, "What the bootstrap
+   * creates", says the one-time step.
+   */
+  adoptAuditLogGroups: string[];
 }
 
 /** A role ARN pattern: a role of one account whose name keeps a literal prefix (a permission set's name). */
@@ -222,8 +265,15 @@ export function loadBootstrapConfig(): BootstrapConfig {
   const breakGlassRoles = c.getObject<string[]>("breakGlassRoles") ?? [];
   problems.push(...breakGlassProblems(breakGlassRoles));
   if (Array.isArray(stages)) problems.push(...collidingStages(stages));
+  const accessAnalyzerArn = c.get("accessAnalyzerArn");
+  if (accessAnalyzerArn !== undefined && !/^arn:aws[a-z-]*:access-analyzer:[a-z0-9-]+:\d{12}:analyzer\/[A-Za-z0-9_.-]+$/.test(accessAnalyzerArn)) {
+    problems.push(`${CONFIG_NAMESPACE}:accessAnalyzerArn must be an analyzer ARN (arn:aws:access-analyzer:<region>:<account>:analyzer/<name>)`);
+  }
   if (problems.length > 0) throw new pulumi.RunError(`Invalid bootstrap configuration:\n  - ${problems.join("\n  - ")}`);
-  return { githubRepository, stages, environments, previewStage, oidcProviderArn: c.get("oidcProviderArn"), backend, protect, keyAdministrators, breakGlassRoles };
+  const adoptAuditLogGroups = c.getObject<string[]>("adoptAuditLogGroups") ?? [];
+  if (!Array.isArray(adoptAuditLogGroups) || adoptAuditLogGroups.some((a) => !stages.includes(a))) problems.push(`${CONFIG_NAMESPACE}:adoptAuditLogGroups must list stages of ${CONFIG_NAMESPACE}:stages`);
+  if (problems.length > 0) throw new pulumi.RunError(`Invalid bootstrap configuration:\n  - ${problems.join("\n  - ")}`);
+  return { githubRepository, stages, environments, previewStage, oidcProviderArn: c.get("oidcProviderArn"), backend, protect, keyAdministrators, breakGlassRoles, accessAnalyzerArn, adoptAuditLogGroups };
 }
 
 export interface Bootstrap {
@@ -240,6 +290,10 @@ export interface Bootstrap {
   secretsKeys: Record<string, aws.kms.Key>;
   /** Per stage: the API's publish policy and the operators' policy (held outside the stage). */
   accessPolicies: Record<string, { apiPublish: aws.iam.Policy; ops: aws.iam.Policy }>;
+  /** Per stage: the operator audit trail's log group (no deploy of the stage may touch it). */
+  auditLogGroups: Record<string, aws.cloudwatch.LogGroup>;
+  /** The account's external-access analyzer, unless `accessAnalyzerArn` names an existing one. */
+  accessAnalyzer: aws.accessanalyzer.Analyzer | undefined;
   outputs: Record<string, pulumi.Output<string>>;
 }
 
@@ -280,7 +334,9 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
     backend ? pulumi.all([backend.bucket.bucket, backend.key.arn]).apply(([bucket, keyArn]) => ({ bucket, keyArn })) : pulumi.output(undefined);
   const policies = stageDeployPolicies(facts, deploy.roles, secretsKeys, stateOf, account);
   const access = stageAccessPolicies(facts, account);
+  const auditLogGroups = operatorAuditLogGroups(config, facts, account);
   const previewPolicy = previewRole && config.previewStage !== undefined ? previewRolePolicyOf(previewRole, config.previewStage, backend, stateOf, account) : undefined;
+  const accessAnalyzer = externalAccessAnalyzer(config, account);
 
   const outputs: Record<string, pulumi.Output<string>> = {
     OIDC_PROVIDER_ARN: oidcProviderArn,
@@ -300,8 +356,42 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
     stateBucket: backend?.bucket,
     secretsKeys,
     accessPolicies: access.policies,
+    auditLogGroups,
+    accessAnalyzer,
     outputs,
   };
+}
+
+/**
+ * Each stage's operator audit trail (sophia-ops appends one stream per command: docs/runbook.md,
+ * "Audit trail"): the bootstrap's, so no deploy of the stage can delete it, shorten its retention
+ * or replace it (the deploy roles carry an explicit Deny on it, `guardStatements`); deletion
+ * protection on (CloudWatch Logs refuses DeleteLogGroup until it is turned off), kept on a destroy
+ * of a protected bootstrap. The operators' policy may only create streams, append and read.
+ */
+function operatorAuditLogGroups(config: BootstrapConfig, facts: StageFacts[], account: Account): Record<string, aws.cloudwatch.LogGroup> {
+  const out: Record<string, aws.cloudwatch.LogGroup> = {};
+  for (const f of facts) {
+    const name = auditLogGroupName(f.stage);
+    out[f.stage] = new aws.cloudwatch.LogGroup(
+      `${f.stage}-operator-audit`,
+      { name, retentionInDays: AUDIT_RETENTION_DAYS, deletionProtectionEnabled: true, tags: { ...TAGS, stage: f.stage } },
+      { ...account.kept, ...(config.adoptAuditLogGroups.includes(f.stage) ? { import: name } : {}) },
+    );
+  }
+  return out;
+}
+
+/**
+ * The account's IAM Access Analyzer for external access: it reports every resource policy, trust
+ * policy and KMS grant that lets a principal outside the account in (roles, keys, queues, secrets,
+ * functions, topics: https://docs.aws.amazon.com/IAM/latest/UserGuide/access-analyzer-resources.html),
+ * the detection of the residuals no IAM condition can hold (docs/threat-model.md). One account-level
+ * analyzer per account and Region: name an existing one with `accessAnalyzerArn` instead.
+ */
+function externalAccessAnalyzer(config: BootstrapConfig, account: Account): aws.accessanalyzer.Analyzer | undefined {
+  if (config.accessAnalyzerArn) return undefined;
+  return new aws.accessanalyzer.Analyzer("external-access", { analyzerName: `${APP}-bootstrap-external-access`, type: "ACCOUNT", tags: TAGS }, account.kept);
 }
 
 /** Every stage's facts from its committed stage file; all the stages' problems at once. */
@@ -517,7 +607,7 @@ function stageDeployPolicies(
     const rendered = pulumi
       .all([partition, account.account, stateOf(), key ? key.arn : pulumi.output(undefined)])
       .apply(([p, a, state, secretsKeyArn]) =>
-        deployRolePolicies({ scope: { partition: p, region, account: a, stage: f.stage, layerArn: f.layerArn, vpc: f.vpc }, state, secretsKeyArn }, table),
+        deployRolePolicies({ scope: { partition: p, region, account: a, stage: f.stage, layerArn: f.layerArn, vpc: f.vpc, alarm: f.alarm }, state, secretsKeyArn }, table),
       );
     deployPolicies[f.stage] = new aws.iam.RolePolicy(`${f.stage}-deploy-policy`, {
       role: deployRoles[f.stage]!.id,
@@ -538,7 +628,7 @@ function deployManagedPoliciesOf(
   region: string,
 ): aws.iam.Policy[] {
   // The count of managed policies is known before the ARNs: render once with placeholders.
-  const count = deployRolePolicies({ scope: { partition: "aws", region, account: "000000000000", stage: f.stage, layerArn: f.layerArn, vpc: f.vpc } }, table).managed.length;
+  const count = deployRolePolicies({ scope: { partition: "aws", region, account: "000000000000", stage: f.stage, layerArn: f.layerArn, vpc: f.vpc, alarm: f.alarm } }, table).managed.length;
   const policies: aws.iam.Policy[] = [];
   for (let i = 0; i < count; i++) {
     const policy = new aws.iam.Policy(`${f.stage}-deploy-${i + 1}`, {

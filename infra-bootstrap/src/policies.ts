@@ -14,8 +14,11 @@ export interface TableStatement {
   actions: string[];
   resources: string[];
   condition?: Condition;
-  /** Only for a stage placed in a VPC (`sophia:vpc`), or only for one that is not. */
-  when?: "vpc" | "novpc";
+  /**
+   * Only for a stage placed in a VPC (`sophia:vpc`), only for one that is not, or only for one
+   * whose stack creates the interface endpoints (`sophia:vpc.interfaceEndpoints`).
+   */
+  when?: "vpc" | "novpc" | "endpoints" | "alarmSubscription";
 }
 
 export interface TableRow {
@@ -52,6 +55,18 @@ export interface VpcScope {
   vpcId: string;
   subnetIds: string[];
   securityGroupIds: string[];
+  /**
+   * `sophia:vpc.interfaceEndpoints`: the stack creates the SQS and Secrets Manager endpoints. Only
+   * then may the deploy role create, change or delete an endpoint (one with private DNS and a
+   * narrow policy would cut SQS and Secrets Manager for every other tenant of the VPC).
+   */
+  interfaceEndpoints?: boolean | undefined;
+}
+
+/** Alarm destinations a stage's file names outside the stage's own topic (`sophia:alarmTopicArn`, `sophia:alarmSubscription`). */
+export interface AlarmScope {
+  topicArn?: string;
+  subscription?: { protocol: string; endpoint: string };
 }
 
 /** What a stage's deploy role is scoped to. */
@@ -64,6 +79,8 @@ export interface StageScope {
   layerArn: string;
   /** The stage's `sophia:vpc` (its VPC, subnets and security groups), or false without one. */
   vpc: VpcScope | false;
+  /** Where its alarms may go besides its own topics; none when absent. */
+  alarm?: AlarmScope | undefined;
 }
 
 export interface PolicyStatement {
@@ -132,6 +149,7 @@ function render(template: string, scope: StageScope, table: PermissionsTable): s
     layerArn: scope.layerArn,
     migrateFunction: `${prefix}-${table.migrateFunction}`,
     ...(scope.vpc ? { vpcId: scope.vpc.vpcId } : {}),
+    ...(scope.alarm?.subscription ? { alarmProtocol: scope.alarm.subscription.protocol, alarmEndpoint: scope.alarm.subscription.endpoint } : {}),
   };
   return template.replace(/\$\{(\w+)\}/g, (_, name: string) => {
     const v = values[name];
@@ -153,13 +171,30 @@ function renderCondition(c: Condition | undefined, scope: StageScope, table: Per
 
 /**
  * A resource (or a condition value) naming `${subnetId}` or `${securityGroupId}` stands for one per
- * subnet or security group of the stage's `sophia:vpc`.
+ * subnet or security group of the stage's `sophia:vpc`; `${alarmTopicArn}` for the stage's
+ * `sophia:alarmTopicArn`, or nothing.
  */
 function expand(template: string, scope: StageScope): string[] {
   const vpc = scope.vpc;
   if (template.includes("${subnetId}")) return vpc ? vpc.subnetIds.map((id) => template.replace("${subnetId}", id)) : [];
   if (template.includes("${securityGroupId}")) return vpc ? vpc.securityGroupIds.map((id) => template.replace("${securityGroupId}", id)) : [];
+  if (template === "${alarmTopicArn}") return scope.alarm?.topicArn ? [scope.alarm.topicArn] : [];
   return [template];
+}
+
+function whenHolds(when: TableStatement["when"], scope: StageScope): boolean {
+  switch (when) {
+    case "vpc":
+      return scope.vpc !== false;
+    case "novpc":
+      return scope.vpc === false;
+    case "endpoints":
+      return scope.vpc !== false && scope.vpc.interfaceEndpoints === true;
+    case "alarmSubscription":
+      return scope.alarm?.subscription !== undefined;
+    default:
+      return true;
+  }
 }
 
 const sid = (type: string, i: number, effect: string) =>
@@ -171,7 +206,7 @@ export function deployStatements(scope: StageScope, table: PermissionsTable = lo
   for (const [type, row] of Object.entries(table.resourceTypes)) {
     const emit = (list: TableStatement[] | undefined, effect: "Allow" | "Deny") =>
       (list ?? [])
-        .filter((s) => (s.when === "vpc" ? scope.vpc !== false : s.when === "novpc" ? scope.vpc === false : true))
+        .filter((s) => whenHolds(s.when, scope))
         .forEach((s, i) => {
           const condition = renderCondition(s.condition, scope, table);
           out.push({
@@ -287,7 +322,7 @@ export function assertNoWildcardActions(doc: PolicyDocument): void {
  * carries this stage's boundary (`iam:PermissionsBoundary` is absent for a role without one, so
  * StringNotEquals denies it too).
  */
-export function guardStatements(partition: string, account: string, stage: string): PolicyStatement[] {
+export function guardStatements(partition: string, account: string, stage: string, region: string): PolicyStatement[] {
   const iam = (rest: string) => `arn:${partition}:iam::${account}:${rest}`;
   return [
     {
@@ -306,6 +341,14 @@ export function guardStatements(partition: string, account: string, stage: strin
       Effect: "Deny",
       Action: ["iam:CreatePolicy", "iam:CreatePolicyVersion", "iam:SetDefaultPolicyVersion", "iam:DeletePolicy", "iam:DeletePolicyVersion", "iam:TagPolicy", "iam:UntagPolicy"],
       Resource: ["*"],
+    },
+    {
+      // The operator audit trail is the bootstrap's (its group, retention and deletion protection):
+      // no deploy of the stage may delete, re-retain, re-protect or write it.
+      Sid: "DenyOperatorAuditTrail",
+      Effect: "Deny",
+      Action: ["logs:*"],
+      Resource: [auditLogGroupArn(partition, region, account, stage), `${auditLogGroupArn(partition, region, account, stage)}:*`],
     },
     {
       Sid: "DenyRoleWritesOutsideBoundary",
@@ -341,6 +384,16 @@ export function boundaryStatements(b: BoundaryScope): PolicyStatement[] {
     },
     { Sid: "StageLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: [arn("logs", `log-group:/aws/lambda/${prefix}-*:*`)] },
     { Sid: "StageSecrets", Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [arn("secretsmanager", `secret:${APP}/${b.stage}/*`)] },
+    {
+      // The pause switch's role (infra-pulumi/src/mapping-switch.ts): its own policy names the
+      // stage's mappings; no role of the stage may ever set a mapping that is not tagged as the
+      // stage's or whose function is not the stage's.
+      Sid: "StageMappingSwitch",
+      Effect: "Allow",
+      Action: ["lambda:UpdateEventSourceMapping", "lambda:GetEventSourceMapping"],
+      Resource: [arn("lambda", "event-source-mapping:*")],
+      Condition: { ArnLike: { "lambda:FunctionArn": arn("lambda", `function:${prefix}-*`) }, StringEquals: { "aws:ResourceTag/stage": b.stage } },
+    },
     {
       // Decrypt through Secrets Manager of this stage's secrets only, whatever key they use and
       // whatever its tags: Secrets Manager's encryption context names the secret
@@ -445,7 +498,7 @@ export function deployRolePolicies(input: DeployRoleInput, table: PermissionsTab
   const inline = policyDocument([
     ...(input.state ? stateAccessStatements(scope.partition, scope.region, input.state.bucket, input.state.keyArn, scope.stage, true) : []),
     ...(input.secretsKeyArn ? [secretsProviderStatement(input.secretsKeyArn, true)] : []),
-    ...guardStatements(scope.partition, scope.account, scope.stage),
+    ...guardStatements(scope.partition, scope.account, scope.stage, scope.region),
   ]);
   const managed = packManaged(deployStatements(scope, table));
   if (policySize(inline) > INLINE_LIMIT * HEADROOM) throw new Error(`deploy role ${scope.stage}: inline policy ${policySize(inline)} > 90 % of ${INLINE_LIMIT}`);
@@ -560,6 +613,13 @@ export function loadDeclarations(file: string = DECLARATIONS_FILE): StageDeclara
   };
 }
 
+/** The operator audit trail's log group: `<app>-<stage>-<operatorAuditLogGroup>` (declarations/queues.json). */
+export const auditLogGroupName = (stage: string, d: Pick<StageDeclarations, "operatorAuditLogGroup"> = loadDeclarations()): string => `${APP}-${stage}-${d.operatorAuditLogGroup}`;
+export const auditLogGroupArn = (partition: string, region: string, account: string, stage: string): string =>
+  `arn:${partition}:logs:${region}:${account}:log-group:${auditLogGroupName(stage)}`;
+/** How long the operator audit trail is kept (a CloudWatch Logs retention value). */
+export const AUDIT_RETENTION_DAYS = 400;
+
 export const apiPublishPolicyName = (stage: string): string => `${APP}-bootstrap-${stage}-api-publish`;
 export const opsPolicyName = (stage: string): string => `${APP}-bootstrap-${stage}-ops`;
 
@@ -583,13 +643,16 @@ export const OPS_FUNCTION_READ_ACTIONS = ["lambda:GetFunctionConfiguration"];
 /** No required resource type in AWS's data: granted on `*` (read-only). */
 export const OPS_ACCOUNT_READ_ACTIONS = ["lambda:ListEventSourceMappings", "cloudwatch:GetMetricData"];
 /**
- * sophia-ops `queue pause|resume`: UpdateEventSourceMapping (Enabled false/true). A mapping's UUID
- * exists only once the stage has created it, so the bootstrap cannot name it: the grant is on any
- * mapping whose function is one of the stage's (`lambda:FunctionArn`, which iam-data lists for
- * this action). Residual in docs/threat-model.md: a request that names a stage function as the new
- * FunctionName is matched against that function instead.
+ * sophia-ops `queue pause|resume`: never UpdateEventSourceMapping (IAM cannot narrow its parameters:
+ * whoever may call it may also re-point or filter the mapping). The operators start the stack's
+ * pause switch instead (infra-pulumi/src/mapping-switch.ts): an SSM Automation document per source
+ * queue, `<app>-<stage>-<queue>-mapping-enabled`, whose one request sets Enabled on that queue's
+ * mapping, run by the role `<app>-<stage>-mapping-switch`, which they may pass to SSM only.
  */
-export const OPS_MAPPING_ACTIONS = ["lambda:UpdateEventSourceMapping"];
+export const OPS_SWITCH_ACTIONS = ["ssm:StartAutomationExecution"];
+export const OPS_SWITCH_READ_ACTIONS = ["ssm:GetAutomationExecution"];
+export const mappingSwitchRoleName = (stage: string): string => `${APP}-${stage}-mapping-switch`;
+export const mappingSwitchDocumentName = (stage: string, queue: string): string => `${APP}-${stage}-${queue}-mapping-enabled`;
 /**
  * sophia-ops' audit trail (the stage's operator audit log group): append only. A new stream per
  * command and its events; no `logs:DeleteLogStream`, `logs:DeleteLogGroup`, `logs:PutRetentionPolicy`
@@ -624,11 +687,25 @@ export function opsStatements(s: AccessScope, d: StageDeclarations): PolicyState
     { Sid: "OpsFunctions", Effect: "Allow", Action: OPS_FUNCTION_READ_ACTIONS, Resource: d.functions.map((f) => arn("lambda", `function:${name(f)}`)) },
     { Sid: "OpsQueueStatus", Effect: "Allow", Action: OPS_ACCOUNT_READ_ACTIONS, Resource: ["*"] },
     {
-      Sid: "OpsMappings",
+      // Pause and resume: start the stage's switch documents (any version: the stack is their only
+      // author), and a new execution of them; nothing else of SSM.
+      Sid: "OpsPauseSwitch",
       Effect: "Allow",
-      Action: OPS_MAPPING_ACTIONS,
-      Resource: [arn("lambda", "event-source-mapping:*")],
-      Condition: { ArnLike: { "lambda:FunctionArn": d.functions.map((f) => arn("lambda", `function:${name(f)}`)) } },
+      Action: OPS_SWITCH_ACTIONS,
+      Resource: [
+        ...d.queues.map((q) => arn("ssm", `document/${mappingSwitchDocumentName(s.stage, q.name)}`)),
+        ...d.queues.map((q) => arn("ssm", `automation-definition/${mappingSwitchDocumentName(s.stage, q.name)}:*`)),
+        arn("ssm", "automation-execution/*"),
+      ],
+    },
+    { Sid: "OpsPauseSwitchStatus", Effect: "Allow", Action: OPS_SWITCH_READ_ACTIONS, Resource: [arn("ssm", "automation-execution/*")] },
+    {
+      // SSM runs the document with the switch role, which the operator passes: that role, to SSM only.
+      Sid: "OpsPassSwitchRole",
+      Effect: "Allow",
+      Action: ["iam:PassRole"],
+      Resource: [`arn:${s.partition}:iam::${s.account}:role${stageIamPath(s.stage)}${mappingSwitchRoleName(s.stage)}`],
+      Condition: { StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } },
     },
     { Sid: "OpsAuditAppend", Effect: "Allow", Action: OPS_AUDIT_APPEND_ACTIONS, Resource: [`${auditGroup}:*`] },
     { Sid: "OpsAuditRead", Effect: "Allow", Action: OPS_AUDIT_READ_ACTIONS, Resource: [auditGroup, `${auditGroup}:*`] },

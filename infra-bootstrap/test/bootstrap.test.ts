@@ -81,6 +81,30 @@ before(async () => {
   await (pulumi.runtime as unknown as { waitForRPCs(): Promise<void> }).waitForRPCs();
 });
 
+test("the account's IAM Access Analyzer for external access (the residuals' detection)", () => {
+  const analyzers = ofType("aws:accessanalyzer/analyzer:Analyzer");
+  assert.equal(analyzers.length, 1);
+  assert.equal(analyzers[0]!.inputs["type"], "ACCOUNT");
+  assert.equal(analyzers[0]!.inputs["analyzerName"], "sophia-bootstrap-external-access");
+  assert.ok(bootstrap.accessAnalyzer, "created: sophia-bootstrap:accessAnalyzerArn names none");
+});
+
+test("the operator audit trail is the bootstrap's: 400 days, deletion protection on, and every deploy role is denied any logs action on it", () => {
+  for (const stage of ["dev", "prod"]) {
+    const group = byName("aws:cloudwatch/logGroup:LogGroup", `${stage}-operator-audit`);
+    assert.equal(group.inputs["name"], `sophia-${stage}-operator-audit`);
+    assert.equal(group.inputs["retentionInDays"], 400);
+    assert.equal(group.inputs["deletionProtectionEnabled"], true);
+    const deny = deployDoc(stage).Statement.find((s) => s.Sid === "DenyOperatorAuditTrail")!;
+    assert.deepEqual([deny.Effect, deny.Action, deny.Resource], [
+      "Deny",
+      ["logs:*"],
+      [`arn:aws:logs:eu-west-1:${ACCOUNT}:log-group:sophia-${stage}-operator-audit`, `arn:aws:logs:eu-west-1:${ACCOUNT}:log-group:sophia-${stage}-operator-audit:*`],
+    ]);
+    assert.ok(!JSON.stringify(deployDoc(stage).Statement.filter((s) => s.Effect === "Allow")).includes("operator-audit"), "no grant names it");
+  }
+});
+
 test("the GitHub OIDC provider: GitHub's issuer, audience sts.amazonaws.com", () => {
   const p = ofType("aws:iam/openIdConnectProvider:OpenIdConnectProvider");
   assert.equal(p.length, 1);
@@ -125,7 +149,9 @@ test("the deploy policy: the table for its stage, its own state objects and secr
   assert.equal(grants("ec2:CreateVpcEndpoint").length, 0, "dev has no sophia:vpc");
   assert.doesNotMatch(JSON.stringify(doc), /sophia-prod|sophia\/prod|prod-pulumi-secrets|bootstrap-prod/);
   const prod = deployDoc("prod");
-  assert.ok(JSON.stringify(prod).includes("ec2:CreateVpcEndpoint"), "prod sets sophia:vpc");
+  // prod sets sophia:vpc without interfaceEndpoints: its functions in the VPC, no endpoint of its own.
+  assert.ok(JSON.stringify(prod).includes(`"lambda:VpcIds":["vpc-0abc1234"]`), "prod sets sophia:vpc");
+  assert.ok(!JSON.stringify(prod).includes("ec2:CreateVpcEndpoint"), "prod's stack creates no endpoint (interfaceEndpoints unset)");
   assert.doesNotMatch(JSON.stringify(prod), /sophia-dev|sophia\/dev|dev-pulumi-secrets|bootstrap-dev/);
 });
 
@@ -209,9 +235,9 @@ test("the deploy role's policies are exactly policies.ts's deployRolePolicies (w
 test("the guard: every deploy role denies itself IAM on the bootstrap's path, boundary removal, and role writes without its stage's boundary", () => {
   const inline = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "dev-deploy-policy").inputs["policy"] as string);
   const deny = inline.Statement.filter((s: { Effect: string }) => s.Effect === "Deny");
-  assert.deepEqual(deny.map((s: { Sid: string }) => s.Sid), ["DenyBootstrapIdentities", "DenyBoundaryRemoval", "DenyManagedPolicyWrites", "DenyRoleWritesOutsideBoundary"]);
+  assert.deepEqual(deny.map((s: { Sid: string }) => s.Sid), ["DenyBootstrapIdentities", "DenyBoundaryRemoval", "DenyManagedPolicyWrites", "DenyOperatorAuditTrail", "DenyRoleWritesOutsideBoundary"]);
   assert.deepEqual(deny[0].Resource, [`arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/*`, `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/*`, `arn:aws:iam::${ACCOUNT}:oidc-provider/*`]);
-  assert.deepEqual(deny[3].Condition, { StringNotEquals: { "iam:PermissionsBoundary": `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/sophia-bootstrap-dev-boundary` } });
+  assert.deepEqual(deny[4].Condition, { StringNotEquals: { "iam:PermissionsBoundary": `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/sophia-bootstrap-dev-boundary` } });
 });
 
 test("the boundary per stage: under the bootstrap's path, only the stage's queues, logs, secrets and key (prod: its VPC's ENIs)", () => {
@@ -219,7 +245,10 @@ test("the boundary per stage: under the bootstrap's path, only the stage's queue
   assert.equal(dev.inputs["name"], "sophia-bootstrap-dev-boundary");
   assert.equal(dev.inputs["path"], "/sophia-bootstrap/");
   const doc = JSON.parse(dev.inputs["policy"] as string);
-  assert.deepEqual(doc.Statement.map((s: { Sid: string }) => s.Sid), ["StageQueues", "StageLogs", "StageSecrets", "StageKeyViaSecretsManager"]);
+  assert.deepEqual(doc.Statement.map((s: { Sid: string }) => s.Sid), ["StageQueues", "StageLogs", "StageSecrets", "StageMappingSwitch", "StageKeyViaSecretsManager"]);
+  // The pause switch's role: only a mapping tagged as the stage's whose function is the stage's.
+  const sw = doc.Statement.find((s: { Sid: string }) => s.Sid === "StageMappingSwitch");
+  assert.deepEqual(sw.Condition, { ArnLike: { "lambda:FunctionArn": `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-dev-*` }, StringEquals: { "aws:ResourceTag/stage": "dev" } });
   assert.doesNotMatch(JSON.stringify(doc), /prod|ec2:/);
   const prod = JSON.parse(byName("aws:iam/policy:Policy", "prod-boundary").inputs["policy"] as string);
   assert.ok(JSON.stringify(prod).includes("ec2:CreateNetworkInterface"), "prod sets sophia:vpc");
@@ -271,13 +300,14 @@ test("the API's and the operators' policies are the bootstrap's: per stage, unde
       },
     ]);
     const opsDoc = JSON.parse(ops.inputs["policy"] as string) as { Statement: { Sid: string; Resource: string[] }[] };
-    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus", "OpsMappings", "OpsAuditAppend", "OpsAuditRead"]);
-    const mappings = (opsDoc.Statement as unknown as { Sid: string; Resource: string[]; Condition: unknown }[]).find((x) => x.Sid === "OpsMappings")!;
-    assert.deepEqual(mappings.Resource, [`arn:aws:lambda:eu-west-1:${ACCOUNT}:event-source-mapping:*`]);
-    assert.deepEqual(mappings.Condition, {
-      ArnLike: { "lambda:FunctionArn": (require("../src/policies") as typeof import("../src/policies")).loadDeclarations().functions.map((f) => `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-${stage}-${f}`) },
-    });
-    for (const s of opsDoc.Statement.filter((x) => x.Sid !== "OpsQueueStatus" && x.Sid !== "OpsMappings")) {
+    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchStatus", "OpsPassSwitchRole", "OpsAuditAppend", "OpsAuditRead"]);
+    // Pause and resume through the stack's switch documents only: never UpdateEventSourceMapping.
+    assert.ok(!JSON.stringify(opsDoc).includes("lambda:UpdateEventSourceMapping"));
+    const sid = (x: string) => (opsDoc.Statement as unknown as { Sid: string; Resource: string[]; Condition?: unknown }[]).find((s) => s.Sid === x)!;
+    assert.deepEqual(sid("OpsPauseSwitch").Resource.slice(0, 2), ["interview-completed", "report-generate"].map((q) => `arn:aws:ssm:eu-west-1:${ACCOUNT}:document/sophia-${stage}-${q}-mapping-enabled`));
+    assert.deepEqual(sid("OpsPassSwitchRole").Resource, [`arn:aws:iam::${ACCOUNT}:role/sophia/${stage}/sophia-${stage}-mapping-switch`]);
+    assert.deepEqual(sid("OpsPassSwitchRole").Condition, { StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } });
+    for (const s of opsDoc.Statement.filter((x) => !["OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchStatus", "OpsPassSwitchRole"].includes(x.Sid))) {
       for (const r of s.Resource) assert.match(r, new RegExp(`:sophia-${stage}-[a-z-]+(:\\*)?$`), `${s.Sid}: ${r}`);
     }
     assert.match(await unwrap(bootstrap.outputs[`${stage.toUpperCase()}_OPS_POLICY_ARN`]!), new RegExp(`:policy/sophia-bootstrap/sophia-bootstrap-${stage}-ops$`));

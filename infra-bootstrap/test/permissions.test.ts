@@ -17,7 +17,7 @@ import {
 
 const table = loadPermissions();
 const LAYER = "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:19";
-const VPC = { vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111"], securityGroupIds: ["sg-0ccc3333"] };
+const VPC = { vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111"], securityGroupIds: ["sg-0ccc3333"], interfaceEndpoints: true };
 const scope = (stage: string, vpc = false): StageScope => ({ partition: "aws", region: "eu-west-1", account: "012345678901", stage, layerArn: LAYER, vpc: vpc ? VPC : false });
 const dev = deployStatements(scope("dev"));
 const devVpc = deployStatements(scope("dev", true));
@@ -35,6 +35,7 @@ const SAR: Record<string, string> = {
   secretsmanager: "list_awssecretsmanager.html",
   ec2: "list_amazonec2.html",
   s3: "list_amazons3.html",
+  ssm: "list_awssystemsmanager.html",
 };
 /** Actions AWS authorizes on no resource type (Resource must be "*"), or scoped by a condition instead. */
 const STAR_ALLOWED: Record<string, string> = {
@@ -60,7 +61,7 @@ test("every row cites the Service Authorization Reference page of its service", 
     const services = new Set([...row.statements, ...(row.deny ?? [])].flatMap((s) => s.actions.map((a) => a.split(":")[0]!)));
     for (const svc of services) assert.ok(SAR[svc], `${type}: ${svc} has no known reference page`);
     const own = type.split(":")[1]!.split("/")[0]!;
-    const expected = { sqs: "sqs", lambda: "lambda", iam: "iam", cloudwatch: type.includes("logGroup") ? "logs" : "cloudwatch", sns: "sns", kms: "kms", secretsmanager: "secretsmanager", ec2: "ec2" }[own];
+    const expected = { sqs: "sqs", lambda: "lambda", iam: "iam", cloudwatch: type.includes("logGroup") ? "logs" : "cloudwatch", sns: "sns", kms: "kms", secretsmanager: "secretsmanager", ec2: "ec2", ssm: "ssm" }[own];
     assert.ok(expected, `${type}: unknown provider module ${own}`);
     assert.ok(row.source.endsWith(SAR[expected]!), `${type} cites ${row.source}`);
   }
@@ -106,7 +107,7 @@ test("KMS: create an untagged symmetric key only; no IAM grant on any key (the s
   for (const s of dev.filter((x) => x.Effect === "Allow" && x.Action.some((a) => a.startsWith("kms:")) && !x.Resource.includes("*"))) {
     assert.ok(s.Resource.every((r) => r.includes(":alias/sophia-dev-")), s.Sid);
   }
-  const deny = dev.filter((s) => s.Effect === "Deny");
+  const deny = dev.filter((s) => s.Effect === "Deny" && s.Action.some((a) => a.startsWith("kms:")));
   assert.deepEqual(deny.map((s) => [s.Action, s.Condition]), [
     [["kms:TagResource"], undefined],
     [["kms:UntagResource"], { StringNotEquals: { "aws:ResourceTag/stage": "dev" } }],
@@ -123,12 +124,40 @@ test("every ARN of the dev role names dev's resources (or the layer, or a stage-
         s.Condition?.["StringEquals"]?.["aws:ResourceTag/stage"] === "dev" ||
         s.Condition?.["StringEqualsIfExists"]?.["aws:ResourceTag/stage"] === "dev" ||
         s.Condition?.["ArnLike"]?.["lambda:FunctionArn"]?.includes("sophia-dev-");
-      // Reading a mapping's tags (a mapping's id says nothing of its stage, and mappings carry no tags).
+      // Reading a mapping's tags (a mapping's id says nothing of its stage).
       const readsTags = s.Action.every((a) => a === "lambda:ListTags");
       assert.ok(named || tagged || readsTags, `${s.Sid}: ${r}`);
     }
   }
   assert.doesNotMatch(JSON.stringify(dev), /prod/);
+});
+
+test("event source mappings: update only a mapping tagged as the stage's whose function is the stage's; tags only on the stage's mappings, the stage tag never changed", () => {
+  const esm = (a: string) => allows(dev, a);
+  const fn = { "lambda:FunctionArn": "arn:aws:lambda:eu-west-1:012345678901:function:sophia-dev-*" };
+  // UpdateEventSourceMapping names a function of its own (FunctionName): the mapping's tag must hold too.
+  for (const a of ["lambda:UpdateEventSourceMapping", "lambda:DeleteEventSourceMapping"]) {
+    assert.deepEqual(esm(a).map((s) => s.Condition), [{ ArnLike: fn, StringEquals: { "aws:ResourceTag/stage": "dev" } }], a);
+  }
+  // Get names no function: lambda:FunctionArn is the mapping's own.
+  assert.deepEqual(esm("lambda:GetEventSourceMapping").map((s) => s.Condition), [{ ArnLike: fn }]);
+  assert.deepEqual(esm("lambda:CreateEventSourceMapping").map((s) => s.Condition), [{ ArnLike: fn, StringEquals: { "aws:RequestTag/stage": "dev" } }]);
+  const tagging = esm("lambda:TagResource").filter((s) => s.Resource.some((r) => r.includes(":event-source-mapping:")));
+  assert.deepEqual(tagging.map((s) => s.Condition), [{ StringEquals: { "aws:ResourceTag/stage": "dev" } }], "never an untagged mapping (adoption)");
+  const deny = dev.filter((s) => s.Effect === "Deny" && s.Action.includes("lambda:TagResource"));
+  assert.equal(deny.length, 1);
+  assert.deepEqual(deny[0]!.Condition!["StringNotEquals"], { "aws:RequestTag/stage": "dev" });
+});
+
+test("endpoints only for a stage whose stack creates them (sophia:vpc.interfaceEndpoints): in a VPC the stage shares, none at all", () => {
+  const shared = deployStatements({ ...scope("dev", true), vpc: { ...VPC, interfaceEndpoints: false } });
+  for (const a of ["ec2:CreateVpcEndpoint", "ec2:ModifyVpcEndpoint", "ec2:DeleteVpcEndpoints", "ec2:CreateTags", "ec2:DeleteTags"]) {
+    assert.equal(allows(shared, a).length, 0, a);
+    assert.ok(allows(devVpc, a).length > 0, a);
+  }
+  // Its functions are still placed in the VPC.
+  assert.ok(allows(shared, "ec2:DescribeSubnets").length > 0);
+  assert.ok(allows(shared, "lambda:CreateFunction").some((s) => s.Condition?.["ForAllValues:StringEquals"]?.["lambda:VpcIds"]));
 });
 
 test("VPC statements only for a stage with sophia:vpc", () => {

@@ -61,8 +61,6 @@ export const OPS_DLQ_ACTIONS = [
  */
 export const OPS_FUNCTION_READ_ACTIONS = ["lambda:GetFunctionConfiguration"] as const;
 export const OPS_ACCOUNT_READ_ACTIONS = ["lambda:ListEventSourceMappings", "cloudwatch:GetMetricData"] as const;
-/** How long the operator audit trail is kept (a CloudWatch Logs retention value). */
-export const OPS_AUDIT_RETENTION_DAYS = 400;
 
 /** Lambda's ENI management in a VPC (what AWSLambdaVPCAccessExecutionRole allows, scoped where AWS can). */
 export const VPC_ENI_ACTIONS = [

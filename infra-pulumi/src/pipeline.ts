@@ -241,8 +241,13 @@ function eventSourceMapping(
       maximumBatchingWindowInSeconds: q.maximumBatchingWindowSeconds,
       functionResponseTypes: q.reportBatchItemFailures ? [REPORT_BATCH_ITEM_FAILURES] : [],
       scalingConfig: { maximumConcurrency: args.maximumConcurrency },
-      // No tags: Lambda authorizes a mapping's tags as lambda:TagResource on its ARN, the same
-      // call as re-tagging another stage's mapping, which the deploy role is therefore not given.
+      // The stage tag is what makes a mapping the stage's in IAM: a mapping's UUID says nothing of
+      // its stage, and UpdateEventSourceMapping names a function of its own, so the deploy role may
+      // update (and the operators' pause may touch) only a mapping tagged with its stage
+      // (infra-bootstrap/deploy-permissions.json). The role may not tag an untagged mapping (that
+      // would adopt another team's): a mapping created before mappings carried tags is tagged once
+      // by an administrator (docs/deploy.md, "Event source mappings created before their tag").
+      tags: args.naming.tags,
     },
     { ...child, dependsOn: [consumer.rolePolicy, ...(args.beforeTraffic ?? [])] },
   );

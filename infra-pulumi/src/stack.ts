@@ -30,8 +30,9 @@ import { checkArtifacts } from "./artifacts";
 import { loadStageConfig, type StageConfig } from "./config";
 import { SECRET, secretsOf } from "./environment";
 import { type FunctionArgsContext, functionArgs } from "./function-args";
-import { OPS_AUDIT_RETENTION_DAYS, type StageRoleScope, stageAccessPolicyArns, stageRoleScope } from "./iam";
+import { type StageRoleScope, stageAccessPolicyArns, stageRoleScope } from "./iam";
 import { RustFunction } from "./lambda";
+import { type MappingSwitch, mappingSwitch } from "./mapping-switch";
 import { loadMetrics, type MetricsDeclaration } from "./metrics";
 import { Naming } from "./naming";
 import {
@@ -55,9 +56,9 @@ export interface SophiaStack {
   config: StageConfig;
   pipelines: Record<string, QueuePipeline>;
   functions: Record<string, RustFunction>;
-  /** The operator audit trail (`<app>-<stage>-operator-audit`): the ops policy (the bootstrap's) may only append and read. */
-  auditLogGroup: aws.cloudwatch.LogGroup;
   secrets: StageSecrets;
+  /** What operators pause and resume through: a document per mapping, run by a role only SSM Automation assumes. */
+  pauseSwitch: MappingSwitch;
   /** The stage's own topic, unless `sophia:alarmTopicArn` names one. */
   alarmTopic: aws.sns.Topic | undefined;
   functionAlarms: aws.cloudwatch.MetricAlarm[];
@@ -95,13 +96,21 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   const functionAlarms = stageFunctionAlarms(settings, metrics, config, naming, functions, alarms);
   const stageDashboard = dashboardOf(settings, metrics, config, naming);
   const vpcEndpoints = interfaceEndpoints(settings, config, naming, account, pipelines, secrets);
+  // Operators pause and resume through these (src/mapping-switch.ts): a fixed request that sets Enabled only.
+  const pauseSwitch = mappingSwitch({
+    naming,
+    roleScope,
+    region: config.region,
+    mappings: settings.queues.map((q) => ({ queueName: q.name, mapping: pipelines[q.key]!.eventSourceMapping })),
+  });
   restrictSecretAccess(settings, config, functions, secrets, keyAdmins);
   // The API's and the operators' policies are the bootstrap's (infra-bootstrap/src/policies.ts,
   // apiPublishStatements / opsStatements): principals outside the stage hold them, so no deploy of
   // the stage may write them (docs/design.md, "Who can change the API's and the operators' access").
   // The stack outputs their ARNs, where the API and scripts/stack-env read them.
   const accessPolicyArns = stageAccessPolicyArns(naming.stage);
-  const auditLogGroup = operatorAuditLogGroup(naming, settings);
+  // The operator audit trail's log group is the bootstrap's (infra-bootstrap/src/bootstrap.ts,
+  // stageAccessPolicies): no deploy of the stage may delete it, shorten its retention or rewrite it.
   const outputs = stackOutputs(settings, pipelines, functions, accessPolicyArns, alarmTopicArn);
 
   return {
@@ -109,12 +118,12 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     config,
     pipelines,
     functions,
-    auditLogGroup,
     secrets,
     alarmTopic,
     functionAlarms,
     dashboard: stageDashboard,
     vpcEndpoints,
+    pauseSwitch,
     migration,
     outputs,
   };
@@ -360,19 +369,6 @@ function restrictSecretAccess(
     readers: secretReaders,
     region: config.region,
   });
-}
-
-/** The operator audit trail: sophia-ops may append to it and read it, never change or delete it. */
-function operatorAuditLogGroup(naming: Naming, settings: Settings): aws.cloudwatch.LogGroup {
-  return new aws.cloudwatch.LogGroup(
-    "operator-audit",
-    {
-      name: naming.auditLogGroupName(settings.operatorAuditLogGroup),
-      retentionInDays: OPS_AUDIT_RETENTION_DAYS,
-      tags: naming.tags,
-    },
-    { deleteBeforeReplace: true },
-  );
 }
 
 /** The stack outputs by name (outputs.ts names them), in the order index.ts exports them. */

@@ -64,9 +64,10 @@ test("queue and function names are sophia-dev-*", () => {
   assert.deepEqual(ofType(run.resources, TYPE.function).map((f) => plain(f.inputs["name"])).sort(), [...n.functions].sort());
   assert.deepEqual(
     ofType(run.resources, TYPE.role).map((r) => plain(r.inputs["name"])).sort(),
-    [...n.functions].sort(),
-    "one role per function, named after it",
+    [...n.functions, "sophia-dev-mapping-switch"].sort(),
+    "one role per function, named after it, and the pause switch's",
   );
+  assert.deepEqual(ofType(run.resources, TYPE.ssmDocument).map((d) => plain(d.inputs["name"])).sort(), ["sophia-dev-interview-completed-mapping-enabled", "sophia-dev-report-generate-mapping-enabled"]);
 });
 
 test("each DLQ's redrive-allow policy admits only its own source queue; each source queue's admits none (denyAll)", () => {
@@ -167,6 +168,22 @@ test("IAM: each role's policy allows exactly its actions on exactly its ARNs", (
     assert.deepEqual(grants(rolePolicyOf(run.resources, names(STAGE).fn(f))), expected[f], `grants of ${f}`);
   }
   for (const role of ofType(run.resources, TYPE.role)) {
+    if (plain(role.inputs["name"]) === "sophia-dev-mapping-switch") {
+      // The pause switch: SSM Automation of this account only, and exactly the stage's mappings.
+      assert.deepEqual(JSON.parse(plain(role.inputs["assumeRolePolicy"]) as string).Statement, [
+        {
+          Effect: "Allow",
+          Principal: { Service: "ssm.amazonaws.com" },
+          Action: "sts:AssumeRole",
+          Condition: { StringEquals: { "aws:SourceAccount": "123456789012" }, ArnLike: { "aws:SourceArn": "arn:aws:ssm:eu-west-1:123456789012:automation-execution/*" } },
+        },
+      ]);
+      assert.deepEqual(
+        grants(parseDoc(ofType(run.resources, TYPE.rolePolicy).find((p) => plain(p.inputs["role"]) === "sophia-dev-mapping-switch")!.inputs["policy"])),
+        ["lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping"].flatMap((a) => ofType(run.resources, TYPE.esm).map((m) => `${a} on ${plain(m.state?.["arn"] ?? "")}`)).sort(),
+      );
+      continue;
+    }
     assert.deepEqual(JSON.parse(plain(role.inputs["assumeRolePolicy"]) as string).Statement, [
       { Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" }, Action: "sts:AssumeRole" },
     ]);
@@ -181,7 +198,7 @@ test("IAM: each role's policy allows exactly its actions on exactly its ARNs", (
 
 test("IAM: no wildcard action, and a bare * resource only for an action that takes no required resource type", async () => {
   const docs = [...ofType(run.resources, TYPE.rolePolicy).map((p) => parseDoc(p.inputs["policy"])), access(apiPublishStatements), access(opsStatements)];
-  assert.equal(docs.length, 5);
+  assert.equal(docs.length, 6);
   for (const g of docs.flatMap(grants)) {
     const [action, onWhat] = g.split(" on ");
     const resource = onWhat!.split(" if ")[0]; // a conditioned grant: `<arn> if {condition}`
@@ -245,12 +262,18 @@ test("the ops policy (the bootstrap's, sophia-ops): send to both queues; receive
       ...grant(["cloudwatch:GetMetricData", "lambda:ListEventSourceMappings"], "*"),
       ...grant(["logs:CreateLogStream", "logs:FilterLogEvents", "logs:PutLogEvents"], `${arn.logGroup("sophia-dev-operator-audit")}:*`),
       ...grant(["logs:FilterLogEvents"], arn.logGroup("sophia-dev-operator-audit")),
-      // queue pause|resume: any mapping, as long as it feeds one of the stage's functions.
-      `lambda:UpdateEventSourceMapping on ${arn.fn("x").replace(/function:x$/, "")}event-source-mapping:* if ${JSON.stringify({ ArnLike: { "lambda:FunctionArn": n.functions.map((f) => arn.fn(f)) } })}`,
+      // queue pause|resume: never UpdateEventSourceMapping; the stack's switch documents (src/mapping-switch.ts), run with its switch role.
+      ...["interview-completed", "report-generate"].flatMap((q) => [
+        `ssm:StartAutomationExecution on arn:aws:ssm:eu-west-1:123456789012:document/sophia-dev-${q}-mapping-enabled`,
+        `ssm:StartAutomationExecution on arn:aws:ssm:eu-west-1:123456789012:automation-definition/sophia-dev-${q}-mapping-enabled:*`,
+      ]),
+      "ssm:StartAutomationExecution on arn:aws:ssm:eu-west-1:123456789012:automation-execution/*",
+      "ssm:GetAutomationExecution on arn:aws:ssm:eu-west-1:123456789012:automation-execution/*",
+      `iam:PassRole on arn:aws:iam::123456789012:role/sophia/dev/sophia-dev-mapping-switch if ${JSON.stringify({ StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } })}`,
     ].sort(),
   );
-  const audit = byName(run.resources, TYPE.logGroup, "sophia-dev-operator-audit");
-  assert.equal(audit.inputs["retentionInDays"], 400);
+  // The audit trail's group is the bootstrap's, not the stage's (infra-bootstrap/test/bootstrap.test.ts).
+  assert.equal(run.resources.find((r) => r.type === TYPE.logGroup && plain(r.inputs["name"]) === "sophia-dev-operator-audit"), undefined);
 });
 
 test("consumers: sqs:ChangeMessageVisibility on their own queue only; report-generate also SendMessage to its own queue (the requeue)", () => {

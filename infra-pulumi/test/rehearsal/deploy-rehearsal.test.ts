@@ -41,7 +41,7 @@ import {
 import { BOOTSTRAP_PATH, bootstrapBoundaryArn, bootstrapDeployRoleArn } from "../../src/iam";
 import { KMS_ADMIN_ACTIONS } from "../../src/secrets";
 import { ACCOUNT } from "../support/mocks";
-import { EVERY_OPTION_CONFIG, EVERY_OPTION_VPC, type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN, TEST_LAYER_ARN } from "../support/harness";
+import { EVERY_OPTION_ALARM, EVERY_OPTION_CONFIG, EVERY_OPTION_VPC, type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN, TEST_LAYER_ARN } from "../support/harness";
 import type { RecordedResource } from "../support/mocks";
 import { actionFacts, decide, type Decision, type Doc, type Policies, type Request, TAG_WRITES } from "./simulate";
 
@@ -65,7 +65,7 @@ const STATE_BUCKET = `sophia-pulumi-state-${ACCOUNT}-${REGION}`;
 const STATE_KEY = `arn:${P}:kms:${REGION}:${ACCOUNT}:key/state-key`;
 const SECRETS_PROVIDER_KEY = `arn:${P}:kms:${REGION}:${ACCOUNT}:key/qa-pulumi-secrets`;
 const DEPLOY = deployRoleArn(P, ACCOUNT, STAGE);
-const STAGE_VPC = { vpcId: EVERY_OPTION_VPC.vpcId, subnetIds: EVERY_OPTION_VPC.subnetIds, securityGroupIds: EVERY_OPTION_VPC.securityGroupIds };
+const STAGE_VPC = { vpcId: EVERY_OPTION_VPC.vpcId, subnetIds: EVERY_OPTION_VPC.subnetIds, securityGroupIds: EVERY_OPTION_VPC.securityGroupIds, interfaceEndpoints: EVERY_OPTION_VPC.interfaceEndpoints };
 const PREVIEW = previewRoleArn(P, ACCOUNT, STAGE);
 /** A laptop administrator: an SSO role (its ARN has a path), AdministratorAccess. */
 const LAPTOP_ADMIN = `arn:${P}:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/${REGION}/AWSReservedSSO_AdministratorAccess_0123456789abcdef`;
@@ -77,7 +77,7 @@ const DEFAULT_KEY_POLICY: Doc = {
 };
 
 const deployPolicies = deployRolePolicies({
-  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: STAGE_VPC },
+  scope: { partition: P, region: REGION, account: ACCOUNT, stage: STAGE, layerArn: TEST_LAYER_ARN.arm64, vpc: STAGE_VPC, alarm: EVERY_OPTION_ALARM },
   state: { bucket: STATE_BUCKET, keyArn: STATE_KEY },
   secretsKeyArn: SECRETS_PROVIDER_KEY,
 });
@@ -136,6 +136,8 @@ function selfArn(r: RecordedResource): string {
       return ec2(`vpc-endpoint/vpce-${r.name}`);
     case "aws:lambda/eventSourceMapping:EventSourceMapping":
       return str(s["arn"]);
+    case "aws:ssm/document:Document":
+      return `arn:${P}:ssm:${REGION}:${ACCOUNT}:document/${str(r.inputs["name"])}`;
     default:
       assert.ok(typeof s["arn"] === "string", `${r.type} ${r.name}: no ARN in the mocked state`);
       return s["arn"] as string;
@@ -239,6 +241,12 @@ async function requestContext(r: RecordedResource, phase: Phase, action: string,
     Object.assign(ctx, { "lambda:VpcIds": [STAGE_VPC.vpcId], "lambda:SubnetIds": vpcConfig.subnetIds, "lambda:SecurityGroupIds": vpcConfig.securityGroupIds });
   }
   if (action === "secretsmanager:PutResourcePolicy") ctx["secretsmanager:BlockPublicPolicy"] = String(r.inputs["blockPublicPolicy"] ?? false);
+  if (action === "sns:Subscribe") Object.assign(ctx, { "sns:Protocol": str(r.inputs["protocol"]), "sns:Endpoint": str(r.inputs["endpoint"]) });
+  // An alarm's actions, of every state (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-alarm-actions.html).
+  if (action === "cloudwatch:PutMetricAlarm") {
+    const actions = ["alarmActions", "okActions", "insufficientDataActions"].flatMap((k) => (r.inputs[k] as string[] | undefined) ?? []);
+    if (actions.length > 0) ctx["cloudwatch:AlarmActions"] = actions;
+  }
   return ctx;
 }
 
@@ -628,6 +636,9 @@ test("the boundary: every function role's own policy fits inside it (the boundar
           // A log group's `:*` is its streams; an S3 prefix's `*` its objects.
           const concrete = resource === "*" ? "*" : resource.endsWith(":*") ? resource.replace(/:\*$/, ":log-stream:example") : resource.replace(/\*$/, "example");
           const ctx: Record<string, string> = { ...(s.Condition?.["StringEquals"] ?? {}) };
+          // A mapping the pause switch names: the stage's (its tag, its function), as the stack creates it.
+          const mapping = custom().find((m) => m.type === "aws:lambda/eventSourceMapping:EventSourceMapping" && m.state["arn"] === resource);
+          if (mapping) Object.assign(ctx, { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": str(mapping.inputs["functionName"]) });
           const { decision, detail } = await decide({ principal: str(role.state["arn"]), action, resource: concrete, context: ctx }, { identity: [doc as unknown as Doc], boundary, resourcePolicy: resource === key ? keyPolicy() : undefined });
           // A resource the action is never authorized on (the ENI actions list their subnets and
           // security groups for Lambda's own checks): no request names it, nothing to bound.
@@ -650,7 +661,7 @@ test("the deploy role's policies stay within 90 % of IAM's limits for every opti
     for (const backend of ["s3", "pulumi-cloud"] as const) {
       for (const stage of ["dev", "prod", "a-rather-long-stage-name"]) {
         for (const partition of ["aws", "aws-us-gov"]) {
-          const scope = { partition, region: REGION, account: ACCOUNT, stage, layerArn: TEST_LAYER_ARN.arm64, vpc: vpc ? STAGE_VPC : (false as const) };
+          const scope = { partition, region: REGION, account: ACCOUNT, stage, layerArn: TEST_LAYER_ARN.arm64, vpc: vpc ? STAGE_VPC : (false as const), alarm: EVERY_OPTION_ALARM };
           const p = deployRolePolicies(
             backend === "s3" ? { scope, state: { bucket: STATE_BUCKET, keyArn: STATE_KEY }, secretsKeyArn: SECRETS_PROVIDER_KEY } : { scope },
             table,

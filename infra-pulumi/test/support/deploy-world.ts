@@ -586,6 +586,7 @@ export class World {
           const self = (): string => {
             if (r.type === "aws:cloudwatch/dashboard:Dashboard") return `arn:${P}:cloudwatch::${this.account}:dashboard/${String(r.inputs["dashboardName"])}`;
             if (r.type === "aws:kms/alias:Alias") return `arn:${P}:kms:${b.region}:${this.account}:${String(r.inputs["name"])}`;
+            if (r.type === "aws:ssm/document:Document") return `arn:${P}:ssm:${b.region}:${this.account}:document/${String(r.inputs["name"])}`;
             return String(r.state["arn"]);
           };
           switch (on) {

@@ -15,6 +15,7 @@ export const TYPE = {
   logGroup: "aws:cloudwatch/logGroup:LogGroup",
   role: "aws:iam/role:Role",
   rolePolicy: "aws:iam/rolePolicy:RolePolicy",
+  ssmDocument: "aws:ssm/document:Document",
   policy: "aws:iam/policy:Policy",
   alarm: "aws:cloudwatch/metricAlarm:MetricAlarm",
   pipeline: "sophia:queues:QueuePipeline",
@@ -44,10 +45,13 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.redriveAllow]: 4,
   [TYPE.function]: 3,
   [TYPE.esm]: 2,
-  // one per function, and the operator audit trail
-  [TYPE.logGroup]: 4,
-  [TYPE.role]: 3,
-  [TYPE.rolePolicy]: 3,
+  // one per function (the operator audit trail's is the bootstrap's)
+  [TYPE.logGroup]: 3,
+  // one per function, and the pause switch's (src/mapping-switch.ts)
+  [TYPE.role]: 4,
+  [TYPE.rolePolicy]: 4,
+  // the pause switch: one Automation document per source queue's mapping
+  [TYPE.ssmDocument]: 2,
   // 2 DLQ + 2 age + 5 function alarms (errors and throttles of the 2 functions that can run,
   // report-generate's duration), one "invalid messages dropped" per function that can run and
   // report-generate's "reports failing", "records given up after transient failures", "reports

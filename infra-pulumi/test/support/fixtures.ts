@@ -17,3 +17,6 @@ export const TEST_LAYER_ARN = {
   arm64: "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:11",
   x86_64: "arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension:11",
 };
+
+/** The stage file's sophia:alarmSubscription in every-option runs (harness.ts), as the bootstrap reads it. */
+export const EVERY_OPTION_ALARM = { subscription: { protocol: "email", endpoint: "oncall@example.com" } };

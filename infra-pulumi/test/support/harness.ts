@@ -16,10 +16,10 @@ import * as yaml from "js-yaml";
 import { ELF_MACHINE, headCommit } from "../../src/artifacts";
 import { loadSettings } from "../../src/settings";
 import type { SophiaStack } from "../../src/stack";
-import { EVERY_OPTION_VPC, TEST_LAYER_ARN } from "./fixtures";
+import { EVERY_OPTION_ALARM, EVERY_OPTION_VPC, TEST_LAYER_ARN } from "./fixtures";
 import { createMocks, type RecordedCall, type RecordedResource } from "./mocks";
 
-export { EVERY_OPTION_VPC, TEST_LAYER_ARN };
+export { EVERY_OPTION_ALARM, EVERY_OPTION_VPC, TEST_LAYER_ARN };
 
 export const PROJECT = "sophia";
 /** Every function of declarations/queues.json (the fake zips are built for these). */
@@ -37,7 +37,7 @@ export const TEST_BREAK_GLASS_ARN = "arn:aws:iam::123456789012:role/aws-reserved
 /** With EVERY_OPTION_VPC (fixtures.ts), every option that adds a resource type or a grant. */
 export const EVERY_OPTION_CONFIG: Record<string, string> = {
   "sophia:vpc": JSON.stringify(EVERY_OPTION_VPC),
-  "sophia:alarmSubscription": JSON.stringify({ protocol: "email", endpoint: "oncall@example.com" }),
+  "sophia:alarmSubscription": JSON.stringify(EVERY_OPTION_ALARM.subscription),
   "sophia:resumeBucket": "sophia-qa-resumes",
   "sophia:resumeBucketAccess": "read-write",
   "sophia:resumeBucketPrefix": "resumes/",

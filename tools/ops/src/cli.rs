@@ -292,17 +292,18 @@ pub enum QueueCommand {
         #[arg(long, default_value = "15m", value_parser = parse_duration)]
         window: Duration,
     },
-    /// Stop the queue's event source mapping (Lambda UpdateEventSourceMapping Enabled=false, or
-    /// the local runner's): nothing receives from the queue, messages wait (and age toward the
-    /// retention). Prints the plan first; against a stage it needs --yes. Audited.
+    /// Stop the queue's event source mapping (on a stage through its pause switch, an SSM
+    /// Automation document that sets Enabled=false and nothing else; or the local runner's):
+    /// nothing receives from the queue, messages wait (and age toward the retention). Prints the
+    /// plan first; against a stage it needs --yes. Audited.
     Pause {
         queue: QueueName,
         /// Print what would change; change nothing.
         #[arg(long)]
         dry_run: bool,
     },
-    /// Start the queue's event source mapping again (Enabled=true): the function receives what
-    /// waits. Prints the plan first; against a stage it needs --yes. Audited.
+    /// Start the queue's event source mapping again (Enabled=true, through the same switch): the
+    /// function receives what waits. Prints the plan first; against a stage it needs --yes. Audited.
     Resume {
         queue: QueueName,
         /// Print what would change; change nothing.

@@ -57,6 +57,7 @@ pub mod interview_state;
 pub mod late;
 pub mod listing;
 mod outcome;
+pub mod pause_switch;
 pub mod predict;
 pub mod progress;
 pub mod publish_message;

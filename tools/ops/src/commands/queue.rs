@@ -63,11 +63,13 @@ pub async fn set_mapping(ctx: &Context, queue: QueueName, enabled: bool, dry_run
     if let Gate::DryRun(plan) = confirm::gate(ctx, plan, &[], dry_run).await? {
         return Ok(Outcome::DryRun(plan));
     }
-    let observer = status::Observer::for_queue(ctx, &now.queue_url);
-    let after = observer
-        .set_enabled(ctx, &mapping.uuid, enabled)
-        .await
-        .map_err(|e| OpsError::Invalid(format!("UpdateEventSourceMapping {}: {e}", mapping.uuid)))?;
+    // A stage: through its pause switch (crate::pause_switch), which sets Enabled and nothing else;
+    // the local pipeline: through its runner's control channel.
+    let after = match status::Observer::for_queue(ctx, &now.queue_url) {
+        status::Observer::Aws => crate::pause_switch::set_enabled(ctx, &now.queue_url, &mapping.uuid, enabled).await,
+        observer => observer.set_enabled(ctx, &mapping.uuid, enabled).await,
+    }
+    .map_err(|e| OpsError::Invalid(format!("set Enabled={enabled} on mapping {}: {e}", mapping.uuid)))?;
     Ok(Outcome::QueueMapping(status::MappingChange { queue, before: mapping, after }))
 }
 
