@@ -48,7 +48,8 @@ pub const CONTROL_URL: &str = "SOPHIA_LOCAL_CONTROL_URL";
 pub const CONTROL_TOKEN: &str = "SOPHIA_LOCAL_CONTROL_TOKEN";
 
 /// The OpenAI fault kinds the offline endpoint accepts.
-pub const OPENAI_FAULT_KINDS: [&str; 6] = ["none", "unauthorized", "rate_limited", "server_error", "timeout", "slow"];
+pub const OPENAI_FAULT_KINDS: [&str; 8] =
+    ["none", "unauthorized", "quota", "rate_limited", "server_error", "unavailable", "timeout", "slow"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
@@ -224,6 +225,46 @@ impl Controls {
         }
         tracing::info!(function, paused, "drill: event source mapping {}", if paused { "paused" } else { "resumed" });
         Ok(())
+    }
+
+    /// The audit record of a `sophia-local pause|resume` of `function`, in `operatorAudit` and in
+    /// the shape of sophia-ops' records (`command` `local-pause` or `local-resume`, `args`,
+    /// `target`, `who`, `requestId`, `startedAt`, `finishedAt`, `result`), so that `sophia-ops
+    /// audit list` lists it and `queue status` says who paused.
+    pub async fn audit_mapping_change(
+        &self,
+        function: &str,
+        paused: bool,
+        by: Option<String>,
+        started: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), String> {
+        let verb = if paused { "pause" } else { "resume" };
+        let (who, source) = match by.filter(|b| !b.trim().is_empty()) {
+            Some(b) => (b, "USER"),
+            None => ("sophia-local (unknown user)".to_owned(), "none"),
+        };
+        let at = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let record = bson::doc! {
+            "command": format!("local-{verb}"),
+            "args": [verb, function],
+            "target": function,
+            "stage": bson::Bson::Null,
+            "who": {"who": &who, "source": source, "selfDeclared": true},
+            "requestId": format!("local:{verb}:{who}:{}", uuid::Uuid::new_v4()),
+            "startedAt": at(started),
+            "finishedAt": at(chrono::Utc::now()),
+            "result": "done",
+            "exitCode": 0,
+            "plan": bson::Bson::Null,
+            "outcome": {"function": function, "state": if paused { "Disabled" } else { "Enabled" }},
+        };
+        self.mongo
+            .db
+            .collection::<bson::Document>(OPERATOR_AUDIT)
+            .insert_one(record)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
     /// `ListEventSourceMappings` of the queue `event_source_arn` (every mapping when `None`).
@@ -630,18 +671,42 @@ async fn mongo_fault(State(s): State<Arc<ServerState>>, headers: HeaderMap, body
     }
 }
 
-async fn pause(State(s): State<Arc<ServerState>>, headers: HeaderMap, UrlPath(function): UrlPath<String>) -> Response {
+async fn pause(
+    State(s): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    UrlPath(function): UrlPath<String>,
+    body: Bytes,
+) -> Response {
     if !authorized(&s, &headers) {
         return unauthorized();
     }
-    result(s.controls.set_paused(&function, true).await)
+    audited(&s.controls, &function, true, &body).await
 }
 
-async fn resume(State(s): State<Arc<ServerState>>, headers: HeaderMap, UrlPath(function): UrlPath<String>) -> Response {
+async fn resume(
+    State(s): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    UrlPath(function): UrlPath<String>,
+    body: Bytes,
+) -> Response {
     if !authorized(&s, &headers) {
         return unauthorized();
     }
-    result(s.controls.set_paused(&function, false).await)
+    audited(&s.controls, &function, false, &body).await
+}
+
+/// A pause or resume of `sophia-local`, then its audit record (`{"by": ...}` of the body names
+/// who asked).
+async fn audited(controls: &Controls, function: &str, paused: bool, body: &[u8]) -> Response {
+    let started = chrono::Utc::now();
+    let changed = controls.set_paused(function, paused).await;
+    if changed.is_ok() {
+        let by = serde_json::from_slice::<Value>(body).ok().and_then(|b| b["by"].as_str().map(str::to_owned));
+        if let Err(e) = controls.audit_mapping_change(function, paused, by, started).await {
+            tracing::warn!(function, error = %e, "the audit record of the pause or resume was not stored");
+        }
+    }
+    result(changed)
 }
 
 /// `?a=b&c=d` of a request, percent-decoded.
@@ -836,11 +901,11 @@ impl ControlClient {
     /// Answers once the mapping's pollers are parked: a poller finishing a slow batch can take up
     /// to the function's timeout (report-generate: 300 s).
     pub async fn pause(&self, function: &str) -> Result<(), String> {
-        self.call_within("PUT", &format!("/pause/{function}"), None, PAUSE_LIMIT).await.map(drop)
+        self.call_within("PUT", &format!("/pause/{function}"), Some(who_asks()), PAUSE_LIMIT).await.map(drop)
     }
 
     pub async fn resume(&self, function: &str) -> Result<(), String> {
-        self.call("DELETE", &format!("/pause/{function}"), None).await.map(drop)
+        self.call("DELETE", &format!("/pause/{function}"), Some(who_asks())).await.map(drop)
     }
 
     pub async fn seed(&self, interviews: usize) -> Result<Seeded, String> {
@@ -868,6 +933,16 @@ impl ControlClient {
         let body = self.call("GET", "/status", None).await?;
         serde_json::from_str(&body).map_err(|e| format!("unreadable status from the runner: {e}"))
     }
+}
+
+/// The operator's collection of audit records (sophia-ops' `operatorAudit`, where its local
+/// records go).
+pub const OPERATOR_AUDIT: &str = "operatorAudit";
+
+/// `{"by": $USER}`: who runs `sophia-local pause|resume` (self-declared, as sophia-ops' local
+/// records are).
+fn who_asks() -> Value {
+    json!({"by": sophia_platform::env::var("USER")})
 }
 
 /// The fault contract's JSON for `kind`: `retryAfterSeconds` only for `rate_limited`, `delayMs`
