@@ -121,6 +121,9 @@ async fn a_stopped_report_mapping_is_named_by_queue_status_and_resumed_by_an_aud
     // Who paused, from the audit trail.
     assert!(verdict.contains(", paused by ") && verdict.contains("(queue-pause)"), "{}", out.stdout);
     assert!(out.stdout.contains("  mapping:    Disabled report-generate"), "{}", out.stdout);
+    // The oldest message's age, locally too (fauxqs' inspection, as CloudWatch's metric on a stage).
+    let oldest = out.stdout.lines().find(|l| l.starts_with("  oldest:     ")).unwrap_or_default();
+    assert!(oldest.contains(" old; deleted by SQS in ") && !oldest.contains("unknown"), "{}", out.stdout);
     assert!(
         out.stdout.contains("is Disabled (USER_INITIATED), paused by ")
             && out.stdout.contains("(queue-pause): nothing receives from the queue (resume: `queue resume`)"),

@@ -290,10 +290,11 @@ impl Controls {
         Ok(f.mapping(MAPPING_REGION))
     }
 
-    /// The function's invocations, whole-batch errors and failed records since `since`, and the
-    /// last error's text: what CloudWatch (`Invocations`, `Errors`, `Throttles`) and the
-    /// function's log give `queue status` on a stage. The local runner never throttles.
-    pub fn function_metrics(&self, function: &str, since: std::time::SystemTime) -> Result<Value, ControlError> {
+    /// The function's invocations, whole-batch errors and failed records since `since`, the
+    /// last error's text and the age of its queue's oldest message: what CloudWatch
+    /// (`Invocations`, `Errors`, `Throttles`, `ApproximateAgeOfOldestMessage`) and the function's
+    /// log give `queue status` on a stage. The local runner never throttles.
+    pub async fn function_metrics(&self, function: &str, since: std::time::SystemTime) -> Result<Value, ControlError> {
         let f = self.function(function)?;
         let w = f.stats.window(since);
         Ok(json!({
@@ -302,6 +303,7 @@ impl Controls {
             "throttles": 0,
             "recordsFailed": w.records_failed,
             "lastError": w.last_error,
+            "oldestAgeSeconds": oldest_age_seconds(&f.pair.source).await,
         }))
     }
 
@@ -785,7 +787,7 @@ async fn function_metrics(
     }
     let window = query_param(&uri, "windowSeconds").and_then(|w| w.parse::<u64>().ok()).unwrap_or(900);
     let since = std::time::SystemTime::now() - Duration::from_secs(window);
-    match s.controls.function_metrics(&function, since) {
+    match s.controls.function_metrics(&function, since).await {
         Ok(m) => axum::Json(m).into_response(),
         Err(e) => error_response(e.status(), &e.to_string()),
     }
@@ -965,6 +967,28 @@ pub fn openai_fault_body(kind: &str, retry_after_seconds: Option<u64>, delay_ms:
         body["delayMs"] = json!(ms);
     }
     Ok(body)
+}
+
+/// The age of the oldest message of `queue` (ready, delayed or in flight), as SQS's
+/// `ApproximateAgeOfOldestMessage` counts it, from fauxqs' non-destructive inspection endpoint
+/// (`GET /_fauxqs/queues/<name>`: nothing is received, no visibility changes); `None` when the
+/// queue is empty or the endpoint does not answer.
+async fn oldest_age_seconds(queue: &crate::queues::QueueRef) -> Option<u64> {
+    // `http://sqs.<region>.localhost:<port>/<account>/<name>`: fauxqs listens on 127.0.0.1:<port>.
+    let port = queue.url.split("://").nth(1)?.split('/').next()?.rsplit(':').next()?;
+    let url = format!("http://127.0.0.1:{port}/_fauxqs/queues/{}", queue.name);
+    let (status, body) = http("GET", &url, None, None).await.ok()?;
+    let state: Value = serde_json::from_str(&body).ok().filter(|_| status == 200)?;
+    let messages = &state["messages"];
+    let sent = |m: &Value| m["sentTimestamp"].as_u64().or_else(|| m["message"]["sentTimestamp"].as_u64());
+    let oldest = ["ready", "delayed", "inflight"]
+        .iter()
+        .filter_map(|k| messages[k].as_array())
+        .flatten()
+        .filter_map(sent)
+        .min()?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as u64;
+    Some(now.saturating_sub(oldest) / 1000)
 }
 
 /// One plain-HTTP exchange with a loopback server: (status, body).

@@ -475,7 +475,7 @@ impl Observer {
                         last_error: out["lastError"].as_str().map(str::to_owned),
                         failures_by_kind: Vec::new(),
                     }),
-                    None,
+                    out["oldestAgeSeconds"].as_u64(),
                 ))
             }
             Self::Unavailable(why) => Err(why.clone()),
@@ -764,6 +764,7 @@ impl QueueStatus {
     pub fn human(&self) -> String {
         let n = |v: Option<u64>| v.map_or("?".into(), |n| n.to_string());
         let mut s = format!("queue {} ({})\n", self.queue, self.queue_url);
+        let waiting = self.visible.unwrap_or(0) + self.in_flight.unwrap_or(0) + self.delayed.unwrap_or(0);
         s.push_str(&format!(
             "  messages:   {} visible, {} in flight, {} delayed\n",
             n(self.visible),
@@ -780,6 +781,7 @@ impl QueueStatus {
                     human_duration(self.retention_seconds.unwrap_or(0))
                 ),
                 (Some(a), None) => human_duration(a),
+                _ if self.metrics.is_some() && waiting == 0 => "no message waits".to_owned(),
                 _ => format!(
                     "unknown ({}); retention {}",
                     self.metrics_note.as_deref().unwrap_or("no data"),
