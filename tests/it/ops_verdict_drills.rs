@@ -16,7 +16,12 @@
 //!   interview-completed DLQ; the plan's second line reads "already settled by <the first's id>"
 //!   and the plan ends with the credits it will charge (one settlement's);
 //! - **a pause made with `sophia-local pause`** is in the audit trail, and `queue status` says who
-//!   paused; `audit list` shows each record's target; no audit JSON unless `--json`.
+//!   paused; `audit list` shows each record's target; no audit JSON unless `--json`;
+//! - **MongoDB down until the message is in the DLQ**: failing (with the DLQ named) while it lasts,
+//!   "needs a person" after, never healthy; `dlq list` gives the reason, `interview show` the
+//!   redrive, the plan the credits;
+//! - **OpenAI 503** (`sophia-local fault openai unavailable`): waiting for a retry with its due
+//!   time, the kind on `queue status`, `report late` not on time.
 
 use sophia_contracts::InterviewId;
 use sophia_credits::seed;
@@ -122,7 +127,8 @@ fn dlq_url(p: &Drill) -> String {
     p.runner.queues.interview_completed.dlq.url.clone()
 }
 
-/// docs/runbook.md, "Redrive a DLQ": the plan applies its messages in order.
+/// docs/runbook.md, "interview-completed DLQ not empty": the redrive plan applies its messages
+/// in order.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_redrive_plan_settles_an_interview_once_and_totals_the_credits() {
     let p = Drill::start(30, None).await;
@@ -187,5 +193,95 @@ async fn a_local_pause_is_audited_and_queue_status_says_who_paused() {
         verdict_line(&ops(&p, &["queue", "status", "report-generate"]).await) == "verdict: healthy"
     })
     .await;
+    p.stop().await;
+}
+
+/// docs/runbook.md, "interview-completed DLQ not empty" while MongoDB is still down: the source
+/// is empty, the message is in the DLQ, the errors go on. The first command says failing (never
+/// healthy) and what is left in the DLQ; after `fault mongo up`, a window without errors says the
+/// DLQ still needs a person, and every command names where the message is and what to do.
+#[tokio::test(flavor = "multi_thread")]
+async fn mongo_down_until_the_dlq_is_failing_then_needs_a_person_never_healthy() {
+    // 10 s of visibility: each failed delivery (about 5 s of server selection) comes back soon.
+    let p = Drill::start(10, None).await;
+    let (org, ids) = p.completed_interviews(1).await;
+    let id = ids[0];
+    p.control.mongo(sophia_local::control::MongoState::Down).await.expect("fault mongo down");
+    p.publish_completed(org, &ids).await;
+    wait_until("the message reaches the DLQ after its receives", LIMIT, || async {
+        let f = p.function("interview-completed").await;
+        f.dlq_visible == Some(1) && f.visible == Some(0) && f.in_flight == Some(0)
+    })
+    .await;
+
+    let out = ops(&p, &["queue", "status", "interview-completed"]).await;
+    let verdict = verdict_line(&out);
+    assert!(
+        verdict.starts_with("verdict: failing: the function returned an error: batch setup failed"),
+        "{}",
+        out.stdout
+    );
+    assert!(verdict.contains("; also 1 message(s) in the DLQ"), "{}", out.stdout);
+    assert!(!out.stdout.contains("healthy"), "{}", out.stdout);
+    let late = ops(&p, &["report", "late"]).await;
+    assert!(late.stdout.starts_with("reports are late: interview-completed is failing: "), "{}", late.stdout);
+    let listing = ops(&p, &["dlq", "list", "interview-completed"]).await;
+    assert!(
+        listing.stdout.contains("  reason: its consumer failed it on each of its ")
+            && listing.stdout.contains("the function's errors now: the function returned an error: batch setup failed"),
+        "the reason where the operator reads it: {}",
+        listing.stdout
+    );
+
+    p.control.mongo(sophia_local::control::MongoState::Up).await.expect("fault mongo up");
+    wait_until("a window without errors: the DLQ still needs a person", LIMIT, || async {
+        let out = ops(&p, &["queue", "status", "interview-completed", "--window", "2s"]).await;
+        verdict_line(&out).starts_with("verdict: needs a person: 1 message(s) in the DLQ")
+    })
+    .await;
+    let shown = ops(&p, &["interview", "show", &id.to_string()]).await;
+    assert!(
+        shown
+            .stdout
+            .contains("reads valid: once what failed it is fixed (queue status interview-completed), redrive it")
+            && shown.stdout.contains("  sophia-ops dlq redrive interview-completed\n"),
+        "a MongoDB-caused DLQ message is redriven, not deleted and republished: {}",
+        shown.stdout
+    );
+    let plan = ops(&p, &["dlq", "redrive", "interview-completed", "--dry-run"]).await;
+    assert!(plan.stdout.contains("in total: 10 credit(s) charged (1 settlement(s))"), "{}", plan.stdout);
+    p.stop().await;
+}
+
+/// docs/local.md, "Reports failing" with `fault openai unavailable` (HTTP 503): the attempt is
+/// given back and the report waits for a retry; `queue status report-generate` names the kind,
+/// and `report late` does not say on time.
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_503_is_a_retry_named_by_its_kind_and_never_on_time() {
+    let p = Drill::start(30, None).await;
+    p.control.openai_fault("unavailable", None, None).await.expect("fault openai unavailable");
+    let (org, ids) = p.completed_interviews(1).await;
+    let id = ids[0];
+    p.publish_completed(org, &ids).await;
+    wait_until("the first attempt fails with server_error", LIMIT, || async {
+        p.report(id).await.is_some_and(|r| r.get_str("errorKind") == Ok("server_error"))
+    })
+    .await;
+    let failures = ops(&p, &["report", "failures"]).await;
+    assert!(failures.stdout.contains(": 0 need you, 1 waiting for a retry, 0 in flight"), "{}", failures.stdout);
+    assert!(
+        failures.stdout.contains("waiting for a retry after server_error (the provider or MongoDB away: its attempt given back, 0 spent): the next delivery is due by "),
+        "{}",
+        failures.stdout
+    );
+    let status = ops(&p, &["queue", "status", "report-generate"]).await;
+    assert!(
+        verdict_line(&status).starts_with("verdict: failing: report attempts failed by error kind: server_error (1)"),
+        "{}",
+        status.stdout
+    );
+    let late = ops(&p, &["report", "late"]).await;
+    assert!(late.stdout.starts_with("reports are late: report-generate is failing: "), "{}", late.stdout);
+    p.control.openai_fault("none", None, None).await.expect("fault openai none");
     p.stop().await;
 }
