@@ -35,11 +35,14 @@ pub struct Fate {
     /// Credits a settlement will consume (`settles` of an `interview.completed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credits: Option<i64>,
+    /// What the report is now ([`crate::report_state::stored_report_now`]), for a `report.generate`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub now: Option<String>,
 }
 
 impl Fate {
     fn new(outcome: &'static str, text: impl Into<String>) -> Self {
-        Self { outcome, text: text.into(), credits: None }
+        Self { outcome, text: text.into(), credits: None, now: None }
     }
 
     /// The state could not be read: the plan says so rather than guess.
@@ -152,7 +155,20 @@ pub async fn report(db: &mongodb::Database, message: ReportGenerate, reset: bool
         Ok(stored) => stored,
         Err(e) => return Fate::unknown(format!("reading the report: {e}")),
     };
-    report_from(stored.as_ref(), reset, bson::DateTime::now(), claim::lease())
+    let now = bson::DateTime::now();
+    let mut fate = report_from(stored.as_ref(), reset, now, claim::lease());
+    // What the report is now, in the words every other command uses (the same claim rule).
+    if let Some(r) = &stored {
+        let failure = crate::report_state::Failure {
+            kind: r.error_kind.map(|k| k.as_str().to_owned()),
+            waiting: r.waiting_for_retry,
+            last_error_at: None,
+        };
+        let visibility = Duration::from_secs(u64::from(Queue::ReportGenerate.settings().visibility_timeout_seconds));
+        let state = crate::report_state::stored_report_now(r, failure, now, visibility);
+        fate.now = Some(state.words);
+    }
+    fate
 }
 
 /// The report consumer's claim rule ([`sophia_reports::claim`]) over the stored report at `now`
@@ -240,7 +256,10 @@ pub fn in_order(planned: &[Planned]) -> (Vec<String>, String) {
                 credits += p.fate.credits.unwrap_or(0);
                 settled += usize::from(p.fate.outcome == "settles");
                 generated += usize::from(p.fate.outcome == "generated");
-                p.fate.text.clone()
+                match &p.fate.now {
+                    Some(now) => format!("now {now}; the consumer: {}", p.fate.text),
+                    None => p.fate.text.clone(),
+                }
             }
         };
         lines.push(format!("message {}: interview {interview}: {text}", p.message_id));

@@ -89,26 +89,53 @@ fn stored(d: &Document) -> Option<StoredReport> {
 /// failed delivery comes back).
 pub fn report_now(d: &Document, now: DateTime, visibility: Duration) -> ReportNow {
     let error_kind = text_of(d, "errorKind");
-    let kind = error_kind.as_deref().and_then(kind_of);
     let attempts = d.get("attemptCount").and_then(number).unwrap_or(0);
+    let Some(report) = stored(d) else {
+        return ReportNow {
+            state: FailureState::NeedsYou,
+            attempts,
+            error_kind,
+            held_until: None,
+            next_delivery: None,
+            needs_person_now: false,
+            words: "its document cannot be read (a field of a type no reader expects): nothing retries it".into(),
+        };
+    };
+    let failure = Failure {
+        kind: error_kind,
+        waiting: d.get_bool("waitingForRetry").ok(),
+        last_error_at: match d.get("lastErrorAt") {
+            Some(Bson::DateTime(t)) => Some(*t),
+            _ => None,
+        },
+    };
+    stored_report_now(&report, failure, now, visibility)
+}
+
+/// What a report's last failure says, beside what the claim rule reads.
+#[derive(Debug, Clone, Default)]
+pub struct Failure {
+    /// `errorKind` as stored (a kind this build does not know is kept as text).
+    pub kind: Option<String>,
+    /// `waitingForRetry`, when written.
+    pub waiting: Option<bool>,
+    pub last_error_at: Option<DateTime>,
+}
+
+/// [`report_now`] of a report already read (the redrive plan's [`crate::predict`] reads one).
+pub fn stored_report_now(report: &StoredReport, failure: Failure, now: DateTime, visibility: Duration) -> ReportNow {
+    let attempts = i64::from(report.attempt_count);
+    let kind = failure.kind.as_deref().and_then(kind_of);
     let mut r = ReportNow {
         state: FailureState::NeedsYou,
         attempts,
-        error_kind,
+        error_kind: failure.kind,
         held_until: None,
         next_delivery: None,
         needs_person_now: false,
         words: String::new(),
     };
-    let Some(report) = stored(d) else {
-        r.words = "its document cannot be read (a field of a type no reader expects): nothing retries it".into();
-        return r;
-    };
-    let last_error_at = match d.get("lastErrorAt") {
-        Some(Bson::DateTime(t)) => Some(*t),
-        _ => None,
-    };
-    match claim::hold(&report, now, claim::lease()) {
+    match claim::hold(report, now, claim::lease()) {
         Hold::Completed => (r.state, r.words) = (FailureState::Done, "done: COMPLETED".into()),
         Hold::Held { until } => {
             r.state = FailureState::RetryingNow;
@@ -119,12 +146,12 @@ pub fn report_now(d: &Document, now: DateTime, visibility: Duration) -> ReportNo
                 attempts.max(1)
             );
         }
-        Hold::Free if !claim::has_attempts_left(&report) => {
+        Hold::Free if !claim::has_attempts_left(report) => {
             r.words = format!(
                 "out of attempts ({attempts} of {MAX_ATTEMPTS}): nothing retries it; fix the cause, then `report retry --reset-attempts`"
             );
         }
-        Hold::Free => free(&mut r, &report, kind, d.get_bool("waitingForRetry").ok(), last_error_at, visibility),
+        Hold::Free => free(&mut r, report, kind, failure.waiting, failure.last_error_at, visibility),
     }
     r
 }
