@@ -229,6 +229,10 @@ async fn an_invalid_message_names_every_bad_field_and_is_republished_with_the_st
     let Outcome::InterviewShow(shown) = ok(&p.ops, &["interview", "show", &id.to_string()]).await else { panic!() };
     let text = shown.human();
     assert!(text.contains("completedAt 2026-12-02T17:30:00Z  durationSeconds 600"), "{text}");
+    assert!(
+        text.contains("  now: not settled: its interview.completed is in neither interview-completed nor its DLQ"),
+        "{text}"
+    );
     let command = shown.republish_command().expect("a completed, unsettled interview has one");
     assert!(text.contains(&command), "{text}");
     let Outcome::Publish(_) = p.run_printed(&command).await else { panic!() };

@@ -248,6 +248,13 @@ async fn mongo_down_until_the_dlq_is_failing_then_needs_a_person_never_healthy()
         "a MongoDB-caused DLQ message is redriven, not deleted and republished: {}",
         shown.stdout
     );
+    assert!(
+        shown
+            .stdout
+            .contains("  now: not settled: its interview.completed is in the interview-completed DLQ: message "),
+        "where the message is, in the words of report late and interview unsettled: {}",
+        shown.stdout
+    );
     let plan = ops(&p, &["dlq", "redrive", "interview-completed", "--dry-run"]).await;
     assert!(plan.stdout.contains("in total: 10 credit(s) charged (1 settlement(s))"), "{}", plan.stdout);
     p.stop().await;

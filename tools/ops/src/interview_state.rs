@@ -46,6 +46,9 @@ pub struct InterviewShow {
     /// How a next command starts (`sophia-ops`, with this run's `--stage`).
     #[serde(skip)]
     pub ops: String,
+    /// A COMPLETED interview not settled: where its `interview.completed` is
+    /// ([`crate::late::where_unsettled`], the words of `report late` and `interview unsettled`).
+    pub unsettled_now: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -202,7 +205,32 @@ pub async fn show(ctx: &Context, interview_id: InterviewId, dlq_scan: usize) -> 
     let mut shown =
         assemble(interview_id, interview.as_ref(), &ledger, outbox.as_ref(), report.as_ref(), dlq, visibility);
     shown.ops = ctx.ops_command("").trim_end().to_owned();
+    if shown.republish_command().is_some() {
+        shown.unsettled_now = Some(unsettled_now(ctx, &shown).await);
+    }
     Ok(shown)
+}
+
+/// Where the `interview.completed` of a COMPLETED interview not settled is: its DLQ message (and
+/// why it is there), its queue, or nowhere.
+async fn unsettled_now(ctx: &Context, shown: &InterviewShow) -> String {
+    let queue = QueueName::of(sophia_declarations::Queue::InterviewCompleted);
+    if shown.dlq.searched.get(&queue.to_string()).is_none_or(|v| v.starts_with("not searched")) {
+        return "not settled (the interview-completed DLQ was not searched: raise --dlq-scan)".into();
+    }
+    let mut messages = crate::late::CompletedMessages::default();
+    for m in shown.dlq.messages.iter().filter(|m| m.queue == queue) {
+        let why = m
+            .dead_letter_reason
+            .clone()
+            .or_else(|| m.contract_error.as_ref().map(|e| format!("its body breaks the contract ({e})")))
+            .unwrap_or_else(|| "its consumer failed it on each of its receives (dlq list interview-completed)".into());
+        messages.in_dlq.insert(shown.interview_id.clone(), format!("message {}: {why}", m.message_id));
+    }
+    if let Ok(s) = crate::status::queue_status(ctx, queue, std::time::Duration::from_secs(900)).await {
+        messages.in_queue = s.visible.unwrap_or(0) + s.in_flight.unwrap_or(0) + s.delayed.unwrap_or(0);
+    }
+    crate::late::where_unsettled(&shown.interview_id, &messages)
 }
 
 /// The view of the documents (no I/O).
@@ -239,6 +267,7 @@ pub fn assemble(
         report: report.map(|r| ReportView::of(r, visibility)),
         dlq,
         ops: "sophia-ops".into(),
+        unsettled_now: None,
     }
 }
 
@@ -461,6 +490,9 @@ impl InterviewShow {
         }
         s.push_str("settlement\n");
         self.settlement.write_human(&mut s);
+        if let Some(now) = &self.unsettled_now {
+            s.push_str(&format!("  now: {now}\n"));
+        }
         s.push_str("report\n");
         match &self.report {
             None => s.push_str("  none written\n"),
