@@ -104,6 +104,11 @@ async fn openai_quota_is_flagged_as_needing_a_person_now_by_every_command() {
         "{}",
         failures.stdout
     );
+    assert!(
+        failures.stdout.contains(&format!("  next: sophia-ops interview show {id} (lastError")),
+        "{}",
+        failures.stdout
+    );
     // The stage's visibility timeout (60 s here), not the declared 30 min.
     assert!(failures.stdout.contains("visibility timeout (1 min)"), "{}", failures.stdout);
 

@@ -49,6 +49,8 @@ pub struct UnsettledListing {
     pub organization_id: Option<OrganizationId>,
     pub interviews: Vec<Unsettled>,
     pub truncated: bool,
+    /// The next command, written out (the oldest interview, this run's `--stage`).
+    pub next: Option<String>,
 }
 
 impl UnsettledListing {
@@ -72,8 +74,8 @@ impl UnsettledListing {
                 s.push_str(&format!("      {reason}\n"));
             }
         }
-        if !self.interviews.is_empty() {
-            s.push_str("  next: sophia-ops interview show <interviewId> (its DLQ messages, ledger, outbox)\n");
+        if let Some(next) = &self.next {
+            s.push_str(&format!("  next: {next} (its DLQ messages, ledger, outbox)\n"));
         }
         s
     }
@@ -116,7 +118,7 @@ pub async fn unsettled(
         .map_err(|e| OpsError::domain("listing unsettled interviews", e))?;
     let truncated = docs.len() as i64 > limit;
     let now = chrono::Utc::now();
-    let interviews = docs
+    let interviews: Vec<Unsettled> = docs
         .iter()
         .take(limit as usize)
         .map(|d| {
@@ -135,7 +137,8 @@ pub async fn unsettled(
             }
         })
         .collect();
-    let mut listing = UnsettledListing { organization_id: org, interviews, truncated };
+    let next = interviews.first().map(|i| ctx.ops_command(&format!("interview show {}", i.interview_id)));
+    let mut listing = UnsettledListing { organization_id: org, interviews, truncated, next };
     attach_reasons(ctx, &mut listing).await;
     Ok(listing)
 }
@@ -191,6 +194,8 @@ pub struct FailuresListing {
     pub by_kind: std::collections::BTreeMap<String, usize>,
     /// What happens to a report after a failure, from the code's own values.
     pub retry_schedule: RetrySchedule,
+    /// The next command, written out (the first report listed, this run's `--stage`).
+    pub next: Option<String>,
 }
 
 /// The report queue's retry schedule, from the consumer's policy
@@ -271,7 +276,9 @@ impl FailuresListing {
         if !self.reports.is_empty() {
             s.push_str(&format!("  retries: {}\n", self.retry_schedule.transient));
             s.push_str(&format!("           {}\n", self.retry_schedule.other));
-            s.push_str("  next: sophia-ops interview show <interviewId> (lastError, lease, retries)\n");
+            if let Some(next) = &self.next {
+                s.push_str(&format!("  next: {next} (lastError, lease, retries)\n"));
+            }
         }
         s
     }
@@ -332,7 +339,9 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
     for r in &reports {
         *by_kind.entry(r.error_kind.clone().unwrap_or_else(|| "-".into())).or_insert(0) += 1;
     }
+    let next = reports.first().map(|r| ctx.ops_command(&format!("interview show {}", r.interview_id)));
     Ok(FailuresListing {
+        next,
         since_seconds: since.as_secs(),
         reports,
         truncated,
