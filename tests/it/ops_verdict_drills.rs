@@ -21,7 +21,9 @@
 //!   "needs a person" after, never healthy; `dlq list` gives the reason, `interview show` the
 //!   redrive, the plan the credits;
 //! - **OpenAI 503** (`sophia-local fault openai unavailable`): waiting for a retry with its due
-//!   time, the kind on `queue status`, `report late` not on time.
+//!   time, the kind on `queue status`, `report late` not on time;
+//! - **a report out of attempts**: `report late` names it (never on time), `report failures`,
+//!   `interview show` and `dlq list` say out of attempts in the same words.
 
 use sophia_contracts::InterviewId;
 use sophia_credits::seed;
@@ -295,5 +297,40 @@ async fn openai_503_is_a_retry_named_by_its_kind_and_never_on_time() {
     let late = ops(&p, &["report", "late"]).await;
     assert!(late.stdout.starts_with("reports are late: report-generate is failing: "), "{}", late.stdout);
     p.control.openai_fault("none", None, None).await.expect("fault openai none");
+    p.stop().await;
+}
+
+/// docs/runbook.md, "Reports failing", a report out of attempts (the key refused three times):
+/// `report late` never says on time while it needs a person, `report failures` and `interview
+/// show` say out of attempts from the same function, and `queue status report-generate` names the
+/// DLQ and the stranded report.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_report_out_of_attempts_needs_a_person_in_every_command() {
+    let p = Drill::start(3, None).await;
+    let (org, ids) = p.completed_interviews(1).await;
+    let id = ids[0];
+    p.control.openai_fault("unauthorized", None, None).await.expect("fault openai unauthorized");
+    p.publish_completed(org, &ids).await;
+    wait_until("the report message reaches the DLQ", LIMIT, || async {
+        p.function("report-generate").await.dlq_visible == Some(1)
+    })
+    .await;
+    p.control.openai_fault("none", None, None).await.expect("fault openai none");
+
+    let late = ops(&p, &["report", "late"]).await;
+    let first = late.stdout.lines().next().unwrap();
+    assert!(first.starts_with("reports are late: report-generate is failing: "), "{}", late.stdout);
+    assert!(
+        first.contains("also 1 message(s) in the DLQ") && first.contains("1 report(s) need a person"),
+        "{}",
+        late.stdout
+    );
+    assert!(late.stdout.contains("    1 report FAILED after credentials_refused: NEEDS YOU"), "{}", late.stdout);
+    let failures = ops(&p, &["report", "failures"]).await;
+    assert!(failures.stdout.contains("      out of attempts (3 of 3): nothing retries it"), "{}", failures.stdout);
+    let shown = ops(&p, &["interview", "show", &id.to_string(), "--dlq-scan", "0"]).await;
+    assert!(shown.stdout.contains("  now: out of attempts (3 of 3): nothing retries it"), "{}", shown.stdout);
+    let dlq = ops(&p, &["dlq", "list", "report-generate"]).await;
+    assert!(dlq.stdout.contains("its report: out of attempts (3 of 3)"), "{}", dlq.stdout);
     p.stop().await;
 }
