@@ -46,6 +46,7 @@ mod ops_queue_move;
 mod ops_redrive;
 mod ops_redrive_reset;
 mod ops_status_drills;
+mod ops_verdict_drills;
 mod outage_recovery;
 mod producers;
 mod report_claim_languages;

@@ -62,11 +62,13 @@ async fn openai_outage_report_failures_shows_waiting_for_a_retry_then_nothing_af
     let header = text.lines().next().unwrap_or_default();
     assert!(
         header.starts_with("1 report(s) with failed attempts, not COMPLETED, in the last ")
-            && header.ends_with(": 0 need you, 1 waiting for a retry, 0 being retried now"),
+            && header.ends_with(": 0 need you, 1 waiting for a retry, 0 in flight"),
         "{text}"
     );
     assert!(text.contains(&format!("waiting for a retry  {interview}")), "{text}");
     assert!(text.contains("errorKind server_error  0 attempt(s) of 3"), "{text}");
+    // When the next delivery is due, from the queue's own visibility timeout and the schedule.
+    assert!(text.contains("      waiting for a retry after server_error (the provider or MongoDB away: its attempt given back, 0 spent): the next delivery is due by "), "{text}");
     assert!(!text.contains("FAILED"), "an outage's report is not shown as failed: {text}");
     // The stage's schedule (this process does not scale time; the consumer above does).
     assert!(
@@ -80,7 +82,12 @@ async fn openai_outage_report_failures_shows_waiting_for_a_retry_then_nothing_af
     else {
         panic!()
     };
-    assert!(shown.human().contains("status FAILED (waiting for a retry"), "{}", shown.human());
+    // The same state as `report failures`, from the same function.
+    assert!(
+        shown.human().contains("  now: waiting for a retry after server_error (the provider or MongoDB away"),
+        "{}",
+        shown.human()
+    );
 
     // OpenAI is back: the next delivery completes the report.
     fake.set_fault(None);
@@ -142,13 +149,17 @@ async fn a_message_for_the_wrong_organization_reaches_the_dlq_on_its_first_deliv
     // Its next step: `interview show` gives the command with the interview's own organization.
     let Outcome::InterviewShow(shown) = ok(&p.ops, &["interview", "show", &id.to_string()]).await else { panic!() };
     let command = shown.republish_command().expect("a completed, unsettled interview has one");
+    // The local pipeline has no stage: the command runs as printed.
     assert_eq!(
         command,
-        format!(
-            "sophia-ops --stage <stage> publish completed {id} {org} --duration-seconds 600 --completed-at 2026-12-02T17:30:00Z"
-        )
+        format!("sophia-ops publish completed {id} {org} --duration-seconds 600 --completed-at 2026-12-02T17:30:00Z")
     );
-    assert!(shown.human().contains("delete it, then publish it again with the stored facts"), "{}", shown.human());
+    let text = shown.human();
+    assert!(
+        text.contains("can never succeed") && text.contains("delete it, then publish it again with the stored facts"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("  sophia-ops dlq delete interview-completed {message_id}\n")), "{text}");
     let Outcome::DlqDelete(_) = ok(&p.ops, &["dlq", "delete", "interview-completed", &message_id]).await else {
         panic!()
     };
@@ -197,6 +208,14 @@ async fn an_invalid_message_names_every_bad_field_and_is_republished_with_the_st
     // The runbook's first command ("Invalid messages dropped"): no --older-than.
     let Outcome::InterviewUnsettled(listing) = ok(&p.ops, &["interview", "unsettled"]).await else { panic!() };
     assert!(listing.human().contains(&id.to_string()), "{}", listing.human());
+    // Why: its message is nowhere any more (the consumer dropped it), said on the interview's line.
+    assert!(
+        listing.human().contains(
+            "in neither interview-completed nor its DLQ: never published, lost, or dropped by the consumer as invalid"
+        ),
+        "{}",
+        listing.human()
+    );
     let Outcome::InterviewUnsettled(older) = ok(&p.ops, &["interview", "unsettled", "--older-than", "1h"]).await else {
         panic!()
     };
@@ -210,6 +229,10 @@ async fn an_invalid_message_names_every_bad_field_and_is_republished_with_the_st
     let Outcome::InterviewShow(shown) = ok(&p.ops, &["interview", "show", &id.to_string()]).await else { panic!() };
     let text = shown.human();
     assert!(text.contains("completedAt 2026-12-02T17:30:00Z  durationSeconds 600"), "{text}");
+    assert!(
+        text.contains("  now: not settled: its interview.completed is in neither interview-completed nor its DLQ"),
+        "{text}"
+    );
     let command = shown.republish_command().expect("a completed, unsettled interview has one");
     assert!(text.contains(&command), "{text}");
     let Outcome::Publish(_) = p.run_printed(&command).await else { panic!() };

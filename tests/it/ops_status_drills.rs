@@ -19,28 +19,12 @@ use std::time::Duration;
 
 use sophia_contracts::{InterviewId, OrganizationId, Timestamp};
 use sophia_local::control::MongoState;
-use sophia_ops::Rendered;
 
-use crate::support::drill::{Drill, LIMIT};
+use crate::support::drill::{Drill, LIMIT, ops, verdict_line};
 use harness::wait_until;
 
 /// The scaled outage of the reports-late drill: how long before the test the interviews ended.
 const ENDED_AGO: Duration = Duration::from_secs(20 * 60);
-
-/// `sophia-ops --env-file <env file> <args>`, as the operator runs it.
-async fn ops(drill: &Drill, args: &[&str]) -> Rendered {
-    let env_file = drill.env_file.to_string_lossy().into_owned();
-    let argv: Vec<String> =
-        ["--env-file", env_file.as_str()].iter().chain(args.iter()).map(|s| (*s).to_owned()).collect();
-    let cli = sophia_ops::parse(std::iter::once("sophia-ops".to_owned()).chain(argv.iter().cloned()))
-        .unwrap_or_else(|e| panic!("sophia-ops {args:?}: {e}"));
-    sophia_ops::run_with_args(&cli, argv).await
-}
-
-/// The verdict line of `queue status`.
-fn verdict_line(out: &Rendered) -> &str {
-    out.stdout.lines().find(|l| l.starts_with("verdict: ")).unwrap_or_else(|| panic!("no verdict: {}", out.stdout))
-}
 
 /// Interviews holding a reservation, marked COMPLETED as the API does, having ended `ago` ago.
 async fn ended_interviews(drill: &Drill, n: usize, ago: Duration) -> (OrganizationId, Vec<InterviewId>, Timestamp) {
@@ -81,8 +65,19 @@ async fn mongo_down_queue_status_says_failing_with_what_the_errors_say() {
 
     drill.control.mongo(MongoState::Up).await.expect("fault mongo up");
     wait_until("the interview settles after `fault mongo up`", LIMIT, || drill.settled(ids[0])).await;
-    wait_until("queue status says healthy once the queue is drained", LIMIT, || async {
-        verdict_line(&ops(&drill, &["queue", "status", "interview-completed"]).await) == "verdict: healthy"
+    wait_until("interview-completed is drained", LIMIT, || async {
+        let f = drill.function("interview-completed").await;
+        f.visible == Some(0) && f.in_flight == Some(0)
+    })
+    .await;
+    // Drained, but the window still holds the errors: not healthy yet, and it says why.
+    let out = ops(&drill, &["queue", "status", "interview-completed"]).await;
+    assert!(verdict_line(&out).starts_with("verdict: recovering: the function returned an error"), "{}", out.stdout);
+    assert!(out.stdout.contains("next: sophia-ops queue status interview-completed --window 1m"), "{}", out.stdout);
+    // A window after the last error: healthy.
+    wait_until("queue status says healthy over a window without errors", LIMIT, || async {
+        verdict_line(&ops(&drill, &["queue", "status", "interview-completed", "--window", "2s"]).await)
+            == "verdict: healthy"
     })
     .await;
     drill.stop().await;
@@ -111,7 +106,7 @@ async fn a_stopped_report_mapping_is_named_by_queue_status_and_resumed_by_an_aud
     let paused = ops(&drill, &["queue", "pause", "report-generate"]).await;
     assert_eq!(paused.exit_code, 0, "{}{}", paused.stdout, paused.stderr);
     assert!(paused.stdout.contains(" Enabled -> Disabled (USER_INITIATED)"), "{}", paused.stdout);
-    assert!(paused.stderr.contains(r#""command":"queue-pause""#), "audited: {}", paused.stderr);
+    assert!(paused.stderr.contains("audited: queue-pause report-generate -> done by "), "audited: {}", paused.stderr);
     assert!(drill.function("report-generate").await.paused, "sophia-local status sees the same pause");
 
     let (org, ids, ended) = ended_interviews(&drill, 1, Duration::ZERO).await;
@@ -121,17 +116,28 @@ async fn a_stopped_report_mapping_is_named_by_queue_status_and_resumed_by_an_aud
     })
     .await;
     let out = ops(&drill, &["queue", "status", "report-generate"]).await;
-    assert_eq!(verdict_line(&out), "verdict: stopped", "{}", out.stdout);
+    let verdict = verdict_line(&out);
+    assert!(verdict.starts_with("verdict: stopped: the event source mapping "), "{}", out.stdout);
+    // Who paused, from the audit trail.
+    assert!(verdict.contains(", paused by ") && verdict.contains("(queue-pause)"), "{}", out.stdout);
     assert!(out.stdout.contains("  mapping:    Disabled report-generate"), "{}", out.stdout);
+    // The oldest message's age, locally too (fauxqs' inspection, as CloudWatch's metric on a stage).
+    let oldest = out.stdout.lines().find(|l| l.starts_with("  oldest:     ")).unwrap_or_default();
+    assert!(oldest.contains(" old; deleted by SQS in ") && !oldest.contains("unknown"), "{}", out.stdout);
     assert!(
-        out.stdout.contains("is Disabled (USER_INITIATED): nothing receives from the queue (resume: `queue resume`)"),
+        out.stdout.contains("is Disabled (USER_INITIATED), paused by ")
+            && out.stdout.contains("(queue-pause): nothing receives from the queue (resume: `queue resume`)"),
         "{}",
         out.stdout
     );
 
     let resumed = ops(&drill, &["queue", "resume", "report-generate"]).await;
     assert!(resumed.stdout.contains(" Disabled -> Enabled"), "{}", resumed.stdout);
-    assert!(resumed.stderr.contains(r#""command":"queue-resume""#), "audited: {}", resumed.stderr);
+    assert!(
+        resumed.stderr.contains("audited: queue-resume report-generate -> done by "),
+        "audited: {}",
+        resumed.stderr
+    );
     wait_until("the report completes after the resume", LIMIT, || async {
         drill.report(ids[0]).await.is_some_and(|r| r.get_str("status") == Ok("COMPLETED"))
     })

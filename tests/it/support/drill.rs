@@ -203,3 +203,19 @@ impl Drill {
         lines.iter().map(|l| harness::mongo::int(l, "amount").expect("an integer amount")).collect()
     }
 }
+
+/// `sophia-ops --env-file <the drill's env file> <args>`, as the operator runs it: parsed,
+/// executed and rendered in this process (`sophia_ops::run_with_args`), audit record included.
+pub(crate) async fn ops(drill: &Drill, args: &[&str]) -> sophia_ops::Rendered {
+    let env_file = drill.env_file.to_string_lossy().into_owned();
+    let argv: Vec<String> =
+        ["--env-file", env_file.as_str()].iter().chain(args.iter()).map(|s| (*s).to_owned()).collect();
+    let cli = sophia_ops::parse(std::iter::once("sophia-ops".to_owned()).chain(argv.iter().cloned()))
+        .unwrap_or_else(|e| panic!("sophia-ops {args:?}: {e}"));
+    sophia_ops::run_with_args(&cli, argv).await
+}
+
+/// The verdict line of `queue status`.
+pub(crate) fn verdict_line(out: &sophia_ops::Rendered) -> &str {
+    out.stdout.lines().find(|l| l.starts_with("verdict: ")).unwrap_or_else(|| panic!("no verdict: {}", out.stdout))
+}

@@ -48,7 +48,8 @@ pub const CONTROL_URL: &str = "SOPHIA_LOCAL_CONTROL_URL";
 pub const CONTROL_TOKEN: &str = "SOPHIA_LOCAL_CONTROL_TOKEN";
 
 /// The OpenAI fault kinds the offline endpoint accepts.
-pub const OPENAI_FAULT_KINDS: [&str; 6] = ["none", "unauthorized", "rate_limited", "server_error", "timeout", "slow"];
+pub const OPENAI_FAULT_KINDS: [&str; 8] =
+    ["none", "unauthorized", "quota", "rate_limited", "server_error", "unavailable", "timeout", "slow"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
@@ -226,6 +227,46 @@ impl Controls {
         Ok(())
     }
 
+    /// The audit record of a `sophia-local pause|resume` of `function`, in `operatorAudit` and in
+    /// the shape of sophia-ops' records (`command` `local-pause` or `local-resume`, `args`,
+    /// `target`, `who`, `requestId`, `startedAt`, `finishedAt`, `result`), so that `sophia-ops
+    /// audit list` lists it and `queue status` says who paused.
+    pub async fn audit_mapping_change(
+        &self,
+        function: &str,
+        paused: bool,
+        by: Option<String>,
+        started: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), String> {
+        let verb = if paused { "pause" } else { "resume" };
+        let (who, source) = match by.filter(|b| !b.trim().is_empty()) {
+            Some(b) => (b, "USER"),
+            None => ("sophia-local (unknown user)".to_owned(), "none"),
+        };
+        let at = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let record = bson::doc! {
+            "command": format!("local-{verb}"),
+            "args": [verb, function],
+            "target": function,
+            "stage": bson::Bson::Null,
+            "who": {"who": &who, "source": source, "selfDeclared": true},
+            "requestId": format!("local:{verb}:{who}:{}", uuid::Uuid::new_v4()),
+            "startedAt": at(started),
+            "finishedAt": at(chrono::Utc::now()),
+            "result": "done",
+            "exitCode": 0,
+            "plan": bson::Bson::Null,
+            "outcome": {"function": function, "state": if paused { "Disabled" } else { "Enabled" }},
+        };
+        self.mongo
+            .db
+            .collection::<bson::Document>(OPERATOR_AUDIT)
+            .insert_one(record)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
     /// `ListEventSourceMappings` of the queue `event_source_arn` (every mapping when `None`).
     pub fn mappings(&self, event_source_arn: Option<&str>) -> Value {
         let list: Vec<Value> = self
@@ -249,10 +290,11 @@ impl Controls {
         Ok(f.mapping(MAPPING_REGION))
     }
 
-    /// The function's invocations, whole-batch errors and failed records since `since`, and the
-    /// last error's text: what CloudWatch (`Invocations`, `Errors`, `Throttles`) and the
-    /// function's log give `queue status` on a stage. The local runner never throttles.
-    pub fn function_metrics(&self, function: &str, since: std::time::SystemTime) -> Result<Value, ControlError> {
+    /// The function's invocations, whole-batch errors and failed records since `since`, the
+    /// last error's text and the age of its queue's oldest message: what CloudWatch
+    /// (`Invocations`, `Errors`, `Throttles`, `ApproximateAgeOfOldestMessage`) and the function's
+    /// log give `queue status` on a stage. The local runner never throttles.
+    pub async fn function_metrics(&self, function: &str, since: std::time::SystemTime) -> Result<Value, ControlError> {
         let f = self.function(function)?;
         let w = f.stats.window(since);
         Ok(json!({
@@ -261,6 +303,7 @@ impl Controls {
             "throttles": 0,
             "recordsFailed": w.records_failed,
             "lastError": w.last_error,
+            "oldestAgeSeconds": oldest_age_seconds(&f.pair.source).await,
         }))
     }
 
@@ -630,18 +673,42 @@ async fn mongo_fault(State(s): State<Arc<ServerState>>, headers: HeaderMap, body
     }
 }
 
-async fn pause(State(s): State<Arc<ServerState>>, headers: HeaderMap, UrlPath(function): UrlPath<String>) -> Response {
+async fn pause(
+    State(s): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    UrlPath(function): UrlPath<String>,
+    body: Bytes,
+) -> Response {
     if !authorized(&s, &headers) {
         return unauthorized();
     }
-    result(s.controls.set_paused(&function, true).await)
+    audited(&s.controls, &function, true, &body).await
 }
 
-async fn resume(State(s): State<Arc<ServerState>>, headers: HeaderMap, UrlPath(function): UrlPath<String>) -> Response {
+async fn resume(
+    State(s): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    UrlPath(function): UrlPath<String>,
+    body: Bytes,
+) -> Response {
     if !authorized(&s, &headers) {
         return unauthorized();
     }
-    result(s.controls.set_paused(&function, false).await)
+    audited(&s.controls, &function, false, &body).await
+}
+
+/// A pause or resume of `sophia-local`, then its audit record (`{"by": ...}` of the body names
+/// who asked).
+async fn audited(controls: &Controls, function: &str, paused: bool, body: &[u8]) -> Response {
+    let started = chrono::Utc::now();
+    let changed = controls.set_paused(function, paused).await;
+    if changed.is_ok() {
+        let by = serde_json::from_slice::<Value>(body).ok().and_then(|b| b["by"].as_str().map(str::to_owned));
+        if let Err(e) = controls.audit_mapping_change(function, paused, by, started).await {
+            tracing::warn!(function, error = %e, "the audit record of the pause or resume was not stored");
+        }
+    }
+    result(changed)
 }
 
 /// `?a=b&c=d` of a request, percent-decoded.
@@ -720,7 +787,7 @@ async fn function_metrics(
     }
     let window = query_param(&uri, "windowSeconds").and_then(|w| w.parse::<u64>().ok()).unwrap_or(900);
     let since = std::time::SystemTime::now() - Duration::from_secs(window);
-    match s.controls.function_metrics(&function, since) {
+    match s.controls.function_metrics(&function, since).await {
         Ok(m) => axum::Json(m).into_response(),
         Err(e) => error_response(e.status(), &e.to_string()),
     }
@@ -836,11 +903,11 @@ impl ControlClient {
     /// Answers once the mapping's pollers are parked: a poller finishing a slow batch can take up
     /// to the function's timeout (report-generate: 300 s).
     pub async fn pause(&self, function: &str) -> Result<(), String> {
-        self.call_within("PUT", &format!("/pause/{function}"), None, PAUSE_LIMIT).await.map(drop)
+        self.call_within("PUT", &format!("/pause/{function}"), Some(who_asks()), PAUSE_LIMIT).await.map(drop)
     }
 
     pub async fn resume(&self, function: &str) -> Result<(), String> {
-        self.call("DELETE", &format!("/pause/{function}"), None).await.map(drop)
+        self.call("DELETE", &format!("/pause/{function}"), Some(who_asks())).await.map(drop)
     }
 
     pub async fn seed(&self, interviews: usize) -> Result<Seeded, String> {
@@ -870,6 +937,16 @@ impl ControlClient {
     }
 }
 
+/// The operator's collection of audit records (sophia-ops' `operatorAudit`, where its local
+/// records go).
+pub const OPERATOR_AUDIT: &str = "operatorAudit";
+
+/// `{"by": $USER}`: who runs `sophia-local pause|resume` (self-declared, as sophia-ops' local
+/// records are).
+fn who_asks() -> Value {
+    json!({"by": sophia_platform::env::var("USER")})
+}
+
 /// The fault contract's JSON for `kind`: `retryAfterSeconds` only for `rate_limited`, `delayMs`
 /// only for `slow`.
 pub fn openai_fault_body(kind: &str, retry_after_seconds: Option<u64>, delay_ms: Option<u64>) -> Result<Value, String> {
@@ -890,6 +967,28 @@ pub fn openai_fault_body(kind: &str, retry_after_seconds: Option<u64>, delay_ms:
         body["delayMs"] = json!(ms);
     }
     Ok(body)
+}
+
+/// The age of the oldest message of `queue` (ready, delayed or in flight), as SQS's
+/// `ApproximateAgeOfOldestMessage` counts it, from fauxqs' non-destructive inspection endpoint
+/// (`GET /_fauxqs/queues/<name>`: nothing is received, no visibility changes); `None` when the
+/// queue is empty or the endpoint does not answer.
+async fn oldest_age_seconds(queue: &crate::queues::QueueRef) -> Option<u64> {
+    // `http://sqs.<region>.localhost:<port>/<account>/<name>`: fauxqs listens on 127.0.0.1:<port>.
+    let port = queue.url.split("://").nth(1)?.split('/').next()?.rsplit(':').next()?;
+    let url = format!("http://127.0.0.1:{port}/_fauxqs/queues/{}", queue.name);
+    let (status, body) = http("GET", &url, None, None).await.ok()?;
+    let state: Value = serde_json::from_str(&body).ok().filter(|_| status == 200)?;
+    let messages = &state["messages"];
+    let sent = |m: &Value| m["sentTimestamp"].as_u64().or_else(|| m["message"]["sentTimestamp"].as_u64());
+    let oldest = ["ready", "delayed", "inflight"]
+        .iter()
+        .filter_map(|k| messages[k].as_array())
+        .flatten()
+        .filter_map(sent)
+        .min()?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as u64;
+    Some(now.saturating_sub(oldest) / 1000)
 }
 
 /// One plain-HTTP exchange with a loopback server: (status, body).

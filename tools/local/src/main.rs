@@ -132,10 +132,19 @@ enum FaultTarget {
 #[value(rename_all = "snake_case")]
 enum OpenAiFault {
     None,
+    /// HTTP 401 `invalid_api_key`.
     Unauthorized,
+    /// HTTP 429 `insufficient_quota` (billing: each attempt spends one of a report's three).
+    Quota,
+    /// HTTP 429 `rate_limit_exceeded`.
     RateLimited,
+    /// HTTP 500.
     ServerError,
+    /// HTTP 503 `server_is_overloaded`.
+    Unavailable,
+    /// No answer until the attempt's timeout.
     Timeout,
+    /// A normal answer after `--delay-ms`.
     Slow,
 }
 
@@ -144,8 +153,10 @@ impl OpenAiFault {
         match self {
             Self::None => "none",
             Self::Unauthorized => "unauthorized",
+            Self::Quota => "quota",
             Self::RateLimited => "rate_limited",
             Self::ServerError => "server_error",
+            Self::Unavailable => "unavailable",
             Self::Timeout => "timeout",
             Self::Slow => "slow",
         }

@@ -2,15 +2,15 @@
 //! OpenAI outage or a revoked key does. Set from Rust ([`crate::FakeOpenAi::set_fault`]) or over
 //! HTTP on the fake's own server:
 //!
-//! - `PUT /__sophia/fault` with `{"kind": "none"|"unauthorized"|"rate_limited"|"server_error"|
-//!   "timeout"|"slow", "retryAfterSeconds": u64 (rate_limited, optional), "delayMs": u64 (slow)}`
+//! - `PUT /__sophia/fault` with `{"kind": "none"|"unauthorized"|"quota"|"rate_limited"|
+//!   "server_error"|"unavailable"|"timeout"|"slow", "retryAfterSeconds": u64 (rate_limited, optional), "delayMs": u64 (slow)}`
 //!   answers 204 (400 with a reason for a body it cannot read);
 //! - `GET /__sophia/fault` answers the standing fault in the same shape (`{"kind":"none"}`);
 //! - both need `Authorization: Bearer <`[`crate::FakeOpenAi::fault_token`]`>` (a new token for
 //!   every start); without it they answer 401 and change nothing.
 //!
-//! Precedence: the standing fault comes first. `unauthorized`, `rate_limited`, `server_error`
-//! and `timeout` answer every request without looking at it (as a provider that is away does) and
+//! Precedence: the standing fault comes first. `unauthorized`, `quota`, `rate_limited`,
+//! `server_error`, `unavailable` and `timeout` answer every request without looking at it (as a provider that is away does) and
 //! without taking a scripted [`crate::Behaviour`]; the script waits for the fault to clear.
 //! `slow` waits `delayMs`, then the request goes on as without a fault (strict checks, key, script
 //! or deterministic report). A request that hangs under `timeout` is released when the fault
@@ -26,10 +26,14 @@ use serde::{Deserialize, Serialize};
 pub enum Fault {
     /// HTTP 401 `invalid_api_key` (a revoked key).
     Unauthorized,
+    /// HTTP 429 `insufficient_quota` (credits exhausted, a spend limit reached).
+    Quota,
     /// HTTP 429 `rate_limit_exceeded`, with `Retry-After` when given.
     RateLimited { retry_after: Option<Duration> },
     /// HTTP 500 `server_error` (an outage).
     ServerError,
+    /// HTTP 503 `server_is_overloaded` (the engine overloaded).
+    Unavailable,
     /// No answer until the client gives up (or the fault changes).
     Timeout,
     /// A normal answer after `delay`.
@@ -55,6 +59,8 @@ impl FaultBody {
         let (kind, retry_after_seconds, delay_ms) = match fault {
             None => ("none", None, None),
             Some(Fault::Unauthorized) => ("unauthorized", None, None),
+            Some(Fault::Quota) => ("quota", None, None),
+            Some(Fault::Unavailable) => ("unavailable", None, None),
             Some(Fault::RateLimited { retry_after }) => ("rate_limited", retry_after.map(|d| d.as_secs()), None),
             Some(Fault::ServerError) => ("server_error", None, None),
             Some(Fault::Timeout) => ("timeout", None, None),
@@ -68,6 +74,8 @@ impl FaultBody {
         let fault = match self.kind.as_str() {
             "none" => None,
             "unauthorized" => Some(Fault::Unauthorized),
+            "quota" => Some(Fault::Quota),
+            "unavailable" => Some(Fault::Unavailable),
             "rate_limited" => {
                 Some(Fault::RateLimited { retry_after: self.retry_after_seconds.map(Duration::from_secs) })
             }
@@ -76,7 +84,7 @@ impl FaultBody {
             "slow" => Some(Fault::Slow { delay: Duration::from_millis(self.delay_ms.unwrap_or(DEFAULT_SLOW_MS)) }),
             other => {
                 return Err(format!(
-                    "unknown fault kind {other:?}: none, unauthorized, rate_limited, server_error, timeout or slow"
+                    "unknown fault kind {other:?}: none, unauthorized, quota, rate_limited, server_error, unavailable, timeout or slow"
                 ));
             }
         };
@@ -99,6 +107,8 @@ mod tests {
         for fault in [
             None,
             Some(Fault::Unauthorized),
+            Some(Fault::Quota),
+            Some(Fault::Unavailable),
             Some(Fault::RateLimited { retry_after: Some(Duration::from_secs(20)) }),
             Some(Fault::RateLimited { retry_after: None }),
             Some(Fault::ServerError),

@@ -530,6 +530,8 @@ async fn apply_fault(shared: &Shared) -> Option<Response> {
             Some(error_response(&e))
         }
         Some(Fault::ServerError) => Some(error_response(&ApiError::server_error())),
+        Some(Fault::Quota) => Some(error_response(&ApiError::insufficient_quota())),
+        Some(Fault::Unavailable) => Some(error_response(&ApiError::overloaded())),
         Some(Fault::Slow { delay }) => {
             tokio::time::sleep(delay).await;
             None

@@ -230,6 +230,9 @@ pub fn redact_args(args: &[String]) -> Vec<String> {
 pub struct Record {
     pub command: String,
     pub args: Vec<String>,
+    /// What the command acted on: its positional arguments after the command's words (a queue,
+    /// an interview and its organization, a message id).
+    pub target: String,
     pub stage: Option<String>,
     pub who: Identity,
     pub request_id: String,
@@ -245,11 +248,76 @@ pub struct Record {
 }
 
 impl Record {
-    /// The stderr line.
+    /// The stderr line with `--json`.
     pub fn line(&self) -> String {
         serde_json::json!({"audit": self}).to_string()
     }
+
+    /// The stderr line a person reads: what, on what, the result, who, the request id.
+    pub fn summary(&self) -> String {
+        format!(
+            "audited: {} {} -> {} by {}{} (requestId {})",
+            self.command,
+            self.target,
+            self.result,
+            self.who.who,
+            if self.who.self_declared { " (self-declared)" } else { "" },
+            self.request_id
+        )
+    }
 }
+
+/// The positional arguments of `args` after the words of `command` (`queue-pause` has two:
+/// `queue pause`), flags and their values left out.
+pub fn target_of(command: &str, args: &[String]) -> String {
+    let words = command.split('-').count();
+    let mut positional = Vec::new();
+    let mut skip_value = false;
+    for a in args {
+        if skip_value {
+            skip_value = false;
+        } else if let Some(flag) = a.strip_prefix("--") {
+            // `--flag value` (a value flag) vs `--yes`, `--dry-run` (switches).
+            skip_value = !flag.contains('=') && !SWITCHES.contains(&flag);
+        } else {
+            positional.push(a.as_str());
+        }
+    }
+    // Global flags may come first (`--env-file x queue pause q`): the command's words are the
+    // first positional ones.
+    positional.into_iter().skip(words).collect::<Vec<_>>().join(" ")
+}
+
+/// The switches of sophia-ops (flags without a value).
+const SWITCHES: [&str; 7] = ["yes", "dry-run", "json", "no-env-file", "show-body", "keep-attempts", "reset-attempts"];
+
+/// Who paused `queue`'s mapping: the latest `queue-pause` (sophia-ops) or `local-pause`
+/// (sophia-local) record naming it over the last week, as `<who> at <when>`.
+pub async fn who_paused(ctx: &Context, queue: crate::queues::QueueName) -> Option<String> {
+    let week = std::time::Duration::from_secs(7 * 86_400);
+    let name = queue.to_string();
+    let mut latest: Option<serde_json::Value> = None;
+    for command in ["queue-pause", LOCAL_PAUSE] {
+        let Ok(listing) = list(ctx, 50, Some(command), Some(week)).await else { continue };
+        let named = listing.records.into_iter().find(|r| {
+            let args = r.get("args").and_then(|a| a.as_array());
+            r.get("result").and_then(|v| v.as_str()) == Some("done")
+                && args.is_some_and(|a| a.iter().any(|v| v.as_str() == Some(name.as_str())))
+        });
+        let started = |r: &serde_json::Value| r.get("startedAt").and_then(|v| v.as_str()).unwrap_or("").to_owned();
+        if let Some(r) = named.filter(|r| latest.as_ref().is_none_or(|l| started(l) < started(r))) {
+            latest = Some(r);
+        }
+    }
+    let r = latest?;
+    let get = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_owned();
+    let who = r.get("who").and_then(|w| w.get("who")).and_then(|v| v.as_str()).unwrap_or("-");
+    Some(format!("{who} at {} ({})", get("startedAt"), get("command")))
+}
+
+/// The command name of a pause made with `sophia-local pause` (the local runner writes its
+/// record in `operatorAudit`, in the shape of [`Record`]).
+pub const LOCAL_PAUSE: &str = "local-pause";
 
 /// `audit list`.
 #[derive(Debug, Clone, Serialize)]
@@ -276,10 +344,20 @@ impl AuditListing {
             let get = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_owned();
             let who = r.get("who").and_then(|w| w.get("who")).and_then(|v| v.as_str()).unwrap_or("-");
             let declared = r.get("who").and_then(|w| w.get("selfDeclared")).and_then(|v| v.as_bool()).unwrap_or(true);
+            let args: Vec<String> = r
+                .get("args")
+                .and_then(|a| a.as_array())
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            let target = r
+                .get("target")
+                .and_then(|v| v.as_str())
+                .map_or_else(|| target_of(&get("command"), &args), str::to_owned);
             s.push_str(&format!(
-                "  {}  {:<18} {:<10} by {}{}  requestId {}\n",
+                "  {}  {:<18} {:<40} {:<10} by {}{}  requestId {}\n",
                 get("startedAt"),
                 get("command"),
+                if target.is_empty() { "-".to_owned() } else { target },
                 get("result"),
                 who,
                 if declared { " (self-declared)" } else { "" },
@@ -404,6 +482,19 @@ pub async fn record_audit(
     started: chrono::DateTime<chrono::Utc>,
     result: &Result<Outcome, OpsError>,
 ) -> String {
+    let (record, warnings) = store_audit(ctx, command, args, started, result).await;
+    record.line() + "\n" + &warnings
+}
+
+/// Writes the audit record of a mutating command and returns it with the warnings to print
+/// (a record that could not be stored, a local one on stderr only).
+pub async fn store_audit(
+    ctx: &Context,
+    command: &'static str,
+    args: &[String],
+    started: chrono::DateTime<chrono::Utc>,
+    result: &Result<Outcome, OpsError>,
+) -> (Record, String) {
     let who = ctx.identify().await;
     let request_id = match ctx.current_request_id() {
         Some(r) => r,
@@ -426,9 +517,11 @@ pub async fn record_audit(
     if let Some(p) = plan.as_mut() {
         redact_json(p);
     }
+    let args = redact_args(args);
     let record = Record {
         command: command.to_owned(),
-        args: redact_args(args),
+        target: target_of(command, &args),
+        args,
         stage: ctx.stage.clone(),
         who,
         request_id,
@@ -439,12 +532,12 @@ pub async fn record_audit(
         plan,
         outcome,
     };
-    let mut lines = record.line() + "\n";
+    let mut lines = String::new();
     let sink = match ctx.audit_sink(command).await {
         Ok(sink) => sink,
         Err(e) => {
             lines.push_str(&format!("warning: the audit record was NOT stored ({e}): keep the line above\n"));
-            return lines;
+            return (record, lines);
         }
     };
     match sink.append(&record).await {
@@ -457,7 +550,7 @@ pub async fn record_audit(
             sink.describe()
         )),
     }
-    lines
+    (record, lines)
 }
 
 #[cfg(test)]
@@ -488,6 +581,17 @@ mod tests {
         assert_eq!(endpoint_overrides(env), ["AWS_ENDPOINT_URL_STS=http://127.0.0.1:9999"]);
         assert!(endpoint_overrides(|_| None).is_empty());
         assert_eq!(log_group_name("prod"), "sophia-prod-operator-audit");
+    }
+
+    #[test]
+    fn a_records_target_is_its_positional_arguments_after_the_command() {
+        let args = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(
+            target_of("queue-pause", &args("--env-file x.env queue pause report-generate --yes")),
+            "report-generate"
+        );
+        assert_eq!(target_of("publish-completed", &args("publish completed a b --duration-seconds 300")), "a b");
+        assert_eq!(target_of("dlq-redrive", &args("dlq redrive report-generate --dry-run --max 3")), "report-generate");
     }
 
     #[test]

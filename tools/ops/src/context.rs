@@ -70,6 +70,14 @@ impl Context {
         sophia_reports::admin::Operator::new(by, via)
     }
 
+    /// A next command as the operator types it: `sophia-ops`, this run's `--stage`, then `rest`.
+    pub fn ops_command(&self, rest: &str) -> String {
+        match &self.stage {
+            Some(stage) => format!("sophia-ops --stage {stage} {rest}"),
+            None => format!("sophia-ops {rest}"),
+        }
+    }
+
     /// Whether the command targets AWS rather than the local pipeline: the queue it resolves
     /// (from the environment or, with `--stage`, by name) is not a loopback URL. Nothing is asked
     /// of AWS (no STS, no instance metadata) when the queues are local.

@@ -55,6 +55,9 @@ pub struct DlqMessage {
     pub interview_id: Option<String>,
     /// Why the body does not satisfy its queue's contract, if it does not (a poison message).
     pub contract_error: Option<String>,
+    /// Why it is in the DLQ, in words ([`attach_reasons`]; `dlq list`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl DlqMessage {
@@ -103,6 +106,7 @@ impl DlqMessage {
             body_redacted,
             interview_id,
             contract_error,
+            reason: None,
         }
     }
 
@@ -132,9 +136,82 @@ impl DlqMessage {
             s.push_str(&format!(
                 "  sent to the DLQ by its consumer on delivery, no retry: it can never succeed: {reason} (docs/runbook.md#a-message-that-can-never-succeed)\n"
             ));
+        } else if let Some(reason) = &self.reason {
+            s.push_str(&format!("  reason: {reason}\n"));
         }
         s
     }
+}
+
+/// Why each listed message is in the DLQ, for the messages whose consumer did not say
+/// (`deadLetterReason`): a body that breaks the contract; else failed on each of its receives,
+/// with what the function's errors say now (`queue status`'s cause) and, for report-generate,
+/// what its report is now ([`crate::report_state::report_now`]).
+pub async fn attach_reasons(listing: &mut DlqListing, ctx: &crate::Context) {
+    let unexplained = |m: &DlqMessage| {
+        m.contract_error.is_none() && !m.attributes.contains_key(sophia_sqs_consumer::queue::DEAD_LETTER_REASON)
+    };
+    for m in listing.messages.iter_mut().filter(|m| m.contract_error.is_some()) {
+        m.reason = Some(format!(
+            "its body breaks the {} contract ({}): it can never succeed; delete it (dlq delete), then publish it again correctly",
+            listing.queue,
+            m.contract_error.as_deref().unwrap_or_default()
+        ));
+    }
+    if !listing.messages.iter().any(unexplained) {
+        return;
+    }
+    let now = match crate::status::queue_status(ctx, listing.queue, std::time::Duration::from_secs(900)).await {
+        Ok(s) => match s.cause {
+            Some(cause) => format!("the function's errors now: {cause}"),
+            None => "no error in the last 15 min: what failed it has passed; redrive it (dlq redrive)".to_owned(),
+        },
+        Err(e) => format!("the function's errors could not be read ({e})"),
+    };
+    let reports = report_states(ctx, listing).await;
+    for m in listing.messages.iter_mut().filter(|m| unexplained(m)) {
+        let report = m
+            .interview_id
+            .as_ref()
+            .and_then(|i| reports.get(i))
+            .map_or(String::new(), |r| format!("; its report: {r}"));
+        m.reason = Some(format!(
+            "its consumer failed it on each of its {} receive(s) (maxReceiveCount){report}; {now}",
+            m.receive_count.map_or("?".into(), |n| n.saturating_sub(1).to_string())
+        ));
+    }
+}
+
+/// report-generate with MongoDB: each listed interview's report now, in words.
+async fn report_states(ctx: &crate::Context, listing: &DlqListing) -> std::collections::HashMap<String, String> {
+    let mut states = std::collections::HashMap::new();
+    if !listing.queue.holds_report_attempts() || !ctx.has_mongo() {
+        return states;
+    }
+    let Ok(mongo) = ctx.mongo().await else { return states };
+    let ids: Vec<bson::Bson> = listing
+        .messages
+        .iter()
+        .filter_map(|m| m.interview_id.as_deref()?.parse::<bson::oid::ObjectId>().ok())
+        .map(bson::Bson::ObjectId)
+        .collect();
+    let visibility = crate::report_state::report_visibility(ctx).await;
+    let found = mongo
+        .db
+        .collection::<bson::Document>(sophia_reports::store::INTERVIEW_REPORTS)
+        .find(bson::doc! {"interviewId": {"$in": ids}})
+        .projection(crate::report_state::projection())
+        .await;
+    let docs: Vec<bson::Document> = match found {
+        Ok(c) => futures::TryStreamExt::try_collect(c).await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    for d in docs {
+        let Ok(id) = d.get_object_id("interviewId") else { continue };
+        let now = crate::report_state::report_now(&d, bson::DateTime::now(), visibility);
+        states.insert(id.to_hex(), now.words);
+    }
+    states
 }
 
 /// Printed with bodies shown whole (`--show-body`).

@@ -43,6 +43,12 @@ pub struct InterviewShow {
     pub settlement: Settlement,
     pub report: Option<ReportView>,
     pub dlq: DlqLookup,
+    /// How a next command starts (`sophia-ops`, with this run's `--stage`).
+    #[serde(skip)]
+    pub ops: String,
+    /// A COMPLETED interview not settled: where its `interview.completed` is
+    /// ([`crate::late::where_unsettled`], the words of `report late` and `interview unsettled`).
+    pub unsettled_now: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -102,9 +108,11 @@ pub struct OutboxView {
 #[serde(rename_all = "camelCase")]
 pub struct ReportView {
     pub status: Option<String>,
-    /// What `status` means now: a `FAILED` report whose message will be delivered again reads
-    /// "waiting for a retry" (`waitingForRetry`, docs/design.md "Report states").
-    pub state: Option<FailureState>,
+    /// What the report is now ([`crate::report_state::report_now`], the one every command reads).
+    pub state: FailureState,
+    /// Where it is and what comes next, in words.
+    pub now: String,
+    pub next_delivery: Option<String>,
     pub waiting_for_retry: Option<bool>,
     pub transient_failures: Option<i64>,
     pub attempt_count: Option<i64>,
@@ -144,6 +152,8 @@ pub struct DlqHit {
     pub receive_count: Option<u64>,
     pub sent_at: Option<String>,
     pub contract_error: Option<String>,
+    /// Why its consumer sent it to the DLQ on delivery (`deadLetterReason`): it can never succeed.
+    pub dead_letter_reason: Option<String>,
 }
 
 /// An identifier, status or date (see [`crate::confirm`]).
@@ -191,7 +201,36 @@ pub async fn show(ctx: &Context, interview_id: InterviewId, dlq_scan: usize) -> 
         .await
         .map_err(read("reading the report"))?;
     let dlq = find_in_dlqs(ctx, interview_id, dlq_scan).await;
-    Ok(assemble(interview_id, interview.as_ref(), &ledger, outbox.as_ref(), report.as_ref(), dlq))
+    let visibility = crate::report_state::report_visibility(ctx).await;
+    let mut shown =
+        assemble(interview_id, interview.as_ref(), &ledger, outbox.as_ref(), report.as_ref(), dlq, visibility);
+    shown.ops = ctx.ops_command("").trim_end().to_owned();
+    if shown.republish_command().is_some() {
+        shown.unsettled_now = Some(unsettled_now(ctx, &shown).await);
+    }
+    Ok(shown)
+}
+
+/// Where the `interview.completed` of a COMPLETED interview not settled is: its DLQ message (and
+/// why it is there), its queue, or nowhere.
+async fn unsettled_now(ctx: &Context, shown: &InterviewShow) -> String {
+    let queue = QueueName::of(sophia_declarations::Queue::InterviewCompleted);
+    if shown.dlq.searched.get(&queue.to_string()).is_none_or(|v| v.starts_with("not searched")) {
+        return "not settled (the interview-completed DLQ was not searched: raise --dlq-scan)".into();
+    }
+    let mut messages = crate::late::CompletedMessages::default();
+    for m in shown.dlq.messages.iter().filter(|m| m.queue == queue) {
+        let why = m
+            .dead_letter_reason
+            .clone()
+            .or_else(|| m.contract_error.as_ref().map(|e| format!("its body breaks the contract ({e})")))
+            .unwrap_or_else(|| "its consumer failed it on each of its receives (dlq list interview-completed)".into());
+        messages.in_dlq.insert(shown.interview_id.clone(), format!("message {}: {why}", m.message_id));
+    }
+    if let Ok(s) = crate::status::queue_status(ctx, queue, std::time::Duration::from_secs(900)).await {
+        messages.in_queue = s.visible.unwrap_or(0) + s.in_flight.unwrap_or(0) + s.delayed.unwrap_or(0);
+    }
+    crate::late::where_unsettled(&shown.interview_id, &messages)
 }
 
 /// The view of the documents (no I/O).
@@ -202,6 +241,7 @@ pub fn assemble(
     outbox: Option<&Document>,
     report: Option<&Document>,
     dlq: DlqLookup,
+    visibility: std::time::Duration,
 ) -> InterviewShow {
     let credits = interview.and_then(|d| d.get_document("credits").ok());
     InterviewShow {
@@ -224,8 +264,10 @@ pub fn assemble(
             ledger: ledger_by_lot(ledger),
             outbox: outbox.map(OutboxView::of),
         },
-        report: report.map(ReportView::of),
+        report: report.map(|r| ReportView::of(r, visibility)),
         dlq,
+        ops: "sophia-ops".into(),
+        unsettled_now: None,
     }
 }
 
@@ -285,7 +327,7 @@ impl OutboxView {
 
 impl ReportView {
     /// The report's state: identifiers, statuses, numbers and dates only (never its content).
-    fn of(r: &Document) -> Self {
+    fn of(r: &Document, visibility: std::time::Duration) -> Self {
         let content = r.get_document("report").ok();
         let error_kind = text(r.get("errorKind"));
         let last_retry = r.get_document("lastRetry").ok().map(|d| {
@@ -296,12 +338,11 @@ impl ReportView {
         });
         let status = text(r.get("status"));
         let waiting_for_retry = r.get_bool("waitingForRetry").ok();
-        let attempts = number(r.get("attemptCount")).unwrap_or(0);
-        let failed = status.as_deref() == Some(sophia_reports::ReportStatus::Failed.as_str());
-        let state =
-            failed.then(|| FailureState::of(status.as_deref(), waiting_for_retry, error_kind.as_deref(), attempts));
+        let now = crate::report_state::report_now(r, bson::DateTime::now(), visibility);
         Self {
-            state,
+            state: now.state,
+            now: now.words,
+            next_delivery: now.next_delivery,
             waiting_for_retry,
             transient_failures: number(r.get("transientFailures")),
             status,
@@ -397,6 +438,7 @@ pub async fn find_in_dlqs(ctx: &Context, interview_id: InterviewId, scan: usize)
                         receive_count: m.receive_count,
                         sent_at: m.sent_at,
                         contract_error: m.contract_error,
+                        dead_letter_reason: m.attributes.get(sophia_sqs_consumer::queue::DEAD_LETTER_REASON).cloned(),
                     });
                 }
             }
@@ -418,7 +460,8 @@ impl InterviewShow {
             return None;
         }
         Some(format!(
-            "sophia-ops --stage <stage> publish completed {} {} --duration-seconds {} --completed-at {}",
+            "{} publish completed {} {} --duration-seconds {} --completed-at {}",
+            self.ops,
             self.interview_id,
             self.organization_id.as_deref().unwrap_or("<organizationId>"),
             self.duration_seconds.map_or("<durationSeconds>".into(), |d| d.to_string()),
@@ -447,6 +490,9 @@ impl InterviewShow {
         }
         s.push_str("settlement\n");
         self.settlement.write_human(&mut s);
+        if let Some(now) = &self.unsettled_now {
+            s.push_str(&format!("  now: {now}\n"));
+        }
         s.push_str("report\n");
         match &self.report {
             None => s.push_str("  none written\n"),
@@ -455,18 +501,45 @@ impl InterviewShow {
         s.push_str("dead-letter queues\n");
         self.dlq.write_human(&mut s);
         if let Some(command) = self.republish_command() {
-            let why = if !self.dlq.messages.is_empty() {
-                "its message is in a DLQ (above): if `dlq show` says it can never succeed (another organization), delete it, then"
-            } else if self.dlq.searched.values().any(|v| v.starts_with("not searched")) {
-                "the DLQs were not searched: unless a DLQ or the queue still holds its message (queue status interview-completed),"
-            } else {
-                "in no DLQ: unless its message is still on its way (queue status interview-completed),"
-            };
-            s.push_str(&format!(
-                "next: COMPLETED and not settled; {why} publish it again with the stored facts (plan, then --yes):\n  {command}\n"
-            ));
+            s.push_str(&self.next_for_unsettled(&command));
         }
         s
+    }
+}
+
+impl InterviewShow {
+    /// The `next:` of a COMPLETED interview not settled, by where its message is.
+    fn next_for_unsettled(&self, republish: &str) -> String {
+        let valid_in_dlq =
+            self.dlq.messages.iter().find(|m| m.contract_error.is_none() && m.dead_letter_reason.is_none());
+        if let Some(m) = self.dlq.messages.iter().find(|m| m.dead_letter_reason.is_some()) {
+            return format!(
+                "next: COMPLETED and not settled; its message {id} in the {q} DLQ can never succeed ({}): delete it, then publish it again with the stored facts (plan, then --yes):\n  {} dlq delete {q} {id}\n  {republish}\n",
+                m.dead_letter_reason.as_deref().unwrap_or_default(),
+                self.ops,
+                id = m.message_id,
+                q = m.queue,
+            );
+        }
+        if let Some(m) = valid_in_dlq {
+            return format!(
+                "next: COMPLETED and not settled; its message {} is in the {q} DLQ and reads valid: once what failed it is fixed (queue status {q}), redrive it (plan, then --yes):\n  {} dlq redrive {q}\n  only if `dlq show {q} {}` says it can never succeed (another organization): delete it, then publish it again:\n  {republish}\n",
+                m.message_id,
+                self.ops,
+                m.message_id,
+                q = m.queue,
+            );
+        }
+        let why = if !self.dlq.messages.is_empty() {
+            "its message is in a DLQ (above) and breaks the contract: delete it (dlq delete), then"
+        } else if self.dlq.searched.values().any(|v| v.starts_with("not searched")) {
+            "the DLQs were not searched: unless a DLQ or the queue still holds its message (queue status interview-completed),"
+        } else {
+            "in no DLQ: unless its message is still on its way (queue status interview-completed), it was never published or was lost;"
+        };
+        format!(
+            "next: COMPLETED and not settled; {why} publish it again with the stored facts (plan, then --yes):\n  {republish}\n"
+        )
     }
 }
 
@@ -522,22 +595,14 @@ impl Settlement {
 impl ReportView {
     /// The report's lines of `interview show`.
     fn write_human(&self, s: &mut String) {
-        let status = match self.state {
-            Some(FailureState::WaitingForRetry) => format!(
-                "{} (waiting for a retry: its message is delivered again without anyone acting; {} transient failure(s))",
-                opt(&self.status),
-                self.transient_failures.unwrap_or(0)
-            ),
-            Some(FailureState::NeedsYou) => {
-                format!("{} (nothing retries it any more: see docs/runbook.md#reports-failing)", opt(&self.status))
-            }
-            _ => opt(&self.status),
-        };
         s.push_str(&format!(
-            "  status {}  attempts {}  errorKind {}\n  lastError: {} (at {})\n  lease {} until {}\n",
-            status,
+            "  status {}  attempts {} of {}  errorKind {}  transient failures {}\n  now: {}\n  lastError: {} (at {})\n  lease {} until {}\n",
+            opt(&self.status),
             num(self.attempt_count),
+            sophia_reports::store::MAX_ATTEMPTS,
             opt(&self.error_kind),
+            self.transient_failures.unwrap_or(0),
+            self.now,
             opt(&self.last_error),
             opt(&self.last_error_at),
             opt(&self.lease_id),
@@ -581,6 +646,9 @@ impl DlqLookup {
                 m.sent_at.as_deref().unwrap_or("?"),
                 m.contract_error.as_ref().map_or(String::new(), |e| format!("; contract: INVALID ({e})"))
             ));
+            if let Some(reason) = &m.dead_letter_reason {
+                s.push_str(&format!("    sent there by its consumer, it can never succeed: {reason}\n"));
+            }
         }
     }
 }
@@ -602,7 +670,7 @@ mod tests {
         let report = doc! {"status": "FAILED", "attemptCount": 3, "lastError": "x", "refusal": "I cannot quote: SECRET",
         "report": {"validationWarnings": [{"code": "quote_not_found", "field": "strengths[0]", "message": "m"}]}};
         let dlq = DlqLookup { messages: vec![], searched: BTreeMap::new() };
-        let v = assemble(id, Some(&interview), &ledger, None, Some(&report), dlq);
+        let v = assemble(id, Some(&interview), &ledger, None, Some(&report), dlq, std::time::Duration::from_secs(60));
         assert_eq!(
             v.settlement.ledger[0].lines.iter().map(|l| l.kind.as_str()).collect::<Vec<_>>(),
             ["RESERVE", "SETTLE"]

@@ -63,21 +63,49 @@ pub struct LateReport {
     pub oldest_waiting_seconds: Option<u64>,
     pub truncated: bool,
     pub queues: Vec<QueueVerdict>,
+    /// The next command, written out.
+    pub next: String,
 }
 
-/// Where an interview without a COMPLETED report waits.
-fn stage_of(interview: &Document, report: Option<&Document>) -> String {
+/// Where the `interview.completed` messages are: the interview ids in its DLQ (with why each is
+/// there), and how many messages its queue holds (visible, in flight, delayed).
+#[derive(Debug, Clone, Default)]
+pub struct CompletedMessages {
+    pub in_dlq: HashMap<String, String>,
+    pub in_queue: u64,
+}
+
+/// Where the `interview.completed` of an interview not settled is, and why it is not settled:
+/// the one answer of `report late` and `interview unsettled`.
+pub fn where_unsettled(interview_id: &str, messages: &CompletedMessages) -> String {
+    if let Some(why) = messages.in_dlq.get(interview_id) {
+        format!("not settled: its interview.completed is in the interview-completed DLQ: {why}")
+    } else if messages.in_queue > 0 {
+        "not settled: its interview.completed waits in interview-completed (or was never published)".into()
+    } else {
+        "not settled: its interview.completed is in neither interview-completed nor its DLQ: never published, lost, or dropped by the consumer as invalid (its log says why); interview show, then publish completed".into()
+    }
+}
+
+/// Where an interview without a COMPLETED report waits (the report's part is
+/// [`crate::report_state::report_now`]'s).
+fn stage_of(
+    interview: &Document,
+    report: Option<&Document>,
+    messages: &CompletedMessages,
+    visibility: Duration,
+) -> String {
     if !matches!(interview.get("settledAt"), Some(Bson::DateTime(_))) {
-        return "not settled (its interview.completed waits in interview-completed)".into();
+        let id = interview.get_object_id("_id").map(|o| o.to_hex()).unwrap_or_default();
+        return where_unsettled(&id, messages);
     }
     match report {
         None => "settled, report not started (its report.generate waits in report-generate)".into(),
         Some(r) => {
+            let now = crate::report_state::report_now(r, bson::DateTime::now(), visibility);
             let status = r.get_str("status").unwrap_or("unknown");
-            match r.get_str("errorKind") {
-                Ok(kind) => format!("report {status} after {kind}"),
-                Err(_) => format!("report {status}"),
-            }
+            let kind = now.error_kind.as_deref().map_or(String::new(), |k| format!(" after {k}"));
+            format!("report {status}{kind}: {}", now.state.label())
         }
     }
 }
@@ -89,7 +117,29 @@ fn millis(d: &Document, field: &str) -> Option<i64> {
     }
 }
 
-/// The first line, from the facts (no I/O).
+/// Why a queue makes reports late, when it does: stopped, failing, a DLQ or stranded reports,
+/// throttled, retrying.
+fn queue_reason(q: &QueueVerdict) -> Option<String> {
+    let cause = || q.cause.clone().unwrap_or_else(|| format!("see `queue status {}`", q.queue));
+    match q.verdict {
+        Verdict::Stopped => {
+            // The line that says why (the mapping, or no invocation), not the retention line
+            // that may follow it.
+            let why = q.evidence.iter().find(|e| e.contains("mapping") || e.contains("not invoked"));
+            let detail = q.cause.clone().or_else(|| why.or(q.evidence.last()).cloned()).unwrap_or_default();
+            Some(format!("{} is stopped: {detail}", q.queue))
+        }
+        Verdict::Failing => Some(format!("{} is failing: {}", q.queue, cause())),
+        Verdict::NeedsPerson => Some(format!("{} needs a person: {}", q.queue, cause())),
+        Verdict::Slow => Some(format!("{} is throttled (see `queue status {}`)", q.queue, q.queue)),
+        Verdict::Retrying => Some(format!("{} is retrying: {}", q.queue, cause())),
+        _ => None,
+    }
+}
+
+/// The first line, from the facts (no I/O). "on time" only when no queue is stopped, failing,
+/// retrying or holding messages in its DLQ, no report needs a person, and nothing waits past the
+/// level.
 pub fn answer(
     level: &ServiceLevel,
     queues: &[QueueVerdict],
@@ -99,24 +149,8 @@ pub fn answer(
     level_percentile_ms: Option<f64>,
 ) -> (bool, String) {
     let waits_past_level = oldest_waiting_seconds.is_some_and(|s| s * 1000 > level.threshold_ms);
-    for q in queues {
-        let why = match q.verdict {
-            Verdict::Stopped => {
-                // The line that says why (the mapping, or no invocation), not the retention line
-                // that may follow it.
-                let why = q.evidence.iter().find(|e| e.contains("mapping") || e.contains("not invoked"));
-                let detail = why.or(q.evidence.last()).cloned().unwrap_or_default();
-                Some(format!("{} is stopped: {detail}", q.queue))
-            }
-            Verdict::Failing => {
-                Some(format!("{} is failing: {}", q.queue, q.cause.as_deref().unwrap_or("see queue status")))
-            }
-            Verdict::Slow => Some(format!("{} is throttled (see `queue status {}`)", q.queue, q.queue)),
-            _ => None,
-        };
-        if let Some(why) = why {
-            return (true, format!("reports are late: {why}"));
-        }
+    if let Some(why) = queues.iter().find_map(queue_reason) {
+        return (true, format!("reports are late: {why}"));
     }
     if let Some(q) = queues.iter().find(|q| q.verdict == Verdict::Burst) {
         return (
@@ -137,6 +171,10 @@ pub fn answer(
             ),
         );
     }
+    let recovering = queues.iter().find(|q| q.verdict == Verdict::Recovering).map(|q| {
+        format!("; {} failed in the window ({}), nothing of it waits now", q.queue, q.cause.as_deref().unwrap_or("-"))
+    });
+    let waits = if waiting > 0 { format!("; {waiting} waiting, none past the level") } else { String::new() };
     match level_percentile_ms {
         Some(p) if !level.met_by(p) => (
             true,
@@ -147,27 +185,20 @@ pub fn answer(
                 level.human()
             ),
         ),
+        _ if recovering.is_some() => {
+            (false, format!("reports are not late now{}{waits}", recovering.unwrap_or_default()))
+        }
         Some(p) => (
             false,
             format!(
-                "reports are on time: the {} of the {completed} report(s) completed in the window is {} (level {}){}",
+                "reports are on time: the {} of the {completed} report(s) completed in the window is {} (level {}){waits}",
                 level.statistic,
                 human_duration((p / 1000.0) as u64),
                 level.human(),
-                if waiting > 0 { format!("; {waiting} waiting, none past the level") } else { String::new() }
             ),
         ),
-        None => (
-            false,
-            format!(
-                "reports are on time: no report completed in the window{}",
-                if waiting > 0 {
-                    format!("; {waiting} waiting, none past the level")
-                } else {
-                    "; nothing waits".into()
-                }
-            ),
-        ),
+        None if waiting > 0 => (false, format!("reports are on time: no report completed in the window{waits}")),
+        None => (false, "reports are on time: no report completed in the window; nothing waits".into()),
     }
 }
 
@@ -179,33 +210,20 @@ pub async fn late(ctx: &Context, since: Duration) -> Result<LateReport, OpsError
     let db = ctx.mongo().await?.db;
     let now = bson::DateTime::now().timestamp_millis();
     let window_start = now - since.as_millis() as i64;
-    let lookback_start = window_start - LOOKBACK.as_millis() as i64;
-    let fail = |e| OpsError::domain("reading interviews for the time to report", e);
-    let interviews: Vec<Document> = db
-        .collection::<Document>(INTERVIEWS)
-        .find(doc! {"status": "COMPLETED", "deletedAt": Bson::Null, "completedAt": {"$gte": bson::DateTime::from_millis(lookback_start)}})
-        .projection(doc! {"completedAt": 1, "settledAt": 1})
-        .limit(SCAN_LIMIT + 1)
-        .await
-        .map_err(fail)?
-        .try_collect()
-        .await
-        .map_err(fail)?;
+    let mut queues = Vec::new();
+    let mut messages = CompletedMessages::default();
+    let mut visibility = sophia_reports::claim::lease();
+    for queue in QueueName::all() {
+        let s = status::queue_status(ctx, queue, Duration::from_secs(900)).await?;
+        if queue.holds_report_attempts() {
+            visibility = s.visibility_timeout_seconds.map_or(visibility, Duration::from_secs);
+        } else {
+            messages = completed_messages(ctx, &s).await;
+        }
+        queues.push(QueueVerdict { queue, verdict: s.verdict, cause: s.cause, evidence: s.evidence });
+    }
+    let (interviews, reports) = interviews_and_reports(&db, window_start - LOOKBACK.as_millis() as i64).await?;
     let truncated = interviews.len() as i64 > SCAN_LIMIT;
-    let ids: Vec<Bson> = interviews.iter().filter_map(|d| d.get_object_id("_id").ok()).map(Bson::ObjectId).collect();
-    let fail = |e| OpsError::domain("reading reports for the time to report", e);
-    let reports: HashMap<bson::oid::ObjectId, Document> = db
-        .collection::<Document>(INTERVIEW_REPORTS)
-        .find(doc! {"interviewId": {"$in": ids}})
-        .projection(doc! {"interviewId": 1, "status": 1, "errorKind": 1, "completedAt": 1})
-        .await
-        .map_err(fail)?
-        .try_collect::<Vec<Document>>()
-        .await
-        .map_err(fail)?
-        .into_iter()
-        .filter_map(|r| Some((r.get_object_id("interviewId").ok()?, r)))
-        .collect();
     let mut samples = Vec::new();
     let mut waiting: BTreeMap<String, usize> = BTreeMap::new();
     let mut oldest_waiting: Option<i64> = None;
@@ -219,21 +237,17 @@ pub async fn late(ctx: &Context, since: Duration) -> Result<LateReport, OpsError
                 }
             }
             None => {
-                *waiting.entry(stage_of(i, report)).or_default() += 1;
+                *waiting.entry(stage_of(i, report, &messages, visibility)).or_default() += 1;
                 oldest_waiting = Some(oldest_waiting.map_or(ended, |o| o.min(ended)));
             }
         }
-    }
-    let mut queues = Vec::new();
-    for queue in QueueName::all() {
-        let s = status::queue_status(ctx, queue, Duration::from_secs(900)).await?;
-        queues.push(QueueVerdict { queue, verdict: s.verdict, cause: s.cause, evidence: s.evidence });
     }
     let oldest_waiting_seconds = oldest_waiting.map(|t| ((now - t).max(0) / 1000) as u64);
     let waiting_total = waiting.values().sum();
     let level_percentile_ms = level.measure(&samples);
     let (late, answer) =
         answer(&level, &queues, waiting_total, oldest_waiting_seconds, samples.len(), level_percentile_ms);
+    let next = next_command(ctx, &queues, &waiting);
     Ok(LateReport {
         answer,
         late,
@@ -247,8 +261,88 @@ pub async fn late(ctx: &Context, since: Duration) -> Result<LateReport, OpsError
         waiting,
         oldest_waiting_seconds,
         truncated,
+        next,
         queues,
     })
+}
+
+/// The first command after `report late`: the first queue that is not healthy, else the reports
+/// that need a person, else the runbook's section.
+fn next_command(ctx: &Context, queues: &[QueueVerdict], waiting: &BTreeMap<String, usize>) -> String {
+    if let Some(q) = queues.iter().find(|q| q.verdict != Verdict::Healthy) {
+        return ctx.ops_command(&format!("queue status {}", q.queue));
+    }
+    if waiting.keys().any(|k| k.contains("NEEDS YOU")) {
+        return ctx.ops_command("report failures");
+    }
+    "docs/runbook.md#reports-are-late".into()
+}
+
+/// The interviews that ended since `lookback_start` (at most [`SCAN_LIMIT`] + 1) and their
+/// reports, by interview.
+async fn interviews_and_reports(
+    db: &mongodb::Database,
+    lookback_start: i64,
+) -> Result<(Vec<Document>, HashMap<bson::oid::ObjectId, Document>), OpsError> {
+    let fail = |e| OpsError::domain("reading interviews for the time to report", e);
+    let interviews: Vec<Document> = db
+        .collection::<Document>(INTERVIEWS)
+        .find(doc! {"status": "COMPLETED", "deletedAt": Bson::Null, "completedAt": {"$gte": bson::DateTime::from_millis(lookback_start)}})
+        .projection(doc! {"completedAt": 1, "settledAt": 1})
+        .limit(SCAN_LIMIT + 1)
+        .await
+        .map_err(fail)?
+        .try_collect()
+        .await
+        .map_err(fail)?;
+    let ids: Vec<Bson> = interviews.iter().filter_map(|d| d.get_object_id("_id").ok()).map(Bson::ObjectId).collect();
+    let fail = |e| OpsError::domain("reading reports for the time to report", e);
+    let mut projection = crate::report_state::projection();
+    projection.insert("completedAt", 1);
+    let reports = db
+        .collection::<Document>(INTERVIEW_REPORTS)
+        .find(doc! {"interviewId": {"$in": ids}})
+        .projection(projection)
+        .await
+        .map_err(fail)?
+        .try_collect::<Vec<Document>>()
+        .await
+        .map_err(fail)?
+        .into_iter()
+        .filter_map(|r| Some((r.get_object_id("interviewId").ok()?, r)))
+        .collect();
+    Ok((interviews, reports))
+}
+
+/// Where the `interview.completed` messages are, from `queue status interview-completed` and a
+/// peek at its DLQ (with each message's reason) when it holds any.
+pub async fn completed_messages(ctx: &Context, s: &status::QueueStatus) -> CompletedMessages {
+    let in_queue = s.visible.unwrap_or(0) + s.in_flight.unwrap_or(0) + s.delayed.unwrap_or(0);
+    let mut in_dlq = HashMap::new();
+    if s.dlq_visible.unwrap_or(0) > 0 {
+        let listing = crate::dlq_messages::list(
+            &ctx.locator().await,
+            s.queue,
+            crate::interview_state::DEFAULT_DLQ_SCAN,
+            crate::progress::ProgressMode::Hidden,
+        )
+        .await;
+        if let Ok(mut listing) = listing {
+            crate::dlq_messages::attach_reasons(&mut listing, ctx).await;
+            for m in listing.messages {
+                let why = m
+                    .attributes
+                    .get(sophia_sqs_consumer::queue::DEAD_LETTER_REASON)
+                    .cloned()
+                    .or(m.reason)
+                    .unwrap_or_else(|| "see dlq list interview-completed".into());
+                if let Some(id) = m.interview_id {
+                    in_dlq.insert(id, format!("message {}: {why}", m.message_id));
+                }
+            }
+        }
+    }
+    CompletedMessages { in_dlq, in_queue }
 }
 
 impl LateReport {
@@ -282,7 +376,7 @@ impl LateReport {
                 q.cause.as_ref().map_or(String::new(), |c| format!(": {c}"))
             ));
         }
-        s.push_str("  next: sophia-ops queue status <queue> for a queue that is not healthy; docs/runbook.md#reports-are-late\n");
+        s.push_str(&format!("  next: {}\n", self.next));
         s
     }
 }
@@ -324,6 +418,10 @@ mod tests {
             None,
         );
         assert_eq!(a, "reports are late: interview-completed is failing: MongoDB unreachable");
+        let dlq = q(ReportGenerate, Verdict::NeedsPerson, Some("2 message(s) in the DLQ"));
+        let (late, a) = answer(&level(), &[healthy.clone(), dlq], 0, None, 4, Some(60_000.0));
+        assert!(late, "never on time while a DLQ holds messages");
+        assert_eq!(a, "reports are late: report-generate needs a person: 2 message(s) in the DLQ");
         let both = [healthy.clone(), q(ReportGenerate, Verdict::Healthy, None)];
         let (late, a) = answer(&level(), &both, 3, Some(1200), 0, None);
         assert!(late && a.contains("the oldest 20m 0s ago (over the level, p95 <= 15 min)"), "{a}");
@@ -343,10 +441,19 @@ mod tests {
     #[test]
     fn an_interview_waits_at_its_settlement_its_report_request_or_its_report() {
         let ended = doc! {"completedAt": bson::DateTime::now()};
-        assert!(stage_of(&ended, None).starts_with("not settled"));
+        let none = CompletedMessages::default();
+        let v = Duration::from_secs(60);
+        assert!(stage_of(&ended, None, &none, v).contains("never published, lost, or dropped"));
         let settled = doc! {"completedAt": bson::DateTime::now(), "settledAt": bson::DateTime::now()};
-        assert!(stage_of(&settled, None).starts_with("settled, report not started"));
-        let report = doc! {"status": "FAILED", "errorKind": "rate_limited"};
-        assert_eq!(stage_of(&settled, Some(&report)), "report FAILED after rate_limited");
+        assert!(stage_of(&settled, None, &none, v).starts_with("settled, report not started"));
+        let report = doc! {"_id": bson::oid::ObjectId::new(), "interviewId": bson::oid::ObjectId::new(),
+        "status": "FAILED", "errorKind": "rate_limited", "waitingForRetry": true};
+        assert_eq!(
+            stage_of(&settled, Some(&report), &none, v),
+            "report FAILED after rate_limited: waiting for a retry"
+        );
+        let out = doc! {"_id": bson::oid::ObjectId::new(), "interviewId": bson::oid::ObjectId::new(),
+        "status": "FAILED", "errorKind": "invalid_output", "attemptCount": 3};
+        assert_eq!(stage_of(&settled, Some(&out), &none, v), "report FAILED after invalid_output: NEEDS YOU");
     }
 }

@@ -28,7 +28,9 @@
 //!   metrics, a verdict naming what failing batches say) and `queue pause|resume` (the mapping,
 //!   on a stage or the local runner);
 //! - [`listing`]: `interview unsettled`, `report failures`;
-//! - [`report_failure`]: where a failed report stands and how its stored `lastError` is shown;
+//! - [`report_failure`]: the states a report can be in and how its stored `lastError` is shown;
+//! - [`report_state`]: what a report is now (one function every command reads, on the consumer's
+//!   claim rule) and what `queue status report-generate` adds from MongoDB;
 //! - [`duration_text`]: durations as an operator reads them;
 //! - [`late`]: `report late` (the time to report against its service level, what waits, where);
 //! - [`audit_trail`]: the audit trail of mutating commands (a stage's append-only CloudWatch Logs
@@ -65,6 +67,7 @@ pub mod queues;
 pub mod redrive;
 pub mod reference;
 pub mod report_failure;
+pub mod report_state;
 pub mod status;
 
 pub use audit_trail::record_audit;
@@ -146,7 +149,11 @@ pub async fn run_with_args(cli: &Cli, args: Vec<String>) -> Rendered {
                 Err(e) => Err(e),
             };
             if let Some(name) = mutating_name(&cli.command) {
-                audit_line = Some(record_audit(&ctx, name, &args, started, &result).await);
+                // The record as JSON only when asked (`--json`) or when it is nowhere else (not
+                // stored, or stored on stderr only); a person reads one line.
+                let (record, warnings) = audit_trail::store_audit(&ctx, name, &args, started, &result).await;
+                let line = if cli.json || !warnings.is_empty() { record.line() } else { record.summary() };
+                audit_line = Some(line + "\n" + &warnings);
             }
             note.push_str(&ctx.take_notes());
             result

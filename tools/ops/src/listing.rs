@@ -39,6 +39,8 @@ pub struct Unsettled {
     /// `createdAt`, else the ObjectId's time.
     pub created_at: Option<String>,
     pub age_seconds: Option<u64>,
+    /// Why it is not settled: where its `interview.completed` is (a COMPLETED interview).
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -47,6 +49,8 @@ pub struct UnsettledListing {
     pub organization_id: Option<OrganizationId>,
     pub interviews: Vec<Unsettled>,
     pub truncated: bool,
+    /// The next command, written out (the oldest interview, this run's `--stage`).
+    pub next: Option<String>,
 }
 
 impl UnsettledListing {
@@ -66,9 +70,12 @@ impl UnsettledListing {
                 i.credits_reserved.map_or("?".into(), |n| n.to_string()),
                 i.status.as_deref().unwrap_or("-"),
             ));
+            if let Some(reason) = &i.reason {
+                s.push_str(&format!("      {reason}\n"));
+            }
         }
-        if !self.interviews.is_empty() {
-            s.push_str("  next: sophia-ops interview show <interviewId> (its DLQ messages, ledger, outbox)\n");
+        if let Some(next) = &self.next {
+            s.push_str(&format!("  next: {next} (its DLQ messages, ledger, outbox)\n"));
         }
         s
     }
@@ -111,7 +118,7 @@ pub async fn unsettled(
         .map_err(|e| OpsError::domain("listing unsettled interviews", e))?;
     let truncated = docs.len() as i64 > limit;
     let now = chrono::Utc::now();
-    let interviews = docs
+    let interviews: Vec<Unsettled> = docs
         .iter()
         .take(limit as usize)
         .map(|d| {
@@ -126,10 +133,35 @@ pub async fn unsettled(
                 credits_reserved: d.get_document("credits").ok().and_then(|c| c.get("reserved")).and_then(number),
                 created_at: created.map(|c| c.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
                 age_seconds: created.map(|c| (now - c).num_seconds().max(0) as u64),
+                reason: None,
             }
         })
         .collect();
-    Ok(UnsettledListing { organization_id: org, interviews, truncated })
+    let next = interviews.first().map(|i| ctx.ops_command(&format!("interview show {}", i.interview_id)));
+    let mut listing = UnsettledListing { organization_id: org, interviews, truncated, next };
+    attach_reasons(ctx, &mut listing).await;
+    Ok(listing)
+}
+
+/// Why each COMPLETED interview is not settled ([`crate::late::where_unsettled`]); an interview
+/// still `IN_PROGRESS` (or another status) holds its reservation by design until it ends.
+async fn attach_reasons(ctx: &Context, listing: &mut UnsettledListing) {
+    if !listing.interviews.iter().any(|i| i.status.as_deref() == Some("COMPLETED")) {
+        return;
+    }
+    let queue = crate::queues::QueueName::of(sophia_declarations::Queue::InterviewCompleted);
+    let messages = match crate::status::queue_status(ctx, queue, Duration::from_secs(900)).await {
+        Ok(s) => crate::late::completed_messages(ctx, &s).await,
+        Err(e) => {
+            for i in &mut listing.interviews {
+                i.reason = Some(format!("where its message is could not be read: {e}"));
+            }
+            return;
+        }
+    };
+    for i in listing.interviews.iter_mut().filter(|i| i.status.as_deref() == Some("COMPLETED")) {
+        i.reason = Some(crate::late::where_unsettled(&i.interview_id, &messages));
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -146,6 +178,9 @@ pub struct Failure {
     /// `server_error`, `timeout`, `database`), so an outage shows here with `attempts` at 0.
     pub transient_failures: Option<i64>,
     pub last_error_at: Option<String>,
+    /// Where it is and what comes next (when the next delivery is due), in words.
+    pub now: String,
+    pub next_delivery: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -159,6 +194,8 @@ pub struct FailuresListing {
     pub by_kind: std::collections::BTreeMap<String, usize>,
     /// What happens to a report after a failure, from the code's own values.
     pub retry_schedule: RetrySchedule,
+    /// The next command, written out (the first report listed, this run's `--stage`).
+    pub next: Option<String>,
 }
 
 /// The report queue's retry schedule, from the consumer's policy
@@ -173,7 +210,14 @@ pub struct RetrySchedule {
 }
 
 impl RetrySchedule {
+    /// With the report queue's visibility timeout as declared.
     pub fn of_report_queue() -> Self {
+        let q = sophia_declarations::Queue::ReportGenerate.settings();
+        Self::with_visibility(Duration::from_secs(u64::from(q.visibility_timeout_seconds)))
+    }
+
+    /// With the report queue's visibility timeout as the stage has it.
+    pub fn with_visibility(visibility: Duration) -> Self {
         use sophia_declarations::Queue;
         let q = Queue::ReportGenerate.settings();
         let schedule = sophia_sqs_consumer::backoff::policy_of(Queue::ReportGenerate).schedule(q.max_receive_count);
@@ -187,9 +231,7 @@ impl RetrySchedule {
             other: format!(
                 "any other kind counts one of the report's {} attempts and is delivered again after the queue's visibility timeout ({}); the last attempt's failure goes to the DLQ",
                 sophia_reports::store::MAX_ATTEMPTS,
-                sophia_sqs_consumer::backoff::words(std::time::Duration::from_secs(u64::from(
-                    q.visibility_timeout_seconds
-                )))
+                sophia_sqs_consumer::backoff::words(visibility)
             ),
         }
     }
@@ -202,7 +244,7 @@ impl FailuresListing {
 
     pub fn human(&self) -> String {
         let mut s = format!(
-            "{} report(s) with failed attempts, not COMPLETED, in the last {}{}: {} need you, {} waiting for a retry, {} being retried now\n",
+            "{} report(s) with failed attempts, not COMPLETED, in the last {}{}: {} need you, {} waiting for a retry, {} in flight\n",
             self.reports.len(),
             human_duration(self.since_seconds),
             if self.truncated { " (--limit reached: more not shown)" } else { "" },
@@ -219,7 +261,7 @@ impl FailuresListing {
         }
         for r in &self.reports {
             s.push_str(&format!(
-                "  {:<19}  {}  organization {}  errorKind {}  {} attempt(s) of {}, {} transient failure(s)  last failed {}\n",
+                "  {:<19}  {}  organization {}  errorKind {}  {} attempt(s) of {}, {} transient failure(s)  last failed {}\n      {}\n",
                 r.state.label(),
                 r.interview_id,
                 r.organization_id.as_deref().unwrap_or("-"),
@@ -228,12 +270,15 @@ impl FailuresListing {
                 sophia_reports::store::MAX_ATTEMPTS,
                 r.transient_failures.unwrap_or(0),
                 r.last_error_at.as_deref().unwrap_or("-"),
+                r.now,
             ));
         }
         if !self.reports.is_empty() {
             s.push_str(&format!("  retries: {}\n", self.retry_schedule.transient));
             s.push_str(&format!("           {}\n", self.retry_schedule.other));
-            s.push_str("  next: sophia-ops interview show <interviewId> (lastError, lease, retries)\n");
+            if let Some(next) = &self.next {
+                s.push_str(&format!("  next: {next} (lastError, lease, retries)\n"));
+            }
         }
         s
     }
@@ -257,7 +302,7 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
     let docs: Vec<Document> = db
         .collection::<Document>(INTERVIEW_REPORTS)
         .find(filter)
-        .projection(doc! {"interviewId": 1, "organizationId": 1, "status": 1, "errorKind": 1, "attemptCount": 1, "transientFailures": 1, "waitingForRetry": 1, "lastErrorAt": 1})
+        .projection(crate::report_state::projection())
         .sort(doc! {"lastErrorAt": -1})
         .limit(limit + 1)
         .await
@@ -266,24 +311,25 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
         .await
         .map_err(|e| OpsError::domain("listing failed reports", e))?;
     let truncated = docs.len() as i64 > limit;
+    let visibility = crate::report_state::report_visibility(ctx).await;
+    let now = bson::DateTime::now();
     let mut reports: Vec<Failure> = docs
         .iter()
         .take(limit as usize)
         .filter(|d| d.get_str("status").ok() != Some(completed))
         .map(|d| {
-            let status = d.get("status").and_then(text);
-            let error_kind = d.get("errorKind").and_then(text);
-            let attempts = d.get("attemptCount").and_then(number);
-            let waiting = d.get_bool("waitingForRetry").ok();
+            let state = crate::report_state::report_now(d, now, visibility);
             Failure {
                 interview_id: d.get("interviewId").and_then(text).unwrap_or_default(),
                 organization_id: d.get("organizationId").and_then(text),
-                state: FailureState::of(status.as_deref(), waiting, error_kind.as_deref(), attempts.unwrap_or(0)),
-                status,
-                error_kind,
-                attempts,
+                state: state.state,
+                status: d.get("status").and_then(text),
+                error_kind: state.error_kind,
+                attempts: d.get("attemptCount").and_then(number),
                 transient_failures: d.get("transientFailures").and_then(number),
                 last_error_at: d.get("lastErrorAt").and_then(text),
+                now: state.words,
+                next_delivery: state.next_delivery,
             }
         })
         .collect();
@@ -293,12 +339,14 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
     for r in &reports {
         *by_kind.entry(r.error_kind.clone().unwrap_or_else(|| "-".into())).or_insert(0) += 1;
     }
+    let next = reports.first().map(|r| ctx.ops_command(&format!("interview show {}", r.interview_id)));
     Ok(FailuresListing {
+        next,
         since_seconds: since.as_secs(),
         reports,
         truncated,
         by_kind,
-        retry_schedule: RetrySchedule::of_report_queue(),
+        retry_schedule: RetrySchedule::with_visibility(visibility),
     })
 }
 

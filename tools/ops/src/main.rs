@@ -6,9 +6,10 @@ use clap::Parser;
 
 fn main() {
     let cli = sophia_ops::Cli::parse();
-    // The AWS SDK warns about every credential/region source it probes (IMDS on a laptop):
-    // noise for an operator. LOG_LEVEL overrides this.
-    sophia_platform::telemetry::init_for_cli("warn,aws_config=error");
+    // The AWS SDK warns about every credential/region source it probes (IMDS on a laptop), and
+    // the MongoDB connection about a standalone server the env file allows (the local
+    // pipeline): noise for an operator. LOG_LEVEL overrides this.
+    sophia_platform::telemetry::init_for_cli("warn,aws_config=error,sophia_platform::mongo=error");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
     let rendered = runtime.block_on(sophia_ops::run(&cli));
     let _ = std::io::stdout().write_all(rendered.stdout.as_bytes());

@@ -111,18 +111,27 @@ impl FunctionMetrics {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
-    /// Messages wait and nothing consumes them: the mapping is disabled or missing, or the
-    /// function was not invoked in the window.
+    /// Nothing consumes the queue: the mapping is disabled (paused) or missing, or the function
+    /// was not invoked in the window while messages wait.
     Stopped,
     /// The function runs but its batches or records fail: messages come back, age, and after
     /// maxReceiveCount receives reach the DLQ.
     Failing,
+    /// Something only a person can settle: messages in the DLQ, or reports nothing retries any
+    /// more.
+    NeedsPerson,
     /// The function runs but is throttled: messages wait.
     Slow,
+    /// Messages are delayed: retries of failures, each due when its delay ends.
+    Retrying,
     /// The function runs without errors or throttles but messages still wait: more arrived than
     /// the concurrency cap drains at once.
     Burst,
-    /// Nothing waits, or nothing waits long.
+    /// Nothing waits and nothing is left behind, but batches or records failed in the window:
+    /// not yet healthy (a narrower `--window` shows whether it still fails).
+    Recovering,
+    /// Nothing waits long, nothing is in the DLQ, nothing is delayed, no error in the window and
+    /// the mapping is enabled.
     Healthy,
     /// Not enough to decide (local pipeline with messages waiting, or the APIs refused).
     Undecided,
@@ -133,8 +142,11 @@ impl Verdict {
         match self {
             Self::Stopped => "stopped",
             Self::Failing => "failing",
+            Self::NeedsPerson => "needs a person",
             Self::Slow => "slow",
+            Self::Retrying => "retrying",
             Self::Burst => "a burst",
+            Self::Recovering => "recovering",
             Self::Healthy => "healthy",
             Self::Undecided => "undecided",
         }
@@ -154,6 +166,8 @@ pub struct QueueStatus {
     pub dlq_visible: Option<u64>,
     /// `MessageRetentionPeriod` of the source queue.
     pub retention_seconds: Option<u64>,
+    /// `VisibilityTimeout` of the source queue (as the stage has it, not as declared).
+    pub visibility_timeout_seconds: Option<u64>,
     /// `ApproximateAgeOfOldestMessage` (CloudWatch, the latest minute of the window).
     pub oldest_age_seconds: Option<u64>,
     /// Retention minus the oldest age: after this the oldest message is deleted without reaching
@@ -162,85 +176,170 @@ pub struct QueueStatus {
     pub mapping: Option<Mapping>,
     /// Why there is no mapping line (local pipeline, an API error), when there is none.
     pub mapping_note: Option<String>,
+    /// Who paused a disabled mapping, from the audit trail's latest `queue-pause` or
+    /// `local-pause` of this queue.
+    pub paused_by: Option<String>,
     pub window_seconds: u64,
     pub metrics: Option<FunctionMetrics>,
     pub metrics_note: Option<String>,
+    /// report-generate: the reports MongoDB says need a person (out of attempts, a kind no retry
+    /// fixes), when MongoDB is configured.
+    pub stranded: Option<String>,
     pub verdict: Verdict,
-    /// With `failing`: what the function's errors say.
+    /// What the verdict is about: the first thing a person must act on, and its cause.
     pub cause: Option<String>,
     pub evidence: Vec<String>,
+    /// The next command, written out (this run's `--stage` included).
+    pub next: Option<String>,
 }
 
-/// Decides from the facts (no I/O). `mapping`: `None` when unknown; `Some(None)` when no mapping
-/// reads the queue.
-pub fn verdict(
-    visible: u64,
-    in_flight: u64,
-    oldest_age: Option<u64>,
-    healthy_age: u64,
-    mapping: Option<Option<&Mapping>>,
-    metrics: Option<&FunctionMetrics>,
-) -> (Verdict, Option<String>, Vec<String>) {
-    let mut evidence = Vec::new();
-    let waiting = visible + in_flight;
+/// What a verdict is decided from (no I/O).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Facts<'a> {
+    pub visible: u64,
+    pub in_flight: u64,
+    pub delayed: u64,
+    /// Messages in the DLQ (visible).
+    pub dlq: u64,
+    pub oldest_age: Option<u64>,
+    /// Within this age a message is being worked on normally (the queue's visibility timeout).
+    pub healthy_age: u64,
+    /// `None` when unknown; `Some(None)` when no mapping reads the queue.
+    pub mapping: Option<Option<&'a Mapping>>,
+    /// Who paused the mapping, when the audit trail says.
+    pub paused_by: Option<&'a str>,
+    pub metrics: Option<&'a FunctionMetrics>,
+    /// Reports nothing retries any more (report-generate), in words.
+    pub stranded: Option<&'a str>,
+}
+
+/// The verdict, its cause and the evidence, from the facts (no I/O). "healthy" only when nothing
+/// needs a person: the mapping enabled, no error or failed record in the window, the DLQ empty,
+/// nothing delayed, no stranded report, nothing waiting long. Otherwise the first of: stopped,
+/// failing, needs a person (DLQ, stranded reports), slow, retrying, a burst, recovering.
+pub fn verdict(f: &Facts) -> (Verdict, Option<String>, Vec<String>) {
+    let mut evidence = vec![format!(
+        "{} message(s) visible, {} in flight, {} delayed; {} in the DLQ",
+        f.visible, f.in_flight, f.delayed, f.dlq
+    )];
+    let also = left_behind(f);
+    if let Some(stopped) = stopped(f, &mut evidence) {
+        return (Verdict::Stopped, Some(stopped + &also), evidence);
+    }
+    let waiting = f.visible + f.in_flight + f.delayed;
+    if let Some(m) = f.metrics
+        && let Some(cause) = m.failing()
+    {
+        evidence.push(format!(
+            "the function ran {} time(s): {} error(s), {} failed record(s), {} throttle(s)",
+            m.invocations,
+            m.errors,
+            m.records_failed.map_or("?".into(), |r| r.to_string()),
+            m.throttles
+        ));
+        if waiting == 0 && f.dlq == 0 && f.stranded.is_none() {
+            evidence.push(
+                "nothing waits and nothing is in the DLQ: healthy once a window passes without an error (try --window 1m)"
+                    .into(),
+            );
+            return (Verdict::Recovering, Some(cause), evidence);
+        }
+        return (Verdict::Failing, Some(cause + &also), evidence);
+    }
+    if f.dlq > 0 || f.stranded.is_some() {
+        let first = if f.dlq > 0 { dlq_words(f.dlq) } else { f.stranded.unwrap_or_default().to_owned() };
+        if let Some(s) = f.stranded.filter(|_| f.dlq > 0) {
+            evidence.push(s.to_owned());
+        }
+        return (Verdict::NeedsPerson, Some(first), evidence);
+    }
     if waiting == 0 {
-        evidence.push("no message waits or is in flight".into());
+        evidence.push("nothing waits, nothing is in the DLQ, no error in the window".into());
         return (Verdict::Healthy, None, evidence);
     }
-    evidence.push(format!("{visible} message(s) visible, {in_flight} in flight"));
-    match mapping {
+    moving(f, evidence)
+}
+
+/// `; also N in the DLQ, ...`: what a stopped or failing queue has already left behind.
+fn left_behind(f: &Facts) -> String {
+    let mut parts = Vec::new();
+    if f.dlq > 0 {
+        parts.push(dlq_words(f.dlq));
+    }
+    if let Some(s) = f.stranded {
+        parts.push(s.to_owned());
+    }
+    if parts.is_empty() { String::new() } else { format!("; also {}", parts.join("; ")) }
+}
+
+fn dlq_words(n: u64) -> String {
+    format!("{n} message(s) in the DLQ, each needs a person (dlq list, then dlq show <messageId>)")
+}
+
+/// The mapping's part: `Some(why)` when nothing consumes the queue.
+fn stopped(f: &Facts, evidence: &mut Vec<String>) -> Option<String> {
+    match f.mapping {
         Some(None) => {
-            evidence.push("no event source mapping reads the queue: nothing receives from it".into());
-            return (Verdict::Stopped, None, evidence);
+            let why = "no event source mapping reads the queue: nothing receives from it".to_owned();
+            evidence.push(why.clone());
+            Some(why)
         }
         Some(Some(m)) if m.state != "Enabled" => {
-            evidence.push(format!(
-                "the event source mapping {} is {}{}: nothing receives from the queue (resume: `queue resume`)",
+            let why = format!(
+                "the event source mapping {} is {}{}{}: nothing receives from the queue (resume: `queue resume`)",
                 m.uuid,
                 m.state,
-                m.state_transition_reason.as_ref().map_or(String::new(), |r| format!(" ({r})"))
-            ));
-            return (Verdict::Stopped, None, evidence);
+                m.state_transition_reason.as_ref().map_or(String::new(), |r| format!(" ({r})")),
+                f.paused_by.map_or(String::new(), |by| format!(", paused by {by}"))
+            );
+            evidence.push(why.clone());
+            Some(why)
         }
-        _ => {}
+        _ => None,
     }
-    if let Some(m) = metrics {
-        if let Some(cause) = m.failing() {
-            evidence.push(format!(
-                "the function ran {} time(s): {} error(s), {} failed record(s), {} throttle(s)",
-                m.invocations,
-                m.errors,
-                m.records_failed.map_or("?".into(), |r| r.to_string()),
-                m.throttles
-            ));
-            return (Verdict::Failing, Some(cause), evidence);
+}
+
+/// Messages wait, the function runs without errors: not invoked, throttled, delayed retries, a
+/// burst, or healthy.
+fn moving(f: &Facts, mut evidence: Vec<String>) -> (Verdict, Option<String>, Vec<String>) {
+    let delayed = (f.delayed > 0).then(|| {
+        format!("{} message(s) delayed: retries of earlier failures, each delivered when its delay ends", f.delayed)
+    });
+    let Some(m) = f.metrics else {
+        if let Some(d) = delayed {
+            return (Verdict::Retrying, Some(d), evidence);
         }
-        if m.invocations == 0 && visible > 0 {
-            evidence.push("messages wait but the function was not invoked in the window".into());
-            return (Verdict::Stopped, None, evidence);
-        }
-        if m.throttles > 0 {
-            evidence.push(format!("the function ran {} time(s) with {} throttle(s)", m.invocations, m.throttles));
-            return (Verdict::Slow, None, evidence);
-        }
-        if oldest_age.is_none_or(|a| a <= healthy_age) && (oldest_age.is_some() || visible == 0) {
-            evidence.push(format!(
-                "the oldest message is younger than {healthy_age}s or in flight; the function runs without errors"
-            ));
+        if f.in_flight > 0 && f.visible == 0 {
+            evidence.push("every waiting message is in flight: something is consuming".into());
             return (Verdict::Healthy, None, evidence);
         }
-        evidence.push(format!(
-            "the function ran {} time(s) without errors or throttles, yet messages wait: more arrived than the concurrency cap drains",
-            m.invocations
-        ));
-        return (Verdict::Burst, None, evidence);
+        evidence.push("no mapping state or function metrics to tell stopped, slow and a burst apart".into());
+        return (Verdict::Undecided, None, evidence);
+    };
+    if m.invocations == 0 && f.visible > 0 {
+        let why = "messages wait but the function was not invoked in the window".to_owned();
+        evidence.push(why.clone());
+        return (Verdict::Stopped, Some(why), evidence);
     }
-    if in_flight > 0 && visible == 0 {
-        evidence.push("every waiting message is in flight: something is consuming".into());
+    if m.throttles > 0 {
+        evidence.push(format!("the function ran {} time(s) with {} throttle(s)", m.invocations, m.throttles));
+        return (Verdict::Slow, None, evidence);
+    }
+    if let Some(d) = delayed {
+        return (Verdict::Retrying, Some(d), evidence);
+    }
+    if f.oldest_age.is_none_or(|a| a <= f.healthy_age) && (f.oldest_age.is_some() || f.visible == 0) {
+        evidence.push(format!(
+            "the oldest message is younger than {}s or in flight; the function runs without errors",
+            f.healthy_age
+        ));
         return (Verdict::Healthy, None, evidence);
     }
-    evidence.push("no mapping state or function metrics to tell stopped, slow and a burst apart".into());
-    (Verdict::Undecided, None, evidence)
+    evidence.push(format!(
+        "the function ran {} time(s) without errors or throttles, yet messages wait: more arrived than the concurrency cap drains",
+        m.invocations
+    ));
+    (Verdict::Burst, None, evidence)
 }
 
 /// Where a queue's mapping and its function's metrics are read and the mapping changed.
@@ -376,7 +475,7 @@ impl Observer {
                         last_error: out["lastError"].as_str().map(str::to_owned),
                         failures_by_kind: Vec::new(),
                     }),
-                    None,
+                    out["oldestAgeSeconds"].as_u64(),
                 ))
             }
             Self::Unavailable(why) => Err(why.clone()),
@@ -414,19 +513,77 @@ pub async fn queue_status(ctx: &Context, queue: QueueName, window: Duration) -> 
         .map_err(|e| OpsError::sqs("GetQueueAttributes", &url, e))?
         .attributes
         .unwrap_or_default();
-    let visible = count(&attrs, QueueAttributeName::ApproximateNumberOfMessages);
-    let in_flight = count(&attrs, QueueAttributeName::ApproximateNumberOfMessagesNotVisible);
-    let delayed = count(&attrs, QueueAttributeName::ApproximateNumberOfMessagesDelayed);
+    let visibility = count(&attrs, QueueAttributeName::VisibilityTimeout);
     let retention = count(&attrs, QueueAttributeName::MessageRetentionPeriod);
-    let visibility = count(&attrs, QueueAttributeName::VisibilityTimeout).unwrap_or(30);
-    let arn = attrs.get(&QueueAttributeName::QueueArn).cloned();
     let dlq_url = locator.dlq_url(queue).await.ok();
     let dlq_visible = match &dlq_url {
         Some(u) => crate::queues::approximate_visible(&locator, u).await.ok().flatten(),
         None => None,
     };
+    let mut status = QueueStatus {
+        queue,
+        queue_url: url.clone(),
+        dlq_url,
+        visible: count(&attrs, QueueAttributeName::ApproximateNumberOfMessages),
+        in_flight: count(&attrs, QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
+        delayed: count(&attrs, QueueAttributeName::ApproximateNumberOfMessagesDelayed),
+        dlq_visible,
+        retention_seconds: retention,
+        visibility_timeout_seconds: visibility,
+        oldest_age_seconds: None,
+        retention_left_seconds: None,
+        mapping: None,
+        mapping_note: None,
+        paused_by: None,
+        window_seconds: window.as_secs(),
+        metrics: None,
+        metrics_note: None,
+        stranded: None,
+        verdict: Verdict::Undecided,
+        cause: None,
+        evidence: Vec::new(),
+        next: None,
+    };
+    let mapping_known = observe(ctx, &mut status, attrs.get(&QueueAttributeName::QueueArn).cloned(), window).await;
+    if queue.holds_report_attempts() {
+        crate::report_state::attach_to_status(ctx, &mut status, window).await;
+    }
+    if status.mapping.as_ref().is_some_and(|m| m.state != "Enabled") {
+        status.paused_by = crate::audit_trail::who_paused(ctx, queue).await;
+    }
+    decide(&mut status, mapping_known);
+    status.next = next_step(ctx, &status);
+    Ok(status)
+}
+
+/// The next command for the verdict, written out.
+fn next_step(ctx: &Context, s: &QueueStatus) -> Option<String> {
+    let q = s.queue;
+    let dlq = s.dlq_visible.unwrap_or(0) > 0;
+    let failures = if q.holds_report_attempts() { "report failures" } else { "interview unsettled" };
+    Some(match s.verdict {
+        Verdict::Healthy | Verdict::Undecided | Verdict::Burst => return None,
+        Verdict::Stopped if s.mapping.as_ref().is_some_and(|m| m.state != "Enabled") => {
+            format!("{} (once what it was paused for is fixed)", ctx.ops_command(&format!("queue resume {q}")))
+        }
+        Verdict::Stopped => {
+            "the function's log and its event source mapping (docs/runbook.md#oldest-message-too-old)".into()
+        }
+        Verdict::Failing | Verdict::Retrying => format!(
+            "{} (which messages; the cause above first: docs/runbook.md#function-errors)",
+            ctx.ops_command(failures)
+        ),
+        Verdict::NeedsPerson if dlq => ctx.ops_command(&format!("dlq list {q}")),
+        Verdict::NeedsPerson => ctx.ops_command("report failures"),
+        Verdict::Recovering | Verdict::Slow => ctx.ops_command(&format!("queue status {q} --window 1m")),
+    })
+}
+
+/// The mapping and the function's metrics, through the queue's [`Observer`]; whether the
+/// mapping's state is known.
+async fn observe(ctx: &Context, status: &mut QueueStatus, arn: Option<String>, window: Duration) -> bool {
     // By the URL only: a `--stage` whose queues are loopback (tests) has no Lambda API either.
-    let observer = Observer::for_queue(ctx, &url);
+    let observer = Observer::for_queue(ctx, &status.queue_url);
     let (mapping, mapping_note, mapping_known) = match arn.as_deref() {
         None => (None, Some("the queue has no QueueArn".into()), false),
         Some(arn) => match observer.mapping(ctx, arn).await {
@@ -437,7 +594,7 @@ pub async fn queue_status(ctx: &Context, queue: QueueName, window: Duration) -> 
         },
     };
     let function = mapping.as_ref().and_then(|m| m.function_arn.as_deref()).map(function_name);
-    let queue_name = url.rsplit('/').next().unwrap_or_default().to_owned();
+    let queue_name = status.queue_url.rsplit('/').next().unwrap_or_default().to_owned();
     let (metrics, oldest, metrics_note) = match observer.metrics(ctx, &queue_name, function.as_deref(), window).await {
         Ok((m, oldest)) => (m, oldest, None),
         Err(_) if matches!(observer, Observer::Unavailable(_)) => {
@@ -445,40 +602,41 @@ pub async fn queue_status(ctx: &Context, queue: QueueName, window: Duration) -> 
         }
         Err(e) => (None, None, Some(format!("the function's metrics could not be read: {e}"))),
     };
-    let mapping_state = mapping_known.then_some(mapping.as_ref());
-    // Healthy age: within one visibility timeout a message is being worked on normally.
-    let (verdict, cause, mut evidence) =
-        verdict(visible.unwrap_or(0), in_flight.unwrap_or(0), oldest, visibility, mapping_state, metrics.as_ref());
-    let retention_left = match (retention, oldest) {
+    status.mapping = mapping;
+    status.mapping_note = mapping_note;
+    status.metrics = metrics;
+    status.oldest_age_seconds = oldest;
+    status.metrics_note = metrics_note;
+    mapping_known
+}
+
+/// The verdict of `status`'s facts, and the retention line.
+fn decide(status: &mut QueueStatus, mapping_known: bool) {
+    let facts = Facts {
+        visible: status.visible.unwrap_or(0),
+        in_flight: status.in_flight.unwrap_or(0),
+        delayed: status.delayed.unwrap_or(0),
+        dlq: status.dlq_visible.unwrap_or(0),
+        oldest_age: status.oldest_age_seconds,
+        // Within one visibility timeout a message is being worked on normally.
+        healthy_age: status.visibility_timeout_seconds.unwrap_or(30),
+        mapping: mapping_known.then_some(status.mapping.as_ref()),
+        paused_by: status.paused_by.as_deref(),
+        metrics: status.metrics.as_ref(),
+        stranded: status.stranded.as_deref(),
+    };
+    let (verdict, cause, mut evidence) = verdict(&facts);
+    status.retention_left_seconds = match (status.retention_seconds, status.oldest_age_seconds) {
         (Some(r), Some(a)) => Some(r.saturating_sub(a)),
         _ => None,
     };
-    if let Some(left) = retention_left.filter(|l| *l < 86_400) {
+    if let Some(left) = status.retention_left_seconds.filter(|l| *l < 86_400) {
         evidence.push(format!(
             "the oldest message is deleted by SQS in {} (retention), without reaching the DLQ",
             human_duration(left)
         ));
     }
-    Ok(QueueStatus {
-        queue,
-        queue_url: url,
-        dlq_url,
-        visible,
-        in_flight,
-        delayed,
-        dlq_visible,
-        retention_seconds: retention,
-        oldest_age_seconds: oldest,
-        retention_left_seconds: retention_left,
-        mapping,
-        mapping_note,
-        window_seconds: window.as_secs(),
-        metrics,
-        metrics_note,
-        verdict,
-        cause,
-        evidence,
-    })
+    (status.verdict, status.cause, status.evidence) = (verdict, cause, evidence);
 }
 
 /// `arn:aws:lambda:<region>:<account>:function:<name>[:alias]` -> `<name>`.
@@ -606,6 +764,7 @@ impl QueueStatus {
     pub fn human(&self) -> String {
         let n = |v: Option<u64>| v.map_or("?".into(), |n| n.to_string());
         let mut s = format!("queue {} ({})\n", self.queue, self.queue_url);
+        let waiting = self.visible.unwrap_or(0) + self.in_flight.unwrap_or(0) + self.delayed.unwrap_or(0);
         s.push_str(&format!(
             "  messages:   {} visible, {} in flight, {} delayed\n",
             n(self.visible),
@@ -622,6 +781,7 @@ impl QueueStatus {
                     human_duration(self.retention_seconds.unwrap_or(0))
                 ),
                 (Some(a), None) => human_duration(a),
+                _ if self.metrics.is_some() && waiting == 0 => "no message waits".to_owned(),
                 _ => format!(
                     "unknown ({}); retention {}",
                     self.metrics_note.as_deref().unwrap_or("no data"),
@@ -636,11 +796,12 @@ impl QueueStatus {
         ));
         match (&self.mapping, &self.mapping_note) {
             (Some(m), _) => s.push_str(&format!(
-                "  mapping:    {} {}{}{}\n",
+                "  mapping:    {} {}{}{}{}\n",
                 m.state,
                 m.function_arn.as_deref().map(function_name).unwrap_or_default(),
                 m.maximum_concurrency.map_or(String::new(), |c| format!(", maximumConcurrency {c}")),
-                m.state_transition_reason.as_ref().map_or(String::new(), |r| format!(" ({r})"))
+                m.state_transition_reason.as_ref().map_or(String::new(), |r| format!(" ({r})")),
+                self.paused_by.as_ref().map_or(String::new(), |by| format!(", paused by {by}"))
             )),
             (None, Some(note)) => s.push_str(&format!("  mapping:    {note}\n")),
             (None, None) => {}
@@ -664,6 +825,9 @@ impl QueueStatus {
         for e in &self.evidence {
             s.push_str(&format!("  - {e}\n"));
         }
+        if let Some(next) = &self.next {
+            s.push_str(&format!("next: {next}\n"));
+        }
         s
     }
 }
@@ -686,20 +850,65 @@ mod tests {
         }
     }
 
+    /// `verdict` of visible, in flight, the oldest age, a mapping and metrics (180 s healthy age).
+    fn v(
+        visible: u64,
+        in_flight: u64,
+        oldest_age: Option<u64>,
+        mapping: Option<Option<&Mapping>>,
+        metrics: Option<&FunctionMetrics>,
+    ) -> (Verdict, Option<String>, Vec<String>) {
+        verdict(&Facts { visible, in_flight, oldest_age, healthy_age: 180, mapping, metrics, ..Facts::default() })
+    }
+
     #[test]
     fn the_verdicts_and_their_evidence() {
         let (enabled, disabled) = (mapping("Enabled"), mapping("Disabled"));
         let on = Some(Some(&enabled));
-        assert_eq!(verdict(0, 0, None, 180, on, Some(&m(0, 0, 0))).0, Verdict::Healthy);
-        let (v, _, e) = verdict(40, 0, Some(900), 180, Some(Some(&disabled)), Some(&m(0, 0, 0)));
-        assert_eq!(v, Verdict::Stopped);
+        assert_eq!(v(0, 0, None, on, Some(&m(0, 0, 0))).0, Verdict::Healthy);
+        let (verdict_, _, e) = v(40, 0, Some(900), Some(Some(&disabled)), Some(&m(0, 0, 0)));
+        assert_eq!(verdict_, Verdict::Stopped);
         assert!(e.iter().any(|l| l.contains("mapping u-1 is Disabled (USER_INITIATED)")), "{e:?}");
-        assert_eq!(verdict(40, 0, Some(900), 180, Some(None), None).0, Verdict::Stopped, "no mapping");
-        assert_eq!(verdict(40, 0, Some(900), 180, on, Some(&m(0, 0, 0))).0, Verdict::Stopped, "enabled, not invoked");
-        assert_eq!(verdict(40, 5, Some(900), 180, on, Some(&m(30, 0, 2))).0, Verdict::Slow);
-        assert_eq!(verdict(400, 50, Some(900), 180, on, Some(&m(300, 0, 0))).0, Verdict::Burst);
-        assert_eq!(verdict(3, 1, Some(20), 180, on, Some(&m(30, 0, 0))).0, Verdict::Healthy);
-        assert_eq!(verdict(3, 0, None, 180, None, None).0, Verdict::Undecided, "no runner, messages waiting");
+        assert_eq!(v(40, 0, Some(900), Some(None), None).0, Verdict::Stopped, "no mapping");
+        assert_eq!(v(40, 0, Some(900), on, Some(&m(0, 0, 0))).0, Verdict::Stopped, "enabled, not invoked");
+        assert_eq!(v(40, 5, Some(900), on, Some(&m(30, 0, 2))).0, Verdict::Slow);
+        assert_eq!(v(400, 50, Some(900), on, Some(&m(300, 0, 0))).0, Verdict::Burst);
+        assert_eq!(v(3, 1, Some(20), on, Some(&m(30, 0, 0))).0, Verdict::Healthy);
+        assert_eq!(v(3, 0, None, None, None).0, Verdict::Undecided, "no runner, messages waiting");
+    }
+
+    /// "healthy" only when nothing needs a person: an empty source with a DLQ, delayed messages,
+    /// stranded reports or a paused mapping (and who paused it) is not.
+    #[test]
+    fn nothing_that_needs_a_person_reads_as_healthy() {
+        let (enabled, disabled) = (mapping("Enabled"), mapping("Disabled"));
+        let quiet = m(5, 0, 0);
+        let base = Facts { healthy_age: 180, mapping: Some(Some(&enabled)), metrics: Some(&quiet), ..Facts::default() };
+        let (verdict_, cause, _) = verdict(&Facts { dlq: 2, ..base });
+        assert_eq!(verdict_, Verdict::NeedsPerson, "a DLQ that is not empty while its source is");
+        assert!(cause.unwrap().starts_with("2 message(s) in the DLQ, each needs a person"));
+        let (verdict_, cause, _) = verdict(&Facts { delayed: 3, ..base });
+        assert_eq!(verdict_, Verdict::Retrying);
+        assert!(cause.unwrap().starts_with("3 message(s) delayed"));
+        let stranded = "2 report(s) need a person";
+        let (verdict_, cause, _) = verdict(&Facts { stranded: Some(stranded), ..base });
+        assert_eq!((verdict_, cause.as_deref()), (Verdict::NeedsPerson, Some(stranded)));
+        let paused = Facts { mapping: Some(Some(&disabled)), paused_by: Some("alice at 18:02 (queue-pause)"), ..base };
+        let (verdict_, cause, _) = verdict(&paused);
+        assert_eq!(verdict_, Verdict::Stopped, "paused with nothing waiting is not healthy");
+        assert!(cause.unwrap().contains("is Disabled (USER_INITIATED), paused by alice at 18:02 (queue-pause)"));
+        // Errors in the window, nothing left: recovering; with a DLQ: failing, the DLQ named too.
+        let failed = FunctionMetrics { last_error: Some("MongoDB unreachable".into()), ..m(6, 6, 0) };
+        let (verdict_, _, _) = verdict(&Facts { metrics: Some(&failed), ..base });
+        assert_eq!(verdict_, Verdict::Recovering);
+        let (verdict_, cause, _) = verdict(&Facts { metrics: Some(&failed), dlq: 4, ..base });
+        assert_eq!(verdict_, Verdict::Failing);
+        assert!(
+            cause
+                .unwrap()
+                .ends_with("; also 4 message(s) in the DLQ, each needs a person (dlq list, then dlq show <messageId>)")
+        );
+        assert_eq!(verdict(&base).0, Verdict::Healthy);
     }
 
     #[test]
@@ -712,8 +921,8 @@ mod tests {
             records_failed: Some(0),
             ..m(4, 4, 0)
         };
-        let (v, cause, _) = verdict(0, 1, None, 180, on, Some(&local));
-        assert_eq!(v, Verdict::Failing);
+        let (verdict_, cause, _) = v(0, 1, None, on, Some(&local));
+        assert_eq!(verdict_, Verdict::Failing);
         assert_eq!(
             cause.as_deref(),
             Some(
@@ -731,8 +940,7 @@ mod tests {
             reports.failing().as_deref(),
             Some("report attempts failed by error kind: rate_limited (7), timeout (2)")
         );
-        let (v, _, _) = verdict(3, 0, Some(900), 180, on, Some(&reports));
-        assert_eq!(v, Verdict::Failing);
+        assert_eq!(v(3, 0, Some(900), on, Some(&reports)).0, Verdict::Failing);
         assert_eq!(m(9, 0, 0).failing(), None);
     }
 

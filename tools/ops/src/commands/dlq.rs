@@ -30,7 +30,9 @@ pub async fn run(command: &DlqCommand, ctx: &Context) -> Result<Outcome, OpsErro
 
 /// `dlq list`.
 pub async fn list(ctx: &Context, queue: QueueName, max: usize, show_body: bool) -> Result<Outcome, OpsError> {
-    Ok(Outcome::DlqList(dlq_messages::list_with(&ctx.locator().await, queue, max, ctx.progress, show_body).await?))
+    let mut listing = dlq_messages::list_with(&ctx.locator().await, queue, max, ctx.progress, show_body).await?;
+    dlq_messages::attach_reasons(&mut listing, ctx).await;
+    Ok(Outcome::DlqList(listing))
 }
 
 /// `dlq show`: the message, and for report-generate its report's state.
@@ -149,10 +151,16 @@ async fn redrive_plan(
     let ids: Vec<InterviewId> =
         peeked.messages.iter().filter_map(|m| m.interview_id.as_deref()?.parse().ok()).collect();
     let mongo = ctx.mongo_for_plan().await;
+    let mut planned = Vec::new();
     for m in &peeked.messages {
-        let interview = m.interview_id.as_deref().unwrap_or("-");
         let fate = predict::message(mongo.as_ref(), queue, &m.body, reset).await;
-        plan.effects.push(format!("message {}: interview {interview}: {}", m.message_id, fate.text));
+        planned.push(predict::Planned { message_id: m.message_id.clone(), interview_id: m.interview_id.clone(), fate });
+    }
+    // Applied in order: a second message for an interview meets the first one's settlement.
+    let (lines, total) = predict::in_order(&planned);
+    plan.effects.extend(lines);
+    if mongo.is_some() {
+        plan.effects.push(total);
     }
     if peeked.truncated {
         plan.effects.push(format!("(only the first {REDRIVE_PLAN_MESSAGES} messages are listed)"));
