@@ -32,7 +32,7 @@ pub enum FailureState {
     RetryingNow,
     /// `NOT_STARTED`: its first attempt is to come.
     NotStarted,
-    /// `COMPLETED`.
+    /// `COMPLETED`, or `ERASED` (the candidate's data erased: nothing is generated again).
     Done,
 }
 

@@ -137,6 +137,13 @@ pub fn stored_report_now(report: &StoredReport, failure: Failure, now: DateTime,
     };
     match claim::hold(report, now, claim::lease()) {
         Hold::Completed => (r.state, r.words) = (FailureState::Done, "done: COMPLETED".into()),
+        Hold::Erased => {
+            (r.state, r.words) = (
+                FailureState::Done,
+                "erased: the candidate's data was erased; nothing generates this report again (docs/candidate-data.md#erasure)"
+                    .into(),
+            );
+        }
         Hold::Held { until } => {
             r.state = FailureState::RetryingNow;
             r.held_until = Some(rfc3339(until));
@@ -180,7 +187,8 @@ fn free(
                 r.next_delivery.as_ref().map_or(String::new(), |t| format!(", due by {t},"))
             );
         }
-        ReportStatus::Failed | ReportStatus::Completed => {
+        // `claim::hold` answers Erased for an ERASED report before `free` is reached.
+        ReportStatus::Failed | ReportStatus::Completed | ReportStatus::Erased => {
             let derived = kind.is_some_and(|k| {
                 sophia_reports::store::waits_for_retry(k, i32::try_from(r.attempts).unwrap_or(i32::MAX))
             });
