@@ -6,7 +6,7 @@
 // poll until the server's port refuses connections.
 import * as assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { connect } from "node:net";
 import * as path from "node:path";
@@ -31,10 +31,15 @@ async function underShell(command: string, ready: RegExp) {
   shell.on("exit", (code) => (exited = code));
   for (let i = 0; i < 300 && exited === undefined; i++) {
     const match = ready.exec(readFileSync(log, "utf8"));
-    if (match) return { shell, match };
+    if (match) {
+      rmSync(dir, { recursive: true, force: true });
+      return { shell, match };
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`not ready (shell exit ${exited}): ${readFileSync(log, "utf8")}`);
+  const out = readFileSync(log, "utf8");
+  rmSync(dir, { recursive: true, force: true });
+  throw new Error(`not ready (shell exit ${exited}): ${out}`);
 }
 
 const accepts = (port: number) =>
