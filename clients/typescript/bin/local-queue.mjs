@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // A local SQS for the API's development, without Rust: fauxqs (an npm package) on 127.0.0.1,
 // the queues the API publishes to (each with its DLQ, 3 receives as deployed), and the
-// variables the API needs printed as `export` lines. Runs until Ctrl-C.
+// variables the API needs printed as `export` lines. Runs until Ctrl-C, a SIGTERM/SIGHUP, or its
+// parent process (npx, npm, a shell) exits.
 //
 //   npx --yes -p fauxqs@1.9.2 sophia-local-queue [--port 4566]   (in the API project: fauxqs stays
 //   in npx's cache; installed into the API it would move the API's @aws-sdk/client-sqs)
@@ -131,12 +132,19 @@ for (const q of Object.values(queues).filter((q) => q.publishedByApi)) {
 for (const [k, v] of Object.entries(env)) console.log(`export ${k}=${v}`);
 console.log(`# fauxqs listening on ${endpoint}: Ctrl-C stops it`);
 
+let stopping = false;
 const stop = async () => {
+  if (stopping) return;
+  stopping = true;
   await app.close();
   process.exit(0);
 };
-process.on("SIGTERM", stop);
-process.on("SIGINT", stop);
+for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(signal, stop);
+// `npx` (and `npm run`) start this command under `sh -c`, and pass a SIGTERM/SIGINT they receive
+// to that shell only: the shell exits without passing it on, and this process would keep the
+// port. So it also stops when its parent goes (it is then re-parented: its ppid changes).
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && stop(), 250).unref();
 if (process.env.SOPHIA_EXIT_ON_STDIN_EOF === "1") {
   process.stdin.on("end", stop);
   process.stdin.on("error", stop);

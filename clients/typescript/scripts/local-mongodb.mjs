@@ -76,8 +76,12 @@ const stop = () => {
   if (exited === undefined) server.kill("SIGTERM");
   process.exit(0);
 };
-process.on("SIGTERM", stop);
-process.on("SIGINT", stop);
+for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(signal, stop);
+// `npm run local-mongodb` starts this under `sh -c` and passes a SIGTERM/SIGINT it receives to that
+// shell only, which exits without passing it on: so this also stops (and stops the server) when
+// its parent goes (it is then re-parented: its ppid changes).
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && stop(), 250).unref();
 server.on("exit", () => process.exit(1));
 if (process.env.SOPHIA_EXIT_ON_STDIN_EOF === "1") {
   process.stdin.on("end", stop);

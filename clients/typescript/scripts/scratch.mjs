@@ -29,7 +29,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as assert from "node:assert/strict";
@@ -103,7 +103,7 @@ if (process.argv.includes("--smoke")) {
   const blocks = readmeBlocks(readFileSync(path.join(PACKAGE, "README.md"), "utf8"));
   assert.deepEqual(
     [...blocks.keys()].sort(),
-    ["Dockerfile", "admin-retry.mjs", "install-from-source", "local-mongodb", "local-queue", "publish.mjs", "run-admin-retry", "run-publish", "run-publish-node22", "stack-env-recorded", "stack-reference.ts", "stored-report.mts"],
+    [".dockerignore", "Dockerfile", "admin-retry.mjs", "install-from-source", "local-mongodb", "local-queue", "publish.mjs", "run-admin-retry", "run-publish", "run-publish-node22", "stack-env-recorded", "stack-reference.ts", "stored-report.mts"],
     "the README's tested blocks",
   );
   // The examples under the README's file names, in the API project (where the reader saves them),
@@ -323,6 +323,10 @@ if (process.argv.includes("--smoke")) {
   const manifest = () => JSON.parse(readFileSync(path.join(api, "package.json"), "utf8"));
   const tgz = `sophia-async-jobs-client-${installed}.tgz`;
   assert.deepEqual(manifest(), { name: "source-api", private: true, dependencies: { "@aws-sdk/client-sqs": pinned, "@sophia/async-jobs-client": `file:vendor/${tgz}` } });
+  // The README's size of the vendored file (~N KiB, the .tgz on disk): within 15% of this build's.
+  const stated = Number(/\(one file, ~(\d+) KiB/.exec(readFileSync(path.join(PACKAGE, "README.md"), "utf8"))?.[1]);
+  const actual = statSync(path.join(api, "vendor", tgz)).size / 1024;
+  assert.ok(Math.abs(actual - stated) <= 0.15 * actual, `the README says the tarball is ~${stated} KiB; it is ${actual.toFixed(1)} KiB`);
   const sdkIn = (dir) => JSON.parse(readFileSync(path.join(dir, "node_modules", "@aws-sdk", "client-sqs", "package.json"), "utf8")).version;
   assert.equal(sdkIn(api), pinned, "the installed SDK is the API's pinned one");
   const lockBefore = readFileSync(path.join(api, "package-lock.json"), "utf8");
@@ -336,8 +340,10 @@ if (process.argv.includes("--smoke")) {
   assert.equal(sdkIn(api), pinned);
   log(`README install + local queue in an API pinned to @aws-sdk/client-sqs ${pinned}: package.json and lockfile keep the pin`);
   // The README's Dockerfile, without Docker: its WORKDIR, COPY and RUN lines in a fresh folder
-  // (the build context: the API's files without node_modules), offline; then the package loads.
-  dockerfileStandIn(blocks.get("Dockerfile"), api, path.join(WORK, "docker-build"), { ...process.env, ...quiet, npm_config_offline: "true" });
+  // (the build context: the API's files less what the README's .dockerignore excludes), offline;
+  // then the package loads.
+  writeFileSync(path.join(api, ".dockerignore"), blocks.get(".dockerignore"));
+  dockerfileStandIn(blocks.get("Dockerfile"), blocks.get(".dockerignore"), api, path.join(WORK, "docker-build"), { ...process.env, ...quiet, npm_config_offline: "true" });
   log("README Dockerfile (COPY/RUN lines, offline): npm ci --omit=dev installs the vendored tarball");
   // The README's Deploying block, on the recorded `pulumi stack output --json` of dev that the
   // Pulumi tests hold to the program's outputs (infra-pulumi/test/api-env.test.ts).
@@ -376,17 +382,27 @@ console.log(JSON.stringify({ dir: SCRATCH, sdk: wanted, tarball }));
 
 /**
  * The README's Dockerfile without Docker (none here): `FROM` names the image (its Node is not
- * this one; `FROM node:22-slim` is checked by name only), `WORKDIR` is a fresh folder, `COPY src...
- * dest` copies from the build context (the API's files, no node_modules), `RUN` runs in bash
- * there. Any other instruction fails the test, so the README cannot grow one this does not run.
- * Then the package must load in the built folder.
+ * this one; `FROM node:20-slim`, the API team's Node, is checked by name only), `WORKDIR` is a
+ * fresh folder, `COPY src... dest` copies from the build context (the API's files less what the
+ * README's `.dockerignore` excludes: Docker matches each of its lines against the path from the
+ * context's root, so `node_modules` excludes the top-level folder; only such plain names are
+ * accepted here), `RUN` runs in bash there. Any other instruction fails the test, so the README
+ * cannot grow one this does not run. Then the package must load in the built folder.
  */
-function dockerfileStandIn(dockerfile, context, root, env) {
+function dockerfileStandIn(dockerfile, dockerignore, context, root, env) {
   rmSync(root, { recursive: true, force: true });
+  const ignored = dockerignore.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"));
+  for (const pattern of ignored) assert.match(pattern, /^[\w.-]+$/, `README .dockerignore: ${pattern} is not a plain name this stand-in matches`);
+  assert.ok(ignored.includes("node_modules"), "the README's .dockerignore keeps node_modules out of the build context");
+  assert.ok(!ignored.includes("vendor"), "the README's .dockerignore keeps vendor/ (the tarball) in the build context");
+  const inContext = (f) => {
+    const top = path.relative(context, f).split(path.sep)[0];
+    return !ignored.includes(top);
+  };
   let workdir = root;
   for (const line of dockerfile.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"))) {
     const [instruction, ...rest] = line.split(/\s+/);
-    if (instruction === "FROM") assert.match(rest[0], /^node:22/, "the image's Node is 22");
+    if (instruction === "FROM") assert.match(rest[0], /^node:20-/, "the image's Node is the API team's, 20");
     else if (instruction === "WORKDIR") workdir = path.join(root, rest[0]);
     else if (instruction === "COPY") {
       const dest = path.join(workdir, rest.at(-1));
@@ -394,7 +410,7 @@ function dockerfileStandIn(dockerfile, context, root, env) {
         const from = path.join(context, src);
         cpSync(from, src.endsWith("/") || src === "." ? dest : path.join(dest, path.basename(src)), {
           recursive: true,
-          filter: (f) => !f.split(path.sep).includes("node_modules"),
+          filter: inContext,
         });
       }
     } else if (instruction === "RUN") execFileSync("bash", ["-euo", "pipefail", "-c", rest.join(" ")], { cwd: workdir, env, stdio: ["ignore", "inherit", "inherit"] });

@@ -349,6 +349,24 @@ export async function retryReportGeneration(options: RetryReportGenerationOption
   });
 }
 
+/** Names a generic `Error`'s class: a network error's `name` is only `Error` (or `AggregateError`, `TypeError`). */
+const GENERIC_ERROR_NAMES = new Set(["Error", "AggregateError", "TypeError"]);
+
+/**
+ * What a failed send's `errorName` says: the SDK error's own name (`QueueDoesNotExist`,
+ * `TimeoutError`, `AccessDenied`...); for a generic `Error` (a network failure) its system `code`
+ * or its `cause`'s (`ECONNREFUSED`, `ENOTFOUND`, `ECONNRESET`...); else the name itself.
+ */
+function sendErrorName(error: unknown): string {
+  if (!(error instanceof Error)) return typeof error;
+  if (!GENERIC_ERROR_NAMES.has(error.name)) return error.name;
+  const codeOf = (e: unknown): string | undefined => {
+    const code = typeof e === "object" && e !== null ? (e as { code?: unknown }).code : undefined;
+    return typeof code === "string" && /^[A-Z][A-Z0-9_]{1,63}$/.test(code) ? code : undefined;
+  };
+  return codeOf(error) ?? codeOf(error.cause) ?? error.name;
+}
+
 /** The publish after the queued mark was written, and its result. */
 async function publishQueued(options: RetryReportGenerationOptions, filter: Record<string, unknown>, queuedAt: Date): Promise<AdminRetryResult> {
   const { interviewId, organizationId, resetAttempts, reports, publisher } = options;
@@ -358,7 +376,7 @@ async function publishQueued(options: RetryReportGenerationOptions, filter: Reco
     publish = await publisher.publishReportGenerate({ interviewId, organizationId }, { requestId });
   } catch (error) {
     const left = await unqueue(reports, filter, queuedAt, resetAttempts);
-    const errorName = error instanceof Error ? error.name : typeof error;
+    const errorName = sendErrorName(error);
     const result = adminRetryResult("send-failed", `Sending the regeneration request failed (${errorName}).${leftBehind(left)}`, { ...left, errorName });
     Object.defineProperty(result, "cause", { value: error, enumerable: false });
     return result;

@@ -83,7 +83,7 @@ export type AdminRetryResult =
       readonly variable: string;
     })
   | (Base<"send-failed"> & RetryStateLeft & {
-      /** The SDK error's name (e.g. `QueueDoesNotExist`, `TimeoutError`); the error itself is `cause`, not enumerable (kept out of JSON). */
+      /** The SDK error's name (e.g. `QueueDoesNotExist`, `TimeoutError`), or for a network error (a plain `Error`) its `code` / `cause.code` (e.g. `ECONNREFUSED`); the error itself is `cause`, not enumerable (kept out of JSON). */
       readonly errorName: string;
       readonly cause?: unknown;
     });

@@ -12,9 +12,11 @@
 import * as assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
+import { SQSClient } from "@aws-sdk/client-sqs";
 import { type Collection, type Db, MongoClient, ObjectId } from "mongodb";
 
 import { readFileSync } from "node:fs";
+import * as net from "node:net";
 import * as path from "node:path";
 
 import {
@@ -386,6 +388,30 @@ test("a send that fails after the reset: send-failed with the state left and whe
   assert.deepEqual([left.queuedMarkCleared, left.safeToRetry, left.retryableAt], [false, false, new Date(NOW.getTime() + REPORT_LEASE_SECONDS * 1000 + 1)]);
   expectKind(await retry(stuck, true, recorder(), new Date(NOW.getTime() + 1)), "already-queued");
   expectKind(await retry(stuck, true, recorder(), left.retryableAt!), "queued");
+});
+
+test("a send refused by the network (nothing listening): send-failed names the system code (ECONNREFUSED), not \"Error\"", async () => {
+  const ids = await interview({ status: "FAILED", attemptCount: 3, updatedAt: NOW });
+  // A port that was free a moment ago: bound, then closed, so the SDK's connection is refused.
+  const probe = net.createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const port = (probe.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  const client = new SQSClient({ endpoint: `http://127.0.0.1:${port}`, region: "us-east-1", maxAttempts: 1, credentials: { accessKeyId: "local", secretAccessKey: "local" } });
+  const publisher = new InterviewQueuePublisher({ client, queueUrl: `http://127.0.0.1:${port}/000000000000/interview-completed`, reportQueueUrl: `http://127.0.0.1:${port}/000000000000/report-generate`, env: {} });
+  try {
+    const failed = expectKind(await retry(ids, true, publisher), "send-failed");
+    assert.equal(failed.errorName, "ECONNREFUSED");
+    assert.match(failed.message, /\(ECONNREFUSED\)/);
+    assert.equal((adminRetryResponseBody(failed) as { errorName?: unknown }).errorName, "ECONNREFUSED");
+    assert.deepEqual([failed.queuedMarkCleared, failed.safeToRetry], [true, true]);
+  } finally {
+    client.destroy();
+  }
+  // The same fallback for an error that carries the code only in its cause (undici's "fetch failed").
+  const wrapped = new TypeError("fetch failed", { cause: Object.assign(new Error("connect ENOTFOUND"), { code: "ENOTFOUND" }) });
+  const again = await interview({ status: "FAILED", attemptCount: 3, updatedAt: NOW });
+  assert.equal(expectKind(await retry(again, true, failingPublisher(wrapped)), "send-failed").errorName, "ENOTFOUND");
 });
 
 test("bad ids or no operator: invalid-request naming the fields, nothing read", async () => {
