@@ -1,5 +1,8 @@
 //! `report late`: the first command of "reports are late" (docs/runbook.md#reports-are-late).
-//! One answer from three looks, changing nothing and receiving nothing:
+//! One answer from three looks, changing nothing; it receives nothing from a source queue, but
+//! when the interview-completed DLQ holds messages it peeks at them (as `dlq list` does: each
+//! look adds one to a message's receive count, harmless in a DLQ) to say which interview's
+//! message is there and why:
 //!
 //! - the time to report of the reports completed in the window (the interview's `completedAt` to
 //!   the report's `completedAt`), its percentile against the declared service level
