@@ -239,6 +239,11 @@ async fn mongo_down_until_the_dlq_is_failing_then_needs_a_person_never_healthy()
         "the reason where the operator reads it: {}",
         listing.stdout
     );
+    assert!(
+        listing.stdout.contains("  next: sophia-ops dlq show interview-completed "),
+        "while the function still fails, the next step is a look, not a redrive: {}",
+        listing.stdout
+    );
 
     p.control.mongo(sophia_local::control::MongoState::Up).await.expect("fault mongo up");
     wait_until("a window without errors: the DLQ still needs a person", LIMIT, || async {

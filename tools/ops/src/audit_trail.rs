@@ -291,33 +291,64 @@ pub fn target_of(command: &str, args: &[String]) -> String {
 /// The switches of sophia-ops (flags without a value).
 const SWITCHES: [&str; 7] = ["yes", "dry-run", "json", "no-env-file", "show-body", "keep-attempts", "reset-attempts"];
 
-/// Who paused `queue`'s mapping: the latest `queue-pause` (sophia-ops) or `local-pause`
-/// (sophia-local) record naming it over the last week, as `<who> at <when>`.
-pub async fn who_paused(ctx: &Context, queue: crate::queues::QueueName) -> Option<String> {
-    let week = std::time::Duration::from_secs(7 * 86_400);
+/// Who paused `queue`'s (disabled) mapping, in words: `paused by <who> at <when> (<command>)`
+/// from the latest `queue-pause` (sophia-ops) or `local-pause` (sophia-local) record naming it
+/// over the last week, when no `queue-resume` / `local-resume` came after it; otherwise it was
+/// disabled outside sophia-ops (or before the week), and CloudTrail says who.
+pub async fn who_paused(ctx: &Context, queue: crate::queues::QueueName) -> String {
     let name = queue.to_string();
+    let pause = latest_naming(ctx, ["queue-pause", LOCAL_PAUSE], &name).await;
+    let resume = latest_naming(ctx, ["queue-resume", LOCAL_RESUME], &name).await;
+    match (pause, resume) {
+        (Ok(pause), Ok(resume)) => pause_words(pause.as_ref(), resume.as_ref()),
+        (Err(e), _) | (_, Err(e)) => format!("who paused it cannot be told (the audit trail could not be read: {e})"),
+    }
+}
+
+/// The newest `done` record of `commands` over the last week whose arguments name `name`.
+async fn latest_naming(
+    ctx: &Context,
+    commands: [&str; 2],
+    name: &str,
+) -> Result<Option<serde_json::Value>, crate::OpsError> {
+    let week = std::time::Duration::from_secs(7 * 86_400);
     let mut latest: Option<serde_json::Value> = None;
-    for command in ["queue-pause", LOCAL_PAUSE] {
-        let Ok(listing) = list(ctx, 50, Some(command), Some(week)).await else { continue };
+    for command in commands {
+        let listing = list(ctx, 50, Some(command), Some(week)).await?;
         let named = listing.records.into_iter().find(|r| {
             let args = r.get("args").and_then(|a| a.as_array());
             r.get("result").and_then(|v| v.as_str()) == Some("done")
-                && args.is_some_and(|a| a.iter().any(|v| v.as_str() == Some(name.as_str())))
+                && args.is_some_and(|a| a.iter().any(|v| v.as_str() == Some(name)))
         });
-        let started = |r: &serde_json::Value| r.get("startedAt").and_then(|v| v.as_str()).unwrap_or("").to_owned();
         if let Some(r) = named.filter(|r| latest.as_ref().is_none_or(|l| started(l) < started(r))) {
             latest = Some(r);
         }
     }
-    let r = latest?;
-    let get = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_owned();
-    let who = r.get("who").and_then(|w| w.get("who")).and_then(|v| v.as_str()).unwrap_or("-");
-    Some(format!("{who} at {} ({})", get("startedAt"), get("command")))
+    Ok(latest)
+}
+
+fn started(r: &serde_json::Value) -> &str {
+    r.get("startedAt").and_then(|v| v.as_str()).unwrap_or("")
+}
+
+/// [`who_paused`] from the latest pause and resume records (no I/O): the pause is named only
+/// when it came after the latest resume.
+pub fn pause_words(pause: Option<&serde_json::Value>, resume: Option<&serde_json::Value>) -> String {
+    match pause.filter(|p| resume.is_none_or(|r| started(r) < started(p))) {
+        Some(r) => {
+            let get = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_owned();
+            let who = r.get("who").and_then(|w| w.get("who")).and_then(|v| v.as_str()).unwrap_or("-");
+            format!("paused by {who} at {} ({})", get("startedAt"), get("command"))
+        }
+        None => "disabled outside sophia-ops (CloudTrail: UpdateEventSourceMapping / StartAutomationExecution)".into(),
+    }
 }
 
 /// The command name of a pause made with `sophia-local pause` (the local runner writes its
 /// record in `operatorAudit`, in the shape of [`Record`]).
 pub const LOCAL_PAUSE: &str = "local-pause";
+/// The command name of a resume made with `sophia-local resume`.
+pub const LOCAL_RESUME: &str = "local-resume";
 
 /// `audit list`.
 #[derive(Debug, Clone, Serialize)]
@@ -556,6 +587,20 @@ pub async fn store_audit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_pause_is_named_only_when_no_resume_came_after_it() {
+        let record = |command: &str, at: &str| json!({"command": command, "startedAt": at, "who": {"who": "alice"}});
+        let pause = record("queue-pause", "2026-12-07T18:02:00Z");
+        assert_eq!(pause_words(Some(&pause), None), "paused by alice at 2026-12-07T18:02:00Z (queue-pause)");
+        let earlier = record("local-resume", "2026-12-07T17:00:00Z");
+        assert_eq!(pause_words(Some(&pause), Some(&earlier)), "paused by alice at 2026-12-07T18:02:00Z (queue-pause)");
+        let outside = "disabled outside sophia-ops (CloudTrail: UpdateEventSourceMapping / StartAutomationExecution)";
+        let later = record("queue-resume", "2026-12-07T18:30:00Z");
+        assert_eq!(pause_words(Some(&pause), Some(&later)), outside, "resumed since: this pause is not the one now");
+        assert_eq!(pause_words(None, None), outside);
+    }
 
     #[test]
     fn candidate_text_never_reaches_the_record() {

@@ -368,7 +368,8 @@ pub enum ReportCommand {
     /// "Reports are late": the time to report (interview end -> report stored) of the reports
     /// completed in the window against the service level, the interviews still waiting for a
     /// report and where, and each queue's verdict; the first line says where the time goes.
-    /// Changes nothing, receives nothing.
+    /// Changes nothing; receives nothing from a source queue, but peeks at the interview-completed
+    /// DLQ when it holds messages (as `dlq list`: receive counts include the look).
     Late {
         /// The window of completed reports (e.g. 1h, 24h).
         #[arg(long, default_value = "1h", value_parser = parse_duration)]

@@ -159,15 +159,15 @@ pub async fn attach_reasons(listing: &mut DlqListing, ctx: &crate::Context) {
         ));
     }
     if !listing.messages.iter().any(unexplained) {
+        listing.next = next_step(listing, false).map(|n| ctx.ops_command(&n));
         return;
     }
-    let now = match crate::status::queue_status(ctx, listing.queue, std::time::Duration::from_secs(900)).await {
-        Ok(s) => match s.cause {
-            Some(cause) => format!("the function's errors now: {cause}"),
-            None => "no error in the last 15 min: what failed it has passed; redrive it (dlq redrive)".to_owned(),
-        },
-        Err(e) => format!("the function's errors could not be read ({e})"),
+    let (passed, now) = match crate::status::queue_status(ctx, listing.queue, std::time::Duration::from_secs(900)).await
+    {
+        Ok(s) => errors_now(&s),
+        Err(e) => (false, format!("the function's errors could not be read ({e})")),
     };
+    listing.next = next_step(listing, passed).map(|n| ctx.ops_command(&n));
     let reports = report_states(ctx, listing).await;
     for m in listing.messages.iter_mut().filter(|m| unexplained(m)) {
         let report = m
@@ -180,6 +180,45 @@ pub async fn attach_reasons(listing: &mut DlqListing, ctx: &crate::Context) {
             m.receive_count.map_or("?".into(), |n| n.saturating_sub(1).to_string())
         ));
     }
+}
+
+/// What the function's errors say now, for a message that failed each of its receives: the
+/// function's own failures (metrics' [`crate::status::FunctionMetrics::failing`]) or a stopped
+/// queue, never the verdict's cause (which is the DLQ itself whenever it holds messages).
+/// `true` with the words when what failed the messages has passed (no error left, the queue
+/// consumed): then a redrive is the next step.
+pub fn errors_now(s: &crate::status::QueueStatus) -> (bool, String) {
+    let Some(m) = &s.metrics else {
+        return (
+            false,
+            format!(
+                "the function's errors could not be read ({}): queue status {} before a redrive",
+                s.metrics_note.as_deref().unwrap_or("no metrics"),
+                s.queue
+            ),
+        );
+    };
+    match m.failing() {
+        Some(cause) => (false, format!("the function's errors now: {cause}")),
+        None if s.verdict == crate::status::Verdict::Stopped => {
+            (false, format!("nothing consumes the queue now: {}", s.cause.as_deref().unwrap_or("stopped")))
+        }
+        None => (true, "no error in the last 15 min: what failed it has passed; redrive it (dlq redrive)".to_owned()),
+    }
+}
+
+/// The command after `dlq list` (without the program and the stage): the redrive when what
+/// failed every listed message has passed, else a look at the first message that can never
+/// succeed (or the first listed).
+fn next_step(listing: &DlqListing, passed: bool) -> Option<String> {
+    let never = |m: &&DlqMessage| {
+        m.contract_error.is_some() || m.attributes.contains_key(sophia_sqs_consumer::queue::DEAD_LETTER_REASON)
+    };
+    if passed && !listing.messages.is_empty() && !listing.messages.iter().any(|m| never(&m)) {
+        return Some(format!("dlq redrive {}", listing.queue));
+    }
+    let first = listing.messages.iter().find(never).or(listing.messages.first())?;
+    Some(format!("dlq show {} {}", listing.queue, first.message_id))
 }
 
 /// report-generate with MongoDB: each listed interview's report now, in words.
@@ -228,6 +267,8 @@ pub struct DlqListing {
     pub messages: Vec<DlqMessage>,
     /// More messages may be in the DLQ than were listed (`--max` reached).
     pub truncated: bool,
+    /// The next command, written out (this run's `--stage` included), when a message is listed.
+    pub next: Option<String>,
 }
 
 impl DlqListing {
@@ -253,6 +294,9 @@ impl DlqListing {
             s.push_str("  (empty)\n");
         } else {
             s.push_str("  (receive counts include this look: SQS has no peek; harmless in a DLQ)\n");
+        }
+        if let Some(next) = &self.next {
+            s.push_str(&format!("  next: {next}\n"));
         }
         s
     }
@@ -499,7 +543,7 @@ async fn peek_listing(
     let (messages, truncated) = peek(locator.client(), &dlq_url, max, &bar, |_| false).await?;
     bar.finish_and_clear();
     let messages = messages.iter().map(|m| DlqMessage::from_sqs_with(queue, m, show_body)).collect();
-    Ok(DlqListing { queue, dlq_url, approximate_visible: approximate, messages, truncated })
+    Ok(DlqListing { queue, dlq_url, approximate_visible: approximate, messages, truncated, next: None })
 }
 
 /// How many messages `dlq show` reads at most while looking for one id.
@@ -617,4 +661,76 @@ pub async fn delete(
         ))
     })?;
     Ok(DlqDelete { queue, dlq_url, message: DlqMessage::from_sqs(queue, &m) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::{FunctionMetrics, QueueStatus, Verdict};
+
+    fn status(verdict: Verdict, cause: &str, metrics: Option<FunctionMetrics>) -> QueueStatus {
+        QueueStatus::example(sophia_declarations::Queue::InterviewCompleted, verdict, cause, metrics)
+    }
+
+    #[test]
+    fn a_dlq_message_reason_reads_the_function_errors_not_the_dlq_itself() {
+        let dlq = "1 message(s) in the DLQ, each needs a person (dlq list, then dlq show <messageId>)";
+        // The DLQ is the verdict's cause, and no error is left in the window: redrive it.
+        let quiet = FunctionMetrics { invocations: 3, records_failed: Some(0), ..FunctionMetrics::default() };
+        let now = errors_now(&status(Verdict::NeedsPerson, dlq, Some(quiet)));
+        assert!(now.0);
+        assert_eq!(now.1, "no error in the last 15 min: what failed it has passed; redrive it (dlq redrive)");
+        let failing = FunctionMetrics {
+            invocations: 2,
+            errors: 2,
+            last_error: Some("batch setup failed: MongoDB unreachable".into()),
+            ..FunctionMetrics::default()
+        };
+        let (passed, now) = errors_now(&status(Verdict::Failing, &format!("x; also {dlq}"), Some(failing)));
+        assert!(!passed);
+        assert!(now.starts_with("the function's errors now: batch setup failed: MongoDB unreachable"), "{now}");
+        let (passed, unknown) = errors_now(&status(Verdict::NeedsPerson, dlq, None));
+        assert!(!passed, "unknown errors are not no errors");
+        assert!(unknown.starts_with("the function's errors could not be read (the metrics API refused)"), "{unknown}");
+    }
+
+    fn message(id: &str, contract_error: Option<&str>) -> DlqMessage {
+        DlqMessage {
+            message_id: id.into(),
+            receive_count: Some(4),
+            sent_at: None,
+            event_type: None,
+            request_id: None,
+            attributes: BTreeMap::new(),
+            body: String::new(),
+            body_redacted: true,
+            interview_id: None,
+            contract_error: contract_error.map(str::to_owned),
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn dlq_list_ends_with_the_next_command() {
+        let mut listing = DlqListing {
+            queue: crate::queues::QueueName::of(sophia_declarations::Queue::InterviewCompleted),
+            dlq_url: "http://dlq".into(),
+            approximate_visible: Some(2),
+            messages: vec![message("m-1", None), message("m-2", None)],
+            truncated: false,
+            next: None,
+        };
+        assert_eq!(next_step(&listing, true).as_deref(), Some("dlq redrive interview-completed"));
+        assert_eq!(next_step(&listing, false).as_deref(), Some("dlq show interview-completed m-1"));
+        listing.messages.push(message("m-3", Some("organizationId missing")));
+        assert_eq!(
+            next_step(&listing, true).as_deref(),
+            Some("dlq show interview-completed m-3"),
+            "a message that can never succeed is looked at before any redrive"
+        );
+        listing.next = Some("sophia-ops --stage dev dlq show interview-completed m-3".into());
+        assert!(listing.human().ends_with("  next: sophia-ops --stage dev dlq show interview-completed m-3\n"));
+        listing.messages.clear();
+        assert_eq!(next_step(&listing, true), None);
+    }
 }

@@ -1,5 +1,8 @@
 //! `report late`: the first command of "reports are late" (docs/runbook.md#reports-are-late).
-//! One answer from three looks, changing nothing and receiving nothing:
+//! One answer from three looks, changing nothing; it receives nothing from a source queue, but
+//! when the interview-completed DLQ holds messages it peeks at them (as `dlq list` does: each
+//! look adds one to a message's receive count, harmless in a DLQ) to say which interview's
+//! message is there and why:
 //!
 //! - the time to report of the reports completed in the window (the interview's `completedAt` to
 //!   the report's `completedAt`), its percentile against the declared service level
@@ -108,6 +111,13 @@ fn stage_of(
             format!("report {status}{kind}: {}", now.state.label())
         }
     }
+}
+
+/// Whether a report needs nothing more: the one report state's answer (COMPLETED, or ERASED:
+/// nothing generates it again), not a status compared here.
+fn done(report: &Document, visibility: Duration) -> bool {
+    crate::report_state::report_now(report, bson::DateTime::now(), visibility).state
+        == crate::report_failure::FailureState::Done
 }
 
 fn millis(d: &Document, field: &str) -> Option<i64> {
@@ -230,7 +240,7 @@ pub async fn late(ctx: &Context, since: Duration) -> Result<LateReport, OpsError
     for i in interviews.iter().take(SCAN_LIMIT as usize) {
         let (Ok(id), Some(ended)) = (i.get_object_id("_id"), millis(i, "completedAt")) else { continue };
         let report = reports.get(&id);
-        match report.filter(|r| r.get_str("status") == Ok("COMPLETED")) {
+        match report.filter(|r| done(r, visibility)) {
             Some(r) => {
                 if let Some(stored) = millis(r, "completedAt").filter(|t| *t >= window_start) {
                     samples.push((stored - ended).max(0) as f64);
@@ -267,15 +277,23 @@ pub async fn late(ctx: &Context, since: Duration) -> Result<LateReport, OpsError
 }
 
 /// The first command after `report late`: the first queue that is not healthy, else the reports
-/// that need a person, else the runbook's section.
+/// that need a person, else the interviews that wait (or, nothing waiting, the unsettled ones).
 fn next_command(ctx: &Context, queues: &[QueueVerdict], waiting: &BTreeMap<String, usize>) -> String {
+    ctx.ops_command(&next_step(queues, waiting))
+}
+
+/// [`next_command`] without the program and the stage.
+fn next_step(queues: &[QueueVerdict], waiting: &BTreeMap<String, usize>) -> String {
     if let Some(q) = queues.iter().find(|q| q.verdict != Verdict::Healthy) {
-        return ctx.ops_command(&format!("queue status {}", q.queue));
+        return format!("queue status {}", q.queue);
     }
-    if waiting.keys().any(|k| k.contains("NEEDS YOU")) {
-        return ctx.ops_command("report failures");
+    let reports_wait = waiting.keys().any(|k| k.starts_with("report ") || k.starts_with("settled"));
+    if waiting.keys().any(|k| k.contains("NEEDS YOU"))
+        || (reports_wait && !waiting.keys().any(|k| k.starts_with("not settled")))
+    {
+        return "report failures".into();
     }
-    "docs/runbook.md#reports-are-late".into()
+    "interview unsettled".into()
 }
 
 /// The interviews that ended since `lookback_start` (at most [`SCAN_LIMIT`] + 1) and their
@@ -455,5 +473,29 @@ mod tests {
         let out = doc! {"_id": bson::oid::ObjectId::new(), "interviewId": bson::oid::ObjectId::new(),
         "status": "FAILED", "errorKind": "invalid_output", "attemptCount": 3};
         assert_eq!(stage_of(&settled, Some(&out), &none, v), "report FAILED after invalid_output: NEEDS YOU");
+    }
+
+    #[test]
+    fn the_next_step_is_a_command_never_a_doc_link() {
+        use sophia_declarations::Queue::{InterviewCompleted, ReportGenerate};
+        let healthy = [q(InterviewCompleted, Verdict::Healthy, None), q(ReportGenerate, Verdict::Healthy, None)];
+        let mut waiting = BTreeMap::new();
+        assert_eq!(next_step(&healthy, &waiting), "interview unsettled");
+        waiting.insert("not settled: its interview.completed waits in interview-completed".to_owned(), 1);
+        assert_eq!(next_step(&healthy, &waiting), "interview unsettled");
+        waiting.insert("report FAILED after invalid_output: NEEDS YOU".to_owned(), 1);
+        assert_eq!(next_step(&healthy, &waiting), "report failures");
+        let failing = [q(InterviewCompleted, Verdict::Healthy, None), q(ReportGenerate, Verdict::Failing, None)];
+        assert_eq!(next_step(&failing, &waiting), "queue status report-generate");
+    }
+
+    #[test]
+    fn an_erased_report_is_done_not_late() {
+        let of = |status: &str| doc! {"_id": bson::oid::ObjectId::new(), "interviewId": bson::oid::ObjectId::new(), "status": status};
+        let v = Duration::from_secs(60);
+        assert!(done(&of("ERASED"), v), "an erased report is never generated again: not waiting");
+        assert!(done(&of("COMPLETED"), v));
+        assert!(!done(&of("NOT_STARTED"), v));
+        assert!(!done(&of("FAILED"), v));
     }
 }

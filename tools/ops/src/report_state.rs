@@ -77,7 +77,9 @@ fn rfc3339(t: DateTime) -> String {
 /// The claim rule's view of `d`: only the fields it reads (a listing's projection suffices).
 fn stored(d: &Document) -> Option<StoredReport> {
     let mut claim = Document::new();
-    for k in ["_id", "interviewId", "status", "attemptCount", "leaseExpiresAt", "updatedAt", "createdAt"] {
+    for k in
+        ["_id", "interviewId", "organizationId", "status", "attemptCount", "leaseExpiresAt", "updatedAt", "createdAt"]
+    {
         if let Some(v) = d.get(k) {
             claim.insert(k, v.clone());
         }
@@ -155,7 +157,9 @@ pub fn stored_report_now(report: &StoredReport, failure: Failure, now: DateTime,
         }
         Hold::Free if !claim::has_attempts_left(report) => {
             r.words = format!(
-                "out of attempts ({attempts} of {MAX_ATTEMPTS}): nothing retries it; fix the cause, then `report retry --reset-attempts`"
+                "out of attempts ({attempts} of {MAX_ATTEMPTS}): nothing retries it; fix the cause, then `report retry {} {} --reset-attempts`",
+                report.interview_id.to_hex(),
+                report.organization_id.map_or("<organizationId>".into(), |o| o.to_hex())
             );
         }
         Hold::Free => free(&mut r, report, kind, failure.waiting, failure.last_error_at, visibility),
@@ -345,6 +349,18 @@ mod tests {
         assert_eq!(spent.state, FailureState::NeedsYou);
         let out = of(doc! {"status": "FAILED", "attemptCount": 3, "errorKind": "invalid_output"});
         assert!(out.words.starts_with("out of attempts (3 of 3)"), "{}", out.words);
+        let (interview, organization) = (bson::oid::ObjectId::new(), bson::oid::ObjectId::new());
+        let named = report_now(
+            &doc! {"_id": bson::oid::ObjectId::new(), "interviewId": interview, "organizationId": organization,
+            "status": "FAILED", "attemptCount": 3},
+            now,
+            VISIBILITY,
+        );
+        assert!(
+            named.words.ends_with(&format!("then `report retry {interview} {organization} --reset-attempts`")),
+            "the command written out, ids included: {}",
+            named.words
+        );
         let failed = of(doc! {"status": "FAILED", "attemptCount": 1, "errorKind": "invalid_output",
         "waitingForRetry": true, "lastErrorAt": at(0)});
         assert_eq!(failed.state, FailureState::WaitingForRetry);

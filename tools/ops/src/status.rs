@@ -176,8 +176,9 @@ pub struct QueueStatus {
     pub mapping: Option<Mapping>,
     /// Why there is no mapping line (local pipeline, an API error), when there is none.
     pub mapping_note: Option<String>,
-    /// Who paused a disabled mapping, from the audit trail's latest `queue-pause` or
-    /// `local-pause` of this queue.
+    /// Who paused a disabled mapping, in words ([`crate::audit_trail::who_paused`]: the latest
+    /// `queue-pause` or `local-pause` of this queue not followed by a resume, else "disabled
+    /// outside sophia-ops").
     pub paused_by: Option<String>,
     pub window_seconds: u64,
     pub metrics: Option<FunctionMetrics>,
@@ -199,14 +200,14 @@ pub struct Facts<'a> {
     pub visible: u64,
     pub in_flight: u64,
     pub delayed: u64,
-    /// Messages in the DLQ (visible).
-    pub dlq: u64,
+    /// Messages in the DLQ (visible); `None` when the count could not be read (never read as 0).
+    pub dlq: Option<u64>,
     pub oldest_age: Option<u64>,
     /// Within this age a message is being worked on normally (the queue's visibility timeout).
     pub healthy_age: u64,
     /// `None` when unknown; `Some(None)` when no mapping reads the queue.
     pub mapping: Option<Option<&'a Mapping>>,
-    /// Who paused the mapping, when the audit trail says.
+    /// Who paused the mapping, in words ([`crate::audit_trail::who_paused`]).
     pub paused_by: Option<&'a str>,
     pub metrics: Option<&'a FunctionMetrics>,
     /// Reports nothing retries any more (report-generate), in words.
@@ -218,9 +219,23 @@ pub struct Facts<'a> {
 /// nothing delayed, no stranded report, nothing waiting long. Otherwise the first of: stopped,
 /// failing, needs a person (DLQ, stranded reports), slow, retrying, a burst, recovering.
 pub fn verdict(f: &Facts) -> (Verdict, Option<String>, Vec<String>) {
+    let (decided, cause, mut evidence) = known(f);
+    if decided == Verdict::Healthy && f.dlq.is_none() {
+        evidence.push("the DLQ's message count could not be read: it may hold messages".into());
+        return (Verdict::Undecided, Some("cannot tell: the DLQ could not be read".into()), evidence);
+    }
+    (decided, cause, evidence)
+}
+
+/// [`verdict`] from what is known: an unknown DLQ count is no message in it here.
+fn known(f: &Facts) -> (Verdict, Option<String>, Vec<String>) {
+    let dlq = f.dlq.unwrap_or(0);
     let mut evidence = vec![format!(
         "{} message(s) visible, {} in flight, {} delayed; {} in the DLQ",
-        f.visible, f.in_flight, f.delayed, f.dlq
+        f.visible,
+        f.in_flight,
+        f.delayed,
+        f.dlq.map_or("?".into(), |n| n.to_string())
     )];
     let also = left_behind(f);
     if let Some(stopped) = stopped(f, &mut evidence) {
@@ -237,7 +252,7 @@ pub fn verdict(f: &Facts) -> (Verdict, Option<String>, Vec<String>) {
             m.records_failed.map_or("?".into(), |r| r.to_string()),
             m.throttles
         ));
-        if waiting == 0 && f.dlq == 0 && f.stranded.is_none() {
+        if waiting == 0 && f.dlq == Some(0) && f.stranded.is_none() {
             evidence.push(
                 "nothing waits and nothing is in the DLQ: healthy once a window passes without an error (try --window 1m)"
                     .into(),
@@ -246,9 +261,9 @@ pub fn verdict(f: &Facts) -> (Verdict, Option<String>, Vec<String>) {
         }
         return (Verdict::Failing, Some(cause + &also), evidence);
     }
-    if f.dlq > 0 || f.stranded.is_some() {
-        let first = if f.dlq > 0 { dlq_words(f.dlq) } else { f.stranded.unwrap_or_default().to_owned() };
-        if let Some(s) = f.stranded.filter(|_| f.dlq > 0) {
+    if dlq > 0 || f.stranded.is_some() {
+        let first = if dlq > 0 { dlq_words(dlq) } else { f.stranded.unwrap_or_default().to_owned() };
+        if let Some(s) = f.stranded.filter(|_| dlq > 0) {
             evidence.push(s.to_owned());
         }
         return (Verdict::NeedsPerson, Some(first), evidence);
@@ -263,8 +278,8 @@ pub fn verdict(f: &Facts) -> (Verdict, Option<String>, Vec<String>) {
 /// `; also N in the DLQ, ...`: what a stopped or failing queue has already left behind.
 fn left_behind(f: &Facts) -> String {
     let mut parts = Vec::new();
-    if f.dlq > 0 {
-        parts.push(dlq_words(f.dlq));
+    if let Some(n) = f.dlq.filter(|n| *n > 0) {
+        parts.push(dlq_words(n));
     }
     if let Some(s) = f.stranded {
         parts.push(s.to_owned());
@@ -290,7 +305,7 @@ fn stopped(f: &Facts, evidence: &mut Vec<String>) -> Option<String> {
                 m.uuid,
                 m.state,
                 m.state_transition_reason.as_ref().map_or(String::new(), |r| format!(" ({r})")),
-                f.paused_by.map_or(String::new(), |by| format!(", paused by {by}"))
+                f.paused_by.map_or(String::new(), |by| format!(", {by}"))
             );
             evidence.push(why.clone());
             Some(why)
@@ -310,8 +325,18 @@ fn moving(f: &Facts, mut evidence: Vec<String>) -> (Verdict, Option<String>, Vec
             return (Verdict::Retrying, Some(d), evidence);
         }
         if f.in_flight > 0 && f.visible == 0 {
-            evidence.push("every waiting message is in flight: something is consuming".into());
-            return (Verdict::Healthy, None, evidence);
+            evidence.push(
+                "every waiting message is in flight: received, but without the function's metrics nothing tells consumed from failing on each receive"
+                    .into(),
+            );
+            return (
+                Verdict::Undecided,
+                Some(
+                    "cannot tell: the function's metrics could not be read, and every waiting message is in flight"
+                        .into(),
+                ),
+                evidence,
+            );
         }
         evidence.push("no mapping state or function metrics to tell stopped, slow and a burst apart".into());
         return (Verdict::Undecided, None, evidence);
@@ -549,7 +574,7 @@ pub async fn queue_status(ctx: &Context, queue: QueueName, window: Duration) -> 
         crate::report_state::attach_to_status(ctx, &mut status, window).await;
     }
     if status.mapping.as_ref().is_some_and(|m| m.state != "Enabled") {
-        status.paused_by = crate::audit_trail::who_paused(ctx, queue).await;
+        status.paused_by = Some(crate::audit_trail::who_paused(ctx, queue).await);
     }
     decide(&mut status, mapping_known);
     status.next = next_step(ctx, &status);
@@ -570,13 +595,23 @@ fn next_step(ctx: &Context, s: &QueueStatus) -> Option<String> {
             "the function's log and its event source mapping (docs/runbook.md#oldest-message-too-old)".into()
         }
         Verdict::Failing | Verdict::Retrying => format!(
-            "{} (which messages; the cause above first: docs/runbook.md#function-errors)",
-            ctx.ops_command(failures)
+            "{} (which messages; the cause above first: docs/runbook.md#{})",
+            ctx.ops_command(failures),
+            failing_section(s)
         ),
         Verdict::NeedsPerson if dlq => ctx.ops_command(&format!("dlq list {q}")),
         Verdict::NeedsPerson => ctx.ops_command("report failures"),
         Verdict::Recovering | Verdict::Slow => ctx.ops_command(&format!("queue status {q} --window 1m")),
     })
+}
+
+/// The runbook's section for a failing or retrying queue: report-generate's failed report
+/// attempts (OpenAI's kinds, no whole batch failing) are "Reports failing"; whole batches failing
+/// (MongoDB, the function) and interview-completed are "Function errors".
+fn failing_section(s: &QueueStatus) -> &'static str {
+    let reports = s.queue.holds_report_attempts()
+        && s.metrics.as_ref().is_some_and(|m| m.errors == 0 && !m.failures_by_kind.is_empty());
+    if reports { "reports-failing" } else { "function-errors" }
 }
 
 /// The mapping and the function's metrics, through the queue's [`Observer`]; whether the
@@ -616,7 +651,7 @@ fn decide(status: &mut QueueStatus, mapping_known: bool) {
         visible: status.visible.unwrap_or(0),
         in_flight: status.in_flight.unwrap_or(0),
         delayed: status.delayed.unwrap_or(0),
-        dlq: status.dlq_visible.unwrap_or(0),
+        dlq: status.dlq_visible,
         oldest_age: status.oldest_age_seconds,
         // Within one visibility timeout a message is being worked on normally.
         healthy_age: status.visibility_timeout_seconds.unwrap_or(30),
@@ -801,7 +836,7 @@ impl QueueStatus {
                 m.function_arn.as_deref().map(function_name).unwrap_or_default(),
                 m.maximum_concurrency.map_or(String::new(), |c| format!(", maximumConcurrency {c}")),
                 m.state_transition_reason.as_ref().map_or(String::new(), |r| format!(" ({r})")),
-                self.paused_by.as_ref().map_or(String::new(), |by| format!(", paused by {by}"))
+                self.paused_by.as_ref().map_or(String::new(), |by| format!(", {by}"))
             )),
             (None, Some(note)) => s.push_str(&format!("  mapping:    {note}\n")),
             (None, None) => {}
@@ -833,6 +868,43 @@ impl QueueStatus {
 }
 
 #[cfg(test)]
+impl QueueStatus {
+    /// A status of `queue` with nothing waiting, one message in its DLQ, this verdict, cause and
+    /// metrics (the metrics note: "the metrics API refused").
+    pub(crate) fn example(
+        queue: sophia_declarations::Queue,
+        verdict: Verdict,
+        cause: &str,
+        metrics: Option<FunctionMetrics>,
+    ) -> Self {
+        QueueStatus {
+            queue: QueueName::of(queue),
+            queue_url: "http://q".into(),
+            dlq_url: None,
+            visible: Some(0),
+            in_flight: Some(0),
+            delayed: Some(0),
+            dlq_visible: Some(1),
+            retention_seconds: None,
+            visibility_timeout_seconds: None,
+            oldest_age_seconds: None,
+            retention_left_seconds: None,
+            mapping: None,
+            mapping_note: None,
+            paused_by: None,
+            window_seconds: 900,
+            metrics,
+            metrics_note: Some("the metrics API refused".into()),
+            stranded: None,
+            verdict,
+            cause: Some(cause.into()),
+            evidence: Vec::new(),
+            next: None,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -858,7 +930,16 @@ mod tests {
         mapping: Option<Option<&Mapping>>,
         metrics: Option<&FunctionMetrics>,
     ) -> (Verdict, Option<String>, Vec<String>) {
-        verdict(&Facts { visible, in_flight, oldest_age, healthy_age: 180, mapping, metrics, ..Facts::default() })
+        verdict(&Facts {
+            visible,
+            in_flight,
+            oldest_age,
+            healthy_age: 180,
+            mapping,
+            metrics,
+            dlq: Some(0),
+            ..Facts::default()
+        })
     }
 
     #[test]
@@ -877,14 +958,25 @@ mod tests {
         assert_eq!(v(3, 0, None, None, None).0, Verdict::Undecided, "no runner, messages waiting");
     }
 
+    /// Nothing waits, the DLQ is empty, the mapping and the metrics as given (180 s healthy age).
+    fn quiet_facts<'a>(mapping: &'a Mapping, metrics: &'a FunctionMetrics) -> Facts<'a> {
+        Facts {
+            healthy_age: 180,
+            mapping: Some(Some(mapping)),
+            metrics: Some(metrics),
+            dlq: Some(0),
+            ..Facts::default()
+        }
+    }
+
     /// "healthy" only when nothing needs a person: an empty source with a DLQ, delayed messages,
     /// stranded reports or a paused mapping (and who paused it) is not.
     #[test]
     fn nothing_that_needs_a_person_reads_as_healthy() {
         let (enabled, disabled) = (mapping("Enabled"), mapping("Disabled"));
         let quiet = m(5, 0, 0);
-        let base = Facts { healthy_age: 180, mapping: Some(Some(&enabled)), metrics: Some(&quiet), ..Facts::default() };
-        let (verdict_, cause, _) = verdict(&Facts { dlq: 2, ..base });
+        let base = quiet_facts(&enabled, &quiet);
+        let (verdict_, cause, _) = verdict(&Facts { dlq: Some(2), ..base });
         assert_eq!(verdict_, Verdict::NeedsPerson, "a DLQ that is not empty while its source is");
         assert!(cause.unwrap().starts_with("2 message(s) in the DLQ, each needs a person"));
         let (verdict_, cause, _) = verdict(&Facts { delayed: 3, ..base });
@@ -893,7 +985,8 @@ mod tests {
         let stranded = "2 report(s) need a person";
         let (verdict_, cause, _) = verdict(&Facts { stranded: Some(stranded), ..base });
         assert_eq!((verdict_, cause.as_deref()), (Verdict::NeedsPerson, Some(stranded)));
-        let paused = Facts { mapping: Some(Some(&disabled)), paused_by: Some("alice at 18:02 (queue-pause)"), ..base };
+        let paused =
+            Facts { mapping: Some(Some(&disabled)), paused_by: Some("paused by alice at 18:02 (queue-pause)"), ..base };
         let (verdict_, cause, _) = verdict(&paused);
         assert_eq!(verdict_, Verdict::Stopped, "paused with nothing waiting is not healthy");
         assert!(cause.unwrap().contains("is Disabled (USER_INITIATED), paused by alice at 18:02 (queue-pause)"));
@@ -901,7 +994,7 @@ mod tests {
         let failed = FunctionMetrics { last_error: Some("MongoDB unreachable".into()), ..m(6, 6, 0) };
         let (verdict_, _, _) = verdict(&Facts { metrics: Some(&failed), ..base });
         assert_eq!(verdict_, Verdict::Recovering);
-        let (verdict_, cause, _) = verdict(&Facts { metrics: Some(&failed), dlq: 4, ..base });
+        let (verdict_, cause, _) = verdict(&Facts { metrics: Some(&failed), dlq: Some(4), ..base });
         assert_eq!(verdict_, Verdict::Failing);
         assert!(
             cause
@@ -909,6 +1002,37 @@ mod tests {
                 .ends_with("; also 4 message(s) in the DLQ, each needs a person (dlq list, then dlq show <messageId>)")
         );
         assert_eq!(verdict(&base).0, Verdict::Healthy);
+    }
+
+    #[test]
+    fn report_attempts_failing_by_kind_lead_to_reports_failing() {
+        use sophia_declarations::Queue::{InterviewCompleted, ReportGenerate};
+        let kinds = FunctionMetrics { failures_by_kind: vec![("quota".into(), 2)], ..m(2, 0, 0) };
+        let failing = |q, m: &FunctionMetrics| QueueStatus::example(q, Verdict::Failing, "x", Some(m.clone()));
+        assert_eq!(failing_section(&failing(ReportGenerate, &kinds)), "reports-failing");
+        let batches = FunctionMetrics { last_error: Some("MongoDB unreachable".into()), ..kinds.clone() };
+        let batches = FunctionMetrics { errors: 2, ..batches };
+        assert_eq!(failing_section(&failing(ReportGenerate, &batches)), "function-errors");
+        assert_eq!(failing_section(&failing(InterviewCompleted, &m(2, 2, 0))), "function-errors");
+    }
+
+    /// An unknown count is not zero: a DLQ that could not be read, or every message in flight with
+    /// no metrics to say whether they are consumed, never reads as healthy.
+    #[test]
+    fn unknown_counts_are_undecided_never_healthy() {
+        let enabled = mapping("Enabled");
+        let quiet = m(5, 0, 0);
+        let base = quiet_facts(&enabled, &quiet);
+        let (verdict_, cause, evidence) = verdict(&Facts { dlq: None, ..base });
+        assert_eq!(verdict_, Verdict::Undecided);
+        assert_eq!(cause.as_deref(), Some("cannot tell: the DLQ could not be read"));
+        assert!(evidence[0].ends_with("; ? in the DLQ"), "{evidence:?}");
+        // What is known still comes first: a DLQ unknown does not hide a failing function.
+        let failed = FunctionMetrics { last_error: Some("MongoDB unreachable".into()), ..m(6, 6, 0) };
+        assert_eq!(verdict(&Facts { dlq: None, metrics: Some(&failed), ..base }).0, Verdict::Failing);
+        let (verdict_, cause, _) = verdict(&Facts { in_flight: 3, metrics: None, ..base });
+        assert_eq!(verdict_, Verdict::Undecided, "every message in flight, metrics unreadable");
+        assert!(cause.unwrap().starts_with("cannot tell: the function's metrics could not be read"));
     }
 
     #[test]
