@@ -281,3 +281,86 @@ async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_whe
     };
     assert!(overdue.erasures.is_empty(), "none older than the completion time");
 }
+
+/// A report of `org` for `interview`, as the consumer stores a completed one.
+async fn seed_report(w: &World, interview: InterviewId, org: OrganizationId, status: &str) {
+    let now = bson::DateTime::now();
+    let report = doc! {
+        "interviewId": interview.oid(), "organizationId": org.oid(), "status": status, "attemptCount": 1_i32,
+        "report": {"summary": "the candidate said ..."}, "createdAt": now, "updatedAt": now,
+    };
+    w.mongo.db.collection::<Document>("interviewReports").insert_one(report).await.unwrap();
+}
+
+#[tokio::test]
+async fn without_the_unique_index_the_real_report_itself_becomes_the_tombstone() {
+    let w = World::fresh().await;
+    let reports = w.mongo.db.collection::<Document>("interviewReports");
+    for name in reports.list_index_names().await.unwrap() {
+        if name != "_id_" {
+            reports.drop_index(name).await.unwrap();
+        }
+    }
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    seed_report(&w, interview, org, "COMPLETED").await;
+    api_request(&w, interview, org).await;
+    assert_tombstone(&w, interview).await;
+    let stored = w.find("erasures", doc! {"_id": interview.oid()}).await;
+    assert_eq!(stored[0].get_document("removed").unwrap().get_str("report").unwrap(), "report COMPLETED");
+    // A repeat finds the tombstone and writes no second one.
+    erasure::erase_stored(&w.mongo.db, interview).await.unwrap();
+    assert_tombstone(&w, interview).await;
+}
+
+#[tokio::test]
+async fn another_organizations_interview_is_refused_and_its_report_untouched() {
+    let w = World::fresh().await;
+    let (mine, theirs) = (w.org_with_credits(50).await, w.org_with_credits(50).await);
+    let interview = w.reserved_interview(theirs, 10).await;
+    seed_report(&w, interview, theirs, "COMPLETED").await;
+    let ctx = w.ops_context().acting_as(Some("dpo@example.com".into()));
+    let args = [
+        "erasure",
+        "request",
+        &interview.to_string(),
+        "--organization-id",
+        &mine.to_string(),
+        "--reason",
+        "ticket DPO-11",
+    ];
+    let refused = ops_support::run(&ctx, &args).await;
+    let Err(sophia_ops::OpsError::Invalid(why)) = &refused else { panic!("{refused:?}") };
+    assert!(why.contains("is not organization") && why.contains("nothing was erased"), "{why}");
+    assert_eq!(report_of(&w, interview).await.get_str("status").unwrap(), "COMPLETED", "untouched");
+    assert!(w.find("erasures", doc! {"_id": interview.oid()}).await.is_empty(), "no request recorded");
+}
+
+#[tokio::test]
+async fn a_requested_erasure_before_its_tombstone_sends_nothing_to_the_model() {
+    let w = World::fast(1).await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    let fake = FakeOpenAi::scripted().unwrap();
+    fake.push(Behaviour::Report);
+    let reports = ops_support::report_mapping(&w, &fake);
+    // The request recorded, its tombstone not written yet (the API's request between its two steps).
+    let requester = Requester { by: "dpo@example.com".into(), reason: "ticket DPO-12".into(), via: "api".into() };
+    erasure::record_request(&w.mongo.db, interview, Some(org.oid()), &requester, "api-erasure-test").await.unwrap();
+    let stored = w.find("erasures", doc! {"_id": interview.oid()}).await;
+    let pending: Vec<&str> = stored[0]
+        .get_array("pending")
+        .unwrap()
+        .iter()
+        .map(|p| p.as_document().unwrap().get_str("what").unwrap())
+        .collect();
+    assert_eq!(pending, ["report", "queues"], "the report is pending until its tombstone is written");
+    send(&w.sqs, &w.queues.report_generate.source.url, &report_body(interview, org)).await;
+    let run = reports.poll_once(Duration::from_secs(5)).await.unwrap().expect("one invocation");
+    assert!(run.failed_ids.is_empty(), "acknowledged: {run:?}");
+    assert_eq!(fake.request_count(), 0, "the candidate's data was not sent to the model");
+    erasure::erase_stored(&w.mongo.db, interview).await.unwrap();
+    let stored = w.find("erasures", doc! {"_id": interview.oid()}).await;
+    assert_eq!(stored[0].get_array("pending").unwrap().len(), 1, "the report no longer pending");
+    assert_tombstone(&w, interview).await;
+}

@@ -162,12 +162,17 @@ pub async fn record_request(
     requester: &Requester,
     request_id: &str,
 ) -> Result<(), OpsError> {
-    let organization_id = match organization_id {
-        Some(o) => Some(o),
-        None => sophia_reports::erasure::organization_of(db, interview_id)
-            .await
-            .map_err(|e| OpsError::domain("erasure request", e))?,
-    };
+    let owner = sophia_reports::erasure::organization_of(db, interview_id)
+        .await
+        .map_err(|e| OpsError::domain("erasure request", e))?;
+    if let (Some(asked), Some(owner)) = (organization_id, owner)
+        && asked != owner
+    {
+        return Err(OpsError::Invalid(format!(
+            "interview {interview_id} is not organization {asked}'s (its interview or report names another): nothing was erased"
+        )));
+    }
+    let organization_id = organization_id.or(owner);
     let now = DateTime::now();
     let erasures = db.collection::<Document>(ERASURES);
     let request = doc! {
@@ -181,7 +186,10 @@ pub async fn record_request(
         "via": requester.via.as_str(),
         "state": PENDING,
         "removed": {"report": Bson::Null, "outboxEntries": 0_i64, "dlqMessages": 0_i64},
-        "pending": [{"what": "queues", "why": "the DLQs are not swept yet (sophia-ops erasure sweep)"}],
+        "pending": [
+            {"what": "report", "why": "the report's tombstone is not written yet"},
+            {"what": "queues", "why": "the DLQs are not swept yet (sophia-ops erasure sweep)"},
+        ],
         "completedAt": Bson::Null,
         "updatedAt": now,
     };
@@ -215,7 +223,13 @@ pub async fn erase_stored(db: &Database, interview_id: InterviewId) -> Result<()
     let organization_id = request.get_object_id("organizationId").ok();
     let replaced = sophia_reports::erasure::tombstone(db, interview_id, organization_id)
         .await
-        .map_err(|e| OpsError::domain("erasure: the report's tombstone", e))?;
+        .map_err(|e| OpsError::domain("erasure: the report's tombstone", e))?
+        .ok_or_else(|| {
+            OpsError::Invalid(format!(
+                "erasure of interview {interview_id}: the report changed at each of {} tries; the request is recorded, run it again",
+                sophia_reports::erasure::REPLACE_TRIES
+            ))
+        })?;
     let outbox = CreditsStore::new(db.clone())
         .delete_outbox_of(interview_id.oid())
         .await
@@ -230,7 +244,11 @@ pub async fn erase_stored(db: &Database, interview_id: InterviewId) -> Result<()
     erasures
         .update_one(
             request_filter(interview_id.oid()),
-            doc! {"$inc": {"removed.outboxEntries": outbox as i64}, "$set": {"updatedAt": DateTime::now()}},
+            doc! {
+                "$inc": {"removed.outboxEntries": outbox as i64},
+                "$set": {"updatedAt": DateTime::now()},
+                "$pull": {"pending": {"what": "report"}},
+            },
         )
         .await
         .map_err(|e| OpsError::domain("erasure", e))?;
