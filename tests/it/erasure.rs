@@ -5,8 +5,8 @@
 //! - erased while the report is being generated (the fake answers after 2 s: scaled time for a
 //!   model call of minutes): the late answer stores nothing, the message is acknowledged `erased`;
 //! - erased while report.generate waits in the report DLQ (and an interview.failed with its
-//!   `failureReason` in the interview DLQ): the redrive moves nothing (kept, reason `erased`); a
-//!   redrive that skips the check moves it and the consumer writes nothing; the sweep deletes both;
+//!   `failureReason` in the interview DLQ): no redrive moves it (with or without the resets, from
+//!   either DLQ: kept, reason `erased`); the sweep deletes both;
 //! - an outbox entry written after the erasure (the settlement of a redelivered
 //!   interview.completed) is deleted, not published; the billing is kept;
 //! - the admin retry after the erasure is refused and publishes nothing;
@@ -170,15 +170,20 @@ async fn erased_while_its_message_waits_in_the_dlq_a_redrive_writes_nothing_and_
     assert_eq!(redrive.kept[0].step, "erased");
     assert_tombstone(&w, interview).await;
 
-    // A move that skips the check (--keep-attempts): the consumer acknowledges it, writes nothing.
-    let Outcome::DlqRedrive(moved) =
-        ops_support::ok(&ctx, &["dlq", "redrive", "report-generate", "--keep-attempts"]).await
-    else {
-        panic!()
-    };
-    assert_eq!(moved.moved, 1);
-    let run = reports.poll_once(Duration::from_secs(5)).await.unwrap().expect("the moved message");
-    assert!(run.failed_ids.is_empty(), "acknowledged: {run:?}");
+    // Without the resets (--keep-attempts), and from the interview DLQ (its failureReason):
+    // nothing moves either, the reason printed.
+    let redrives: [&[&str]; 2] = [
+        &["dlq", "redrive", "report-generate", "--keep-attempts"],
+        &["dlq", "redrive", "interview-completed", "--method", "auto"],
+    ];
+    for args in redrives {
+        let Outcome::DlqRedrive(kept) = ops_support::ok(&ctx, args).await else { panic!() };
+        assert_eq!((kept.moved, kept.kept.len()), (0, 1), "{args:?}: {kept:?}");
+        assert_eq!(kept.kept[0].step, "erased");
+        assert!(kept.human().contains("erasure sweep"), "{}", kept.human());
+    }
+    assert_eq!(depth(&w.sqs, &w.queues.interview_completed.source.url).await, (0, 0), "the failureReason not moved");
+    assert!(reports.poll_once(Duration::from_secs(2)).await.unwrap().is_none(), "nothing moved to report-generate");
     assert_eq!(fake.request_count(), MAX_ATTEMPTS as usize, "no model call after the erasure");
     assert_tombstone(&w, interview).await;
 
@@ -186,7 +191,7 @@ async fn erased_while_its_message_waits_in_the_dlq_a_redrive_writes_nothing_and_
     api_erases_its_interview(&w, interview).await;
     let Outcome::ErasureRequest(swept) = ops_support::ok(&ctx, &["erasure", "sweep"]).await else { panic!() };
     let done = &swept.erasures[0];
-    assert_eq!((done.state.as_str(), done.via.as_str(), done.removed.dlq_messages), ("DONE", "api", 1));
+    assert_eq!((done.state.as_str(), done.via.as_str(), done.removed.dlq_messages), ("DONE", "api", 2));
     assert_eq!(depth(&w.sqs, &w.queues.interview_completed.dlq.url).await, (0, 0));
     assert_eq!(depth(&w.sqs, &w.queues.report_generate.dlq.url).await, (0, 0));
     let Outcome::ErasureShow(listed) = ops_support::ok(&ctx, &["erasure", "list", "--pending"]).await else { panic!() };
