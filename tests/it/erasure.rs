@@ -369,3 +369,35 @@ async fn a_requested_erasure_before_its_tombstone_sends_nothing_to_the_model() {
     assert_eq!(stored[0].get_array("pending").unwrap().len(), 1, "the report no longer pending");
     assert_tombstone(&w, interview).await;
 }
+
+#[tokio::test]
+async fn a_dlq_message_in_flight_elsewhere_keeps_the_erasure_pending_until_a_sweep_sees_it() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    api_request(&w, interview, org).await;
+    api_erases_its_interview(&w, interview).await;
+    let dlq = w.queues.interview_completed.dlq.url.clone();
+    send(&w.sqs, &dlq, &failed_body(interview, org, "the candidate disclosed a medical condition")).await;
+    // Received elsewhere (a redrive under way, a `dlq show`): the sweep cannot read it.
+    let held = w.sqs.receive_message().queue_url(&dlq).visibility_timeout(300).send().await.unwrap();
+    let handle = held.messages()[0].receipt_handle().unwrap().to_owned();
+    let ctx = w.ops_context().acting_as(Some("dpo@example.com".into()));
+    let Outcome::ErasureRequest(swept) = ops_support::ok(&ctx, &["erasure", "sweep"]).await else { panic!() };
+    let record = &swept.erasures[0];
+    assert_eq!(record.state.as_str(), "PENDING", "{record:?}");
+    assert!(record.pending.iter().any(|p| p.what == "queues" && p.why.contains("in flight")), "{record:?}");
+    // Back in the DLQ: the next sweep deletes it and ends the request DONE.
+    w.sqs
+        .change_message_visibility()
+        .queue_url(&dlq)
+        .receipt_handle(handle)
+        .visibility_timeout(0)
+        .send()
+        .await
+        .unwrap();
+    let Outcome::ErasureRequest(swept) = ops_support::ok(&ctx, &["erasure", "sweep"]).await else { panic!() };
+    let done = &swept.erasures[0];
+    assert_eq!((done.state.as_str(), done.removed.dlq_messages), ("DONE", 1), "{done:?}");
+    assert_eq!(depth(&w.sqs, &dlq).await, (0, 0));
+}
