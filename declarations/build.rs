@@ -139,6 +139,7 @@ fn report_rules(path: &std::path::Path) -> String {
         _ => panic!("reports.json: {field} must be an integer from 1 to 100"),
     };
     let (max_attempts, reset_tries) = (number("maxAttempts"), number("resetTries"));
+    let erasure_hours = number("erasureCompletionHours");
     let lease_function = text(&decl, "leaseFunction");
     let rules = decl["resetRules"].as_array().expect("reports.json: `resetRules` is a list");
     let mut arms = String::new();
@@ -159,6 +160,8 @@ fn report_rules(path: &std::path::Path) -> String {
          pub const REPORT_LEASE_FUNCTION: &str = {lease_function:?};\n\n\
          /// {}\n/// (`declarations/reports.json` `resetTries`)\n\
          pub const REPORT_RESET_TRIES: usize = {reset_tries};\n\n\
+         /// {}\n/// (`declarations/reports.json` `erasureCompletionHours`)\n\
+         pub const ERASURE_COMPLETION_HOURS: u64 = {erasure_hours};\n\n\
          /// What an attempts reset does with a report in a given status (`declarations/reports.json` `resetRules`).\n\
          #[derive(Debug, Clone, Copy, PartialEq, Eq)]\n\
          pub enum ResetRule {{\n    /// A fresh attempt budget.\n    Reset,\n    /// A fresh budget only past the holder's lease.\n    WhenLeaseExpired,\n    \
@@ -169,6 +172,7 @@ fn report_rules(path: &std::path::Path) -> String {
         text(&decl, "maxAttemptsDescription"),
         text(&decl, "leaseFunctionDescription"),
         text(&decl, "resetTriesDescription"),
+        text(&decl, "erasureCompletionHoursDescription"),
     )
 }
 

@@ -344,6 +344,7 @@ mod tests {
         let decl: serde_json::Value = serde_json::from_str(REPORTS_JSON).unwrap();
         assert_eq!(i64::from(MAX_REPORT_ATTEMPTS), decl["maxAttempts"].as_i64().unwrap());
         assert_eq!(REPORT_RESET_TRIES as u64, decl["resetTries"].as_u64().unwrap());
+        assert_eq!(ERASURE_COMPLETION_HOURS, decl["erasureCompletionHours"].as_u64().unwrap());
         assert_eq!(REPORT_LEASE_FUNCTION, decl["leaseFunction"].as_str().unwrap());
         assert!(Declaration::embedded().function(REPORT_LEASE_FUNCTION).is_some(), "the lease's function is declared");
         let rules = decl["resetRules"].as_array().unwrap();

@@ -115,8 +115,8 @@ export function withDeclaredFacts(text: string, where: string, reportsFile = REP
     throw new Error(`${where}: write the attempt limit as {maxReportAttempts} (declarations/reports.json), not a number`);
   }
   if (!text.includes("{")) return text;
-  const rules = JSON.parse(fs.readFileSync(reportsFile, "utf8")) as { maxAttempts: number };
-  const facts: Record<string, string> = { maxReportAttempts: String(rules.maxAttempts) };
+  const rules = JSON.parse(fs.readFileSync(reportsFile, "utf8")) as { maxAttempts: number; erasureCompletionHours: number };
+  const facts: Record<string, string> = { maxReportAttempts: String(rules.maxAttempts), erasureCompletionHours: String(rules.erasureCompletionHours) };
   return text.replace(/\{(\w+)\}/g, (whole, name: string) => {
     const value = facts[name];
     if (value === undefined) throw new Error(`${where}: ${whole} names no declared fact (known: ${Object.keys(facts).join(", ")})`);
@@ -272,7 +272,10 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     condition: "Maximum > 0 over 5 minutes",
     anchor: () => "erasures-not-completed-in-time",
     what: (s) =>
-      `Erasure requests of candidate data are still PENDING more than 72 hours after they were made (counted by ${s.name}); each says what is left and why.`,
+      withDeclaredFacts(
+        `Erasure requests of candidate data are still PENDING more than {erasureCompletionHours} hours after they were made (counted by ${s.name}); each says what is left and why.`,
+        "the erasures-overdue alarm",
+      ),
     firstCommand: (s) => ops(s.stage, "erasure list --overdue"),
   },
 ];

@@ -309,6 +309,8 @@ test("a DLQ's declared meaning names the attempt limit as {maxReportAttempts}, f
   const reportDlq = plain(byName(run.resources, TYPE.alarm, "sophia-dev-report-generate-dlq-not-empty").inputs["alarmDescription"]) as string;
   assert.match(reportDlq, new RegExp(`FAILED, at ${limit} attempts for answers that were wrong`));
   assert.equal(withDeclaredFacts("at {maxReportAttempts} attempts", "t"), `at ${limit} attempts`);
+  const hours = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "declarations/reports.json"), "utf8")).erasureCompletionHours;
+  assert.equal(withDeclaredFacts("after {erasureCompletionHours} hours", "t"), `after ${hours} hours`, "the erasure completion time, declared once");
   assert.throws(() => withDeclaredFacts("at 3 attempts", "x's dlqMeaning"), /x's dlqMeaning: write the attempt limit as \{maxReportAttempts\}/);
   assert.throws(() => withDeclaredFacts("after {maxReportTries}", "x"), /\{maxReportTries\} names no declared fact/);
 });

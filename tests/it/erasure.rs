@@ -5,8 +5,8 @@
 //! - erased while the report is being generated (the fake answers after 2 s: scaled time for a
 //!   model call of minutes): the late answer stores nothing, the message is acknowledged `erased`;
 //! - erased while report.generate waits in the report DLQ (and an interview.failed with its
-//!   `failureReason` in the interview DLQ): the redrive moves nothing (kept, reason `erased`); a
-//!   redrive that skips the check moves it and the consumer writes nothing; the sweep deletes both;
+//!   `failureReason` in the interview DLQ): no redrive moves it (with or without the resets, from
+//!   either DLQ: kept, reason `erased`); the sweep deletes both;
 //! - an outbox entry written after the erasure (the settlement of a redelivered
 //!   interview.completed) is deleted, not published; the billing is kept;
 //! - the admin retry after the erasure is refused and publishes nothing;
@@ -170,15 +170,20 @@ async fn erased_while_its_message_waits_in_the_dlq_a_redrive_writes_nothing_and_
     assert_eq!(redrive.kept[0].step, "erased");
     assert_tombstone(&w, interview).await;
 
-    // A move that skips the check (--keep-attempts): the consumer acknowledges it, writes nothing.
-    let Outcome::DlqRedrive(moved) =
-        ops_support::ok(&ctx, &["dlq", "redrive", "report-generate", "--keep-attempts"]).await
-    else {
-        panic!()
-    };
-    assert_eq!(moved.moved, 1);
-    let run = reports.poll_once(Duration::from_secs(5)).await.unwrap().expect("the moved message");
-    assert!(run.failed_ids.is_empty(), "acknowledged: {run:?}");
+    // Without the resets (--keep-attempts), and from the interview DLQ (its failureReason):
+    // nothing moves either, the reason printed.
+    let redrives: [&[&str]; 2] = [
+        &["dlq", "redrive", "report-generate", "--keep-attempts"],
+        &["dlq", "redrive", "interview-completed", "--method", "auto"],
+    ];
+    for args in redrives {
+        let Outcome::DlqRedrive(kept) = ops_support::ok(&ctx, args).await else { panic!() };
+        assert_eq!((kept.moved, kept.kept.len()), (0, 1), "{args:?}: {kept:?}");
+        assert_eq!(kept.kept[0].step, "erased");
+        assert!(kept.human().contains("erasure sweep"), "{}", kept.human());
+    }
+    assert_eq!(depth(&w.sqs, &w.queues.interview_completed.source.url).await, (0, 0), "the failureReason not moved");
+    assert!(reports.poll_once(Duration::from_secs(2)).await.unwrap().is_none(), "nothing moved to report-generate");
     assert_eq!(fake.request_count(), MAX_ATTEMPTS as usize, "no model call after the erasure");
     assert_tombstone(&w, interview).await;
 
@@ -186,7 +191,7 @@ async fn erased_while_its_message_waits_in_the_dlq_a_redrive_writes_nothing_and_
     api_erases_its_interview(&w, interview).await;
     let Outcome::ErasureRequest(swept) = ops_support::ok(&ctx, &["erasure", "sweep"]).await else { panic!() };
     let done = &swept.erasures[0];
-    assert_eq!((done.state.as_str(), done.via.as_str(), done.removed.dlq_messages), ("DONE", "api", 1));
+    assert_eq!((done.state.as_str(), done.via.as_str(), done.removed.dlq_messages), ("DONE", "api", 2));
     assert_eq!(depth(&w.sqs, &w.queues.interview_completed.dlq.url).await, (0, 0));
     assert_eq!(depth(&w.sqs, &w.queues.report_generate.dlq.url).await, (0, 0));
     let Outcome::ErasureShow(listed) = ops_support::ok(&ctx, &["erasure", "list", "--pending"]).await else { panic!() };
@@ -280,4 +285,119 @@ async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_whe
         panic!()
     };
     assert!(overdue.erasures.is_empty(), "none older than the completion time");
+}
+
+/// A report of `org` for `interview`, as the consumer stores a completed one.
+async fn seed_report(w: &World, interview: InterviewId, org: OrganizationId, status: &str) {
+    let now = bson::DateTime::now();
+    let report = doc! {
+        "interviewId": interview.oid(), "organizationId": org.oid(), "status": status, "attemptCount": 1_i32,
+        "report": {"summary": "the candidate said ..."}, "createdAt": now, "updatedAt": now,
+    };
+    w.mongo.db.collection::<Document>("interviewReports").insert_one(report).await.unwrap();
+}
+
+#[tokio::test]
+async fn without_the_unique_index_the_real_report_itself_becomes_the_tombstone() {
+    let w = World::fresh().await;
+    let reports = w.mongo.db.collection::<Document>("interviewReports");
+    for name in reports.list_index_names().await.unwrap() {
+        if name != "_id_" {
+            reports.drop_index(name).await.unwrap();
+        }
+    }
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    seed_report(&w, interview, org, "COMPLETED").await;
+    api_request(&w, interview, org).await;
+    assert_tombstone(&w, interview).await;
+    let stored = w.find("erasures", doc! {"_id": interview.oid()}).await;
+    assert_eq!(stored[0].get_document("removed").unwrap().get_str("report").unwrap(), "report COMPLETED");
+    // A repeat finds the tombstone and writes no second one.
+    erasure::erase_stored(&w.mongo.db, interview).await.unwrap();
+    assert_tombstone(&w, interview).await;
+}
+
+#[tokio::test]
+async fn another_organizations_interview_is_refused_and_its_report_untouched() {
+    let w = World::fresh().await;
+    let (mine, theirs) = (w.org_with_credits(50).await, w.org_with_credits(50).await);
+    let interview = w.reserved_interview(theirs, 10).await;
+    seed_report(&w, interview, theirs, "COMPLETED").await;
+    let ctx = w.ops_context().acting_as(Some("dpo@example.com".into()));
+    let args = [
+        "erasure",
+        "request",
+        &interview.to_string(),
+        "--organization-id",
+        &mine.to_string(),
+        "--reason",
+        "ticket DPO-11",
+    ];
+    let refused = ops_support::run(&ctx, &args).await;
+    let Err(sophia_ops::OpsError::Invalid(why)) = &refused else { panic!("{refused:?}") };
+    assert!(why.contains("is not organization") && why.contains("nothing was erased"), "{why}");
+    assert_eq!(report_of(&w, interview).await.get_str("status").unwrap(), "COMPLETED", "untouched");
+    assert!(w.find("erasures", doc! {"_id": interview.oid()}).await.is_empty(), "no request recorded");
+}
+
+#[tokio::test]
+async fn a_requested_erasure_before_its_tombstone_sends_nothing_to_the_model() {
+    let w = World::fast(1).await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    let fake = FakeOpenAi::scripted().unwrap();
+    fake.push(Behaviour::Report);
+    let reports = ops_support::report_mapping(&w, &fake);
+    // The request recorded, its tombstone not written yet (the API's request between its two steps).
+    let requester = Requester { by: "dpo@example.com".into(), reason: "ticket DPO-12".into(), via: "api".into() };
+    erasure::record_request(&w.mongo.db, interview, Some(org.oid()), &requester, "api-erasure-test").await.unwrap();
+    let stored = w.find("erasures", doc! {"_id": interview.oid()}).await;
+    let pending: Vec<&str> = stored[0]
+        .get_array("pending")
+        .unwrap()
+        .iter()
+        .map(|p| p.as_document().unwrap().get_str("what").unwrap())
+        .collect();
+    assert_eq!(pending, ["report", "queues"], "the report is pending until its tombstone is written");
+    send(&w.sqs, &w.queues.report_generate.source.url, &report_body(interview, org)).await;
+    let run = reports.poll_once(Duration::from_secs(5)).await.unwrap().expect("one invocation");
+    assert!(run.failed_ids.is_empty(), "acknowledged: {run:?}");
+    assert_eq!(fake.request_count(), 0, "the candidate's data was not sent to the model");
+    erasure::erase_stored(&w.mongo.db, interview).await.unwrap();
+    let stored = w.find("erasures", doc! {"_id": interview.oid()}).await;
+    assert_eq!(stored[0].get_array("pending").unwrap().len(), 1, "the report no longer pending");
+    assert_tombstone(&w, interview).await;
+}
+
+#[tokio::test]
+async fn a_dlq_message_in_flight_elsewhere_keeps_the_erasure_pending_until_a_sweep_sees_it() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 10).await;
+    api_request(&w, interview, org).await;
+    api_erases_its_interview(&w, interview).await;
+    let dlq = w.queues.interview_completed.dlq.url.clone();
+    send(&w.sqs, &dlq, &failed_body(interview, org, "the candidate disclosed a medical condition")).await;
+    // Received elsewhere (a redrive under way, a `dlq show`): the sweep cannot read it.
+    let held = w.sqs.receive_message().queue_url(&dlq).visibility_timeout(300).send().await.unwrap();
+    let handle = held.messages()[0].receipt_handle().unwrap().to_owned();
+    let ctx = w.ops_context().acting_as(Some("dpo@example.com".into()));
+    let Outcome::ErasureRequest(swept) = ops_support::ok(&ctx, &["erasure", "sweep"]).await else { panic!() };
+    let record = &swept.erasures[0];
+    assert_eq!(record.state.as_str(), "PENDING", "{record:?}");
+    assert!(record.pending.iter().any(|p| p.what == "queues" && p.why.contains("in flight")), "{record:?}");
+    // Back in the DLQ: the next sweep deletes it and ends the request DONE.
+    w.sqs
+        .change_message_visibility()
+        .queue_url(&dlq)
+        .receipt_handle(handle)
+        .visibility_timeout(0)
+        .send()
+        .await
+        .unwrap();
+    let Outcome::ErasureRequest(swept) = ops_support::ok(&ctx, &["erasure", "sweep"]).await else { panic!() };
+    let done = &swept.erasures[0];
+    assert_eq!((done.state.as_str(), done.removed.dlq_messages), ("DONE", 1), "{done:?}");
+    assert_eq!(depth(&w.sqs, &dlq).await, (0, 0));
 }

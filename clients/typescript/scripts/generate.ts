@@ -141,6 +141,8 @@ interface DeclaredReportRules {
   leaseFunctionDescription: string;
   resetTries: number;
   resetTriesDescription: string;
+  erasureCompletionHours: number;
+  erasureCompletionHoursDescription: string;
   resetRules: { status: string; rule: string; description: string }[];
 }
 
@@ -153,7 +155,7 @@ export async function reportRulesModule(declaration = REPORT_RULES_DECLARATION, 
   const { functions } = JSON.parse(await readFile(queueDeclaration, "utf8")) as { functions: { name: string; timeoutSeconds: number }[] };
   const leaseSeconds = functions.find((f) => f.name === d.leaseFunction)?.timeoutSeconds;
   if (!Number.isInteger(leaseSeconds) || leaseSeconds! < 1) throw new Error(`reports.json: leaseFunction ${d.leaseFunction} is not a function of queues.json with a timeoutSeconds`);
-  for (const n of [d.maxAttempts, d.resetTries]) {
+  for (const n of [d.maxAttempts, d.resetTries, d.erasureCompletionHours]) {
     if (!Number.isInteger(n) || n < 1 || n > 100) throw new Error(`reports.json: ${n} must be an integer from 1 to 100`);
   }
   for (const r of d.resetRules) {
@@ -171,6 +173,9 @@ export async function reportRulesModule(declaration = REPORT_RULES_DECLARATION, 
     "",
     `/** ${d.resetTriesDescription} */`,
     `export const REPORT_RESET_TRIES = ${d.resetTries};`,
+    "",
+    `/** ${d.erasureCompletionHoursDescription} */`,
+    `export const ERASURE_COMPLETION_HOURS = ${d.erasureCompletionHours};`,
     "",
     "/** What an attempts reset does with a report in a given status. */",
     `export type ResetRule = ${RESET_RULES.map((r) => JSON.stringify(r)).join(" | ")};`,
@@ -246,7 +251,7 @@ export async function generate(
       ]),
       `export { schemas, type SchemaName } from "./schemas.js";`,
       `export { API_QUEUE_URL_VARIABLES, queues, type QueueKey } from "./queues.js";`,
-      `export { MAX_REPORT_ATTEMPTS, REPORT_LEASE_SECONDS, REPORT_RESET_RULES, REPORT_RESET_TRIES, type ResetRule } from "./report-rules.js";`,
+      `export { ERASURE_COMPLETION_HOURS, MAX_REPORT_ATTEMPTS, REPORT_LEASE_SECONDS, REPORT_RESET_RULES, REPORT_RESET_TRIES, type ResetRule } from "./report-rules.js";`,
       "",
     ].join("\n"),
   );

@@ -30,7 +30,11 @@ export interface ErasureCollection {
   findOne(filter: Record<string, unknown>): Promise<Record<string, unknown> | null>;
   insertOne(doc: Record<string, unknown>): Promise<unknown>;
   updateOne(filter: Record<string, unknown>, update: Record<string, unknown>): Promise<{ matchedCount: number }>;
-  replaceOne(filter: Record<string, unknown>, replacement: Record<string, unknown>): Promise<{ matchedCount: number }>;
+  findOneAndReplace(
+    filter: Record<string, unknown>,
+    replacement: Record<string, unknown>,
+    options: { returnDocument: "before"; includeResultMetadata: true },
+  ): Promise<{ value: Record<string, unknown> | null }>;
   deleteMany(filter: Record<string, unknown>): Promise<{ deletedCount: number }>;
 }
 
@@ -48,6 +52,8 @@ export interface RequestErasureOptions {
   erasures: ErasureCollection;
   reports: ErasureCollection;
   outbox: ErasureCollection;
+  /** The API's interviews: each interview must be `organizationId`'s, or nothing is written. */
+  interviews: Pick<ErasureCollection, "findOne">;
   objectId: ObjectIdFactory;
   /** Default: `() => new Date()`. */
   now?: (() => Date) | undefined;
@@ -68,6 +74,30 @@ export interface ErasureRecord {
   queuesSweptAt: Date | null;
   completedAt: Date | null;
   repeats: number;
+}
+
+/** How many times the report's replacement looks again when the report changes under it. */
+export const ERASURE_REPLACE_TRIES = 5;
+
+/**
+ * The erasure refused, nothing written: `notInOrganization` names the interviews that are not
+ * `organizationId`'s (another organization's, or no `interviews` document: request the erasure
+ * before the API deletes its interview, or ask the operators' `sophia-ops erasure request`).
+ */
+export class ErasureRefusedError extends Error {
+  override readonly name = "ErasureRefusedError";
+  readonly code = "INTERVIEW_NOT_IN_ORGANIZATION";
+  constructor(readonly notInOrganization: string[]) {
+    super(`erasure refused: interview(s) ${notInOrganization.join(", ")} not found in this organization; nothing was erased`);
+  }
+}
+
+/** The report kept changing under the erasure (created or removed at each try): the request stays `PENDING`; ask again. */
+export class ErasureRaceError extends Error {
+  override readonly name = "ErasureRaceError";
+  constructor(readonly interviewId: string) {
+    super(`erasure of interview ${interviewId}: the report changed at each of ${ERASURE_REPLACE_TRIES} tries; the request is recorded, ask again`);
+  }
 }
 
 function isDuplicateKey(e: unknown): boolean {
@@ -125,6 +155,12 @@ export async function requestErasure(options: RequestErasureOptions): Promise<Er
   requireText("requestedBy", requestedBy);
   requireText("reason", reason);
   const requestId = options.requestId ?? `api-erasure-${interviewIds[0]}`;
+  const foreign: string[] = [];
+  for (const interviewId of interviewIds) {
+    const own = await options.interviews.findOne({ _id: objectId(interviewId), organizationId: objectId(organizationId) });
+    if (own === null) foreign.push(interviewId);
+  }
+  if (foreign.length > 0) throw new ErasureRefusedError(foreign);
   const records: ErasureRecord[] = [];
   for (const interviewId of interviewIds) {
     const at = now();
@@ -151,7 +187,10 @@ async function recordRequest(options: RequestErasureOptions, interviewId: string
       via: API_ERASURE_VIA,
       state: "PENDING",
       removed: { report: null, outboxEntries: 0, dlqMessages: 0 },
-      pending: [{ what: "queues", why: "the DLQs are not swept yet (sophia-ops erasure sweep)" }],
+      pending: [
+        { what: "report", why: "the report's tombstone is not written yet" },
+        { what: "queues", why: "the DLQs are not swept yet (sophia-ops erasure sweep)" },
+      ],
       completedAt: null,
       updatedAt: at,
     });
@@ -167,21 +206,44 @@ export function tombstoneDocument(interviewId: unknown, organizationId: unknown,
 }
 
 async function eraseStored(options: RequestErasureOptions, interviewId: string, at: Date): Promise<void> {
-  const { organizationId, erasures, reports, outbox, objectId } = options;
+  const { organizationId, erasures, outbox, objectId } = options;
   const id = objectId(interviewId);
-  const tombstone = tombstoneDocument(id, objectId(organizationId), at);
-  let removedReport = "none";
-  try {
-    await reports.insertOne({ _id: objectId(newObjectIdHex()), ...tombstone });
-  } catch (e) {
-    if (!isDuplicateKey(e)) throw e;
-    const before = await reports.findOne({ interviewId: id });
-    const replaced = await reports.replaceOne({ interviewId: id, status: { $nin: [ERASED_STATUS] } }, tombstone);
-    removedReport = replaced.matchedCount === 1 ? `report ${String(before?.["status"] ?? "unknown")}` : "already-erased";
-  }
+  const removedReport = await replaceReport(options, id, objectId(organizationId), at);
+  if (removedReport === null) throw new ErasureRaceError(interviewId);
   const deleted = await outbox.deleteMany({ interviewId: id });
   await erasures.updateOne({ _id: id, "removed.report": null }, { $set: { "removed.report": removedReport } });
-  await erasures.updateOne({ _id: id }, { $inc: { "removed.outboxEntries": deleted.deletedCount }, $set: { updatedAt: at } });
+  await erasures.updateOne({ _id: id }, { $inc: { "removed.outboxEntries": deleted.deletedCount }, $set: { updatedAt: at }, $pull: { pending: { what: "report" } } });
+}
+
+/**
+ * Replaces the organization's report(s) of the interview by the tombstone, first by
+ * `interviewId` (never relying on the unique index: without it an insert would sit next to the
+ * real report), and inserts the tombstone only where none matched; then looks again, so that a
+ * report created meanwhile (next to the tombstone where the index is missing) is replaced too.
+ * Returns what was removed, or `null` when the report still changed after the last try.
+ */
+async function replaceReport(options: RequestErasureOptions, id: unknown, organization: unknown, at: Date): Promise<string | null> {
+  const { reports, objectId } = options;
+  const tombstone = tombstoneDocument(id, organization, at);
+  const mine = { interviewId: id, organizationId: organization };
+  let removed: string | null = null;
+  let inserted = false;
+  for (let attempt = 0; attempt < ERASURE_REPLACE_TRIES; attempt++) {
+    const live = { ...mine, status: { $nin: [ERASED_STATUS] } };
+    const before = (await reports.findOneAndReplace(live, tombstone, { returnDocument: "before", includeResultMetadata: true })).value;
+    if (before !== null) {
+      removed = `report ${String(before["status"] ?? "unknown")}`;
+      continue;
+    }
+    if ((await reports.findOne(mine)) !== null) return removed ?? (inserted ? "none" : "already-erased");
+    try {
+      await reports.insertOne({ _id: objectId(newObjectIdHex()), ...tombstone });
+      inserted = true;
+    } catch (e) {
+      if (!isDuplicateKey(e)) throw e;
+    }
+  }
+  return null;
 }
 
 /** A new ObjectId's hex (seconds, then 8 random bytes), so that the caller's factory builds the id. */

@@ -11,6 +11,8 @@ import { type Collection, type Db, MongoClient, ObjectId } from "mongodb";
 import {
   ContractViolationError,
   ERASURE_COLLECTIONS,
+  type ErasureCollection,
+  ErasureRefusedError,
   INTERVIEWS_COLLECTION,
   type PublishResult,
   readErasure,
@@ -26,6 +28,7 @@ let db: Db;
 let erasures: Collection;
 let reports: Collection;
 let outbox: Collection;
+let interviews: Collection;
 const NOW = new Date("2026-12-04T06:00:00.000Z");
 
 before(async () => {
@@ -35,7 +38,8 @@ before(async () => {
   erasures = db.collection(ERASURE_COLLECTIONS.erasures);
   reports = db.collection(ERASURE_COLLECTIONS.reports);
   outbox = db.collection(ERASURE_COLLECTIONS.outbox);
-  await reports.createIndex({ interviewId: 1 }, { unique: true, name: "interviewId_unique" });
+  interviews = db.collection(INTERVIEWS_COLLECTION);
+  // No unique index on interviewId: the erasure must not rely on one (an API's database may lack it).
 });
 
 after(async () => {
@@ -45,15 +49,19 @@ after(async () => {
 
 const oid = (hex: string) => new ObjectId(hex);
 
-function request(interviewIds: string[], organizationId: string) {
+async function request(interviewIds: string[], organizationId: string, reportsOf: ErasureCollection = reports) {
+  for (const id of interviewIds) {
+    await interviews.updateOne({ _id: oid(id) }, { $setOnInsert: { organizationId: oid(organizationId), status: "COMPLETED", deletedAt: null } }, { upsert: true });
+  }
   return requestErasure({
     interviewIds,
     organizationId,
     requestedBy: "dpo@example.com",
     reason: "ticket DPO-42",
     erasures,
-    reports,
+    reports: reportsOf,
     outbox,
+    interviews,
     objectId: oid,
     now: () => NOW,
   });
@@ -93,13 +101,13 @@ test("every interview of a candidate: the request recorded (who, when, why), the
 
 test("a request says who and why, and names at least one interview", async () => {
   const org = new ObjectId().toHexString();
-  await assert.rejects(requestErasure({ interviewIds: [], organizationId: org, requestedBy: "x", reason: "y", erasures, reports, outbox, objectId: oid }), ContractViolationError);
+  await assert.rejects(requestErasure({ interviewIds: [], organizationId: org, requestedBy: "x", reason: "y", erasures, reports, outbox, interviews, objectId: oid }), ContractViolationError);
   await assert.rejects(
-    requestErasure({ interviewIds: [new ObjectId().toHexString()], organizationId: org, requestedBy: " ", reason: "y", erasures, reports, outbox, objectId: oid }),
+    requestErasure({ interviewIds: [new ObjectId().toHexString()], organizationId: org, requestedBy: " ", reason: "y", erasures, reports, outbox, interviews, objectId: oid }),
     ContractViolationError,
   );
   await assert.rejects(
-    requestErasure({ interviewIds: [new ObjectId().toHexString()], organizationId: org, requestedBy: "x", reason: "", erasures, reports, outbox, objectId: oid }),
+    requestErasure({ interviewIds: [new ObjectId().toHexString()], organizationId: org, requestedBy: "x", reason: "", erasures, reports, outbox, interviews, objectId: oid }),
     ContractViolationError,
   );
 });
@@ -107,7 +115,6 @@ test("a request says who and why, and names at least one interview", async () =>
 test("the admin retry of an erased interview is refused and publishes nothing", async () => {
   const org = new ObjectId();
   const i = new ObjectId();
-  const interviews = db.collection(INTERVIEWS_COLLECTION);
   await interviews.insertOne({ _id: i, organizationId: org, status: "COMPLETED", deletedAt: null });
   await reports.insertOne({ _id: new ObjectId(), interviewId: i, organizationId: org, status: "FAILED", attemptCount: 3, createdAt: NOW, updatedAt: NOW });
   await request([i.toHexString()], org.toHexString());
@@ -126,4 +133,55 @@ test("the admin retry of an erased interview is refused and publishes nothing", 
   }
   assert.equal(sent.length, 0);
   assert.equal((await reports.findOne({ interviewId: i }))!["status"], "ERASED", "untouched");
+});
+
+test("without a unique index on interviewId, the real report itself becomes the tombstone (no second document next to it)", async () => {
+  const org = new ObjectId();
+  const i = new ObjectId();
+  await reports.insertOne({ _id: new ObjectId(), interviewId: i, organizationId: org, status: "COMPLETED", attemptCount: 1, report: { summary: "the candidate said ..." }, createdAt: NOW, updatedAt: NOW });
+
+  const [record] = await request([i.toHexString()], org.toHexString());
+
+  assert.equal(record!.removed.report, "report COMPLETED");
+  const left = await reports.find({ interviewId: i }).toArray();
+  assert.deepEqual(left.map((d) => d["status"]), ["ERASED"], "one document, the tombstone; the report's data gone");
+  assert.equal(left[0]!["report"], undefined);
+});
+
+test("a report created between the replace and the tombstone's insert is replaced too", async () => {
+  const org = new ObjectId();
+  const i = new ObjectId();
+  let raced = false;
+  const racing = new Proxy(reports, {
+    get(target, key, receiver) {
+      if (key === "insertOne" && !raced) {
+        raced = true;
+        return async (doc: Record<string, unknown>) => {
+          await target.insertOne({ _id: new ObjectId(), interviewId: i, organizationId: org, status: "PROCESSING", attemptCount: 1, createdAt: NOW, updatedAt: NOW });
+          return target.insertOne(doc);
+        };
+      }
+      const value = Reflect.get(target, key, receiver) as unknown;
+      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  }) as unknown as ErasureCollection;
+
+  const [record] = await request([i.toHexString()], org.toHexString(), racing);
+
+  assert.ok(raced);
+  assert.equal(record!.removed.report, "report PROCESSING");
+  assert.deepEqual((await reports.find({ interviewId: i }).toArray()).map((d) => d["status"]), ["ERASED", "ERASED"], "no live report left");
+});
+
+test("another organization's interview: refused, nothing written, its report untouched", async () => {
+  const [mine, theirs] = [new ObjectId(), new ObjectId()];
+  const i = new ObjectId();
+  await interviews.insertOne({ _id: i, organizationId: theirs, status: "COMPLETED", deletedAt: null });
+  await reports.insertOne({ _id: new ObjectId(), interviewId: i, organizationId: theirs, status: "COMPLETED", attemptCount: 1, report: { summary: "theirs" }, createdAt: NOW, updatedAt: NOW });
+
+  const refused = requestErasure({ interviewIds: [i.toHexString()], organizationId: mine.toHexString(), requestedBy: "dpo@example.com", reason: "ticket DPO-43", erasures, reports, outbox, interviews, objectId: oid });
+
+  await assert.rejects(refused, (e: unknown) => e instanceof ErasureRefusedError && e.code === "INTERVIEW_NOT_IN_ORGANIZATION" && e.notInOrganization[0] === i.toHexString());
+  assert.equal((await reports.findOne({ interviewId: i }))!["status"], "COMPLETED");
+  assert.equal(await erasures.countDocuments({ _id: i }), 0, "no request recorded");
 });

@@ -17,8 +17,9 @@ pub const DONE: &str = "DONE";
 
 /// How long after its request an erasure should be `DONE` (docs/candidate-data.md, "Erasure"):
 /// `sophia-ops erasure list --overdue` lists, and the `ErasuresOverdue` metric counts, the ones
-/// still `PENDING` after it.
-pub const COMPLETION_TIME: std::time::Duration = std::time::Duration::from_secs(72 * 3600);
+/// still `PENDING` after it. Declared once: `declarations/reports.json` `erasureCompletionHours`.
+pub const COMPLETION_TIME: std::time::Duration =
+    std::time::Duration::from_secs(sophia_declarations::ERASURE_COMPLETION_HOURS * 3600);
 
 /// The filter of the requests still `PENDING` past [`COMPLETION_TIME`] at `now`.
 pub fn overdue_filter(now: bson::DateTime) -> Document {

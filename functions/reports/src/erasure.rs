@@ -70,51 +70,68 @@ pub fn tombstone_document(interview_id: ObjectId, organization_id: Option<Object
     }
 }
 
-/// Replaces the interview's report with the tombstone (inserts it when there is none). Safe
-/// against a worker racing it: the worker's later writes are conditional on what the tombstone
-/// removed (see the module docs).
+/// How many times [`tombstone`] looks again when the report changes under it (created next to
+/// the tombstone where the unique index is missing, or removed by the TTL index meanwhile).
+pub const REPLACE_TRIES: usize = 5;
+
+/// Replaces the organization's report(s) of the interview with the tombstone, by `interviewId`
+/// and `organizationId` first (never relying on the unique index: without it an insert would sit
+/// next to the real report), and inserts the tombstone only where none matched; then looks again,
+/// so that a report created meanwhile is replaced too. Safe against a worker racing it: the
+/// worker's later writes are conditional on what the tombstone removed (see the module docs).
+/// `Ok(None)`: the report still changed after [`REPLACE_TRIES`] tries (ask again).
 pub async fn tombstone(
     db: &Database,
     interview_id: InterviewId,
     organization_id: Option<ObjectId>,
-) -> mongodb::error::Result<Replaced> {
+) -> mongodb::error::Result<Option<Replaced>> {
     let reports = ReportStore::new(db);
     let organization_id = match organization_id {
         Some(o) => Some(o),
         None => organization_of(db, interview_id).await?,
     };
     let now = DateTime::now();
-    let mut inserted = tombstone_document(interview_id.oid(), organization_id, now);
-    inserted.insert("_id", ObjectId::new());
-    match reports.collection().insert_one(inserted).await {
-        Ok(_) => return Ok(Replaced::Nothing),
-        Err(e) if crate::store::is_duplicate_key(&e) => {}
-        Err(e) => return Err(e),
+    let stone = tombstone_document(interview_id.oid(), organization_id, now);
+    let mine =
+        doc! {"interviewId": interview_id.oid(), "organizationId": organization_id.map_or(Bson::Null, Bson::ObjectId)};
+    let mut live = mine.clone();
+    live.insert("status", doc! {"$nin": [ReportStatus::Erased.as_str()]});
+    let (mut removed, mut inserted) = (None, false);
+    for _ in 0..REPLACE_TRIES {
+        let before = reports
+            .collection()
+            .find_one_and_replace(live.clone(), stone.clone())
+            .return_document(ReturnDocument::Before)
+            .await?;
+        if let Some(d) = before {
+            removed = Some(Replaced::Report { status: d.get_str("status").unwrap_or("unknown").to_owned() });
+            continue;
+        }
+        if reports.collection().find_one(mine.clone()).await?.is_some() {
+            let found = if inserted { Replaced::Nothing } else { Replaced::AlreadyErased };
+            return Ok(Some(removed.unwrap_or(found)));
+        }
+        let mut inserting = stone.clone();
+        inserting.insert("_id", ObjectId::new());
+        match reports.collection().insert_one(inserting).await {
+            Ok(_) => inserted = true,
+            Err(e) if crate::store::is_duplicate_key(&e) => {}
+            Err(e) => return Err(e),
+        }
     }
-    let before = reports
-        .collection()
-        .find_one_and_replace(
-            doc! {"interviewId": interview_id.oid(), "status": {"$nin": [ReportStatus::Erased.as_str()]}},
-            tombstone_document(interview_id.oid(), organization_id, now),
-        )
-        .return_document(ReturnDocument::Before)
-        .await?;
-    Ok(match before {
-        Some(d) => Replaced::Report { status: d.get_str("status").unwrap_or("unknown").to_owned() },
-        None => Replaced::AlreadyErased,
-    })
+    Ok(None)
 }
 
-/// The interview's organization, from its report or its interview document (the tombstone
+/// The interview's organization, from its interview document, else its report (the tombstone
 /// keeps it, as every report does).
 pub async fn organization_of(db: &Database, interview_id: InterviewId) -> mongodb::error::Result<Option<ObjectId>> {
-    let report =
-        db.collection::<Document>(INTERVIEW_REPORTS).find_one(doc! {"interviewId": interview_id.oid()}).await?;
-    if let Some(org) = report.as_ref().and_then(|r| r.get_object_id("organizationId").ok()) {
+    let interview = db.collection::<Document>(INTERVIEWS).find_one(doc! {"_id": interview_id.oid()}).await?;
+    if let Some(org) = interview.as_ref().and_then(|i| i.get_object_id("organizationId").ok()) {
         return Ok(Some(org));
     }
-    let interview = db.collection::<Document>(INTERVIEWS).find_one(doc! {"_id": interview_id.oid()}).await?;
-    Ok(interview.and_then(|i| i.get_object_id("organizationId").ok()))
+    let report =
+        db.collection::<Document>(INTERVIEW_REPORTS).find_one(doc! {"interviewId": interview_id.oid()}).await?;
+    Ok(report.and_then(|r| r.get_object_id("organizationId").ok()))
 }
 
 /// Whether the candidate's data of this interview was erased: an erasure request exists, or the

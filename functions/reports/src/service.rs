@@ -262,22 +262,34 @@ impl ReportService {
         interview: &interview::Interview,
         deadline: Option<tokio::time::Instant>,
     ) -> Result<Generated, ReportError> {
-        // Erased since the claim: do not send the candidate's data to the model. (A call already
-        // sent cannot be recalled; its answer is refused by the tombstone.)
-        match crate::erasure::report_is_tombstone(&self.db, InterviewId::new(lease.interview_id)).await {
-            Ok(true) => return Ok(Generated::Erased),
-            Ok(false) => {}
-            Err(e) => return Err(self.failed(lease, ReportError::Mongo(e)).await),
+        // Erased since the claim (requested, even before its tombstone is written): do not send
+        // the candidate's data to the model. (A call already sent cannot be recalled; its answer
+        // is refused by the tombstone.)
+        if self.erased_since_claim(lease).await? {
+            return Ok(Generated::Erased);
         }
         let prompt = self.prompt(interview);
         // Every call of the attempt (the first and the one repair) ends by the same time.
         let end = self.model.attempt_end(deadline);
         let expected = expectations(interview);
         let first = self.first_call(lease, &prompt, &expected, end).await?;
+        // The repair sends the candidate's data again: not once the erasure is requested.
+        if first.has_critical_findings() && self.erased_since_claim(lease).await? {
+            return Ok(Generated::Erased);
+        }
         let (stored, calls) = self.repair_if_critical(first, &prompt, &expected, end).await;
         let repair_calls = calls.iter().filter(|c| c.purpose == CallPurpose::Repair).count() as i64;
         let generation = self.model_generation(&stored.reply, calls, prompt.truncation);
         self.finish(lease, stored.into_content(), generation, ReportSource::Model, repair_calls).await
+    }
+
+    /// Whether the interview's erasure was requested or its tombstone written since the claim
+    /// (an error reading it is recorded on the report and returned).
+    async fn erased_since_claim(&self, lease: &Lease) -> Result<bool, ReportError> {
+        match crate::erasure::is_erased(&self.db, InterviewId::new(lease.interview_id)).await {
+            Ok(erased) => Ok(erased),
+            Err(e) => Err(self.failed(lease, ReportError::Mongo(e)).await),
+        }
     }
 
     /// The prompt within the limits; what was cut is logged (counts only) and recorded on the

@@ -162,12 +162,17 @@ pub async fn record_request(
     requester: &Requester,
     request_id: &str,
 ) -> Result<(), OpsError> {
-    let organization_id = match organization_id {
-        Some(o) => Some(o),
-        None => sophia_reports::erasure::organization_of(db, interview_id)
-            .await
-            .map_err(|e| OpsError::domain("erasure request", e))?,
-    };
+    let owner = sophia_reports::erasure::organization_of(db, interview_id)
+        .await
+        .map_err(|e| OpsError::domain("erasure request", e))?;
+    if let (Some(asked), Some(owner)) = (organization_id, owner)
+        && asked != owner
+    {
+        return Err(OpsError::Invalid(format!(
+            "interview {interview_id} is not organization {asked}'s (its interview or report names another): nothing was erased"
+        )));
+    }
+    let organization_id = organization_id.or(owner);
     let now = DateTime::now();
     let erasures = db.collection::<Document>(ERASURES);
     let request = doc! {
@@ -181,7 +186,10 @@ pub async fn record_request(
         "via": requester.via.as_str(),
         "state": PENDING,
         "removed": {"report": Bson::Null, "outboxEntries": 0_i64, "dlqMessages": 0_i64},
-        "pending": [{"what": "queues", "why": "the DLQs are not swept yet (sophia-ops erasure sweep)"}],
+        "pending": [
+            {"what": "report", "why": "the report's tombstone is not written yet"},
+            {"what": "queues", "why": "the DLQs are not swept yet (sophia-ops erasure sweep)"},
+        ],
         "completedAt": Bson::Null,
         "updatedAt": now,
     };
@@ -215,7 +223,13 @@ pub async fn erase_stored(db: &Database, interview_id: InterviewId) -> Result<()
     let organization_id = request.get_object_id("organizationId").ok();
     let replaced = sophia_reports::erasure::tombstone(db, interview_id, organization_id)
         .await
-        .map_err(|e| OpsError::domain("erasure: the report's tombstone", e))?;
+        .map_err(|e| OpsError::domain("erasure: the report's tombstone", e))?
+        .ok_or_else(|| {
+            OpsError::Invalid(format!(
+                "erasure of interview {interview_id}: the report changed at each of {} tries; the request is recorded, run it again",
+                sophia_reports::erasure::REPLACE_TRIES
+            ))
+        })?;
     let outbox = CreditsStore::new(db.clone())
         .delete_outbox_of(interview_id.oid())
         .await
@@ -230,7 +244,11 @@ pub async fn erase_stored(db: &Database, interview_id: InterviewId) -> Result<()
     erasures
         .update_one(
             request_filter(interview_id.oid()),
-            doc! {"$inc": {"removed.outboxEntries": outbox as i64}, "$set": {"updatedAt": DateTime::now()}},
+            doc! {
+                "$inc": {"removed.outboxEntries": outbox as i64},
+                "$set": {"updatedAt": DateTime::now()},
+                "$pull": {"pending": {"what": "report"}},
+            },
         )
         .await
         .map_err(|e| OpsError::domain("erasure", e))?;
@@ -240,14 +258,60 @@ pub async fn erase_stored(db: &Database, interview_id: InterviewId) -> Result<()
 
 /// Step 3: receives every message of both DLQs, deletes those naming an erased interview (one
 /// with a request in `erasures`, whatever its state: a message in flight at the erasure may reach
-/// a DLQ later), and releases the others at once. Returns how many were deleted per interview.
-pub async fn sweep_dlqs(db: &Database, locator: &QueueLocator) -> Result<HashMap<InterviewId, i64>, OpsError> {
-    let mut deleted = HashMap::new();
+/// a DLQ later), and releases the others at once. Returns how many were deleted per interview,
+/// and why a message may have escaped it (its counts before and after: see [`in_flight`]).
+pub async fn sweep_dlqs(db: &Database, locator: &QueueLocator) -> Result<Sweep, OpsError> {
+    let mut sweep = Sweep::default();
     for queue in QueueName::all() {
         let url = locator.dlq_url(queue).await?;
-        sweep_one(db, locator.client(), &url, &mut deleted).await?;
+        let before = dlq_counts(locator, &url).await?;
+        let deleted_before: i64 = sweep.deleted.values().sum();
+        sweep_one(db, locator.client(), &url, &mut sweep.deleted).await?;
+        let after = dlq_counts(locator, &url).await?;
+        let deleted = sweep.deleted.values().sum::<i64>() - deleted_before;
+        if let Some(why) = in_flight(queue, before, after, deleted) {
+            sweep.in_flight.push(why);
+        }
     }
-    Ok(deleted)
+    Ok(sweep)
+}
+
+/// What one sweep of the DLQs did: the messages deleted per interview, and why it could not see
+/// every message (messages in flight elsewhere, or the DLQ changing under it): while any reason
+/// is listed, no request ends `DONE`.
+#[derive(Debug, Default)]
+pub struct Sweep {
+    pub deleted: HashMap<InterviewId, i64>,
+    pub in_flight: Vec<String>,
+}
+
+/// A DLQ's `(ApproximateNumberOfMessages, ApproximateNumberOfMessagesNotVisible)`.
+async fn dlq_counts(locator: &QueueLocator, url: &str) -> Result<(u64, u64), OpsError> {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let visible = locator.attribute(url, A::ApproximateNumberOfMessages).await?;
+    let hidden = locator.attribute(url, A::ApproximateNumberOfMessagesNotVisible).await?;
+    let n = |v: Option<String>| v.and_then(|v| v.parse().ok()).unwrap_or(0);
+    Ok((n(visible), n(hidden)))
+}
+
+/// Why the sweep of `queue`'s DLQ may have missed a message: one in flight (received by someone
+/// else: a redrive, a `dlq show`) before or after it, or a count that does not add up (a message
+/// arrived or left during it). SQS's counts are approximate and lag: a reason here can be stale,
+/// never the reverse (the request stays `PENDING`; sweep again).
+fn in_flight(queue: QueueName, before: (u64, u64), after: (u64, u64), deleted: i64) -> Option<String> {
+    if before.1 > 0 || after.1 > 0 {
+        return Some(format!(
+            "{} message(s) of the {queue} DLQ were in flight (received elsewhere: a redrive, a dlq show) and not read by the sweep; sweep again once they are back",
+            before.1.max(after.1)
+        ));
+    }
+    if after.0 as i64 != before.0 as i64 - deleted {
+        return Some(format!(
+            "the {queue} DLQ changed during the sweep ({} message(s) before, {deleted} deleted, {} after); sweep again",
+            before.0, after.0
+        ));
+    }
+    None
 }
 
 /// The erased ones among `named` (one read).
@@ -309,16 +373,20 @@ async fn sweep_one(
 }
 
 /// Step 4: records the sweep and decides the state: `DONE` when nothing is left.
-pub async fn finish(db: &Database, interview_id: InterviewId, dlq_deleted: i64) -> Result<ErasureRecord, OpsError> {
+pub async fn finish(
+    db: &Database,
+    interview_id: InterviewId,
+    dlq_deleted: i64,
+    in_flight: &[String],
+) -> Result<ErasureRecord, OpsError> {
     let now = DateTime::now();
     let left = interview_fields_left(db, interview_id).await?;
-    let pending: Vec<Document> = if left.is_empty() {
-        Vec::new()
-    } else {
-        vec![
+    let mut pending: Vec<Document> = in_flight.iter().map(|why| doc! {"what": "queues", "why": why}).collect();
+    if !left.is_empty() {
+        pending.push(
             doc! {"what": "interview", "why": format!("the API's interviews document still holds {} (the API erases them; sweep again after)", left.join(", "))},
-        ]
-    };
+        );
+    }
     let mut set = doc! {"queuesSweptAt": now, "updatedAt": now, "pending": pending.clone()};
     if pending.is_empty() {
         set.insert("state", DONE);
@@ -417,10 +485,10 @@ pub async fn complete(
     for id in interviews {
         erase_stored(db, *id).await?;
     }
-    let deleted = sweep_dlqs(db, locator).await?;
+    let sweep = sweep_dlqs(db, locator).await?;
     let mut erasures = Vec::new();
     for id in interviews {
-        erasures.push(finish(db, *id, deleted.get(id).copied().unwrap_or(0)).await?);
+        erasures.push(finish(db, *id, sweep.deleted.get(id).copied().unwrap_or(0), &sweep.in_flight).await?);
     }
     Ok(ErasureReport { erasures })
 }
@@ -451,5 +519,14 @@ mod tests {
         assert_eq!(r.pending, vec![Pending { what: "queues".into(), why: "not swept".into() }]);
         assert!(r.human().contains("pending: queues: not swept"), "{}", r.human());
         assert!(!ErasureReport { erasures: vec![r] }.is_complete());
+    }
+
+    #[test]
+    fn a_sweep_that_could_not_see_every_message_says_why() {
+        let q = QueueName::all().next().unwrap();
+        assert_eq!(in_flight(q, (3, 0), (1, 0), 2), None, "every message seen, the counts add up");
+        assert!(in_flight(q, (3, 1), (1, 0), 2).unwrap().contains("in flight"));
+        assert!(in_flight(q, (3, 0), (1, 1), 2).unwrap().contains("in flight"));
+        assert!(in_flight(q, (3, 0), (2, 0), 2).unwrap().contains("changed during the sweep"));
     }
 }

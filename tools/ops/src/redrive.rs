@@ -37,6 +37,8 @@ use aws_sdk_sqs::types::{
 };
 use serde::Serialize;
 
+use sophia_contracts::InterviewId;
+
 use crate::OpsError;
 use crate::dlq_messages::{RECEIVE_BATCH, receive, release};
 use crate::progress::ProgressMode;
@@ -351,6 +353,16 @@ pub trait Prepare: Sync {
     /// Whether a run with this step may use `StartMessageMoveTask` (which sends everything
     /// server-side, with no step per message).
     fn allows_move_task(&self) -> bool;
+    /// Why a run with this step goes message by message (the fallback's reason).
+    fn per_message(&self) -> &'static str {
+        "each report's attempts are reset just before its message moves"
+    }
+    /// Why `--method move-task` is refused with this step.
+    fn move_task_refusal(&self, queue: QueueName) -> String {
+        format!(
+            "StartMessageMoveTask moves every message server-side, so a {queue} redrive cannot reset each report just before its message moves; use --method auto, or --keep-attempts to move without resets"
+        )
+    }
     fn prepare(&self, message: &Message) -> impl Future<Output = Prepared> + Send;
 }
 
@@ -393,17 +405,8 @@ impl Prepare for ResetReports {
                 };
             }
         };
-        match sophia_reports::erasure::is_erased(&self.db, subject.interview_id).await {
-            Ok(false) => {}
-            Ok(true) => {
-                return Prepared::Keep {
-                    step: "erased",
-                    reason: "the candidate's data was erased: not moved (`sophia-ops erasure sweep` deletes it)".into(),
-                };
-            }
-            Err(e) => {
-                return Prepared::Keep { step: "erased", reason: format!("the erasure check failed ({e}); not moved") };
-            }
+        if let Some(kept) = erased_keep(&self.db, subject.interview_id).await {
+            return kept;
         }
         let note = match sophia_reports::admin::reset_for_retry(&self.db, subject.interview_id, &self.operator).await {
             Ok(ResetOutcome::Reset { status_before, attempts_before }) => {
@@ -430,6 +433,51 @@ impl Prepare for ResetReports {
             }
         };
         Prepared::Send { note: Some(note) }
+    }
+}
+
+/// The erasure check of a redrive that resets nothing (an interview DLQ, or `--keep-attempts`):
+/// a message naming an erased interview (its request or its tombstone) stays in the DLQ, the
+/// reason printed, so a redrive never puts an erased candidate's data (an interview.failed's
+/// `failureReason`) back into circulation; `sophia-ops erasure sweep` deletes it. A body that
+/// breaks the contract is sent (the consumer drops it with an error log).
+pub struct SkipErased {
+    pub db: mongodb::Database,
+    pub queue: QueueName,
+}
+
+/// The step of a message kept because its interview was erased, for every prepare that checks.
+pub async fn erased_keep(db: &mongodb::Database, interview_id: InterviewId) -> Option<Prepared> {
+    match sophia_reports::erasure::is_erased(db, interview_id).await {
+        Ok(false) => None,
+        Ok(true) => Some(Prepared::Keep {
+            step: "erased",
+            reason: "the candidate's data was erased: not moved (`sophia-ops erasure sweep` deletes it)".into(),
+        }),
+        Err(e) => Some(Prepared::Keep { step: "erased", reason: format!("the erasure check failed ({e}); not moved") }),
+    }
+}
+
+impl Prepare for SkipErased {
+    fn allows_move_task(&self) -> bool {
+        false
+    }
+
+    fn per_message(&self) -> &'static str {
+        "each message's interview is checked for an erasure just before it moves"
+    }
+
+    fn move_task_refusal(&self, queue: QueueName) -> String {
+        format!(
+            "StartMessageMoveTask moves every message server-side, so a {queue} redrive cannot keep the messages of erased interviews in the DLQ; use --method auto"
+        )
+    }
+
+    async fn prepare(&self, message: &Message) -> Prepared {
+        let Ok(subject) = crate::contract::check(self.queue, message.body().unwrap_or_default()) else {
+            return Prepared::Send { note: None };
+        };
+        erased_keep(&self.db, subject.interview_id).await.unwrap_or(Prepared::Send { note: None })
     }
 }
 
@@ -496,12 +544,10 @@ pub async fn redrive_prepared(
     let mut report = RedriveReport::new(queue, &dlq, &source, options.dry_run, in_dlq_before);
     let try_move_task = match (options.method, options.max) {
         (RedriveMethod::MoveTask, _) if !prepare.allows_move_task() => {
-            return Err(OpsError::Invalid(format!(
-                "StartMessageMoveTask moves every message server-side, so a {queue} redrive cannot reset each report just before its message moves; use --method auto, or --keep-attempts to move without resets"
-            )));
+            return Err(OpsError::Invalid(prepare.move_task_refusal(queue)));
         }
         _ if !prepare.allows_move_task() => {
-            report.fallback_reason = Some("each report's attempts are reset just before its message moves".into());
+            report.fallback_reason = Some(prepare.per_message().into());
             false
         }
         (RedriveMethod::ReceiveSendDelete, _) => {

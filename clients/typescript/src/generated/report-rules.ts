@@ -10,6 +10,9 @@ export const REPORT_LEASE_SECONDS = 300;
 /** How many times an attempts reset is decided again when a consumer changed the report between the read and the compare-and-set write; then the reset is refused as contended. */
 export const REPORT_RESET_TRIES = 5;
 
+/** How long after its request a candidate's erasure should be DONE (docs/candidate-data.md, Erasure): `sophia-ops erasure list --overdue` lists, the ErasuresOverdue metric counts and the erasures-overdue alarm reports the requests still PENDING after it. */
+export const ERASURE_COMPLETION_HOURS = 72;
+
 /** What an attempts reset does with a report in a given status. */
 export type ResetRule = "reset" | "whenLeaseExpired" | "refused" | "alreadyCompleted" | "erased";
 

@@ -92,7 +92,11 @@ pub async fn redrive(
         })?.db;
         let prepare = ResetReports { db, operator: ctx.operator("dlq-redrive") };
         redrive::redrive_prepared(&locator, queue, &options, &io, &prepare).await?
+    } else if ctx.has_mongo() {
+        let prepare = redrive::SkipErased { db: ctx.mongo().await?.db, queue };
+        redrive::redrive_prepared(&locator, queue, &options, &io, &prepare).await?
     } else {
+        ctx.note(format!("MONGODB_URI is not set: the {queue} redrive cannot skip the messages of erased interviews (run `sophia-ops erasure sweep` first)"));
         redrive::redrive_with(&locator, queue, &options, &io).await?
     };
     report.plan = plan;
