@@ -107,6 +107,17 @@ interface DeclaredQueue {
   queueUrlEnv: string;
   description: string;
   publishedByApi: boolean;
+  /** Required when `publishedByApi`: what a deployed publisher would skip without the URL, after the event types. */
+  apiSkipsWithoutUrl?: string;
+}
+
+/** What a deployed publisher would skip without the queue's URL: declared for every queue the API publishes to. */
+function skippedWithoutUrl(q: DeclaredQueue): string | null {
+  if (!q.publishedByApi) return null;
+  if (typeof q.apiSkipsWithoutUrl !== "string" || q.apiSkipsWithoutUrl.trim() === "") {
+    throw new Error(`declarations/queues.json: queue ${q.key} is publishedByApi but declares no apiSkipsWithoutUrl (what a deployed publisher would skip without its URL)`);
+  }
+  return q.apiSkipsWithoutUrl;
 }
 
 /** `queues.ts`: the queues of declarations/queues.json, as the publisher and the local queue need them. */
@@ -115,7 +126,7 @@ export async function queuesModule(declaration = QUEUE_DECLARATION): Promise<str
   const entries = queues.map((q) =>
     [
       `  /** ${q.description} */`,
-      `  ${q.key}: { name: ${JSON.stringify(q.name)}, dlqName: ${JSON.stringify(q.dlqName)}, urlEnv: ${JSON.stringify(q.queueUrlEnv)}, publishedByApi: ${q.publishedByApi} },`,
+      `  ${q.key}: { name: ${JSON.stringify(q.name)}, dlqName: ${JSON.stringify(q.dlqName)}, urlEnv: ${JSON.stringify(q.queueUrlEnv)}, publishedByApi: ${q.publishedByApi}, skippedWithoutUrl: ${JSON.stringify(skippedWithoutUrl(q))} },`,
     ].join("\n"),
   );
   const api = queues.filter((q) => q.publishedByApi).map((q) => JSON.stringify(q.queueUrlEnv));

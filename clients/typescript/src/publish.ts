@@ -55,12 +55,12 @@ export class PublisherConfigurationError extends Error {
   }
 }
 
-/** What a deployed service would skip without `variable`: the events its queue carries (from the declarations), and what they are for. */
+/** What a deployed service would skip without `variable`: the events its queue carries and what they are for (`apiSkipsWithoutUrl` of declarations/queues.json). */
 function skippedBy(variable: string): string {
   const key = (Object.keys(queues) as QueueKey[]).find((k) => queues[k].urlEnv === variable);
   if (key === undefined) return variable;
   const events = QUEUE_EVENT_TYPES[key].join(" or ");
-  return key === "interviewCompleted" ? `${events} events (billing: each one settles an interview's credits)` : `${events} requests (report generation)`;
+  return `${events} ${queues[key].skippedWithoutUrl ?? "messages"}`;
 }
 
 /** What the publisher logs through. Never given candidate text. */

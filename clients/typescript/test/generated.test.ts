@@ -56,7 +56,7 @@ test("queues.ts follows declarations/queues.json: a queue added there is drift u
   await writeFile(path.join(dir, "queues.json"), JSON.stringify(declared));
   const files = await generate(SCHEMA_DIR, path.join(dir, "queues.json"));
   assert.deepEqual(await drift(files), ["queues.ts"]);
-  assert.match(files.get("queues.ts")!, /auditExport: \{ name: "audit-export", dlqName: "audit-export-dlq", urlEnv: "AUDIT_EXPORT_QUEUE_URL", publishedByApi: true \}/);
+  assert.match(files.get("queues.ts")!, /auditExport: \{ name: "audit-export", dlqName: "audit-export-dlq", urlEnv: "AUDIT_EXPORT_QUEUE_URL", publishedByApi: true, skippedWithoutUrl: "events \(billing: each one settles an interview's credits\)" \}/);
 });
 
 test("report-rules.ts follows declarations/reports.json: a changed limit or rule is drift until regenerated", async () => {

@@ -2,9 +2,9 @@
 /** Every queue of the async jobs system by its key: its name without the `<app>-<stage>-` prefix, its DLQ's, the variable that carries its URL, and whether the API publishes to it. */
 export const queues = {
   /** the interview queue: interview.completed and interview.failed events, published by the API */
-  interviewCompleted: { name: "interview-completed", dlqName: "interview-completed-dlq", urlEnv: "INTERVIEW_COMPLETED_QUEUE_URL", publishedByApi: true },
+  interviewCompleted: { name: "interview-completed", dlqName: "interview-completed-dlq", urlEnv: "INTERVIEW_COMPLETED_QUEUE_URL", publishedByApi: true, skippedWithoutUrl: "events (billing: each one settles an interview's credits)" },
   /** the report queue: report.generate requests, published by interview-completed (its outbox) and by the API for a retry */
-  reportGenerate: { name: "report-generate", dlqName: "report-generate-dlq", urlEnv: "REPORT_GENERATE_QUEUE_URL", publishedByApi: true },
+  reportGenerate: { name: "report-generate", dlqName: "report-generate-dlq", urlEnv: "REPORT_GENERATE_QUEUE_URL", publishedByApi: true, skippedWithoutUrl: "requests (report generation)" },
 } as const;
 
 export type QueueKey = keyof typeof queues;
