@@ -315,6 +315,46 @@ test("pausing cannot do more than pause: the operators start this stage's switch
   assert.deepEqual(reached, []);
 });
 
+test("the audit trail's identity is AWS's: an operator creates and appends only to streams named after its own session (aws:SourceIdentity, aws:username), never another's", async () => {
+  const ops = [policyDocument(OPS_STATEMENTS)] as unknown as Doc[];
+  const group = `arn:${P}:logs:${REGION}:${ACCOUNT}:log-group:sophia-${STAGE}-operator-audit`;
+  const stream = (name: string) => `${group}:log-stream:${name}`;
+  const ALICE_SESSION = `arn:${P}:sts::${ACCOUNT}:assumed-role/AWSReservedSSO_Operator_0123456789abcdef/alice`;
+  const BOB_USER = `arn:${P}:iam::${ACCOUNT}:user/bob`;
+  // What AWS puts in each request's context (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html):
+  // a role session's userid is "<role id>:<session name>", its username absent; an IAM user's userid is its id, its username its name.
+  const alice = { "aws:SourceIdentity": "alice", "aws:userid": "AROAEXAMPLEROLEID:alice" };
+  const aliceWithoutSourceIdentity = { "aws:userid": "AROAEXAMPLEROLEID:alice" };
+  const bob = { "aws:username": "bob", "aws:userid": "AIDAEXAMPLEUSERID" };
+  const may = async (principal: string, action: string, name: string, context: Record<string, string>) =>
+    (await decide({ principal, action, resource: stream(name), context }, { identity: ops })).decision === "Allowed";
+  const verdicts: string[] = [];
+  for (const action of ["logs:CreateLogStream", "logs:PutLogEvents"]) {
+    for (const [principal, ctx, name, expected] of [
+      [ALICE_SESSION, alice, "source/alice/20261207T180200Z-queue-pause-0b5f", true],
+      [BOB_USER, bob, "user/bob/20261207T180200Z-queue-pause-0b5f", true],
+      // Another principal's stream, a prefix of another's name, the unbound names of before, the other form.
+      [ALICE_SESSION, alice, "source/bob/20261207T180200Z-queue-pause-0b5f", false],
+      [ALICE_SESSION, alice, "source/alice2/20261207T180200Z-queue-pause-0b5f", false],
+      [ALICE_SESSION, alice, "source/ali/ce/20261207T180200Z-queue-pause-0b5f", false],
+      [ALICE_SESSION, alice, "user/bob/20261207T180200Z-queue-pause-0b5f", false],
+      [ALICE_SESSION, alice, "user/alice/20261207T180200Z-queue-pause-0b5f", false],
+      [ALICE_SESSION, alice, "20261207T180200Z-queue-pause-0b5f", false],
+      [BOB_USER, bob, "user/alice/20261207T180200Z-queue-pause-0b5f", false],
+      [BOB_USER, bob, "source/bob/20261207T180200Z-queue-pause-0b5f", false],
+      // A role session without a source identity has no stream of its own: its commands are refused.
+      [ALICE_SESSION, aliceWithoutSourceIdentity, "source/alice/20261207T180200Z-queue-pause-0b5f", false],
+      [ALICE_SESSION, aliceWithoutSourceIdentity, "source//20261207T180200Z-queue-pause-0b5f", false],
+    ] as [string, Record<string, string>, string, boolean][]) {
+      const got = await may(principal, action, name, ctx);
+      if (got !== expected) verdicts.push(`${action} ${name} by ${JSON.stringify(ctx)}: ${got ? "allowed" : "denied"}, expected ${expected ? "allowed" : "denied"}`);
+    }
+  }
+  assert.deepEqual(verdicts, []);
+  // Reading stays the whole group's (the reader names each record's identity from its stream).
+  assert.equal((await decide({ principal: ALICE_SESSION, action: "logs:FilterLogEvents", resource: group, context: alice }, { identity: ops })).decision, "Allowed");
+});
+
 // ---------------------------------------------------------------------------------------------
 // The review's findings, each a case (the exhaustive test above covers them; these name them).
 

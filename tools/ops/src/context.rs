@@ -62,6 +62,11 @@ impl Context {
         self
     }
 
+    /// `--by` (or `SOPHIA_OPERATOR`), as given.
+    pub fn declared_name(&self) -> Option<String> {
+        self.by.clone()
+    }
+
     /// Who acts, through which command: the identity [`Context::identify`] found, else `--by`
     /// (or `SOPHIA_OPERATOR`), else the login name (`$USER`), else the uid.
     pub fn operator(&self, via: &str) -> sophia_reports::admin::Operator {
@@ -107,7 +112,7 @@ impl Context {
             let sts = aws_sdk_sts::Client::from_conf(config.build());
             match sts.get_caller_identity().send().await {
                 Ok(out) => match out.arn {
-                    Some(arn) => Identity { who: arn, source: "aws-sts", self_declared: false },
+                    Some(arn) => Identity { who: arn, source: "aws-sts", self_declared: false, stream_owner: None },
                     None => declared,
                 },
                 Err(e) => {
