@@ -358,6 +358,10 @@ pub struct Record {
     pub plan: Option<serde_json::Value>,
     /// The command's output (JSON), or the error.
     pub outcome: serde_json::Value,
+    /// The SSM Automation execution the command started (`queue pause|resume` on a stage): SSM
+    /// records who ran it (`ExecutedBy`), which `audit list` and `queue status` read back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automation_execution_id: Option<String>,
 }
 
 impl Record {
@@ -413,7 +417,12 @@ pub async fn who_paused(ctx: &Context, queue: crate::queues::QueueName) -> Strin
     let pause = latest_naming(ctx, ["queue-pause", LOCAL_PAUSE], &name).await;
     let resume = latest_naming(ctx, ["queue-resume", LOCAL_RESUME], &name).await;
     match (pause, resume) {
-        (Ok(pause), Ok(resume)) => pause_words(pause.as_ref(), resume.as_ref()),
+        (Ok(mut pause), Ok(resume)) => {
+            if let Some(p) = pause.as_mut() {
+                attach_executed_by(ctx, std::slice::from_mut(p)).await;
+            }
+            pause_words(pause.as_ref(), resume.as_ref())
+        }
         (Err(e), _) | (_, Err(e)) => format!("who paused it cannot be told (the audit trail could not be read: {e})"),
     }
 }
@@ -450,8 +459,8 @@ pub fn pause_words(pause: Option<&serde_json::Value>, resume: Option<&serde_json
     match pause.filter(|p| resume.is_none_or(|r| started(r) < started(p))) {
         Some(r) => {
             let get = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_owned();
-            let who = match r.get("awsIdentity") {
-                Some(serde_json::Value::Object(_)) => record_author(r),
+            let who = match (r.get("awsIdentity"), r.get("executedBy")) {
+                (Some(serde_json::Value::Object(_)), _) | (_, Some(_)) => record_author(r),
                 _ => r.get("who").and_then(|w| w.get("who")).and_then(|v| v.as_str()).unwrap_or("-").to_owned(),
             };
             format!("paused by {who} at {} ({})", get("startedAt"), get("command"))
@@ -633,9 +642,51 @@ pub fn attach_aws_identity(record: &mut serde_json::Value, stream: &str) {
     }
 }
 
+/// SSM's own record of who ran an Automation execution (`ExecutedBy`: the caller's ARN, AWS's
+/// word), from GetAutomationExecution (which the operators' policy allows on every execution of
+/// the account: infra-bootstrap/src/policies.ts, `OPS_SWITCH_READ_ACTIONS`).
+async fn executed_by(ctx: &Context, id: &str) -> Result<String, String> {
+    let ssm = aws_sdk_ssm::Client::new(&ctx.aws_config().await);
+    let out = ssm
+        .get_automation_execution()
+        .automation_execution_id(id)
+        .send()
+        .await
+        .map_err(|e| aws_sdk_ssm::error::DisplayErrorContext(e).to_string())?;
+    out.automation_execution
+        .and_then(|e| e.executed_by)
+        .ok_or_else(|| format!("SSM names no ExecutedBy for execution {id}"))
+}
+
+/// Adds `executedBy` (SSM's, or `executedByError`) to each record that names an Automation
+/// execution: one GetAutomationExecution per such record, so only for records shown.
+pub async fn attach_executed_by(ctx: &Context, records: &mut [serde_json::Value]) {
+    for r in records.iter_mut() {
+        let Some(id) = r.get("automationExecutionId").and_then(|v| v.as_str()).map(str::to_owned) else {
+            continue;
+        };
+        let (key, value) = match executed_by(ctx, &id).await {
+            Ok(arn) => ("executedBy", arn),
+            Err(e) => ("executedByError", e),
+        };
+        if let Some(map) = r.as_object_mut() {
+            map.insert(key.into(), serde_json::Value::String(value));
+        }
+    }
+}
+
 /// Who a record is by, in words: on a stage the identity AWS bound to its stream (the record's
 /// own claim flagged when it disagrees, or named as unbound); locally the record's claim.
 pub fn record_author(r: &serde_json::Value) -> String {
+    let ssm = match (r.get("executedBy").and_then(|v| v.as_str()), r.get("executedByError").and_then(|v| v.as_str())) {
+        (Some(arn), _) => format!(" [SSM ExecutedBy {arn}]"),
+        (None, Some(e)) => format!(" [SSM ExecutedBy unread: {e}]"),
+        _ => String::new(),
+    };
+    record_claim_or_stream(r) + &ssm
+}
+
+fn record_claim_or_stream(r: &serde_json::Value) -> String {
     let claimed = r.get("who").and_then(|w| w.get("who")).and_then(|v| v.as_str()).unwrap_or("-");
     let declared = r.get("who").and_then(|w| w.get("selfDeclared")).and_then(|v| v.as_bool()).unwrap_or(true);
     match r.get("awsIdentity") {
@@ -717,6 +768,7 @@ pub async fn store_audit(
         exit_code,
         plan,
         outcome,
+        automation_execution_id: ctx.take_automation_execution(),
     };
     let mut lines = String::new();
     let sink = match ctx.audit_sink(command).await {
@@ -835,6 +887,15 @@ mod tests {
         attach_aws_identity(&mut old, "20261207T180200Z-queue-pause-0b5f");
         assert_eq!(record_author(&old), format!("{session} (unbound stream: the client's claim)"));
         assert!(pause_words(Some(&json!({"command": "queue-pause", "startedAt": "t", "awsIdentity": honest["awsIdentity"], "who": honest["who"]})), None).starts_with("paused by source identity alice (AWS)"));
+        // A pause through the switch: SSM's ExecutedBy beside the stream's identity.
+        let mut paused = honest.clone();
+        paused["executedBy"] = json!(session);
+        assert_eq!(record_author(&paused), format!("source identity alice (AWS) [SSM ExecutedBy {session}]"));
+        paused["startedAt"] = json!("t");
+        assert_eq!(
+            pause_words(Some(&paused), None),
+            format!("paused by source identity alice (AWS) [SSM ExecutedBy {session}] at t (queue-pause)")
+        );
     }
 
     #[test]
