@@ -660,6 +660,21 @@ export const mappingSwitchDocumentName = (stage: string, queue: string): string 
  */
 export const OPS_AUDIT_APPEND_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"];
 export const OPS_AUDIT_READ_ACTIONS = ["logs:FilterLogEvents"];
+/**
+ * Whose stream: an operator creates and appends to streams under a prefix AWS fills from the
+ * session, never from the client (IAM policy variables in the resource:
+ * https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_variables.html), so the
+ * stream's name is the identity `sophia-ops audit list` shows:
+ * - `source/<source identity>/...`: a role session with a source identity (`aws:SourceIdentity`,
+ *   set once by the first AssumeRole or the identity provider and kept through role chaining:
+ *   https://docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_temp_control-access_monitor.html);
+ * - `user/<user name>/...`: an IAM user (`aws:username`, present for IAM users only).
+ * Not `aws:userid`: for a role session it is `<role id>:<session name>`, and a log stream's name
+ * cannot hold a colon (CloudWatch Logs' LogStreamName pattern `[^:*]*`), so no stream could match.
+ * Neither value can hold a slash (source identity `[\w+=,.@-]*`, user names likewise), so one
+ * identity's prefix never covers another's. tools/ops/src/audit_trail.rs names the streams so.
+ */
+export const AUDIT_STREAM_PREFIXES = { sourceIdentity: "source/${aws:SourceIdentity}/", user: "user/${aws:username}/" } as const;
 
 export interface AccessScope {
   partition: string;
@@ -707,7 +722,10 @@ export function opsStatements(s: AccessScope, d: StageDeclarations): PolicyState
       Resource: [`arn:${s.partition}:iam::${s.account}:role${stageIamPath(s.stage)}${mappingSwitchRoleName(s.stage)}`],
       Condition: { StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } },
     },
-    { Sid: "OpsAuditAppend", Effect: "Allow", Action: OPS_AUDIT_APPEND_ACTIONS, Resource: [`${auditGroup}:*`] },
+    // One statement per variable: a variable the request lacks (aws:SourceIdentity for an IAM user,
+    // aws:username for a role session) leaves its statement matching nothing.
+    { Sid: "OpsAuditAppendSourceIdentity", Effect: "Allow", Action: OPS_AUDIT_APPEND_ACTIONS, Resource: [`${auditGroup}:log-stream:${AUDIT_STREAM_PREFIXES.sourceIdentity}*`] },
+    { Sid: "OpsAuditAppendUser", Effect: "Allow", Action: OPS_AUDIT_APPEND_ACTIONS, Resource: [`${auditGroup}:log-stream:${AUDIT_STREAM_PREFIXES.user}*`] },
     { Sid: "OpsAuditRead", Effect: "Allow", Action: OPS_AUDIT_READ_ACTIONS, Resource: [auditGroup, `${auditGroup}:*`] },
   ];
 }

@@ -300,7 +300,7 @@ test("the API's and the operators' policies are the bootstrap's: per stage, unde
       },
     ]);
     const opsDoc = JSON.parse(ops.inputs["policy"] as string) as { Statement: { Sid: string; Resource: string[] }[] };
-    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchStatus", "OpsPassSwitchRole", "OpsAuditAppend", "OpsAuditRead"]);
+    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchStatus", "OpsPassSwitchRole", "OpsAuditAppendSourceIdentity", "OpsAuditAppendUser", "OpsAuditRead"]);
     // Pause and resume through the stack's switch documents only: never UpdateEventSourceMapping.
     assert.ok(!JSON.stringify(opsDoc).includes("lambda:UpdateEventSourceMapping"));
     const sid = (x: string) => (opsDoc.Statement as unknown as { Sid: string; Resource: string[]; Condition?: unknown }[]).find((s) => s.Sid === x)!;
@@ -308,8 +308,11 @@ test("the API's and the operators' policies are the bootstrap's: per stage, unde
     assert.deepEqual(sid("OpsPassSwitchRole").Resource, [`arn:aws:iam::${ACCOUNT}:role/sophia/${stage}/sophia-${stage}-mapping-switch`]);
     assert.deepEqual(sid("OpsPassSwitchRole").Condition, { StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } });
     for (const s of opsDoc.Statement.filter((x) => !["OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchStatus", "OpsPassSwitchRole"].includes(x.Sid))) {
-      for (const r of s.Resource) assert.match(r, new RegExp(`:sophia-${stage}-[a-z-]+(:\\*)?$`), `${s.Sid}: ${r}`);
+      for (const r of s.Resource) assert.match(r, new RegExp(`:sophia-${stage}-[a-z-]+(:\\*|:log-stream:(source/\\$\\{aws:SourceIdentity\\}|user/\\$\\{aws:username\\})/\\*)?$`), `${s.Sid}: ${r}`);
     }
+    // The audit trail: a session appends only under the name AWS fills in (infra-pulumi/test/rehearsal/confinement.test.ts simulates it).
+    assert.deepEqual(sid("OpsAuditAppendSourceIdentity").Resource, [`arn:aws:logs:eu-west-1:${ACCOUNT}:log-group:sophia-${stage}-operator-audit:log-stream:source/\${aws:SourceIdentity}/*`]);
+    assert.deepEqual(sid("OpsAuditAppendUser").Resource, [`arn:aws:logs:eu-west-1:${ACCOUNT}:log-group:sophia-${stage}-operator-audit:log-stream:user/\${aws:username}/*`]);
     assert.match(await unwrap(bootstrap.outputs[`${stage.toUpperCase()}_OPS_POLICY_ARN`]!), new RegExp(`:policy/sophia-bootstrap/sophia-bootstrap-${stage}-ops$`));
   }
 });
