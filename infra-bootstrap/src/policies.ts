@@ -300,9 +300,20 @@ export function policyDocument(statements: PolicyStatement[]): PolicyDocument {
   return { Version: "2012-10-17", Statement: statements };
 }
 
-/** GitHub environment names: a stage's environment is its name, except prod's (`production`). */
-export function environmentOf(stage: string, overrides: Record<string, string> = {}): string {
-  return overrides[stage] ?? (stage === "prod" ? "production" : stage);
+/** The production stage and the protected stages, declared once (declarations/stages.json). */
+export const STAGES_FILE = path.join(__dirname, "..", "..", "declarations", "stages.json");
+export interface StageNames {
+  production: { stage: string; environment: string };
+  protectedStages: string[];
+}
+export function loadStageNames(file: string = STAGES_FILE): StageNames {
+  const raw = JSON.parse(fs.readFileSync(file, "utf8")) as StageNames;
+  return { production: { stage: raw.production.stage, environment: raw.production.environment }, protectedStages: raw.protectedStages };
+}
+
+/** GitHub environment names: a stage's environment is its name, except production's (`prod-rs`: `production`). */
+export function environmentOf(stage: string, overrides: Record<string, string> = {}, names: StageNames = loadStageNames()): string {
+  return overrides[stage] ?? (stage === names.production.stage ? names.production.environment : stage);
 }
 
 /** Fails on a wildcard action, on `*` resources outside the table's explicit ones, and on Deny-less kms:*. */

@@ -357,7 +357,7 @@ export function canRun(fn: FunctionSpec, config: Pick<StageConfig, "invocableUns
 }
 
 /**
- * Alarms reach a person: a protected stage (prod) with neither `sophia:alarmTopicArn` nor
+ * Alarms reach a person: a protected stage (production, `prod-rs`) with neither `sophia:alarmTopicArn` nor
  * `sophia:alarmSubscription` is a config error; another stage gets a warning at every deploy
  * (returned, the caller logs it).
  */
