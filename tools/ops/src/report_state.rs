@@ -403,7 +403,17 @@ mod tests {
             "lastErrorAt": at(0)});
         assert_eq!(away.state, FailureState::WaitingForRetry, "{}", away.words);
         assert_eq!(of(doc! {"status": "COMPLETED"}).state, FailureState::Done);
-        assert_eq!(of(doc! {"status": "NOT_STARTED"}).state, FailureState::NotStarted);
+        let not_started = of(doc! {"status": "NOT_STARTED"});
+        assert_eq!(not_started.state, FailureState::NotStarted);
+        // A MongoDB outage hides its message in flight for the visibility timeout: said, not
+        // "waits in report-generate".
+        assert!(
+            not_started.words.contains("visible or in flight")
+                && not_started.words.contains("for the visibility timeout, 2 min")
+                && not_started.words.contains("or in its DLQ after 3 such deliveries"),
+            "{}",
+            not_started.words
+        );
         assert_eq!(of(doc! {"status": 7}).state, FailureState::NeedsYou, "unreadable");
     }
 }
