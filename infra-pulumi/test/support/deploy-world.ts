@@ -34,6 +34,9 @@
  * - `pulumi stack output` reads the snapshot with its secrets manager
  *   (pkg/cmd/pulumi/stack/stack_output.go, `SnapshotStackOutputs`), so a passphrase stack needs
  *   the passphrase there too;
+ * - `pulumi config get --json` prints an object, `{"value": <the value as text>, "objectValue": <a
+ *   list's or map's parsed value>, "secret": <bool>}` (pkg/cmd/pulumi/config/config.go,
+ *   `configValueJSON`), never the bare list;
  * - `pulumi version` prints the CLI's version, `v<semver>` (the stand-in is the pinned CLI,
  *   PULUMI_CLI_VERSION);
  * - GitHub creates an environment the first time a job names it, with no protection rule
@@ -406,11 +409,13 @@ export class World {
     if (cmd === "config" && sub === "get") {
       const v = config[args[2]!];
       if (v === undefined) return { stdout: "", stderr: `error: configuration key '${args[2]}' not found for stack '${stackName}'\n`, code: 1 };
-      if (typeof v === "object" && v !== null && "secure" in v) {
-        await this.crypt("Decrypt", doc, principal!, env);
-        return out(`${Buffer.from(String((v as { secure: string }).secure).slice(3), "base64").toString()}\n`);
-      }
-      return out(`${typeof v === "string" ? v : JSON.stringify(v)}\n`);
+      const secure = typeof v === "object" && v !== null && "secure" in v;
+      if (secure) await this.crypt("Decrypt", doc, principal!, env);
+      const text = secure ? Buffer.from(String((v as { secure: string }).secure).slice(3), "base64").toString() : typeof v === "string" ? v : JSON.stringify(v);
+      // --json: configValueJSON (pkg/cmd/pulumi/config/config.go), `value` the value as text,
+      // `objectValue` the parsed object or list, printed indented.
+      if (flags["--json"]) return out(`${JSON.stringify({ value: text, ...(!secure && typeof v === "object" && v !== null ? { objectValue: v } : {}), secret: secure }, null, 2)}\n`);
+      return out(`${text}\n`);
     }
     if (cmd === "config" && sub === "set") {
       const key = args[2]!;
