@@ -463,6 +463,25 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.deepEqual(refusedIn(world, "first 5 / CI"), []);
     });
 
+    await t.test("after the first merge `production` exists, unprotected (infra.yml's deploy-prod named it): a bootstrap whose list holds prod is refused until it is protected", async () => {
+      const production = github(sc).environments["production"];
+      assert.ok(production, "deploy-prod created it");
+      assert.equal(production.deployment_branch_policy, null, "unprotected: any branch could name it");
+      const file = path.join(sc.repo, "infra-bootstrap", "Pulumi.account-main.yaml");
+      const kept = fs.readFileSync(file, "utf8");
+      try {
+        const r = await step("production unprotected", ME, 'bootstrap_add_stage prod\nscripts/preflight dev --for bootstrap --approvals "$APPROVALS"', { APPROVALS: "0" });
+        assert.notEqual(r.code, 0);
+        assert.match(r.out, /the GitHub environment of prod is not protected yet, and the bootstrap would create a role that trusts it/);
+        assert.doesNotMatch(r.out, /the GitHub environment of dev is not protected/, "dev is");
+        // The trust's repository is the checkout's: a hand-edited one is refused.
+        const other = await step("production unprotected", ME, 'bootstrap_pulumi config set sophia-bootstrap:githubRepository acme/other\nscripts/preflight dev --for bootstrap --approvals "$APPROVALS"', { APPROVALS: "0" });
+        assert.match(other.out, /sophia-bootstrap:githubRepository is acme\/other, but this checkout is acme\/sophia/);
+      } finally {
+        fs.writeFileSync(file, kept);
+      }
+    });
+
     await t.test("later: a code-only deploy from a laptop", async () => {
       const r = await step("later code", ME, block("later code"));
       assert.equal(r.code, 0, r.out);

@@ -41,7 +41,8 @@
  *   PULUMI_CLI_VERSION);
  * - GitHub creates an environment the first time a job names it, with no protection rule
  *   (https://docs.github.com/en/actions/writing-workflows/workflow-syntax-for-github-actions#jobsjob_idenvironment);
- *   the dev deploy job reads `vars.AWS_DEPLOY_ROLE_ARN` from it (.github/workflows/infra.yml).
+ *   the dev deploy job reads `vars.AWS_DEPLOY_ROLE_ARN` from it, and deploy-prod, which needs it,
+ *   then names `production` (.github/workflows/infra.yml).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -716,6 +717,15 @@ export class World {
       if (!state) return run(false, "no stack dev in the bucket");
       const doc = this.readStackFile(path.join(this.repoRoot, `Pulumi.${stage}.yaml`));
       const r = await this.stageUp(stage, state, doc, (doc["config"] ?? {}) as Record<string, unknown>, role, true, {});
+      // deploy-prod (needs: deploy-dev) then starts in `production`: GitHub creates it, unprotected,
+      // if it does not exist yet; with no role variable there, the job fails (no prod role yet).
+      if (r.code === 0) {
+        const after = JSON.parse(fs.readFileSync(file, "utf8")) as Github;
+        if (!after.environments["production"]) {
+          after.environments["production"] = { reviewers: [], prevent_self_review: false, deployment_branch_policy: null, branchPolicies: [], variables: {} };
+          fs.writeFileSync(file, JSON.stringify(after));
+        }
+      }
       return run(r.code === 0, r.stderr || r.stdout);
     } catch (e) {
       return run(false, (e as Error).message);

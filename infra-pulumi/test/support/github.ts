@@ -22,7 +22,9 @@
  *   GitHub Free (HTTP 403 "Upgrade to GitHub Pro or make this repository public to enable this
  *   feature.", the API's answer), environments on GitHub Free, required reviewers below Enterprise;
  * - pull requests: `gh pr create|view|checks|review --approve|merge` (github-api.cjs, `pulls`, says
- *   which refusals).
+ *   which refusals; `gh pr create --fill` on a branch that is not local is refused by the `gh`
+ *   script itself, which sees the caller's checkout);
+ * - `gh --version` (FAKE_GH_VERSION, default a gh new enough for the procedure).
  * The caller is FAKE_GH_USER (default alice).
  * `fail` answers every call with that HTTP status; `readOnly` refuses writes. Every call is
  * appended to `gh-calls` (`METHOD path [body]`). The API is github-api.cjs, served in this process.
