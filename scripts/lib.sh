@@ -54,6 +54,29 @@ for f in json.load(open(sys.argv[1]))["functions"]:
     print(f["name"])' "$REPO_ROOT/declarations/queues.json"
 }
 
+# The stages declarations/stages.json declares (the one place production's name is: `prod-rs`).
+# `stage_fact production.stage|production.environment|production.roleVariable|protectedStages`
+# prints the value (a list one per line).
+stage_fact() {
+  python3 -c '
+import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v = v[k]
+print("\n".join(v) if isinstance(v, list) else v)' "$REPO_ROOT/declarations/stages.json" "$1"
+}
+# A stage's GitHub environment: production's (`production`) for the production stage, else its name.
+stage_environment() {
+  if [ "$1" = "$(stage_fact production.stage)" ]; then stage_fact production.environment; else printf '%s\n' "$1"; fi
+}
+# Exit 0 when the stage's data is protected by its name (protectedStages).
+is_protected_stage() {
+  local stages s
+  stages=$(stage_fact protectedStages) || die "cannot read declarations/stages.json"
+  for s in $stages; do [ "$s" != "$1" ] || return 0; done
+  return 1
+}
+
 # Creates the project's Python venv (idempotent).
 ensure_venv() {
   need python3 "install Python 3 (Debian: apt-get install python3 python3-venv)"

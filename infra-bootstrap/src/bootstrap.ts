@@ -41,6 +41,7 @@ import {
   githubTrustPolicy,
   KMS_ADMIN_ACTIONS,
   loadPermissions,
+  loadStageNames,
   policyDocument,
   previewRoleName,
   previewRolePolicy,
@@ -130,7 +131,7 @@ export interface BootstrapConfig {
   /** `owner/repo` of the GitHub repository whose workflows deploy. */
   githubRepository: string;
   stages: string[];
-  /** GitHub environment per stage (default: the stage's name, `production` for `prod`). */
+  /** GitHub environment per stage (default: the stage's name, `production` for the production stage `prod-rs`, declarations/stages.json). */
   environments: Record<string, string>;
   /** The stage pull requests preview (default `dev` when it is one of `stages`). */
   previewStage: string | undefined;
@@ -252,7 +253,7 @@ export function loadBootstrapConfig(): BootstrapConfig {
   const environments = c.getObject<Record<string, string>>("environments") ?? {};
   const previewStage = c.get("previewStage") ?? (stages.includes("dev") ? "dev" : undefined);
   if (previewStage !== undefined && !stages.includes(previewStage)) problems.push(`${CONFIG_NAMESPACE}:previewStage ${previewStage} is not one of the stages ${stages.join(", ")}`);
-  if (previewStage !== undefined && ["prod", "production"].includes(previewStage)) {
+  if (previewStage !== undefined && loadStageNames().protectedStages.includes(previewStage)) {
     problems.push(`${CONFIG_NAMESPACE}:previewStage must not be a protected stage: a pull request's code runs in the preview and can read that stage's config`);
   }
   const backend = (c.get("backend") ?? "s3") as BootstrapConfig["backend"];

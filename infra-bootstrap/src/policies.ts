@@ -300,9 +300,20 @@ export function policyDocument(statements: PolicyStatement[]): PolicyDocument {
   return { Version: "2012-10-17", Statement: statements };
 }
 
-/** GitHub environment names: a stage's environment is its name, except prod's (`production`). */
-export function environmentOf(stage: string, overrides: Record<string, string> = {}): string {
-  return overrides[stage] ?? (stage === "prod" ? "production" : stage);
+/** The production stage and the protected stages, declared once (declarations/stages.json). */
+export const STAGES_FILE = path.join(__dirname, "..", "..", "declarations", "stages.json");
+export interface StageNames {
+  production: { stage: string; environment: string };
+  protectedStages: string[];
+}
+export function loadStageNames(file: string = STAGES_FILE): StageNames {
+  const raw = JSON.parse(fs.readFileSync(file, "utf8")) as StageNames;
+  return { production: { stage: raw.production.stage, environment: raw.production.environment }, protectedStages: raw.protectedStages };
+}
+
+/** GitHub environment names: a stage's environment is its name, except production's (`prod-rs`: `production`). */
+export function environmentOf(stage: string, overrides: Record<string, string> = {}, names: StageNames = loadStageNames()): string {
+  return overrides[stage] ?? (stage === names.production.stage ? names.production.environment : stage);
 }
 
 /** Fails on a wildcard action, on `*` resources outside the table's explicit ones, and on Deny-less kms:*. */
@@ -660,6 +671,21 @@ export const mappingSwitchDocumentName = (stage: string, queue: string): string 
  */
 export const OPS_AUDIT_APPEND_ACTIONS = ["logs:CreateLogStream", "logs:PutLogEvents"];
 export const OPS_AUDIT_READ_ACTIONS = ["logs:FilterLogEvents"];
+/**
+ * Whose stream: an operator creates and appends to streams under a prefix AWS fills from the
+ * session, never from the client (IAM policy variables in the resource:
+ * https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_variables.html), so the
+ * stream's name is the identity `sophia-ops audit list` shows:
+ * - `source/<source identity>/...`: a role session with a source identity (`aws:SourceIdentity`,
+ *   set once by the first AssumeRole or the identity provider and kept through role chaining:
+ *   https://docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_temp_control-access_monitor.html);
+ * - `user/<user name>/...`: an IAM user (`aws:username`, present for IAM users only).
+ * Not `aws:userid`: for a role session it is `<role id>:<session name>`, and a log stream's name
+ * cannot hold a colon (CloudWatch Logs' LogStreamName pattern `[^:*]*`), so no stream could match.
+ * Neither value can hold a slash (source identity `[\w+=,.@-]*`, user names likewise), so one
+ * identity's prefix never covers another's. tools/ops/src/audit_trail.rs names the streams so.
+ */
+export const AUDIT_STREAM_PREFIXES = { sourceIdentity: "source/${aws:SourceIdentity}/", user: "user/${aws:username}/" } as const;
 
 export interface AccessScope {
   partition: string;
@@ -707,7 +733,10 @@ export function opsStatements(s: AccessScope, d: StageDeclarations): PolicyState
       Resource: [`arn:${s.partition}:iam::${s.account}:role${stageIamPath(s.stage)}${mappingSwitchRoleName(s.stage)}`],
       Condition: { StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } },
     },
-    { Sid: "OpsAuditAppend", Effect: "Allow", Action: OPS_AUDIT_APPEND_ACTIONS, Resource: [`${auditGroup}:*`] },
+    // One statement per variable: a variable the request lacks (aws:SourceIdentity for an IAM user,
+    // aws:username for a role session) leaves its statement matching nothing.
+    { Sid: "OpsAuditAppendSourceIdentity", Effect: "Allow", Action: OPS_AUDIT_APPEND_ACTIONS, Resource: [`${auditGroup}:log-stream:${AUDIT_STREAM_PREFIXES.sourceIdentity}*`] },
+    { Sid: "OpsAuditAppendUser", Effect: "Allow", Action: OPS_AUDIT_APPEND_ACTIONS, Resource: [`${auditGroup}:log-stream:${AUDIT_STREAM_PREFIXES.user}*`] },
     { Sid: "OpsAuditRead", Effect: "Allow", Action: OPS_AUDIT_READ_ACTIONS, Resource: [auditGroup, `${auditGroup}:*`] },
   ];
 }

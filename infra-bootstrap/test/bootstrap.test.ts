@@ -1,6 +1,6 @@
 /**
  * The bootstrap program under Pulumi's mocks, for an account holding `dev` (previewed by pull
- * requests) and `prod`, with the S3 backend: what it creates and how each role is trusted and scoped.
+ * requests) and `prod-rs` (production), with the S3 backend: what it creates and how each role is trusted and scoped.
  * A real `pulumi up` of it needs an AWS account: docs/deploy.md gives the command and the checks.
  */
 import * as assert from "node:assert/strict";
@@ -42,14 +42,14 @@ before(async () => {
   repoRoot = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-bootstrap-repo-"));
   fs.writeFileSync(path.join(repoRoot, "Pulumi.dev.yaml"), `config:\n  aws:region: eu-west-1\n  sophia:secretsExtensionLayerArn: ${LAYER}\n`);
   fs.writeFileSync(
-    path.join(repoRoot, "Pulumi.prod.yaml"),
+    path.join(repoRoot, "Pulumi.prod-rs.yaml"),
     `config:\n  aws:region: eu-west-1\n  sophia:secretsExtensionLayerArn: ${LAYER}\n  sophia:vpc:\n    vpcId: vpc-0abc1234\n    subnetIds: [subnet-0aaa1111]\n    securityGroupIds: [sg-0ccc3333]\n`,
   );
   process.env["SOPHIA_BOOTSTRAP_REPO_ROOT"] = repoRoot;
   pulumi.runtime.setAllConfig({
     "aws:region": "eu-west-1",
     "sophia-bootstrap:githubRepository": REPO,
-    "sophia-bootstrap:stages": JSON.stringify(["dev", "prod"]),
+    "sophia-bootstrap:stages": JSON.stringify(["dev", "prod-rs"]),
     "sophia-bootstrap:protect": "false",
     "sophia-bootstrap:keyAdministrators": JSON.stringify([BREAK_GLASS]),
   });
@@ -90,7 +90,7 @@ test("the account's IAM Access Analyzer for external access (the residuals' dete
 });
 
 test("the operator audit trail is the bootstrap's: 400 days, deletion protection on, and every deploy role is denied any logs action on it", () => {
-  for (const stage of ["dev", "prod"]) {
+  for (const stage of ["dev", "prod-rs"]) {
     const group = byName("aws:cloudwatch/logGroup:LogGroup", `${stage}-operator-audit`);
     assert.equal(group.inputs["name"], `sophia-${stage}-operator-audit`);
     assert.equal(group.inputs["retentionInDays"], 400);
@@ -112,8 +112,8 @@ test("the GitHub OIDC provider: GitHub's issuer, audience sts.amazonaws.com", ()
   assert.deepEqual(p[0]!.inputs["clientIdLists"], ["sts.amazonaws.com"]);
 });
 
-test("one deploy role per stage, trusted only for that stage's GitHub environment (prod: production)", async () => {
-  for (const [stage, env] of [["dev", "dev"], ["prod", "production"]] as const) {
+test("one deploy role per stage, trusted only for that stage's GitHub environment (prod-rs, the production stage of declarations/stages.json: production)", async () => {
+  for (const [stage, env] of [["dev", "dev"], ["prod-rs", "production"]] as const) {
     const role = byName("aws:iam/role:Role", `${stage}-deploy`);
     assert.equal(role.inputs["name"], `sophia-bootstrap-${stage}-deploy`);
     assert.equal(role.inputs["path"], "/sophia-bootstrap/", "outside every stage's IAM path");
@@ -148,7 +148,7 @@ test("the deploy policy: the table for its stage, its own state objects and secr
   assert.deepEqual(grants("kms:Encrypt"), [`arn:aws:kms:eu-west-1:${ACCOUNT}:key/dev-pulumi-secrets`]);
   assert.equal(grants("ec2:CreateVpcEndpoint").length, 0, "dev has no sophia:vpc");
   assert.doesNotMatch(JSON.stringify(doc), /sophia-prod|sophia\/prod|prod-pulumi-secrets|bootstrap-prod/);
-  const prod = deployDoc("prod");
+  const prod = deployDoc("prod-rs");
   // prod sets sophia:vpc without interfaceEndpoints: its functions in the VPC, no endpoint of its own.
   assert.ok(JSON.stringify(prod).includes(`"lambda:VpcIds":["vpc-0abc1234"]`), "prod sets sophia:vpc");
   assert.ok(!JSON.stringify(prod).includes("ec2:CreateVpcEndpoint"), "prod's stack creates no endpoint (interfaceEndpoints unset)");
@@ -185,7 +185,7 @@ test("the state bucket: versioning, SSE-KMS with its own key, public access bloc
 
 test("one secrets-provider key per stage, rotation on, alias named for `pulumi stack init --secrets-provider`", async () => {
   const aliases = ofType("aws:kms/alias:Alias").map((a) => a.inputs["name"]).sort();
-  assert.deepEqual(aliases, ["alias/sophia-dev-pulumi-secrets", "alias/sophia-prod-pulumi-secrets", "alias/sophia-pulumi-state"]);
+  assert.deepEqual(aliases, ["alias/sophia-dev-pulumi-secrets", "alias/sophia-prod-rs-pulumi-secrets", "alias/sophia-pulumi-state"]);
   for (const k of ofType("aws:kms/key:Key")) assert.equal(k.inputs["enableKeyRotation"], true, k.name);
   assert.equal(await unwrap(bootstrap.outputs["DEV_SECRETS_PROVIDER"]!), "awskms://alias/sophia-dev-pulumi-secrets?region=eu-west-1");
   assert.equal(await unwrap(bootstrap.outputs["PULUMI_BACKEND_URL"]!), `s3://sophia-pulumi-state-${ACCOUNT}-eu-west-1?region=eu-west-1`);
@@ -206,8 +206,8 @@ test("a protected stage cannot be the previewed one (a pull request's code reads
   pulumi.runtime.setAllConfig({
     "aws:region": "eu-west-1",
     "sophia-bootstrap:githubRepository": REPO,
-    "sophia-bootstrap:stages": JSON.stringify(["prod"]),
-    "sophia-bootstrap:previewStage": "prod",
+    "sophia-bootstrap:stages": JSON.stringify(["prod-rs"]),
+    "sophia-bootstrap:previewStage": "prod-rs",
   });
   assert.throws(() => loadBootstrapConfig(), /previewStage must not be a protected stage/);
 });
@@ -215,7 +215,7 @@ test("a protected stage cannot be the previewed one (a pull request's code reads
 test("the deploy role's policies are exactly policies.ts's deployRolePolicies (what the rehearsal evaluates), its managed parts attached", () => {
   const { deployRolePolicies } = require("../src/policies") as typeof import("../src/policies");
   const prodVpc = { vpcId: "vpc-0abc1234", subnetIds: ["subnet-0aaa1111"], securityGroupIds: ["sg-0ccc3333"] };
-  for (const [stage, vpc] of [["dev", false], ["prod", prodVpc]] as const) {
+  for (const [stage, vpc] of [["dev", false], ["prod-rs", prodVpc]] as const) {
     const expected = deployRolePolicies({
       scope: { partition: "aws", region: "eu-west-1", account: ACCOUNT, stage, layerArn: LAYER, vpc },
       state: { bucket: `sophia-pulumi-state-${ACCOUNT}-eu-west-1`, keyArn: `arn:aws:kms:eu-west-1:${ACCOUNT}:key/state-key` },
@@ -250,7 +250,7 @@ test("the boundary per stage: under the bootstrap's path, only the stage's queue
   const sw = doc.Statement.find((s: { Sid: string }) => s.Sid === "StageMappingSwitch");
   assert.deepEqual(sw.Condition, { ArnLike: { "lambda:FunctionArn": `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-dev-*` }, StringEquals: { "aws:ResourceTag/stage": "dev" } });
   assert.doesNotMatch(JSON.stringify(doc), /prod|ec2:/);
-  const prod = JSON.parse(byName("aws:iam/policy:Policy", "prod-boundary").inputs["policy"] as string);
+  const prod = JSON.parse(byName("aws:iam/policy:Policy", "prod-rs-boundary").inputs["policy"] as string);
   assert.ok(JSON.stringify(prod).includes("ec2:CreateNetworkInterface"), "prod sets sophia:vpc");
 });
 
@@ -260,11 +260,11 @@ test("the bootstrap's keys: explicit key policies, no account-root statement, th
   assert.ok(!text.includes(":root") && !text.includes('"kms:*"'), "no root kms:*");
   const sid = (doc: { Statement: { Sid: string }[] }, s: string) => doc.Statement.find((x) => x.Sid === s) as unknown as { Principal: { AWS: string[] }; Action: string[]; Condition?: unknown };
   assert.deepEqual(sid(state, "KeyAdministrators").Principal.AWS, [BREAK_GLASS]);
-  assert.deepEqual(sid(state, "WriteStateViaS3").Principal.AWS, [BREAK_GLASS, `arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-dev-deploy`, `arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-prod-deploy`]);
+  assert.deepEqual(sid(state, "WriteStateViaS3").Principal.AWS, [BREAK_GLASS, `arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-dev-deploy`, `arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-prod-rs-deploy`]);
   assert.deepEqual(sid(state, "ReadStateViaS3").Principal.AWS, [`arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-dev-preview`]);
   assert.deepEqual(sid(state, "ReadStateViaS3").Action, ["kms:Decrypt"]);
-  const prod = JSON.parse(byName("aws:kms/key:Key", "prod-pulumi-secrets").inputs["policy"] as string);
-  assert.deepEqual(sid(prod, "StackSecretsEncryptDecrypt").Principal.AWS, [BREAK_GLASS, `arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-prod-deploy`]);
+  const prod = JSON.parse(byName("aws:kms/key:Key", "prod-rs-pulumi-secrets").inputs["policy"] as string);
+  assert.deepEqual(sid(prod, "StackSecretsEncryptDecrypt").Principal.AWS, [BREAK_GLASS, `arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-prod-rs-deploy`]);
   assert.equal(sid(prod, "StackSecretsDecrypt"), undefined, "no preview of prod");
   const dev = JSON.parse(byName("aws:kms/key:Key", "dev-pulumi-secrets").inputs["policy"] as string);
   assert.deepEqual(sid(dev, "StackSecretsDecrypt").Principal.AWS, [`arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-dev-preview`]);
@@ -284,7 +284,7 @@ test("the configuration: break-glass key administrators required with the S3 bac
 });
 
 test("the API's and the operators' policies are the bootstrap's: per stage, under its path (no deploy role can write them), exact names from declarations/queues.json", async () => {
-  for (const stage of ["dev", "prod"]) {
+  for (const stage of ["dev", "prod-rs"]) {
     const api = byName("aws:iam/policy:Policy", `${stage}-api-publish`);
     const ops = byName("aws:iam/policy:Policy", `${stage}-ops`);
     assert.equal(api.inputs["name"], `sophia-bootstrap-${stage}-api-publish`);
@@ -300,7 +300,7 @@ test("the API's and the operators' policies are the bootstrap's: per stage, unde
       },
     ]);
     const opsDoc = JSON.parse(ops.inputs["policy"] as string) as { Statement: { Sid: string; Resource: string[] }[] };
-    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchStatus", "OpsPassSwitchRole", "OpsAuditAppend", "OpsAuditRead"]);
+    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchStatus", "OpsPassSwitchRole", "OpsAuditAppendSourceIdentity", "OpsAuditAppendUser", "OpsAuditRead"]);
     // Pause and resume through the stack's switch documents only: never UpdateEventSourceMapping.
     assert.ok(!JSON.stringify(opsDoc).includes("lambda:UpdateEventSourceMapping"));
     const sid = (x: string) => (opsDoc.Statement as unknown as { Sid: string; Resource: string[]; Condition?: unknown }[]).find((s) => s.Sid === x)!;
@@ -308,15 +308,18 @@ test("the API's and the operators' policies are the bootstrap's: per stage, unde
     assert.deepEqual(sid("OpsPassSwitchRole").Resource, [`arn:aws:iam::${ACCOUNT}:role/sophia/${stage}/sophia-${stage}-mapping-switch`]);
     assert.deepEqual(sid("OpsPassSwitchRole").Condition, { StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } });
     for (const s of opsDoc.Statement.filter((x) => !["OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchStatus", "OpsPassSwitchRole"].includes(x.Sid))) {
-      for (const r of s.Resource) assert.match(r, new RegExp(`:sophia-${stage}-[a-z-]+(:\\*)?$`), `${s.Sid}: ${r}`);
+      for (const r of s.Resource) assert.match(r, new RegExp(`:sophia-${stage}-[a-z-]+(:\\*|:log-stream:(source/\\$\\{aws:SourceIdentity\\}|user/\\$\\{aws:username\\})/\\*)?$`), `${s.Sid}: ${r}`);
     }
-    assert.match(await unwrap(bootstrap.outputs[`${stage.toUpperCase()}_OPS_POLICY_ARN`]!), new RegExp(`:policy/sophia-bootstrap/sophia-bootstrap-${stage}-ops$`));
+    // The audit trail: a session appends only under the name AWS fills in (infra-pulumi/test/rehearsal/confinement.test.ts simulates it).
+    assert.deepEqual(sid("OpsAuditAppendSourceIdentity").Resource, [`arn:aws:logs:eu-west-1:${ACCOUNT}:log-group:sophia-${stage}-operator-audit:log-stream:source/\${aws:SourceIdentity}/*`]);
+    assert.deepEqual(sid("OpsAuditAppendUser").Resource, [`arn:aws:logs:eu-west-1:${ACCOUNT}:log-group:sophia-${stage}-operator-audit:log-stream:user/\${aws:username}/*`]);
+    assert.match(await unwrap(bootstrap.outputs[`${stage.toUpperCase().replace(/-/g, "_")}_OPS_POLICY_ARN`]!), new RegExp(`:policy/sophia-bootstrap/sophia-bootstrap-${stage}-ops$`));
   }
 });
 
 test("the outputs: exactly outputNames (what docs/deploy.md may name), with each stage's extension layer", async () => {
   const { outputNames } = require("../src/bootstrap") as typeof import("../src/bootstrap");
-  assert.deepEqual(Object.keys(bootstrap.outputs).sort(), outputNames({ stages: ["dev", "prod"], previewStage: "dev", backend: "s3" }).sort());
+  assert.deepEqual(Object.keys(bootstrap.outputs).sort(), outputNames({ stages: ["dev", "prod-rs"], previewStage: "dev", backend: "s3" }).sort());
   assert.equal(await unwrap(bootstrap.outputs["DEV_EXTENSION_LAYER_ARN"]!), LAYER);
 });
 

@@ -123,7 +123,9 @@ test("every ARN of the dev role names dev's resources (or the layer, or a stage-
       const tagged =
         s.Condition?.["StringEquals"]?.["aws:ResourceTag/stage"] === "dev" ||
         s.Condition?.["StringEqualsIfExists"]?.["aws:ResourceTag/stage"] === "dev" ||
-        s.Condition?.["ArnLike"]?.["lambda:FunctionArn"]?.includes("sophia-dev-");
+        s.Condition?.["ArnLike"]?.["lambda:FunctionArn"]?.includes("sophia-dev-") ||
+        // Reading a mapping: its function the stage's, or absent (a mapping already deleted, which the provider's delete polls for).
+        (s.Action.every((a) => a === "lambda:GetEventSourceMapping") && s.Condition?.["ArnLikeIfExists"]?.["lambda:FunctionArn"]?.includes("sophia-dev-"));
       // Reading a mapping's tags (a mapping's id says nothing of its stage).
       const readsTags = s.Action.every((a) => a === "lambda:ListTags");
       assert.ok(named || tagged || readsTags, `${s.Sid}: ${r}`);
@@ -139,8 +141,9 @@ test("event source mappings: update only a mapping tagged as the stage's whose f
   for (const a of ["lambda:UpdateEventSourceMapping", "lambda:DeleteEventSourceMapping"]) {
     assert.deepEqual(esm(a).map((s) => s.Condition), [{ ArnLike: fn, StringEquals: { "aws:ResourceTag/stage": "dev" } }], a);
   }
-  // Get names no function: lambda:FunctionArn is the mapping's own.
-  assert.deepEqual(esm("lambda:GetEventSourceMapping").map((s) => s.Condition), [{ ArnLike: fn }]);
+  // Get names no function: lambda:FunctionArn is the mapping's own, and absent once the mapping is
+  // deleted (the provider's delete polls Get until not-found): IfExists, so that poll is not refused.
+  assert.deepEqual(esm("lambda:GetEventSourceMapping").map((s) => s.Condition), [{ ArnLikeIfExists: fn }]);
   assert.deepEqual(esm("lambda:CreateEventSourceMapping").map((s) => s.Condition), [{ ArnLike: fn, StringEquals: { "aws:RequestTag/stage": "dev" } }]);
   const tagging = esm("lambda:TagResource").filter((s) => s.Resource.some((r) => r.includes(":event-source-mapping:")));
   assert.deepEqual(tagging.map((s) => s.Condition), [{ StringEquals: { "aws:ResourceTag/stage": "dev" } }], "never an untagged mapping (adoption)");

@@ -22,7 +22,8 @@ const fs = require("node:fs");
 const path = require("node:path");
 const yaml = require("js-yaml");
 
-const PROTECTED = ["prod", "production"];
+// The protected stages, declared once (declarations/stages.json; src/config.ts reads the same list).
+const PROTECTED = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "declarations", "stages.json"), "utf8")).protectedStages;
 
 /**
  * The problem with a stack file's secrets provider, or null. `pulumiCloud`: the stack lives in Pulumi

@@ -189,7 +189,8 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     metric: "AWS/SQS ApproximateAgeOfOldestMessage (QueueName = the source queue)",
     condition: `Maximum > sophia:alarmOldestMessageAgeSeconds for ${OLDEST_MESSAGE_AGE_EVALUATION_PERIODS} consecutive minutes`,
     anchor: () => "oldest-message-too-old",
-    what: (s) => `The oldest message in ${s.name} is older than the stage's threshold: the consumer is stopped, slow or in a burst.`,
+    what: (s) =>
+      `The oldest message in ${s.name} is older than the stage's threshold: the consumer is stopped (a pause made on purpose included: the status names who paused), slow or in a burst.`,
     firstCommand: (s) => ops(s.stage, `queue status ${s.name}`),
   },
   {
@@ -220,7 +221,8 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     condition: `Maximum > ${DURATION_ALARM_FRACTION * 100}% of the function's timeout over 5 minutes`,
     anchor: () => "report-generate-near-its-timeout",
     what: (s) => `${s.name} ran longer than ${DURATION_ALARM_FRACTION * 100}% of its timeout (slow model calls).`,
-    firstCommand: (s) => ops(s.stage, `dlq list ${queueOf(s)}`),
+    // Its queue's status names the attempts failing by kind (`timeout`) long before any reaches the DLQ.
+    firstCommand: queueOrUnfinished,
   },
   {
     id: "dropped-invalid",
@@ -357,7 +359,7 @@ export function canRun(fn: FunctionSpec, config: Pick<StageConfig, "invocableUns
 }
 
 /**
- * Alarms reach a person: a protected stage (prod) with neither `sophia:alarmTopicArn` nor
+ * Alarms reach a person: a protected stage (production, `prod-rs`) with neither `sophia:alarmTopicArn` nor
  * `sophia:alarmSubscription` is a config error; another stage gets a warning at every deploy
  * (returned, the caller logs it).
  */

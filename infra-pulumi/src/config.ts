@@ -9,6 +9,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { checkMongoBudget } from "./mongo-budget";
 import { checkOpenAiBudget } from "./openai-budget";
 import { REPO_ROOT } from "./repository";
+import { STAGES } from "./stages";
 import type { Settings } from "./settings";
 import { FUNCTION_WIRING } from "./wiring";
 
@@ -71,8 +72,8 @@ export const RESUME_BUCKET_ACCESS = ["none", "read", "read-write"] as const;
 export type ResumeBucketAccess = (typeof RESUME_BUCKET_ACCESS)[number];
 /** The extension's cache TTL range (SECRETS_MANAGER_TTL, seconds; 0 disables the cache). */
 export const SECRETS_MANAGER_TTL_RANGE = { min: 0, max: 300 } as const;
-/** Stages whose queues, DLQs, key and secrets are protected unless `sophia:protectData` says otherwise. */
-export const PROTECTED_STAGES = ["prod", "production"] as const;
+/** Stages whose queues, DLQs, key and secrets are protected unless `sophia:protectData` says otherwise (declarations/stages.json). */
+export const PROTECTED_STAGES: readonly string[] = STAGES.protectedStages;
 
 export interface AlarmSubscription {
   protocol: "email" | "https";
@@ -488,7 +489,7 @@ function readResumeBucketAccess(
 function readProtection(config: pulumi.Config, stage: string, problems: string[]): { invocable: unknown; protectRaw: unknown } {
   const invocable = readObject(config, KEYS.invocableUnsubscribed, problems) ?? false;
   if (typeof invocable !== "boolean") problems.push(`${CONFIG_NAMESPACE}:${KEYS.invocableUnsubscribed} must be true or false`);
-  const protectRaw = readObject(config, KEYS.protectData, problems) ?? (PROTECTED_STAGES as readonly string[]).includes(stage);
+  const protectRaw = readObject(config, KEYS.protectData, problems) ?? PROTECTED_STAGES.includes(stage);
   if (typeof protectRaw !== "boolean") problems.push(`${CONFIG_NAMESPACE}:${KEYS.protectData} must be true or false`);
 
   if (protectRaw === true && pulumi.runtime.getConfig("aws:allowedAccountIds") === undefined) {

@@ -33,7 +33,7 @@ export function renderAlarmsReference(settings: Settings, metrics: MetricsDeclar
     "(`sophia:alarmTopicArn`, or the stage's own `" + `${settings.appName}-<stage>-alarms` + "` with `sophia:alarmSubscription`) when it",
     "enters ALARM; none sends an OK message (a new alarm leaves INSUFFICIENT_DATA on the first deploy:",
     "OK actions would send one message per alarm). Missing data is not breaching: an idle stage stays quiet.",
-    "A protected stage (prod) without a topic or a subscription does not deploy.",
+    "A protected stage (production, `prod-rs`) without a topic or a subscription does not deploy.",
     "",
     `What to do for each: [the runbook](../runbook.md). The description of every alarm (what the`,
     "notification says) names the first command and the runbook section.",

@@ -124,10 +124,11 @@ function scratch(stackFile: string, gh: Github) {
   const state = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-bootstrap-"));
   const bin = path.join(state, "bin");
   const repo = path.join(state, "repo");
-  for (const d of [bin, path.join(repo, "scripts"), path.join(repo, "infra-bootstrap")]) fs.mkdirSync(d, { recursive: true });
+  for (const d of [bin, path.join(repo, "scripts"), path.join(repo, "infra-bootstrap"), path.join(repo, "declarations")]) fs.mkdirSync(d, { recursive: true });
   for (const script of ["bootstrap-stage", "preflight", "protect-environments", "lib.sh"]) {
     fs.copyFileSync(path.join(REPO_ROOT, "scripts", script), path.join(repo, "scripts", script));
   }
+  fs.copyFileSync(path.join(REPO_ROOT, "declarations", "stages.json"), path.join(repo, "declarations", "stages.json"));
   fs.writeFileSync(path.join(repo, "Pulumi.dev.yaml"), stackFile);
   fs.writeFileSync(path.join(bin, "pulumi"), PULUMI_STUB, { mode: 0o755 });
   fs.writeFileSync(path.join(bin, "aws"), AWS_STUB, { mode: 0o755 });
@@ -403,26 +404,26 @@ test("GitHub --apply --approvals 0 (one person): main takes pull requests withou
 });
 
 test("protect-environments: production needs reviewers; --reviewer resolves users and teams; self-review prevented", () => {
-  const none = protect(["prod", "--apply"], github());
+  const none = protect(["prod-rs", "--apply"], github());
   assert.notEqual(none.status, 0);
   assert.match(none.output, /environment 'production' has no required reviewers and none were given: --reviewer user:<login>/);
   assert.doesNotMatch(none.calls, /^PUT/m, "nothing written");
-  const PROD_ROLE = "arn:aws:iam::333333333333:role/sophia-bootstrap/sophia-prod-deploy";
-  const r = protect(["prod", "--apply", "--reviewer", "user:alice", "--reviewer", "team:platform", "--deploy-role-arn", PROD_ROLE], github());
+  const PROD_ROLE = "arn:aws:iam::333333333333:role/sophia-bootstrap/sophia-bootstrap-prod-rs-deploy";
+  const r = protect(["prod-rs", "--apply", "--reviewer", "user:alice", "--reviewer", "team:platform", "--deploy-role-arn", PROD_ROLE], github());
   assert.equal(r.status, 0, r.output);
   const prod = r.github.environments["production"]!;
   assert.deepEqual(prod.reviewers, [{ type: "User", id: 101 }, { type: "Team", id: 7 }]);
   assert.equal(prod.prevent_self_review, true);
   assert.deepEqual(prod.branchPolicies.map((b) => b.name), ["main"]);
   assert.equal(prod.variables["AWS_PROD_DEPLOY_ROLE_ARN"], PROD_ROLE, "the variable deploy-prod reads");
-  const check = protect(["prod", "--deploy-role-arn", PROD_ROLE], r.github);
+  const check = protect(["prod-rs", "--deploy-role-arn", PROD_ROLE], r.github);
   assert.equal(check.status, 0, check.output);
-  const selfReview = protect(["prod"], github({ production: { ...prod, prevent_self_review: false } }));
+  const selfReview = protect(["prod-rs"], github({ production: { ...prod, prevent_self_review: false } }));
   assert.equal(selfReview.status, 1);
   assert.match(selfReview.stdout, /environment 'production': prevent self-review is off \(whoever pushed could approve their own deploy\)/);
-  const noReviewers = protect(["prod"], github({ production: { ...prod, reviewers: [] } }));
+  const noReviewers = protect(["prod-rs"], github({ production: { ...prod, reviewers: [] } }));
   assert.match(noReviewers.stdout, /environment 'production': no required reviewers/);
-  const unknown = protect(["prod", "--apply", "--reviewer", "user:mallory"], github());
+  const unknown = protect(["prod-rs", "--apply", "--reviewer", "user:mallory"], github());
   assert.notEqual(unknown.status, 0);
   assert.match(unknown.output, /user:mallory/);
 });

@@ -181,9 +181,9 @@ test("every committed Pulumi.<stage>.yaml is accepted by the program and holds n
 
 test("the README's prod example is a valid stack file", async () => {
   const readme = fs.readFileSync(path.join(__dirname, "..", "README.md"), "utf8");
-  const block = /```yaml\n(# Pulumi\.prod\.yaml\n[\s\S]*?)```/.exec(readme);
-  assert.ok(block, "README has a ```yaml block starting with # Pulumi.prod.yaml");
-  const c = await load("prod", { ...stackConfig(yaml.load(block[1]!), "README prod block"), ...TEST_SECRETS });
+  const block = /```yaml\n(# Pulumi\.prod-rs\.yaml\n[\s\S]*?)```/.exec(readme);
+  assert.ok(block, "README has a ```yaml block starting with # Pulumi.prod-rs.yaml");
+  const c = await load("prod-rs", { ...stackConfig(yaml.load(block[1]!), "README prod block"), ...TEST_SECRETS });
   assert.equal(c.memoryMb["report-generate"], 1024);
   assert.deepEqual(c.maximumConcurrency, { interviewCompleted: 20, reportGenerate: 5 });
   assert.ok(c.alarmTopicArn);
@@ -193,16 +193,16 @@ test("docs/deploy.md's prod template (only the keys a person writes), with what 
   const doc = fs.readFileSync(path.join(REPO_ROOT, "docs", "deploy.md"), "utf8");
   const block = /<!-- deploy-doc: prod 1 -->\n```bash\n[\s\S]*?<<EOF[^\n]*\n([\s\S]*?)\nEOF\n/.exec(doc);
   assert.ok(block, "deploy.md's prod 1 block writes the stack file with a heredoc");
-  const text = block[1]!.replace(/\$AWS_REGION/g, "eu-west-1").replace(/\$STAGE/g, "prod");
+  const text = block[1]!.replace(/\$AWS_REGION/g, "eu-west-1").replace(/\$STAGE/g, "prod-rs");
   const written = yaml.load(text) as { config: Record<string, unknown> };
   const added = {
     "aws:allowedAccountIds": JSON.stringify(["222222222222"]),
     "sophia:kmsKeyAdministrators": JSON.stringify(["arn:aws:iam::222222222222:role/aws-reserved/sso.amazonaws.com/eu-west-1/AWSReservedSSO_BreakGlass_0123456789abcdef"]),
   };
-  const c = await load("prod", { ...stackConfig(written, "deploy.md prod template"), ...added, ...TEST_SECRETS });
+  const c = await load("prod-rs", { ...stackConfig(written, "deploy.md prod template"), ...added, ...TEST_SECRETS });
   assert.equal(c.architecture, "arm64");
-  assert.equal(c.protectData, true, "prod's data is protected by its name");
-  for (const placeholder of ["123456789012", "sophia-prod-resumes", "alarmTopicArn", "resumeBucket"]) assert.ok(!text.includes(placeholder), placeholder);
+  assert.equal(c.protectData, true, "prod-rs's data is protected by its name (declarations/stages.json)");
+  for (const placeholder of ["123456789012", "sophia-prod-rs-resumes", "alarmTopicArn", "resumeBucket"]) assert.ok(!text.includes(placeholder), placeholder);
 });
 
 test("Pulumi.yaml: project sophia, Node.js runtime, main infra-pulumi/ whose package.json names index.ts", () => {

@@ -33,6 +33,7 @@ import * as yaml from "js-yaml";
 import { outputNames } from "../../infra-bootstrap/src/bootstrap";
 import { deployRoleArn, stateKeyPolicy } from "../../infra-bootstrap/src/policies";
 import { REPO_ROOT } from "../src/repository";
+import { PRODUCTION_STAGE } from "../src/stages";
 import { type Github, ghStub, github as newRepository } from "./support/github";
 import { ADMINISTRATOR_ACCESS, type CliResult, P, World } from "./support/deploy-world";
 import { type ProgramRun, runProgram, TEST_BREAK_GLASS_ARN } from "./support/harness";
@@ -148,7 +149,7 @@ function scratch(): Scratch {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-deploy-doc-"));
   const sc = { root, home: path.join(root, "home"), repo: path.join(root, "repo"), bin: path.join(root, "bin"), state: path.join(root, "state") };
   for (const d of [sc.home, sc.repo, sc.bin, sc.state]) fs.mkdirSync(d);
-  const files = git(REPO_ROOT, "ls-files", "scripts", "Pulumi.yaml", "Pulumi.dev.yaml", "infra-pulumi/ci", "infra-pulumi/package.json", "infra-pulumi/package-lock.json", "infra-bootstrap/Pulumi.yaml", "infra-bootstrap/package.json", "infra-bootstrap/package-lock.json")
+  const files = git(REPO_ROOT, "ls-files", "scripts", "declarations/stages.json", "Pulumi.yaml", "Pulumi.dev.yaml", "infra-pulumi/ci", "infra-pulumi/package.json", "infra-pulumi/package-lock.json", "infra-bootstrap/Pulumi.yaml", "infra-bootstrap/package.json", "infra-bootstrap/package-lock.json")
     .split("\n")
     .filter(Boolean);
   for (const f of files) {
@@ -470,9 +471,10 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       const file = path.join(sc.repo, "infra-bootstrap", "Pulumi.account-main.yaml");
       const kept = fs.readFileSync(file, "utf8");
       try {
-        const r = await step("production unprotected", ME, 'bootstrap_add_stage prod\nscripts/preflight dev --for bootstrap --approvals "$APPROVALS"', { APPROVALS: "0" });
+        const r = await step("production unprotected", ME, `bootstrap_add_stage ${PRODUCTION_STAGE}\nscripts/preflight dev --for bootstrap --approvals "$APPROVALS"`, { APPROVALS: "0" });
         assert.notEqual(r.code, 0);
-        assert.match(r.out, /the GitHub environment of prod is not protected yet, and the bootstrap would create a role that trusts it/);
+        assert.match(r.out, new RegExp(`the GitHub environment of ${PRODUCTION_STAGE} is not protected yet, and the bootstrap would create a role that trusts it`));
+        assert.match(r.out, /environment 'production'/, "the production stage's environment is production");
         assert.doesNotMatch(r.out, /the GitHub environment of dev is not protected/, "dev is");
         // The trust's repository is the checkout's: a hand-edited one is refused.
         const other = await step("production unprotected", ME, 'bootstrap_pulumi config set sophia-bootstrap:githubRepository acme/other\nscripts/preflight dev --for bootstrap --approvals "$APPROVALS"', { APPROVALS: "0" });
@@ -558,35 +560,36 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.ok(github(sc).environments["qa"]!.branchPolicies.some((b) => b.name === "main"));
     });
 
-    await t.test("prod in dev's account: its settings, then steps 2 to 5 with STAGE=prod and REVIEWER, every request allowed, dev and qa kept", async () => {
+    await t.test("prod-rs in dev's account: its settings, then steps 2 to 5 with STAGE=prod-rs (declarations/stages.json) and REVIEWER, every request allowed, dev and qa kept", async () => {
       const who = REPROVISIONED; // the administrator since the rotation
       const env = { APPROVALS: "1", REVIEWER: "user:bob" };
-      const prod = (b: string) => `STAGE=prod\n${block(b)}`;
+      const PROD = PRODUCTION_STAGE;
+      const prod = (b: string) => `STAGE=${PROD}\n${block(b)}`;
       assert.equal((await step("prod 1", who, block("prod 1"), env)).code, 0);
-      assert.deepEqual(Object.keys(stackFile(sc, "prod").config).sort(), ["aws:region", "sophia:architecture", "sophia:mongodbDatabase", "sophia:secretsExtensionLayerArn"], "only what a person writes");
+      assert.deepEqual(Object.keys(stackFile(sc, PROD).config).sort(), ["aws:region", "sophia:architecture", "sophia:mongodbDatabase", "sophia:secretsExtensionLayerArn"], "only what a person writes");
       const two = await step("prod 2", who, prod("first 2"), env);
       assert.equal(two.code, 0, two.out);
-      assert.deepEqual(world.bootstrap!.stages, ["dev", "qa", "prod"], "step 2 adds prod, keeping the stages before it");
+      assert.deepEqual(world.bootstrap!.stages, ["dev", "qa", PROD], "step 2 adds the production stage, keeping the stages before it");
       // What `pulumi config get --json` prints (pulumi's configValueJSON): an object, the list in objectValue.
       const got = await step("prod 2", who, 'bootstrap_pulumi config get sophia-bootstrap:stages --json --stack "$BOOTSTRAP_STACK"', env);
-      assert.deepEqual(JSON.parse(got.out.slice(got.out.indexOf("{"))), { value: '["dev","qa","prod"]', objectValue: ["dev", "qa", "prod"], secret: false });
+      assert.deepEqual(JSON.parse(got.out.slice(got.out.indexOf("{"))), { value: JSON.stringify(["dev", "qa", PROD]), objectValue: ["dev", "qa", PROD], secret: false });
       const production = github(sc).environments["production"]!;
       assert.deepEqual([production.reviewers, production.prevent_self_review], [[{ type: "User", id: 102 }], true]);
       assert.deepEqual(production.branchPolicies.map((b) => b.name), ["main"]);
       const three = await step("prod 3", who, prod("first 3"), env);
       assert.equal(three.code, 0, three.out);
-      assert.deepEqual(missingKeys("prod", stackFile(sc, "prod")), [], "the template and step 3's keys pass check-stack-file");
-      assert.equal(github(sc).environments["production"]!.variables["AWS_PROD_DEPLOY_ROLE_ARN"], deployRoleArn(P, ACCOUNT, "prod"));
+      assert.deepEqual(missingKeys(PROD, stackFile(sc, PROD)), [], "the template and step 3's keys pass check-stack-file");
+      assert.equal(github(sc).environments["production"]!.variables["AWS_PROD_DEPLOY_ROLE_ARN"], deployRoleArn(P, ACCOUNT, PROD));
       const four = await step("prod 4", who, prod("first 4"), env);
       assert.equal(four.code, 0, four.out);
-      assert.ok(world.stages.has("prod"));
+      assert.ok(world.stages.has(PROD));
       const five = await step("prod 5", who, prod("first 5").replace(/^land .*$/m, 'land "stage-$STAGE" || echo "waiting for a review"'), env);
       assert.equal(five.code, 0, five.out);
-      assert.match(five.out, /land: stage-prod needs an approving review by someone else/);
-      assert.equal((await step("prod 5", who, "gh pr review stage-prod --approve", { FAKE_GH_USER: "bob" })).code, 0);
-      const landed = await step("prod 5", who, 'land "stage-prod"', env);
+      assert.match(five.out, new RegExp(`land: stage-${PROD} needs an approving review by someone else`));
+      assert.equal((await step("prod 5", who, `gh pr review stage-${PROD} --approve`, { FAKE_GH_USER: "bob" })).code, 0);
+      const landed = await step("prod 5", who, `land "stage-${PROD}"`, env);
       assert.equal(landed.code, 0, landed.out);
-      assert.match(git(path.join(sc.root, "origin.git"), "show", "main:Pulumi.prod.yaml"), /^secretsprovider: awskms:/m);
+      assert.match(git(path.join(sc.root, "origin.git"), "show", `main:Pulumi.${PROD}.yaml`), /^secretsprovider: awskms:/m);
       for (const s of ["prod 1", "prod 2", "prod 3", "prod 4", "prod 5"]) assert.deepEqual(refusedIn(world, s), [], s);
     });
 
@@ -652,7 +655,9 @@ test("CI after step 3's commit: every test of the test job that reads a stack fi
     const { workflow } = loadWorkflow("infra.yml");
     const archStep = workflow.jobs["build"]!.steps.find((st) => st.name?.startsWith("One artifact for every stage"));
     assert.ok(archStep?.run, "infra.yml's build job checks the stages' architecture");
-    const arch = spawnSync("bash", ["-euo", "pipefail", "-c", archStep.run], { cwd: dir, encoding: "utf8" });
+    // The step reads the workflow's env (PRODUCTION_STAGE), as GitHub gives it.
+    const workflowEnv = (workflow as unknown as { env: Record<string, string> }).env;
+    const arch = spawnSync("bash", ["-euo", "pipefail", "-c", archStep.run], { cwd: dir, encoding: "utf8", env: { ...process.env, PRODUCTION_STAGE: workflowEnv["PRODUCTION_STAGE"]! } });
     assert.equal(arch.status, 0, arch.stdout + arch.stderr);
     const checked = spawnSync(process.execPath, [path.join(REPO_ROOT, "infra-pulumi", "ci", "check-stack-file.cjs"), "dev", "--file", path.join(dir, "Pulumi.dev.yaml")], { encoding: "utf8" });
     assert.equal(checked.status, 0, checked.stdout + checked.stderr);

@@ -260,7 +260,10 @@ test("the ops policy (the bootstrap's, sophia-ops): send to both queues; receive
       ...n.dlqs.flatMap((q) => grant(dlqActions, arn.queue(q))),
       ...n.functions.flatMap((f) => grant(["lambda:GetFunctionConfiguration"], arn.fn(f))),
       ...grant(["cloudwatch:GetMetricData", "lambda:ListEventSourceMappings"], "*"),
-      ...grant(["logs:CreateLogStream", "logs:FilterLogEvents", "logs:PutLogEvents"], `${arn.logGroup("sophia-dev-operator-audit")}:*`),
+      // Append: only to streams named after the caller's AWS identity (policy variables AWS fills).
+      ...grant(["logs:CreateLogStream", "logs:PutLogEvents"], `${arn.logGroup("sophia-dev-operator-audit")}:log-stream:source/\${aws:SourceIdentity}/*`),
+      ...grant(["logs:CreateLogStream", "logs:PutLogEvents"], `${arn.logGroup("sophia-dev-operator-audit")}:log-stream:user/\${aws:username}/*`),
+      ...grant(["logs:FilterLogEvents"], `${arn.logGroup("sophia-dev-operator-audit")}:*`),
       ...grant(["logs:FilterLogEvents"], arn.logGroup("sophia-dev-operator-audit")),
       // queue pause|resume: never UpdateEventSourceMapping; the stack's switch documents (src/mapping-switch.ts), run with its switch role.
       ...["interview-completed", "report-generate"].flatMap((q) => [

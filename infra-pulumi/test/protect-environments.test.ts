@@ -16,7 +16,7 @@ import { test } from "node:test";
 import * as yaml from "js-yaml";
 
 import { REPO_ROOT } from "../src/repository";
-import { DEV_ROLE, type GithubEnvironment, PROTECTED_DEV, PROTECTED_MAIN, REQUIRED_CHECKS, github, protect } from "./support/github";
+import { DEV_ROLE, type GithubEnvironment, PROTECTED_DEV, PROTECTED_MAIN, type Protected, REQUIRED_CHECKS, github, protect } from "./support/github";
 
 const PREVIEW_ROLE = "arn:aws:iam::222222222222:role/sophia-bootstrap/sophia-preview";
 const DEV = PROTECTED_DEV;
@@ -224,7 +224,7 @@ function ghCli(state: ReturnType<typeof github>, args: string[]): ReturnType<typ
   }
 }
 
-test("GitHub refuses prevent_self_review without reviewers: dev and preview are sent neither, prod both", () => {
+test("GitHub refuses prevent_self_review without reviewers: dev and preview are sent neither, prod-rs both", () => {
   const refused = github();
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { gh } = require("./support/github-api.cjs") as { gh: (dir: string, user: string, args: string[], stdin: string) => { code: number; stderr: string } };
@@ -240,22 +240,22 @@ test("GitHub refuses prevent_self_review without reviewers: dev and preview are 
   const dev = protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], github());
   assert.equal(dev.status, 0, dev.output);
   assert.match(dev.calls, /^PUT repos\/acme\/sophia\/environments\/dev \{"prevent_self_review":false,"reviewers":\[\]/m);
-  const prod = protect(["prod", "--apply", "--reviewer", "team:platform"], github());
+  const prod = protect(["prod-rs", "--apply", "--reviewer", "team:platform"], github());
   assert.equal(prod.status, 0, prod.output);
   assert.match(prod.calls, /^PUT repos\/acme\/sophia\/environments\/production \{"prevent_self_review":true,"reviewers":\[\{"type":"Team","id":7\}\]/m);
 });
 
-test("prod for one person (--approvals 0): its one reviewer may approve a deploy they triggered, said as the risk it is; with --approvals 1 self-review is prevented again", () => {
-  const alone = protect(["prod", "--apply", "--approvals", "0", "--reviewer", "user:alice"], github());
+test("prod-rs for one person (--approvals 0): its one reviewer may approve a deploy they triggered, said as the risk it is; with --approvals 1 self-review is prevented again", () => {
+  const alone = protect(["prod-rs", "--apply", "--approvals", "0", "--reviewer", "user:alice"], github());
   assert.equal(alone.status, 0, alone.output);
   const prod = alone.github.environments["production"]!;
   assert.deepEqual([prod.reviewers, prod.prevent_self_review], [[{ type: "User", id: 101 }], false]);
   assert.match(alone.output, /note: --approvals 0: 'production' lets its reviewer approve a deploy they triggered \(prevent self-review off\)\. The approval is a pause before prod, not a second person's check/);
-  assert.equal(protect(["prod", "--approvals", "0"], alone.github).status, 0, "checked as one person: accepted");
-  const asTeam = protect(["prod", "--approvals", "1"], alone.github);
+  assert.equal(protect(["prod-rs", "--approvals", "0"], alone.github).status, 0, "checked as one person: accepted");
+  const asTeam = protect(["prod-rs", "--approvals", "1"], alone.github);
   assert.equal(asTeam.status, 1);
   assert.match(asTeam.stdout, /^environment 'production': prevent self-review is off/m);
-  const team = protect(["prod", "--apply", "--approvals", "1"], alone.github);
+  const team = protect(["prod-rs", "--apply", "--approvals", "1"], alone.github);
   assert.equal(team.status, 0, team.output);
   assert.equal(team.github.environments["production"]!.prevent_self_review, true);
 });
@@ -284,6 +284,36 @@ test("--approvals 0, for a repository with one person: pull requests still requi
   assert.deepEqual(lowered.github.protection["main"]!.required_pull_request_reviews, { dismiss_stale_reviews: true, require_code_owner_reviews: false, required_approving_review_count: 0, require_last_push_approval: false });
 });
 
+test("the plan: a personal repository's is its owner's, read with the owner's token (GET /user is the caller's own account); a personal account never has Enterprise, so production cannot require reviewers on a private one", () => {
+  const personal = (plan: "free" | "pro") => github({}, { protection: {}, visibility: "private", ownerType: "User", plan });
+  const as = (user: string, run: () => Protected) => {
+    const before = process.env["FAKE_GH_USER"];
+    process.env["FAKE_GH_USER"] = user;
+    try {
+      return run();
+    } finally {
+      if (before === undefined) delete process.env["FAKE_GH_USER"];
+      else process.env["FAKE_GH_USER"] = before;
+    }
+  };
+  // alice administers nothing of acme's personal repository and sees her own plan, not acme's.
+  const collaborator = as("alice", () => protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], personal("pro")));
+  assert.equal(collaborator.status, 1);
+  assert.match(collaborator.output, /repository acme\/sophia is private and personal: its plan is acme's, and GET \/user shows only this token's own account \(alice\): run this with acme's token/);
+  assert.ok(!/^(PUT|POST|PATCH|DELETE) /m.test(collaborator.calls), "nothing written");
+  // The owner's token on Pro: dev (no reviewers) is protected; production's reviewers are refused before any write.
+  assert.equal(as("acme", () => protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], personal("pro"))).status, 0);
+  const prod = as("acme", () => protect(["prod-rs", "--apply", "--reviewer", "team:platform"], personal("pro")));
+  assert.equal(prod.status, 1);
+  assert.match(prod.output, /is private and personal \(GitHub pro\): required reviewers on an environment of a private repository need GitHub Enterprise, which a personal account cannot have/);
+  assert.ok(!/^(PUT|POST|PATCH|DELETE) /m.test(prod.calls), "nothing written");
+  const free = as("acme", () => protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], personal("free")));
+  assert.equal(free.status, 1);
+  assert.match(free.output, /is private on GitHub Free: GitHub offers no branch protection, environments or deployment branch policies there.*Pro \(a personal account\)/);
+  // The stand-in holds a personal account to Free or Pro, as GitHub does.
+  assert.throws(() => ghCli(github({}, { ownerType: "User", plan: "team" }), ["api", "user"]), /a personal account cannot be on team/);
+});
+
 test("the plan: a private repository on GitHub Free is refused before any write; required reviewers need Enterprise there", () => {
   const free = protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], github({}, { protection: {}, visibility: "private", plan: "free" }));
   assert.equal(free.status, 1);
@@ -291,10 +321,10 @@ test("the plan: a private repository on GitHub Free is refused before any write;
   assert.ok(!/PUT|POST|PATCH|DELETE/.test(free.calls), `nothing written: ${free.calls}`);
   const team = github({}, { protection: {}, visibility: "private", plan: "team" });
   assert.equal(protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], team).status, 0, "dev needs no reviewers: GitHub Team is enough");
-  const prod = protect(["prod", "--apply", "--reviewer", "team:platform"], team);
+  const prod = protect(["prod-rs", "--apply", "--reviewer", "team:platform"], team);
   assert.equal(prod.status, 1);
   assert.match(prod.output, /required reviewers on an environment of a private repository need GitHub Enterprise/);
-  assert.equal(protect(["prod", "--apply", "--reviewer", "team:platform"], { ...team, plan: "enterprise" }).status, 0);
+  assert.equal(protect(["prod-rs", "--apply", "--reviewer", "team:platform"], { ...team, plan: "enterprise" }).status, 0);
   const hidden = protect(["dev"], github({ dev: DEV }, { visibility: "private", planVisible: false }));
   assert.match(hidden.stdout, /its owner's plan cannot be read with this token/);
   // gh auth login's token (repo, read:org, gist) does not see an organization's plan: the fix is named, and works.
@@ -303,7 +333,7 @@ test("the plan: a private repository on GitHub Free is refused before any write;
   assert.equal(scoped.status, 1);
   assert.match(scoped.output, /plan cannot be read with this token \(GET \/orgs\/acme shows the plan to the organization's owners, and to a classic or OAuth token only with the admin:org scope, which gh auth login does not ask for; a fine-grained token needs the organization permission "Plan" \(read\)\): run gh auth refresh -s admin:org as an owner of acme/);
   assert.ok(!/^(PUT|POST|PATCH|DELETE) /m.test(scoped.calls), "nothing written");
-  const personal = protect(["dev"], { ...login, ownerType: "User" });
+  const personal = protect(["dev"], { ...login, ownerType: "User", plan: "pro" });
   assert.match(personal.stdout, /GET \/user shows the plan only with the user scope.*run gh auth refresh -s user/);
   const refreshed = ghCli(login, ["auth", "refresh", "-h", "github.com", "-s", "admin:org"]);
   assert.deepEqual(refreshed.scopes, ["repo", "read:org", "gist", "admin:org"]);

@@ -10,6 +10,7 @@ import { test } from "node:test";
 import * as yaml from "js-yaml";
 
 import { REPO_ROOT } from "../src/repository";
+import { STAGES } from "../src/stages";
 
 interface Step {
   uses?: string;
@@ -227,7 +228,7 @@ test("pushes to main: pulumi up for dev with the dev role, then prod with the pr
   assert.equal(uses(dev, "aws-actions/configure-aws-credentials")[0]!.with!["role-to-assume"], "${{ vars.AWS_DEPLOY_ROLE_ARN }}");
   const prod = jobs["deploy-prod"]!;
   assert.equal(pulumiStep(prod).with!["command"], "up");
-  assert.match(String(pulumiStep(prod).with!["stack-name"]), /prod/);
+  assert.match(String(pulumiStep(prod).with!["stack-name"]), /env\.PRODUCTION_STAGE/, "the production stage, declarations/stages.json (stages.test.ts)");
   assert.equal(uses(prod, "aws-actions/configure-aws-credentials")[0]!.with!["role-to-assume"], "${{ vars.AWS_PROD_DEPLOY_ROLE_ARN }}");
 });
 
@@ -329,7 +330,7 @@ test("previews cannot touch deploy secrets: own read-only names in the preview e
 });
 
 test("every preview and deploy checks the committed stack file before pulumi runs", () => {
-  for (const [name, stage] of [["preview", "dev"], ["deploy-dev", "dev"], ["deploy-prod", "prod"]] as const) {
+  for (const [name, stage] of [["preview", "dev"], ["deploy-dev", "dev"], ["deploy-prod", '"$PRODUCTION_STAGE"']] as const) {
     const job = jobs[name]!;
     // In Pulumi Cloud (no vars.PULUMI_BACKEND_URL) the stack may use Pulumi Cloud's own secrets provider.
     const check = job.steps.findIndex(
@@ -502,9 +503,10 @@ test("no workflow uses a passphrase: a stack's config is decrypted by the stage'
 test("the dev and production environments are protected by scripts/protect-environments (main only, prevent self-review)", () => {
   // What it sends is asserted on a stub of GitHub's API in bootstrap.test.ts; here, the wiring.
   const script = read("scripts/protect-environments");
-  for (const variable of ["AWS_DEPLOY_ROLE_ARN", "AWS_PROD_DEPLOY_ROLE_ARN"]) {
+  // dev's variable by name; production's from declarations/stages.json (stages.test.ts sets it through the script).
+  for (const [variable, set] of [["AWS_DEPLOY_ROLE_ARN", "variable=AWS_DEPLOY_ROLE_ARN"], [STAGES.production.roleVariable, "variable=$(stage_fact production.roleVariable)"]] as const) {
     assert.ok(JSON.stringify(workflow).includes(`vars.${variable}`), `infra.yml reads ${variable}`);
-    assert.match(script, new RegExp(`variable=${variable}`));
+    assert.ok(script.includes(set), set);
   }
   assert.match(read("scripts/bootstrap-stage"), /bash scripts\/protect-environments "\$stage"/);
 });

@@ -45,6 +45,7 @@ mod ops_publish;
 mod ops_queue_move;
 mod ops_redrive;
 mod ops_redrive_reset;
+mod ops_runbook_drills;
 mod ops_status_drills;
 mod ops_verdict_drills;
 mod outage_recovery;

@@ -68,7 +68,7 @@ async fn a_report_failed_at_three_attempts_is_completed_by_one_redrive_that_reco
     let plan = dry.plan.as_ref().expect("the dry run carries its plan").human();
     assert!(
         plan.contains(&format!(
-            "interview {interview}: now out of attempts (3 of 3): nothing retries it; fix the cause, then `report retry {interview} {org} --reset-attempts`; the consumer: attempts reset from 3 to 0, then generated: attempt 1 of 3"
+            "interview {interview}: now out of attempts (3 of 3): nothing retries it; fix the cause, then `sophia-ops report retry {interview} {org} --reset-attempts`; the consumer: attempts reset from 3 to 0, then generated: attempt 1 of 3"
         )),
         "{plan}"
     );

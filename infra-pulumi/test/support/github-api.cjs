@@ -216,7 +216,15 @@ function route(c) {
   // (https://docs.github.com/en/rest/users/users#get-the-authenticated-user,
   // https://docs.github.com/en/rest/orgs/orgs#get-an-organization). st.scopes unset: a token with all.
   const scoped = (scope) => st.scopes === undefined || st.scopes.includes(scope);
-  if (p === "user") done({ login: user, ...(scoped("user") ? { plan: { name: st.plan || "team" } } : {}) });
+  // GET /user is the caller's own account: its plan, private, is the repository's owner's only when
+  // the caller is a personal repository's owner. A personal account is on Free or Pro, never Team or
+  // Enterprise (https://docs.github.com/en/get-started/learning-about-github/githubs-plans).
+  if (p === "user") {
+    const personal = st.ownerType === "User";
+    if (personal && st.plan && !["free", "pro"].includes(st.plan)) throw new Error(`stand-in: a personal account cannot be on ${st.plan}`);
+    const ownPlan = personal && user !== st.repo.split("/")[0] ? st.callerPlan || "free" : st.plan || (personal ? "pro" : "team");
+    done({ login: user, ...(scoped("user") ? { plan: { name: ownPlan } } : {}) });
+  }
   if ((m = /^orgs\/([^/]+)$/.exec(p))) done({ login: m[1], ...(st.planVisible === false || !scoped("admin:org") ? {} : { plan: { name: st.plan || "team" } }) });
   if (p === `repos/${st.repo}`) done({ full_name: st.repo, visibility: st.visibility || "public", private: (st.visibility || "public") !== "public", owner: { login: st.repo.split("/")[0], type: st.ownerType || "Organization" } });
   if ((m = /^users\/(.+)$/.exec(p))) {

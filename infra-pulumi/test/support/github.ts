@@ -154,6 +154,8 @@ export interface Github {
   /** The OAuth scopes of gh's token (unset: every scope); `gh auth refresh -s` adds to them. */
   scopes?: string[];
   ownerType?: "Organization" | "User";
+  /** A personal repository: the plan GET /user shows a caller who is not its owner (their own; default free). */
+  callerPlan?: "free" | "pro";
   /** Pull requests (`gh pr ...`), merged into the bare repository `origin`; their required checks' result. */
   pulls?: { number: number; head: string; base: string; author: string; state: "OPEN" | "MERGED"; approvals: string[]; checksSeen?: number }[];
   origin?: string;
@@ -222,8 +224,10 @@ export function protect(args: string[], gh: Github, env: Record<string, string> 
   const state = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-protect-"));
   const bin = path.join(state, "bin");
   const scripts = path.join(state, "repo", "scripts");
-  for (const d of [bin, scripts]) fs.mkdirSync(d, { recursive: true });
+  const declarations = path.join(state, "repo", "declarations");
+  for (const d of [bin, scripts, declarations]) fs.mkdirSync(d, { recursive: true });
   for (const script of ["protect-environments", "lib.sh"]) fs.copyFileSync(path.join(REPO_ROOT, "scripts", script), path.join(scripts, script));
+  fs.copyFileSync(path.join(REPO_ROOT, "declarations", "stages.json"), path.join(declarations, "stages.json"));
   fs.writeFileSync(path.join(bin, "gh"), ghStub(), { mode: 0o755 });
   fs.writeFileSync(path.join(state, "github.json"), JSON.stringify(gh));
   const r = spawnSync("bash", [path.join(scripts, "protect-environments"), ...args], {

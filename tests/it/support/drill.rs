@@ -37,11 +37,21 @@ impl Drill {
     /// The pipeline with a visibility timeout of `visibility` seconds (a failed message comes
     /// back within the test) and the offline OpenAI endpoint unless `openai_key` is given.
     pub(crate) async fn start(visibility: u32, openai_key: Option<&str>) -> Self {
+        Self::start_with(visibility, openai_key, Default::default()).await
+    }
+
+    /// [`Drill::start`] with more environment for the functions (e.g. `OPENAI_TIMEOUT_MS`).
+    pub(crate) async fn start_with(
+        visibility: u32,
+        openai_key: Option<&str>,
+        function_env: std::collections::BTreeMap<String, String>,
+    ) -> Self {
         let env_file = std::env::temp_dir().join(harness::unique("sophia-drill")).join("sophia.env");
         let runner = Runner::start(RunnerOptions {
             overrides: QueueOverrides { visibility_timeout_seconds: Some(visibility) },
             env_file: Some(env_file.clone()),
             openai_api_key: openai_key.map(str::to_owned),
+            function_env,
             ..RunnerOptions::default()
         })
         .await
@@ -135,6 +145,20 @@ impl Drill {
             .expect("sent");
     }
 
+    /// An `interview.completed` for `id` naming another organization: its consumer sends it to
+    /// the DLQ on its first delivery ("can never succeed"); answers once it is there.
+    pub(crate) async fn dead_letter_for_another_organization(&self, id: InterviewId) {
+        let other = seed::create_organization(&self.store(), "Another organization").await.unwrap();
+        self.send_interview_message(&format!(
+            r#"{{"interviewId":"{id}","organizationId":"{other}","completedAt":"2026-12-02T17:30:00Z","durationSeconds":600}}"#
+        ))
+        .await;
+        wait_until("the message reaches the DLQ", LIMIT, || async {
+            self.function("interview-completed").await.dlq_visible == Some(1)
+        })
+        .await;
+    }
+
     /// Runs the `sophia-ops` command line `line` as printed (after the program name), against the
     /// runner's env file.
     pub(crate) async fn run_printed(&self, line: &str) -> Outcome {
@@ -207,7 +231,12 @@ impl Drill {
 /// `sophia-ops --env-file <the drill's env file> <args>`, as the operator runs it: parsed,
 /// executed and rendered in this process (`sophia_ops::run_with_args`), audit record included.
 pub(crate) async fn ops(drill: &Drill, args: &[&str]) -> sophia_ops::Rendered {
-    let env_file = drill.env_file.to_string_lossy().into_owned();
+    ops_with(&drill.env_file, args).await
+}
+
+/// `sophia-ops --env-file <env_file> <args>`, as the binary runs it.
+pub(crate) async fn ops_with(env_file: &std::path::Path, args: &[&str]) -> sophia_ops::Rendered {
+    let env_file = env_file.to_string_lossy().into_owned();
     let argv: Vec<String> =
         ["--env-file", env_file.as_str()].iter().chain(args.iter()).map(|s| (*s).to_owned()).collect();
     let cli = sophia_ops::parse(std::iter::once("sophia-ops".to_owned()).chain(argv.iter().cloned()))

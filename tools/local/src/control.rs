@@ -291,9 +291,10 @@ impl Controls {
     }
 
     /// The function's invocations, whole-batch errors and failed records since `since`, the
-    /// last error's text and the age of its queue's oldest message: what CloudWatch
-    /// (`Invocations`, `Errors`, `Throttles`, `ApproximateAgeOfOldestMessage`) and the function's
-    /// log give `queue status` on a stage. The local runner never throttles.
+    /// last error's text, the records it dropped as invalid (message id and the contract's
+    /// reason) and the age of its queue's oldest message: what CloudWatch (`Invocations`,
+    /// `Errors`, `Throttles`, `RecordsDroppedInvalid`, `ApproximateAgeOfOldestMessage`) and the
+    /// function's log give `queue status` on a stage. The local runner never throttles.
     pub async fn function_metrics(&self, function: &str, since: std::time::SystemTime) -> Result<Value, ControlError> {
         let f = self.function(function)?;
         let w = f.stats.window(since);
@@ -304,6 +305,11 @@ impl Controls {
             "recordsFailed": w.records_failed,
             "lastError": w.last_error,
             "oldestAgeSeconds": oldest_age_seconds(&f.pair.source).await,
+            "droppedInvalid": f.stats.dropped(since).iter().map(|d| json!({
+                "at": chrono::DateTime::<chrono::Utc>::from(d.at).to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                "messageId": d.message_id,
+                "reason": d.reason,
+            })).collect::<Vec<_>>(),
         }))
     }
 

@@ -35,6 +35,32 @@ pub struct EventSourceMapping {
     pub region: String,
     pub invoker: Arc<dyn Invoke>,
     pub stats: Arc<EsmStats>,
+    /// The consumer's contract: why it rejects a body (`None`: it accepts it). A deleted record
+    /// whose body it rejects was dropped as invalid by the function ([`EsmStats::dropped`]).
+    pub contract: Option<fn(&str) -> Option<String>>,
+}
+
+/// The contract of a declared consumer function, as its handler parses a body
+/// (`QueueMessage::parse`): the reason it rejects one, as its `invalid message dropped` line says.
+pub fn contract_of(function: &str) -> Option<fn(&str) -> Option<String>> {
+    use sophia_contracts::QueueMessage;
+    match function {
+        "interview-completed" => {
+            Some(|b| sophia_contracts::InterviewQueueMessage::parse(b).err().map(|e| e.to_string()))
+        }
+        "report-generate" => Some(|b| sophia_contracts::ReportGenerate::parse(b).err().map(|e| e.to_string())),
+        _ => None,
+    }
+}
+
+/// A record the function acknowledged without processing because its contract rejects the body:
+/// the local stand-in of the `invalid message dropped` log line and `RecordsDroppedInvalid`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dropped {
+    pub at: SystemTime,
+    pub message_id: String,
+    /// The contract's reason (names the invalid fields, never their values).
+    pub reason: String,
 }
 
 /// Counters, for the runner's status line, the load test's report and the tests.
@@ -57,6 +83,8 @@ pub struct EsmStats {
     history: Mutex<VecDeque<Invocation>>,
     /// The last whole-batch failure: when, and what the function's error said.
     last_error: Mutex<Option<(SystemTime, String)>>,
+    /// Records dropped as invalid (oldest first, at most [`HISTORY`]).
+    dropped: Mutex<VecDeque<Dropped>>,
 }
 
 /// How many invocations [`EsmStats`] remembers for the windowed counts.
@@ -111,6 +139,20 @@ impl EsmStats {
         counts.last_error =
             self.last_error.lock().ok().and_then(|e| e.clone()).filter(|(at, _)| *at >= since).map(|(_, error)| error);
         counts
+    }
+
+    /// The records dropped as invalid at or after `since`, oldest first.
+    pub fn dropped(&self, since: SystemTime) -> Vec<Dropped> {
+        self.dropped.lock().map(|d| d.iter().filter(|d| d.at >= since).cloned().collect()).unwrap_or_default()
+    }
+
+    fn record_dropped(&self, message_id: &str, reason: String) {
+        if let Ok(mut dropped) = self.dropped.lock() {
+            if dropped.len() >= HISTORY {
+                dropped.pop_front();
+            }
+            dropped.push_back(Dropped { at: SystemTime::now(), message_id: message_id.to_owned(), reason });
+        }
     }
 
     fn record_invocation(&self, batch_error: Option<&str>, records_failed: u64) {
@@ -215,6 +257,7 @@ impl EventSourceMapping {
             region: "us-east-1".to_owned(),
             invoker,
             stats: Arc::default(),
+            contract: contract_of(&settings.consumer),
         }
     }
 
@@ -301,6 +344,16 @@ impl EventSourceMapping {
         Ok(batch)
     }
 
+    /// Acknowledged records whose body the consumer's contract rejects: dropped as invalid.
+    fn count_dropped(&self, acknowledged: &[&Message]) {
+        let Some(contract) = self.contract else { return };
+        for m in acknowledged {
+            if let Some(reason) = contract(m.body().unwrap_or_default()) {
+                self.stats.record_dropped(m.message_id().unwrap_or_default(), reason);
+            }
+        }
+    }
+
     async fn invoke_and_settle(&self, messages: Vec<Message>) -> Result<InvocationSummary, EsmError> {
         let event = sqs_event(&messages, &self.queue.arn, &self.region);
         let request_id = uuid::Uuid::new_v4().to_string();
@@ -336,6 +389,7 @@ impl EventSourceMapping {
         let to_delete: Vec<&Message> =
             messages.iter().filter(|m| !failed.contains(m.message_id().unwrap_or_default())).collect();
         let deleted = self.delete(&to_delete).await?;
+        self.count_dropped(&to_delete);
         self.stats.deleted.fetch_add(deleted as u64, Ordering::Relaxed);
         self.stats.item_failures.fetch_add(failed.len() as u64, Ordering::Relaxed);
         self.stats.record_invocation(None, failed.len() as u64);

@@ -18,7 +18,12 @@
 //!
 //! Who, on a stage, is STS `GetCallerIdentity` of the credentials in use, from AWS's own STS
 //! endpoint: an overridden one (`AWS_ENDPOINT_URL_STS`, `AWS_ENDPOINT_URL`) is refused
-//! ([`endpoint_overrides`]), as is an overridden CloudWatch Logs endpoint.
+//! ([`endpoint_overrides`]), as is an overridden CloudWatch Logs endpoint. What a record says of
+//! its author is the client's word; the stream it is in is AWS's: the operator policy lets a
+//! session create and append only to streams under `source/<its aws:SourceIdentity>/` (a role
+//! session) or `user/<its aws:username>/` (an IAM user) (infra-bootstrap/src/policies.ts,
+//! `AUDIT_STREAM_PREFIXES`), so [`list`] shows each stage record's identity from its stream name
+//! ([`StreamOwner`]) and flags a record whose own claim disagrees.
 
 use serde::Serialize;
 
@@ -121,15 +126,118 @@ pub async fn open(ctx: &Context, command: &str) -> Result<Sink, OpsError> {
         ));
     };
     let group = log_group_name(stage);
-    let stream = format!("{}-{command}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"), uuid::Uuid::new_v4().simple());
+    let who = ctx.identify().await;
+    if who.self_declared {
+        return Err(OpsError::AuditRefused(format!(
+            "no AWS identity (STS GetCallerIdentity did not answer): on a stage the audit record's identity must be AWS's, not {} ({})",
+            who.who, who.source
+        )));
+    }
+    let owner = StreamOwner::for_caller(&who.who, ctx.declared_name().as_deref()).map_err(OpsError::AuditRefused)?;
+    let stream = format!(
+        "{}{}-{command}-{}",
+        owner.prefix(),
+        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
+        uuid::Uuid::new_v4().simple()
+    );
     let client = logs_client(&ctx.aws_config().await);
     client.create_log_stream().log_group_name(&group).log_stream_name(&stream).send().await.map_err(|e| {
         OpsError::AuditRefused(format!(
-            "the audit trail {group} did not accept a log stream ({}): the operator policy (OPS_POLICY_ARN) allows logs:CreateLogStream there",
-            aws_sdk_cloudwatchlogs::error::DisplayErrorContext(e)
+            "the audit trail {group} did not accept the log stream {stream} ({}): the operator policy (OPS_POLICY_ARN) allows logs:CreateLogStream only under {} {}/ (docs/runbook.md, \"Audit trail\")",
+            aws_sdk_cloudwatchlogs::error::DisplayErrorContext(e),
+            owner.kind_words(),
+            owner.prefix().trim_end_matches('/'),
         ))
     })?;
     Ok(Sink::CloudWatchLogs { client, group, stream })
+}
+
+/// Whose stream: the identity AWS binds a stream's name to (the operator policy's
+/// `AUDIT_STREAM_PREFIXES`, infra-bootstrap/src/policies.ts). A name is one of AWS's source
+/// identity or user name characters (`[\w+=,.@-]`), so it holds no slash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamOwner {
+    /// `source` (a role session's `aws:SourceIdentity`) or `user` (an IAM user's `aws:username`).
+    pub kind: &'static str,
+    pub name: String,
+}
+
+impl StreamOwner {
+    /// The owner a caller's streams must have: for an IAM user (`arn:...:iam::<account>:user/<path/>name`)
+    /// its name; for a role session (`arn:...:sts::<account>:assumed-role/<role>/<session>`) its
+    /// source identity, which STS does not tell the caller: `declared` (`--by` or `SOPHIA_OPERATOR`),
+    /// else the session name (AWS refuses the stream if it is not the session's source identity).
+    pub fn for_caller(arn: &str, declared: Option<&str>) -> Result<Self, String> {
+        let resource = arn.splitn(6, ':').nth(5).unwrap_or("");
+        let (kind, name) = if let Some(path) = resource.strip_prefix("user/") {
+            ("user", path.rsplit('/').next().unwrap_or("").to_owned())
+        } else if let Some(rest) = resource.strip_prefix("assumed-role/") {
+            let session = rest.split_once('/').map_or("", |(_, session)| session);
+            ("source", declared.map(str::trim).filter(|d| !d.is_empty()).unwrap_or(session).to_owned())
+        } else {
+            return Err(format!(
+                "{arn} is neither a role session nor an IAM user: it has no audit stream of its own (docs/runbook.md, \"Audit trail\")"
+            ));
+        };
+        if !Self::valid_name(&name) {
+            return Err(format!(
+                "{name:?} cannot be an AWS {} (1 to 64 of letters, digits and _+=,.@-): set --by (or SOPHIA_OPERATOR) to the session's source identity",
+                if kind == "user" { "user name" } else { "source identity" }
+            ));
+        }
+        Ok(Self { kind, name })
+    }
+
+    fn valid_name(name: &str) -> bool {
+        (1..=64).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || "_+=,.@-".contains(c))
+    }
+
+    /// The stream's owner from its name (`source/<name>/...`, `user/<name>/...`); `None` for a
+    /// stream no policy binds (the unbound names written before the policy did).
+    pub fn of_stream(stream: &str) -> Option<Self> {
+        let (kind, rest) = stream.split_once('/')?;
+        let kind = match kind {
+            "source" => "source",
+            "user" => "user",
+            _ => return None,
+        };
+        let (name, _) = rest.split_once('/')?;
+        Self::valid_name(name).then(|| Self { kind, name: name.to_owned() })
+    }
+
+    /// `source/<name>/`: the prefix of its streams.
+    pub fn prefix(&self) -> String {
+        format!("{}/{}/", self.kind, self.name)
+    }
+
+    fn kind_words(&self) -> &'static str {
+        if self.kind == "user" { "the IAM user's name" } else { "the session's source identity" }
+    }
+
+    /// Where a record's own claim (its `who`) disagrees with this owner, in words; `None` when it
+    /// agrees: a user's record must name that user's ARN, a source identity's record a role
+    /// session and this owner (`who.streamOwner`).
+    pub fn disagreement(&self, record: &serde_json::Value) -> Option<String> {
+        let who = record.get("who");
+        let arn = who.and_then(|w| w.get("who")).and_then(|v| v.as_str()).unwrap_or("");
+        let claimed_owner =
+            who.and_then(|w| w.get("streamOwner")).and_then(|o| serde_json::from_value::<ClaimedOwner>(o.clone()).ok());
+        let claimed =
+            Self::for_caller(arn, claimed_owner.as_ref().filter(|o| o.kind == "source").map(|o| o.name.as_str()));
+        match claimed {
+            Ok(c) if c == *self => None,
+            Ok(c) => Some(format!("the record claims {arn} ({} {}), its stream is {}'s", c.kind, c.name, self.name)),
+            Err(_) => Some(format!("the record claims {:?}, its stream is {} {}'s", arn, self.kind, self.name)),
+        }
+    }
+}
+
+/// A record's `who.streamOwner`, as read back.
+#[derive(Debug, serde::Deserialize)]
+struct ClaimedOwner {
+    kind: String,
+    name: String,
 }
 
 /// The collection of audit records.
@@ -145,21 +253,26 @@ pub struct Identity {
     pub source: &'static str,
     /// Not verified by anything (not an AWS identity).
     pub self_declared: bool,
+    /// On a stage: the owner of the stream the record is written to, as this client claims it
+    /// (`audit list` compares it with the stream's actual name, which AWS bound).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_owner: Option<StreamOwner>,
 }
 
 impl Identity {
     /// `--by` / `SOPHIA_OPERATOR`, else `$USER`, else the uid.
     pub fn declared(by: Option<&str>) -> Self {
         if let Some(by) = by.map(str::trim).filter(|b| !b.is_empty()) {
-            return Self { who: by.to_owned(), source: "--by", self_declared: true };
+            return Self { who: by.to_owned(), source: "--by", self_declared: true, stream_owner: None };
         }
         if let Some(user) = sophia_platform::env::var("USER").filter(|u| !u.trim().is_empty()) {
-            return Self { who: user, source: "USER", self_declared: true };
+            return Self { who: user, source: "USER", self_declared: true, stream_owner: None };
         }
         Self {
             who: format!("uid-{}", uid().map_or("unknown".into(), |u| u.to_string())),
             source: "uid",
             self_declared: true,
+            stream_owner: None,
         }
     }
 }
@@ -245,6 +358,10 @@ pub struct Record {
     pub plan: Option<serde_json::Value>,
     /// The command's output (JSON), or the error.
     pub outcome: serde_json::Value,
+    /// The SSM Automation execution the command started (`queue pause|resume` on a stage): SSM
+    /// records who ran it (`ExecutedBy`), which `audit list` and `queue status` read back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automation_execution_id: Option<String>,
 }
 
 impl Record {
@@ -300,7 +417,12 @@ pub async fn who_paused(ctx: &Context, queue: crate::queues::QueueName) -> Strin
     let pause = latest_naming(ctx, ["queue-pause", LOCAL_PAUSE], &name).await;
     let resume = latest_naming(ctx, ["queue-resume", LOCAL_RESUME], &name).await;
     match (pause, resume) {
-        (Ok(pause), Ok(resume)) => pause_words(pause.as_ref(), resume.as_ref()),
+        (Ok(mut pause), Ok(resume)) => {
+            if let Some(p) = pause.as_mut() {
+                attach_executed_by(ctx, std::slice::from_mut(p)).await;
+            }
+            pause_words(pause.as_ref(), resume.as_ref())
+        }
         (Err(e), _) | (_, Err(e)) => format!("who paused it cannot be told (the audit trail could not be read: {e})"),
     }
 }
@@ -337,7 +459,10 @@ pub fn pause_words(pause: Option<&serde_json::Value>, resume: Option<&serde_json
     match pause.filter(|p| resume.is_none_or(|r| started(r) < started(p))) {
         Some(r) => {
             let get = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_owned();
-            let who = r.get("who").and_then(|w| w.get("who")).and_then(|v| v.as_str()).unwrap_or("-");
+            let who = match (r.get("awsIdentity"), r.get("executedBy")) {
+                (Some(serde_json::Value::Object(_)), _) | (_, Some(_)) => record_author(r),
+                _ => r.get("who").and_then(|w| w.get("who")).and_then(|v| v.as_str()).unwrap_or("-").to_owned(),
+            };
             format!("paused by {who} at {} ({})", get("startedAt"), get("command"))
         }
         None => "disabled outside sophia-ops (CloudTrail: UpdateEventSourceMapping / StartAutomationExecution)".into(),
@@ -373,8 +498,6 @@ impl AuditListing {
         );
         for r in &self.records {
             let get = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_owned();
-            let who = r.get("who").and_then(|w| w.get("who")).and_then(|v| v.as_str()).unwrap_or("-");
-            let declared = r.get("who").and_then(|w| w.get("selfDeclared")).and_then(|v| v.as_bool()).unwrap_or(true);
             let args: Vec<String> = r
                 .get("args")
                 .and_then(|a| a.as_array())
@@ -385,13 +508,12 @@ impl AuditListing {
                 .and_then(|v| v.as_str())
                 .map_or_else(|| target_of(&get("command"), &args), str::to_owned);
             s.push_str(&format!(
-                "  {}  {:<18} {:<40} {:<10} by {}{}  requestId {}\n",
+                "  {}  {:<18} {:<40} {:<10} by {}  requestId {}\n",
                 get("startedAt"),
                 get("command"),
                 if target.is_empty() { "-".to_owned() } else { target },
                 get("result"),
-                who,
-                if declared { " (self-declared)" } else { "" },
+                record_author(r),
                 get("requestId"),
             ));
         }
@@ -475,10 +597,12 @@ async fn list_stage(
                 message: aws_sdk_cloudwatchlogs::error::DisplayErrorContext(e).to_string(),
             })?;
         for event in out.events() {
-            let Some(record) = event.message().and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok()) else {
+            let Some(mut record) = event.message().and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok())
+            else {
                 continue;
             };
             if command.is_none_or(|c| record.get("command").and_then(|v| v.as_str()) == Some(c)) {
+                attach_aws_identity(&mut record, event.log_stream_name().unwrap_or(""));
                 records.push(record);
             }
         }
@@ -496,6 +620,88 @@ async fn list_stage(
     let truncated = more || records.len() as i64 > limit;
     records.truncate(usize::try_from(limit).unwrap_or(0));
     Ok(AuditListing { records, truncated, limit })
+}
+
+/// Adds to a record read from a stage's trail the identity AWS bound to its stream
+/// (`awsIdentity`: `{kind, name, stream}`, or `null` for a stream no policy binds) and, when the
+/// record's own claim disagrees with it, `identityDisagrees` (in words).
+pub fn attach_aws_identity(record: &mut serde_json::Value, stream: &str) {
+    let owner = StreamOwner::of_stream(stream);
+    let disagrees = owner.as_ref().and_then(|o| o.disagreement(record));
+    if let Some(map) = record.as_object_mut() {
+        map.insert(
+            "awsIdentity".into(),
+            owner.map_or(
+                serde_json::Value::Null,
+                |o| serde_json::json!({"kind": o.kind, "name": o.name, "stream": stream}),
+            ),
+        );
+        if let Some(d) = disagrees {
+            map.insert("identityDisagrees".into(), serde_json::Value::String(d));
+        }
+    }
+}
+
+/// SSM's own record of who ran an Automation execution (`ExecutedBy`: the caller's ARN, AWS's
+/// word), from GetAutomationExecution (which the operators' policy allows on every execution of
+/// the account: infra-bootstrap/src/policies.ts, `OPS_SWITCH_READ_ACTIONS`).
+async fn executed_by(ctx: &Context, id: &str) -> Result<String, String> {
+    let ssm = aws_sdk_ssm::Client::new(&ctx.aws_config().await);
+    let out = ssm
+        .get_automation_execution()
+        .automation_execution_id(id)
+        .send()
+        .await
+        .map_err(|e| aws_sdk_ssm::error::DisplayErrorContext(e).to_string())?;
+    out.automation_execution
+        .and_then(|e| e.executed_by)
+        .ok_or_else(|| format!("SSM names no ExecutedBy for execution {id}"))
+}
+
+/// Adds `executedBy` (SSM's, or `executedByError`) to each record that names an Automation
+/// execution: one GetAutomationExecution per such record, so only for records shown.
+pub async fn attach_executed_by(ctx: &Context, records: &mut [serde_json::Value]) {
+    for r in records.iter_mut() {
+        let Some(id) = r.get("automationExecutionId").and_then(|v| v.as_str()).map(str::to_owned) else {
+            continue;
+        };
+        let (key, value) = match executed_by(ctx, &id).await {
+            Ok(arn) => ("executedBy", arn),
+            Err(e) => ("executedByError", e),
+        };
+        if let Some(map) = r.as_object_mut() {
+            map.insert(key.into(), serde_json::Value::String(value));
+        }
+    }
+}
+
+/// Who a record is by, in words: on a stage the identity AWS bound to its stream (the record's
+/// own claim flagged when it disagrees, or named as unbound); locally the record's claim.
+pub fn record_author(r: &serde_json::Value) -> String {
+    let ssm = match (r.get("executedBy").and_then(|v| v.as_str()), r.get("executedByError").and_then(|v| v.as_str())) {
+        (Some(arn), _) => format!(" [SSM ExecutedBy {arn}]"),
+        (None, Some(e)) => format!(" [SSM ExecutedBy unread: {e}]"),
+        _ => String::new(),
+    };
+    record_claim_or_stream(r) + &ssm
+}
+
+fn record_claim_or_stream(r: &serde_json::Value) -> String {
+    let claimed = r.get("who").and_then(|w| w.get("who")).and_then(|v| v.as_str()).unwrap_or("-");
+    let declared = r.get("who").and_then(|w| w.get("selfDeclared")).and_then(|v| v.as_bool()).unwrap_or(true);
+    match r.get("awsIdentity") {
+        Some(serde_json::Value::Object(aws)) => {
+            let name = aws.get("name").and_then(|v| v.as_str()).unwrap_or("-");
+            let kind =
+                if aws.get("kind").and_then(|v| v.as_str()) == Some("user") { "IAM user" } else { "source identity" };
+            match r.get("identityDisagrees").and_then(|v| v.as_str()) {
+                Some(d) => format!("{kind} {name} (AWS) [IDENTITY DISAGREES: {d}]"),
+                None => format!("{kind} {name} (AWS)"),
+            }
+        }
+        Some(_) => format!("{claimed} (unbound stream: the client's claim)"),
+        None => format!("{claimed}{}", if declared { " (self-declared)" } else { "" }),
+    }
 }
 
 /// Inserts `record` into `operatorAudit`.
@@ -549,7 +755,7 @@ pub async fn store_audit(
         redact_json(p);
     }
     let args = redact_args(args);
-    let record = Record {
+    let mut record = Record {
         command: command.to_owned(),
         target: target_of(command, &args),
         args,
@@ -562,6 +768,7 @@ pub async fn store_audit(
         exit_code,
         plan,
         outcome,
+        automation_execution_id: ctx.take_automation_execution(),
     };
     let mut lines = String::new();
     let sink = match ctx.audit_sink(command).await {
@@ -571,6 +778,9 @@ pub async fn store_audit(
             return (record, lines);
         }
     };
+    if let Sink::CloudWatchLogs { stream, .. } = &sink {
+        record.who.stream_owner = StreamOwner::of_stream(stream);
+    }
     match sink.append(&record).await {
         Ok(()) if matches!(sink, Sink::StderrOnly) => lines.push_str(
             "note: local pipeline without MONGODB_URI: this audit record is on stderr only (a stage's goes to its audit log group)\n",
@@ -637,6 +847,55 @@ mod tests {
         );
         assert_eq!(target_of("publish-completed", &args("publish completed a b --duration-seconds 300")), "a b");
         assert_eq!(target_of("dlq-redrive", &args("dlq redrive report-generate --dry-run --max 3")), "report-generate");
+    }
+
+    #[test]
+    fn a_stream_is_named_after_the_identity_aws_binds_and_a_disagreeing_record_is_flagged() {
+        let session = "arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Operator_0123/alice";
+        let user = "arn:aws:iam::123456789012:user/ops/bob";
+        // A role session: its source identity, given (--by) or else its session name; an IAM user: its name.
+        assert_eq!(StreamOwner::for_caller(session, None).unwrap().prefix(), "source/alice/");
+        assert_eq!(
+            StreamOwner::for_caller(session, Some("alice.smith@example.com")).unwrap().prefix(),
+            "source/alice.smith@example.com/"
+        );
+        assert_eq!(StreamOwner::for_caller(user, Some("ignored")).unwrap().prefix(), "user/bob/");
+        assert!(StreamOwner::for_caller("arn:aws:iam::123456789012:root", None).is_err());
+        assert!(StreamOwner::for_caller(session, Some("alice/bob")).is_err(), "a slash would reach another's prefix");
+        assert_eq!(
+            StreamOwner::of_stream("source/alice/20261207T180200Z-queue-pause-0b5f"),
+            Some(StreamOwner { kind: "source", name: "alice".into() })
+        );
+        assert_eq!(StreamOwner::of_stream("20261207T180200Z-queue-pause-0b5f"), None, "an unbound stream of before");
+
+        let record = |arn: &str, owner: serde_json::Value| json!({"command": "queue-pause", "who": {"who": arn, "streamOwner": owner}});
+        let mut honest = record(session, json!({"kind": "source", "name": "alice"}));
+        attach_aws_identity(&mut honest, "source/alice/20261207T180200Z-queue-pause-0b5f");
+        assert_eq!(record_author(&honest), "source identity alice (AWS)");
+        // Alice writes, in her own stream (the only one AWS lets her), a record claiming Bob.
+        let mut forged = record(user, json!(null));
+        attach_aws_identity(&mut forged, "source/alice/20261207T180200Z-queue-pause-0b5f");
+        assert!(
+            record_author(&forged).starts_with("source identity alice (AWS) [IDENTITY DISAGREES: "),
+            "{}",
+            record_author(&forged)
+        );
+        let mut claims_bob = record(session, json!({"kind": "source", "name": "bob"}));
+        attach_aws_identity(&mut claims_bob, "source/alice/x");
+        assert!(claims_bob["identityDisagrees"].as_str().unwrap().contains("source bob"), "{claims_bob}");
+        let mut old = record(session, json!(null));
+        attach_aws_identity(&mut old, "20261207T180200Z-queue-pause-0b5f");
+        assert_eq!(record_author(&old), format!("{session} (unbound stream: the client's claim)"));
+        assert!(pause_words(Some(&json!({"command": "queue-pause", "startedAt": "t", "awsIdentity": honest["awsIdentity"], "who": honest["who"]})), None).starts_with("paused by source identity alice (AWS)"));
+        // A pause through the switch: SSM's ExecutedBy beside the stream's identity.
+        let mut paused = honest.clone();
+        paused["executedBy"] = json!(session);
+        assert_eq!(record_author(&paused), format!("source identity alice (AWS) [SSM ExecutedBy {session}]"));
+        paused["startedAt"] = json!("t");
+        assert_eq!(
+            pause_words(Some(&paused), None),
+            format!("paused by source identity alice (AWS) [SSM ExecutedBy {session}] at t (queue-pause)")
+        );
     }
 
     #[test]

@@ -40,8 +40,9 @@ pub struct Cli {
     pub yes: bool,
     /// Who is acting, when no AWS identity is at hand (local pipeline, no credentials): recorded
     /// on the audit record and on each report a retry resets, marked self-declared. Against a
-    /// stage the AWS identity (STS GetCallerIdentity) is recorded instead (default: $USER, else
-    /// the uid).
+    /// stage the AWS identity (STS GetCallerIdentity) is recorded instead, and for a role session
+    /// NAME is the source identity its audit stream is named after (default: the session name;
+    /// AWS refuses any other). Locally the default is $USER, else the uid.
     #[arg(long, global = true, value_name = "NAME", env = "SOPHIA_OPERATOR", hide_env_values = true)]
     pub by: Option<String>,
     #[command(subcommand)]

@@ -38,6 +38,9 @@ pub struct Context {
     request_id: Mutex<Option<String>>,
     /// The last plan shown (for the audit record).
     plan: Mutex<Option<confirm::Plan>>,
+    /// The SSM Automation execution this command started (the pause switch), for the audit record:
+    /// SSM keeps who ran it (`ExecutedBy`), which `audit list` reads back.
+    automation_execution: Mutex<Option<String>>,
     /// Where this run's audit record goes, opened before a command that changes something runs
     /// (see [`audit_trail::open`]); the error is why the command was refused.
     audit_sink: tokio::sync::OnceCell<Result<audit_trail::Sink, String>>,
@@ -60,6 +63,11 @@ impl Context {
     pub fn acting_as(mut self, by: Option<String>) -> Self {
         self.by = by.filter(|b| !b.trim().is_empty());
         self
+    }
+
+    /// `--by` (or `SOPHIA_OPERATOR`), as given.
+    pub fn declared_name(&self) -> Option<String> {
+        self.by.clone()
     }
 
     /// Who acts, through which command: the identity [`Context::identify`] found, else `--by`
@@ -107,7 +115,7 @@ impl Context {
             let sts = aws_sdk_sts::Client::from_conf(config.build());
             match sts.get_caller_identity().send().await {
                 Ok(out) => match out.arn {
-                    Some(arn) => Identity { who: arn, source: "aws-sts", self_declared: false },
+                    Some(arn) => Identity { who: arn, source: "aws-sts", self_declared: false, stream_owner: None },
                     None => declared,
                 },
                 Err(e) => {
@@ -158,6 +166,15 @@ impl Context {
 
     pub fn take_plan(&self) -> Option<confirm::Plan> {
         self.plan.lock().expect("lock").take()
+    }
+
+    /// Keeps the id of the SSM Automation execution this command started, for the audit record.
+    pub fn keep_automation_execution(&self, id: &str) {
+        *self.automation_execution.lock().expect("lock") = Some(id.to_owned());
+    }
+
+    pub fn take_automation_execution(&self) -> Option<String> {
+        self.automation_execution.lock().expect("lock").take()
     }
 
     /// The AWS SDK configuration of the usual chain (for Lambda, CloudWatch and STS).

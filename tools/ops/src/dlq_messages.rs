@@ -248,9 +248,26 @@ async fn report_states(ctx: &crate::Context, listing: &DlqListing) -> std::colle
     for d in docs {
         let Ok(id) = d.get_object_id("interviewId") else { continue };
         let now = crate::report_state::report_now(&d, bson::DateTime::now(), visibility);
-        states.insert(id.to_hex(), now.words);
+        let words = if now.state == crate::report_failure::FailureState::NotStarted {
+            not_started_in_dlq(visibility)
+        } else {
+            now.shown(ctx)
+        };
+        states.insert(id.to_hex(), words);
     }
     states
+}
+
+/// A NOT_STARTED report whose message is in the report DLQ: every delivery failed before the
+/// report was claimed (a whole batch failing: MongoDB unreachable, the function not starting),
+/// each one visibility timeout after the last; no attempt was spent.
+fn not_started_in_dlq(visibility: std::time::Duration) -> String {
+    let q = sophia_declarations::Queue::ReportGenerate.settings();
+    format!(
+        "not started: each of its {} deliveries failed before the report was claimed (the whole batch failed: MongoDB unreachable, or the function could not start), one visibility timeout ({}) apart; no attempt spent: once the cause is fixed, a plain redrive (dlq redrive report-generate)",
+        q.max_receive_count,
+        sophia_sqs_consumer::backoff::words(visibility)
+    )
 }
 
 /// Printed with bodies shown whole (`--show-body`).

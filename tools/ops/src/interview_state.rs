@@ -205,6 +205,9 @@ pub async fn show(ctx: &Context, interview_id: InterviewId, dlq_scan: usize) -> 
     let mut shown =
         assemble(interview_id, interview.as_ref(), &ledger, outbox.as_ref(), report.as_ref(), dlq, visibility);
     shown.ops = ctx.ops_command("").trim_end().to_owned();
+    if let Some(r) = shown.report.as_mut() {
+        r.now = crate::report_state::staged(&r.now, ctx);
+    }
     if shown.republish_command().is_some() {
         shown.unsettled_now = Some(unsettled_now(ctx, &shown).await);
     }

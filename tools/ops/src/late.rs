@@ -68,6 +68,8 @@ pub struct LateReport {
     pub queues: Vec<QueueVerdict>,
     /// The next command, written out.
     pub next: String,
+    /// Why MongoDB was not read (it cannot be reached from here): then only the queues speak.
+    pub mongo_error: Option<String>,
 }
 
 /// Where the `interview.completed` messages are: the interview ids in its DLQ (with why each is
@@ -84,7 +86,12 @@ pub fn where_unsettled(interview_id: &str, messages: &CompletedMessages) -> Stri
     if let Some(why) = messages.in_dlq.get(interview_id) {
         format!("not settled: its interview.completed is in the interview-completed DLQ: {why}")
     } else if messages.in_queue > 0 {
-        "not settled: its interview.completed waits in interview-completed (or was never published)".into()
+        // SQS has no look into a source queue without receiving: whether it is one of them is
+        // not known here.
+        format!(
+            "not settled: its interview.completed is not in the interview-completed DLQ; interview-completed holds {} message(s) (visible, in flight or delayed): it may be one of them, or it was never published, lost, or dropped as invalid (interview show; the log by interviewId)",
+            messages.in_queue
+        )
     } else {
         "not settled: its interview.completed is in neither interview-completed nor its DLQ: never published, lost, or dropped by the consumer as invalid (its log says why); interview show, then publish completed".into()
     }
@@ -103,9 +110,15 @@ fn stage_of(
         return where_unsettled(&id, messages);
     }
     match report {
-        None => "settled, report not started (its report.generate waits in report-generate)".into(),
+        None => {
+            "settled, report not started (its report.generate is in report-generate or its DLQ, or was never published)"
+                .into()
+        }
         Some(r) => {
             let now = crate::report_state::report_now(r, bson::DateTime::now(), visibility);
+            if now.state == crate::report_failure::FailureState::NotStarted {
+                return format!("settled, report {}", now.words);
+            }
             let status = r.get_str("status").unwrap_or("unknown");
             let kind = now.error_kind.as_deref().map_or(String::new(), |k| format!(" after {k}"));
             format!("report {status}{kind}: {}", now.state.label())
@@ -217,21 +230,13 @@ pub async fn late(ctx: &Context, since: Duration) -> Result<LateReport, OpsError
     let level = Declaration::embedded().service_level(Metric::TimeToReportMs).cloned().ok_or_else(|| {
         OpsError::Invalid("declarations/metrics.json declares no time-to-report service level".into())
     })?;
-    let db = ctx.mongo().await?.db;
     let now = bson::DateTime::now().timestamp_millis();
     let window_start = now - since.as_millis() as i64;
-    let mut queues = Vec::new();
-    let mut messages = CompletedMessages::default();
-    let mut visibility = sophia_reports::claim::lease();
-    for queue in QueueName::all() {
-        let s = status::queue_status(ctx, queue, Duration::from_secs(900)).await?;
-        if queue.holds_report_attempts() {
-            visibility = s.visibility_timeout_seconds.map_or(visibility, Duration::from_secs);
-        } else {
-            messages = completed_messages(ctx, &s).await;
-        }
-        queues.push(QueueVerdict { queue, verdict: s.verdict, cause: s.cause, evidence: s.evidence });
-    }
+    let (queues, messages, visibility) = queue_verdicts(ctx).await?;
+    let db = match ctx.mongo().await {
+        Ok(m) => m.db,
+        Err(e) => return Ok(without_mongo(ctx, &level, since, queues, &messages, &e)),
+    };
     let (interviews, reports) = interviews_and_reports(&db, window_start - LOOKBACK.as_millis() as i64).await?;
     let truncated = interviews.len() as i64 > SCAN_LIMIT;
     let mut samples = Vec::new();
@@ -273,7 +278,70 @@ pub async fn late(ctx: &Context, since: Duration) -> Result<LateReport, OpsError
         truncated,
         next,
         queues,
+        mongo_error: None,
     })
+}
+
+/// Each queue's verdict, where the `interview.completed` messages are, and the report queue's
+/// visibility timeout as the stage has it.
+async fn queue_verdicts(ctx: &Context) -> Result<(Vec<QueueVerdict>, CompletedMessages, Duration), OpsError> {
+    let mut queues = Vec::new();
+    let mut messages = CompletedMessages::default();
+    let mut visibility = sophia_reports::claim::lease();
+    for queue in QueueName::all() {
+        let s = status::queue_status(ctx, queue, Duration::from_secs(900)).await?;
+        if queue.holds_report_attempts() {
+            visibility = s.visibility_timeout_seconds.map_or(visibility, Duration::from_secs);
+        } else {
+            messages = completed_messages(ctx, &s).await;
+        }
+        queues.push(QueueVerdict { queue, verdict: s.verdict, cause: s.cause, evidence: s.evidence });
+    }
+    Ok((queues, messages, visibility))
+}
+
+/// `report late` when MongoDB cannot be reached from here: what the queues say (their verdicts,
+/// the interview-completed DLQ's messages and reasons), and that the interviews and reports
+/// could not be read. Never "on time".
+fn without_mongo(
+    ctx: &Context,
+    level: &ServiceLevel,
+    since: Duration,
+    queues: Vec<QueueVerdict>,
+    messages: &CompletedMessages,
+    error: &OpsError,
+) -> LateReport {
+    let queue_part = queues.iter().find_map(queue_reason).unwrap_or_else(|| {
+        "no queue is stopped, failing or holding DLQ messages (what waits in MongoDB is not known)".into()
+    });
+    let answer = format!(
+        "cannot tell whether reports are late: MongoDB cannot be reached from here ({error}); the interviews and reports are not read. From the queues: {queue_part}"
+    );
+    let mut waiting = BTreeMap::new();
+    for (id, why) in &messages.in_dlq {
+        waiting.insert(format!("interview {id}: its interview.completed is in the interview-completed DLQ: {why}"), 1);
+    }
+    let next = match queues.iter().find(|q| q.verdict != Verdict::Healthy) {
+        Some(q) => ctx.ops_command(&format!("queue status {}", q.queue)),
+        None => "reach MongoDB from here first (docs/runbook.md#mongodb_uri: the URI, the Atlas access list), then run it again".into(),
+    };
+    LateReport {
+        answer,
+        late: true,
+        window_seconds: since.as_secs(),
+        level: level.human(),
+        level_threshold_ms: level.threshold_ms,
+        completed: 0,
+        p50_ms: None,
+        level_percentile_ms: None,
+        max_ms: None,
+        waiting,
+        oldest_waiting_seconds: None,
+        truncated: false,
+        queues,
+        next,
+        mongo_error: Some(error.to_string()),
+    }
 }
 
 /// The first command after `report late`: the first queue that is not healthy, else the reports
@@ -365,8 +433,38 @@ pub async fn completed_messages(ctx: &Context, s: &status::QueueStatus) -> Compl
 
 impl LateReport {
     pub fn human(&self) -> String {
-        let t = |ms: Option<f64>| ms.map_or("-".into(), |ms| human_duration((ms / 1000.0) as u64));
         let mut s = format!("{}\n", self.answer);
+        match &self.mongo_error {
+            Some(_) => s.push_str(&self.human_from_queues()),
+            None => s.push_str(&self.human_from_mongo()),
+        }
+        for q in &self.queues {
+            s.push_str(&format!(
+                "  queue {}: {}{}\n",
+                q.queue,
+                q.verdict.as_str(),
+                q.cause.as_ref().map_or(String::new(), |c| format!(": {c}"))
+            ));
+        }
+        s.push_str(&format!("  next: {}\n", self.next));
+        s
+    }
+
+    /// Without MongoDB: the interviews the interview-completed DLQ names, nothing else.
+    fn human_from_queues(&self) -> String {
+        let mut s = format!(
+            "  time to report and waiting interviews: not read (MongoDB cannot be reached); {} interview(s) named by the interview-completed DLQ:\n",
+            self.waiting.len()
+        );
+        for line in self.waiting.keys() {
+            s.push_str(&format!("    {line}\n"));
+        }
+        s
+    }
+
+    fn human_from_mongo(&self) -> String {
+        let t = |ms: Option<f64>| ms.map_or("-".into(), |ms| human_duration((ms / 1000.0) as u64));
+        let mut s = String::new();
         s.push_str(&format!(
             "  time to report (interview end -> report stored), {} report(s) completed in the last {}: p50 {}, {} {}, max {} (level {})\n",
             self.completed,
@@ -386,15 +484,6 @@ impl LateReport {
         for (stage, n) in &self.waiting {
             s.push_str(&format!("    {n} {stage}\n"));
         }
-        for q in &self.queues {
-            s.push_str(&format!(
-                "  queue {}: {}{}\n",
-                q.queue,
-                q.verdict.as_str(),
-                q.cause.as_ref().map_or(String::new(), |c| format!(": {c}"))
-            ));
-        }
-        s.push_str(&format!("  next: {}\n", self.next));
         s
     }
 }

@@ -55,6 +55,7 @@ pub mod duration_text;
 pub mod env;
 pub mod erasure;
 mod error;
+pub mod function_log;
 pub mod interview_state;
 pub mod late;
 pub mod listing;

@@ -51,10 +51,19 @@ pub struct UnsettledListing {
     pub truncated: bool,
     /// The next command, written out (the oldest interview, this run's `--stage`).
     pub next: Option<String>,
+    /// Why MongoDB was not read (it cannot be reached from here): then the listing is what the
+    /// interview-completed queue and its DLQ say.
+    pub mongo_error: Option<String>,
+    /// `interview.completed` / `interview.failed` messages dropped as invalid over
+    /// [`DROPS_WINDOW`]: their interviews keep their reservation.
+    pub dropped: crate::status::DroppedRecords,
 }
 
 impl UnsettledListing {
     pub fn human(&self) -> String {
+        if let Some(e) = &self.mongo_error {
+            return self.human_from_queues(e);
+        }
         let scope = self.organization_id.map_or("all organizations".into(), |o| format!("organization {o}"));
         let mut s = format!(
             "{} unsettled interview(s) holding a reservation ({scope}), oldest first{}\n",
@@ -74,10 +83,72 @@ impl UnsettledListing {
                 s.push_str(&format!("      {reason}\n"));
             }
         }
-        if let Some(next) = &self.next {
-            s.push_str(&format!("  next: {next} (its DLQ messages, ledger, outbox)\n"));
+        s.push_str(&self.dropped.human("interview", DROPS_WINDOW.as_secs()));
+        match &self.next {
+            Some(next) => s.push_str(&format!("  next: {next}\n")),
+            None if !self.interviews.is_empty() => s.push_str(
+                "  next: nothing: every interview listed is still running and holds its reservation by design\n",
+            ),
+            None => {}
         }
         s
+    }
+}
+
+impl UnsettledListing {
+    /// MongoDB cannot be reached: the interviews are not listed; the DLQ's messages are, with
+    /// their reasons (each names its interview).
+    fn human_from_queues(&self, error: &str) -> String {
+        let mut s = format!(
+            "cannot list the unsettled interviews: MongoDB cannot be reached from here ({error}). From the queues: {} interview(s) named by the interview-completed DLQ\n",
+            self.interviews.len()
+        );
+        for i in &self.interviews {
+            s.push_str(&format!(
+                "  {}  organization {}\n      {}\n",
+                i.interview_id,
+                i.organization_id.as_deref().unwrap_or("-"),
+                i.reason.as_deref().unwrap_or("-")
+            ));
+        }
+        if let Some(next) = &self.next {
+            s.push_str(&format!("  next: {next}\n"));
+        }
+        s
+    }
+}
+
+/// `interview unsettled` when MongoDB cannot be reached: the interview-completed DLQ's messages
+/// (their interview and reason) and the queue's verdict.
+async fn unsettled_from_queues(ctx: &Context, org: Option<OrganizationId>, error: &OpsError) -> UnsettledListing {
+    let queue = crate::queues::QueueName::of(sophia_declarations::Queue::InterviewCompleted);
+    let (messages, next) = match crate::status::queue_status(ctx, queue, Duration::from_secs(900)).await {
+        Ok(s) => (
+            crate::late::completed_messages(ctx, &s).await,
+            format!("{} (its verdict: {})", ctx.ops_command(&format!("queue status {queue}")), s.verdict.as_str()),
+        ),
+        Err(e) => (Default::default(), format!("the queue could not be read either: {e}")),
+    };
+    let interviews = messages
+        .in_dlq
+        .iter()
+        .map(|(id, why)| Unsettled {
+            interview_id: id.clone(),
+            organization_id: None,
+            status: None,
+            credits_reserved: None,
+            created_at: None,
+            age_seconds: None,
+            reason: Some(format!("its interview.completed is in the interview-completed DLQ: {why}")),
+        })
+        .collect();
+    UnsettledListing {
+        organization_id: org,
+        interviews,
+        truncated: false,
+        next: Some(next),
+        mongo_error: Some(error.to_string()),
+        dropped: Default::default(),
     }
 }
 
@@ -88,7 +159,10 @@ pub async fn unsettled(
     older_than: Option<Duration>,
     limit: i64,
 ) -> Result<UnsettledListing, OpsError> {
-    let db = ctx.mongo().await?.db;
+    let db = match ctx.mongo().await {
+        Ok(m) => m.db,
+        Err(e) => return Ok(unsettled_from_queues(ctx, org, &e).await),
+    };
     let mut filter = doc! {"settledAt": Bson::Null, "deletedAt": Bson::Null};
     let mut and = vec![Bson::Document(or_field("credits.reserved", "$gt", 0))];
     if let Some(o) = org {
@@ -137,20 +211,62 @@ pub async fn unsettled(
             }
         })
         .collect();
-    let next = interviews.first().map(|i| ctx.ops_command(&format!("interview show {}", i.interview_id)));
-    let mut listing = UnsettledListing { organization_id: org, interviews, truncated, next };
+    let next = unsettled_next(ctx, &interviews);
+    let mut listing = UnsettledListing {
+        organization_id: org,
+        interviews,
+        truncated,
+        next,
+        mongo_error: None,
+        dropped: Default::default(),
+    };
     attach_reasons(ctx, &mut listing).await;
     Ok(listing)
 }
 
+/// The next command of `interview unsettled`: `interview show` of the oldest interview that
+/// needs a look (one that ended: COMPLETED or FAILED, or soft-deleted), never of one still
+/// running, which holds its reservation by design until it ends.
+fn unsettled_next(ctx: &Context, interviews: &[Unsettled]) -> Option<String> {
+    let ended = interviews.iter().find(|i| !holds_by_design(i.status.as_deref()))?;
+    Some(format!(
+        "{} (its DLQ messages, ledger, outbox)",
+        ctx.ops_command(&format!("interview show {}", ended.interview_id))
+    ))
+}
+
+/// An interview that has not ended (`IN_PROGRESS`, `SCHEDULED`, ...) holds its reservation until
+/// its `interview.completed` or `interview.failed` settles it: nothing to act on.
+fn holds_by_design(status: Option<&str>) -> bool {
+    !matches!(status, Some("COMPLETED" | "FAILED") | None)
+}
+
+/// How far back `interview unsettled` lists the messages interview-completed dropped as invalid.
+pub const DROPS_WINDOW: Duration = Duration::from_secs(24 * 3600);
+
+/// The line under an interview that has not ended.
+const RUNNING: &str = "not ended yet: it holds its reservation until its interview.completed or interview.failed settles it; nothing to do";
+
 /// Why each COMPLETED interview is not settled ([`crate::late::where_unsettled`]); an interview
 /// still `IN_PROGRESS` (or another status) holds its reservation by design until it ends.
 async fn attach_reasons(ctx: &Context, listing: &mut UnsettledListing) {
+    for i in listing.interviews.iter_mut().filter(|i| holds_by_design(i.status.as_deref())) {
+        i.reason = Some(RUNNING.into());
+    }
+    let queue = crate::queues::QueueName::of(sophia_declarations::Queue::InterviewCompleted);
+    let status = crate::status::queue_status(ctx, queue, DROPS_WINDOW).await;
+    listing.dropped = match &status {
+        Ok(s) => crate::status::DroppedRecords {
+            count: s.metrics.as_ref().map_or(0, |m| m.dropped_invalid),
+            messages: s.metrics.as_ref().map(|m| m.dropped.clone()).unwrap_or_default(),
+            note: s.metrics.as_ref().and_then(|m| m.log_note.clone()).or(s.metrics_note.clone()),
+        },
+        Err(e) => crate::status::DroppedRecords { note: Some(e.to_string()), ..Default::default() },
+    };
     if !listing.interviews.iter().any(|i| i.status.as_deref() == Some("COMPLETED")) {
         return;
     }
-    let queue = crate::queues::QueueName::of(sophia_declarations::Queue::InterviewCompleted);
-    let messages = match crate::status::queue_status(ctx, queue, Duration::from_secs(900)).await {
+    let messages = match status {
         Ok(s) => crate::late::completed_messages(ctx, &s).await,
         Err(e) => {
             for i in &mut listing.interviews {
@@ -196,6 +312,11 @@ pub struct FailuresListing {
     pub retry_schedule: RetrySchedule,
     /// The next command, written out (the first report listed, this run's `--stage`).
     pub next: Option<String>,
+    /// `report.generate` messages dropped as invalid in the window: they leave no report state,
+    /// only the consumer's log line (and `RecordsDroppedInvalid`).
+    pub dropped: crate::status::DroppedRecords,
+    /// The command that publishes a dropped request again, written out.
+    pub republish: String,
 }
 
 /// The report queue's retry schedule, from the consumer's policy
@@ -252,6 +373,7 @@ impl FailuresListing {
             self.count(FailureState::WaitingForRetry),
             self.count(FailureState::RetryingNow),
         );
+        s.push_str(&self.dropped.human("report.generate", self.since_seconds));
         if !self.by_kind.is_empty() {
             let kinds: Vec<String> = self.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
             s.push_str(&format!(
@@ -279,6 +401,11 @@ impl FailuresListing {
             if let Some(next) = &self.next {
                 s.push_str(&format!("  next: {next} (lastError, lease, retries)\n"));
             }
+        } else if self.dropped.count > 0 {
+            s.push_str(&format!(
+                "  next: fix the producer, then for each dropped request (its ids in the producer's logs or the consumer's bodyPreview): {}\n",
+                self.republish
+            ));
         }
         s
     }
@@ -319,6 +446,7 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
         .filter(|d| d.get_str("status").ok() != Some(completed))
         .map(|d| {
             let state = crate::report_state::report_now(d, now, visibility);
+            let words = state.shown(ctx);
             Failure {
                 interview_id: d.get("interviewId").and_then(text).unwrap_or_default(),
                 organization_id: d.get("organizationId").and_then(text),
@@ -328,7 +456,7 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
                 attempts: d.get("attemptCount").and_then(number),
                 transient_failures: d.get("transientFailures").and_then(number),
                 last_error_at: d.get("lastErrorAt").and_then(text),
-                now: state.words,
+                now: words,
                 next_delivery: state.next_delivery,
             }
         })
@@ -347,7 +475,13 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
         truncated,
         by_kind,
         retry_schedule: RetrySchedule::with_visibility(visibility),
+        dropped: crate::status::dropped_records(ctx, report_queue(), since).await,
+        republish: ctx.ops_command("publish report <interviewId> <organizationId>"),
     })
+}
+
+fn report_queue() -> crate::queues::QueueName {
+    crate::queues::QueueName::of(sophia_declarations::Queue::ReportGenerate)
 }
 
 #[cfg(test)]
@@ -366,5 +500,43 @@ mod tests {
         );
         assert!(r.transient.contains("a copy is sent delayed 10 min"), "{}", r.transient);
         assert!(r.other.contains("one of the report's 3 attempts") && r.other.contains("(30 min)"), "{}", r.other);
+    }
+
+    fn interview(id: &str, status: &str) -> Unsettled {
+        Unsettled {
+            interview_id: id.into(),
+            organization_id: None,
+            status: Some(status.into()),
+            credits_reserved: Some(10),
+            created_at: None,
+            age_seconds: None,
+            reason: None,
+        }
+    }
+
+    /// A running interview holds its reservation by design: never the next step.
+    #[test]
+    fn the_next_step_is_the_oldest_interview_that_ended() {
+        let ctx = Context::new(crate::env::Env::from_pairs([("X", "y")]), Some("prod".into()), Default::default());
+        let listed = [interview("a", "IN_PROGRESS"), interview("b", "SCHEDULED"), interview("c", "COMPLETED")];
+        assert_eq!(
+            unsettled_next(&ctx, &listed).as_deref(),
+            Some("sophia-ops --stage prod interview show c (its DLQ messages, ledger, outbox)")
+        );
+        assert_eq!(unsettled_next(&ctx, &listed[..2]), None);
+        let listing = UnsettledListing {
+            organization_id: None,
+            interviews: listed[..1].to_vec(),
+            truncated: false,
+            next: None,
+            mongo_error: None,
+            dropped: Default::default(),
+        };
+        assert!(
+            listing.human().contains("  next: nothing: every interview listed is still running"),
+            "{}",
+            listing.human()
+        );
+        assert!(holds_by_design(Some("IN_PROGRESS")) && !holds_by_design(Some("FAILED")) && !holds_by_design(None));
     }
 }

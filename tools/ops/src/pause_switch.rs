@@ -88,6 +88,8 @@ pub async fn set_enabled(ctx: &Context, queue_url: &str, uuid: &str, enabled: bo
             format!("ssm StartAutomationExecution {document}: {}", aws_sdk_ssm::error::DisplayErrorContext(e))
         })?;
     let id = started.automation_execution_id.ok_or_else(|| format!("{document}: SSM answered no execution id"))?;
+    // The audit record names it: SSM's ExecutedBy is AWS's word for who paused (audit_trail::executed_by).
+    ctx.keep_automation_execution(&id);
     let deadline = Instant::now() + WAIT;
     loop {
         let out =

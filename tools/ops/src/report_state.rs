@@ -45,8 +45,25 @@ pub struct ReportNow {
     /// A kind that spends an attempt on every delivery and that no retry fixes: a person must act
     /// before the next delivery.
     pub needs_person_now: bool,
-    /// In words: where the report is and what happens next.
+    /// In words: where the report is and what happens next. A command in it is written without
+    /// the program and the stage (`report retry ...`): show it through [`ReportNow::shown`].
     pub words: String,
+}
+
+/// How a command in [`ReportNow::words`] starts, before [`staged`] writes it out.
+const RETRY_COMMAND: &str = "`report retry ";
+
+/// `words` with each command in it written out as this run would type it (`sophia-ops --stage
+/// <this stage> report retry ...`).
+pub fn staged(words: &str, ctx: &Context) -> String {
+    words.replace(RETRY_COMMAND, &format!("`{}", ctx.ops_command("report retry ")))
+}
+
+impl ReportNow {
+    /// [`ReportNow::words`] with its command written out for this run ([`staged`]).
+    pub fn shown(&self, ctx: &Context) -> String {
+        staged(&self.words, ctx)
+    }
 }
 
 /// Kinds that spend one of the report's attempts on every delivery and that only a person
@@ -157,7 +174,7 @@ pub fn stored_report_now(report: &StoredReport, failure: Failure, now: DateTime,
         }
         Hold::Free if !claim::has_attempts_left(report) => {
             r.words = format!(
-                "out of attempts ({attempts} of {MAX_ATTEMPTS}): nothing retries it; fix the cause, then `report retry {} {} --reset-attempts`",
+                "out of attempts ({attempts} of {MAX_ATTEMPTS}): nothing retries it; fix the cause, then {RETRY_COMMAND}{} {} --reset-attempts`",
                 report.interview_id.to_hex(),
                 report.organization_id.map_or("<organizationId>".into(), |o| o.to_hex())
             );
@@ -180,7 +197,11 @@ fn free(
     match report.status {
         ReportStatus::NotStarted => {
             r.state = FailureState::NotStarted;
-            r.words = "not started: its report.generate waits in report-generate (attempt 1 next)".into();
+            r.words = format!(
+                "not started: its report.generate is in report-generate, visible or in flight (a delivery that failed before the report was claimed, e.g. MongoDB unreachable, hides it for the visibility timeout, {}, then it comes back), or in its DLQ after {} such deliveries (attempt 1 next)",
+                sophia_sqs_consumer::backoff::words(visibility),
+                Queue::ReportGenerate.settings().max_receive_count
+            );
         }
         ReportStatus::Processing => {
             let ended = report.lease_expires_at.or(report.updated_at).map_or("-".into(), rfc3339);
@@ -358,8 +379,16 @@ mod tests {
         );
         assert!(
             named.words.ends_with(&format!("then `report retry {interview} {organization} --reset-attempts`")),
-            "the command written out, ids included: {}",
+            "the command, ids included: {}",
             named.words
+        );
+        let ctx = Context::new(crate::env::Env::from_pairs([("X", "y")]), Some("prod".into()), Default::default());
+        assert!(
+            named.shown(&ctx).ends_with(&format!(
+                "then `sophia-ops --stage prod report retry {interview} {organization} --reset-attempts`"
+            )),
+            "written out with this run's stage: {}",
+            named.shown(&ctx)
         );
         let failed = of(doc! {"status": "FAILED", "attemptCount": 1, "errorKind": "invalid_output",
         "waitingForRetry": true, "lastErrorAt": at(0)});
@@ -374,7 +403,17 @@ mod tests {
             "lastErrorAt": at(0)});
         assert_eq!(away.state, FailureState::WaitingForRetry, "{}", away.words);
         assert_eq!(of(doc! {"status": "COMPLETED"}).state, FailureState::Done);
-        assert_eq!(of(doc! {"status": "NOT_STARTED"}).state, FailureState::NotStarted);
+        let not_started = of(doc! {"status": "NOT_STARTED"});
+        assert_eq!(not_started.state, FailureState::NotStarted);
+        // A MongoDB outage hides its message in flight for the visibility timeout: said, not
+        // "waits in report-generate".
+        assert!(
+            not_started.words.contains("visible or in flight")
+                && not_started.words.contains("for the visibility timeout, 2 min")
+                && not_started.words.contains("or in its DLQ after 3 such deliveries"),
+            "{}",
+            not_started.words
+        );
         assert_eq!(of(doc! {"status": 7}).state, FailureState::NeedsYou, "unreadable");
     }
 }

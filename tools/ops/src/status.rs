@@ -78,6 +78,14 @@ pub struct FunctionMetrics {
     pub last_error: Option<String>,
     /// Failed report attempts by error kind (`ReportsFailed` by `ErrorKind`), most first.
     pub failures_by_kind: Vec<(String, i64)>,
+    /// Records dropped as invalid in the window (`RecordsDroppedInvalid`; locally the runner's
+    /// count).
+    pub dropped_invalid: i64,
+    /// Each of them, from the function's `invalid message dropped` lines (the local runner's
+    /// record), oldest first.
+    pub dropped: Vec<crate::function_log::DroppedMessage>,
+    /// Why the function's log lines could not be read, when they could not (a stage).
+    pub log_note: Option<String>,
 }
 
 impl FunctionMetrics {
@@ -92,8 +100,10 @@ impl FunctionMetrics {
             parts.push(match &self.last_error {
                 Some(e) => format!("{e} ({} of {} invocation(s) failed as a whole batch)", self.errors, self.invocations),
                 None => format!(
-                    "{} of {} invocation(s) failed as a whole batch (the per-batch setup: MongoDB unreachable or refused, or the function could not start); the text is in the function's ERROR lines",
-                    self.errors, self.invocations
+                    "{} of {} invocation(s) failed as a whole batch (the per-batch setup: MongoDB unreachable or refused, or the function could not start); the text is in the function's ERROR lines{}",
+                    self.errors,
+                    self.invocations,
+                    self.log_note.as_ref().map_or(String::new(), |n| format!(" ({n})"))
                 ),
             });
         }
@@ -261,6 +271,12 @@ fn known(f: &Facts) -> (Verdict, Option<String>, Vec<String>) {
         }
         return (Verdict::Failing, Some(cause + &also), evidence);
     }
+    if let Some(dropped) = f.metrics.and_then(dropped_words) {
+        if dlq == 0 && f.stranded.is_none() {
+            return (Verdict::NeedsPerson, Some(dropped), evidence);
+        }
+        evidence.push(dropped);
+    }
     if dlq > 0 || f.stranded.is_some() {
         let first = if dlq > 0 { dlq_words(dlq) } else { f.stranded.unwrap_or_default().to_owned() };
         if let Some(s) = f.stranded.filter(|_| dlq > 0) {
@@ -285,6 +301,17 @@ fn left_behind(f: &Facts) -> String {
         parts.push(s.to_owned());
     }
     if parts.is_empty() { String::new() } else { format!("; also {}", parts.join("; ")) }
+}
+
+/// The records dropped as invalid in the window, in words (the first one's reason).
+fn dropped_words(m: &FunctionMetrics) -> Option<String> {
+    (m.dropped_invalid > 0).then(|| {
+        format!(
+            "{} message(s) dropped as invalid in the window (the producer sent bodies the contract rejects; each is gone, in no queue){}",
+            m.dropped_invalid,
+            m.dropped.last().map_or(String::new(), |d| format!(": the latest, message {}: {}", d.message_id, d.reason))
+        )
+    })
 }
 
 fn dlq_words(n: u64) -> String {
@@ -499,6 +526,9 @@ impl Observer {
                         records_failed: out["recordsFailed"].as_i64(),
                         last_error: out["lastError"].as_str().map(str::to_owned),
                         failures_by_kind: Vec::new(),
+                        dropped_invalid: out["droppedInvalid"].as_array().map_or(0, |d| d.len() as i64),
+                        dropped: local_dropped(&out["droppedInvalid"]),
+                        log_note: None,
                     }),
                     out["oldestAgeSeconds"].as_u64(),
                 ))
@@ -506,6 +536,20 @@ impl Observer {
             Self::Unavailable(why) => Err(why.clone()),
         }
     }
+}
+
+/// The local runner's records dropped as invalid (`droppedInvalid` of its function metrics).
+fn local_dropped(v: &serde_json::Value) -> Vec<crate::function_log::DroppedMessage> {
+    let text = |d: &serde_json::Value, k: &str| d[k].as_str().map(str::to_owned);
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| crate::function_log::DroppedMessage {
+            at: text(d, "at"),
+            message_id: text(d, "messageId").unwrap_or_default(),
+            reason: text(d, "reason").unwrap_or_default(),
+        })
+        .collect()
 }
 
 /// A mapping in the Lambda API's JSON shape (the local runner answers it).
@@ -581,6 +625,46 @@ pub async fn queue_status(ctx: &Context, queue: QueueName, window: Duration) -> 
     Ok(status)
 }
 
+/// The records a queue's consumer dropped as invalid over a window: how many, each with its
+/// reason (as many as its log or the local runner gives), or why they could not be read.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DroppedRecords {
+    pub count: i64,
+    pub messages: Vec<crate::function_log::DroppedMessage>,
+    pub note: Option<String>,
+}
+
+/// [`DroppedRecords`] of `queue`'s consumer over `window`, as `queue status` reads them.
+pub async fn dropped_records(ctx: &Context, queue: QueueName, window: Duration) -> DroppedRecords {
+    match queue_status(ctx, queue, window).await {
+        Ok(s) => match s.metrics {
+            Some(m) => DroppedRecords { count: m.dropped_invalid, messages: m.dropped, note: m.log_note },
+            None => DroppedRecords { note: s.metrics_note.or(s.mapping_note), ..DroppedRecords::default() },
+        },
+        Err(e) => DroppedRecords { note: Some(e.to_string()), ..DroppedRecords::default() },
+    }
+}
+
+impl DroppedRecords {
+    /// `what` names the messages (`report.generate`); empty when nothing was dropped.
+    pub fn human(&self, what: &str, window_seconds: u64) -> String {
+        let mut s = String::new();
+        if self.count > 0 {
+            s.push_str(&format!(
+                "  dropped as invalid in the last {}: {} {what} message(s): the producer sent a body the contract rejects; each is gone (in no queue, no DLQ, no stored state) (docs/runbook.md#invalid-messages-dropped)\n",
+                human_duration(window_seconds),
+                self.count
+            ));
+            s.push_str(&dropped_lines(&self.messages));
+        }
+        if let Some(note) = &self.note {
+            s.push_str(&format!("  dropped as invalid: not known: {note}\n"));
+        }
+        s
+    }
+}
+
 /// The next command for the verdict, written out.
 fn next_step(ctx: &Context, s: &QueueStatus) -> Option<String> {
     let q = s.queue;
@@ -600,7 +684,7 @@ fn next_step(ctx: &Context, s: &QueueStatus) -> Option<String> {
             failing_section(s)
         ),
         Verdict::NeedsPerson if dlq => ctx.ops_command(&format!("dlq list {q}")),
-        Verdict::NeedsPerson => ctx.ops_command("report failures"),
+        Verdict::NeedsPerson => ctx.ops_command(failures),
         Verdict::Recovering | Verdict::Slow => ctx.ops_command(&format!("queue status {q} --window 1m")),
     })
 }
@@ -716,6 +800,7 @@ fn metric_queries(
         if let Some(stage) = stage {
             let both = [("Stage", stage), ("Function", f)];
             queries.push(metric_query("rf", "Sophia", "RecordsFailed", &both, "Sum"));
+            queries.push(metric_query("di", "Sophia", "RecordsDroppedInvalid", &both, "Sum"));
             for (i, kind) in sophia_reports::ErrorKind::ALL.iter().enumerate() {
                 let dims = [("Stage", stage), ("Function", f), ("ErrorKind", kind.as_str())];
                 queries.push(metric_query(&format!("k{i}"), "Sophia", "ReportsFailed", &dims, "Sum"));
@@ -784,15 +869,39 @@ async fn metrics(
         .filter(|(_, n)| *n > 0)
         .collect();
     failures_by_kind.sort_by_key(|k| std::cmp::Reverse(k.1));
-    let m = function.map(|_| FunctionMetrics {
+    let mut m = function.map(|_| FunctionMetrics {
         invocations: sum("inv"),
         errors: sum("err"),
         throttles: sum("thr"),
         records_failed: with_stage.then(|| sum("rf")),
         last_error: None,
         failures_by_kind,
+        dropped_invalid: sum("di"),
+        dropped: Vec::new(),
+        log_note: None,
     });
+    if let (Some(m), Some(f)) = (m.as_mut(), function) {
+        from_the_log(ctx, m, f, window).await;
+    }
     Ok((m, oldest))
+}
+
+/// A stage: what the metrics cannot say, from the function's log lines: the last whole-batch
+/// error's text (MongoDB unreachable ...) and each record dropped as invalid.
+async fn from_the_log(ctx: &Context, m: &mut FunctionMetrics, function: &str, window: Duration) {
+    let refused = |e: String| format!("its log could not be read: {e}");
+    if m.errors > 0 {
+        match crate::function_log::last_batch_error(ctx, function, window).await {
+            Ok(found) => m.last_error = found,
+            Err(e) => m.log_note = Some(refused(e)),
+        }
+    }
+    if m.dropped_invalid > 0 {
+        match crate::function_log::dropped(ctx, function, window).await {
+            Ok(found) => m.dropped = found,
+            Err(e) => m.log_note = Some(refused(e)),
+        }
+    }
 }
 
 impl QueueStatus {
@@ -842,14 +951,22 @@ impl QueueStatus {
             (None, None) => {}
         }
         match (&self.metrics, &self.metrics_note) {
-            (Some(m), _) => s.push_str(&format!(
-                "  function:   {} invocation(s), {} error(s), {} throttle(s){} in the last {}\n",
-                m.invocations,
-                m.errors,
-                m.throttles,
-                m.records_failed.map_or(String::new(), |r| format!(", {r} failed record(s)")),
-                human_duration(self.window_seconds)
-            )),
+            (Some(m), _) => {
+                s.push_str(&format!(
+                    "  function:   {} invocation(s), {} error(s), {} throttle(s){}{} in the last {}\n",
+                    m.invocations,
+                    m.errors,
+                    m.throttles,
+                    m.records_failed.map_or(String::new(), |r| format!(", {r} failed record(s)")),
+                    if m.dropped_invalid > 0 {
+                        format!(", {} dropped as invalid", m.dropped_invalid)
+                    } else {
+                        String::new()
+                    },
+                    human_duration(self.window_seconds)
+                ));
+                s.push_str(&dropped_lines(&m.dropped));
+            }
             (None, Some(note)) => s.push_str(&format!("  function:   {note}\n")),
             (None, None) => s.push_str("  function:   no mapping, no function metrics\n"),
         }
@@ -866,6 +983,27 @@ impl QueueStatus {
         s
     }
 }
+
+/// One line per record dropped as invalid (the latest [`DROPPED_SHOWN`]), each with its reason.
+pub fn dropped_lines(dropped: &[crate::function_log::DroppedMessage]) -> String {
+    let skip = dropped.len().saturating_sub(DROPPED_SHOWN);
+    let mut s = String::new();
+    if skip > 0 {
+        s.push_str(&format!("  dropped:    ({skip} earlier not shown)\n"));
+    }
+    for d in &dropped[skip..] {
+        s.push_str(&format!(
+            "  dropped:    message {} at {}: {}\n",
+            d.message_id,
+            d.at.as_deref().unwrap_or("?"),
+            d.reason
+        ));
+    }
+    s
+}
+
+/// How many dropped records a listing shows (the latest).
+pub const DROPPED_SHOWN: usize = 10;
 
 #[cfg(test)]
 impl QueueStatus {
@@ -1002,6 +1140,23 @@ mod tests {
                 .ends_with("; also 4 message(s) in the DLQ, each needs a person (dlq list, then dlq show <messageId>)")
         );
         assert_eq!(verdict(&base).0, Verdict::Healthy);
+        // A message dropped as invalid needs a person (the producer), named with its reason.
+        let dropped = FunctionMetrics {
+            dropped_invalid: 1,
+            dropped: vec![crate::function_log::DroppedMessage {
+                at: None,
+                message_id: "m-1".into(),
+                reason: "interviewId: not an ObjectId".into(),
+            }],
+            ..m(5, 0, 0)
+        };
+        let (verdict_, cause, _) = verdict(&Facts { metrics: Some(&dropped), ..base });
+        assert_eq!(verdict_, Verdict::NeedsPerson);
+        assert!(
+            cause.as_deref().is_some_and(|c| c.starts_with("1 message(s) dropped as invalid in the window")
+                && c.ends_with("the latest, message m-1: interviewId: not an ObjectId")),
+            "{cause:?}"
+        );
     }
 
     #[test]

@@ -18,5 +18,8 @@ pub async fn list(
     command: Option<&str>,
     since: Option<Duration>,
 ) -> Result<Outcome, OpsError> {
-    Ok(Outcome::AuditList(audit_trail::list(ctx, limit, command, since).await?))
+    let mut listing = audit_trail::list(ctx, limit, command, since).await?;
+    // A pause or resume on a stage: SSM's own record of who ran it, beside the stream's identity.
+    audit_trail::attach_executed_by(ctx, &mut listing.records).await;
+    Ok(Outcome::AuditList(listing))
 }

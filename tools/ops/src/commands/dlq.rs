@@ -157,7 +157,8 @@ async fn redrive_plan(
     let mongo = ctx.mongo_for_plan().await;
     let mut planned = Vec::new();
     for m in &peeked.messages {
-        let fate = predict::message(mongo.as_ref(), queue, &m.body, reset).await;
+        let mut fate = predict::message(mongo.as_ref(), queue, &m.body, reset).await;
+        fate.now = fate.now.map(|now| crate::report_state::staged(&now, ctx));
         planned.push(predict::Planned { message_id: m.message_id.clone(), interview_id: m.interview_id.clone(), fate });
     }
     // Applied in order: a second message for an interview meets the first one's settlement.
