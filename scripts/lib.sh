@@ -5,7 +5,7 @@ LOCAL_DIR="$REPO_ROOT/.local"
 VENV="$LOCAL_DIR/venv"
 # How to get a Node.js within the engines (>=20 <23). Not the distribution's package: apt's nodejs is
 # 18 on Debian 12 and Ubuntu 24.04. One place for every message that says it (docs/deploy.md lists the same where it says what the procedure needs).
-NODE_INSTALL_HINT="not apt-get install nodejs, which is Node.js 18 on Debian 12 and Ubuntu 24.04: nvm (https://github.com/nvm-sh/nvm: curl -o- https://raw.githubusercontent.com/nvm-sh/nvm/v0.40.1/install.sh | bash, then nvm install 22), NodeSource on Debian/Ubuntu (curl -fsSL https://deb.nodesource.com/setup_22.x | sudo -E bash - && sudo apt-get install -y nodejs), or on macOS brew install node@22"
+NODE_INSTALL_HINT="not apt-get install nodejs, which is Node.js 18 on Debian 12 and Ubuntu 24.04: nvm (https://github.com/nvm-sh/nvm: curl -o- https://raw.githubusercontent.com/nvm-sh/nvm/v0.40.1/install.sh | bash, then nvm install 22), NodeSource on Debian/Ubuntu (curl -fsSL https://deb.nodesource.com/setup_22.x | sudo -E bash - && sudo apt-get install -y nodejs), or on macOS brew install node@22, which is keg-only (brew puts it on no PATH): then brew link --overwrite --force node@22, or add "'export PATH="$(brew --prefix node@22)/bin:$PATH"'" to ~/.bash_profile"
 export SOPHIA_REPO_ROOT="$REPO_ROOT"
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

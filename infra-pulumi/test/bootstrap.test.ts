@@ -145,9 +145,10 @@ function bootstrap(
   extraEnv: Record<string, string> = {},
   stackExists = false,
   extraArgs: string[] = [],
-  opts: { stackFile?: string; github?: Github; outputs?: unknown } = {},
+  opts: { stackFile?: string; github?: Github; outputs?: unknown; noGh?: boolean } = {},
 ): Run {
   const { state, bin, repo, read } = scratch(opts.stackFile ?? STACK_FILE, opts.github ?? github({ dev: PROTECTED_DEV }));
+  if (opts.noGh) fs.rmSync(path.join(bin, "gh"));
   fs.writeFileSync(path.join(state, "config"), config.map((l) => `${l}\n`).join(""));
   if (stackExists) fs.writeFileSync(path.join(state, "stack"), "");
   const r = spawnSync("bash", [path.join(repo, "scripts", "bootstrap-stage"), "dev", "--bootstrap-backend", BOOTSTRAP_BACKEND, ...extraArgs], {
@@ -382,6 +383,15 @@ test("GitHub --apply: main only, prevent self-review, the deploy role's variable
   });
   assert.notEqual(refused.status, 0, "--github apply fails loudly when GitHub refuses");
   assert.match(refused.output, /Resource not accessible by integration \(HTTP 403\).*Administration and Variables write/);
+});
+
+test("GitHub --apply without the gh CLI fails (the environment was not set); without --apply it is a to-do", () => {
+  const apply = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, ["--github", "apply"], { noGh: true });
+  assert.notEqual(apply.status, 0, "--github apply promises the environment is set");
+  assert.match(apply.output, /--github apply needs the GitHub CLI \(gh, https:\/\/cli\.github\.com\/, then gh auth login\): GitHub environment 'dev' was not set/);
+  const check = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], SECRETS, false, [], { noGh: true });
+  assert.equal(check.status, 0, check.output);
+  assert.match(check.stdout, /GitHub environment 'dev' not checked \(no gh CLI\)/);
 });
 
 test("GitHub --apply --approvals 0 (one person): main takes pull requests without a required approval; the default is one", () => {

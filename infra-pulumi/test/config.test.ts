@@ -191,7 +191,7 @@ test("the README's prod example is a valid stack file", async () => {
 
 test("docs/deploy.md's prod template (only the keys a person writes), with what scripts/bootstrap-stage adds, is a valid prod stack file", async () => {
   const doc = fs.readFileSync(path.join(REPO_ROOT, "docs", "deploy.md"), "utf8");
-  const block = /<!-- deploy-doc: prod 1 -->\n```bash\n[\s\S]*?<<EOF\n([\s\S]*?)\nEOF\n/.exec(doc);
+  const block = /<!-- deploy-doc: prod 1 -->\n```bash\n[\s\S]*?<<EOF[^\n]*\n([\s\S]*?)\nEOF\n/.exec(doc);
   assert.ok(block, "deploy.md's prod 1 block writes the stack file with a heredoc");
   const text = block[1]!.replace(/\$AWS_REGION/g, "eu-west-1").replace(/\$STAGE/g, "prod-rs");
   const written = yaml.load(text) as { config: Record<string, unknown> };

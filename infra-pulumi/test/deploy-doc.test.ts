@@ -228,13 +228,25 @@ async function serve(world: World, sc: Scratch): Promise<{ port: number; close: 
 
 let serverPort = 0;
 
-/** Runs a script as `principal` in the scratch checkout (the facts block first, unless `facts` is false). */
+/**
+ * Runs a script as `principal` in the scratch checkout (the facts block first, unless `facts` is
+ * false) as a person's paste runs: an interactive bash (`-i`: no errexit, a failed command or
+ * expansion does not stop the lines after it, history expansion on), reading the text command by
+ * command, with no startup file and an empty prompt. Stopping on a failure is the blocks' own
+ * doing (their `&&` chains and `( set -e ... )` subshells). Its stdin is not the text (a command
+ * reading stdin would eat the rest of the paste; the stand-ins read their own).
+ */
+let shCount = 0;
 async function sh(sc: Scratch, world: World, principal: string, script: string, env: Record<string, string> = {}, facts = true): Promise<{ code: number; out: string }> {
-  const text = `set -euo pipefail\n${facts ? block("facts") : ""}\n${script}`;
-  const child = spawn("bash", ["-c", text], {
+  const file = path.join(sc.root, `paste-${++shCount}.sh`);
+  fs.writeFileSync(file, `${facts ? block("facts") : ""}\n${script}\n`);
+  const child = spawn("bash", ["--norc", "--noprofile", "--noediting", "-i", file], {
     cwd: sc.repo,
     stdio: ["ignore", "pipe", "pipe"],
     env: {
+      PS1: "",
+      PS2: "",
+      HISTFILE: "",
       PATH: `${sc.bin}:${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
       HOME: sc.home,
       GIT_CONFIG_NOSYSTEM: "1",
@@ -299,10 +311,20 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.equal(fixed.code, 0, fixed.out);
     });
 
-    await t.test("the facts stop without APPROVALS: how many reviews main needs is the reader's choice", async () => {
-      const r = await sh(sc, world, ME, "true", { APPROVALS: "" });
+    await t.test("the facts stop without APPROVALS, and step 2 pasted after them runs nothing (an interactive shell goes on after a failed line)", async () => {
+      const calls = () => (fs.existsSync(path.join(sc.state, "gh-argv")) ? fs.readFileSync(path.join(sc.state, "gh-argv"), "utf8") : "");
+      const before = calls();
+      // What a paste without the && chain and the ( set -e ) would do: the next line runs anyway.
+      const unchained = await sh(sc, world, ME, 'X=${APPROVALS:?unset}\necho "the next line ran"', { APPROVALS: "" }, false);
+      assert.match(unchained.out, /the next line ran/, "bash -i goes on after a failed expansion");
+      const r = await step("facts without APPROVALS", ME, block("first 2"), { APPROVALS: "" });
       assert.notEqual(r.code, 0);
       assert.match(r.out, /set APPROVALS=1 when someone else reviews your pull requests, 0 when you are alone/);
+      assert.match(r.out, /FACTS_OK: paste the facts block first: it stopped, or this is a new shell/);
+      assert.doesNotMatch(r.out, /the next line ran/);
+      assert.equal(calls(), before, "no gh call: the facts stopped before gh repo view, step 2 before protect-environments");
+      assert.ok(!fs.existsSync(path.join(sc.home, ".sophia-bootstrap-state")), "step 2's first line did not run");
+      assert.equal(world.bootstrap, undefined);
     });
 
     await t.test("a push before the environment is set up: GitHub creates `dev` unprotected, the deploy has no role", async () => {
@@ -328,6 +350,11 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.notEqual(r.code, 0);
       assert.match(r.out, /the GitHub environment of dev is not protected yet, and the bootstrap would create a role that trusts it/);
       assert.equal(world.bootstrap, undefined, "no bootstrap ran");
+      // Step 5 pasted now: its preflight refuses, and land (the pull request whose merge deploys) does not run.
+      const five = await step("first 5 early", ME, block("first 5"), { APPROVALS: "0" });
+      assert.notEqual(five.code, 0);
+      assert.match(five.out, /preflight dev \(push\): refused/);
+      assert.equal((github(sc).pulls ?? []).length, 0, "no pull request: the refusal stopped the block");
     });
 
     await t.test("step 2, the account, as the break-glass administrator, alone (APPROVALS=0): GitHub protected first, every request allowed, KMS's lockout check passed", async () => {
@@ -408,13 +435,25 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.equal(world.ci.length, deploys);
     });
 
+    await t.test("gh pr create --fill on a branch pushed as HEAD:refs/heads/<branch> (no local branch): gh fails computing the defaults; land gives the title and body", async () => {
+      const r = await step("fill", ME, 'git push -q origin HEAD:refs/heads/stage-fill && gh pr create --base main --head stage-fill --fill');
+      assert.notEqual(r.code, 0);
+      assert.match(r.out, /could not compute title or body defaults: failed to run git: fatal: ambiguous argument 'origin\/main\.\.\.stage-fill'/);
+      const bare = await step("fill", ME, "gh pr create --base main --head stage-fill");
+      assert.match(bare.out, /must provide `--title` and `--body` \(or `--fill`/, "without a terminal gh needs one or the other");
+      assert.equal((github(sc).pulls ?? []).length, 0);
+      assert.match(block("facts"), /gh pr create --base main --head "\$1" --title "[^"]+" --body "[^"]+"/);
+      assert.doesNotMatch(block("facts"), /^\s*gh pr create[^\n]*--fill/m);
+      git(path.join(sc.root, "origin.git"), "update-ref", "-d", "refs/heads/stage-fill");
+    });
+
     await t.test("step 5: a pull request, merged by its author alone (APPROVALS=0), hands over to CI, which deploys as the deploy role", async () => {
       const r = await step("first 5", ME, block("first 5"), { APPROVALS: "0" });
       assert.equal(r.code, 0, r.out);
       const gh = github(sc);
       assert.deepEqual(gh.pulls!.map((p) => [p.head, p.state, p.author]), [["stage-dev", "MERGED", "alice"]]);
       const polls = fs.readFileSync(path.join(sc.state, "gh-argv"), "utf8").split("\n").filter((l) => l.startsWith("pr checks stage-dev"));
-      assert.equal(polls.length, 2, "land met gh's 'no required checks reported' before the workflows started, and polled again");
+      assert.equal(polls.length, 3, "land met gh's 'no checks reported' (no workflow started), then 'no required checks reported' (none required yet), and polled again");
       assert.match(r.out, /^scripts\/test against a MongoDB 7 replica set\tpass$/m, "land lets gh's watch of the checks reach the terminal");
       assert.match(git(path.join(sc.root, "origin.git"), "show", "main:Pulumi.dev.yaml"), /^secretsprovider: awskms:/m, "step 3's commit is on main");
       const ci = world.ci.at(-1)!;
@@ -423,6 +462,26 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.ok(asRole.length > 300, `${asRole.length} requests as the deploy role`);
       assert.deepEqual([...new Set(asRole.map((d) => d.principal))], [deployRoleArn(P, ACCOUNT, "dev")]);
       assert.deepEqual(refusedIn(world, "first 5 / CI"), []);
+    });
+
+    await t.test("after the first merge `production` exists, unprotected (infra.yml's deploy-prod named it): a bootstrap whose list holds prod is refused until it is protected", async () => {
+      const production = github(sc).environments["production"];
+      assert.ok(production, "deploy-prod created it");
+      assert.equal(production.deployment_branch_policy, null, "unprotected: any branch could name it");
+      const file = path.join(sc.repo, "infra-bootstrap", "Pulumi.account-main.yaml");
+      const kept = fs.readFileSync(file, "utf8");
+      try {
+        const r = await step("production unprotected", ME, `bootstrap_add_stage ${PRODUCTION_STAGE}\nscripts/preflight dev --for bootstrap --approvals "$APPROVALS"`, { APPROVALS: "0" });
+        assert.notEqual(r.code, 0);
+        assert.match(r.out, new RegExp(`the GitHub environment of ${PRODUCTION_STAGE} is not protected yet, and the bootstrap would create a role that trusts it`));
+        assert.match(r.out, /environment 'production'/, "the production stage's environment is production");
+        assert.doesNotMatch(r.out, /the GitHub environment of dev is not protected/, "dev is");
+        // The trust's repository is the checkout's: a hand-edited one is refused.
+        const other = await step("production unprotected", ME, 'bootstrap_pulumi config set sophia-bootstrap:githubRepository acme/other\nscripts/preflight dev --for bootstrap --approvals "$APPROVALS"', { APPROVALS: "0" });
+        assert.match(other.out, /sophia-bootstrap:githubRepository is acme\/other, but this checkout is acme\/sophia/);
+      } finally {
+        fs.writeFileSync(file, kept);
+      }
     });
 
     await t.test("later: a code-only deploy from a laptop", async () => {
@@ -511,6 +570,9 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       const two = await step("prod 2", who, prod("first 2"), env);
       assert.equal(two.code, 0, two.out);
       assert.deepEqual(world.bootstrap!.stages, ["dev", "qa", PROD], "step 2 adds the production stage, keeping the stages before it");
+      // What `pulumi config get --json` prints (pulumi's configValueJSON): an object, the list in objectValue.
+      const got = await step("prod 2", who, 'bootstrap_pulumi config get sophia-bootstrap:stages --json --stack "$BOOTSTRAP_STACK"', env);
+      assert.deepEqual(JSON.parse(got.out.slice(got.out.indexOf("{"))), { value: JSON.stringify(["dev", "qa", PROD]), objectValue: ["dev", "qa", PROD], secret: false });
       const production = github(sc).environments["production"]!;
       assert.deepEqual([production.reviewers, production.prevent_self_review], [[{ type: "User", id: 102 }], true]);
       assert.deepEqual(production.branchPolicies.map((b) => b.name), ["main"]);
@@ -712,7 +774,7 @@ test("every platform the doc says the build runs on has a hashed wheel of each b
   }
 });
 
-test("the preflight refuses, with the fix: the account's root user, a Pulumi CLI other than @pulumi/pulumi's, Node.js outside engines, no passphrase for the bootstrap's stack", () => {
+test("the preflight refuses, with the fix: the account's root user, a Pulumi CLI other than @pulumi/pulumi's, Node.js outside engines, no passphrase for the bootstrap's stack, a gh older than the procedure's commands, an extension layer that does not exist, before step 2", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-preflight-"));
   try {
     const repo = path.join(dir, "repo");
@@ -729,7 +791,8 @@ test("the preflight refuses, with the fix: the account's root user, a Pulumi CLI
       npm: "#!/usr/bin/env bash\nexit 0\n",
       pulumi: '#!/usr/bin/env bash\ncase "$1" in version) echo v3.100.0 ;; *) exit 1 ;; esac\n',
       aws: '#!/usr/bin/env bash\ncase "$*" in *get-caller-identity*) echo "arn:aws:iam::123456789012:root" ;; *) exit 254 ;; esac\n',
-      gh: "#!/usr/bin/env bash\nexit 1\n",
+      // Debian 12's apt package: older than `gh variable` (v2.25.0).
+      gh: '#!/usr/bin/env bash\ncase "$1" in --version) echo "gh version 2.23.0 (2023-02-20)" ;; *) exit 1 ;; esac\n',
     };
     for (const [name, text] of Object.entries(stubs)) fs.writeFileSync(path.join(bin, name), text, { mode: 0o755 });
     fs.mkdirSync(path.join(dir, "home", ".sophia-bootstrap-state"), { recursive: true });
@@ -742,6 +805,9 @@ test("the preflight refuses, with the fix: the account's root user, a Pulumi CLI
     assert.match(r.stderr, /the Pulumi CLI is 3\.100\.0, not 3\.248\.0 .*--version 3\.248\.0/);
     assert.match(r.stderr, /Node\.js v23\.1\.0 is outside >=20 <23 .*install Node\.js 22/);
     assert.match(r.stderr, /PULUMI_CONFIG_PASSPHRASE is not set: the bootstrap's stack \(infra-bootstrap\/Pulumi\.account-main\.yaml\) uses the passphrase provider/);
+    assert.match(r.stderr, /the GitHub CLI is 2\.23\.0, older than 2\.25\.0 \(gh variable set, step 3; Debian 12's apt gh is 2\.23\.0\): install it from GitHub's apt repository \(https:\/\/github\.com\/cli\/cli\/blob\/trunk\/docs\/install_linux\.md\)/);
+    assert.match(r.stderr, /the extension layer \S+ of Pulumi\.dev\.yaml cannot be read .*the bootstrap would grant the deploy role exactly this version/, "the layer is checked before step 2's bootstrap grants it");
+    assert.match(r.stderr, /brew install node@22, which is keg-only \(brew puts it on no PATH\): then brew link --overwrite --force node@22/);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -331,13 +331,24 @@ test("the plan: a private repository on GitHub Free is refused before any write;
   const login = github({ dev: DEV }, { visibility: "private", plan: "team", scopes: ["repo", "read:org", "gist"] });
   const scoped = protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], login);
   assert.equal(scoped.status, 1);
-  assert.match(scoped.output, /plan cannot be read with this token \(GET \/orgs\/acme shows the plan to the organization's owners, and to a classic or OAuth token only with the admin:org scope, which gh auth login does not ask for\): run gh auth refresh -s admin:org as an owner of acme/);
+  assert.match(scoped.output, /plan cannot be read with this token \(GET \/orgs\/acme shows the plan to the organization's owners, and to a classic or OAuth token only with the admin:org scope, which gh auth login does not ask for; a fine-grained token needs the organization permission "Plan" \(read\)\): run gh auth refresh -s admin:org as an owner of acme/);
   assert.ok(!/^(PUT|POST|PATCH|DELETE) /m.test(scoped.calls), "nothing written");
   const personal = protect(["dev"], { ...login, ownerType: "User", plan: "pro" });
   assert.match(personal.stdout, /GET \/user shows the plan only with the user scope.*run gh auth refresh -s user/);
   const refreshed = ghCli(login, ["auth", "refresh", "-h", "github.com", "-s", "admin:org"]);
   assert.deepEqual(refreshed.scopes, ["repo", "read:org", "gist", "admin:org"]);
   assert.equal(protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], refreshed).status, 0, "with admin:org the plan is read");
+  // A repository administrator who is not an owner: admin:org or not, GET /orgs/{org} shows no plan.
+  const notOwner = { ...refreshed, planVisible: false };
+  const refused = protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], notOwner);
+  assert.equal(refused.status, 1);
+  assert.match(refused.output, /Not an owner \(a repository administrator\)\? Ask an owner to run: gh api orgs\/acme --jq \.plan\.name, then run this with SOPHIA_GITHUB_PLAN=<what it printed>/);
+  const stated = protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], notOwner, { SOPHIA_GITHUB_PLAN: "team" });
+  assert.equal(stated.status, 0, stated.output);
+  assert.match(stated.output, /using SOPHIA_GITHUB_PLAN=team, as an owner stated it/);
+  const statedProd = protect(["prod", "--apply", "--reviewer", "team:platform"], notOwner, { SOPHIA_GITHUB_PLAN: "team" });
+  assert.match(statedProd.output, /required reviewers on an environment of a private repository need GitHub Enterprise/, "the stated plan is held to what it offers");
+  assert.match(protect(["dev"], notOwner, { SOPHIA_GITHUB_PLAN: "gold" }).output, /SOPHIA_GITHUB_PLAN=gold: one of free, pro, team, enterprise/);
   // The stand-in refuses what GitHub refuses, so a script that skipped the check would fail too.
   const unchecked = github({}, { protection: {}, visibility: "private", plan: "free" });
   // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -34,11 +34,15 @@
  * - `pulumi stack output` reads the snapshot with its secrets manager
  *   (pkg/cmd/pulumi/stack/stack_output.go, `SnapshotStackOutputs`), so a passphrase stack needs
  *   the passphrase there too;
+ * - `pulumi config get --json` prints an object, `{"value": <the value as text>, "objectValue": <a
+ *   list's or map's parsed value>, "secret": <bool>}` (pkg/cmd/pulumi/config/config.go,
+ *   `configValueJSON`), never the bare list;
  * - `pulumi version` prints the CLI's version, `v<semver>` (the stand-in is the pinned CLI,
  *   PULUMI_CLI_VERSION);
  * - GitHub creates an environment the first time a job names it, with no protection rule
  *   (https://docs.github.com/en/actions/writing-workflows/workflow-syntax-for-github-actions#jobsjob_idenvironment);
- *   the dev deploy job reads `vars.AWS_DEPLOY_ROLE_ARN` from it (.github/workflows/infra.yml).
+ *   the dev deploy job reads `vars.AWS_DEPLOY_ROLE_ARN` from it, and deploy-prod, which needs it,
+ *   then names `production` (.github/workflows/infra.yml).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -406,11 +410,13 @@ export class World {
     if (cmd === "config" && sub === "get") {
       const v = config[args[2]!];
       if (v === undefined) return { stdout: "", stderr: `error: configuration key '${args[2]}' not found for stack '${stackName}'\n`, code: 1 };
-      if (typeof v === "object" && v !== null && "secure" in v) {
-        await this.crypt("Decrypt", doc, principal!, env);
-        return out(`${Buffer.from(String((v as { secure: string }).secure).slice(3), "base64").toString()}\n`);
-      }
-      return out(`${typeof v === "string" ? v : JSON.stringify(v)}\n`);
+      const secure = typeof v === "object" && v !== null && "secure" in v;
+      if (secure) await this.crypt("Decrypt", doc, principal!, env);
+      const text = secure ? Buffer.from(String((v as { secure: string }).secure).slice(3), "base64").toString() : typeof v === "string" ? v : JSON.stringify(v);
+      // --json: configValueJSON (pkg/cmd/pulumi/config/config.go), `value` the value as text,
+      // `objectValue` the parsed object or list, printed indented.
+      if (flags["--json"]) return out(`${JSON.stringify({ value: text, ...(!secure && typeof v === "object" && v !== null ? { objectValue: v } : {}), secret: secure }, null, 2)}\n`);
+      return out(`${text}\n`);
     }
     if (cmd === "config" && sub === "set") {
       const key = args[2]!;
@@ -711,6 +717,15 @@ export class World {
       if (!state) return run(false, "no stack dev in the bucket");
       const doc = this.readStackFile(path.join(this.repoRoot, `Pulumi.${stage}.yaml`));
       const r = await this.stageUp(stage, state, doc, (doc["config"] ?? {}) as Record<string, unknown>, role, true, {});
+      // deploy-prod (needs: deploy-dev) then starts in `production`: GitHub creates it, unprotected,
+      // if it does not exist yet; with no role variable there, the job fails (no prod role yet).
+      if (r.code === 0) {
+        const after = JSON.parse(fs.readFileSync(file, "utf8")) as Github;
+        if (!after.environments["production"]) {
+          after.environments["production"] = { reviewers: [], prevent_self_review: false, deployment_branch_policy: null, branchPolicies: [], variables: {} };
+          fs.writeFileSync(file, JSON.stringify(after));
+        }
+      }
       return run(r.code === 0, r.stderr || r.stdout);
     } catch (e) {
       return run(false, (e as Error).message);

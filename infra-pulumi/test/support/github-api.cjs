@@ -132,6 +132,13 @@ function pulls(st, user, args, io, save) {
   if (sub === "create") {
     const head = opt("--head"), base = opt("--base") || "main";
     if (!head) { io.stderr += "gh pr create: --head (the stand-in needs it)\n"; throw new Exit(1); }
+    // Without a terminal, gh needs the title and body given, or --fill (cli/cli pkg/cmd/pr/create/create.go:
+    // "must provide `--title` and `--body` (or `--fill` or `fill-first` or `--fillverbose`) when not
+    // running interactively"). --fill's local-branch check is the `gh` script's (ghStub): it needs the cwd.
+    if (!args.includes("--fill") && !(args.includes("--title") && args.includes("--body"))) {
+      io.stderr += "must provide `--title` and `--body` (or `--fill` or `fill-first` or `--fillverbose`) when not running interactively\n";
+      throw new Exit(1);
+    }
     git("rev-parse", "--verify", `refs/heads/${head}`);
     const pr = { number: st.pulls.length + 1, head, base, author: user, state: "OPEN", approvals: [] };
     st.pulls.push(pr); save();
@@ -160,14 +167,14 @@ function pulls(st, user, args, io, save) {
   const required = protection && protection.required_status_checks ? protection.required_status_checks.contexts : [];
   const checksPass = (st.checks || "pass") === "pass";
   if (sub === "checks") {
-    // Right after `gh pr create` no workflow has reported yet: gh then fails, with --required,
-    // "no required checks reported on the '<branch>' branch" (cli/cli pkg/cmd/pr/checks/checks.go),
-    // --watch or not. The stand-in answers so to a pull request's first `gh pr checks`.
-    if (!pr.checksSeen) {
-      pr.checksSeen = true; save();
-      io.stderr += `${args.includes("--required") ? "no required checks" : "no checks"} reported on the '${pr.head}' branch\n`;
-      throw new Exit(1);
-    }
+    // Right after `gh pr create` the commit has no check at all: gh fails "no checks reported on
+    // the '<branch>' branch", --required or not; once some check has started but no required one,
+    // with --required, "no required checks reported on the '<branch>' branch" (cli/cli
+    // pkg/cmd/pr/checks/checks.go, --watch or not). The stand-in answers the first to a pull
+    // request's first `gh pr checks`, the second to its second.
+    pr.checksSeen = (pr.checksSeen || 0) + 1; save();
+    if (pr.checksSeen === 1) { io.stderr += `no checks reported on the '${pr.head}' branch\n`; throw new Exit(1); }
+    if (pr.checksSeen === 2 && args.includes("--required")) { io.stderr += `no required checks reported on the '${pr.head}' branch\n`; throw new Exit(1); }
     for (const c of required) io.stdout += `${c}\t${checksPass ? "pass" : "fail"}\n`;
     throw new Exit(checksPass ? 0 : 1);
   }

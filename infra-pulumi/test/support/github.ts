@@ -22,7 +22,9 @@
  *   GitHub Free (HTTP 403 "Upgrade to GitHub Pro or make this repository public to enable this
  *   feature.", the API's answer), environments on GitHub Free, required reviewers below Enterprise;
  * - pull requests: `gh pr create|view|checks|review --approve|merge` (github-api.cjs, `pulls`, says
- *   which refusals).
+ *   which refusals; `gh pr create --fill` on a branch that is not local is refused by the `gh`
+ *   script itself, which sees the caller's checkout);
+ * - `gh --version` (FAKE_GH_VERSION, default a gh new enough for the procedure).
  * The caller is FAKE_GH_USER (default alice).
  * `fail` answers every call with that HTTP status; `readOnly` refuses writes. Every call is
  * appended to `gh-calls` (`METHOD path [body]`). The API is github-api.cjs, served in this process.
@@ -64,6 +66,24 @@ if [ "\${1:-}" = api ]; then
     case "$skip" in next) skip=""; continue ;; input) if [ "$a" = - ]; then read_input=1; else read_input=0; fi; skip=""; continue ;; esac
     case "$a" in -H | --method) skip=next ;; --input) skip=input ;; esac
   done
+fi
+# gh --version: the stand-in is a gh new enough for every command the procedure runs (FAKE_GH_VERSION).
+if [ "\${1:-}" = --version ]; then echo "gh version \${FAKE_GH_VERSION:-2.60.0} (2024-10-22)"; echo "https://github.com/cli/cli/releases/tag/v\${FAKE_GH_VERSION:-2.60.0}"; exit 0; fi
+# gh pr create --fill reads the commits between the base's remote branch and the LOCAL branch named
+# by --head (git log --cherry origin/<base>...<head>: cli/cli pkg/cmd/pr/create/create.go,
+# initDefaultTitleBody; git/client.go, Commits); a branch that exists only on the remote fails
+# (cli/cli#12394). Checked here, in the caller's checkout.
+if [ "\${1:-} \${2:-}" = "pr create" ]; then
+  fill=0 head="" base=main prev=""
+  for a in "$@"; do
+    case "$prev" in --head | -H) head=$a ;; --base | -B) base=$a ;; esac
+    [ "$a" != --fill ] || fill=1
+    prev=$a
+  done
+  if [ $fill = 1 ] && ! git rev-parse -q --verify "refs/heads/$head" >/dev/null 2>&1; then
+    echo "could not compute title or body defaults: failed to run git: fatal: ambiguous argument 'origin/$base...$head': unknown revision or path not in the working tree." >&2
+    exit 1
+  fi
 fi
 stdin=""
 [ $read_input = 0 ] || IFS= read -r -d '' stdin || true
@@ -137,7 +157,7 @@ export interface Github {
   /** A personal repository: the plan GET /user shows a caller who is not its owner (their own; default free). */
   callerPlan?: "free" | "pro";
   /** Pull requests (`gh pr ...`), merged into the bare repository `origin`; their required checks' result. */
-  pulls?: { number: number; head: string; base: string; author: string; state: "OPEN" | "MERGED"; approvals: string[]; checksSeen?: boolean }[];
+  pulls?: { number: number; head: string; base: string; author: string; state: "OPEN" | "MERGED"; approvals: string[]; checksSeen?: number }[];
   origin?: string;
   checks?: "pass" | "fail";
   fail?: number;
@@ -200,7 +220,7 @@ export interface Protected {
 }
 
 /** scripts/protect-environments (and lib.sh) in a scratch checkout, the stub `gh` first on PATH. */
-export function protect(args: string[], gh: Github): Protected {
+export function protect(args: string[], gh: Github, env: Record<string, string> = {}): Protected {
   const state = fs.mkdtempSync(path.join(os.tmpdir(), "sophia-protect-"));
   const bin = path.join(state, "bin");
   const scripts = path.join(state, "repo", "scripts");
@@ -212,7 +232,7 @@ export function protect(args: string[], gh: Github): Protected {
   fs.writeFileSync(path.join(state, "github.json"), JSON.stringify(gh));
   const r = spawnSync("bash", [path.join(scripts, "protect-environments"), ...args], {
     encoding: "utf8",
-    env: { ...process.env, PATH: `${bin}:${process.env["PATH"]}`, FAKE_STATE: state, GH_REPO: REPO },
+    env: { ...process.env, PATH: `${bin}:${process.env["PATH"]}`, FAKE_STATE: state, GH_REPO: REPO, ...env },
   });
   const read = (f: string) => (fs.existsSync(path.join(state, f)) ? fs.readFileSync(path.join(state, f), "utf8") : "");
   const out = { status: r.status, stdout: r.stdout, output: r.stdout + r.stderr, github: JSON.parse(read("github.json")) as Github, calls: read("gh-calls") };
