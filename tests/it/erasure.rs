@@ -22,6 +22,7 @@ use harness::logs::LogCapture;
 use harness::sqs::{completed_body, depth, failed_body, send};
 use harness::world::report_evidence;
 use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_declarations::{ErasureReason, ErasureReference};
 use sophia_openai_fake::{Behaviour, FakeOpenAi};
 use sophia_ops::Outcome;
 use sophia_ops::erasure::{self, Requester};
@@ -65,9 +66,19 @@ async fn api_erases_its_interview(w: &World, interview: InterviewId) {
         .unwrap();
 }
 
+/// The API's requester: a declared reason and an opaque reference.
+fn requester(reference: &str) -> Requester {
+    Requester {
+        by: "dpo@example.com".into(),
+        reason: ErasureReason::CandidateRequest,
+        reference: Some(ErasureReference::parse(reference).unwrap()),
+        via: "api".into(),
+    }
+}
+
 /// The erasure as the API's package requests it: the request and the stored copies, no sweep.
 async fn api_request(w: &World, interview: InterviewId, org: OrganizationId) {
-    let requester = Requester { by: "dpo@example.com".into(), reason: "ticket DPO-7".into(), via: "api".into() };
+    let requester = requester("DPO-7");
     erasure::record_request(&w.mongo.db, interview, Some(org.oid()), &requester, "api-erasure-test").await.unwrap();
     erasure::erase_stored(&w.mongo.db, interview).await.unwrap();
 }
@@ -98,7 +109,8 @@ async fn erased_while_its_report_is_generated_the_late_answer_stores_nothing() {
         // The worker has claimed the report and its model call is under way.
         harness::wait::wait_until("the model call", Duration::from_secs(20), || async { fake.request_count() == 1 })
             .await;
-        let args = ["erasure", "request", &interview.to_string(), "--reason", "ticket DPO-1"];
+        let args =
+            ["erasure", "request", &interview.to_string(), "--reason", "candidate-request", "--reference", "DPO-1"];
         ops_support::ok(&ctx, &args).await
     });
     let run = run.unwrap().expect("one invocation");
@@ -244,7 +256,8 @@ async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_whe
     let org = w.org_with_credits(50).await;
     let (a, b) = (w.reserved_interview(org, 5).await, w.reserved_interview(org, 5).await);
     let ctx = w.ops_context().acting_as(Some("dpo@example.com".into()));
-    let args = ["erasure", "request", &a.to_string(), &b.to_string(), "--reason", "ticket DPO-9"];
+    let args =
+        ["erasure", "request", &a.to_string(), &b.to_string(), "--reason", "candidate-request", "--reference", "DPO-9"];
     let started = chrono::Utc::now();
     let result = ops_support::run(&ctx, &args).await;
     // The audit record, as the binary writes it after a mutating command (locally `operatorAudit`).
@@ -263,8 +276,8 @@ async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_whe
     assert!(request_ids[0].is_some() && request_ids[0] == request_ids[1], "one request id for both: {request_ids:?}");
     for e in &report.erasures {
         assert_eq!(
-            (e.reason.as_str(), e.via.as_str(), e.removed.report.as_deref()),
-            ("ticket DPO-9", "sophia-ops", Some("none"))
+            (e.reason.as_str(), e.reference.as_deref(), e.via.as_str(), e.removed.report.as_deref()),
+            ("candidate-request", Some("DPO-9"), "sophia-ops", Some("none"))
         );
         assert!(e.requested_at.is_some());
     }
@@ -274,9 +287,15 @@ async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_whe
         "the organization found from the interview"
     );
     // A repeat is recorded, the first request kept.
-    ops_support::ok(&ctx, &["erasure", "request", &a.to_string(), "--reason", "ticket DPO-10"]).await;
+    ops_support::ok(&ctx, &["erasure", "request", &a.to_string(), "--reason", "legal-order", "--reference", "DPO-10"])
+        .await;
     let stored = w.find("erasures", doc! {"_id": a.oid()}).await;
-    assert_eq!(stored[0].get_str("reason").unwrap(), "ticket DPO-9");
+    assert_eq!(
+        (stored[0].get_str("reason").unwrap(), stored[0].get_str("reference").unwrap()),
+        ("candidate-request", "DPO-9")
+    );
+    let repeat = stored[0].get_array("repeats").unwrap()[0].as_document().unwrap().clone();
+    assert_eq!((repeat.get_str("reason").unwrap(), repeat.get_str("reference").unwrap()), ("legal-order", "DPO-10"));
     assert_eq!(stored[0].get_array("repeats").map(Vec::len).unwrap_or(0), 1);
     assert!(matches!(stored[0].get("completedAt"), Some(Bson::Null)), "PENDING: the interviews hold candidate fields");
     let indexes = w.mongo.db.collection::<Document>("erasures").list_index_names().await.unwrap();
@@ -332,7 +351,7 @@ async fn another_organizations_interview_is_refused_and_its_report_untouched() {
         "--organization-id",
         &mine.to_string(),
         "--reason",
-        "ticket DPO-11",
+        "candidate-request",
     ];
     let refused = ops_support::run(&ctx, &args).await;
     let Err(sophia_ops::OpsError::Invalid(why)) = &refused else { panic!("{refused:?}") };
@@ -350,7 +369,7 @@ async fn a_requested_erasure_before_its_tombstone_sends_nothing_to_the_model() {
     fake.push(Behaviour::Report);
     let reports = ops_support::report_mapping(&w, &fake);
     // The request recorded, its tombstone not written yet (the API's request between its two steps).
-    let requester = Requester { by: "dpo@example.com".into(), reason: "ticket DPO-12".into(), via: "api".into() };
+    let requester = requester("DPO-12");
     erasure::record_request(&w.mongo.db, interview, Some(org.oid()), &requester, "api-erasure-test").await.unwrap();
     let stored = w.find("erasures", doc! {"_id": interview.oid()}).await;
     let pending: Vec<&str> = stored[0]
@@ -400,4 +419,47 @@ async fn a_dlq_message_in_flight_elsewhere_keeps_the_erasure_pending_until_a_swe
     let done = &swept.erasures[0];
     assert_eq!((done.state.as_str(), done.removed.dlq_messages), ("DONE", 1), "{done:?}");
     assert_eq!(depth(&w.sqs, &dlq).await, (0, 0));
+}
+
+#[test]
+fn a_reason_that_is_not_declared_or_a_reference_with_spaces_is_refused_and_nothing_is_recorded() {
+    let id = InterviewId::new(bson::oid::ObjectId::new()).to_string();
+    for (flag, typed) in [("--reason", "Jane Doe asked by phone"), ("--reference", "Jane Doe")] {
+        let mut argv = vec!["sophia-ops", "erasure", "request", id.as_str(), "--reason", "candidate-request"];
+        if flag == "--reason" {
+            argv[5] = typed;
+        } else {
+            argv.extend([flag, typed]);
+        }
+        let refused = sophia_ops::parse(&argv).unwrap_err().to_string();
+        assert!(refused.contains(flag), "{refused}");
+        let why =
+            if flag == "--reason" { "candidate-request, contract-end, legal-order, test-data" } else { "DPO-123" };
+        assert!(refused.contains(why), "the declared rule is said: {refused}");
+        assert!(refused.contains("never"), "{refused}");
+    }
+}
+
+#[tokio::test]
+async fn a_repeated_request_matches_the_first_by_its_id_without_any_other_index() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 5).await;
+    // Whatever indexes `erasures` has beyond `_id`'s, none is relied on.
+    let _ = w.mongo.db.collection::<Document>("erasures").drop_indexes().await;
+    let (first, again) = (requester("DPO-20"), requester("DPO-21"));
+    let db = &w.mongo.db;
+    let (a, b) = tokio::join!(
+        erasure::record_request(db, interview, Some(org.oid()), &first, "r-1"),
+        erasure::record_request(db, interview, Some(org.oid()), &again, "r-2"),
+    );
+    a.unwrap();
+    b.unwrap();
+    erasure::record_request(db, interview, Some(org.oid()), &again, "r-3").await.unwrap();
+    let stored = w.find("erasures", doc! {"interviewId": interview.oid()}).await;
+    assert_eq!(stored.len(), 1, "one request document: {stored:?}");
+    assert_eq!(stored[0].get_array("repeats").unwrap().len(), 2, "the two others recorded as repeats");
+    assert_eq!(stored[0].get_object_id("_id").unwrap(), interview.oid(), "keyed by the interview's ObjectId");
+    let pending = erasure::pending_interviews(db).await.unwrap();
+    assert!(pending.contains(&interview), "the sweep finds it: {pending:?}");
 }

@@ -90,9 +90,14 @@ pub enum ErasureCommand {
     Request {
         #[arg(required = true, value_name = "INTERVIEW_ID")]
         interview_ids: Vec<InterviewId>,
-        /// Why: the request's reference (a ticket); never candidate data.
+        /// Why, as one declared word (declarations/reports.json erasureReasons):
+        /// candidate-request, contract-end, legal-order or test-data. Never free text.
         #[arg(long)]
-        reason: String,
+        reason: sophia_declarations::ErasureReason,
+        /// The request's opaque reference (a ticket id such as DPO-123): letters, digits and
+        /// `._:/-` only, no space (declarations/reports.json erasureReference*).
+        #[arg(long)]
+        reference: Option<sophia_declarations::ErasureReference>,
         /// The interviews' organization, recorded on the request and the tombstone.
         #[arg(long)]
         organization_id: Option<OrganizationId>,

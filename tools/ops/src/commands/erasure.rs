@@ -1,7 +1,7 @@
 //! `erasure request|sweep|show|list`: the erasure of a candidate's data ([`crate::erasure`]).
 
 use sophia_contracts::{InterviewId, OrganizationId};
-use sophia_declarations::Queue;
+use sophia_declarations::{ErasureReason, ErasureReference, Queue};
 
 use crate::cli::ErasureCommand;
 use crate::confirm::{self, Plan};
@@ -11,8 +11,8 @@ use crate::{Context, OpsError, Outcome};
 
 pub async fn run(command: &ErasureCommand, ctx: &Context) -> Result<Outcome, OpsError> {
     match command {
-        ErasureCommand::Request { interview_ids, reason, organization_id } => {
-            request(ctx, interview_ids, reason, *organization_id).await
+        ErasureCommand::Request { interview_ids, reason, reference, organization_id } => {
+            request(ctx, interview_ids, *reason, reference.clone(), *organization_id).await
         }
         ErasureCommand::Sweep => sweep(ctx).await,
         ErasureCommand::Show { interview_id } => {
@@ -42,16 +42,13 @@ async fn plan(ctx: &Context, action: &str, ids: &[InterviewId]) -> Result<(), Op
 async fn request(
     ctx: &Context,
     ids: &[InterviewId],
-    reason: &str,
+    reason: ErasureReason,
+    reference: Option<ErasureReference>,
     organization_id: Option<OrganizationId>,
 ) -> Result<Outcome, OpsError> {
-    if reason.trim().is_empty() {
-        return Err(OpsError::Invalid("--reason must say why (a ticket or request reference)".into()));
-    }
     plan(ctx, "erase the candidate's data", ids).await?;
     ctx.identify().await;
-    let requester =
-        Requester { by: ctx.operator("erasure-request").by, reason: reason.to_owned(), via: "sophia-ops".into() };
+    let requester = Requester { by: ctx.operator("erasure-request").by, reason, reference, via: "sophia-ops".into() };
     let request_id = ctx.request_id("erasure-request").await;
     let db = ctx.mongo().await?.db;
     for id in ids {
