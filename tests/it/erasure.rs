@@ -463,3 +463,71 @@ async fn a_repeated_request_matches_the_first_by_its_id_without_any_other_index(
     let pending = erasure::pending_interviews(db).await.unwrap();
     assert!(pending.contains(&interview), "the sweep finds it: {pending:?}");
 }
+
+/// The schedule's payload, as the stage's EventBridge rule sends it (infra-pulumi/src/erasure-check.ts).
+const ERASURE_CHECK: &str = r#"{"sophiaScheduled":"erasure-check"}"#;
+
+#[tokio::test]
+async fn the_scheduled_check_counts_overdue_erasures_without_any_traffic_in_a_declared_emf_line() {
+    // The metrics sink is process-wide: this test runs alone in its own process.
+    const TEST: &str = "the_scheduled_check_counts_overdue_erasures_without_any_traffic_in_a_declared_emf_line";
+    if !crate::support::alone::is_alone(module_path!(), TEST) {
+        return crate::support::alone::run_alone(module_path!(), TEST, &[], &[]);
+    }
+    use report_generate::{Answer, ErasureChecked, Invocation, ReportGenerateHandler};
+    use sophia_sqs_consumer::metrics::{self, Declaration, EmittedBy};
+    use std::sync::{Arc, Mutex};
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let (old, fresh) = (w.reserved_interview(org, 5).await, w.reserved_interview(org, 5).await);
+    for id in [old, fresh] {
+        erasure::record_request(&w.mongo.db, id, Some(org.oid()), &requester("DPO-30"), "r-30").await.unwrap();
+    }
+    // One request made longer ago than the declared completion time, still PENDING.
+    let hours = sophia_declarations::ERASURE_COMPLETION_HOURS as i64 + 1;
+    let past = bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - hours * 3_600_000);
+    w.mongo
+        .db
+        .collection::<Document>("erasures")
+        .update_one(doc! {"_id": old.oid()}, doc! {"$set": {"requestedAt": past}})
+        .await
+        .unwrap();
+
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let kept = lines.clone();
+    metrics::set_sink(Some(Arc::new(move |l: &str| kept.lock().unwrap().push(l.to_owned()))));
+    let fake = FakeOpenAi::scripted().unwrap();
+    let settings = harness::functions::fake_openai(&fake, Duration::from_secs(5));
+    let service = sophia_reports::ReportService::new(w.mongo.db.clone(), sophia_reports::ReportModel::new(&settings));
+    let handler = ReportGenerateHandler::with_service(w.mongo.clone(), service, Default::default());
+    // Parsed at the boundary, as the runtime parses the payload.
+    let payload: Invocation = serde_json::from_str(ERASURE_CHECK).unwrap();
+    let answer = handler.handle_invocation(lambda_runtime::LambdaEvent::new(payload, Default::default())).await;
+    metrics::set_sink(None);
+    let Ok(Answer::ErasureChecked(checked)) = answer else { panic!("{answer:?}") };
+    assert_eq!(checked, ErasureChecked { erasures_overdue: 1 });
+    assert_eq!(fake.request_count(), 0, "no model call");
+
+    let lines = lines.lock().unwrap().clone();
+    assert_eq!(lines.len(), 1, "one line, no traffic: {lines:?}");
+    let line: serde_json::Value = serde_json::from_str(&lines[0]).expect("an EMF document");
+    assert_eq!(line["ErasuresOverdue"], 1.0);
+    let spec = Declaration::embedded();
+    let declared = spec.metric("ErasuresOverdue").expect("declared in metrics.json");
+    let directive = &line["_aws"]["CloudWatchMetrics"][0];
+    assert_eq!(directive["Namespace"], spec.namespace.as_str());
+    assert_eq!(directive["Dimensions"], serde_json::json!(declared.dimension_sets), "the declared dimensions");
+    assert_eq!(directive["Metrics"][0]["Unit"], declared.unit.as_str());
+    for name in directive["Dimensions"][0].as_array().unwrap() {
+        assert!(line[name.as_str().unwrap()].is_string(), "dimension {name} on the line: {line}");
+    }
+    let EmittedBy::Functions(by) = &declared.emitted_by else { panic!("declared per function") };
+    assert!(by.iter().any(|f| f == "report-generate"));
+    assert!(!lines[0].contains(&old.to_string()), "no id in a metric line");
+
+    // Anything else with the key is refused at the boundary, never read as an empty batch.
+    for bad in [r#"{"sophiaScheduled":"sweep-everything"}"#, r#"{"sophiaScheduled":"erasure-check","extra":1}"#] {
+        let e = serde_json::from_str::<Invocation>(bad).unwrap_err().to_string();
+        assert!(e.contains("not a valid scheduled request"), "{e}");
+    }
+}
