@@ -464,7 +464,7 @@ async fn a_repeated_request_matches_the_first_by_its_id_without_any_other_index(
     assert!(pending.contains(&interview), "the sweep finds it: {pending:?}");
 }
 
-/// The schedule's payload, as the stage's EventBridge rule sends it (infra-pulumi/src/erasure-check.ts).
+/// The scheduled erasure check's payload (report_generate::ScheduledRequest).
 const ERASURE_CHECK: &str = r#"{"sophiaScheduled":"erasure-check"}"#;
 
 #[tokio::test]
@@ -530,4 +530,48 @@ async fn the_scheduled_check_counts_overdue_erasures_without_any_traffic_in_a_de
         let e = serde_json::from_str::<Invocation>(bad).unwrap_err().to_string();
         assert!(e.contains("not a valid scheduled request"), "{e}");
     }
+}
+
+#[tokio::test]
+async fn after_a_restore_the_replay_records_again_and_completes_every_audited_request_the_restore_dropped() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 5).await;
+    let ctx = w.ops_context().acting_as(Some("dpo@example.com".into()));
+    let id = interview.to_string();
+    let args = ["erasure", "request", id.as_str(), "--reason", "contract-end", "--reference", "DPO-40"];
+    let started = chrono::Utc::now();
+    let result = ops_support::run(&ctx, &args).await;
+    // The append-only record, as the binary writes it (locally `operatorAudit`; a stage's log group).
+    let argv: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    sophia_ops::record_audit(&ctx, "erasure-request", &argv, started, &result).await;
+    assert!(result.is_ok(), "{result:?}");
+
+    // The restore: a backup from before the request brings the report back and has no request.
+    w.mongo.db.collection::<Document>("erasures").delete_many(doc! {}).await.unwrap();
+    w.mongo
+        .db
+        .collection::<Document>("interviewReports")
+        .delete_many(doc! {"interviewId": interview.oid()})
+        .await
+        .unwrap();
+    seed_report(&w, interview, org, "COMPLETED").await;
+
+    let Outcome::ErasureRequest(replayed) = ops_support::ok(&ctx, &["erasure", "replay", "--since", "1h"]).await else {
+        panic!()
+    };
+    assert_eq!(replayed.erasures.len(), 1, "{replayed:?}");
+    let e = &replayed.erasures[0];
+    assert_eq!(
+        (e.interview_id.as_str(), e.reason.as_str(), e.reference.as_deref(), e.via.as_str()),
+        (id.as_str(), "contract-end", Some("DPO-40"), "sophia-ops replay")
+    );
+    assert_eq!(e.requested_by, "dpo@example.com (self-declared)", "who asked, as audited");
+    assert_eq!(e.removed.report.as_deref(), Some("report COMPLETED"), "the restored report erased again");
+    assert_tombstone(&w, interview).await;
+    // A second replay finds every request in place and records nothing new.
+    let Outcome::ErasureRequest(again) = ops_support::ok(&ctx, &["erasure", "replay", "--since", "1h"]).await else {
+        panic!()
+    };
+    assert!(again.erasures.is_empty(), "{again:?}");
 }

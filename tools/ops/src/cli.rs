@@ -105,6 +105,15 @@ pub enum ErasureCommand {
     /// Complete every PENDING request (those the API made included): the stored copies again,
     /// one sweep of the DLQs, the interview document checked.
     Sweep,
+    /// After a MongoDB restore: every erasure requested through sophia-ops since the backup's
+    /// time (the append-only audit trail: a stage's `sophia-<stage>-operator-audit` log group)
+    /// whose request the restore dropped is recorded again (who, reason, reference as audited)
+    /// and completed. docs/runbook.md, "After a MongoDB restore".
+    Replay {
+        /// How far back: at least the time since the restored backup was taken (e.g. 3d, 36h).
+        #[arg(long, value_parser = parse_duration)]
+        since: Duration,
+    },
     /// One request: its state, what was removed and when, what is pending and why.
     Show { interview_id: InterviewId },
     /// Requests, oldest first.

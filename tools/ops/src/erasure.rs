@@ -508,6 +508,40 @@ pub async fn complete(
     Ok(ErasureReport { erasures })
 }
 
+/// One request as an `erasure-request` audit record's outcome holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditedRequest {
+    pub interview_id: InterviewId,
+    pub organization_id: Option<ObjectId>,
+    pub requested_by: String,
+    pub request_id: String,
+    pub reason: ErasureReason,
+    pub reference: Option<ErasureReference>,
+}
+
+/// The requests of `erasure-request` audit records (their outcome: the [`ErasureReport`]). A
+/// record whose reason is not a declared word (written before reasons were declared, redacted)
+/// replays as `legal-order`: the restore is the legal reason the request is written again.
+pub fn audited_requests(records: &[serde_json::Value]) -> Vec<AuditedRequest> {
+    let mut out = Vec::new();
+    for r in records {
+        let erasures = r.pointer("/outcome/erasures").and_then(|e| e.as_array()).cloned().unwrap_or_default();
+        for e in &erasures {
+            let text = |k: &str| e.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+            let Some(interview_id) = text("interviewId").and_then(|i| i.parse().ok()) else { continue };
+            out.push(AuditedRequest {
+                interview_id,
+                organization_id: text("organizationId").and_then(|o| ObjectId::parse_str(o).ok()),
+                requested_by: text("requestedBy").unwrap_or_default(),
+                request_id: text("requestId").unwrap_or_default(),
+                reason: text("reason").and_then(|r| ErasureReason::parse(&r).ok()).unwrap_or(ErasureReason::LegalOrder),
+                reference: text("reference").and_then(|r| ErasureReference::parse(&r).ok()),
+            });
+        }
+    }
+    out
+}
+
 /// The interviews of every pending request (`erasure sweep`).
 pub async fn pending_interviews(db: &Database) -> Result<Vec<InterviewId>, OpsError> {
     let pending = list(db, true, false).await?;

@@ -322,8 +322,8 @@ async fn count_erasures_overdue(db: &mongodb::Database) -> mongodb::error::Resul
     Ok(n)
 }
 
-/// The key of a scheduled invocation's payload (the stage's EventBridge rule,
-/// infra-pulumi/src/erasure-check.ts): `{"sophiaScheduled": "erasure-check"}`, nothing more.
+/// The key of a scheduled invocation's payload (a schedule invoking the function directly,
+/// not through its queue): `{"sophiaScheduled": "erasure-check"}`, nothing more.
 pub const SCHEDULED_KEY: &str = "sophiaScheduled";
 
 /// What a scheduled invocation asks for.
