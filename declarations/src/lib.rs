@@ -34,6 +34,73 @@ include!(concat!(env!("OUT_DIR"), "/report_rules.rs"));
 /// [`report_reset_rule`] are generated from it), shared with the API's TypeScript package.
 pub const REPORTS_JSON: &str = include_str!("../reports.json");
 
+/// An erasure request refused at the boundary: a reason that is not declared, or a reference that
+/// does not keep to the declared rule. Its message never repeats what was typed (it may be a name).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ErasureInputError {
+    #[error("the erasure reason must be one of {allowed} (declarations/reports.json erasureReasons), never free text")]
+    UnknownReason { allowed: String },
+    #[error(
+        "the erasure reference must be 1 to {ERASURE_REFERENCE_MAX_LENGTH} ASCII letters, digits or \"{ERASURE_REFERENCE_PUNCTUATION}\", beginning with a letter or a digit (a ticket id such as DPO-123), never a sentence or a name"
+    )]
+    BadReference,
+}
+
+impl ErasureReason {
+    /// The declared reason `word` (`candidate-request`...), else [`ErasureInputError::UnknownReason`].
+    pub fn parse(word: &str) -> Result<Self, ErasureInputError> {
+        Self::ALL.into_iter().find(|r| r.as_str() == word).ok_or_else(|| ErasureInputError::UnknownReason {
+            allowed: Self::ALL.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", "),
+        })
+    }
+}
+
+impl std::str::FromStr for ErasureReason {
+    type Err = ErasureInputError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl std::fmt::Display for ErasureReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An erasure request's opaque reference (a ticket id), as the declared rule allows it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ErasureReference(String);
+
+impl ErasureReference {
+    pub fn parse(text: &str) -> Result<Self, ErasureInputError> {
+        let allowed = |c: char| c.is_ascii_alphanumeric() || ERASURE_REFERENCE_PUNCTUATION.contains(c);
+        let first_ok = text.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+        if first_ok && text.len() <= ERASURE_REFERENCE_MAX_LENGTH && text.chars().all(allowed) {
+            Ok(Self(text.to_owned()))
+        } else {
+            Err(ErasureInputError::BadReference)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for ErasureReference {
+    type Err = ErasureInputError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl std::fmt::Display for ErasureReference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 impl Queue {
     /// The queue whose declaration key is `key` (`reportGenerate`).
     pub fn from_key(key: &str) -> Option<Queue> {
@@ -337,6 +404,24 @@ mod tests {
         let text = DECLARATION_JSON.replace("\"visibilityTimeoutSeconds\": 180", "\"visibilityTimeoutSeconds\": 179");
         let err = Declaration::parse(&text).unwrap_err().to_string();
         assert!(err.contains("below 6 x"), "{err}");
+    }
+
+    #[test]
+    fn erasure_reasons_and_references_keep_to_reports_json() {
+        let decl: serde_json::Value = serde_json::from_str(REPORTS_JSON).unwrap();
+        let declared: Vec<&str> =
+            decl["erasureReasons"].as_array().unwrap().iter().map(|r| r["reason"].as_str().unwrap()).collect();
+        assert_eq!(ErasureReason::ALL.map(ErasureReason::as_str).to_vec(), declared);
+        assert_eq!(ErasureReason::parse("candidate-request"), Ok(ErasureReason::CandidateRequest));
+        let refused = ErasureReason::parse("Jane Doe asked").unwrap_err().to_string();
+        assert!(refused.contains("candidate-request, contract-end") && !refused.contains("Jane"), "{refused}");
+        assert_eq!(ErasureReference::parse("DPO-123").unwrap().as_str(), "DPO-123");
+        assert_eq!(ErasureReference::parse("jira:DPO/7_a.b").unwrap().as_str(), "jira:DPO/7_a.b");
+        for bad in ["", "Jane Doe", "-lead", "x".repeat(ERASURE_REFERENCE_MAX_LENGTH + 1).as_str(), "é1", "a b"] {
+            let e = ErasureReference::parse(bad).unwrap_err();
+            assert_eq!(e, ErasureInputError::BadReference, "{bad:?}");
+        }
+        assert!(!ErasureInputError::BadReference.to_string().contains("Jane"));
     }
 
     #[test]

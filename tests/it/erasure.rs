@@ -22,6 +22,7 @@ use harness::logs::LogCapture;
 use harness::sqs::{completed_body, depth, failed_body, send};
 use harness::world::report_evidence;
 use sophia_contracts::{InterviewId, OrganizationId};
+use sophia_declarations::{ErasureReason, ErasureReference};
 use sophia_openai_fake::{Behaviour, FakeOpenAi};
 use sophia_ops::Outcome;
 use sophia_ops::erasure::{self, Requester};
@@ -65,9 +66,19 @@ async fn api_erases_its_interview(w: &World, interview: InterviewId) {
         .unwrap();
 }
 
+/// The API's requester: a declared reason and an opaque reference.
+fn requester(reference: &str) -> Requester {
+    Requester {
+        by: "dpo@example.com".into(),
+        reason: ErasureReason::CandidateRequest,
+        reference: Some(ErasureReference::parse(reference).unwrap()),
+        via: "api".into(),
+    }
+}
+
 /// The erasure as the API's package requests it: the request and the stored copies, no sweep.
 async fn api_request(w: &World, interview: InterviewId, org: OrganizationId) {
-    let requester = Requester { by: "dpo@example.com".into(), reason: "ticket DPO-7".into(), via: "api".into() };
+    let requester = requester("DPO-7");
     erasure::record_request(&w.mongo.db, interview, Some(org.oid()), &requester, "api-erasure-test").await.unwrap();
     erasure::erase_stored(&w.mongo.db, interview).await.unwrap();
 }
@@ -98,7 +109,8 @@ async fn erased_while_its_report_is_generated_the_late_answer_stores_nothing() {
         // The worker has claimed the report and its model call is under way.
         harness::wait::wait_until("the model call", Duration::from_secs(20), || async { fake.request_count() == 1 })
             .await;
-        let args = ["erasure", "request", &interview.to_string(), "--reason", "ticket DPO-1"];
+        let args =
+            ["erasure", "request", &interview.to_string(), "--reason", "candidate-request", "--reference", "DPO-1"];
         ops_support::ok(&ctx, &args).await
     });
     let run = run.unwrap().expect("one invocation");
@@ -244,7 +256,8 @@ async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_whe
     let org = w.org_with_credits(50).await;
     let (a, b) = (w.reserved_interview(org, 5).await, w.reserved_interview(org, 5).await);
     let ctx = w.ops_context().acting_as(Some("dpo@example.com".into()));
-    let args = ["erasure", "request", &a.to_string(), &b.to_string(), "--reason", "ticket DPO-9"];
+    let args =
+        ["erasure", "request", &a.to_string(), &b.to_string(), "--reason", "candidate-request", "--reference", "DPO-9"];
     let started = chrono::Utc::now();
     let result = ops_support::run(&ctx, &args).await;
     // The audit record, as the binary writes it after a mutating command (locally `operatorAudit`).
@@ -263,8 +276,8 @@ async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_whe
     assert!(request_ids[0].is_some() && request_ids[0] == request_ids[1], "one request id for both: {request_ids:?}");
     for e in &report.erasures {
         assert_eq!(
-            (e.reason.as_str(), e.via.as_str(), e.removed.report.as_deref()),
-            ("ticket DPO-9", "sophia-ops", Some("none"))
+            (e.reason.as_str(), e.reference.as_deref(), e.via.as_str(), e.removed.report.as_deref()),
+            ("candidate-request", Some("DPO-9"), "sophia-ops", Some("none"))
         );
         assert!(e.requested_at.is_some());
     }
@@ -274,9 +287,15 @@ async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_whe
         "the organization found from the interview"
     );
     // A repeat is recorded, the first request kept.
-    ops_support::ok(&ctx, &["erasure", "request", &a.to_string(), "--reason", "ticket DPO-10"]).await;
+    ops_support::ok(&ctx, &["erasure", "request", &a.to_string(), "--reason", "legal-order", "--reference", "DPO-10"])
+        .await;
     let stored = w.find("erasures", doc! {"_id": a.oid()}).await;
-    assert_eq!(stored[0].get_str("reason").unwrap(), "ticket DPO-9");
+    assert_eq!(
+        (stored[0].get_str("reason").unwrap(), stored[0].get_str("reference").unwrap()),
+        ("candidate-request", "DPO-9")
+    );
+    let repeat = stored[0].get_array("repeats").unwrap()[0].as_document().unwrap().clone();
+    assert_eq!((repeat.get_str("reason").unwrap(), repeat.get_str("reference").unwrap()), ("legal-order", "DPO-10"));
     assert_eq!(stored[0].get_array("repeats").map(Vec::len).unwrap_or(0), 1);
     assert!(matches!(stored[0].get("completedAt"), Some(Bson::Null)), "PENDING: the interviews hold candidate fields");
     let indexes = w.mongo.db.collection::<Document>("erasures").list_index_names().await.unwrap();
@@ -332,7 +351,7 @@ async fn another_organizations_interview_is_refused_and_its_report_untouched() {
         "--organization-id",
         &mine.to_string(),
         "--reason",
-        "ticket DPO-11",
+        "candidate-request",
     ];
     let refused = ops_support::run(&ctx, &args).await;
     let Err(sophia_ops::OpsError::Invalid(why)) = &refused else { panic!("{refused:?}") };
@@ -350,7 +369,7 @@ async fn a_requested_erasure_before_its_tombstone_sends_nothing_to_the_model() {
     fake.push(Behaviour::Report);
     let reports = ops_support::report_mapping(&w, &fake);
     // The request recorded, its tombstone not written yet (the API's request between its two steps).
-    let requester = Requester { by: "dpo@example.com".into(), reason: "ticket DPO-12".into(), via: "api".into() };
+    let requester = requester("DPO-12");
     erasure::record_request(&w.mongo.db, interview, Some(org.oid()), &requester, "api-erasure-test").await.unwrap();
     let stored = w.find("erasures", doc! {"_id": interview.oid()}).await;
     let pending: Vec<&str> = stored[0]
@@ -400,4 +419,159 @@ async fn a_dlq_message_in_flight_elsewhere_keeps_the_erasure_pending_until_a_swe
     let done = &swept.erasures[0];
     assert_eq!((done.state.as_str(), done.removed.dlq_messages), ("DONE", 1), "{done:?}");
     assert_eq!(depth(&w.sqs, &dlq).await, (0, 0));
+}
+
+#[test]
+fn a_reason_that_is_not_declared_or_a_reference_with_spaces_is_refused_and_nothing_is_recorded() {
+    let id = InterviewId::new(bson::oid::ObjectId::new()).to_string();
+    for (flag, typed) in [("--reason", "Jane Doe asked by phone"), ("--reference", "Jane Doe")] {
+        let mut argv = vec!["sophia-ops", "erasure", "request", id.as_str(), "--reason", "candidate-request"];
+        if flag == "--reason" {
+            argv[5] = typed;
+        } else {
+            argv.extend([flag, typed]);
+        }
+        let refused = sophia_ops::parse(&argv).unwrap_err().to_string();
+        assert!(refused.contains(flag), "{refused}");
+        let why =
+            if flag == "--reason" { "candidate-request, contract-end, legal-order, test-data" } else { "DPO-123" };
+        assert!(refused.contains(why), "the declared rule is said: {refused}");
+        assert!(refused.contains("never"), "{refused}");
+    }
+}
+
+#[tokio::test]
+async fn a_repeated_request_matches_the_first_by_its_id_without_any_other_index() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 5).await;
+    // Whatever indexes `erasures` has beyond `_id`'s, none is relied on.
+    let _ = w.mongo.db.collection::<Document>("erasures").drop_indexes().await;
+    let (first, again) = (requester("DPO-20"), requester("DPO-21"));
+    let db = &w.mongo.db;
+    let (a, b) = tokio::join!(
+        erasure::record_request(db, interview, Some(org.oid()), &first, "r-1"),
+        erasure::record_request(db, interview, Some(org.oid()), &again, "r-2"),
+    );
+    a.unwrap();
+    b.unwrap();
+    erasure::record_request(db, interview, Some(org.oid()), &again, "r-3").await.unwrap();
+    let stored = w.find("erasures", doc! {"interviewId": interview.oid()}).await;
+    assert_eq!(stored.len(), 1, "one request document: {stored:?}");
+    assert_eq!(stored[0].get_array("repeats").unwrap().len(), 2, "the two others recorded as repeats");
+    assert_eq!(stored[0].get_object_id("_id").unwrap(), interview.oid(), "keyed by the interview's ObjectId");
+    let pending = erasure::pending_interviews(db).await.unwrap();
+    assert!(pending.contains(&interview), "the sweep finds it: {pending:?}");
+}
+
+/// The scheduled erasure check's payload (report_generate::ScheduledRequest).
+const ERASURE_CHECK: &str = r#"{"sophiaScheduled":"erasure-check"}"#;
+
+#[tokio::test]
+async fn the_scheduled_check_counts_overdue_erasures_without_any_traffic_in_a_declared_emf_line() {
+    // The metrics sink is process-wide: this test runs alone in its own process.
+    const TEST: &str = "the_scheduled_check_counts_overdue_erasures_without_any_traffic_in_a_declared_emf_line";
+    if !crate::support::alone::is_alone(module_path!(), TEST) {
+        return crate::support::alone::run_alone(module_path!(), TEST, &[], &[]);
+    }
+    use report_generate::{Answer, ErasureChecked, Invocation, ReportGenerateHandler};
+    use sophia_sqs_consumer::metrics::{self, Declaration, EmittedBy};
+    use std::sync::{Arc, Mutex};
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let (old, fresh) = (w.reserved_interview(org, 5).await, w.reserved_interview(org, 5).await);
+    for id in [old, fresh] {
+        erasure::record_request(&w.mongo.db, id, Some(org.oid()), &requester("DPO-30"), "r-30").await.unwrap();
+    }
+    // One request made longer ago than the declared completion time, still PENDING.
+    let hours = sophia_declarations::ERASURE_COMPLETION_HOURS as i64 + 1;
+    let past = bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - hours * 3_600_000);
+    w.mongo
+        .db
+        .collection::<Document>("erasures")
+        .update_one(doc! {"_id": old.oid()}, doc! {"$set": {"requestedAt": past}})
+        .await
+        .unwrap();
+
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let kept = lines.clone();
+    metrics::set_sink(Some(Arc::new(move |l: &str| kept.lock().unwrap().push(l.to_owned()))));
+    let fake = FakeOpenAi::scripted().unwrap();
+    let settings = harness::functions::fake_openai(&fake, Duration::from_secs(5));
+    let service = sophia_reports::ReportService::new(w.mongo.db.clone(), sophia_reports::ReportModel::new(&settings));
+    let handler = ReportGenerateHandler::with_service(w.mongo.clone(), service, Default::default());
+    // Parsed at the boundary, as the runtime parses the payload.
+    let payload: Invocation = serde_json::from_str(ERASURE_CHECK).unwrap();
+    let answer = handler.handle_invocation(lambda_runtime::LambdaEvent::new(payload, Default::default())).await;
+    metrics::set_sink(None);
+    let Ok(Answer::ErasureChecked(checked)) = answer else { panic!("{answer:?}") };
+    assert_eq!(checked, ErasureChecked { erasures_overdue: 1 });
+    assert_eq!(fake.request_count(), 0, "no model call");
+
+    let lines = lines.lock().unwrap().clone();
+    assert_eq!(lines.len(), 1, "one line, no traffic: {lines:?}");
+    let line: serde_json::Value = serde_json::from_str(&lines[0]).expect("an EMF document");
+    assert_eq!(line["ErasuresOverdue"], 1.0);
+    let spec = Declaration::embedded();
+    let declared = spec.metric("ErasuresOverdue").expect("declared in metrics.json");
+    let directive = &line["_aws"]["CloudWatchMetrics"][0];
+    assert_eq!(directive["Namespace"], spec.namespace.as_str());
+    assert_eq!(directive["Dimensions"], serde_json::json!(declared.dimension_sets), "the declared dimensions");
+    assert_eq!(directive["Metrics"][0]["Unit"], declared.unit.as_str());
+    for name in directive["Dimensions"][0].as_array().unwrap() {
+        assert!(line[name.as_str().unwrap()].is_string(), "dimension {name} on the line: {line}");
+    }
+    let EmittedBy::Functions(by) = &declared.emitted_by else { panic!("declared per function") };
+    assert!(by.iter().any(|f| f == "report-generate"));
+    assert!(!lines[0].contains(&old.to_string()), "no id in a metric line");
+
+    // Anything else with the key is refused at the boundary, never read as an empty batch.
+    for bad in [r#"{"sophiaScheduled":"sweep-everything"}"#, r#"{"sophiaScheduled":"erasure-check","extra":1}"#] {
+        let e = serde_json::from_str::<Invocation>(bad).unwrap_err().to_string();
+        assert!(e.contains("not a valid scheduled request"), "{e}");
+    }
+}
+
+#[tokio::test]
+async fn after_a_restore_the_replay_records_again_and_completes_every_audited_request_the_restore_dropped() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 5).await;
+    let ctx = w.ops_context().acting_as(Some("dpo@example.com".into()));
+    let id = interview.to_string();
+    let args = ["erasure", "request", id.as_str(), "--reason", "contract-end", "--reference", "DPO-40"];
+    let started = chrono::Utc::now();
+    let result = ops_support::run(&ctx, &args).await;
+    // The append-only record, as the binary writes it (locally `operatorAudit`; a stage's log group).
+    let argv: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    sophia_ops::record_audit(&ctx, "erasure-request", &argv, started, &result).await;
+    assert!(result.is_ok(), "{result:?}");
+
+    // The restore: a backup from before the request brings the report back and has no request.
+    w.mongo.db.collection::<Document>("erasures").delete_many(doc! {}).await.unwrap();
+    w.mongo
+        .db
+        .collection::<Document>("interviewReports")
+        .delete_many(doc! {"interviewId": interview.oid()})
+        .await
+        .unwrap();
+    seed_report(&w, interview, org, "COMPLETED").await;
+
+    let Outcome::ErasureRequest(replayed) = ops_support::ok(&ctx, &["erasure", "replay", "--since", "1h"]).await else {
+        panic!()
+    };
+    assert_eq!(replayed.erasures.len(), 1, "{replayed:?}");
+    let e = &replayed.erasures[0];
+    assert_eq!(
+        (e.interview_id.as_str(), e.reason.as_str(), e.reference.as_deref(), e.via.as_str()),
+        (id.as_str(), "contract-end", Some("DPO-40"), "sophia-ops replay")
+    );
+    assert_eq!(e.requested_by, "dpo@example.com (self-declared)", "who asked, as audited");
+    assert_eq!(e.removed.report.as_deref(), Some("report COMPLETED"), "the restored report erased again");
+    assert_tombstone(&w, interview).await;
+    // A second replay finds every request in place and records nothing new.
+    let Outcome::ErasureRequest(again) = ops_support::ok(&ctx, &["erasure", "replay", "--since", "1h"]).await else {
+        panic!()
+    };
+    assert!(again.erasures.is_empty(), "{again:?}");
 }

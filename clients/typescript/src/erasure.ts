@@ -14,6 +14,7 @@
 import { randomBytes } from "node:crypto";
 
 import { type ObjectIdFactory, REPORTS_COLLECTION } from "./admin";
+import { ERASURE_REASONS, ERASURE_REFERENCE_PATTERN, type ErasureReason } from "./generated/index";
 import { ContractViolationError, assertValid } from "./validate";
 
 /** The erasure requests (one document per interview). */
@@ -29,7 +30,11 @@ export const ERASED_STATUS = "ERASED";
 export interface ErasureCollection {
   findOne(filter: Record<string, unknown>): Promise<Record<string, unknown> | null>;
   insertOne(doc: Record<string, unknown>): Promise<unknown>;
-  updateOne(filter: Record<string, unknown>, update: Record<string, unknown>): Promise<{ matchedCount: number }>;
+  updateOne(
+    filter: Record<string, unknown>,
+    update: Record<string, unknown>,
+    options?: { upsert: true },
+  ): Promise<{ matchedCount: number; upsertedCount?: number | undefined }>;
   findOneAndReplace(
     filter: Record<string, unknown>,
     replacement: Record<string, unknown>,
@@ -45,8 +50,10 @@ export interface RequestErasureOptions {
   organizationId: string;
   /** Who asks: a user id or an e-mail of the data-protection team (not candidate data). */
   requestedBy: string;
-  /** Why: the request's reference (a ticket); never candidate data. */
-  reason: string;
+  /** Why: one declared word (declarations/reports.json erasureReasons); never free text. */
+  reason: ErasureReason;
+  /** The request's opaque reference (a ticket id such as `DPO-123`): {@link ERASURE_REFERENCE_PATTERN}, no space. */
+  reference?: string | undefined;
   /** Shared by the interviews of one request (default `api-erasure-<first interview id>`). */
   requestId?: string | undefined;
   erasures: ErasureCollection;
@@ -67,6 +74,7 @@ export interface ErasureRecord {
   requestedBy: string;
   requestedAt: Date | null;
   reason: string;
+  reference: string | null;
   via: string;
   state: "PENDING" | "DONE";
   removed: { report: string | null; outboxEntries: number; dlqMessages: number };
@@ -100,6 +108,35 @@ export class ErasureRaceError extends Error {
   }
 }
 
+/**
+ * The erasure refused before anything is written: `reason` is not a declared word, or `reference`
+ * does not keep to the declared rule. The message never repeats what was given (it may be a name).
+ */
+export class ErasureInputError extends Error {
+  override readonly name = "ErasureInputError";
+  constructor(
+    readonly code: "ERASURE_REASON_NOT_DECLARED" | "ERASURE_REFERENCE_INVALID",
+    readonly field: "reason" | "reference",
+  ) {
+    super(
+      code === "ERASURE_REASON_NOT_DECLARED"
+        ? `erasure refused: reason must be one of ${ERASURE_REASONS.join(", ")} (declarations/reports.json erasureReasons), not free text; nothing was erased`
+        : `erasure refused: reference must match ${ERASURE_REFERENCE_PATTERN.source} (a ticket id such as DPO-123), never a sentence or a name; nothing was erased`,
+    );
+  }
+}
+
+/** The reason and reference as declared, else {@link ErasureInputError}. */
+export function parseErasureInput(reason: unknown, reference: unknown): { reason: ErasureReason; reference: string | null } {
+  if (typeof reason !== "string" || !(ERASURE_REASONS as readonly string[]).includes(reason)) {
+    throw new ErasureInputError("ERASURE_REASON_NOT_DECLARED", "reason");
+  }
+  if (reference !== undefined && (typeof reference !== "string" || !ERASURE_REFERENCE_PATTERN.test(reference))) {
+    throw new ErasureInputError("ERASURE_REFERENCE_INVALID", "reference");
+  }
+  return { reason: reason as ErasureReason, reference: reference ?? null };
+}
+
 function isDuplicateKey(e: unknown): boolean {
   return typeof e === "object" && e !== null && (e as { code?: unknown }).code === 11000;
 }
@@ -119,6 +156,7 @@ export function erasureRecord(d: Record<string, unknown>): ErasureRecord {
     requestedBy: String(d["requestedBy"] ?? ""),
     requestedAt: date(d["requestedAt"]),
     reason: String(d["reason"] ?? ""),
+    reference: typeof d["reference"] === "string" ? d["reference"] : null,
     via: String(d["via"] ?? ""),
     state: d["state"] === "DONE" ? "DONE" : "PENDING",
     removed: {
@@ -153,7 +191,7 @@ export async function requestErasure(options: RequestErasureOptions): Promise<Er
   }
   for (const interviewId of interviewIds) assertValid("report-generate", { interviewId, organizationId });
   requireText("requestedBy", requestedBy);
-  requireText("reason", reason);
+  parseErasureInput(reason, options.reference);
   const requestId = options.requestId ?? `api-erasure-${interviewIds[0]}`;
   const foreign: string[] = [];
   for (const interviewId of interviewIds) {
@@ -174,9 +212,14 @@ export async function requestErasure(options: RequestErasureOptions): Promise<Er
 
 async function recordRequest(options: RequestErasureOptions, interviewId: string, requestId: string, at: Date): Promise<void> {
   const { organizationId, requestedBy, reason, erasures, objectId } = options;
+  const reference = options.reference ?? null;
   const id = objectId(interviewId);
+  // An upsert on `_id`: the filter names one document, so a second request matches the first (a
+  // repeat) instead of inserting next to it, with or without any index but `_id`'s. `_id` is in
+  // `$setOnInsert` too: the stored id is the ObjectId, not what a server derives from the filter.
+  let first: boolean;
   try {
-    await erasures.insertOne({
+    const written = await erasures.updateOne({ _id: id }, { $setOnInsert: {
       _id: id,
       interviewId: id,
       organizationId: objectId(organizationId),
@@ -184,6 +227,7 @@ async function recordRequest(options: RequestErasureOptions, interviewId: string
       requestedBy,
       requestedAt: at,
       reason,
+      reference,
       via: API_ERASURE_VIA,
       state: "PENDING",
       removed: { report: null, outboxEntries: 0, dlqMessages: 0 },
@@ -193,11 +237,14 @@ async function recordRequest(options: RequestErasureOptions, interviewId: string
       ],
       completedAt: null,
       updatedAt: at,
-    });
+    } }, { upsert: true });
+    first = (written.upsertedCount ?? 0) > 0;
   } catch (e) {
+    // Two first requests at once: the server's upsert lost the race to the other's insert.
     if (!isDuplicateKey(e)) throw e;
-    await erasures.updateOne({ _id: id }, { $push: { repeats: { by: requestedBy, at, reason, via: API_ERASURE_VIA } } });
+    first = false;
   }
+  if (!first) await erasures.updateOne({ _id: id }, { $push: { repeats: { by: requestedBy, at, reason, reference, via: API_ERASURE_VIA } } });
 }
 
 /** The tombstone of the report: ids and dates only, no retention date (the TTL index never removes it). */

@@ -12,6 +12,11 @@ import {
   ContractViolationError,
   ERASURE_COLLECTIONS,
   type ErasureCollection,
+  ERASURE_REASONS,
+  ERASURE_REFERENCE_MAX_LENGTH,
+  ERASURE_REFERENCE_PATTERN,
+  ErasureInputError,
+  type ErasureReason,
   ErasureRefusedError,
   INTERVIEWS_COLLECTION,
   type PublishResult,
@@ -57,7 +62,8 @@ async function request(interviewIds: string[], organizationId: string, reportsOf
     interviewIds,
     organizationId,
     requestedBy: "dpo@example.com",
-    reason: "ticket DPO-42",
+    reason: "candidate-request",
+    reference: "DPO-42",
     erasures,
     reports: reportsOf,
     outbox,
@@ -77,10 +83,10 @@ test("every interview of a candidate: the request recorded (who, when, why), the
   const records = await request([a.toHexString(), b.toHexString()], org.toHexString());
 
   assert.deepEqual(
-    records.map((r) => [r.interviewId, r.state, r.requestedBy, r.reason, r.via, r.removed]),
+    records.map((r) => [r.interviewId, r.state, r.requestedBy, r.reason, r.reference, r.via, r.removed]),
     [
-      [a.toHexString(), "PENDING", "dpo@example.com", "ticket DPO-42", "api", { report: "report COMPLETED", outboxEntries: 0, dlqMessages: 0 }],
-      [b.toHexString(), "PENDING", "dpo@example.com", "ticket DPO-42", "api", { report: "none", outboxEntries: 1, dlqMessages: 0 }],
+      [a.toHexString(), "PENDING", "dpo@example.com", "candidate-request", "DPO-42", "api", { report: "report COMPLETED", outboxEntries: 0, dlqMessages: 0 }],
+      [b.toHexString(), "PENDING", "dpo@example.com", "candidate-request", "DPO-42", "api", { report: "none", outboxEntries: 1, dlqMessages: 0 }],
     ],
   );
   assert.deepEqual(records[0]!.requestedAt, NOW);
@@ -101,15 +107,42 @@ test("every interview of a candidate: the request recorded (who, when, why), the
 
 test("a request says who and why, and names at least one interview", async () => {
   const org = new ObjectId().toHexString();
-  await assert.rejects(requestErasure({ interviewIds: [], organizationId: org, requestedBy: "x", reason: "y", erasures, reports, outbox, interviews, objectId: oid }), ContractViolationError);
+  await assert.rejects(requestErasure({ interviewIds: [], organizationId: org, requestedBy: "x", reason: "test-data", erasures, reports, outbox, interviews, objectId: oid }), ContractViolationError);
   await assert.rejects(
-    requestErasure({ interviewIds: [new ObjectId().toHexString()], organizationId: org, requestedBy: " ", reason: "y", erasures, reports, outbox, interviews, objectId: oid }),
+    requestErasure({ interviewIds: [new ObjectId().toHexString()], organizationId: org, requestedBy: " ", reason: "test-data", erasures, reports, outbox, interviews, objectId: oid }),
     ContractViolationError,
   );
-  await assert.rejects(
-    requestErasure({ interviewIds: [new ObjectId().toHexString()], organizationId: org, requestedBy: "x", reason: "", erasures, reports, outbox, interviews, objectId: oid }),
-    ContractViolationError,
-  );
+});
+
+test("a reason that is not declared, or a reference with spaces, is refused with a typed error and nothing is written", async () => {
+  const org = new ObjectId().toHexString();
+  const id = new ObjectId();
+  const base = { interviewIds: [id.toHexString()], organizationId: org, requestedBy: "x", erasures, reports, outbox, interviews, objectId: oid };
+  for (const [reason, reference, code] of [
+    ["Jane Doe asked by phone", undefined, "ERASURE_REASON_NOT_DECLARED"],
+    ["", undefined, "ERASURE_REASON_NOT_DECLARED"],
+    ["candidate-request", "Jane Doe", "ERASURE_REFERENCE_INVALID"],
+    ["candidate-request", "-DPO", "ERASURE_REFERENCE_INVALID"],
+    ["candidate-request", "D".repeat(ERASURE_REFERENCE_MAX_LENGTH + 1), "ERASURE_REFERENCE_INVALID"],
+  ] as const) {
+    await assert.rejects(
+      requestErasure({ ...base, reason: reason as ErasureReason, reference }),
+      (e: unknown) => e instanceof ErasureInputError && e.code === code && !e.message.includes("Jane") && e.message.includes("nothing was erased"),
+    );
+  }
+  assert.equal(await erasures.countDocuments({ _id: id }), 0, "no request recorded");
+  assert.deepEqual([...ERASURE_REASONS], ["candidate-request", "contract-end", "legal-order", "test-data"]);
+  assert.ok(ERASURE_REFERENCE_PATTERN.test("jira:DPO/7_a.b") && !ERASURE_REFERENCE_PATTERN.test("a b"));
+});
+
+test("a repeated request matches the first by its id, without any index but _id's", async () => {
+  const org = new ObjectId();
+  const i = new ObjectId();
+  await erasures.dropIndexes().catch(() => undefined);
+  const both = await Promise.all([request([i.toHexString()], org.toHexString()), request([i.toHexString()], org.toHexString())]);
+  assert.equal(both.length, 2);
+  assert.deepEqual((await erasures.find({ _id: i }).toArray()).map((d) => [d["interviewId"], d["state"]]), [[i, "PENDING"]], "one request document");
+  assert.equal((await readErasure({ interviewId: i.toHexString(), erasures, objectId: oid }))!.repeats, 1, "the other a repeat");
 });
 
 test("the admin retry of an erased interview is refused and publishes nothing", async () => {
@@ -179,7 +212,7 @@ test("another organization's interview: refused, nothing written, its report unt
   await interviews.insertOne({ _id: i, organizationId: theirs, status: "COMPLETED", deletedAt: null });
   await reports.insertOne({ _id: new ObjectId(), interviewId: i, organizationId: theirs, status: "COMPLETED", attemptCount: 1, report: { summary: "theirs" }, createdAt: NOW, updatedAt: NOW });
 
-  const refused = requestErasure({ interviewIds: [i.toHexString()], organizationId: mine.toHexString(), requestedBy: "dpo@example.com", reason: "ticket DPO-43", erasures, reports, outbox, interviews, objectId: oid });
+  const refused = requestErasure({ interviewIds: [i.toHexString()], organizationId: mine.toHexString(), requestedBy: "dpo@example.com", reason: "contract-end", erasures, reports, outbox, interviews, objectId: oid });
 
   await assert.rejects(refused, (e: unknown) => e instanceof ErasureRefusedError && e.code === "INTERVIEW_NOT_IN_ORGANIZATION" && e.notInOrganization[0] === i.toHexString());
   assert.equal((await reports.findOne({ interviewId: i }))!["status"], "COMPLETED");

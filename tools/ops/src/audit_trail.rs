@@ -302,6 +302,9 @@ pub fn redact_json(v: &mut serde_json::Value) {
         serde_json::Value::Object(map) => {
             for (k, v) in map.iter_mut() {
                 match (k.as_str(), &v) {
+                    // A declared erasure reason is one fixed word, never candidate text.
+                    ("reason", serde_json::Value::String(s))
+                        if sophia_declarations::ErasureReason::parse(s).is_ok() => {}
                     ("failureReason" | "reason", serde_json::Value::String(s)) => {
                         *v = serde_json::Value::String(crate::contract::marker(s));
                     }

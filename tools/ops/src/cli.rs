@@ -91,9 +91,14 @@ pub enum ErasureCommand {
     Request {
         #[arg(required = true, value_name = "INTERVIEW_ID")]
         interview_ids: Vec<InterviewId>,
-        /// Why: the request's reference (a ticket); never candidate data.
+        /// Why, as one declared word (declarations/reports.json erasureReasons):
+        /// candidate-request, contract-end, legal-order or test-data. Never free text.
         #[arg(long)]
-        reason: String,
+        reason: sophia_declarations::ErasureReason,
+        /// The request's opaque reference (a ticket id such as DPO-123): letters, digits and
+        /// `._:/-` only, no space (declarations/reports.json erasureReference*).
+        #[arg(long)]
+        reference: Option<sophia_declarations::ErasureReference>,
         /// The interviews' organization, recorded on the request and the tombstone.
         #[arg(long)]
         organization_id: Option<OrganizationId>,
@@ -101,6 +106,15 @@ pub enum ErasureCommand {
     /// Complete every PENDING request (those the API made included): the stored copies again,
     /// one sweep of the DLQs, the interview document checked.
     Sweep,
+    /// After a MongoDB restore: every erasure requested through sophia-ops since the backup's
+    /// time (the append-only audit trail: a stage's `sophia-<stage>-operator-audit` log group)
+    /// whose request the restore dropped is recorded again (who, reason, reference as audited)
+    /// and completed. docs/runbook.md, "After a MongoDB restore".
+    Replay {
+        /// How far back: at least the time since the restored backup was taken (e.g. 3d, 36h).
+        #[arg(long, value_parser = parse_duration)]
+        since: Duration,
+    },
     /// One request: its state, what was removed and when, what is pending and why.
     Show { interview_id: InterviewId },
     /// Requests, oldest first.

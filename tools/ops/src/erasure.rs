@@ -29,6 +29,7 @@ use mongodb::Database;
 use serde::Serialize;
 use sophia_contracts::InterviewId;
 use sophia_credits::CreditsStore;
+use sophia_declarations::{ErasureReason, ErasureReference};
 use sophia_documents::erasure::{DONE, ERASURES, PENDING, overdue_filter, request_filter};
 
 use crate::OpsError;
@@ -43,11 +44,12 @@ pub const INTERVIEW_CANDIDATE_FIELDS: [&str; 3] = ["snapshot.resumeText", "proct
 const SWEEP_HOLD: Duration = Duration::from_secs(60);
 
 /// Who asks for an erasure, why, and through what (recorded on the request; never candidate
-/// data: an operator's or a user's id, a ticket reference).
+/// data: an operator's or a user's id, a declared reason, an opaque ticket reference).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Requester {
     pub by: String,
-    pub reason: String,
+    pub reason: ErasureReason,
+    pub reference: Option<ErasureReference>,
     /// `sophia-ops` here; `api` from the API's package.
     pub via: String,
 }
@@ -79,6 +81,7 @@ pub struct ErasureRecord {
     pub requested_by: String,
     pub requested_at: Option<String>,
     pub reason: String,
+    pub reference: Option<String>,
     pub via: String,
     pub state: String,
     pub removed: Removed,
@@ -113,6 +116,7 @@ impl ErasureRecord {
             requested_by: text(d, "requestedBy"),
             requested_at: date(d, "requestedAt"),
             reason: text(d, "reason"),
+            reference: d.get_str("reference").ok().map(str::to_owned),
             via: text(d, "via"),
             state: text(d, "state"),
             removed: Removed {
@@ -133,13 +137,14 @@ impl ErasureRecord {
 
     pub fn human(&self) -> String {
         let mut s = format!(
-            "erasure of interview {}: {}\n  requested by {} via {} at {}: {}\n  removed: report {}, {} outbox entr(y/ies), {} DLQ message(s)\n",
+            "erasure of interview {}: {}\n  requested by {} via {} at {}: {}{}\n  removed: report {}, {} outbox entr(y/ies), {} DLQ message(s)\n",
             self.interview_id,
             self.state,
             self.requested_by,
             self.via,
             self.requested_at.as_deref().unwrap_or("-"),
             self.reason,
+            self.reference.as_deref().map(|r| format!(" ({r})")).unwrap_or_default(),
             self.removed.report.as_deref().unwrap_or("-"),
             self.removed.outbox_entries,
             self.removed.dlq_messages,
@@ -175,6 +180,7 @@ pub async fn record_request(
     let organization_id = organization_id.or(owner);
     let now = DateTime::now();
     let erasures = db.collection::<Document>(ERASURES);
+    let reference = requester.reference.as_ref().map_or(Bson::Null, |r| Bson::String(r.as_str().to_owned()));
     let request = doc! {
         "_id": interview_id.oid(),
         "interviewId": interview_id.oid(),
@@ -183,6 +189,7 @@ pub async fn record_request(
         "requestedBy": requester.by.as_str(),
         "requestedAt": now,
         "reason": requester.reason.as_str(),
+        "reference": reference.clone(),
         "via": requester.via.as_str(),
         "state": PENDING,
         "removed": {"report": Bson::Null, "outboxEntries": 0_i64, "dlqMessages": 0_i64},
@@ -193,18 +200,26 @@ pub async fn record_request(
         "completedAt": Bson::Null,
         "updatedAt": now,
     };
-    match erasures.insert_one(request).await {
-        Ok(_) => Ok(()),
-        Err(e) if is_duplicate_key(&e) => {
-            let repeat = doc! {"by": requester.by.as_str(), "at": now, "reason": requester.reason.as_str(), "via": requester.via.as_str()};
-            erasures
-                .update_one(request_filter(interview_id.oid()), doc! {"$push": {"repeats": repeat}})
-                .await
-                .map_err(|e| OpsError::domain("erasure request", e))?;
-            Ok(())
-        }
-        Err(e) => Err(OpsError::domain("erasure request", e)),
+    // An upsert on `_id`: the filter names one document, so a second request matches the first
+    // (a repeat) instead of inserting next to it, with or without any index but `_id`'s. `_id`
+    // is in `$setOnInsert` too: the stored id is the ObjectId, not what a server derives from
+    // the filter (nx-27017 stores a filter's ObjectId `_id` as its hex string).
+    let written =
+        erasures.update_one(request_filter(interview_id.oid()), doc! {"$setOnInsert": request}).upsert(true).await;
+    let first = match written {
+        Ok(w) => w.upserted_id.is_some(),
+        // Two first requests at once: the server's upsert lost the race to the other's insert.
+        Err(e) if is_duplicate_key(&e) => false,
+        Err(e) => return Err(OpsError::domain("erasure request", e)),
+    };
+    if !first {
+        let repeat = doc! {"by": requester.by.as_str(), "at": now, "reason": requester.reason.as_str(), "reference": reference, "via": requester.via.as_str()};
+        erasures
+            .update_one(request_filter(interview_id.oid()), doc! {"$push": {"repeats": repeat}})
+            .await
+            .map_err(|e| OpsError::domain("erasure request", e))?;
     }
+    Ok(())
 }
 
 fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
@@ -493,6 +508,40 @@ pub async fn complete(
     Ok(ErasureReport { erasures })
 }
 
+/// One request as an `erasure-request` audit record's outcome holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditedRequest {
+    pub interview_id: InterviewId,
+    pub organization_id: Option<ObjectId>,
+    pub requested_by: String,
+    pub request_id: String,
+    pub reason: ErasureReason,
+    pub reference: Option<ErasureReference>,
+}
+
+/// The requests of `erasure-request` audit records (their outcome: the [`ErasureReport`]). A
+/// record whose reason is not a declared word (written before reasons were declared, redacted)
+/// replays as `legal-order`: the restore is the legal reason the request is written again.
+pub fn audited_requests(records: &[serde_json::Value]) -> Vec<AuditedRequest> {
+    let mut out = Vec::new();
+    for r in records {
+        let erasures = r.pointer("/outcome/erasures").and_then(|e| e.as_array()).cloned().unwrap_or_default();
+        for e in &erasures {
+            let text = |k: &str| e.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+            let Some(interview_id) = text("interviewId").and_then(|i| i.parse().ok()) else { continue };
+            out.push(AuditedRequest {
+                interview_id,
+                organization_id: text("organizationId").and_then(|o| ObjectId::parse_str(o).ok()),
+                requested_by: text("requestedBy").unwrap_or_default(),
+                request_id: text("requestId").unwrap_or_default(),
+                reason: text("reason").and_then(|r| ErasureReason::parse(&r).ok()).unwrap_or(ErasureReason::LegalOrder),
+                reference: text("reference").and_then(|r| ErasureReference::parse(&r).ok()),
+            });
+        }
+    }
+    out
+}
+
 /// The interviews of every pending request (`erasure sweep`).
 pub async fn pending_interviews(db: &Database) -> Result<Vec<InterviewId>, OpsError> {
     let pending = list(db, true, false).await?;
@@ -508,7 +557,7 @@ mod tests {
         let id = ObjectId::new();
         let d = doc! {
             "_id": id, "organizationId": Bson::Null, "requestId": "r1", "requestedBy": "dpo@example.com",
-            "requestedAt": DateTime::from_millis(0), "reason": "ticket 42", "via": "api", "state": PENDING,
+            "requestedAt": DateTime::from_millis(0), "reason": "candidate-request", "reference": "DPO-42", "via": "api", "state": PENDING,
             "removed": {"report": "report COMPLETED", "outboxEntries": 1_i32, "dlqMessages": 2_i64},
             "pending": [{"what": "queues", "why": "not swept"}], "completedAt": Bson::Null,
         };

@@ -120,6 +120,7 @@ pub fn mutating_name(command: &Command) -> Option<&'static str> {
         Command::Migrate => "migrate",
         Command::Erasure(ErasureCommand::Request { .. }) => "erasure-request",
         Command::Erasure(ErasureCommand::Sweep) => "erasure-sweep",
+        Command::Erasure(ErasureCommand::Replay { .. }) => "erasure-replay",
         _ => return None,
     })
 }

@@ -13,4 +13,4 @@ export type { ReportGenerate } from "./report-generate.js"; // report-generate.s
 export type * as ReportGenerateSchema from "./report-generate.js";
 export { schemas, type SchemaName } from "./schemas.js";
 export { API_QUEUE_URL_VARIABLES, queues, type QueueKey } from "./queues.js";
-export { ERASURE_COMPLETION_HOURS, MAX_REPORT_ATTEMPTS, REPORT_LEASE_SECONDS, REPORT_RESET_RULES, REPORT_RESET_TRIES, type ResetRule } from "./report-rules.js";
+export { ERASURE_COMPLETION_HOURS, ERASURE_REASONS, ERASURE_REFERENCE_MAX_LENGTH, ERASURE_REFERENCE_PATTERN, type ErasureReason, MAX_REPORT_ATTEMPTS, REPORT_LEASE_SECONDS, REPORT_RESET_RULES, REPORT_RESET_TRIES, type ResetRule } from "./report-rules.js";

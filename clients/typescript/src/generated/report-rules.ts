@@ -13,6 +13,18 @@ export const REPORT_RESET_TRIES = 5;
 /** How long after its request a candidate's erasure should be DONE (docs/candidate-data.md, Erasure): `sophia-ops erasure list --overdue` lists, the ErasuresOverdue metric counts and the erasures-overdue alarm reports the requests still PENDING after it. */
 export const ERASURE_COMPLETION_HOURS = 72;
 
+/** Why an erasure is requested: one of these words, never free text (a name could be typed into free text). `sophia-ops erasure request --reason` and the package's requestErasure refuse any other; the request's detail is its optional opaque reference (erasureReference*). */
+export const ERASURE_REASONS = ["candidate-request", "contract-end", "legal-order", "test-data"] as const;
+
+/** A declared erasure reason. */
+export type ErasureReason = (typeof ERASURE_REASONS)[number];
+
+/** An erasure request's optional reference (a ticket id such as DPO-123): ASCII letters and digits and the characters of erasureReferencePunctuation, beginning with a letter or a digit, at most erasureReferenceMaxLength characters. No space: no sentence and no name fits. */
+export const ERASURE_REFERENCE_MAX_LENGTH = 64;
+
+/** The rule of an erasure reference as a pattern (reports.json erasureReferenceMaxLength and erasureReferencePunctuation). */
+export const ERASURE_REFERENCE_PATTERN = new RegExp("^[A-Za-z0-9][A-Za-z0-9._:/\\-]{0,63}$");
+
 /** What an attempts reset does with a report in a given status. */
 export type ResetRule = "reset" | "whenLeaseExpired" | "refused" | "alreadyCompleted" | "erased";
 

@@ -308,13 +308,97 @@ fn retry_allowed(e: &ReportError) -> bool {
 /// The `ErasuresOverdue` line (docs/candidate-data.md, "Erasure"), at each batch: the erasure
 /// requests still PENDING past their completion time. A failed count is logged, never fatal.
 pub async fn erasures_overdue(db: &mongodb::Database) {
-    match sophia_reports::erasure::overdue(db).await {
-        Ok(n) => {
-            let mut m = Metrics::from_env();
-            m.add(Metric::ErasuresOverdue, n as f64);
-            m.emit();
+    if let Err(e) = count_erasures_overdue(db).await {
+        tracing::warn!(error = %e, "could not count the overdue erasure requests");
+    }
+}
+
+/// Counts the overdue erasure requests and writes the `ErasuresOverdue` line; returns the count.
+async fn count_erasures_overdue(db: &mongodb::Database) -> mongodb::error::Result<u64> {
+    let n = sophia_reports::erasure::overdue(db).await?;
+    let mut m = Metrics::from_env();
+    m.add(Metric::ErasuresOverdue, n as f64);
+    m.emit();
+    Ok(n)
+}
+
+/// The key of a scheduled invocation's payload (a schedule invoking the function directly,
+/// not through its queue): `{"sophiaScheduled": "erasure-check"}`, nothing more.
+pub const SCHEDULED_KEY: &str = "sophiaScheduled";
+
+/// What a scheduled invocation asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScheduledTask {
+    /// Count the erasure requests still PENDING past their completion time and write the
+    /// `ErasuresOverdue` line, whatever the traffic: the erasures-overdue alarm then has a data
+    /// point every period, and a period without one (the schedule or the function broken) is ALARM.
+    ErasureCheck,
+}
+
+/// `{"sophiaScheduled": "<task>"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduledRequest {
+    #[serde(rename = "sophiaScheduled")]
+    pub task: ScheduledTask,
+}
+
+/// One invocation's payload: an SQS batch (the event source mapping) or a scheduled task.
+/// Parse, don't validate: a body with the [`SCHEDULED_KEY`] is a scheduled request and nothing
+/// else (an unknown task or an extra field is a clear error, never an empty SQS batch).
+#[derive(Debug, Clone)]
+pub enum Invocation {
+    Sqs(SqsEvent),
+    Scheduled(ScheduledRequest),
+}
+
+impl<'de> serde::Deserialize<'de> for Invocation {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let value = serde_json::Value::deserialize(deserializer)?;
+        if value.get(SCHEDULED_KEY).is_some() {
+            ScheduledRequest::deserialize(value).map(Invocation::Scheduled).map_err(|e| {
+                D::Error::custom(format!("not a valid scheduled request ({SCHEDULED_KEY}: \"erasure-check\"): {e}"))
+            })
+        } else {
+            SqsEvent::deserialize(value).map(Invocation::Sqs).map_err(D::Error::custom)
         }
-        Err(e) => tracing::warn!(error = %e, "could not count the overdue erasure requests"),
+    }
+}
+
+/// What the erasure check counted (the invocation's answer; the metric is the line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErasureChecked {
+    pub erasures_overdue: u64,
+}
+
+/// The answer to an [`Invocation`].
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    Sqs(SqsBatchResponse),
+    ErasureChecked(ErasureChecked),
+}
+
+impl ReportGenerateHandler {
+    /// Any invocation: an SQS batch as [`Self::handle`], or a scheduled task. The erasure check
+    /// fails the invocation when MongoDB cannot be counted (the Errors alarm, and the period
+    /// without a data point is ALARM too).
+    pub async fn handle_invocation(&self, event: LambdaEvent<Invocation>) -> Result<Answer, BoxError> {
+        let (payload, context) = event.into_parts();
+        match payload {
+            Invocation::Sqs(batch) => {
+                Ok(Answer::Sqs(self.handle(LambdaEvent::new(batch, context)).await.map_err(BoxError::from)?))
+            }
+            Invocation::Scheduled(ScheduledRequest { task: ScheduledTask::ErasureCheck }) => {
+                let db = self.clients.current().mongo.db.clone();
+                let erasures_overdue = count_erasures_overdue(&db).await?;
+                tracing::info!(erasuresOverdue = erasures_overdue, "scheduled erasure check");
+                Ok(Answer::ErasureChecked(ErasureChecked { erasures_overdue }))
+            }
+        }
     }
 }
 

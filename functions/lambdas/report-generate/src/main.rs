@@ -14,7 +14,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         Deferred::at_init(&[Secret::MongoDbUri, Secret::OpenAiApiKey], ReportGenerateHandler::from_env).await?;
     let handler = &handler;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<_>| async move {
-        handler.get().await?.handle(event).await.map_err(lambda_runtime::Error::from)
+        handler.get().await?.handle_invocation(event).await
     }))
     .await
 }

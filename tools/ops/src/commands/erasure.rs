@@ -1,7 +1,7 @@
 //! `erasure request|sweep|show|list`: the erasure of a candidate's data ([`crate::erasure`]).
 
 use sophia_contracts::{InterviewId, OrganizationId};
-use sophia_declarations::Queue;
+use sophia_declarations::{ErasureReason, ErasureReference, Queue};
 
 use crate::cli::ErasureCommand;
 use crate::confirm::{self, Plan};
@@ -11,10 +11,11 @@ use crate::{Context, OpsError, Outcome};
 
 pub async fn run(command: &ErasureCommand, ctx: &Context) -> Result<Outcome, OpsError> {
     match command {
-        ErasureCommand::Request { interview_ids, reason, organization_id } => {
-            request(ctx, interview_ids, reason, *organization_id).await
+        ErasureCommand::Request { interview_ids, reason, reference, organization_id } => {
+            request(ctx, interview_ids, *reason, reference.clone(), *organization_id).await
         }
         ErasureCommand::Sweep => sweep(ctx).await,
+        ErasureCommand::Replay { since } => replay(ctx, *since).await,
         ErasureCommand::Show { interview_id } => {
             let db = ctx.mongo().await?.db;
             Ok(Outcome::ErasureShow(ErasureReport { erasures: vec![erasure::show(&db, *interview_id).await?] }))
@@ -42,22 +43,55 @@ async fn plan(ctx: &Context, action: &str, ids: &[InterviewId]) -> Result<(), Op
 async fn request(
     ctx: &Context,
     ids: &[InterviewId],
-    reason: &str,
+    reason: ErasureReason,
+    reference: Option<ErasureReference>,
     organization_id: Option<OrganizationId>,
 ) -> Result<Outcome, OpsError> {
-    if reason.trim().is_empty() {
-        return Err(OpsError::Invalid("--reason must say why (a ticket or request reference)".into()));
-    }
     plan(ctx, "erase the candidate's data", ids).await?;
     ctx.identify().await;
-    let requester =
-        Requester { by: ctx.operator("erasure-request").by, reason: reason.to_owned(), via: "sophia-ops".into() };
+    let requester = Requester { by: ctx.operator("erasure-request").by, reason, reference, via: "sophia-ops".into() };
     let request_id = ctx.request_id("erasure-request").await;
     let db = ctx.mongo().await?.db;
     for id in ids {
         erasure::record_request(&db, *id, organization_id.map(|o| o.oid()), &requester, &request_id).await?;
     }
     Ok(Outcome::ErasureRequest(erasure::complete(&db, &ctx.locator().await, ids).await?))
+}
+
+/// The most audit records a replay reads (far more than the erasures of any backup interval).
+const REPLAY_AUDIT_LIMIT: i64 = 10_000;
+
+/// `erasure replay`: the requests of the audited `erasure-request` records since `since` that
+/// `erasures` no longer holds (a restore dropped them), recorded again and completed.
+async fn replay(ctx: &Context, since: std::time::Duration) -> Result<Outcome, OpsError> {
+    let audit = crate::audit_trail::list(ctx, REPLAY_AUDIT_LIMIT, Some("erasure-request"), Some(since)).await?;
+    if audit.truncated {
+        return Err(OpsError::Invalid(format!(
+            "more than {REPLAY_AUDIT_LIMIT} erasure-request records since then: replay a shorter --since first"
+        )));
+    }
+    let db = ctx.mongo().await?.db;
+    let mut lost = Vec::new();
+    for audited in erasure::audited_requests(&audit.records) {
+        if erasure::show(&db, audited.interview_id).await.is_err()
+            && !lost.iter().any(|(i, _, _)| *i == audited.interview_id)
+        {
+            lost.push((audited.interview_id, audited.organization_id, audited));
+        }
+    }
+    let ids: Vec<InterviewId> = lost.iter().map(|(i, _, _)| *i).collect();
+    plan(ctx, "record again and complete the erasures a restore dropped", &ids).await?;
+    ctx.identify().await;
+    for (id, organization_id, audited) in &lost {
+        let requester = Requester {
+            by: audited.requested_by.clone(),
+            reason: audited.reason,
+            reference: audited.reference.clone(),
+            via: "sophia-ops replay".into(),
+        };
+        erasure::record_request(&db, *id, *organization_id, &requester, &audited.request_id).await?;
+    }
+    Ok(Outcome::ErasureRequest(erasure::complete(&db, &ctx.locator().await, &ids).await?))
 }
 
 /// `erasure sweep`: every pending request completed (the API's requests are completed here).
