@@ -38,6 +38,8 @@ export interface PreviewAction {
 
 export interface PermissionsTable {
   migrateFunction: string;
+  /** The function the stage's scheduled erasure check invokes (infra-pulumi/src/erasure-check.ts): the stage's roles may invoke it and no other. */
+  erasureCheckFunction: string;
   resourceTypes: Record<string, TableRow>;
   previewActions: Record<string, PreviewAction>;
 }
@@ -47,7 +49,7 @@ export function loadPermissions(file: string = PERMISSIONS_FILE): PermissionsTab
   const previewActions = Object.fromEntries(
     Object.entries(raw.previewActions).filter(([k]) => !k.startsWith("$")),
   ) as Record<string, PreviewAction>;
-  return { migrateFunction: raw.migrateFunction, resourceTypes: raw.resourceTypes, previewActions };
+  return { migrateFunction: raw.migrateFunction, erasureCheckFunction: raw.erasureCheckFunction, resourceTypes: raw.resourceTypes, previewActions };
 }
 
 /** A stage's `sophia:vpc` placement: the deploy role may create endpoints only in it. */
@@ -383,7 +385,7 @@ export interface BoundaryScope {
   resumeBucket?: string | undefined;
 }
 
-export function boundaryStatements(b: BoundaryScope): PolicyStatement[] {
+export function boundaryStatements(b: BoundaryScope, table: PermissionsTable = loadPermissions()): PolicyStatement[] {
   const prefix = `${APP}-${b.stage}`;
   const arn = (svc: string, rest: string) => `arn:${b.partition}:${svc}:${b.region}:${b.account}:${rest}`;
   const out: PolicyStatement[] = [
@@ -439,7 +441,23 @@ export function boundaryStatements(b: BoundaryScope): PolicyStatement[] {
       { Sid: "VpcDescribe", Effect: "Allow", Action: ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"], Resource: ["*"] },
     );
   }
+  out.push(erasureCheckBoundaryStatement(b, table));
   return out;
+}
+
+/**
+ * The scheduled erasure check's role (infra-pulumi/src/erasure-check.ts): EventBridge Scheduler
+ * invokes whatever target a schedule names as the role the schedule is given, so a role of the stage
+ * may invoke this one function of the stage (deploy-permissions.json `erasureCheckFunction`) and no
+ * other; its own policy names the same function.
+ */
+export function erasureCheckBoundaryStatement(b: BoundaryScope, table: PermissionsTable): PolicyStatement {
+  return {
+    Sid: "StageErasureCheck",
+    Effect: "Allow",
+    Action: ["lambda:InvokeFunction"],
+    Resource: [`arn:${b.partition}:lambda:${b.region}:${b.account}:function:${APP}-${b.stage}-${table.erasureCheckFunction}`],
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -245,7 +245,9 @@ test("the boundary per stage: under the bootstrap's path, only the stage's queue
   assert.equal(dev.inputs["name"], "sophia-bootstrap-dev-boundary");
   assert.equal(dev.inputs["path"], "/sophia-bootstrap/");
   const doc = JSON.parse(dev.inputs["policy"] as string);
-  assert.deepEqual(doc.Statement.map((s: { Sid: string }) => s.Sid), ["StageQueues", "StageLogs", "StageSecrets", "StageMappingSwitch", "StageKeyViaSecretsManager"]);
+  assert.deepEqual(doc.Statement.map((s: { Sid: string }) => s.Sid), ["StageQueues", "StageLogs", "StageSecrets", "StageMappingSwitch", "StageKeyViaSecretsManager", "StageErasureCheck"]);
+  // The scheduled erasure check's role (infra-pulumi/src/erasure-check.ts): the stage's report-generate, no other function.
+  assert.deepEqual(doc.Statement.find((s: { Sid: string }) => s.Sid === "StageErasureCheck").Resource, [`arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-dev-report-generate`]);
   // The pause switch's role: only a mapping tagged as the stage's whose function is the stage's.
   const sw = doc.Statement.find((s: { Sid: string }) => s.Sid === "StageMappingSwitch");
   assert.deepEqual(sw.Condition, { ArnLike: { "lambda:FunctionArn": `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-dev-*` }, StringEquals: { "aws:ResourceTag/stage": "dev" } });
