@@ -30,18 +30,18 @@ use sophia_reports::store::MAX_ATTEMPTS;
 
 use crate::support::ops as ops_support;
 
-fn report_body(interview: InterviewId, org: OrganizationId) -> String {
+pub(crate) fn report_body(interview: InterviewId, org: OrganizationId) -> String {
     format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#)
 }
 
-async fn report_of(w: &World, interview: InterviewId) -> Document {
+pub(crate) async fn report_of(w: &World, interview: InterviewId) -> Document {
     let mut all = harness::mongo::reports_of(&w.mongo.db, interview).await;
     assert_eq!(all.len(), 1, "one report document");
     all.remove(0)
 }
 
 /// The report is the tombstone: ids and dates only.
-async fn assert_tombstone(w: &World, interview: InterviewId) {
+pub(crate) async fn assert_tombstone(w: &World, interview: InterviewId) {
     let report = report_of(w, interview).await;
     let mut keys: Vec<&str> = report.keys().map(String::as_str).collect();
     keys.sort_unstable();
@@ -54,7 +54,7 @@ async fn assert_tombstone(w: &World, interview: InterviewId) {
 }
 
 /// What the API does with its own copy: the candidate fields of the interview removed.
-async fn api_erases_its_interview(w: &World, interview: InterviewId) {
+pub(crate) async fn api_erases_its_interview(w: &World, interview: InterviewId) {
     w.mongo
         .db
         .collection::<Document>("interviews")
@@ -84,7 +84,7 @@ async fn api_request(w: &World, interview: InterviewId, org: OrganizationId) {
 }
 
 /// The candidate's texts of the fixture every interview here is seeded with.
-fn candidate_texts() -> Vec<String> {
+pub(crate) fn candidate_texts() -> Vec<String> {
     let evidence = report_evidence();
     let mut texts = vec![evidence.get_document("snapshot").unwrap().get_str("resumeText").unwrap().to_owned()];
     for turn in evidence.get_document("proctoring").unwrap().get_array("transcript").unwrap() {
@@ -307,7 +307,7 @@ async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_whe
 }
 
 /// A report of `org` for `interview`, as the consumer stores a completed one.
-async fn seed_report(w: &World, interview: InterviewId, org: OrganizationId, status: &str) {
+pub(crate) async fn seed_report(w: &World, interview: InterviewId, org: OrganizationId, status: &str) {
     let now = bson::DateTime::now();
     let report = doc! {
         "interviewId": interview.oid(), "organizationId": org.oid(), "status": status, "attemptCount": 1_i32,
