@@ -54,6 +54,11 @@ import {
   loadDeclarations,
   opsPolicyName,
   opsStatements,
+  mappingSwitchDocument,
+  mappingSwitchDocumentName,
+  mappingSwitchRoleName,
+  mappingSwitchStatements,
+  mappingSwitchTrustPolicy,
 } from "./policies";
 
 /** The repository root (its `Pulumi.<stage>.yaml` files); tests point it elsewhere. */
@@ -290,6 +295,8 @@ export interface Bootstrap {
   secretsKeys: Record<string, aws.kms.Key>;
   /** Per stage: the API's publish policy and the operators' policy (held outside the stage). */
   accessPolicies: Record<string, { apiPublish: aws.iam.Policy; ops: aws.iam.Policy }>;
+  /** Per stage: the pause switch (its role and document), the bootstrap's: no deploy of the stage may write them. */
+  pauseSwitches: Record<string, { role: aws.iam.Role; document: aws.ssm.Document }>;
   /** Per stage: the operator audit trail's log group (no deploy of the stage may touch it). */
   auditLogGroups: Record<string, aws.cloudwatch.LogGroup>;
   /** The account's external-access analyzer, unless `accessAnalyzerArn` names an existing one. */
@@ -335,6 +342,7 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
   const policies = stageDeployPolicies(facts, deploy.roles, secretsKeys, stateOf, account);
   const access = stageAccessPolicies(facts, account);
   const auditLogGroups = operatorAuditLogGroups(config, facts, account);
+  const pauseSwitches = stagePauseSwitches(facts, account);
   const previewPolicy = previewRole && config.previewStage !== undefined ? previewRolePolicyOf(previewRole, config.previewStage, backend, stateOf, account) : undefined;
   const accessAnalyzer = externalAccessAnalyzer(config, account);
 
@@ -357,9 +365,49 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
     secretsKeys,
     accessPolicies: access.policies,
     auditLogGroups,
+    pauseSwitches,
     accessAnalyzer,
     outputs,
   };
+}
+
+/**
+ * Per stage: the operators' pause switch (docs/runbook.md, "Oldest message too old"). Its
+ * document's content is what on-call runs; its role may set Enabled on the stage's mappings only
+ * (policies.ts, mappingSwitchStatements). Both under the bootstrap's names and path: every deploy
+ * role is denied IAM on the path and SSM on the names (guardStatements), so no deploy of any stage
+ * can change what the operators start. sophia-ops reads the document and starts the version it
+ * checked (tools/ops/src/pause_switch.rs).
+ */
+function stagePauseSwitches(facts: StageFacts[], account: Account): Bootstrap["pauseSwitches"] {
+  const declarations = loadDeclarations();
+  const out: Bootstrap["pauseSwitches"] = {};
+  for (const f of facts) {
+    const role = new aws.iam.Role(`${f.stage}-mapping-switch`, {
+      name: mappingSwitchRoleName(f.stage),
+      path: BOOTSTRAP_PATH,
+      description: `Sets Enabled on the ${f.stage} stage's event source mappings, run by SSM Automation only`,
+      assumeRolePolicy: pulumi.all([account.partition, account.account]).apply(([p, a]) => JSON.stringify(mappingSwitchTrustPolicy(p, account.region, a))),
+      maxSessionDuration: 3600,
+      tags: { ...TAGS, stage: f.stage },
+    });
+    new aws.iam.RolePolicy(`${f.stage}-mapping-switch`, {
+      role: role.id,
+      name: "stage-mappings-enabled",
+      policy: pulumi
+        .all([account.partition, account.account])
+        .apply(([p, a]) => JSON.stringify(policyDocument(mappingSwitchStatements({ partition: p, region: account.region, account: a, stage: f.stage }, declarations)))),
+    });
+    const document = new aws.ssm.Document(`${f.stage}-mapping-enabled`, {
+      name: mappingSwitchDocumentName(f.stage),
+      documentType: "Automation",
+      documentFormat: "JSON",
+      content: role.arn.apply((arn) => JSON.stringify(mappingSwitchDocument(arn))),
+      tags: { ...TAGS, stage: f.stage },
+    });
+    out[f.stage] = { role, document };
+  }
+  return out;
 }
 
 /**
