@@ -33,12 +33,15 @@ import {
   boundaryPolicyName,
   boundaryStatements,
   collidingStages,
+  resumePrefixProblems,
   deployRoleName,
   deployRolePolicies,
   environmentOf,
   GITHUB_OIDC_AUDIENCE,
   GITHUB_OIDC_HOST,
   githubTrustPolicy,
+  deploySubject,
+  previewSubjectPattern,
   KMS_ADMIN_ACTIONS,
   loadPermissions,
   policyDocument,
@@ -74,8 +77,9 @@ export interface StageFacts {
   /** `sophia:vpc` of the stage (its VPC, subnets and security groups), or false. */
   vpc: VpcScope | false;
   environment: string;
-  /** `sophia:resumeBucket` (the function roles' boundary allows its objects). */
+  /** `sophia:resumeBucket` and `sophia:resumeBucketPrefix` (the function roles' boundary allows the objects under the prefix). */
   resumeBucket: string | undefined;
+  resumeBucketPrefix: string | undefined;
   /** `sophia:alarmTopicArn` and `sophia:alarmSubscription`: the only alarm destinations outside the stage's names. */
   alarm: AlarmScope;
 }
@@ -107,7 +111,8 @@ export function stageFacts(stage: string, region: string, environments: Record<s
       ? false
       : { vpcId: vpcConfig.vpcId as string, subnetIds: vpcConfig.subnetIds as string[], securityGroupIds: vpcConfig.securityGroupIds as string[], interfaceEndpoints: endpoints === true };
   const resumeBucket = typeof config["sophia:resumeBucket"] === "string" ? (config["sophia:resumeBucket"] as string) : undefined;
-  return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket, alarm };
+  const resumeBucketPrefix = typeof config["sophia:resumeBucketPrefix"] === "string" ? (config["sophia:resumeBucketPrefix"] as string) : undefined;
+  return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket, resumeBucketPrefix, alarm };
 }
 
 /**
@@ -451,6 +456,7 @@ function checkedStageFacts(config: BootstrapConfig, region: string): StageFacts[
     if (Array.isArray(f)) problems.push(...f);
     else facts.push(f);
   }
+  problems.push(...resumePrefixProblems(facts));
   if (problems.length > 0) throw new pulumi.RunError(`The stages cannot be bootstrapped:\n  - ${problems.join("\n  - ")}`);
   return facts;
 }
@@ -484,7 +490,7 @@ function stageDeployRoles(
       path: BOOTSTRAP_PATH,
       description: `Deploys the ${f.stage} stage from the GitHub environment ${f.environment}`,
       assumeRolePolicy: oidcProviderArn.apply((arn) =>
-        JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:environment:${f.environment}`)),
+        JSON.stringify(githubTrustPolicy(arn, deploySubject(config.githubRepository, f.environment))),
       ),
       maxSessionDuration: 3600,
       tags: { ...TAGS, stage: f.stage },
@@ -512,7 +518,7 @@ function pullRequestPreviewRole(config: BootstrapConfig, oidcProviderArn: pulumi
     name: previewRoleName(stage),
     path: BOOTSTRAP_PATH,
     description: `Read-only pulumi preview of ${stage} for pull requests`,
-    assumeRolePolicy: oidcProviderArn.apply((arn) => JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:environment:${PREVIEW_ENVIRONMENT}`))),
+    assumeRolePolicy: oidcProviderArn.apply((arn) => JSON.stringify(githubTrustPolicy(arn, previewSubjectPattern(config.githubRepository, PREVIEW_ENVIRONMENT), true))),
     maxSessionDuration: 3600,
     tags: { ...TAGS, stage },
   });
@@ -648,7 +654,7 @@ function stageDeployPolicies(
       description: `Permissions boundary of every role the ${f.stage} stage creates`,
       policy: pulumi
         .all([partition, account.account])
-        .apply(([p, a]) => JSON.stringify(policyDocument(boundaryStatements({ partition: p, region, account: a, stage: f.stage, vpc: f.vpc, resumeBucket: f.resumeBucket })))),
+        .apply(([p, a]) => JSON.stringify(policyDocument(boundaryStatements({ partition: p, region, account: a, stage: f.stage, vpc: f.vpc, resumeBucket: f.resumeBucket, resumeBucketPrefix: f.resumeBucketPrefix })))),
       tags: { ...TAGS, stage: f.stage },
     });
     const key = secretsKeys[f.stage];

@@ -255,7 +255,17 @@ export function stateObjectArns(partition: string, bucket: string, stage: string
   ];
 }
 
-/** Read-write on the stage's own state objects; read of the backend's metadata; list of the bucket. */
+/** The `s3:prefix` values of the DIY backend's list requests for one stack (StringLike patterns). */
+export function stateListPrefixes(stage: string, project = APP): string[] {
+  return [
+    `.pulumi/stacks/${project}/${stage}.json*`,
+    `.pulumi/locks/organization/${project}/${stage}/*`,
+    `.pulumi/history/${project}/${stage}/*`,
+    `.pulumi/backups/${project}/${stage}/*`,
+  ];
+}
+
+/** Read-write on the stage's own state objects; read of the backend's metadata; list of the stage's own prefixes. */
 export function stateStatements(partition: string, bucket: string, stage: string, write: boolean): PolicyStatement[] {
   return [
     {
@@ -265,7 +275,18 @@ export function stateStatements(partition: string, bucket: string, stage: string
       Resource: stateObjectArns(partition, bucket, stage),
     },
     { Sid: "BackendMetadataRead", Effect: "Allow", Action: ["s3:GetObject"], Resource: [`arn:${partition}:s3:::${bucket}/.pulumi/meta.yaml`] },
-    { Sid: "BackendList", Effect: "Allow", Action: ["s3:ListBucket"], Resource: [`arn:${partition}:s3:::${bucket}`] },
+    {
+      // Only the lists the DIY backend makes for this stack (pulumi/pulumi v3.248.0 pkg/backend/diy):
+      // its checkpoint's candidates (state.go stackPath: prefix `<stacks>/<project>/<stage>.json`),
+      // its lock, history and backups directories (bucket.go listBucket: prefix `<dir>/`); never
+      // another stage's names. Its scan for legacy stack files (`.pulumi/stacks/`, at login) is
+      // refused, which backend.go ignores ("If there's an error listing don't fail").
+      Sid: "BackendList",
+      Effect: "Allow",
+      Action: ["s3:ListBucket"],
+      Resource: [`arn:${partition}:s3:::${bucket}`],
+      Condition: { StringLike: { "s3:prefix": stateListPrefixes(stage) } },
+    },
   ];
 }
 
@@ -284,16 +305,47 @@ export const GITHUB_OIDC_HOST = "token.actions.githubusercontent.com";
 export const GITHUB_OIDC_AUDIENCE = "sts.amazonaws.com";
 
 /**
- * Trust policy for GitHub OIDC tokens whose `sub` is exactly `subject`: a deploy role trusts
- * `repo:<owner>/<repo>:environment:<env>` (only a job of that environment), the preview role
- * `repo:<owner>/<repo>:environment:preview` (only jobs of the preview environment).
+ * The repository's OIDC subject claim, customised (scripts/protect-environments sets it:
+ * `PUT /repos/{owner}/{repo}/actions/oidc/customization/sub` with `use_default: false` and these
+ * `include_claim_keys`, in this order). GitHub then writes each key and its value, joined by ':'
+ * ("repo:<owner/repo>:environment:<env>:job_workflow_ref:<path>@<ref>" in GitHub's example for
+ * repo, context, job_workflow_ref: https://docs.github.com/en/actions/reference/security/oidc).
+ * The default subject of an environment's job names the environment alone, whatever ran it: if
+ * GitHub let a pull request whose head is a branch named `main` (into any branch) run a workflow of
+ * its own with `environment: dev`, its token would be dev's. With `ref` and `job_workflow_ref` the
+ * deploy roles trust only infra.yml as it is on main, run for main.
+ */
+export const OIDC_SUB_CLAIM_KEYS = ["repo", "context", "ref", "job_workflow_ref"] as const;
+/** The workflow whose jobs deploy and preview (.github/workflows/infra.yml). */
+export const INFRA_WORKFLOW = ".github/workflows/infra.yml";
+
+/** A deploy role's subject: a job of its environment, in infra.yml as on main, run for main. */
+export function deploySubject(repository: string, environment: string): string {
+  return `repo:${repository}:environment:${environment}:ref:refs/heads/main:job_workflow_ref:${repository}/${INFRA_WORKFLOW}@refs/heads/main`;
+}
+
+/**
+ * The preview role's subjects (StringLike): a job of the `preview` environment of infra.yml, run for
+ * a pull request (its merge ref). A pull request's infra.yml is its own, so this is no more than
+ * the environment's protection gives; the role stays read-only.
+ */
+export function previewSubjectPattern(repository: string, environment: string): string {
+  return `repo:${repository}:environment:${environment}:ref:refs/pull/*/merge:job_workflow_ref:${repository}/${INFRA_WORKFLOW}@refs/pull/*/merge`;
+}
+
+/**
+ * Trust policy for GitHub OIDC tokens whose `sub` is exactly `subject` (a deploy role:
+ * deploySubject), or matches it when `like` (the preview role: previewSubjectPattern). IAM matches
+ * `token.actions.githubusercontent.com:sub` with StringEquals and StringLike alike.
  */
 export interface TrustDocument {
   Version: "2012-10-17";
   Statement: { Sid: string; Effect: "Allow"; Principal: { Federated: string }; Action: string; Condition: Condition }[];
 }
 
-export function githubTrustPolicy(providerArn: string, subject: string): TrustDocument {
+export function githubTrustPolicy(providerArn: string, subject: string, like = false): TrustDocument {
+  const aud = { [`${GITHUB_OIDC_HOST}:aud`]: GITHUB_OIDC_AUDIENCE };
+  const sub = { [`${GITHUB_OIDC_HOST}:sub`]: subject };
   return {
     Version: "2012-10-17",
     Statement: [
@@ -302,9 +354,7 @@ export function githubTrustPolicy(providerArn: string, subject: string): TrustDo
         Effect: "Allow",
         Principal: { Federated: providerArn },
         Action: "sts:AssumeRoleWithWebIdentity",
-        Condition: {
-          StringEquals: { [`${GITHUB_OIDC_HOST}:aud`]: GITHUB_OIDC_AUDIENCE, [`${GITHUB_OIDC_HOST}:sub`]: subject },
-        },
+        Condition: like ? { StringEquals: aud, StringLike: sub } : { StringEquals: { ...aud, ...sub } },
       },
     ],
   };
@@ -402,6 +452,25 @@ export function roleNameGuard(partition: string, account: string, stage: string,
   };
 }
 
+/**
+ * Stages of one bootstrap whose resume-bucket prefixes overlap (the same bucket, one prefix the
+ * start of the other's): each function role's boundary would then reach the other stage's résumés.
+ */
+export function resumePrefixProblems(stages: { stage: string; resumeBucket?: string | undefined; resumeBucketPrefix?: string | undefined }[]): string[] {
+  const out: string[] = [];
+  const withBucket = stages.filter((s) => s.resumeBucket);
+  for (const a of withBucket) {
+    if (!a.resumeBucketPrefix) continue;
+    for (const b of withBucket) {
+      if (a === b || a.resumeBucket !== b.resumeBucket || !b.resumeBucketPrefix) continue;
+      if (a.stage < b.stage && (a.resumeBucketPrefix.startsWith(b.resumeBucketPrefix) || b.resumeBucketPrefix.startsWith(a.resumeBucketPrefix))) {
+        out.push(`stages "${a.stage}" and "${b.stage}" share the resume bucket ${a.resumeBucket} with overlapping prefixes (${a.resumeBucketPrefix}, ${b.resumeBucketPrefix}): give each its own sophia:resumeBucketPrefix, neither the start of the other`);
+      }
+    }
+  }
+  return out;
+}
+
 /** What a stage's function roles may ever do (their permissions boundary); their own policies narrow it. */
 export interface BoundaryScope {
   partition: string;
@@ -412,6 +481,8 @@ export interface BoundaryScope {
   vpc: VpcScope | false;
   /** `sophia:resumeBucket` of the stage, when it names one. */
   resumeBucket?: string | undefined;
+  /** `sophia:resumeBucketPrefix` of the stage: the boundary allows only objects under it (none without it). */
+  resumeBucketPrefix?: string | undefined;
 }
 
 export function boundaryStatements(b: BoundaryScope): PolicyStatement[] {
@@ -440,8 +511,10 @@ export function boundaryStatements(b: BoundaryScope): PolicyStatement[] {
       },
     },
   ];
-  if (b.resumeBucket) {
-    out.push({ Sid: "ResumeBucket", Effect: "Allow", Action: ["s3:GetObject", "s3:PutObject"], Resource: [`arn:${b.partition}:s3:::${b.resumeBucket}/*`] });
+  if (b.resumeBucket && b.resumeBucketPrefix) {
+    // The stage's prefix only: another stage sharing the bucket keeps its own (the bootstrap refuses
+    // two stages whose prefixes of one bucket overlap: resumePrefixProblems).
+    out.push({ Sid: "ResumeBucket", Effect: "Allow", Action: ["s3:GetObject", "s3:PutObject"], Resource: [`arn:${b.partition}:s3:::${b.resumeBucket}/${b.resumeBucketPrefix}*`] });
   }
   if (b.vpc) {
     out.push(

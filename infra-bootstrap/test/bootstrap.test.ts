@@ -122,8 +122,13 @@ test("one deploy role per stage, trusted only for that stage's GitHub environmen
     assert.equal(trust.Statement.length, 1);
     assert.deepEqual(trust.Statement[0].Principal, { Federated: `arn:aws:iam::${ACCOUNT}:oidc-provider/token.actions.githubusercontent.com` });
     assert.equal(trust.Statement[0].Action, "sts:AssumeRoleWithWebIdentity");
+    // The customised subject (scripts/protect-environments sets the repository's claim keys): the
+    // environment, the ref main and infra.yml as on main; never the environment alone.
     assert.deepEqual(trust.Statement[0].Condition, {
-      StringEquals: { "token.actions.githubusercontent.com:aud": "sts.amazonaws.com", "token.actions.githubusercontent.com:sub": `repo:${REPO}:environment:${env}` },
+      StringEquals: {
+        "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
+        "token.actions.githubusercontent.com:sub": `repo:${REPO}:environment:${env}:ref:refs/heads/main:job_workflow_ref:${REPO}/.github/workflows/infra.yml@refs/heads/main`,
+      },
     });
   }
 });
@@ -160,8 +165,10 @@ test("the preview role: jobs of the preview environment only; reads dev's state 
   const role = byName("aws:iam/role:Role", "preview");
   const trust = JSON.parse(role.inputs["assumeRolePolicy"] as string);
   // Not `pull_request`: any pull-request job of any workflow a branch adds would match it.
-  assert.equal(trust.Statement[0].Condition.StringEquals["token.actions.githubusercontent.com:sub"], `repo:${REPO}:environment:preview`);
-
+  assert.deepEqual(trust.Statement[0].Condition, {
+    StringEquals: { "token.actions.githubusercontent.com:aud": "sts.amazonaws.com" },
+    StringLike: { "token.actions.githubusercontent.com:sub": `repo:${REPO}:environment:preview:ref:refs/pull/*/merge:job_workflow_ref:${REPO}/.github/workflows/infra.yml@refs/pull/*/merge` },
+  });
   const doc = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "preview-policy").inputs["policy"] as string);
   const actions = [...new Set(doc.Statement.flatMap((s: { Action: string[] }) => s.Action))].sort();
   assert.deepEqual(actions, ["kms:Decrypt", "s3:GetObject", "s3:ListBucket"]);

@@ -37,6 +37,7 @@ import {
   opsStatements,
   type PolicyStatement,
   policyDocument,
+  previewRolePolicy,
 } from "../../../infra-bootstrap/src/policies";
 import { ACCOUNT, EVERY_OPTION_ALARM, EVERY_OPTION_VPC, TEST_LAYER_ARN } from "../support/fixtures";
 import { decide, decideInWorker, type Doc, type Request } from "./simulate";
@@ -558,4 +559,20 @@ test("never: DeleteTags without tag keys (it removes every tag, the stage tag to
   assert.equal(await deny("ec2:DeleteTags", endpoint, { ...own, "aws:TagKeys": ["stage"] }), true, "DeleteTags of the stage tag");
   assert.equal(await deny("ec2:DeleteTags", endpoint, { ...own, "aws:TagKeys": ["Name"] }), false, "DeleteTags of another tag of the stage's endpoint");
   for (const other of [{}, { "aws:ResourceTag/stage": "prod" }] as Record<string, string>[]) assert.equal(await deny("ec2:DeleteTags", endpoint, other), true, JSON.stringify(other));
+});
+
+test("the state bucket is listed under this stack's own prefixes only (the DIY backend's real list requests), for the deploy and preview roles", async () => {
+  const bucket = `arn:${P}:s3:::${STATE_BUCKET}`;
+  const preview = [previewRolePolicy(P, REGION, STAGE, { bucket: STATE_BUCKET, keyArn: `arn:${P}:kms:${REGION}:${ACCOUNT}:key/state-key` }, `arn:${P}:kms:${REGION}:${ACCOUNT}:key/qa-pulumi-secrets`)] as unknown as Doc[];
+  const list = async (identity: Doc[], prefix?: string) =>
+    (await decide({ principal: DEPLOY, action: "s3:ListBucket", resource: bucket, context: prefix === undefined ? {} : { "s3:prefix": prefix } }, { identity })).decision === "Allowed";
+  for (const identity of [IDENTITY, preview]) {
+    // pulumi/pulumi v3.248.0 pkg/backend/diy: state.go stackPath, bucket.go listBucket (lock.go, state.go history and backups).
+    for (const own of [`.pulumi/stacks/sophia/${STAGE}.json`, `.pulumi/locks/organization/sophia/${STAGE}/`, `.pulumi/history/sophia/${STAGE}/`, `.pulumi/backups/sophia/${STAGE}/`]) {
+      assert.equal(await list(identity, own), true, own);
+    }
+    for (const other of [undefined, "", ".pulumi/", ".pulumi/stacks/", ".pulumi/stacks/sophia/", ".pulumi/stacks/sophia/prod.json", `.pulumi/history/sophia/${STAGE}-eu/`, ".pulumi/locks/organization/sophia/prod/", ".pulumi/history/sophia/prod/", ".pulumi/backups/sophia/"]) {
+      assert.equal(await list(identity, other), false, String(other));
+    }
+  }
 });

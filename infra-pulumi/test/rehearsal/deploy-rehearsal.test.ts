@@ -613,7 +613,7 @@ test("never: another stage's roles, functions, queues, secrets, keys or state, i
 });
 
 test("the boundary: every function role's own policy fits inside it (the boundary takes nothing the functions use)", async () => {
-  const statements = boundaryStatements({ partition: P, region: REGION, account: ACCOUNT, stage: STAGE, vpc: STAGE_VPC, resumeBucket: "sophia-qa-resumes" });
+  const statements = boundaryStatements({ partition: P, region: REGION, account: ACCOUNT, stage: STAGE, vpc: STAGE_VPC, resumeBucket: "sophia-qa-resumes", resumeBucketPrefix: "resumes/" });
   // The simulator resolves variable condition keys only in the `prefix/name` form (aws:ResourceTag/x),
   // not kms:EncryptionContext:<name>: that condition is checked here, against every secret of the
   // stage (Secrets Manager's encryption context names the secret), then left to the rest.
