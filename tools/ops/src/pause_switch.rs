@@ -8,7 +8,8 @@
 //! the rights of whoever starts it when it names no `assumeRole`, so this reads the document first
 //! (`GetDocument`), refuses it unless it is exactly one `UpdateEventSourceMapping` with the
 //! `MappingUuid` and `Enabled` it is given, run with the stage's switch role, and starts the version
-//! it read. Then it waits for the execution and reads the mapping back (`ListEventSourceMappings`).
+//! it read, and only for a mapping whose function is one of the stage's (`check_mapping_function`).
+//! Then it waits for the execution and reads the mapping back (`ListEventSourceMappings`).
 //!
 //! Not run on a development machine (no SSM there; the local pipeline's mappings are paused through
 //! its control channel, `status::Observer::Local`). On a stage:
@@ -43,6 +44,18 @@ pub fn stage_of(queue_url: &str, queue: &str) -> Result<String, String> {
         .filter(|stage| !stage.is_empty())
         .map(str::to_owned)
         .ok_or_else(|| format!("{name} is not a stage's {queue} queue (sophia-<stage>-{queue})"))
+}
+
+/// Refuses a mapping whose function is not one of the stage's (`sophia-<stage>-<function>`): the
+/// switch role would refuse it too, this says so before anything starts.
+pub fn check_mapping_function(function_arn: Option<&str>, stage: &str) -> Result<(), String> {
+    let name = function_arn.and_then(|arn| arn.rsplit(':').next()).unwrap_or_default();
+    let function = name.strip_prefix(&format!("sophia-{stage}-")).unwrap_or_default();
+    if sophia_declarations::Function::from_name(function).is_some() {
+        Ok(())
+    } else {
+        Err(format!("the mapping invokes {}, not a function of the stage {stage}", function_arn.unwrap_or("nothing")))
+    }
 }
 
 /// Refuses a switch document that could do more than set `Enabled` on the mapping it is given, with
@@ -135,14 +148,16 @@ pub async fn set_enabled(
     ctx: &Context,
     queue_url: &str,
     queue: &str,
-    uuid: &str,
+    mapping: &Mapping,
     enabled: bool,
 ) -> Result<Mapping, String> {
+    let uuid = mapping.uuid.as_str();
     let arn = queue_arn(queue_url)?;
     let stage = match &ctx.stage {
         Some(stage) => stage.clone(),
         None => stage_of(queue_url, queue)?,
     };
+    check_mapping_function(mapping.function_arn.as_deref(), &stage)?;
     let document = document_name(&stage);
     let mut parts = arn.split(':');
     let (partition, account) = (parts.nth(1).unwrap_or("aws"), parts.nth(2).unwrap_or_default());
@@ -243,6 +258,18 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn only_a_mapping_of_the_stages_function_is_switched() {
+        let arn = |name: &str| format!("arn:aws:lambda:eu-west-1:123456789012:function:{name}");
+        assert_eq!(check_mapping_function(Some(&arn("sophia-dev-interview-completed")), "dev"), Ok(()));
+        for other in
+            ["sophia-prod-interview-completed", "sophia-dev-eu-interview-completed", "teamb-orders", "sophia-dev-"]
+        {
+            assert!(check_mapping_function(Some(&arn(other)), "dev").is_err(), "{other}");
+        }
+        assert!(check_mapping_function(None, "dev").is_err());
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub async fn set_mapping(ctx: &Context, queue: QueueName, enabled: bool, dry_run
     // the local pipeline: through its runner's control channel.
     let after = match status::Observer::for_queue(ctx, &now.queue_url) {
         status::Observer::Aws => {
-            crate::pause_switch::set_enabled(ctx, &now.queue_url, queue.as_str(), &mapping.uuid, enabled).await
+            crate::pause_switch::set_enabled(ctx, &now.queue_url, queue.as_str(), &mapping, enabled).await
         }
         observer => observer.set_enabled(ctx, &mapping.uuid, enabled).await,
     }
