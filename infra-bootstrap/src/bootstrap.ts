@@ -33,12 +33,15 @@ import {
   boundaryPolicyName,
   boundaryStatements,
   collidingStages,
+  resumePrefixProblems,
   deployRoleName,
   deployRolePolicies,
   environmentOf,
   GITHUB_OIDC_AUDIENCE,
   GITHUB_OIDC_HOST,
   githubTrustPolicy,
+  deploySubject,
+  previewSubjectPattern,
   KMS_ADMIN_ACTIONS,
   loadPermissions,
   loadStageNames,
@@ -55,6 +58,11 @@ import {
   loadDeclarations,
   opsPolicyName,
   opsStatements,
+  mappingSwitchDocument,
+  mappingSwitchDocumentName,
+  mappingSwitchRoleName,
+  mappingSwitchStatements,
+  mappingSwitchTrustPolicy,
 } from "./policies";
 
 /** The repository root (its `Pulumi.<stage>.yaml` files); tests point it elsewhere. */
@@ -70,8 +78,9 @@ export interface StageFacts {
   /** `sophia:vpc` of the stage (its VPC, subnets and security groups), or false. */
   vpc: VpcScope | false;
   environment: string;
-  /** `sophia:resumeBucket` (the function roles' boundary allows its objects). */
+  /** `sophia:resumeBucket` and `sophia:resumeBucketPrefix` (the function roles' boundary allows the objects under the prefix). */
   resumeBucket: string | undefined;
+  resumeBucketPrefix: string | undefined;
   /** `sophia:alarmTopicArn` and `sophia:alarmSubscription`: the only alarm destinations outside the stage's names. */
   alarm: AlarmScope;
 }
@@ -103,7 +112,8 @@ export function stageFacts(stage: string, region: string, environments: Record<s
       ? false
       : { vpcId: vpcConfig.vpcId as string, subnetIds: vpcConfig.subnetIds as string[], securityGroupIds: vpcConfig.securityGroupIds as string[], interfaceEndpoints: endpoints === true };
   const resumeBucket = typeof config["sophia:resumeBucket"] === "string" ? (config["sophia:resumeBucket"] as string) : undefined;
-  return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket, alarm };
+  const resumeBucketPrefix = typeof config["sophia:resumeBucketPrefix"] === "string" ? (config["sophia:resumeBucketPrefix"] as string) : undefined;
+  return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket, resumeBucketPrefix, alarm };
 }
 
 /**
@@ -291,6 +301,8 @@ export interface Bootstrap {
   secretsKeys: Record<string, aws.kms.Key>;
   /** Per stage: the API's publish policy and the operators' policy (held outside the stage). */
   accessPolicies: Record<string, { apiPublish: aws.iam.Policy; ops: aws.iam.Policy }>;
+  /** Per stage: the pause switch (its role and document), the bootstrap's: no deploy of the stage may write them. */
+  pauseSwitches: Record<string, { role: aws.iam.Role; document: aws.ssm.Document }>;
   /** Per stage: the operator audit trail's log group (no deploy of the stage may touch it). */
   auditLogGroups: Record<string, aws.cloudwatch.LogGroup>;
   /** The account's external-access analyzer, unless `accessAnalyzerArn` names an existing one. */
@@ -336,6 +348,7 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
   const policies = stageDeployPolicies(facts, deploy.roles, secretsKeys, stateOf, account);
   const access = stageAccessPolicies(facts, account);
   const auditLogGroups = operatorAuditLogGroups(config, facts, account);
+  const pauseSwitches = stagePauseSwitches(facts, account);
   const previewPolicy = previewRole && config.previewStage !== undefined ? previewRolePolicyOf(previewRole, config.previewStage, backend, stateOf, account) : undefined;
   const accessAnalyzer = externalAccessAnalyzer(config, account);
 
@@ -358,9 +371,49 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
     secretsKeys,
     accessPolicies: access.policies,
     auditLogGroups,
+    pauseSwitches,
     accessAnalyzer,
     outputs,
   };
+}
+
+/**
+ * Per stage: the operators' pause switch (docs/runbook.md, "Oldest message too old"). Its
+ * document's content is what on-call runs; its role may set Enabled on the stage's mappings only
+ * (policies.ts, mappingSwitchStatements). Both under the bootstrap's names and path: every deploy
+ * role is denied IAM on the path and SSM on the names (guardStatements), so no deploy of any stage
+ * can change what the operators start. sophia-ops reads the document and starts the version it
+ * checked (tools/ops/src/pause_switch.rs).
+ */
+function stagePauseSwitches(facts: StageFacts[], account: Account): Bootstrap["pauseSwitches"] {
+  const declarations = loadDeclarations();
+  const out: Bootstrap["pauseSwitches"] = {};
+  for (const f of facts) {
+    const role = new aws.iam.Role(`${f.stage}-mapping-switch`, {
+      name: mappingSwitchRoleName(f.stage),
+      path: BOOTSTRAP_PATH,
+      description: `Sets Enabled on the ${f.stage} stage's event source mappings, run by SSM Automation only`,
+      assumeRolePolicy: pulumi.all([account.partition, account.account]).apply(([p, a]) => JSON.stringify(mappingSwitchTrustPolicy(p, account.region, a))),
+      maxSessionDuration: 3600,
+      tags: { ...TAGS, stage: f.stage },
+    });
+    new aws.iam.RolePolicy(`${f.stage}-mapping-switch`, {
+      role: role.id,
+      name: "stage-mappings-enabled",
+      policy: pulumi
+        .all([account.partition, account.account])
+        .apply(([p, a]) => JSON.stringify(policyDocument(mappingSwitchStatements({ partition: p, region: account.region, account: a, stage: f.stage }, declarations)))),
+    });
+    const document = new aws.ssm.Document(`${f.stage}-mapping-enabled`, {
+      name: mappingSwitchDocumentName(f.stage),
+      documentType: "Automation",
+      documentFormat: "JSON",
+      content: role.arn.apply((arn) => JSON.stringify(mappingSwitchDocument(arn))),
+      tags: { ...TAGS, stage: f.stage },
+    });
+    out[f.stage] = { role, document };
+  }
+  return out;
 }
 
 /**
@@ -404,6 +457,7 @@ function checkedStageFacts(config: BootstrapConfig, region: string): StageFacts[
     if (Array.isArray(f)) problems.push(...f);
     else facts.push(f);
   }
+  problems.push(...resumePrefixProblems(facts));
   if (problems.length > 0) throw new pulumi.RunError(`The stages cannot be bootstrapped:\n  - ${problems.join("\n  - ")}`);
   return facts;
 }
@@ -437,7 +491,7 @@ function stageDeployRoles(
       path: BOOTSTRAP_PATH,
       description: `Deploys the ${f.stage} stage from the GitHub environment ${f.environment}`,
       assumeRolePolicy: oidcProviderArn.apply((arn) =>
-        JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:environment:${f.environment}`)),
+        JSON.stringify(githubTrustPolicy(arn, deploySubject(config.githubRepository, f.environment))),
       ),
       maxSessionDuration: 3600,
       tags: { ...TAGS, stage: f.stage },
@@ -465,7 +519,7 @@ function pullRequestPreviewRole(config: BootstrapConfig, oidcProviderArn: pulumi
     name: previewRoleName(stage),
     path: BOOTSTRAP_PATH,
     description: `Read-only pulumi preview of ${stage} for pull requests`,
-    assumeRolePolicy: oidcProviderArn.apply((arn) => JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:environment:${PREVIEW_ENVIRONMENT}`))),
+    assumeRolePolicy: oidcProviderArn.apply((arn) => JSON.stringify(githubTrustPolicy(arn, previewSubjectPattern(config.githubRepository, PREVIEW_ENVIRONMENT), true))),
     maxSessionDuration: 3600,
     tags: { ...TAGS, stage },
   });
@@ -601,7 +655,7 @@ function stageDeployPolicies(
       description: `Permissions boundary of every role the ${f.stage} stage creates`,
       policy: pulumi
         .all([partition, account.account])
-        .apply(([p, a]) => JSON.stringify(policyDocument(boundaryStatements({ partition: p, region, account: a, stage: f.stage, vpc: f.vpc, resumeBucket: f.resumeBucket })))),
+        .apply(([p, a]) => JSON.stringify(policyDocument(boundaryStatements({ partition: p, region, account: a, stage: f.stage, vpc: f.vpc, resumeBucket: f.resumeBucket, resumeBucketPrefix: f.resumeBucketPrefix })))),
       tags: { ...TAGS, stage: f.stage },
     });
     const key = secretsKeys[f.stage];

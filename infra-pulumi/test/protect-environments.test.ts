@@ -15,8 +15,11 @@ import { test } from "node:test";
 
 import * as yaml from "js-yaml";
 
+import { deploySubject, OIDC_SUB_CLAIM_KEYS } from "../../infra-bootstrap/src/policies";
 import { REPO_ROOT } from "../src/repository";
-import { DEV_ROLE, type GithubEnvironment, PROTECTED_DEV, PROTECTED_MAIN, type Protected, REQUIRED_CHECKS, github, protect } from "./support/github";
+import { DEV_ROLE, type GithubEnvironment, PROTECTED_DEV, PROTECTED_MAIN, type Protected, REPO, REQUIRED_CHECKS, github, protect } from "./support/github";
+
+const scriptText = () => fs.readFileSync(path.join(REPO_ROOT, "scripts", "protect-environments"), "utf8");
 
 const PREVIEW_ROLE = "arn:aws:iam::222222222222:role/sophia-bootstrap/sophia-preview";
 const DEV = PROTECTED_DEV;
@@ -120,6 +123,25 @@ test("Actions: a writing or approving default token and fork pull requests with 
   const publicRepo = protect(["dev", "--apply"], github({ dev: DEV }));
   assert.equal(publicRepo.status, 0, publicRepo.output);
   assert.doesNotMatch(publicRepo.calls, /^PUT repos\/acme\/sophia\/actions\/permissions\/fork-pr-workflows-private-repos/m);
+});
+
+test("the OIDC subject: GitHub's default (an environment's job, whatever ran it) is named; --apply customises it to the claim keys the deploy roles' trust names", () => {
+  assert.equal(scriptText().match(/^OIDC_SUB_CLAIM_KEYS='(.*)'$/m)?.[1], JSON.stringify(OIDC_SUB_CLAIM_KEYS), "the script's keys are infra-bootstrap's");
+  for (const oidcSub of [{ use_default: true }, { use_default: false, include_claim_keys: ["repo", "context"] }, { use_default: false, include_claim_keys: ["repo", "job_workflow_ref", "context", "ref"] }]) {
+    const state = github({ dev: DEV }, { oidcSub });
+    const check = protect(["dev"], state);
+    assert.equal(check.status, 1, JSON.stringify(oidcSub));
+    assert.deepEqual(check.stdout.trim().split("\n"), [
+      `Actions: the OIDC subject is not customised to the claim keys ${JSON.stringify(OIDC_SUB_CLAIM_KEYS)} (the deploy roles trust only an environment's job of infra.yml as on main, run for main: no deploy can take its role until it is)`,
+    ]);
+    assert.deepEqual(writes(check.calls), []);
+    const applied = protect(["dev", "--apply"], state);
+    assert.equal(applied.status, 0, applied.output);
+    assert.deepEqual(applied.github.oidcSub, { use_default: false, include_claim_keys: [...OIDC_SUB_CLAIM_KEYS] });
+  }
+  // The subject GitHub then writes for dev's deploy job is the one the deploy role trusts exactly.
+  const sub = OIDC_SUB_CLAIM_KEYS.map((k) => ({ repo: `repo:${REPO}`, context: "environment:dev", ref: "ref:refs/heads/main", job_workflow_ref: `job_workflow_ref:${REPO}/.github/workflows/infra.yml@refs/heads/main` })[k]).join(":");
+  assert.equal(sub, deploySubject(REPO, "dev"));
 });
 
 test("credentials held as repository or organization secrets are named with the fix; --apply never deletes them and fails", () => {

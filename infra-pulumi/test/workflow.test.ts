@@ -184,7 +184,7 @@ test("the PR preview: same-repository non-fork PRs only, the preview environment
   const preview = jobs["preview"]!;
   assert.match(preview.if!, /github\.event\.pull_request\.head\.repo\.full_name == github\.repository/);
   assert.match(preview.if!, /&& !github\.event\.pull_request\.head\.repo\.fork$/, "a fork is refused by name too");
-  // The preview role trusts repo:<owner>/<repo>:environment:preview, the subject of this job's
+  // The preview role trusts repo:<owner>/<repo>:environment:preview:ref:refs/pull/*/merge:job_workflow_ref:<infra.yml at it>, the subject of this job's
   // tokens; the token is that environment's secret.
   assert.equal(preview.environment, "preview");
   const creds = uses(preview, "aws-actions/configure-aws-credentials")[0]!;

@@ -74,7 +74,7 @@ const STATEMENTS = heldStatements();
 const identity = (statements: PolicyStatement[]): Doc[] => [policyDocument(statements) as unknown as Doc];
 /** What Lambda does with a function's role is bounded by the stage's boundary (the bootstrap's). */
 const FUNCTION_ROLE = `arn:${P}:iam::${ACCOUNT}:role/sophia/${HELD_STAGE}/sophia-${HELD_STAGE}-interview-completed`;
-const BOUNDARY = boundaryStatements({ partition: P, region: HELD_REGION, account: ACCOUNT, stage: HELD_STAGE, vpc: EVERY_OPTION_VPC, resumeBucket: "sophia-qa-resumes" });
+const BOUNDARY = boundaryStatements({ partition: P, region: HELD_REGION, account: ACCOUNT, stage: HELD_STAGE, vpc: EVERY_OPTION_VPC, resumeBucket: "sophia-qa-resumes", resumeBucketPrefix: "resumes/" });
 
 const VALUES: Record<string, string> = {
   stage: HELD_STAGE,

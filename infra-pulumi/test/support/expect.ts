@@ -47,11 +47,9 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.esm]: 2,
   // one per function (the operator audit trail's is the bootstrap's)
   [TYPE.logGroup]: 3,
-  // one per function, and the pause switch's (src/mapping-switch.ts)
-  [TYPE.role]: 4,
-  [TYPE.rolePolicy]: 4,
-  // the pause switch: one Automation document per source queue's mapping
-  [TYPE.ssmDocument]: 2,
+  // one per function (the pause switch's role and document are the bootstrap's)
+  [TYPE.role]: 3,
+  [TYPE.rolePolicy]: 3,
   // 2 DLQ + 2 age + 5 function alarms (errors and throttles of the 2 functions that can run,
   // report-generate's duration), one "invalid messages dropped" per function that can run and
   // report-generate's "reports failing", "records given up after transient failures", "reports

@@ -268,6 +268,20 @@ function repositorySettings({ st, method, body, fail, save, done }, r) {
     if (method === "PUT") { st.workflowPermissions = body; save(); done(); }
     done(st.workflowPermissions);
   }
+  // GET answers the repository's template ({use_default: true} until one is set); PUT refuses a
+  // body without use_default and claim keys that are not unique or hold other than alphanumerics
+  // and underscores (https://docs.github.com/en/rest/actions/oidc: "Array of unique strings. Each
+  // claim key can only contain alphanumeric characters and underscores", HTTP 422).
+  if (r === "actions/oidc/customization/sub") {
+    if (method === "PUT") {
+      const keys = body.include_claim_keys;
+      if (typeof body.use_default !== "boolean") fail(422, "Invalid request: use_default is required");
+      if (keys !== undefined && (!Array.isArray(keys) || new Set(keys).size !== keys.length || keys.some((k) => !/^[A-Za-z0-9_]+$/.test(k)))) fail(422, "Invalid request: include_claim_keys");
+      st.oidcSub = body.use_default ? { use_default: true } : { use_default: false, include_claim_keys: keys };
+      save(); done();
+    }
+    done(st.oidcSub || { use_default: true });
+  }
   if (r === "actions/permissions/fork-pr-workflows-private-repos") {
     if (!st.forkPr) fail(422, "This setting only applies to internal and private repositories");
     if (method === "PUT") { st.forkPr = body; save(); done(); }

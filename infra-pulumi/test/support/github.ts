@@ -135,6 +135,8 @@ export interface Github {
   /** Branch protection by branch name (absent: unprotected). */
   protection: Record<string, BranchProtection>;
   workflowPermissions: { default_workflow_permissions: "read" | "write"; can_approve_pull_request_reviews: boolean };
+  /** The repository's OIDC subject template (absent: GitHub's default, {use_default: true}). */
+  oidcSub?: { use_default: boolean; include_claim_keys?: string[] };
   /** A private repository's fork pull request settings; absent: a public repository (HTTP 422). */
   forkPr?: {
     run_workflows_from_fork_pull_requests: boolean;
@@ -203,6 +205,7 @@ export const github = (environments: Record<string, GithubEnvironment> = {}, ext
   environments,
   protection: { main: PROTECTED_MAIN },
   workflowPermissions: { default_workflow_permissions: "read", can_approve_pull_request_reviews: false },
+  oidcSub: { use_default: false, include_claim_keys: ["repo", "context", "ref", "job_workflow_ref"] },
   repoSecrets: [],
   orgSecrets: [],
   repoVariables: {},
