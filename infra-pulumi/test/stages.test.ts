@@ -90,7 +90,7 @@ test("the docs name one production stage: deploy.md's prod block and CI line, cu
   // The block sets STAGE once REVIEWER is set (`REVIEWER=${REVIEWER:?...} && STAGE=<stage> && ...`).
   only(all(deploy, /<!-- deploy-doc: prod 1 -->\n```bash\n(?:REVIEWER=[^\n]*\n)?STAGE=([a-z0-9-]+)/g), "deploy.md's \"Prod, after dev\" block");
   only(all(deploy, /CI\s+deploys only `dev` and `([^`]+)`/g), "deploy.md's \"Adding a stage\"");
-  only(all(deploy, /scripts\/protect-environments (\S+) (?:--apply|   # check only)/g).filter((s) => s !== "dev" && s !== "--preview" && s !== '"$STAGE"'), "deploy.md's protect-environments lines for production");
+  only(all(deploy, /scripts\/protect-environments (\S+) (?:--apply|   # check only)/g).filter((s) => s !== "dev" && s !== "--preview" && s !== '"$STAGE"' && s !== "<stage>"), "deploy.md's protect-environments lines for production");
   only([...all(deploy, /`([^`]+)`\s+\(its environment is `production`\)/g), ...all(deploy, /environment \(`production` for `([^`]+)`\)/g)], "deploy.md's environment lines");
   // The old SST stack's own `sst remove --stage prod` is the replaced system's stage, not this one's.
   const cutover = read("docs/cutover.md").replace("`npx sst remove --stage prod`", "");
