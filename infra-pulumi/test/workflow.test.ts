@@ -310,6 +310,8 @@ test("previews cannot touch deploy secrets: own read-only names in the preview e
   const preview = jobs["preview"]!;
   assert.equal(preview.environment, "preview", "the dev/production environments' secrets are out of its reach");
   assert.deepEqual(secretsOf(preview), ["PULUMI_PREVIEW_ACCESS_TOKEN"]);
+  // The doc says the same: the preview job has an environment (`preview`), just not dev's or production's.
+  assert.doesNotMatch(read("docs/deploy.md"), /preview job \(no environment\)|preview job has no environment/, "docs/deploy.md says the preview job has no environment; infra.yml puts it in preview");
   // The preview token is an environment secret: only a job of the preview environment names it.
   for (const { file, name, job } of allJobs) {
     if (!secretsOf(job).includes("PULUMI_PREVIEW_ACCESS_TOKEN")) continue;
