@@ -17,6 +17,8 @@ import * as yaml from "js-yaml";
 
 import { REPO_ROOT } from "../src/repository";
 import { DEV_ROLE, type GithubEnvironment, PROTECTED_DEV, PROTECTED_MAIN, type Protected, REQUIRED_CHECKS, github, protect } from "./support/github";
+/** The lint check's name while it ran the advisories: main must stop requiring it (no job reports it). */
+const RETIRED_LINT = "scripts/lint (rustfmt, clippy, cargo deny, npm audit, actionlint)";
 
 const PREVIEW_ROLE = "arn:aws:iam::222222222222:role/sophia-bootstrap/sophia-preview";
 const DEV = PROTECTED_DEV;
@@ -50,7 +52,7 @@ test("main: unprotected or weakened, each gap named; --apply protects it and kee
     protection: {
       main: {
         ...PROTECTED_MAIN,
-        required_status_checks: { strict: true, contexts: ["scripts/lint (rustfmt, clippy, cargo deny, npm audit, actionlint)"] },
+        required_status_checks: { strict: true, contexts: [REQUIRED_CHECKS[1]!, RETIRED_LINT] },
         required_pull_request_reviews: { ...PROTECTED_MAIN.required_pull_request_reviews!, require_last_push_approval: false, dismiss_stale_reviews: false },
         enforce_admins: { enabled: false },
         allow_force_pushes: { enabled: true },
@@ -66,6 +68,7 @@ test("main: unprotected or weakened, each gap named; --apply protects it and kee
     "branch main: force pushes are allowed",
     "branch main: the branch may be deleted",
     "branch main: required checks missing: scripts/test against a MongoDB 7 replica set",
+    `branch main: required checks no job reports any more (every merge would wait for them): ${RETIRED_LINT}`,
   ]);
   const noReview = protect(["dev"], github({ dev: DEV }, { protection: { main: { ...PROTECTED_MAIN, required_pull_request_reviews: undefined } } }));
   assert.match(noReview.stdout, /^branch main: changes need no pull request \(required_pull_request_reviews is off\)$/m);
@@ -81,7 +84,8 @@ test("main: unprotected or weakened, each gap named; --apply protects it and kee
     protection: {
       main: {
         ...PROTECTED_MAIN,
-        required_status_checks: { strict: true, contexts: ["infra"] },
+        // "infra" is kept; the lint check's former name (advisories included), which no job reports, is dropped.
+        required_status_checks: { strict: true, contexts: ["infra", RETIRED_LINT] },
         required_pull_request_reviews: { ...PROTECTED_MAIN.required_pull_request_reviews!, required_approving_review_count: 2, require_code_owner_reviews: true },
         required_linear_history: { enabled: true },
         enforce_admins: { enabled: false },

@@ -177,7 +177,7 @@ export const PROTECTED_DEV: GithubEnvironment = {
 };
 
 /** The checks of rust.yml main requires (the script's REQUIRED_CHECKS). */
-export const REQUIRED_CHECKS = ["scripts/test against a MongoDB 7 replica set", "scripts/lint (rustfmt, clippy, cargo deny, npm audit, actionlint)"];
+export const REQUIRED_CHECKS = ["scripts/test against a MongoDB 7 replica set", "scripts/lint (rustfmt, clippy, cargo deny bans licenses sources, actionlint)"];
 
 /** main as --apply leaves it. */
 export const PROTECTED_MAIN: BranchProtection = {
