@@ -336,7 +336,7 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.equal(github(sc).environments["dev"]!.deployment_branch_policy, null, "any branch could name it");
       const first = [...BLOCKS.keys()].filter((k) => k.startsWith("first "));
       const landAt = first.findIndex((k) => /^land /m.test(block(k)));
-      const variablesAt = first.findIndex((k) => /gh variable set/.test(block(k)));
+      const variablesAt = first.findIndex((k) => /^set_variable /m.test(block(k)));
       assert.ok(variablesAt >= 0 && variablesAt < landAt, `the repository variables come before the first merge (${first.join(", ")})`);
       const two = block("first 2");
       const protectAt = two.indexOf('scripts/protect-environments "$STAGE" --apply');
@@ -596,8 +596,9 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
     await t.test("prod in its own account: the doc's production-environment variables override the repository's (dev's) for prod's job only", async () => {
       const own = /\*\*In its own account\*\*[\s\S]*?```bash\n([\s\S]*?)```/.exec(DOC)![1]!;
       assert.match(own, /^export AWS_PROFILE=\S+ BOOTSTRAP_STACK=account-prod BOOTSTRAP_BACKEND="file:\/\/\$HOME\/\.sophia-bootstrap-state-prod"\s/m, "a second bootstrap stack and backend, before the facts");
-      const lines = own.split("\n").filter((l) => l.startsWith("gh variable set"));
-      assert.deepEqual(lines.map((l) => l.split(" ")[3]), ["PULUMI_BACKEND_URL", "AWS_REGION"]);
+      const lines = own.split("\n").filter((l) => l.startsWith("set_variable "));
+      assert.deepEqual(lines.map((l) => l.split(" ")[1]), ["PULUMI_BACKEND_URL", "AWS_REGION"]);
+      assert.ok(lines.every((l) => l.endsWith(" --env production")), "both on the production environment");
       // Run here against this account's bootstrap (the stand-in world has one account): the values land on production.
       const before = { ...github(sc).repoVariables };
       const r = await step("prod own account", REPROVISIONED, lines.join("\n"));
@@ -618,6 +619,28 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.equal(lowered.code, 0, lowered.out);
       assert.equal(github(sc).protection["main"]!.required_pull_request_reviews!.required_approving_review_count, 0);
       assert.equal(world.ci.length, deploys + 1);
+    });
+
+    await t.test("land names the required check that failed (gh pr checks --watch exits 1 with nothing on stderr), and set_variable refuses an empty value before gh runs", async () => {
+      const gh = github(sc);
+      fs.writeFileSync(path.join(sc.state, "github.json"), JSON.stringify({ ...gh, checks: "fail" }));
+      const deploys = world.ci.length;
+      const failed = await step("land, a check fails", REPROVISIONED, "git commit -q --allow-empty -m broken\nland stage-broken", { APPROVALS: "0" });
+      assert.notEqual(failed.code, 0);
+      assert.match(failed.out, /land: a required check of stage-broken failed:\n {2}scripts\/test against a MongoDB 7 replica set \(fail\)\n {2}scripts\/lint [^\n]* \(fail\)\n/);
+      assert.match(failed.out, /fix it, commit, then: land stage-broken/);
+      assert.equal(world.ci.length, deploys, "nothing merged");
+      fs.writeFileSync(path.join(sc.state, "github.json"), JSON.stringify({ ...github(sc), checks: "pass" }));
+      // A failed $(bootstrap_output ...) inside the arguments: set_variable stops, gh is never asked.
+      const before = { ...github(sc).repoVariables };
+      const empty = await step("set_variable, empty", REPROVISIONED, "set_variable AWS_PREVIEW_ROLE_ARN \"$(bootstrap_output NO_SUCH_OUTPUT)\"");
+      assert.notEqual(empty.code, 0);
+      assert.match(empty.out, /refusing to set AWS_PREVIEW_ROLE_ARN to an empty value/);
+      assert.deepEqual(github(sc).repoVariables, before);
+      // The stand-in refuses the empty --body the real gh would prompt for (or read from stdin).
+      const bare = await step("gh variable set, empty", REPROVISIONED, 'gh variable set AWS_REGION --body ""');
+      assert.notEqual(bare.code, 0);
+      assert.match(bare.out, /empty --body: the real gh would prompt "Paste your variable" or read stdin/);
     });
   } finally {
     server.close();

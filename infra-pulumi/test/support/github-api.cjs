@@ -46,6 +46,14 @@ function run(stateDir, user, args, stdin, io) {
       io.stderr += "gh variable set: --body\n";
       throw new Exit(3);
     }
+    // An empty --body is no value: the real gh then asks "Paste your variable" on a terminal, or reads
+    // the value from stdin (cli/cli pkg/cmd/variable/set/set.go, getBody: `if opts.Body != ""` ...
+    // `opts.IO.CanPrompt()` ... `io.ReadAll(opts.IO.In)`). The stand-in refuses it instead (stricter):
+    // a pasted block must never reach it.
+    if (args[at + 1] === "") {
+      io.stderr += "gh variable set: empty --body: the real gh would prompt \"Paste your variable\" or read stdin (stand-in refuses)\n";
+      throw new Exit(1);
+    }
     if (st.readOnly || st.fail) fail(st.fail || 403, "Resource not accessible by integration");
     // --env <name>: the environment's variable (it overrides the repository's of the same name).
     const envAt = args.findIndex((x) => x === "--env" || x === "-e");
