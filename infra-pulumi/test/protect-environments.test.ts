@@ -367,3 +367,21 @@ test("the plan: a private repository on GitHub Free is refused before any write;
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("production: --apply turns off 'Allow administrators to bypass configured protection rules' (can_admins_bypass false); a PUT without it turns it back on, and the check names it", () => {
+  const applied = protect(["prod-rs", "--apply", "--reviewer", "user:alice"], github());
+  assert.equal(applied.status, 0, applied.output);
+  assert.equal(applied.github.environments["production"]!.can_admins_bypass, false);
+  assert.match(applied.calls, /^PUT repos\/acme\/sophia\/environments\/production .*"can_admins_bypass":false/m);
+  assert.equal(protect(["prod-rs"], applied.github).status, 0, "checked: in place");
+  // dev has no reviewers to bypass; its PUT leaves the default on.
+  const dev = protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], github());
+  assert.equal(dev.status, 0, dev.output);
+  assert.equal(dev.github.environments["dev"]!.can_admins_bypass, true);
+  // Someone's later PUT without the field (a client library, another script) turns it back on.
+  const reset = { ...applied.github, environments: { ...applied.github.environments, production: { ...applied.github.environments["production"]!, can_admins_bypass: true } } };
+  const found = protect(["prod-rs"], reset);
+  assert.equal(found.status, 1);
+  assert.match(found.stdout, /^environment 'production': administrators may bypass its protection rules \(can_admins_bypass is on: an administrator could deploy prod-rs without an approval\)$/m);
+  assert.equal(protect(["prod-rs", "--apply"], reset).github.environments["production"]!.can_admins_bypass, false, "--apply turns it off again");
+});

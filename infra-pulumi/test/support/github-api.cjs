@@ -307,7 +307,11 @@ function environments({ st, method, body, out, fail, save }, r) {
     if (refused) fail(422, refused);
     // GitHub's answer, quoted in https://github.com/github-community-projects/safe-settings/issues/628.
     if (body.prevent_self_review === true && (body.reviewers || []).length === 0) fail(422, "Required reviewers must have at least one reviewer to set prevent_self_review");
-    env = st.environments[name] = { branchPolicies: [], variables: {}, secrets: [], ...(env || {}), reviewers: body.reviewers || [], prevent_self_review: body.prevent_self_review === true, deployment_branch_policy: body.deployment_branch_policy || null };
+    env = st.environments[name] = { branchPolicies: [], variables: {}, secrets: [], ...(env || {}), reviewers: body.reviewers || [], prevent_self_review: body.prevent_self_review === true, deployment_branch_policy: body.deployment_branch_policy || null,
+      // Administrators may bypass the rules unless the PUT says can_admins_bypass: false; a PUT without
+      // it turns it back on (the setting's default, "Allow administrators to bypass configured
+      // protection rules": https://github.com/google/go-github/issues/2725; the stand-in's reading).
+      can_admins_bypass: body.can_admins_bypass !== false };
     save();
   }
   if (!env) fail(404, "Not Found");
@@ -315,7 +319,7 @@ function environments({ st, method, body, out, fail, save }, r) {
     const rules = [];
     if (env.reviewers.length > 0) rules.push({ type: "required_reviewers", prevent_self_review: env.prevent_self_review, reviewers: env.reviewers.map((x) => ({ type: x.type, reviewer: { id: x.id } })) });
     if (env.deployment_branch_policy) rules.push({ type: "branch_policy" });
-    out({ name, protection_rules: rules, deployment_branch_policy: env.deployment_branch_policy });
+    out({ name, can_admins_bypass: env.can_admins_bypass !== false, protection_rules: rules, deployment_branch_policy: env.deployment_branch_policy });
   } else if (rest === "deployment-branch-policies" && method === "GET") {
     out({ total_count: env.branchPolicies.length, branch_policies: env.branchPolicies });
   } else if (rest === "deployment-branch-policies" && method === "POST") {

@@ -99,6 +99,8 @@ export interface GithubEnvironment {
   variables: Record<string, string>;
   /** Names of the environment's secrets. */
   secrets?: string[];
+  /** "Allow administrators to bypass configured protection rules": on (true) unless a PUT said false. */
+  can_admins_bypass?: boolean;
 }
 
 /** Branch protection in GitHub's read shape (GET .../branches/{branch}/protection). */
