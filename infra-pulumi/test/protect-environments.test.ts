@@ -385,3 +385,10 @@ test("production: --apply turns off 'Allow administrators to bypass configured p
   assert.match(found.stdout, /^environment 'production': administrators may bypass its protection rules \(can_admins_bypass is on: an administrator could deploy prod-rs without an approval\)$/m);
   assert.equal(protect(["prod-rs", "--apply"], reset).github.environments["production"]!.can_admins_bypass, false, "--apply turns it off again");
 });
+
+test("an organization with SAML single sign-on: a token not authorized for it is refused (403), and the script names the fix", () => {
+  const r = protect(["dev", "--deploy-role-arn", DEV_ROLE], { ...github({ dev: DEV }), samlUnauthorized: true });
+  assert.notEqual(r.status, 0);
+  assert.match(r.output, /Resource protected by organization SAML enforcement/);
+  assert.match(r.output, /this token is not authorized for it: with gh's own token run gh auth refresh .*Configure SSO/);
+});

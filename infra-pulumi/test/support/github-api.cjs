@@ -86,6 +86,9 @@ function run(stateDir, user, args, stdin, io) {
   }
   const body = input ? JSON.parse(stdin) : undefined;
   if (st.fail) fail(st.fail, "Bad credentials");
+  // An organization with SAML single sign-on and a token not authorized for it: every call on its
+  // resources (https://docs.github.com/en/authentication/authenticating-with-saml-single-sign-on/authorizing-a-personal-access-token-for-use-with-saml-single-sign-on).
+  if (st.samlUnauthorized && /^(repos|orgs)\//.test(p)) fail(403, "Resource protected by organization SAML enforcement. You must grant your OAuth token access to this organization.");
   if (method !== "GET" && st.readOnly) fail(403, "Resource not accessible by integration");
   fs.appendFileSync(path.join(stateDir, "gh-calls"), method + " " + p + (body ? " " + JSON.stringify(body) : "") + "\n");
   const save = () => fs.writeFileSync(file, JSON.stringify(st));

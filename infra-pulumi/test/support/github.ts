@@ -164,6 +164,8 @@ export interface Github {
   checks?: "pass" | "fail";
   fail?: number;
   readOnly?: boolean;
+  /** The organization enforces SAML SSO and the token is not authorized for it (403 on its resources). */
+  samlUnauthorized?: boolean;
 }
 
 export const REPO = "acme/sophia";
