@@ -456,6 +456,10 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.equal(polls.length, 3, "land met gh's 'no checks reported' (no workflow started), then 'no required checks reported' (none required yet), and polled again");
       assert.match(r.out, /^scripts\/test against a MongoDB 7 replica set\tpass$/m, "land lets gh's watch of the checks reach the terminal");
       assert.match(git(path.join(sc.root, "origin.git"), "show", "main:Pulumi.dev.yaml"), /^secretsprovider: awskms:/m, "step 3's commit is on main");
+      // Step 2's commit too: the bootstrap's settings (no secret), so a new clone can run the later procedures.
+      const settings = git(path.join(sc.root, "origin.git"), "show", "main:infra-bootstrap/Pulumi.account-main.yaml");
+      assert.match(settings, /sophia-bootstrap:keyAdministrators/);
+      assert.doesNotMatch(settings, /secure:/, "the bootstrap's settings hold no secret");
       const ci = world.ci.at(-1)!;
       assert.ok(ci.ok, ci.detail);
       const asRole = madeIn(world, "first 5 / CI");
@@ -590,6 +594,7 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       const landed = await step("prod 5", who, `land "stage-${PROD}"`, env);
       assert.equal(landed.code, 0, landed.out);
       assert.match(git(path.join(sc.root, "origin.git"), "show", `main:Pulumi.${PROD}.yaml`), /^secretsprovider: awskms:/m);
+      assert.match(git(path.join(sc.root, "origin.git"), "show", "main:infra-bootstrap/Pulumi.account-main.yaml"), /- prod-rs$/m, "prod's step 2 commits the bootstrap's stage list");
       for (const s of ["prod 1", "prod 2", "prod 3", "prod 4", "prod 5"]) assert.deepEqual(refusedIn(world, s), [], s);
     });
 
