@@ -99,6 +99,8 @@ export interface GithubEnvironment {
   variables: Record<string, string>;
   /** Names of the environment's secrets. */
   secrets?: string[];
+  /** "Allow administrators to bypass configured protection rules": on (true) unless a PUT said false. */
+  can_admins_bypass?: boolean;
 }
 
 /** Branch protection in GitHub's read shape (GET .../branches/{branch}/protection). */
@@ -164,6 +166,8 @@ export interface Github {
   checks?: "pass" | "fail";
   fail?: number;
   readOnly?: boolean;
+  /** The organization enforces SAML SSO and the token is not authorized for it (403 on its resources). */
+  samlUnauthorized?: boolean;
 }
 
 export const REPO = "acme/sophia";
@@ -179,7 +183,7 @@ export const PROTECTED_DEV: GithubEnvironment = {
 };
 
 /** The checks of rust.yml main requires (the script's REQUIRED_CHECKS). */
-export const REQUIRED_CHECKS = ["scripts/test against a MongoDB 7 replica set", "scripts/lint (rustfmt, clippy, cargo deny, npm audit, actionlint)"];
+export const REQUIRED_CHECKS = ["scripts/test against a MongoDB 7 replica set", "scripts/lint (rustfmt, clippy, cargo deny bans licenses sources, actionlint)"];
 
 /** main as --apply leaves it. */
 export const PROTECTED_MAIN: BranchProtection = {
