@@ -350,7 +350,7 @@ test("the pause switch is the bootstrap's, per stage: its document (one request,
         Action: ["lambda:UpdateEventSourceMapping"],
         Resource: [`arn:aws:lambda:eu-west-1:${ACCOUNT}:event-source-mapping:*`],
         Condition: {
-          ArnEquals: { "lambda:FunctionArn": ["interview-completed", "report-generate", "interview-failed"].map((f) => `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-${stage}-${f}`) },
+          ArnEqualsIfExists: { "lambda:FunctionArn": ["interview-completed", "report-generate", "interview-failed"].map((f) => `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-${stage}-${f}`) },
           StringEquals: { "aws:ResourceTag/stage": stage },
         },
       },
