@@ -85,6 +85,20 @@ export interface StageFacts {
   alarm: AlarmScope;
 }
 
+/**
+ * The stack's own rules for the stage-file values the bootstrap writes into the boundary and deploy
+ * ARNs (infra-pulumi/src/config.ts: the resume bucket and prefix in readNames and
+ * readResumeBucketAccess, the VPC ids in parseVpc). Another package, so the patterns are repeated
+ * here; infra-bootstrap/test/bootstrap.test.ts fails when a source here is not config.ts's.
+ */
+export const STAGE_FILE_PATTERNS = {
+  resumeBucket: /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/,
+  resumeBucketPrefix: /^[A-Za-z0-9!_.'()-]+(\/[A-Za-z0-9!_.'()-]+)*\/$/,
+  vpcId: /^vpc-[0-9a-f]{8,17}$/,
+  subnetId: /^subnet-[0-9a-f]{8,17}$/,
+  securityGroupId: /^sg-[0-9a-f]{8,17}$/,
+};
+
 /** Reads what the bootstrap needs from a committed stage file; all problems at once. */
 export function stageFacts(stage: string, region: string, environments: Record<string, string>, repoRoot = REPO_ROOT): StageFacts | string[] {
   const file = path.join(repoRoot, `Pulumi.${stage}.yaml`);
@@ -99,10 +113,20 @@ export function stageFacts(stage: string, region: string, environments: Record<s
     problems.push(`Pulumi.${stage}.yaml: sophia:secretsExtensionLayerArn must be a layer version ARN (the deploy role may read exactly that layer)`);
   }
   const vpcConfig = config["sophia:vpc"] as { vpcId?: unknown; subnetIds?: unknown; securityGroupIds?: unknown } | undefined;
-  const ids = (v: unknown, prefix: string) => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === "string" && x.startsWith(prefix));
-  if (vpcConfig !== undefined && (typeof vpcConfig.vpcId !== "string" || !ids(vpcConfig.subnetIds, "subnet-") || !ids(vpcConfig.securityGroupIds, "sg-"))) {
-    problems.push(`Pulumi.${stage}.yaml: sophia:vpc must name vpcId, subnetIds and securityGroupIds (the deploy role may create endpoints only in them)`);
+  const ids = (v: unknown, pattern: RegExp) => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === "string" && pattern.test(x));
+  const P = STAGE_FILE_PATTERNS;
+  if (vpcConfig !== undefined && (typeof vpcConfig.vpcId !== "string" || !P.vpcId.test(vpcConfig.vpcId) || !ids(vpcConfig.subnetIds, P.subnetId) || !ids(vpcConfig.securityGroupIds, P.securityGroupId))) {
+    problems.push(`Pulumi.${stage}.yaml: sophia:vpc must name vpcId (vpc-...), subnetIds (subnet-...) and securityGroupIds (sg-...), hex ids (the deploy role may create endpoints only in them)`);
   }
+  const optional = (key: string, pattern: RegExp, what: string): string | undefined => {
+    const v = config[key];
+    if (v === undefined) return undefined;
+    if (typeof v === "string" && pattern.test(v)) return v;
+    problems.push(`Pulumi.${stage}.yaml: ${key} must be ${what} (the bootstrap writes it into the stage's boundary)`);
+    return undefined;
+  };
+  const resumeBucket = optional("sophia:resumeBucket", P.resumeBucket, "an S3 bucket name");
+  const resumeBucketPrefix = optional("sophia:resumeBucketPrefix", P.resumeBucketPrefix, "an object key prefix ending in '/' (no '*'), e.g. resumes/");
   const endpoints = (vpcConfig as { interfaceEndpoints?: unknown } | undefined)?.interfaceEndpoints;
   if (endpoints !== undefined && typeof endpoints !== "boolean") problems.push(`Pulumi.${stage}.yaml: sophia:vpc.interfaceEndpoints must be true or false`);
   const alarm = alarmFacts(stage, config, problems);
@@ -111,8 +135,6 @@ export function stageFacts(stage: string, region: string, environments: Record<s
     vpcConfig === undefined
       ? false
       : { vpcId: vpcConfig.vpcId as string, subnetIds: vpcConfig.subnetIds as string[], securityGroupIds: vpcConfig.securityGroupIds as string[], interfaceEndpoints: endpoints === true };
-  const resumeBucket = typeof config["sophia:resumeBucket"] === "string" ? (config["sophia:resumeBucket"] as string) : undefined;
-  const resumeBucketPrefix = typeof config["sophia:resumeBucketPrefix"] === "string" ? (config["sophia:resumeBucketPrefix"] as string) : undefined;
   return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket, resumeBucketPrefix, alarm };
 }
 

@@ -829,9 +829,16 @@ export function mappingSwitchTrustPolicy(partition: string, region: string, acco
 
 /**
  * The switch role's one grant: set a mapping of the stage, one tagged as the stage's
- * (aws:ResourceTag/stage) whose function is one of the stage's (lambda:FunctionArn, exact names
- * from declarations/queues.json). Another stage's mapping, an untagged one or another team's is
- * refused whatever UUID the document is given.
+ * (aws:ResourceTag/stage) and, when the request carries lambda:FunctionArn, whose function is one
+ * of the stage's (exact names from declarations/queues.json). Another stage's mapping, an untagged
+ * one or another team's is refused whatever UUID the document is given.
+ *
+ * `ArnEqualsIfExists`, not `ArnEquals`: the switch document's one step sends the UUID and Enabled,
+ * never FunctionName. Should Lambda fill lambda:FunctionArn only from a request's FunctionName, a
+ * plain ArnEquals on an absent key is false and every pause and resume would be AccessDenied in
+ * the incident it exists for. The stage tag confines the grant alone: no deploy role can set or
+ * remove a mapping's stage tag (infra-pulumi/test/rehearsal/confinement.test.ts). The real
+ * account's check is docs/deploy.md's "What only AWS can show".
  */
 export function mappingSwitchStatements(s: AccessScope, d: Pick<StageDeclarations, "functions">): PolicyStatement[] {
   const arn = (rest: string) => `arn:${s.partition}:lambda:${s.region}:${s.account}:${rest}`;
@@ -842,7 +849,7 @@ export function mappingSwitchStatements(s: AccessScope, d: Pick<StageDeclaration
       Action: ["lambda:UpdateEventSourceMapping"],
       Resource: [arn("event-source-mapping:*")],
       Condition: {
-        ArnEquals: { "lambda:FunctionArn": d.functions.map((f) => arn(`function:${APP}-${s.stage}-${f}`)) },
+        ArnEqualsIfExists: { "lambda:FunctionArn": d.functions.map((f) => arn(`function:${APP}-${s.stage}-${f}`)) },
         StringEquals: { "aws:ResourceTag/stage": s.stage },
       },
     },

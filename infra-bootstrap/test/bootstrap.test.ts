@@ -210,6 +210,38 @@ test("stage files are checked: a missing file, another region, a missing layer a
   assert.match(problems[1]!, /sophia:secretsExtensionLayerArn must be a layer version ARN/);
 });
 
+test("stage-file values written into ARNs are the stack's own forms: a bucket, a prefix ending in '/' without '*', hex VPC, subnet and security group ids", () => {
+  const { stageFacts, STAGE_FILE_PATTERNS } = require("../src/bootstrap") as typeof import("../src/bootstrap");
+  const good = "config:\n  aws:region: eu-west-1\n  sophia:secretsExtensionLayerArn: arn:aws:lambda:eu-west-1:123456789012:layer:ext:1\n";
+  const facts = (extra: string) => {
+    fs.writeFileSync(path.join(repoRoot, "Pulumi.qa.yaml"), good + extra);
+    return stageFacts("qa", "eu-west-1", {}, repoRoot);
+  };
+  const ok = facts("  sophia:resumeBucket: my-resumes\n  sophia:resumeBucketPrefix: resumes/qa/\n  sophia:vpc:\n    vpcId: vpc-0abc1234\n    subnetIds: [subnet-0aaa1111]\n    securityGroupIds: [sg-0ccc3333]\n");
+  assert.ok(!Array.isArray(ok), JSON.stringify(ok));
+  assert.equal(ok.resumeBucketPrefix, "resumes/qa/");
+  for (const [extra, message] of [
+    ["  sophia:resumeBucket: '*'\n", /sophia:resumeBucket must be an S3 bucket name/],
+    ["  sophia:resumeBucket: my-resumes/x\n", /sophia:resumeBucket must be an S3 bucket name/],
+    ["  sophia:resumeBucketPrefix: '*'\n", /sophia:resumeBucketPrefix must be an object key prefix ending in '\/'/],
+    ["  sophia:resumeBucketPrefix: resumes\n", /sophia:resumeBucketPrefix must be an object key prefix/],
+    ["  sophia:resumeBucketPrefix: resumes/*/\n", /sophia:resumeBucketPrefix must be an object key prefix/],
+    ["  sophia:vpc:\n    vpcId: '*'\n    subnetIds: [subnet-0aaa1111]\n    securityGroupIds: [sg-0ccc3333]\n", /sophia:vpc must name vpcId/],
+    ["  sophia:vpc:\n    vpcId: vpc-0abc1234\n    subnetIds: [subnet-*]\n    securityGroupIds: [sg-0ccc3333]\n", /sophia:vpc must name vpcId/],
+    ["  sophia:vpc:\n    vpcId: vpc-0abc1234\n    subnetIds: [subnet-0aaa1111]\n    securityGroupIds: ['sg-*']\n", /sophia:vpc must name vpcId/],
+  ] as const) {
+    const problems = facts(extra);
+    assert.ok(Array.isArray(problems) && problems.length === 1, `${extra}: ${JSON.stringify(problems)}`);
+    assert.match(problems[0]!, message);
+  }
+  // One rule, two packages: each pattern is infra-pulumi/src/config.ts's own.
+  const stack = fs.readFileSync(path.join(__dirname, "..", "..", "infra-pulumi", "src", "config.ts"), "utf8");
+  for (const p of [STAGE_FILE_PATTERNS.resumeBucket, STAGE_FILE_PATTERNS.resumeBucketPrefix, STAGE_FILE_PATTERNS.vpcId]) assert.ok(stack.includes(`/${p.source}/`), p.source);
+  assert.ok(stack.includes("new RegExp(`^${prefix}-[0-9a-f]{8,17}$`)"), "config.ts's subnet and security group id pattern");
+  assert.equal(STAGE_FILE_PATTERNS.subnetId.source, "^subnet-[0-9a-f]{8,17}$");
+  assert.equal(STAGE_FILE_PATTERNS.securityGroupId.source, "^sg-[0-9a-f]{8,17}$");
+});
+
 test("a protected stage cannot be the previewed one (a pull request's code reads the previewed stage's config)", () => {
   const { loadBootstrapConfig } = require("../src/bootstrap") as typeof import("../src/bootstrap");
   pulumi.runtime.setAllConfig({
@@ -350,7 +382,7 @@ test("the pause switch is the bootstrap's, per stage: its document (one request,
         Action: ["lambda:UpdateEventSourceMapping"],
         Resource: [`arn:aws:lambda:eu-west-1:${ACCOUNT}:event-source-mapping:*`],
         Condition: {
-          ArnEquals: { "lambda:FunctionArn": ["interview-completed", "report-generate", "interview-failed"].map((f) => `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-${stage}-${f}`) },
+          ArnEqualsIfExists: { "lambda:FunctionArn": ["interview-completed", "report-generate", "interview-failed"].map((f) => `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-${stage}-${f}`) },
           StringEquals: { "aws:ResourceTag/stage": stage },
         },
       },

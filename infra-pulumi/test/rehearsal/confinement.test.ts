@@ -449,6 +449,9 @@ test("the switch role sets this stage's mappings only: another stage's, another 
   const mapping = `arn:${P}:lambda:${REGION}:${ACCOUNT}:event-source-mapping:0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b`;
   const may = async (action: string, context: Record<string, string>) => (await decide({ principal: role, action, resource: mapping, context }, { identity })).decision === "Allowed";
   assert.equal(await may("lambda:UpdateEventSourceMapping", { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": OWN_FUNCTION }), true, "the stage's own mapping");
+  // The switch document's own request: UUID and Enabled only, no FunctionName, so lambda:FunctionArn
+  // may be absent. The stage tag alone decides then (ArnEqualsIfExists).
+  assert.equal(await may("lambda:UpdateEventSourceMapping", { "aws:ResourceTag/stage": STAGE }), true, "the switch's own request (no lambda:FunctionArn) on the stage's tagged mapping");
   const reached: string[] = [];
   const prodFn = `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-prod-interview-completed`;
   const euFn = `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-${STAGE}-eu-interview-completed`;
@@ -459,11 +462,17 @@ test("the switch role sets this stage's mappings only: another stage's, another 
     { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": euFn },
     { "aws:ResourceTag/stage": "teamb", "lambda:FunctionArn": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:teamb-orders` },
     { "lambda:FunctionArn": OWN_FUNCTION },
-    { "aws:ResourceTag/stage": STAGE },
+    // The switch's own request (no lambda:FunctionArn) on another stage's, another team's or an untagged mapping.
+    { "aws:ResourceTag/stage": "prod" },
+    { "aws:ResourceTag/stage": "teamb" },
+    {},
   ] as Record<string, string>[]) {
     for (const action of ["lambda:UpdateEventSourceMapping", "lambda:DeleteEventSourceMapping", "lambda:TagResource", "lambda:CreateEventSourceMapping"]) {
       if (await may(action, ctx)) reached.push(`${action} ${JSON.stringify(ctx)}`);
     }
+  }
+  for (const action of ["lambda:DeleteEventSourceMapping", "lambda:TagResource", "lambda:CreateEventSourceMapping"]) {
+    if (await may(action, { "aws:ResourceTag/stage": STAGE })) reached.push(`${action} on the stage's tagged mapping`);
   }
   assert.deepEqual(reached, []);
 });
