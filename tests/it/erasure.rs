@@ -73,6 +73,7 @@ fn requester(reference: &str) -> Requester {
         reason: ErasureReason::CandidateRequest,
         reference: Some(ErasureReference::parse(reference).unwrap()),
         via: "api".into(),
+        replay_of: None,
     }
 }
 
@@ -545,7 +546,7 @@ async fn after_a_restore_the_replay_records_again_and_completes_every_audited_re
     // The append-only record, as the binary writes it (locally `operatorAudit`; a stage's log group).
     let argv: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
     sophia_ops::record_audit(&ctx, "erasure-request", &argv, started, &result).await;
-    assert!(result.is_ok(), "{result:?}");
+    let Ok(Outcome::ErasureRequest(requested)) = &result else { panic!("{result:?}") };
 
     // The restore: a backup from before the request brings the report back and has no request.
     w.mongo.db.collection::<Document>("erasures").delete_many(doc! {}).await.unwrap();
@@ -567,6 +568,11 @@ async fn after_a_restore_the_replay_records_again_and_completes_every_audited_re
         (id.as_str(), "contract-end", Some("DPO-40"), "sophia-ops replay")
     );
     assert_eq!(e.requested_by, "dpo@example.com (self-declared)", "who asked, as audited");
+    let original = requested.erasures[0].requested_at.clone();
+    assert!(original.is_some());
+    assert_eq!(e.requested_at, original, "when it was asked, as audited (not the replay's time)");
+    let replayed_at = e.replayed_at.as_deref().expect("the replay's time recorded as replayedAt");
+    assert!(Some(replayed_at) >= original.as_deref(), "{replayed_at} before {original:?}");
     assert_eq!(e.removed.report.as_deref(), Some("report COMPLETED"), "the restored report erased again");
     assert_tombstone(&w, interview).await;
     // A second replay finds every request in place and records nothing new.

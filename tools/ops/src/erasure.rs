@@ -52,6 +52,9 @@ pub struct Requester {
     pub reference: Option<ErasureReference>,
     /// `sophia-ops` here; `api` from the API's package.
     pub via: String,
+    /// A replay's request: when it was first requested (as audited). Recorded as `requestedAt`
+    /// (the audited time, never the replay's), the replay's time as `replayedAt`.
+    pub replay_of: Option<DateTime>,
 }
 
 /// What was removed, as the request records it.
@@ -80,6 +83,9 @@ pub struct ErasureRecord {
     pub request_id: Option<String>,
     pub requested_by: String,
     pub requested_at: Option<String>,
+    /// When a replay recorded the request again after a restore (`requested_at` stays the
+    /// audited original).
+    pub replayed_at: Option<String>,
     pub reason: String,
     pub reference: Option<String>,
     pub via: String,
@@ -115,6 +121,7 @@ impl ErasureRecord {
             request_id: d.get_str("requestId").ok().map(str::to_owned),
             requested_by: text(d, "requestedBy"),
             requested_at: date(d, "requestedAt"),
+            replayed_at: date(d, "replayedAt"),
             reason: text(d, "reason"),
             reference: d.get_str("reference").ok().map(str::to_owned),
             via: text(d, "via"),
@@ -149,6 +156,9 @@ impl ErasureRecord {
             self.removed.outbox_entries,
             self.removed.dlq_messages,
         );
+        if let Some(at) = &self.replayed_at {
+            s.push_str(&format!("  recorded again by a replay at {at} (after a restore)\n"));
+        }
         for p in &self.pending {
             s.push_str(&format!("  pending: {}: {}\n", p.what, p.why));
         }
@@ -181,13 +191,13 @@ pub async fn record_request(
     let now = DateTime::now();
     let erasures = db.collection::<Document>(ERASURES);
     let reference = requester.reference.as_ref().map_or(Bson::Null, |r| Bson::String(r.as_str().to_owned()));
-    let request = doc! {
+    let mut request = doc! {
         "_id": interview_id.oid(),
         "interviewId": interview_id.oid(),
         "organizationId": organization_id.map_or(Bson::Null, Bson::ObjectId),
         "requestId": request_id,
         "requestedBy": requester.by.as_str(),
-        "requestedAt": now,
+        "requestedAt": requester.replay_of.unwrap_or(now),
         "reason": requester.reason.as_str(),
         "reference": reference.clone(),
         "via": requester.via.as_str(),
@@ -200,6 +210,9 @@ pub async fn record_request(
         "completedAt": Bson::Null,
         "updatedAt": now,
     };
+    if requester.replay_of.is_some() {
+        request.insert("replayedAt", now);
+    }
     // An upsert on `_id`: the filter names one document, so a second request matches the first
     // (a repeat) instead of inserting next to it, with or without any index but `_id`'s. `_id`
     // is in `$setOnInsert` too: the stored id is the ObjectId, not what a server derives from
@@ -517,6 +530,8 @@ pub struct AuditedRequest {
     pub request_id: String,
     pub reason: ErasureReason,
     pub reference: Option<ErasureReference>,
+    /// When it was requested, as audited (absent in a record that lacks it).
+    pub requested_at: Option<DateTime>,
 }
 
 /// The requests of `erasure-request` audit records (their outcome: the [`ErasureReport`]). A
@@ -536,6 +551,7 @@ pub fn audited_requests(records: &[serde_json::Value]) -> Vec<AuditedRequest> {
                 request_id: text("requestId").unwrap_or_default(),
                 reason: text("reason").and_then(|r| ErasureReason::parse(&r).ok()).unwrap_or(ErasureReason::LegalOrder),
                 reference: text("reference").and_then(|r| ErasureReference::parse(&r).ok()),
+                requested_at: text("requestedAt").and_then(|t| DateTime::parse_rfc3339_str(t).ok()),
             });
         }
     }

@@ -49,7 +49,13 @@ async fn request(
 ) -> Result<Outcome, OpsError> {
     plan(ctx, "erase the candidate's data", ids).await?;
     ctx.identify().await;
-    let requester = Requester { by: ctx.operator("erasure-request").by, reason, reference, via: "sophia-ops".into() };
+    let requester = Requester {
+        by: ctx.operator("erasure-request").by,
+        reason,
+        reference,
+        via: "sophia-ops".into(),
+        replay_of: None,
+    };
     let request_id = ctx.request_id("erasure-request").await;
     let db = ctx.mongo().await?.db;
     for id in ids {
@@ -88,6 +94,8 @@ async fn replay(ctx: &Context, since: std::time::Duration) -> Result<Outcome, Op
             reason: audited.reason,
             reference: audited.reference.clone(),
             via: "sophia-ops replay".into(),
+            // The audited time; a record without one replays as requested now.
+            replay_of: Some(audited.requested_at.unwrap_or_else(bson::DateTime::now)),
         };
         erasure::record_request(&db, *id, *organization_id, &requester, &audited.request_id).await?;
     }
