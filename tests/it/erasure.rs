@@ -581,3 +581,43 @@ async fn after_a_restore_the_replay_records_again_and_completes_every_audited_re
     };
     assert!(again.erasures.is_empty(), "{again:?}");
 }
+
+#[tokio::test]
+async fn a_request_that_fails_does_not_stop_the_sweep_of_the_others_and_the_sweep_exits_incomplete() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let good = w.reserved_interview(org, 5).await;
+    let bad = w.reserved_interview(org, 5).await;
+    for interview in [bad, good] {
+        api_request(&w, interview, org).await;
+        api_erases_its_interview(&w, interview).await;
+    }
+    // A request no step can complete: it names another organization than its report's (the
+    // tombstone of that organization's report can never be written next to the real one).
+    w.mongo
+        .db
+        .collection::<Document>("erasures")
+        .update_one(doc! {"_id": bad.oid()}, doc! {"$set": {"organizationId": bson::oid::ObjectId::new()}})
+        .await
+        .unwrap();
+
+    let ctx = w.ops_context();
+    let outcome = ops_support::ok(&ctx, &["erasure", "sweep"]).await;
+    assert_ne!(outcome.exit_code(), 0, "a failed request makes the sweep exit non-zero");
+    let Outcome::ErasureRequest(swept) = outcome else { panic!() };
+    assert_eq!(swept.erasures.len(), 1, "{swept:?}");
+    assert_eq!(
+        (swept.erasures[0].interview_id.as_str(), swept.erasures[0].state.as_str()),
+        (good.to_string().as_str(), "DONE")
+    );
+    assert_eq!(swept.failed.len(), 1, "{swept:?}");
+    let f = &swept.failed[0];
+    assert_eq!((f.interview_id.as_str(), f.step, f.kind), (bad.to_string().as_str(), "stored copies", "invalid-input"));
+    assert!(
+        swept.human().contains(&format!("erasure of interview {bad}: FAILED at stored copies (invalid-input)")),
+        "{}",
+        swept.human()
+    );
+    let shown = erasure::show(&w.mongo.db, bad).await.unwrap();
+    assert_eq!(shown.state, "PENDING", "the failed request is not finished");
+}

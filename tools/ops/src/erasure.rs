@@ -487,38 +487,77 @@ pub async fn list(db: &Database, pending_only: bool, overdue_only: bool) -> Resu
 #[serde(rename_all = "camelCase")]
 pub struct ErasureReport {
     pub erasures: Vec<ErasureRecord>,
+    /// The requests a step failed for (the others were completed): the interview, the step and
+    /// the error's kind, never its text (no candidate data). Their requests stay `PENDING`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<ErasureFailure>,
+}
+
+/// One request a step of `complete` failed for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErasureFailure {
+    pub interview_id: String,
+    /// `stored copies` (the tombstone, the outbox entries) or `finish` (the request's state).
+    pub step: &'static str,
+    /// [`OpsError::kind`].
+    pub kind: &'static str,
+}
+
+impl ErasureFailure {
+    fn of(interview_id: InterviewId, step: &'static str, e: &OpsError) -> Self {
+        tracing::warn!(interviewId = %interview_id, step, kind = e.kind(), "erasure: a step failed; the others continue");
+        Self { interview_id: interview_id.to_string(), step, kind: e.kind() }
+    }
 }
 
 impl ErasureReport {
     pub fn human(&self) -> String {
-        if self.erasures.is_empty() {
+        if self.erasures.is_empty() && self.failed.is_empty() {
             return "no erasure request\n".into();
         }
-        self.erasures.iter().map(ErasureRecord::human).collect()
+        let mut s: String = self.erasures.iter().map(ErasureRecord::human).collect();
+        for f in &self.failed {
+            s.push_str(&format!(
+                "erasure of interview {}: FAILED at {} ({}); it stays PENDING, run the command again\n",
+                f.interview_id, f.step, f.kind
+            ));
+        }
+        s
     }
 
-    /// Some request is not `DONE` yet.
+    /// Some request is not `DONE` yet, or failed.
     pub fn is_complete(&self) -> bool {
-        self.erasures.iter().all(|e| e.state == DONE)
+        self.failed.is_empty() && self.erasures.iter().all(|e| e.state == DONE)
     }
 }
 
 /// Steps 2-4 for `interviews` whose requests are recorded: the stored copies, one sweep of the
-/// DLQs (every erased interview's messages), then each request finished.
+/// DLQs (every erased interview's messages), then each request finished. A request a step fails
+/// for is reported in `failed` (and not finished: it stays `PENDING` with what is left); the
+/// others go on.
 pub async fn complete(
     db: &Database,
     locator: &QueueLocator,
     interviews: &[InterviewId],
 ) -> Result<ErasureReport, OpsError> {
+    let mut failed = Vec::new();
+    let mut stored = Vec::new();
     for id in interviews {
-        erase_stored(db, *id).await?;
+        match erase_stored(db, *id).await {
+            Ok(()) => stored.push(*id),
+            Err(e) => failed.push(ErasureFailure::of(*id, "stored copies", &e)),
+        }
     }
     let sweep = sweep_dlqs(db, locator).await?;
     let mut erasures = Vec::new();
-    for id in interviews {
-        erasures.push(finish(db, *id, sweep.deleted.get(id).copied().unwrap_or(0), &sweep.in_flight).await?);
+    for id in &stored {
+        match finish(db, *id, sweep.deleted.get(id).copied().unwrap_or(0), &sweep.in_flight).await {
+            Ok(record) => erasures.push(record),
+            Err(e) => failed.push(ErasureFailure::of(*id, "finish", &e)),
+        }
     }
-    Ok(ErasureReport { erasures })
+    Ok(ErasureReport { erasures, failed })
 }
 
 /// One request as an `erasure-request` audit record's outcome holds it.
@@ -583,7 +622,7 @@ mod tests {
         assert_eq!(r.removed, Removed { report: Some("report COMPLETED".into()), outbox_entries: 1, dlq_messages: 2 });
         assert_eq!(r.pending, vec![Pending { what: "queues".into(), why: "not swept".into() }]);
         assert!(r.human().contains("pending: queues: not swept"), "{}", r.human());
-        assert!(!ErasureReport { erasures: vec![r] }.is_complete());
+        assert!(!ErasureReport { erasures: vec![r], failed: Vec::new() }.is_complete());
     }
 
     #[test]

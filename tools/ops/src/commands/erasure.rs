@@ -18,11 +18,17 @@ pub async fn run(command: &ErasureCommand, ctx: &Context) -> Result<Outcome, Ops
         ErasureCommand::Replay { since } => replay(ctx, *since).await,
         ErasureCommand::Show { interview_id } => {
             let db = ctx.mongo().await?.db;
-            Ok(Outcome::ErasureShow(ErasureReport { erasures: vec![erasure::show(&db, *interview_id).await?] }))
+            Ok(Outcome::ErasureShow(ErasureReport {
+                erasures: vec![erasure::show(&db, *interview_id).await?],
+                failed: Vec::new(),
+            }))
         }
         ErasureCommand::List { pending, overdue } => {
             let db = ctx.mongo().await?.db;
-            Ok(Outcome::ErasureShow(ErasureReport { erasures: erasure::list(&db, *pending, *overdue).await? }))
+            Ok(Outcome::ErasureShow(ErasureReport {
+                erasures: erasure::list(&db, *pending, *overdue).await?,
+                failed: Vec::new(),
+            }))
         }
     }
 }
