@@ -621,3 +621,37 @@ async fn a_request_that_fails_does_not_stop_the_sweep_of_the_others_and_the_swee
     let shown = erasure::show(&w.mongo.db, bad).await.unwrap();
     assert_eq!(shown.state, "PENDING", "the failed request is not finished");
 }
+
+#[tokio::test]
+async fn after_a_restore_the_replay_records_again_the_apis_requests_a_sweep_listed() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 5).await;
+    api_request(&w, interview, org).await;
+    let ctx = w.ops_context();
+    let args = ["erasure", "sweep"];
+    let started = chrono::Utc::now();
+    let result = ops_support::run(&ctx, &args).await;
+    let argv: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    sophia_ops::record_audit(&ctx, "erasure-sweep", &argv, started, &result).await;
+    assert!(result.is_ok(), "{result:?}");
+
+    // The restore: no request, the report back.
+    w.mongo.db.collection::<Document>("erasures").delete_many(doc! {}).await.unwrap();
+    w.mongo
+        .db
+        .collection::<Document>("interviewReports")
+        .delete_many(doc! {"interviewId": interview.oid()})
+        .await
+        .unwrap();
+    seed_report(&w, interview, org, "COMPLETED").await;
+
+    let Outcome::ErasureRequest(replayed) = ops_support::ok(&ctx, &["erasure", "replay", "--since", "1h"]).await else {
+        panic!()
+    };
+    assert_eq!(replayed.erasures.len(), 1, "{replayed:?}");
+    let e = &replayed.erasures[0];
+    assert_eq!((e.interview_id.as_str(), e.reference.as_deref()), (interview.to_string().as_str(), Some("DPO-7")));
+    assert_eq!(e.requested_by, "dpo@example.com", "who asked, as the sweep's record holds it");
+    assert_tombstone(&w, interview).await;
+}

@@ -76,15 +76,21 @@ const REPLAY_AUDIT_LIMIT: i64 = 10_000;
 /// `erasure replay`: the requests of the audited `erasure-request` records since `since` that
 /// `erasures` no longer holds (a restore dropped them), recorded again and completed.
 async fn replay(ctx: &Context, since: std::time::Duration) -> Result<Outcome, OpsError> {
-    let audit = crate::audit_trail::list(ctx, REPLAY_AUDIT_LIMIT, Some("erasure-request"), Some(since)).await?;
-    if audit.truncated {
-        return Err(OpsError::Invalid(format!(
-            "more than {REPLAY_AUDIT_LIMIT} erasure-request records since then: replay a shorter --since first"
-        )));
+    // The operators' requests, and every request a sweep listed (the API's included: each
+    // `erasure-sweep` record's outcome names the pending requests it completed).
+    let mut records = Vec::new();
+    for command in ["erasure-request", "erasure-sweep"] {
+        let audit = crate::audit_trail::list(ctx, REPLAY_AUDIT_LIMIT, Some(command), Some(since)).await?;
+        if audit.truncated {
+            return Err(OpsError::Invalid(format!(
+                "more than {REPLAY_AUDIT_LIMIT} {command} records since then: replay a shorter --since first"
+            )));
+        }
+        records.extend(audit.records);
     }
     let db = ctx.mongo().await?.db;
     let mut lost = Vec::new();
-    for audited in erasure::audited_requests(&audit.records) {
+    for audited in erasure::audited_requests(&records) {
         if erasure::show(&db, audited.interview_id).await.is_err()
             && !lost.iter().any(|(i, _, _)| *i == audited.interview_id)
         {
