@@ -548,15 +548,7 @@ async fn after_a_restore_the_replay_records_again_and_completes_every_audited_re
     sophia_ops::record_audit(&ctx, "erasure-request", &argv, started, &result).await;
     let Ok(Outcome::ErasureRequest(requested)) = &result else { panic!("{result:?}") };
 
-    // The restore: a backup from before the request brings the report back and has no request.
-    w.mongo.db.collection::<Document>("erasures").delete_many(doc! {}).await.unwrap();
-    w.mongo
-        .db
-        .collection::<Document>("interviewReports")
-        .delete_many(doc! {"interviewId": interview.oid()})
-        .await
-        .unwrap();
-    seed_report(&w, interview, org, "COMPLETED").await;
+    simulate_restore(&w, interview, org).await;
 
     let Outcome::ErasureRequest(replayed) = ops_support::ok(&ctx, &["erasure", "replay", "--since", "1h"]).await else {
         panic!()
@@ -636,15 +628,7 @@ async fn after_a_restore_the_replay_records_again_the_apis_requests_a_sweep_list
     sophia_ops::record_audit(&ctx, "erasure-sweep", &argv, started, &result).await;
     assert!(result.is_ok(), "{result:?}");
 
-    // The restore: no request, the report back.
-    w.mongo.db.collection::<Document>("erasures").delete_many(doc! {}).await.unwrap();
-    w.mongo
-        .db
-        .collection::<Document>("interviewReports")
-        .delete_many(doc! {"interviewId": interview.oid()})
-        .await
-        .unwrap();
-    seed_report(&w, interview, org, "COMPLETED").await;
+    simulate_restore(&w, interview, org).await;
 
     let Outcome::ErasureRequest(replayed) = ops_support::ok(&ctx, &["erasure", "replay", "--since", "1h"]).await else {
         panic!()
@@ -654,4 +638,16 @@ async fn after_a_restore_the_replay_records_again_the_apis_requests_a_sweep_list
     assert_eq!((e.interview_id.as_str(), e.reference.as_deref()), (interview.to_string().as_str(), Some("DPO-7")));
     assert_eq!(e.requested_by, "dpo@example.com", "who asked, as the sweep's record holds it");
     assert_tombstone(&w, interview).await;
+}
+
+/// A restore from a backup before the request: the report back, no request.
+async fn simulate_restore(w: &World, interview: InterviewId, org: OrganizationId) {
+    w.mongo.db.collection::<Document>("erasures").delete_many(doc! {}).await.unwrap();
+    w.mongo
+        .db
+        .collection::<Document>("interviewReports")
+        .delete_many(doc! {"interviewId": interview.oid()})
+        .await
+        .unwrap();
+    seed_report(w, interview, org, "COMPLETED").await;
 }
