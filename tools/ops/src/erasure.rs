@@ -205,7 +205,7 @@ pub async fn record_request(
         "removed": {"report": Bson::Null, "outboxEntries": 0_i64, "dlqMessages": 0_i64},
         "pending": [
             {"what": "report", "why": "the report's tombstone is not written yet"},
-            {"what": "queues", "why": "the DLQs are not swept yet (sophia-ops erasure sweep)"},
+            {"what": "queues", "why": "the DLQs are not swept yet (sophia-ops --stage <stage> erasure sweep)"},
         ],
         "completedAt": Bson::Null,
         "updatedAt": now,
