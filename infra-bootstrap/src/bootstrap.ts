@@ -33,12 +33,15 @@ import {
   boundaryPolicyName,
   boundaryStatements,
   collidingStages,
+  resumePrefixProblems,
   deployRoleName,
   deployRolePolicies,
   environmentOf,
   GITHUB_OIDC_AUDIENCE,
   GITHUB_OIDC_HOST,
   githubTrustPolicy,
+  deploySubject,
+  previewSubjectPattern,
   KMS_ADMIN_ACTIONS,
   loadPermissions,
   loadStageNames,
@@ -55,6 +58,11 @@ import {
   loadDeclarations,
   opsPolicyName,
   opsStatements,
+  mappingSwitchDocument,
+  mappingSwitchDocumentName,
+  mappingSwitchRoleName,
+  mappingSwitchStatements,
+  mappingSwitchTrustPolicy,
 } from "./policies";
 
 /** The repository root (its `Pulumi.<stage>.yaml` files); tests point it elsewhere. */
@@ -70,11 +78,26 @@ export interface StageFacts {
   /** `sophia:vpc` of the stage (its VPC, subnets and security groups), or false. */
   vpc: VpcScope | false;
   environment: string;
-  /** `sophia:resumeBucket` (the function roles' boundary allows its objects). */
+  /** `sophia:resumeBucket` and `sophia:resumeBucketPrefix` (the function roles' boundary allows the objects under the prefix). */
   resumeBucket: string | undefined;
+  resumeBucketPrefix: string | undefined;
   /** `sophia:alarmTopicArn` and `sophia:alarmSubscription`: the only alarm destinations outside the stage's names. */
   alarm: AlarmScope;
 }
+
+/**
+ * The stack's own rules for the stage-file values the bootstrap writes into the boundary and deploy
+ * ARNs (infra-pulumi/src/config.ts: the resume bucket and prefix in readNames and
+ * readResumeBucketAccess, the VPC ids in parseVpc). Another package, so the patterns are repeated
+ * here; infra-bootstrap/test/bootstrap.test.ts fails when a source here is not config.ts's.
+ */
+export const STAGE_FILE_PATTERNS = {
+  resumeBucket: /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/,
+  resumeBucketPrefix: /^[A-Za-z0-9!_.'()-]+(\/[A-Za-z0-9!_.'()-]+)*\/$/,
+  vpcId: /^vpc-[0-9a-f]{8,17}$/,
+  subnetId: /^subnet-[0-9a-f]{8,17}$/,
+  securityGroupId: /^sg-[0-9a-f]{8,17}$/,
+};
 
 /** Reads what the bootstrap needs from a committed stage file; all problems at once. */
 export function stageFacts(stage: string, region: string, environments: Record<string, string>, repoRoot = REPO_ROOT): StageFacts | string[] {
@@ -90,10 +113,20 @@ export function stageFacts(stage: string, region: string, environments: Record<s
     problems.push(`Pulumi.${stage}.yaml: sophia:secretsExtensionLayerArn must be a layer version ARN (the deploy role may read exactly that layer)`);
   }
   const vpcConfig = config["sophia:vpc"] as { vpcId?: unknown; subnetIds?: unknown; securityGroupIds?: unknown } | undefined;
-  const ids = (v: unknown, prefix: string) => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === "string" && x.startsWith(prefix));
-  if (vpcConfig !== undefined && (typeof vpcConfig.vpcId !== "string" || !ids(vpcConfig.subnetIds, "subnet-") || !ids(vpcConfig.securityGroupIds, "sg-"))) {
-    problems.push(`Pulumi.${stage}.yaml: sophia:vpc must name vpcId, subnetIds and securityGroupIds (the deploy role may create endpoints only in them)`);
+  const ids = (v: unknown, pattern: RegExp) => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === "string" && pattern.test(x));
+  const P = STAGE_FILE_PATTERNS;
+  if (vpcConfig !== undefined && (typeof vpcConfig.vpcId !== "string" || !P.vpcId.test(vpcConfig.vpcId) || !ids(vpcConfig.subnetIds, P.subnetId) || !ids(vpcConfig.securityGroupIds, P.securityGroupId))) {
+    problems.push(`Pulumi.${stage}.yaml: sophia:vpc must name vpcId (vpc-...), subnetIds (subnet-...) and securityGroupIds (sg-...), hex ids (the deploy role may create endpoints only in them)`);
   }
+  const optional = (key: string, pattern: RegExp, what: string): string | undefined => {
+    const v = config[key];
+    if (v === undefined) return undefined;
+    if (typeof v === "string" && pattern.test(v)) return v;
+    problems.push(`Pulumi.${stage}.yaml: ${key} must be ${what} (the bootstrap writes it into the stage's boundary)`);
+    return undefined;
+  };
+  const resumeBucket = optional("sophia:resumeBucket", P.resumeBucket, "an S3 bucket name");
+  const resumeBucketPrefix = optional("sophia:resumeBucketPrefix", P.resumeBucketPrefix, "an object key prefix ending in '/' (no '*'), e.g. resumes/");
   const endpoints = (vpcConfig as { interfaceEndpoints?: unknown } | undefined)?.interfaceEndpoints;
   if (endpoints !== undefined && typeof endpoints !== "boolean") problems.push(`Pulumi.${stage}.yaml: sophia:vpc.interfaceEndpoints must be true or false`);
   const alarm = alarmFacts(stage, config, problems);
@@ -102,8 +135,7 @@ export function stageFacts(stage: string, region: string, environments: Record<s
     vpcConfig === undefined
       ? false
       : { vpcId: vpcConfig.vpcId as string, subnetIds: vpcConfig.subnetIds as string[], securityGroupIds: vpcConfig.securityGroupIds as string[], interfaceEndpoints: endpoints === true };
-  const resumeBucket = typeof config["sophia:resumeBucket"] === "string" ? (config["sophia:resumeBucket"] as string) : undefined;
-  return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket, alarm };
+  return { stage, region, layerArn: layerArn as string, vpc, environment: environmentOf(stage, environments), resumeBucket, resumeBucketPrefix, alarm };
 }
 
 /**
@@ -291,6 +323,8 @@ export interface Bootstrap {
   secretsKeys: Record<string, aws.kms.Key>;
   /** Per stage: the API's publish policy and the operators' policy (held outside the stage). */
   accessPolicies: Record<string, { apiPublish: aws.iam.Policy; ops: aws.iam.Policy }>;
+  /** Per stage: the pause switch (its role and document), the bootstrap's: no deploy of the stage may write them. */
+  pauseSwitches: Record<string, { role: aws.iam.Role; document: aws.ssm.Document }>;
   /** Per stage: the operator audit trail's log group (no deploy of the stage may touch it). */
   auditLogGroups: Record<string, aws.cloudwatch.LogGroup>;
   /** The account's external-access analyzer, unless `accessAnalyzerArn` names an existing one. */
@@ -336,6 +370,7 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
   const policies = stageDeployPolicies(facts, deploy.roles, secretsKeys, stateOf, account);
   const access = stageAccessPolicies(facts, account);
   const auditLogGroups = operatorAuditLogGroups(config, facts, account);
+  const pauseSwitches = stagePauseSwitches(facts, account);
   const previewPolicy = previewRole && config.previewStage !== undefined ? previewRolePolicyOf(previewRole, config.previewStage, backend, stateOf, account) : undefined;
   const accessAnalyzer = externalAccessAnalyzer(config, account);
 
@@ -358,9 +393,49 @@ export function createBootstrap(config: BootstrapConfig = loadBootstrapConfig())
     secretsKeys,
     accessPolicies: access.policies,
     auditLogGroups,
+    pauseSwitches,
     accessAnalyzer,
     outputs,
   };
+}
+
+/**
+ * Per stage: the operators' pause switch (docs/runbook.md, "Oldest message too old"). Its
+ * document's content is what on-call runs; its role may set Enabled on the stage's mappings only
+ * (policies.ts, mappingSwitchStatements). Both under the bootstrap's names and path: every deploy
+ * role is denied IAM on the path and SSM on the names (guardStatements), so no deploy of any stage
+ * can change what the operators start. sophia-ops reads the document and starts the version it
+ * checked (tools/ops/src/pause_switch.rs).
+ */
+function stagePauseSwitches(facts: StageFacts[], account: Account): Bootstrap["pauseSwitches"] {
+  const declarations = loadDeclarations();
+  const out: Bootstrap["pauseSwitches"] = {};
+  for (const f of facts) {
+    const role = new aws.iam.Role(`${f.stage}-mapping-switch`, {
+      name: mappingSwitchRoleName(f.stage),
+      path: BOOTSTRAP_PATH,
+      description: `Sets Enabled on the ${f.stage} stage's event source mappings, run by SSM Automation only`,
+      assumeRolePolicy: pulumi.all([account.partition, account.account]).apply(([p, a]) => JSON.stringify(mappingSwitchTrustPolicy(p, account.region, a))),
+      maxSessionDuration: 3600,
+      tags: { ...TAGS, stage: f.stage },
+    });
+    new aws.iam.RolePolicy(`${f.stage}-mapping-switch`, {
+      role: role.id,
+      name: "stage-mappings-enabled",
+      policy: pulumi
+        .all([account.partition, account.account])
+        .apply(([p, a]) => JSON.stringify(policyDocument(mappingSwitchStatements({ partition: p, region: account.region, account: a, stage: f.stage }, declarations)))),
+    });
+    const document = new aws.ssm.Document(`${f.stage}-mapping-enabled`, {
+      name: mappingSwitchDocumentName(f.stage),
+      documentType: "Automation",
+      documentFormat: "JSON",
+      content: role.arn.apply((arn) => JSON.stringify(mappingSwitchDocument(arn))),
+      tags: { ...TAGS, stage: f.stage },
+    });
+    out[f.stage] = { role, document };
+  }
+  return out;
 }
 
 /**
@@ -404,6 +479,7 @@ function checkedStageFacts(config: BootstrapConfig, region: string): StageFacts[
     if (Array.isArray(f)) problems.push(...f);
     else facts.push(f);
   }
+  problems.push(...resumePrefixProblems(facts));
   if (problems.length > 0) throw new pulumi.RunError(`The stages cannot be bootstrapped:\n  - ${problems.join("\n  - ")}`);
   return facts;
 }
@@ -437,7 +513,7 @@ function stageDeployRoles(
       path: BOOTSTRAP_PATH,
       description: `Deploys the ${f.stage} stage from the GitHub environment ${f.environment}`,
       assumeRolePolicy: oidcProviderArn.apply((arn) =>
-        JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:environment:${f.environment}`)),
+        JSON.stringify(githubTrustPolicy(arn, deploySubject(config.githubRepository, f.environment))),
       ),
       maxSessionDuration: 3600,
       tags: { ...TAGS, stage: f.stage },
@@ -465,7 +541,7 @@ function pullRequestPreviewRole(config: BootstrapConfig, oidcProviderArn: pulumi
     name: previewRoleName(stage),
     path: BOOTSTRAP_PATH,
     description: `Read-only pulumi preview of ${stage} for pull requests`,
-    assumeRolePolicy: oidcProviderArn.apply((arn) => JSON.stringify(githubTrustPolicy(arn, `repo:${config.githubRepository}:environment:${PREVIEW_ENVIRONMENT}`))),
+    assumeRolePolicy: oidcProviderArn.apply((arn) => JSON.stringify(githubTrustPolicy(arn, previewSubjectPattern(config.githubRepository, PREVIEW_ENVIRONMENT), true))),
     maxSessionDuration: 3600,
     tags: { ...TAGS, stage },
   });
@@ -601,7 +677,7 @@ function stageDeployPolicies(
       description: `Permissions boundary of every role the ${f.stage} stage creates`,
       policy: pulumi
         .all([partition, account.account])
-        .apply(([p, a]) => JSON.stringify(policyDocument(boundaryStatements({ partition: p, region, account: a, stage: f.stage, vpc: f.vpc, resumeBucket: f.resumeBucket })))),
+        .apply(([p, a]) => JSON.stringify(policyDocument(boundaryStatements({ partition: p, region, account: a, stage: f.stage, vpc: f.vpc, resumeBucket: f.resumeBucket, resumeBucketPrefix: f.resumeBucketPrefix })))),
       tags: { ...TAGS, stage: f.stage },
     });
     const key = secretsKeys[f.stage];

@@ -93,9 +93,23 @@ export interface PolicyStatement {
   Condition?: Condition;
 }
 
+/** A Deny of everything but the resources it names (IAM's NotResource: no condition key names a role's name). */
+export interface DenyOutsideStatement {
+  Sid: string;
+  Effect: "Deny";
+  Action: string[];
+  NotResource: string[];
+}
+
 export interface PolicyDocument {
   Version: "2012-10-17";
   Statement: PolicyStatement[];
+}
+
+/** The deploy role's inline policy: its guards include a Deny with NotResource. */
+export interface GuardDocument {
+  Version: "2012-10-17";
+  Statement: (PolicyStatement | DenyOutsideStatement)[];
 }
 
 export const APP = "sophia";
@@ -243,7 +257,17 @@ export function stateObjectArns(partition: string, bucket: string, stage: string
   ];
 }
 
-/** Read-write on the stage's own state objects; read of the backend's metadata; list of the bucket. */
+/** The `s3:prefix` values of the DIY backend's list requests for one stack (StringLike patterns). */
+export function stateListPrefixes(stage: string, project = APP): string[] {
+  return [
+    `.pulumi/stacks/${project}/${stage}.json*`,
+    `.pulumi/locks/organization/${project}/${stage}/*`,
+    `.pulumi/history/${project}/${stage}/*`,
+    `.pulumi/backups/${project}/${stage}/*`,
+  ];
+}
+
+/** Read-write on the stage's own state objects; read of the backend's metadata; list of the stage's own prefixes. */
 export function stateStatements(partition: string, bucket: string, stage: string, write: boolean): PolicyStatement[] {
   return [
     {
@@ -253,7 +277,18 @@ export function stateStatements(partition: string, bucket: string, stage: string
       Resource: stateObjectArns(partition, bucket, stage),
     },
     { Sid: "BackendMetadataRead", Effect: "Allow", Action: ["s3:GetObject"], Resource: [`arn:${partition}:s3:::${bucket}/.pulumi/meta.yaml`] },
-    { Sid: "BackendList", Effect: "Allow", Action: ["s3:ListBucket"], Resource: [`arn:${partition}:s3:::${bucket}`] },
+    {
+      // Only the lists the DIY backend makes for this stack (pulumi/pulumi v3.248.0 pkg/backend/diy):
+      // its checkpoint's candidates (state.go stackPath: prefix `<stacks>/<project>/<stage>.json`),
+      // its lock, history and backups directories (bucket.go listBucket: prefix `<dir>/`); never
+      // another stage's names. Its scan for legacy stack files (`.pulumi/stacks/`, at login) is
+      // refused, which backend.go ignores ("If there's an error listing don't fail").
+      Sid: "BackendList",
+      Effect: "Allow",
+      Action: ["s3:ListBucket"],
+      Resource: [`arn:${partition}:s3:::${bucket}`],
+      Condition: { StringLike: { "s3:prefix": stateListPrefixes(stage) } },
+    },
   ];
 }
 
@@ -272,16 +307,47 @@ export const GITHUB_OIDC_HOST = "token.actions.githubusercontent.com";
 export const GITHUB_OIDC_AUDIENCE = "sts.amazonaws.com";
 
 /**
- * Trust policy for GitHub OIDC tokens whose `sub` is exactly `subject`: a deploy role trusts
- * `repo:<owner>/<repo>:environment:<env>` (only a job of that environment), the preview role
- * `repo:<owner>/<repo>:environment:preview` (only jobs of the preview environment).
+ * The repository's OIDC subject claim, customised (scripts/protect-environments sets it:
+ * `PUT /repos/{owner}/{repo}/actions/oidc/customization/sub` with `use_default: false` and these
+ * `include_claim_keys`, in this order). GitHub then writes each key and its value, joined by ':'
+ * ("repo:<owner/repo>:environment:<env>:job_workflow_ref:<path>@<ref>" in GitHub's example for
+ * repo, context, job_workflow_ref: https://docs.github.com/en/actions/reference/security/oidc).
+ * The default subject of an environment's job names the environment alone, whatever ran it: if
+ * GitHub let a pull request whose head is a branch named `main` (into any branch) run a workflow of
+ * its own with `environment: dev`, its token would be dev's. With `ref` and `job_workflow_ref` the
+ * deploy roles trust only infra.yml as it is on main, run for main.
+ */
+export const OIDC_SUB_CLAIM_KEYS = ["repo", "context", "ref", "job_workflow_ref"] as const;
+/** The workflow whose jobs deploy and preview (.github/workflows/infra.yml). */
+export const INFRA_WORKFLOW = ".github/workflows/infra.yml";
+
+/** A deploy role's subject: a job of its environment, in infra.yml as on main, run for main. */
+export function deploySubject(repository: string, environment: string): string {
+  return `repo:${repository}:environment:${environment}:ref:refs/heads/main:job_workflow_ref:${repository}/${INFRA_WORKFLOW}@refs/heads/main`;
+}
+
+/**
+ * The preview role's subjects (StringLike): a job of the `preview` environment of infra.yml, run for
+ * a pull request (its merge ref). A pull request's infra.yml is its own, so this is no more than
+ * the environment's protection gives; the role stays read-only.
+ */
+export function previewSubjectPattern(repository: string, environment: string): string {
+  return `repo:${repository}:environment:${environment}:ref:refs/pull/*/merge:job_workflow_ref:${repository}/${INFRA_WORKFLOW}@refs/pull/*/merge`;
+}
+
+/**
+ * Trust policy for GitHub OIDC tokens whose `sub` is exactly `subject` (a deploy role:
+ * deploySubject), or matches it when `like` (the preview role: previewSubjectPattern). IAM matches
+ * `token.actions.githubusercontent.com:sub` with StringEquals and StringLike alike.
  */
 export interface TrustDocument {
   Version: "2012-10-17";
   Statement: { Sid: string; Effect: "Allow"; Principal: { Federated: string }; Action: string; Condition: Condition }[];
 }
 
-export function githubTrustPolicy(providerArn: string, subject: string): TrustDocument {
+export function githubTrustPolicy(providerArn: string, subject: string, like = false): TrustDocument {
+  const aud = { [`${GITHUB_OIDC_HOST}:aud`]: GITHUB_OIDC_AUDIENCE };
+  const sub = { [`${GITHUB_OIDC_HOST}:sub`]: subject };
   return {
     Version: "2012-10-17",
     Statement: [
@@ -290,9 +356,7 @@ export function githubTrustPolicy(providerArn: string, subject: string): TrustDo
         Effect: "Allow",
         Principal: { Federated: providerArn },
         Action: "sts:AssumeRoleWithWebIdentity",
-        Condition: {
-          StringEquals: { [`${GITHUB_OIDC_HOST}:aud`]: GITHUB_OIDC_AUDIENCE, [`${GITHUB_OIDC_HOST}:sub`]: subject },
-        },
+        Condition: like ? { StringEquals: aud, StringLike: sub } : { StringEquals: { ...aud, ...sub } },
       },
     ],
   };
@@ -364,6 +428,15 @@ export function guardStatements(partition: string, account: string, stage: strin
       Resource: [auditLogGroupArn(partition, region, account, stage), `${auditLogGroupArn(partition, region, account, stage)}:*`],
     },
     {
+      // The pause switch's documents are the bootstrap's (mappingSwitchDocument): whoever writes one
+      // writes what on-call runs with the switch role, or, without an assumeRole, with the
+      // operator's own rights (SSM runs such a document as the user who starts it).
+      Sid: "DenyBootstrapDocuments",
+      Effect: "Deny",
+      Action: ["ssm:*"],
+      Resource: [`arn:${partition}:ssm:${region}:${account}:document/${APP}-bootstrap-*`, `arn:${partition}:ssm:${region}:${account}:automation-definition/${APP}-bootstrap-*`],
+    },
+    {
       Sid: "DenyRoleWritesOutsideBoundary",
       Effect: "Deny",
       Action: ["iam:CreateRole", "iam:PutRolePermissionsBoundary", "iam:PutRolePolicy", "iam:AttachRolePolicy"],
@@ -371,6 +444,49 @@ export function guardStatements(partition: string, account: string, stage: strin
       Condition: { StringNotEquals: { "iam:PermissionsBoundary": boundaryArn(partition, account, stage) } },
     },
   ];
+}
+
+/**
+ * Role names are unique in an account and an assumed role's session ARN drops the path
+ * (arn:aws:sts::<account>:assumed-role/<name>/<session>): a role of `/sophia/dev/` named
+ * `sophia-prod-report-generate` is prod's to anything that matches principals by name. The
+ * deploy role's grants name `role/sophia/<stage>/sophia-<stage>-*`; this Deny refuses a create or
+ * a boundary on any other (IAM has no condition key on a role's name: NotResource).
+ */
+/** The stack's one role that is not a function's: the scheduled erasure check's execution role. */
+export const ERASURE_CHECK_ROLE = "erasure-check";
+
+export function roleNameGuard(partition: string, account: string, stage: string, functions: string[] = loadDeclarations().functions): DenyOutsideStatement {
+  return {
+    Sid: "DenyRolesNotNamedForTheStage",
+    Effect: "Deny",
+    Action: ["iam:CreateRole", "iam:PutRolePermissionsBoundary", "iam:PutRolePolicy", "iam:AttachRolePolicy", "iam:UpdateAssumeRolePolicy", "iam:PassRole"],
+    // Exactly the stack's roles, one per function (declarations/queues.json; infra-pulumi names
+    // them naming.roleName(function)) and the scheduled erasure check's (infra-pulumi/src/erasure-check.ts,
+    // roleName("erasure-check"); the deploy rehearsal fails if the two names part): `sophia-<stage>-*`
+    // alone would also match another stage's names that extend this one's (sophia-qa-eu-* in another
+    // Region of the account).
+    NotResource: [...functions, ERASURE_CHECK_ROLE].map((f) => iamArn(partition, account, "role", stageIamPath(stage), `${APP}-${stage}-${f}`)),
+  };
+}
+
+/**
+ * Stages of one bootstrap whose resume-bucket prefixes overlap (the same bucket, one prefix the
+ * start of the other's): each function role's boundary would then reach the other stage's résumés.
+ */
+export function resumePrefixProblems(stages: { stage: string; resumeBucket?: string | undefined; resumeBucketPrefix?: string | undefined }[]): string[] {
+  const out: string[] = [];
+  const withBucket = stages.filter((s) => s.resumeBucket);
+  for (const a of withBucket) {
+    if (!a.resumeBucketPrefix) continue;
+    for (const b of withBucket) {
+      if (a === b || a.resumeBucket !== b.resumeBucket || !b.resumeBucketPrefix) continue;
+      if (a.stage < b.stage && (a.resumeBucketPrefix.startsWith(b.resumeBucketPrefix) || b.resumeBucketPrefix.startsWith(a.resumeBucketPrefix))) {
+        out.push(`stages "${a.stage}" and "${b.stage}" share the resume bucket ${a.resumeBucket} with overlapping prefixes (${a.resumeBucketPrefix}, ${b.resumeBucketPrefix}): give each its own sophia:resumeBucketPrefix, neither the start of the other`);
+      }
+    }
+  }
+  return out;
 }
 
 /** What a stage's function roles may ever do (their permissions boundary); their own policies narrow it. */
@@ -383,6 +499,8 @@ export interface BoundaryScope {
   vpc: VpcScope | false;
   /** `sophia:resumeBucket` of the stage, when it names one. */
   resumeBucket?: string | undefined;
+  /** `sophia:resumeBucketPrefix` of the stage: the boundary allows only objects under it (none without it). */
+  resumeBucketPrefix?: string | undefined;
 }
 
 export function boundaryStatements(b: BoundaryScope, table: PermissionsTable = loadPermissions()): PolicyStatement[] {
@@ -398,16 +516,6 @@ export function boundaryStatements(b: BoundaryScope, table: PermissionsTable = l
     { Sid: "StageLogs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: [arn("logs", `log-group:/aws/lambda/${prefix}-*:*`)] },
     { Sid: "StageSecrets", Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [arn("secretsmanager", `secret:${APP}/${b.stage}/*`)] },
     {
-      // The pause switch's role (infra-pulumi/src/mapping-switch.ts): its own policy names the
-      // stage's mappings; no role of the stage may ever set a mapping that is not tagged as the
-      // stage's or whose function is not the stage's.
-      Sid: "StageMappingSwitch",
-      Effect: "Allow",
-      Action: ["lambda:UpdateEventSourceMapping", "lambda:GetEventSourceMapping"],
-      Resource: [arn("lambda", "event-source-mapping:*")],
-      Condition: { ArnLike: { "lambda:FunctionArn": arn("lambda", `function:${prefix}-*`) }, StringEquals: { "aws:ResourceTag/stage": b.stage } },
-    },
-    {
       // Decrypt through Secrets Manager of this stage's secrets only, whatever key they use and
       // whatever its tags: Secrets Manager's encryption context names the secret
       // (https://docs.aws.amazon.com/secretsmanager/latest/userguide/security-encryption.html#security-encryption-encryption-context).
@@ -421,8 +529,10 @@ export function boundaryStatements(b: BoundaryScope, table: PermissionsTable = l
       },
     },
   ];
-  if (b.resumeBucket) {
-    out.push({ Sid: "ResumeBucket", Effect: "Allow", Action: ["s3:GetObject", "s3:PutObject"], Resource: [`arn:${b.partition}:s3:::${b.resumeBucket}/*`] });
+  if (b.resumeBucket && b.resumeBucketPrefix) {
+    // The stage's prefix only: another stage sharing the bucket keeps its own (the bootstrap refuses
+    // two stages whose prefixes of one bucket overlap: resumePrefixProblems).
+    out.push({ Sid: "ResumeBucket", Effect: "Allow", Action: ["s3:GetObject", "s3:PutObject"], Resource: [`arn:${b.partition}:s3:::${b.resumeBucket}/${b.resumeBucketPrefix}*`] });
   }
   if (b.vpc) {
     out.push(
@@ -502,7 +612,7 @@ export interface DeployRoleInput {
 
 export interface DeployRolePolicies {
   /** The role's one inline policy: its state, its secrets provider, and the guard Denies. */
-  inline: PolicyDocument;
+  inline: GuardDocument;
   /** The table's rows, rendered for the stage, packed into managed policies. */
   managed: PolicyDocument[];
 }
@@ -524,11 +634,15 @@ export function stateAccessStatements(partition: string, region: string, bucket:
 /** The deploy role's policies exactly as the bootstrap attaches them (the rehearsal evaluates these). */
 export function deployRolePolicies(input: DeployRoleInput, table: PermissionsTable = loadPermissions()): DeployRolePolicies {
   const { scope } = input;
-  const inline = policyDocument([
-    ...(input.state ? stateAccessStatements(scope.partition, scope.region, input.state.bucket, input.state.keyArn, scope.stage, true) : []),
-    ...(input.secretsKeyArn ? [secretsProviderStatement(input.secretsKeyArn, true)] : []),
-    ...guardStatements(scope.partition, scope.account, scope.stage, scope.region),
-  ]);
+  const inline: GuardDocument = {
+    Version: "2012-10-17",
+    Statement: [
+      ...(input.state ? stateAccessStatements(scope.partition, scope.region, input.state.bucket, input.state.keyArn, scope.stage, true) : []),
+      ...(input.secretsKeyArn ? [secretsProviderStatement(input.secretsKeyArn, true)] : []),
+      ...guardStatements(scope.partition, scope.account, scope.stage, scope.region),
+      roleNameGuard(scope.partition, scope.account, scope.stage),
+    ],
+  };
   const managed = packManaged(deployStatements(scope, table));
   if (policySize(inline) > INLINE_LIMIT * HEADROOM) throw new Error(`deploy role ${scope.stage}: inline policy ${policySize(inline)} > 90 % of ${INLINE_LIMIT}`);
   if (managed.length > MANAGED_PER_ROLE - 2) throw new Error(`deploy role ${scope.stage}: ${managed.length} managed policies (keep two of the ${MANAGED_PER_ROLE} free)`);
@@ -673,15 +787,98 @@ export const OPS_FUNCTION_READ_ACTIONS = ["lambda:GetFunctionConfiguration"];
 export const OPS_ACCOUNT_READ_ACTIONS = ["lambda:ListEventSourceMappings", "cloudwatch:GetMetricData"];
 /**
  * sophia-ops `queue pause|resume`: never UpdateEventSourceMapping (IAM cannot narrow its parameters:
- * whoever may call it may also re-point or filter the mapping). The operators start the stack's
- * pause switch instead (infra-pulumi/src/mapping-switch.ts): an SSM Automation document per source
- * queue, `<app>-<stage>-<queue>-mapping-enabled`, whose one request sets Enabled on that queue's
- * mapping, run by the role `<app>-<stage>-mapping-switch`, which they may pass to SSM only.
+ * whoever may call it may also re-point or filter the mapping). The operators start the bootstrap's
+ * pause switch instead: one SSM Automation document per stage, `<app>-bootstrap-<stage>-mapping-enabled`
+ * (mappingSwitchDocument), whose one request sets Enabled on the mapping whose UUID it is given
+ * (a parameter held to a UUID's form by allowedPattern), run by the bootstrap's role
+ * `<app>-bootstrap-<stage>-mapping-switch`, which may update only the stage's mappings (tagged as
+ * the stage's, invoking one of its functions). Both are the bootstrap's (its IAM path, its
+ * document names): no deploy role may write the document, whose content is what on-call runs
+ * (a document without an assumeRole runs with the rights of whoever starts it).
  */
 export const OPS_SWITCH_ACTIONS = ["ssm:StartAutomationExecution"];
 export const OPS_SWITCH_READ_ACTIONS = ["ssm:GetAutomationExecution"];
-export const mappingSwitchRoleName = (stage: string): string => `${APP}-${stage}-mapping-switch`;
-export const mappingSwitchDocumentName = (stage: string, queue: string): string => `${APP}-${stage}-${queue}-mapping-enabled`;
+/** sophia-ops reads the document (its content and version) before it starts that version. */
+export const OPS_SWITCH_DOCUMENT_READ_ACTIONS = ["ssm:GetDocument"];
+export const mappingSwitchRoleName = (stage: string): string => `${APP}-bootstrap-${stage}-mapping-switch`;
+export const mappingSwitchDocumentName = (stage: string): string => `${APP}-bootstrap-${stage}-mapping-enabled`;
+export const mappingSwitchRoleArn = (partition: string, account: string, stage: string): string =>
+  iamArn(partition, account, "role", BOOTSTRAP_PATH, mappingSwitchRoleName(stage));
+/** A Lambda event source mapping's UUID, the document's one free-form parameter (SSM refuses any other value). */
+export const MAPPING_UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+
+/**
+ * The pause switch's document: one request, UpdateEventSourceMapping with the given UUID and
+ * Enabled, nothing else, with the switch role. sophia-ops (tools/ops/src/pause_switch.rs) refuses
+ * to start a document whose content is not of exactly this form.
+ */
+export function mappingSwitchDocument(roleArn: string): Record<string, unknown> {
+  return {
+    schemaVersion: "0.3",
+    description: "Pause (Enabled false) or resume (Enabled true) one event source mapping of the stage; nothing else.",
+    assumeRole: roleArn,
+    parameters: {
+      MappingUuid: { type: "String", description: "the mapping's UUID", allowedPattern: MAPPING_UUID_PATTERN },
+      Enabled: { type: "Boolean", description: "false pauses the mapping, true resumes it" },
+    },
+    mainSteps: [
+      {
+        name: "SetEnabled",
+        action: "aws:executeAwsApi",
+        inputs: { Service: "lambda", Api: "UpdateEventSourceMapping", UUID: "{{ MappingUuid }}", Enabled: "{{ Enabled }}" },
+        outputs: [{ Name: "State", Selector: "$.State", Type: "String" }],
+      },
+    ],
+  };
+}
+
+/** SSM Automation of this account only (the confused-deputy conditions AWS recommends for a service role). */
+export function mappingSwitchTrustPolicy(partition: string, region: string, account: string): Record<string, unknown> {
+  return {
+    Version: "2012-10-17",
+    Statement: [
+      {
+        Effect: "Allow",
+        Principal: { Service: "ssm.amazonaws.com" },
+        Action: "sts:AssumeRole",
+        Condition: {
+          StringEquals: { "aws:SourceAccount": account },
+          ArnLike: { "aws:SourceArn": `arn:${partition}:ssm:${region}:${account}:automation-execution/*` },
+        },
+      },
+    ],
+  };
+}
+
+/**
+ * The switch role's one grant: set a mapping of the stage, one tagged as the stage's
+ * (aws:ResourceTag/stage) and, when the request carries lambda:FunctionArn, whose function is one
+ * of the stage's (exact names from declarations/queues.json). Another stage's mapping, an untagged
+ * one or another team's is refused whatever UUID the document is given.
+ *
+ * `ArnEqualsIfExists`, not `ArnEquals`: the switch document's one step sends the UUID and Enabled,
+ * never FunctionName. Should Lambda fill lambda:FunctionArn only from a request's FunctionName, a
+ * plain ArnEquals on an absent key is false and every pause and resume would be AccessDenied in
+ * the incident it exists for. The stage tag confines the grant alone: no deploy role can set or
+ * remove a mapping's stage tag (infra-pulumi/test/rehearsal/confinement.test.ts). The real
+ * account's check is docs/deploy.md's "What only AWS can show".
+ */
+export function mappingSwitchStatements(s: AccessScope, d: Pick<StageDeclarations, "functions">): PolicyStatement[] {
+  const arn = (rest: string) => `arn:${s.partition}:lambda:${s.region}:${s.account}:${rest}`;
+  return [
+    {
+      Sid: "StageMappingsEnabled",
+      Effect: "Allow",
+      Action: ["lambda:UpdateEventSourceMapping"],
+      Resource: [arn("event-source-mapping:*")],
+      Condition: {
+        ArnEqualsIfExists: { "lambda:FunctionArn": d.functions.map((f) => arn(`function:${APP}-${s.stage}-${f}`)) },
+        StringEquals: { "aws:ResourceTag/stage": s.stage },
+      },
+    },
+  ];
+}
+
 /**
  * sophia-ops' audit trail (the stage's operator audit log group): append only. A new stream per
  * command and its events; no `logs:DeleteLogStream`, `logs:DeleteLogGroup`, `logs:PutRetentionPolicy`
@@ -731,24 +928,25 @@ export function opsStatements(s: AccessScope, d: StageDeclarations): PolicyState
     { Sid: "OpsFunctions", Effect: "Allow", Action: OPS_FUNCTION_READ_ACTIONS, Resource: d.functions.map((f) => arn("lambda", `function:${name(f)}`)) },
     { Sid: "OpsQueueStatus", Effect: "Allow", Action: OPS_ACCOUNT_READ_ACTIONS, Resource: ["*"] },
     {
-      // Pause and resume: start the stage's switch documents (any version: the stack is their only
-      // author), and a new execution of them; nothing else of SSM.
+      // Pause and resume: start the bootstrap's switch document of this stage (sophia-ops starts the
+      // version it read and checked), and a new execution of it; nothing else of SSM.
       Sid: "OpsPauseSwitch",
       Effect: "Allow",
       Action: OPS_SWITCH_ACTIONS,
       Resource: [
-        ...d.queues.map((q) => arn("ssm", `document/${mappingSwitchDocumentName(s.stage, q.name)}`)),
-        ...d.queues.map((q) => arn("ssm", `automation-definition/${mappingSwitchDocumentName(s.stage, q.name)}:*`)),
+        arn("ssm", `document/${mappingSwitchDocumentName(s.stage)}`),
+        arn("ssm", `automation-definition/${mappingSwitchDocumentName(s.stage)}:*`),
         arn("ssm", "automation-execution/*"),
       ],
     },
+    { Sid: "OpsPauseSwitchDocument", Effect: "Allow", Action: OPS_SWITCH_DOCUMENT_READ_ACTIONS, Resource: [arn("ssm", `document/${mappingSwitchDocumentName(s.stage)}`)] },
     { Sid: "OpsPauseSwitchStatus", Effect: "Allow", Action: OPS_SWITCH_READ_ACTIONS, Resource: [arn("ssm", "automation-execution/*")] },
     {
       // SSM runs the document with the switch role, which the operator passes: that role, to SSM only.
       Sid: "OpsPassSwitchRole",
       Effect: "Allow",
       Action: ["iam:PassRole"],
-      Resource: [`arn:${s.partition}:iam::${s.account}:role${stageIamPath(s.stage)}${mappingSwitchRoleName(s.stage)}`],
+      Resource: [mappingSwitchRoleArn(s.partition, s.account, s.stage)],
       Condition: { StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } },
     },
     // One statement per variable: a variable the request lacks (aws:SourceIdentity for an IAM user,

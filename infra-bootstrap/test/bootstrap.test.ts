@@ -12,6 +12,7 @@ import { before, test } from "node:test";
 import * as pulumi from "@pulumi/pulumi";
 
 import type { Bootstrap } from "../src/bootstrap";
+import { MAPPING_UUID_PATTERN } from "../src/policies";
 
 const ACCOUNT = "012345678901";
 const REPO = "acme/sophia-async-jobs";
@@ -121,8 +122,13 @@ test("one deploy role per stage, trusted only for that stage's GitHub environmen
     assert.equal(trust.Statement.length, 1);
     assert.deepEqual(trust.Statement[0].Principal, { Federated: `arn:aws:iam::${ACCOUNT}:oidc-provider/token.actions.githubusercontent.com` });
     assert.equal(trust.Statement[0].Action, "sts:AssumeRoleWithWebIdentity");
+    // The customised subject (scripts/protect-environments sets the repository's claim keys): the
+    // environment, the ref main and infra.yml as on main; never the environment alone.
     assert.deepEqual(trust.Statement[0].Condition, {
-      StringEquals: { "token.actions.githubusercontent.com:aud": "sts.amazonaws.com", "token.actions.githubusercontent.com:sub": `repo:${REPO}:environment:${env}` },
+      StringEquals: {
+        "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
+        "token.actions.githubusercontent.com:sub": `repo:${REPO}:environment:${env}:ref:refs/heads/main:job_workflow_ref:${REPO}/.github/workflows/infra.yml@refs/heads/main`,
+      },
     });
   }
 });
@@ -159,7 +165,10 @@ test("the preview role: jobs of the preview environment only; reads dev's state 
   const role = byName("aws:iam/role:Role", "preview");
   const trust = JSON.parse(role.inputs["assumeRolePolicy"] as string);
   // Not `pull_request`: any pull-request job of any workflow a branch adds would match it.
-  assert.equal(trust.Statement[0].Condition.StringEquals["token.actions.githubusercontent.com:sub"], `repo:${REPO}:environment:preview`);
+  assert.deepEqual(trust.Statement[0].Condition, {
+    StringEquals: { "token.actions.githubusercontent.com:aud": "sts.amazonaws.com" },
+    StringLike: { "token.actions.githubusercontent.com:sub": `repo:${REPO}:environment:preview:ref:refs/pull/*/merge:job_workflow_ref:${REPO}/.github/workflows/infra.yml@refs/pull/*/merge` },
+  });
   const doc = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "preview-policy").inputs["policy"] as string);
   const actions = [...new Set(doc.Statement.flatMap((s: { Action: string[] }) => s.Action))].sort();
   assert.deepEqual(actions, ["kms:Decrypt", "s3:GetObject", "s3:ListBucket"]);
@@ -201,6 +210,38 @@ test("stage files are checked: a missing file, another region, a missing layer a
   assert.match(problems[1]!, /sophia:secretsExtensionLayerArn must be a layer version ARN/);
 });
 
+test("stage-file values written into ARNs are the stack's own forms: a bucket, a prefix ending in '/' without '*', hex VPC, subnet and security group ids", () => {
+  const { stageFacts, STAGE_FILE_PATTERNS } = require("../src/bootstrap") as typeof import("../src/bootstrap");
+  const good = "config:\n  aws:region: eu-west-1\n  sophia:secretsExtensionLayerArn: arn:aws:lambda:eu-west-1:123456789012:layer:ext:1\n";
+  const facts = (extra: string) => {
+    fs.writeFileSync(path.join(repoRoot, "Pulumi.qa.yaml"), good + extra);
+    return stageFacts("qa", "eu-west-1", {}, repoRoot);
+  };
+  const ok = facts("  sophia:resumeBucket: my-resumes\n  sophia:resumeBucketPrefix: resumes/qa/\n  sophia:vpc:\n    vpcId: vpc-0abc1234\n    subnetIds: [subnet-0aaa1111]\n    securityGroupIds: [sg-0ccc3333]\n");
+  assert.ok(!Array.isArray(ok), JSON.stringify(ok));
+  assert.equal(ok.resumeBucketPrefix, "resumes/qa/");
+  for (const [extra, message] of [
+    ["  sophia:resumeBucket: '*'\n", /sophia:resumeBucket must be an S3 bucket name/],
+    ["  sophia:resumeBucket: my-resumes/x\n", /sophia:resumeBucket must be an S3 bucket name/],
+    ["  sophia:resumeBucketPrefix: '*'\n", /sophia:resumeBucketPrefix must be an object key prefix ending in '\/'/],
+    ["  sophia:resumeBucketPrefix: resumes\n", /sophia:resumeBucketPrefix must be an object key prefix/],
+    ["  sophia:resumeBucketPrefix: resumes/*/\n", /sophia:resumeBucketPrefix must be an object key prefix/],
+    ["  sophia:vpc:\n    vpcId: '*'\n    subnetIds: [subnet-0aaa1111]\n    securityGroupIds: [sg-0ccc3333]\n", /sophia:vpc must name vpcId/],
+    ["  sophia:vpc:\n    vpcId: vpc-0abc1234\n    subnetIds: [subnet-*]\n    securityGroupIds: [sg-0ccc3333]\n", /sophia:vpc must name vpcId/],
+    ["  sophia:vpc:\n    vpcId: vpc-0abc1234\n    subnetIds: [subnet-0aaa1111]\n    securityGroupIds: ['sg-*']\n", /sophia:vpc must name vpcId/],
+  ] as const) {
+    const problems = facts(extra);
+    assert.ok(Array.isArray(problems) && problems.length === 1, `${extra}: ${JSON.stringify(problems)}`);
+    assert.match(problems[0]!, message);
+  }
+  // One rule, two packages: each pattern is infra-pulumi/src/config.ts's own.
+  const stack = fs.readFileSync(path.join(__dirname, "..", "..", "infra-pulumi", "src", "config.ts"), "utf8");
+  for (const p of [STAGE_FILE_PATTERNS.resumeBucket, STAGE_FILE_PATTERNS.resumeBucketPrefix, STAGE_FILE_PATTERNS.vpcId]) assert.ok(stack.includes(`/${p.source}/`), p.source);
+  assert.ok(stack.includes("new RegExp(`^${prefix}-[0-9a-f]{8,17}$`)"), "config.ts's subnet and security group id pattern");
+  assert.equal(STAGE_FILE_PATTERNS.subnetId.source, "^subnet-[0-9a-f]{8,17}$");
+  assert.equal(STAGE_FILE_PATTERNS.securityGroupId.source, "^sg-[0-9a-f]{8,17}$");
+});
+
 test("a protected stage cannot be the previewed one (a pull request's code reads the previewed stage's config)", () => {
   const { loadBootstrapConfig } = require("../src/bootstrap") as typeof import("../src/bootstrap");
   pulumi.runtime.setAllConfig({
@@ -235,9 +276,13 @@ test("the deploy role's policies are exactly policies.ts's deployRolePolicies (w
 test("the guard: every deploy role denies itself IAM on the bootstrap's path, boundary removal, and role writes without its stage's boundary", () => {
   const inline = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", "dev-deploy-policy").inputs["policy"] as string);
   const deny = inline.Statement.filter((s: { Effect: string }) => s.Effect === "Deny");
-  assert.deepEqual(deny.map((s: { Sid: string }) => s.Sid), ["DenyBootstrapIdentities", "DenyBoundaryRemoval", "DenyManagedPolicyWrites", "DenyOperatorAuditTrail", "DenyRoleWritesOutsideBoundary"]);
+  assert.deepEqual(deny.map((s: { Sid: string }) => s.Sid), ["DenyBootstrapIdentities", "DenyBoundaryRemoval", "DenyManagedPolicyWrites", "DenyOperatorAuditTrail", "DenyBootstrapDocuments", "DenyRoleWritesOutsideBoundary", "DenyRolesNotNamedForTheStage"]);
   assert.deepEqual(deny[0].Resource, [`arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/*`, `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/*`, `arn:aws:iam::${ACCOUNT}:oidc-provider/*`]);
-  assert.deepEqual(deny[4].Condition, { StringNotEquals: { "iam:PermissionsBoundary": `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/sophia-bootstrap-dev-boundary` } });
+  // The pause switch's documents: no SSM action of a deploy role on the bootstrap's names.
+  assert.deepEqual(deny[4].Resource, [`arn:aws:ssm:eu-west-1:${ACCOUNT}:document/sophia-bootstrap-*`, `arn:aws:ssm:eu-west-1:${ACCOUNT}:automation-definition/sophia-bootstrap-*`]);
+  assert.deepEqual(deny[5].Condition, { StringNotEquals: { "iam:PermissionsBoundary": `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/sophia-bootstrap-dev-boundary` } });
+  // Role names: exactly the stack's function roles, under the stage's path (NotResource).
+  assert.deepEqual(deny[6].NotResource, ["interview-completed", "report-generate", "interview-failed"].map((f) => `arn:aws:iam::${ACCOUNT}:role/sophia/dev/sophia-dev-${f}`));
 });
 
 test("the boundary per stage: under the bootstrap's path, only the stage's queues, logs, secrets and key (prod: its VPC's ENIs)", () => {
@@ -245,12 +290,11 @@ test("the boundary per stage: under the bootstrap's path, only the stage's queue
   assert.equal(dev.inputs["name"], "sophia-bootstrap-dev-boundary");
   assert.equal(dev.inputs["path"], "/sophia-bootstrap/");
   const doc = JSON.parse(dev.inputs["policy"] as string);
-  assert.deepEqual(doc.Statement.map((s: { Sid: string }) => s.Sid), ["StageQueues", "StageLogs", "StageSecrets", "StageMappingSwitch", "StageKeyViaSecretsManager", "StageErasureCheck"]);
+  // No role of the stage may touch a mapping: the pause switch's role is the bootstrap's.
+  assert.deepEqual(doc.Statement.map((s: { Sid: string }) => s.Sid), ["StageQueues", "StageLogs", "StageSecrets", "StageKeyViaSecretsManager", "StageErasureCheck"]);
+  assert.doesNotMatch(JSON.stringify(doc), /EventSourceMapping/);
   // The scheduled erasure check's role (infra-pulumi/src/erasure-check.ts): the stage's report-generate, no other function.
   assert.deepEqual(doc.Statement.find((s: { Sid: string }) => s.Sid === "StageErasureCheck").Resource, [`arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-dev-report-generate`]);
-  // The pause switch's role: only a mapping tagged as the stage's whose function is the stage's.
-  const sw = doc.Statement.find((s: { Sid: string }) => s.Sid === "StageMappingSwitch");
-  assert.deepEqual(sw.Condition, { ArnLike: { "lambda:FunctionArn": `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-dev-*` }, StringEquals: { "aws:ResourceTag/stage": "dev" } });
   assert.doesNotMatch(JSON.stringify(doc), /prod|ec2:/);
   const prod = JSON.parse(byName("aws:iam/policy:Policy", "prod-rs-boundary").inputs["policy"] as string);
   assert.ok(JSON.stringify(prod).includes("ec2:CreateNetworkInterface"), "prod sets sophia:vpc");
@@ -302,14 +346,19 @@ test("the API's and the operators' policies are the bootstrap's: per stage, unde
       },
     ]);
     const opsDoc = JSON.parse(ops.inputs["policy"] as string) as { Statement: { Sid: string; Resource: string[] }[] };
-    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchStatus", "OpsPassSwitchRole", "OpsAuditAppendSourceIdentity", "OpsAuditAppendUser", "OpsAuditRead"]);
-    // Pause and resume through the stack's switch documents only: never UpdateEventSourceMapping.
+    assert.deepEqual(opsDoc.Statement.map((s) => s.Sid), ["OpsQueues", "OpsDeadLetterQueues", "OpsFunctions", "OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchDocument", "OpsPauseSwitchStatus", "OpsPassSwitchRole", "OpsAuditAppendSourceIdentity", "OpsAuditAppendUser", "OpsAuditRead"]);
+    // Pause and resume through the bootstrap's switch document only: never UpdateEventSourceMapping.
     assert.ok(!JSON.stringify(opsDoc).includes("lambda:UpdateEventSourceMapping"));
     const sid = (x: string) => (opsDoc.Statement as unknown as { Sid: string; Resource: string[]; Condition?: unknown }[]).find((s) => s.Sid === x)!;
-    assert.deepEqual(sid("OpsPauseSwitch").Resource.slice(0, 2), ["interview-completed", "report-generate"].map((q) => `arn:aws:ssm:eu-west-1:${ACCOUNT}:document/sophia-${stage}-${q}-mapping-enabled`));
-    assert.deepEqual(sid("OpsPassSwitchRole").Resource, [`arn:aws:iam::${ACCOUNT}:role/sophia/${stage}/sophia-${stage}-mapping-switch`]);
+    assert.deepEqual(sid("OpsPauseSwitch").Resource, [
+      `arn:aws:ssm:eu-west-1:${ACCOUNT}:document/sophia-bootstrap-${stage}-mapping-enabled`,
+      `arn:aws:ssm:eu-west-1:${ACCOUNT}:automation-definition/sophia-bootstrap-${stage}-mapping-enabled:*`,
+      `arn:aws:ssm:eu-west-1:${ACCOUNT}:automation-execution/*`,
+    ]);
+    assert.deepEqual(sid("OpsPauseSwitchDocument").Resource, [`arn:aws:ssm:eu-west-1:${ACCOUNT}:document/sophia-bootstrap-${stage}-mapping-enabled`]);
+    assert.deepEqual(sid("OpsPassSwitchRole").Resource, [`arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-${stage}-mapping-switch`]);
     assert.deepEqual(sid("OpsPassSwitchRole").Condition, { StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } });
-    for (const s of opsDoc.Statement.filter((x) => !["OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchStatus", "OpsPassSwitchRole"].includes(x.Sid))) {
+    for (const s of opsDoc.Statement.filter((x) => !["OpsQueueStatus", "OpsPauseSwitch", "OpsPauseSwitchDocument", "OpsPauseSwitchStatus", "OpsPassSwitchRole"].includes(x.Sid))) {
       for (const r of s.Resource) assert.match(r, new RegExp(`:sophia-${stage}-[a-z-]+(:\\*|:log-stream:(source/\\$\\{aws:SourceIdentity\\}|user/\\$\\{aws:username\\})/\\*)?$`), `${s.Sid}: ${r}`);
     }
     // The audit trail: a session appends only under the name AWS fills in (infra-pulumi/test/rehearsal/confinement.test.ts simulates it).
@@ -317,6 +366,44 @@ test("the API's and the operators' policies are the bootstrap's: per stage, unde
     assert.deepEqual(sid("OpsAuditAppendUser").Resource, [`arn:aws:logs:eu-west-1:${ACCOUNT}:log-group:sophia-${stage}-operator-audit:log-stream:user/\${aws:username}/*`]);
     assert.match(await unwrap(bootstrap.outputs[`${stage.toUpperCase().replace(/-/g, "_")}_OPS_POLICY_ARN`]!), new RegExp(`:policy/sophia-bootstrap/sophia-bootstrap-${stage}-ops$`));
   }
+});
+
+test("the pause switch is the bootstrap's, per stage: its document (one request, Enabled on the UUID given, a UUID's form only) runs with its role, which sets the stage's tagged mappings only", () => {
+  for (const stage of ["dev", "prod-rs"]) {
+    const role = byName("aws:iam/role:Role", `${stage}-mapping-switch`);
+    assert.equal(role.inputs["name"], `sophia-bootstrap-${stage}-mapping-switch`);
+    assert.equal(role.inputs["path"], "/sophia-bootstrap/", "under the path every deploy role is denied IAM on");
+    const trust = JSON.parse(role.inputs["assumeRolePolicy"] as string);
+    assert.deepEqual(trust.Statement[0].Principal, { Service: "ssm.amazonaws.com" });
+    assert.deepEqual(trust.Statement[0].Condition.StringEquals, { "aws:SourceAccount": ACCOUNT });
+    const policy = JSON.parse(byName("aws:iam/rolePolicy:RolePolicy", `${stage}-mapping-switch`).inputs["policy"] as string);
+    assert.deepEqual(policy.Statement, [
+      {
+        Sid: "StageMappingsEnabled",
+        Effect: "Allow",
+        Action: ["lambda:UpdateEventSourceMapping"],
+        Resource: [`arn:aws:lambda:eu-west-1:${ACCOUNT}:event-source-mapping:*`],
+        Condition: {
+          ArnEqualsIfExists: { "lambda:FunctionArn": ["interview-completed", "report-generate", "interview-failed"].map((f) => `arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-${stage}-${f}`) },
+          StringEquals: { "aws:ResourceTag/stage": stage },
+        },
+      },
+    ]);
+    const doc = byName("aws:ssm/document:Document", `${stage}-mapping-enabled`);
+    assert.equal(doc.inputs["name"], `sophia-bootstrap-${stage}-mapping-enabled`, "outside every stage's sophia-<stage>-* names");
+    assert.equal(doc.inputs["documentType"], "Automation");
+    const content = JSON.parse(doc.inputs["content"] as string);
+    assert.equal(content.assumeRole, `arn:aws:iam::${ACCOUNT}:role/sophia-bootstrap/sophia-bootstrap-${stage}-mapping-switch`);
+    assert.deepEqual(Object.keys(content.parameters).sort(), ["Enabled", "MappingUuid"]);
+    assert.equal(content.parameters.Enabled.type, "Boolean");
+    const uuid = new RegExp(content.parameters.MappingUuid.allowedPattern);
+    assert.ok(uuid.test("0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b"));
+    for (const bad of ["0b5f8c2e", "0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b\n", "{{ssm:x}}", "0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b-x"]) assert.ok(!uuid.test(bad), bad);
+    assert.equal(content.mainSteps.length, 1);
+    assert.deepEqual(content.mainSteps[0].inputs, { Service: "lambda", Api: "UpdateEventSourceMapping", UUID: "{{ MappingUuid }}", Enabled: "{{ Enabled }}" });
+  }  // sophia-ops refuses any other form (tools/ops/src/pause_switch.rs, check_document): the same pattern.
+  const rust = fs.readFileSync(path.join(__dirname, "..", "..", "tools", "ops", "src", "pause_switch.rs"), "utf8");
+  assert.ok(rust.includes(`const UUID_PATTERN: &str = "${MAPPING_UUID_PATTERN}";`), "pause_switch.rs's UUID_PATTERN is policies.ts's MAPPING_UUID_PATTERN");
 });
 
 test("the outputs: exactly outputNames (what docs/deploy.md may name), with each stage's extension layer", async () => {

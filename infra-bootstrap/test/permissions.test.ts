@@ -7,9 +7,11 @@ import * as assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
+  boundaryStatements,
   deployStatements,
   loadPermissions,
   type PolicyStatement,
+  resumePrefixProblems,
   secretsProviderStatement,
   type StageScope,
   stateStatements,
@@ -201,4 +203,18 @@ test("the state objects are the stage's own (checkpoint, history, backups, lock)
     "arn:aws:s3:::bucket/.pulumi/backups/sophia/dev/*",
     "arn:aws:s3:::bucket/.pulumi/locks/organization/sophia/dev/*",
   ]);
+});
+
+test("the resume bucket: the boundary allows the stage's prefix only; two stages of one bucket with overlapping prefixes are refused", () => {
+  const base = { partition: "aws", region: "eu-west-1", account: "123456789012", stage: "dev", vpc: false as const };
+  const resume = (s: { resumeBucket?: string; resumeBucketPrefix?: string }) => boundaryStatements({ ...base, ...s }).find((x) => x.Sid === "ResumeBucket");
+  assert.deepEqual(resume({ resumeBucket: "resumes", resumeBucketPrefix: "dev/" })?.Resource, ["arn:aws:s3:::resumes/dev/*"]);
+  assert.equal(resume({ resumeBucket: "resumes" }), undefined, "no prefix, no grant (the stack grants nothing without one either)");
+  assert.deepEqual(resumePrefixProblems([{ stage: "dev", resumeBucket: "r", resumeBucketPrefix: "dev/" }, { stage: "prod", resumeBucket: "r", resumeBucketPrefix: "prod/" }]), []);
+  assert.deepEqual(resumePrefixProblems([{ stage: "dev", resumeBucket: "r", resumeBucketPrefix: "a/" }, { stage: "prod", resumeBucket: "s", resumeBucketPrefix: "a/" }]), [], "another bucket");
+  for (const [a, b] of [["resumes/", "resumes/"], ["resumes/", "resumes/prod/"]]) {
+    const problems = resumePrefixProblems([{ stage: "dev", resumeBucket: "r", resumeBucketPrefix: a! }, { stage: "prod", resumeBucket: "r", resumeBucketPrefix: b! }]);
+    assert.equal(problems.length, 1, `${a} ${b}`);
+    assert.match(problems[0]!, /stages "dev" and "prod" share the resume bucket r/);
+  }
 });

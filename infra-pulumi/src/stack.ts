@@ -34,7 +34,6 @@ import { SECRET, secretsOf } from "./environment";
 import { type FunctionArgsContext, functionArgs } from "./function-args";
 import { type StageRoleScope, stageAccessPolicyArns, stageRoleScope } from "./iam";
 import { RustFunction } from "./lambda";
-import { type MappingSwitch, mappingSwitch } from "./mapping-switch";
 import { loadMetrics, type MetricsDeclaration } from "./metrics";
 import { Naming } from "./naming";
 import {
@@ -59,8 +58,6 @@ export interface SophiaStack {
   pipelines: Record<string, QueuePipeline>;
   functions: Record<string, RustFunction>;
   secrets: StageSecrets;
-  /** What operators pause and resume through: a document per mapping, run by a role only SSM Automation assumes. */
-  pauseSwitch: MappingSwitch;
   /** The stage's own topic, unless `sophia:alarmTopicArn` names one. */
   alarmTopic: aws.sns.Topic | undefined;
   functionAlarms: aws.cloudwatch.MetricAlarm[];
@@ -106,13 +103,9 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   const functionAlarms = stageFunctionAlarms(settings, metrics, config, naming, functions, alarms);
   const stageDashboard = dashboardOf(settings, metrics, config, naming);
   const vpcEndpoints = interfaceEndpoints(settings, config, naming, account, pipelines, secrets);
-  // Operators pause and resume through these (src/mapping-switch.ts): a fixed request that sets Enabled only.
-  const pauseSwitch = mappingSwitch({
-    naming,
-    roleScope,
-    region: config.region,
-    mappings: settings.queues.map((q) => ({ queueName: q.name, mapping: pipelines[q.key]!.eventSourceMapping })),
-  });
+  // Operators pause and resume through the bootstrap's pause switch (infra-bootstrap/src/policies.ts,
+  // mappingSwitchDocument): no document or role of the stack, so no deploy of the stage writes what
+  // on-call runs.
   restrictSecretAccess(settings, config, functions, secrets, keyAdmins);
   // The API's and the operators' policies are the bootstrap's (infra-bootstrap/src/policies.ts,
   // apiPublishStatements / opsStatements): principals outside the stage hold them, so no deploy of
@@ -133,7 +126,6 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     functionAlarms,
     dashboard: stageDashboard,
     vpcEndpoints,
-    pauseSwitch,
     migration,
     erasureCheck: erasureChecks,
     outputs,

@@ -75,7 +75,11 @@ const AWS_STUB = `#!/usr/bin/env bash
 echo "$*" >> "$FAKE_STATE/aws-argv"
 case "$1 $2" in
   "sts get-caller-identity") case "$*" in *Arn*) echo "arn:aws:sts::$FAKE_ACCOUNT:assumed-role/BreakGlass/admin" ;; *) echo "$FAKE_ACCOUNT" ;; esac ;;
-  "lambda get-layer-version-by-arn") arn="$4"; [ "\${arn##*:}" -le "\${FAKE_LATEST_LAYER:-999}" ] || exit 254; echo arm64 ;;
+  "lambda get-layer-version-by-arn") arn="$4"; v="\${arn##*:}"
+    # FAKE_LAYER_VERSIONS: the versions that exist, with AWS's gaps; else every one up to FAKE_LATEST_LAYER.
+    if [ -n "\${FAKE_LAYER_VERSIONS:-}" ]; then case " $FAKE_LAYER_VERSIONS " in *" $v "*) ;; *) exit 254 ;; esac
+    else [ "$v" -le "\${FAKE_LATEST_LAYER:-999}" ] || exit 254; fi
+    echo arm64 ;;
   *) exit 0 ;;
 esac
 `;
@@ -257,6 +261,9 @@ test("a newer extension layer version than the configured one is flagged", () =>
   assert.match(stale.output, /a newer extension layer exists \(arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:12\)/);
   const current = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], { ...SECRETS, FAKE_LATEST_LAYER: "11" });
   assert.doesNotMatch(current.output, /a newer extension layer exists/);
+  // AWS skips version numbers: the probe walks past gaps and names the highest it finds.
+  const gaps = bootstrap("222222222222", ["aws:region=eu-west-1", LAYER_11], { ...SECRETS, FAKE_LAYER_VERSIONS: "11 14 19 33" });
+  assert.match(gaps.output, /a newer extension layer exists \(arn:aws:lambda:eu-west-1:015030872274:layer:AWS-Parameters-and-Secrets-Lambda-Extension-Arm64:33\): the highest version found above 11/);
 });
 
 test("last step: the stack file is committed with --commit, else the exact command to commit it is printed", () => {

@@ -336,7 +336,7 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.equal(github(sc).environments["dev"]!.deployment_branch_policy, null, "any branch could name it");
       const first = [...BLOCKS.keys()].filter((k) => k.startsWith("first "));
       const landAt = first.findIndex((k) => /^land /m.test(block(k)));
-      const variablesAt = first.findIndex((k) => /gh variable set/.test(block(k)));
+      const variablesAt = first.findIndex((k) => /^set_variable /m.test(block(k)));
       assert.ok(variablesAt >= 0 && variablesAt < landAt, `the repository variables come before the first merge (${first.join(", ")})`);
       const two = block("first 2");
       const protectAt = two.indexOf('scripts/protect-environments "$STAGE" --apply');
@@ -456,6 +456,10 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.equal(polls.length, 3, "land met gh's 'no checks reported' (no workflow started), then 'no required checks reported' (none required yet), and polled again");
       assert.match(r.out, /^scripts\/test against a MongoDB 7 replica set\tpass$/m, "land lets gh's watch of the checks reach the terminal");
       assert.match(git(path.join(sc.root, "origin.git"), "show", "main:Pulumi.dev.yaml"), /^secretsprovider: awskms:/m, "step 3's commit is on main");
+      // Step 2's commit too: the bootstrap's settings (no secret), so a new clone can run the later procedures.
+      const settings = git(path.join(sc.root, "origin.git"), "show", "main:infra-bootstrap/Pulumi.account-main.yaml");
+      assert.match(settings, /sophia-bootstrap:keyAdministrators/);
+      assert.doesNotMatch(settings, /secure:/, "the bootstrap's settings hold no secret");
       const ci = world.ci.at(-1)!;
       assert.ok(ci.ok, ci.detail);
       const asRole = madeIn(world, "first 5 / CI");
@@ -590,14 +594,16 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       const landed = await step("prod 5", who, `land "stage-${PROD}"`, env);
       assert.equal(landed.code, 0, landed.out);
       assert.match(git(path.join(sc.root, "origin.git"), "show", `main:Pulumi.${PROD}.yaml`), /^secretsprovider: awskms:/m);
+      assert.match(git(path.join(sc.root, "origin.git"), "show", "main:infra-bootstrap/Pulumi.account-main.yaml"), /- prod-rs$/m, "prod's step 2 commits the bootstrap's stage list");
       for (const s of ["prod 1", "prod 2", "prod 3", "prod 4", "prod 5"]) assert.deepEqual(refusedIn(world, s), [], s);
     });
 
     await t.test("prod in its own account: the doc's production-environment variables override the repository's (dev's) for prod's job only", async () => {
       const own = /\*\*In its own account\*\*[\s\S]*?```bash\n([\s\S]*?)```/.exec(DOC)![1]!;
       assert.match(own, /^export AWS_PROFILE=\S+ BOOTSTRAP_STACK=account-prod BOOTSTRAP_BACKEND="file:\/\/\$HOME\/\.sophia-bootstrap-state-prod"\s/m, "a second bootstrap stack and backend, before the facts");
-      const lines = own.split("\n").filter((l) => l.startsWith("gh variable set"));
-      assert.deepEqual(lines.map((l) => l.split(" ")[3]), ["PULUMI_BACKEND_URL", "AWS_REGION"]);
+      const lines = own.split("\n").filter((l) => l.startsWith("set_variable "));
+      assert.deepEqual(lines.map((l) => l.split(" ")[1]), ["PULUMI_BACKEND_URL", "AWS_REGION"]);
+      assert.ok(lines.every((l) => l.endsWith(" --env production")), "both on the production environment");
       // Run here against this account's bootstrap (the stand-in world has one account): the values land on production.
       const before = { ...github(sc).repoVariables };
       const r = await step("prod own account", REPROVISIONED, lines.join("\n"));
@@ -618,6 +624,28 @@ test("docs/deploy.md, run as written: the first deploy from an empty HOME, then 
       assert.equal(lowered.code, 0, lowered.out);
       assert.equal(github(sc).protection["main"]!.required_pull_request_reviews!.required_approving_review_count, 0);
       assert.equal(world.ci.length, deploys + 1);
+    });
+
+    await t.test("land names the required check that failed (gh pr checks --watch exits 1 with nothing on stderr), and set_variable refuses an empty value before gh runs", async () => {
+      const gh = github(sc);
+      fs.writeFileSync(path.join(sc.state, "github.json"), JSON.stringify({ ...gh, checks: "fail" }));
+      const deploys = world.ci.length;
+      const failed = await step("land, a check fails", REPROVISIONED, "git commit -q --allow-empty -m broken\nland stage-broken", { APPROVALS: "0" });
+      assert.notEqual(failed.code, 0);
+      assert.match(failed.out, /land: a required check of stage-broken failed:\n {2}scripts\/test against a MongoDB 7 replica set \(fail\)\n {2}scripts\/lint [^\n]* \(fail\)\n/);
+      assert.match(failed.out, /fix it, commit, then: land stage-broken/);
+      assert.equal(world.ci.length, deploys, "nothing merged");
+      fs.writeFileSync(path.join(sc.state, "github.json"), JSON.stringify({ ...github(sc), checks: "pass" }));
+      // A failed $(bootstrap_output ...) inside the arguments: set_variable stops, gh is never asked.
+      const before = { ...github(sc).repoVariables };
+      const empty = await step("set_variable, empty", REPROVISIONED, "set_variable AWS_PREVIEW_ROLE_ARN \"$(bootstrap_output NO_SUCH_OUTPUT)\"");
+      assert.notEqual(empty.code, 0);
+      assert.match(empty.out, /refusing to set AWS_PREVIEW_ROLE_ARN to an empty value/);
+      assert.deepEqual(github(sc).repoVariables, before);
+      // The stand-in refuses the empty --body the real gh would prompt for (or read from stdin).
+      const bare = await step("gh variable set, empty", REPROVISIONED, 'gh variable set AWS_REGION --body ""');
+      assert.notEqual(bare.code, 0);
+      assert.match(bare.out, /empty --body: the real gh would prompt "Paste your variable" or read stdin/);
     });
   } finally {
     server.close();

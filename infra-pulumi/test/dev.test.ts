@@ -64,10 +64,10 @@ test("queue and function names are sophia-dev-*", () => {
   assert.deepEqual(ofType(run.resources, TYPE.function).map((f) => plain(f.inputs["name"])).sort(), [...n.functions].sort());
   assert.deepEqual(
     ofType(run.resources, TYPE.role).map((r) => plain(r.inputs["name"])).sort(),
-    [...n.functions, "sophia-dev-mapping-switch", "sophia-dev-erasure-check"].sort(),
-    "one role per function, named after it, the pause switch's and the scheduled erasure check's",
+    [...n.functions, "sophia-dev-erasure-check"].sort(),
+    "one role per function, named after it, and the scheduled erasure check's (the pause switch's is the bootstrap's)",
   );
-  assert.deepEqual(ofType(run.resources, TYPE.ssmDocument).map((d) => plain(d.inputs["name"])).sort(), ["sophia-dev-interview-completed-mapping-enabled", "sophia-dev-report-generate-mapping-enabled"]);
+  assert.deepEqual(ofType(run.resources, TYPE.ssmDocument), [], "no document: the pause switch's is the bootstrap's, which no deploy may write");
   // The scheduled erasure check (test/erasure-check.test.ts): the stage's own, invoking the stage's function.
   const [schedule] = ofType(run.resources, TYPE.schedule);
   assert.deepEqual([plain(schedule?.inputs["name"]), (plain(schedule?.inputs["target"]) as { arn: string }).arn], ["sophia-dev-erasure-check", arn.fn(n.fn("report-generate"))]);
@@ -173,22 +173,6 @@ test("IAM: each role's policy allows exactly its actions on exactly its ARNs", (
   for (const role of ofType(run.resources, TYPE.role)) {
     // The scheduled erasure check's role: test/erasure-check.test.ts.
     if (plain(role.inputs["name"]) === "sophia-dev-erasure-check") continue;
-    if (plain(role.inputs["name"]) === "sophia-dev-mapping-switch") {
-      // The pause switch: SSM Automation of this account only, and exactly the stage's mappings.
-      assert.deepEqual(JSON.parse(plain(role.inputs["assumeRolePolicy"]) as string).Statement, [
-        {
-          Effect: "Allow",
-          Principal: { Service: "ssm.amazonaws.com" },
-          Action: "sts:AssumeRole",
-          Condition: { StringEquals: { "aws:SourceAccount": "123456789012" }, ArnLike: { "aws:SourceArn": "arn:aws:ssm:eu-west-1:123456789012:automation-execution/*" } },
-        },
-      ]);
-      assert.deepEqual(
-        grants(parseDoc(ofType(run.resources, TYPE.rolePolicy).find((p) => plain(p.inputs["role"]) === "sophia-dev-mapping-switch")!.inputs["policy"])),
-        ["lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping"].flatMap((a) => ofType(run.resources, TYPE.esm).map((m) => `${a} on ${plain(m.state?.["arn"] ?? "")}`)).sort(),
-      );
-      continue;
-    }
     assert.deepEqual(JSON.parse(plain(role.inputs["assumeRolePolicy"]) as string).Statement, [
       { Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" }, Action: "sts:AssumeRole" },
     ]);
@@ -203,7 +187,7 @@ test("IAM: each role's policy allows exactly its actions on exactly its ARNs", (
 
 test("IAM: no wildcard action, and a bare * resource only for an action that takes no required resource type", async () => {
   const docs = [...ofType(run.resources, TYPE.rolePolicy).map((p) => parseDoc(p.inputs["policy"])), access(apiPublishStatements), access(opsStatements)];
-  assert.equal(docs.length, 7);
+  assert.equal(docs.length, 6);
   for (const g of docs.flatMap(grants)) {
     const [action, onWhat] = g.split(" on ");
     const resource = onWhat!.split(" if ")[0]; // a conditioned grant: `<arn> if {condition}`
@@ -270,14 +254,13 @@ test("the ops policy (the bootstrap's, sophia-ops): send to both queues; receive
       ...grant(["logs:CreateLogStream", "logs:PutLogEvents"], `${arn.logGroup("sophia-dev-operator-audit")}:log-stream:user/\${aws:username}/*`),
       ...grant(["logs:FilterLogEvents"], `${arn.logGroup("sophia-dev-operator-audit")}:*`),
       ...grant(["logs:FilterLogEvents"], arn.logGroup("sophia-dev-operator-audit")),
-      // queue pause|resume: never UpdateEventSourceMapping; the stack's switch documents (src/mapping-switch.ts), run with its switch role.
-      ...["interview-completed", "report-generate"].flatMap((q) => [
-        `ssm:StartAutomationExecution on arn:aws:ssm:eu-west-1:123456789012:document/sophia-dev-${q}-mapping-enabled`,
-        `ssm:StartAutomationExecution on arn:aws:ssm:eu-west-1:123456789012:automation-definition/sophia-dev-${q}-mapping-enabled:*`,
-      ]),
+      // queue pause|resume: never UpdateEventSourceMapping; the bootstrap's switch document (read, then started), run with its switch role.
+      "ssm:StartAutomationExecution on arn:aws:ssm:eu-west-1:123456789012:document/sophia-bootstrap-dev-mapping-enabled",
+      "ssm:StartAutomationExecution on arn:aws:ssm:eu-west-1:123456789012:automation-definition/sophia-bootstrap-dev-mapping-enabled:*",
+      "ssm:GetDocument on arn:aws:ssm:eu-west-1:123456789012:document/sophia-bootstrap-dev-mapping-enabled",
       "ssm:StartAutomationExecution on arn:aws:ssm:eu-west-1:123456789012:automation-execution/*",
       "ssm:GetAutomationExecution on arn:aws:ssm:eu-west-1:123456789012:automation-execution/*",
-      `iam:PassRole on arn:aws:iam::123456789012:role/sophia/dev/sophia-dev-mapping-switch if ${JSON.stringify({ StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } })}`,
+      `iam:PassRole on arn:aws:iam::123456789012:role/sophia-bootstrap/sophia-bootstrap-dev-mapping-switch if ${JSON.stringify({ StringEquals: { "iam:PassedToService": "ssm.amazonaws.com" } })}`,
     ].sort(),
   );
   // The audit trail's group is the bootstrap's, not the stage's (infra-bootstrap/test/bootstrap.test.ts).

@@ -15,8 +15,13 @@ import { test } from "node:test";
 
 import * as yaml from "js-yaml";
 
+import { deploySubject, OIDC_SUB_CLAIM_KEYS } from "../../infra-bootstrap/src/policies";
 import { REPO_ROOT } from "../src/repository";
-import { DEV_ROLE, type GithubEnvironment, PROTECTED_DEV, PROTECTED_MAIN, type Protected, REQUIRED_CHECKS, github, protect } from "./support/github";
+import { DEV_ROLE, type GithubEnvironment, PROTECTED_DEV, PROTECTED_MAIN, type Protected, REPO, REQUIRED_CHECKS, github, protect } from "./support/github";
+
+const scriptText = () => fs.readFileSync(path.join(REPO_ROOT, "scripts", "protect-environments"), "utf8");
+/** The lint check's name while it ran the advisories: main must stop requiring it (no job reports it). */
+const RETIRED_LINT = "scripts/lint (rustfmt, clippy, cargo deny, npm audit, actionlint)";
 
 const PREVIEW_ROLE = "arn:aws:iam::222222222222:role/sophia-bootstrap/sophia-preview";
 const DEV = PROTECTED_DEV;
@@ -50,7 +55,7 @@ test("main: unprotected or weakened, each gap named; --apply protects it and kee
     protection: {
       main: {
         ...PROTECTED_MAIN,
-        required_status_checks: { strict: true, contexts: ["scripts/lint (rustfmt, clippy, cargo deny, npm audit, actionlint)"] },
+        required_status_checks: { strict: true, contexts: [REQUIRED_CHECKS[1]!, RETIRED_LINT] },
         required_pull_request_reviews: { ...PROTECTED_MAIN.required_pull_request_reviews!, require_last_push_approval: false, dismiss_stale_reviews: false },
         enforce_admins: { enabled: false },
         allow_force_pushes: { enabled: true },
@@ -66,6 +71,7 @@ test("main: unprotected or weakened, each gap named; --apply protects it and kee
     "branch main: force pushes are allowed",
     "branch main: the branch may be deleted",
     "branch main: required checks missing: scripts/test against a MongoDB 7 replica set",
+    `branch main: required checks no job reports any more (every merge would wait for them): ${RETIRED_LINT}`,
   ]);
   const noReview = protect(["dev"], github({ dev: DEV }, { protection: { main: { ...PROTECTED_MAIN, required_pull_request_reviews: undefined } } }));
   assert.match(noReview.stdout, /^branch main: changes need no pull request \(required_pull_request_reviews is off\)$/m);
@@ -81,7 +87,8 @@ test("main: unprotected or weakened, each gap named; --apply protects it and kee
     protection: {
       main: {
         ...PROTECTED_MAIN,
-        required_status_checks: { strict: true, contexts: ["infra"] },
+        // "infra" is kept; the lint check's former name (advisories included), which no job reports, is dropped.
+        required_status_checks: { strict: true, contexts: ["infra", RETIRED_LINT] },
         required_pull_request_reviews: { ...PROTECTED_MAIN.required_pull_request_reviews!, required_approving_review_count: 2, require_code_owner_reviews: true },
         required_linear_history: { enabled: true },
         enforce_admins: { enabled: false },
@@ -120,6 +127,25 @@ test("Actions: a writing or approving default token and fork pull requests with 
   const publicRepo = protect(["dev", "--apply"], github({ dev: DEV }));
   assert.equal(publicRepo.status, 0, publicRepo.output);
   assert.doesNotMatch(publicRepo.calls, /^PUT repos\/acme\/sophia\/actions\/permissions\/fork-pr-workflows-private-repos/m);
+});
+
+test("the OIDC subject: GitHub's default (an environment's job, whatever ran it) is named; --apply customises it to the claim keys the deploy roles' trust names", () => {
+  assert.equal(scriptText().match(/^OIDC_SUB_CLAIM_KEYS='(.*)'$/m)?.[1], JSON.stringify(OIDC_SUB_CLAIM_KEYS), "the script's keys are infra-bootstrap's");
+  for (const oidcSub of [{ use_default: true }, { use_default: false, include_claim_keys: ["repo", "context"] }, { use_default: false, include_claim_keys: ["repo", "job_workflow_ref", "context", "ref"] }]) {
+    const state = github({ dev: DEV }, { oidcSub });
+    const check = protect(["dev"], state);
+    assert.equal(check.status, 1, JSON.stringify(oidcSub));
+    assert.deepEqual(check.stdout.trim().split("\n"), [
+      `Actions: the OIDC subject is not customised to the claim keys ${JSON.stringify(OIDC_SUB_CLAIM_KEYS)} (the deploy roles trust only an environment's job of infra.yml as on main, run for main: no deploy can take its role until it is)`,
+    ]);
+    assert.deepEqual(writes(check.calls), []);
+    const applied = protect(["dev", "--apply"], state);
+    assert.equal(applied.status, 0, applied.output);
+    assert.deepEqual(applied.github.oidcSub, { use_default: false, include_claim_keys: [...OIDC_SUB_CLAIM_KEYS] });
+  }
+  // The subject GitHub then writes for dev's deploy job is the one the deploy role trusts exactly.
+  const sub = OIDC_SUB_CLAIM_KEYS.map((k) => ({ repo: `repo:${REPO}`, context: "environment:dev", ref: "ref:refs/heads/main", job_workflow_ref: `job_workflow_ref:${REPO}/.github/workflows/infra.yml@refs/heads/main` })[k]).join(":");
+  assert.equal(sub, deploySubject(REPO, "dev"));
 });
 
 test("credentials held as repository or organization secrets are named with the fix; --apply never deletes them and fails", () => {
@@ -362,4 +388,29 @@ test("the plan: a private repository on GitHub Free is refused before any write;
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("production: --apply turns off 'Allow administrators to bypass configured protection rules' (can_admins_bypass false); a PUT without it turns it back on, and the check names it", () => {
+  const applied = protect(["prod-rs", "--apply", "--reviewer", "user:alice"], github());
+  assert.equal(applied.status, 0, applied.output);
+  assert.equal(applied.github.environments["production"]!.can_admins_bypass, false);
+  assert.match(applied.calls, /^PUT repos\/acme\/sophia\/environments\/production .*"can_admins_bypass":false/m);
+  assert.equal(protect(["prod-rs"], applied.github).status, 0, "checked: in place");
+  // dev has no reviewers to bypass; its PUT leaves the default on.
+  const dev = protect(["dev", "--apply", "--deploy-role-arn", DEV_ROLE], github());
+  assert.equal(dev.status, 0, dev.output);
+  assert.equal(dev.github.environments["dev"]!.can_admins_bypass, true);
+  // Someone's later PUT without the field (a client library, another script) turns it back on.
+  const reset = { ...applied.github, environments: { ...applied.github.environments, production: { ...applied.github.environments["production"]!, can_admins_bypass: true } } };
+  const found = protect(["prod-rs"], reset);
+  assert.equal(found.status, 1);
+  assert.match(found.stdout, /^environment 'production': administrators may bypass its protection rules \(can_admins_bypass is on: an administrator could deploy prod-rs without an approval\)$/m);
+  assert.equal(protect(["prod-rs", "--apply"], reset).github.environments["production"]!.can_admins_bypass, false, "--apply turns it off again");
+});
+
+test("an organization with SAML single sign-on: a token not authorized for it is refused (403), and the script names the fix", () => {
+  const r = protect(["dev", "--deploy-role-arn", DEV_ROLE], { ...github({ dev: DEV }), samlUnauthorized: true });
+  assert.notEqual(r.status, 0);
+  assert.match(r.output, /Resource protected by organization SAML enforcement/);
+  assert.match(r.output, /this token is not authorized for it: with gh's own token run gh auth refresh .*Configure SSO/);
 });

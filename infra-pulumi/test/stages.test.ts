@@ -90,7 +90,7 @@ test("the docs name one production stage: deploy.md's prod block and CI line, cu
   // The block sets STAGE once REVIEWER is set (`REVIEWER=${REVIEWER:?...} && STAGE=<stage> && ...`).
   only(all(deploy, /<!-- deploy-doc: prod 1 -->\n```bash\n(?:REVIEWER=[^\n]*\n)?STAGE=([a-z0-9-]+)/g), "deploy.md's \"Prod, after dev\" block");
   only(all(deploy, /CI\s+deploys only `dev` and `([^`]+)`/g), "deploy.md's \"Adding a stage\"");
-  only(all(deploy, /scripts\/protect-environments (\S+) (?:--apply|   # check only)/g).filter((s) => s !== "dev" && s !== "--preview" && s !== '"$STAGE"'), "deploy.md's protect-environments lines for production");
+  only(all(deploy, /scripts\/protect-environments (\S+) (?:--apply|   # check only)/g).filter((s) => s !== "dev" && s !== "--preview" && s !== '"$STAGE"' && s !== "<stage>"), "deploy.md's protect-environments lines for production");
   only([...all(deploy, /`([^`]+)`\s+\(its environment is `production`\)/g), ...all(deploy, /environment \(`production` for `([^`]+)`\)/g)], "deploy.md's environment lines");
   // The old SST stack's own `sst remove --stage prod` is the replaced system's stage, not this one's.
   const cutover = read("docs/cutover.md").replace("`npx sst remove --stage prod`", "");
@@ -100,4 +100,14 @@ test("the docs name one production stage: deploy.md's prod block and CI line, cu
   );
   only(all(read("docs/runbook.md"), /the Pulumi stack name: `dev`, production `([^`]+)`/g), "runbook.md's stage list");
   only(all(read("infra-pulumi/README.md"), /^# Pulumi\.(\S+)\.yaml$/gm), "infra-pulumi/README.md's production stack file");
+});
+
+test("the declaration's comment points at what exists: every file it names, every scripts/lib.sh function, and no stage list that leaves out prod-rs", () => {
+  const comment = (JSON.parse(read("declarations/stages.json")) as { $comment: string }).$comment;
+  for (const f of all(comment, /((?:infra-pulumi|infra-bootstrap|scripts|docs|\.github)\/[\w./-]+\w)/g)) assert.ok(fs.existsSync(path.join(REPO_ROOT, f)), `declarations/stages.json names ${f}, which does not exist`);
+  const lib = read("scripts/lib.sh");
+  const named = /scripts\/lib\.sh \(([^:)]*)/.exec(comment)![1]!;
+  for (const fn of all(named, /\b([a-z_]+(?:_[a-z]+)+)\b/g)) assert.match(lib, new RegExp(`^${fn}\\(\\)`, "m"), `declarations/stages.json says scripts/lib.sh provides ${fn}`);
+  // A stage list written as an example names production by its real name (prod-rs, never prod).
+  for (const f of ["Pulumi.yaml", "docs/design.md"]) assert.doesNotMatch(read(f), /\(`?dev`?, `?prod`?, \.\.\./, `${f} lists the stages as (dev, prod, ...)`);
 });

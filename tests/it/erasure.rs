@@ -30,18 +30,18 @@ use sophia_reports::store::MAX_ATTEMPTS;
 
 use crate::support::ops as ops_support;
 
-fn report_body(interview: InterviewId, org: OrganizationId) -> String {
+pub(crate) fn report_body(interview: InterviewId, org: OrganizationId) -> String {
     format!(r#"{{"interviewId":"{interview}","organizationId":"{org}"}}"#)
 }
 
-async fn report_of(w: &World, interview: InterviewId) -> Document {
+pub(crate) async fn report_of(w: &World, interview: InterviewId) -> Document {
     let mut all = harness::mongo::reports_of(&w.mongo.db, interview).await;
     assert_eq!(all.len(), 1, "one report document");
     all.remove(0)
 }
 
 /// The report is the tombstone: ids and dates only.
-async fn assert_tombstone(w: &World, interview: InterviewId) {
+pub(crate) async fn assert_tombstone(w: &World, interview: InterviewId) {
     let report = report_of(w, interview).await;
     let mut keys: Vec<&str> = report.keys().map(String::as_str).collect();
     keys.sort_unstable();
@@ -54,7 +54,7 @@ async fn assert_tombstone(w: &World, interview: InterviewId) {
 }
 
 /// What the API does with its own copy: the candidate fields of the interview removed.
-async fn api_erases_its_interview(w: &World, interview: InterviewId) {
+pub(crate) async fn api_erases_its_interview(w: &World, interview: InterviewId) {
     w.mongo
         .db
         .collection::<Document>("interviews")
@@ -73,6 +73,7 @@ fn requester(reference: &str) -> Requester {
         reason: ErasureReason::CandidateRequest,
         reference: Some(ErasureReference::parse(reference).unwrap()),
         via: "api".into(),
+        replay_of: None,
     }
 }
 
@@ -84,7 +85,7 @@ async fn api_request(w: &World, interview: InterviewId, org: OrganizationId) {
 }
 
 /// The candidate's texts of the fixture every interview here is seeded with.
-fn candidate_texts() -> Vec<String> {
+pub(crate) fn candidate_texts() -> Vec<String> {
     let evidence = report_evidence();
     let mut texts = vec![evidence.get_document("snapshot").unwrap().get_str("resumeText").unwrap().to_owned()];
     for turn in evidence.get_document("proctoring").unwrap().get_array("transcript").unwrap() {
@@ -307,7 +308,7 @@ async fn one_request_for_every_interview_of_a_candidate_is_recorded_with_who_whe
 }
 
 /// A report of `org` for `interview`, as the consumer stores a completed one.
-async fn seed_report(w: &World, interview: InterviewId, org: OrganizationId, status: &str) {
+pub(crate) async fn seed_report(w: &World, interview: InterviewId, org: OrganizationId, status: &str) {
     let now = bson::DateTime::now();
     let report = doc! {
         "interviewId": interview.oid(), "organizationId": org.oid(), "status": status, "attemptCount": 1_i32,
@@ -551,17 +552,9 @@ async fn after_a_restore_the_replay_records_again_and_completes_every_audited_re
     // The append-only record, as the binary writes it (locally `operatorAudit`; a stage's log group).
     let argv: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
     sophia_ops::record_audit(&ctx, "erasure-request", &argv, started, &result).await;
-    assert!(result.is_ok(), "{result:?}");
+    let Ok(Outcome::ErasureRequest(requested)) = &result else { panic!("{result:?}") };
 
-    // The restore: a backup from before the request brings the report back and has no request.
-    w.mongo.db.collection::<Document>("erasures").delete_many(doc! {}).await.unwrap();
-    w.mongo
-        .db
-        .collection::<Document>("interviewReports")
-        .delete_many(doc! {"interviewId": interview.oid()})
-        .await
-        .unwrap();
-    seed_report(&w, interview, org, "COMPLETED").await;
+    simulate_restore(&w, interview, org).await;
 
     let Outcome::ErasureRequest(replayed) = ops_support::ok(&ctx, &["erasure", "replay", "--since", "1h"]).await else {
         panic!()
@@ -573,6 +566,11 @@ async fn after_a_restore_the_replay_records_again_and_completes_every_audited_re
         (id.as_str(), "contract-end", Some("DPO-40"), "sophia-ops replay")
     );
     assert_eq!(e.requested_by, "dpo@example.com (self-declared)", "who asked, as audited");
+    let original = requested.erasures[0].requested_at.clone();
+    assert!(original.is_some());
+    assert_eq!(e.requested_at, original, "when it was asked, as audited (not the replay's time)");
+    let replayed_at = e.replayed_at.as_deref().expect("the replay's time recorded as replayedAt");
+    assert!(Some(replayed_at) >= original.as_deref(), "{replayed_at} before {original:?}");
     assert_eq!(e.removed.report.as_deref(), Some("report COMPLETED"), "the restored report erased again");
     assert_tombstone(&w, interview).await;
     // A second replay finds every request in place and records nothing new.
@@ -580,4 +578,82 @@ async fn after_a_restore_the_replay_records_again_and_completes_every_audited_re
         panic!()
     };
     assert!(again.erasures.is_empty(), "{again:?}");
+}
+
+#[tokio::test]
+async fn a_request_that_fails_does_not_stop_the_sweep_of_the_others_and_the_sweep_exits_incomplete() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let good = w.reserved_interview(org, 5).await;
+    let bad = w.reserved_interview(org, 5).await;
+    for interview in [bad, good] {
+        api_request(&w, interview, org).await;
+        api_erases_its_interview(&w, interview).await;
+    }
+    // A request no step can complete: it names another organization than its report's (the
+    // tombstone of that organization's report can never be written next to the real one).
+    w.mongo
+        .db
+        .collection::<Document>("erasures")
+        .update_one(doc! {"_id": bad.oid()}, doc! {"$set": {"organizationId": bson::oid::ObjectId::new()}})
+        .await
+        .unwrap();
+
+    let ctx = w.ops_context();
+    let outcome = ops_support::ok(&ctx, &["erasure", "sweep"]).await;
+    assert_ne!(outcome.exit_code(), 0, "a failed request makes the sweep exit non-zero");
+    let Outcome::ErasureRequest(swept) = outcome else { panic!() };
+    assert_eq!(swept.erasures.len(), 1, "{swept:?}");
+    assert_eq!(
+        (swept.erasures[0].interview_id.as_str(), swept.erasures[0].state.as_str()),
+        (good.to_string().as_str(), "DONE")
+    );
+    assert_eq!(swept.failed.len(), 1, "{swept:?}");
+    let f = &swept.failed[0];
+    assert_eq!((f.interview_id.as_str(), f.step, f.kind), (bad.to_string().as_str(), "stored copies", "invalid-input"));
+    assert!(
+        swept.human().contains(&format!("erasure of interview {bad}: FAILED at stored copies (invalid-input)")),
+        "{}",
+        swept.human()
+    );
+    let shown = erasure::show(&w.mongo.db, bad).await.unwrap();
+    assert_eq!(shown.state, "PENDING", "the failed request is not finished");
+}
+
+#[tokio::test]
+async fn after_a_restore_the_replay_records_again_the_apis_requests_a_sweep_listed() {
+    let w = World::fresh().await;
+    let org = w.org_with_credits(50).await;
+    let interview = w.reserved_interview(org, 5).await;
+    api_request(&w, interview, org).await;
+    let ctx = w.ops_context();
+    let args = ["erasure", "sweep"];
+    let started = chrono::Utc::now();
+    let result = ops_support::run(&ctx, &args).await;
+    let argv: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    sophia_ops::record_audit(&ctx, "erasure-sweep", &argv, started, &result).await;
+    assert!(result.is_ok(), "{result:?}");
+
+    simulate_restore(&w, interview, org).await;
+
+    let Outcome::ErasureRequest(replayed) = ops_support::ok(&ctx, &["erasure", "replay", "--since", "1h"]).await else {
+        panic!()
+    };
+    assert_eq!(replayed.erasures.len(), 1, "{replayed:?}");
+    let e = &replayed.erasures[0];
+    assert_eq!((e.interview_id.as_str(), e.reference.as_deref()), (interview.to_string().as_str(), Some("DPO-7")));
+    assert_eq!(e.requested_by, "dpo@example.com", "who asked, as the sweep's record holds it");
+    assert_tombstone(&w, interview).await;
+}
+
+/// A restore from a backup before the request: the report back, no request.
+async fn simulate_restore(w: &World, interview: InterviewId, org: OrganizationId) {
+    w.mongo.db.collection::<Document>("erasures").delete_many(doc! {}).await.unwrap();
+    w.mongo
+        .db
+        .collection::<Document>("interviewReports")
+        .delete_many(doc! {"interviewId": interview.oid()})
+        .await
+        .unwrap();
+    seed_report(w, interview, org, "COMPLETED").await;
 }

@@ -20,6 +20,7 @@ mod credit_overflow;
 mod cutover_overlap;
 mod deploy_before_migration;
 mod erasure;
+mod erasure_from_package;
 mod esm_emulator;
 mod faults_mongo;
 mod faults_pipeline;

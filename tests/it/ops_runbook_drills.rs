@@ -50,7 +50,7 @@ async fn a_dropped_report_request_is_named_by_the_alarms_first_command() {
     let failures = ops(&p, &["report", "failures"]).await;
     assert_eq!(failures.exit_code, 0, "{}{}", failures.stdout, failures.stderr);
     assert!(
-        failures.stdout.contains("dropped as invalid in the last 1d 0h: 1 report.generate message(s)"),
+        failures.stdout.contains("dropped as invalid in the last 24h: 1 report.generate message(s)"),
         "{}",
         failures.stdout
     );
@@ -149,9 +149,24 @@ async fn without_mongodb_late_and_unsettled_say_so_and_print_the_queues() {
         unsettled.stdout
     );
     assert!(
-        unsettled.stdout.contains("  next: sophia-ops queue status interview-completed (its verdict: needs a person)"),
-        "{}",
+        unsettled.stdout.contains("  next: sophia-ops dlq list interview-completed (1 message(s) there)\n"),
+        "the DLQ, never back to queue status: {}",
         unsettled.stdout
+    );
+    let failures = ops_with(&no_mongo, &["report", "failures"]).await;
+    assert_eq!(failures.exit_code, 0, "{}{}", failures.stdout, failures.stderr);
+    assert!(
+        failures.stdout.starts_with("cannot list the reports: MongoDB cannot be reached from here (")
+            && failures.stdout.contains("From the queues: 0 interview(s) named by the report-generate DLQ")
+            && failures.stdout.contains("  next: MongoDB's access from here first (docs/runbook.md#mongodb_uri"),
+        "{}",
+        failures.stdout
+    );
+    let status = ops_with(&no_mongo, &["queue", "status", "report-generate"]).await;
+    assert!(
+        verdict_line(&status).starts_with("verdict: undecided: ") && verdict_line(&status).contains("MongoDB"),
+        "never healthy with the reports unread: {}",
+        status.stdout
     );
     p.stop().await;
 }

@@ -126,7 +126,8 @@ async fn a_stopped_report_mapping_is_named_by_queue_status_and_resumed_by_an_aud
     assert!(oldest.contains(" old; deleted by SQS in ") && !oldest.contains("unknown"), "{}", out.stdout);
     assert!(
         out.stdout.contains("is Disabled (USER_INITIATED), paused by ")
-            && out.stdout.contains("(queue-pause): nothing receives from the queue (resume: `queue resume`)"),
+            && out.stdout.contains("(queue-pause): nothing receives from the queue (resume: the next: line)")
+            && out.stdout.contains("next: sophia-ops queue resume report-generate"),
         "{}",
         out.stdout
     );

@@ -18,7 +18,7 @@
 //! - **a pause made with `sophia-local pause`** is in the audit trail, and `queue status` says who
 //!   paused; `audit list` shows each record's target; no audit JSON unless `--json`;
 //! - **MongoDB down until the message is in the DLQ**: failing (with the DLQ named) while it lasts,
-//!   "needs a person" after, never healthy; `dlq list` gives the reason, `interview show` the
+//!   then, with the traffic stopped, "needs a person" naming the last known cause, never healthy; `dlq list` gives the reason, `interview show` the
 //!   redrive, the plan the credits;
 //! - **OpenAI 503** (`sophia-local fault openai unavailable`): waiting for a retry with its due
 //!   time, the kind on `queue status`, `report late` not on time;
@@ -257,6 +257,16 @@ async fn mongo_down_until_the_dlq_is_failing_then_needs_a_person_never_healthy()
         "while the function still fails, the next step is a look, not a redrive: {}",
         listing.stdout
     );
+    // The traffic has stopped (the message is in the DLQ), MongoDB is still down for the
+    // functions: a quiet window has no error, and the verdict keeps naming the last known cause.
+    wait_until("a quiet window still names the last known cause", LIMIT, || async {
+        let out = ops(&p, &["queue", "status", "interview-completed", "--window", "2s"]).await;
+        let verdict = verdict_line(&out);
+        verdict.starts_with("verdict: needs a person: 1 message(s) in the DLQ")
+            && verdict.contains("; the last known cause: the function returned an error: batch setup failed")
+            && out.stdout.contains("  MongoDB:    reachable now\n")
+    })
+    .await;
 
     p.control.mongo(sophia_local::control::MongoState::Up).await.expect("fault mongo up");
     wait_until("a window without errors: the DLQ still needs a person", LIMIT, || async {

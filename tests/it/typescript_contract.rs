@@ -44,7 +44,7 @@ use sophia_local::runner::{Runner, RunnerOptions};
 use sophia_reports::fixtures::InterviewFixture;
 use sophia_reports::store::ReportStore;
 
-fn package_dir() -> PathBuf {
+pub(crate) fn package_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("clients/typescript")
 }
 
@@ -63,7 +63,7 @@ fn run_checked(cmd: &mut Command, what: &str) -> String {
 }
 
 /// `npm ci` when node_modules is missing, then `npm run build`, once per test binary.
-fn built_package() -> &'static Path {
+pub(crate) fn built_package() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let dir = package_dir();

@@ -199,11 +199,13 @@ export async function requestErasure(options: RequestErasureOptions): Promise<Er
     if (own === null) foreign.push(interviewId);
   }
   if (foreign.length > 0) throw new ErasureRefusedError(foreign);
+  // Every request first (as sophia-ops does): a failure at one interview's stored copies leaves
+  // the others recorded, PENDING, for the next sweep.
+  const at = now();
+  for (const interviewId of interviewIds) await recordRequest(options, interviewId, requestId, at);
   const records: ErasureRecord[] = [];
   for (const interviewId of interviewIds) {
-    const at = now();
-    await recordRequest(options, interviewId, requestId, at);
-    await eraseStored(options, interviewId, at);
+    await eraseStored(options, interviewId, now());
     const stored = await erasures.findOne({ _id: objectId(interviewId) });
     if (stored !== null) records.push(erasureRecord(stored));
   }

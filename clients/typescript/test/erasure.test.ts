@@ -218,3 +218,20 @@ test("another organization's interview: refused, nothing written, its report unt
   assert.equal((await reports.findOne({ interviewId: i }))!["status"], "COMPLETED");
   assert.equal(await erasures.countDocuments({ _id: i }), 0, "no request recorded");
 });
+
+test("every request is recorded before any copy is erased: a failure at the first interview leaves the others' requests in place", async () => {
+  const org = new ObjectId();
+  const [a, b] = [new ObjectId(), new ObjectId()];
+  // A reports collection that fails every call (a database error at the first tombstone).
+  const failing = new Proxy(reports, {
+    get: (target, key, receiver) => {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      return typeof value === "function" ? () => Promise.reject(new Error("database unavailable")) : value;
+    },
+  });
+  await assert.rejects(request([a.toHexString(), b.toHexString()], org.toHexString(), failing), /database unavailable/);
+  for (const id of [a, b]) {
+    const read = await readErasure({ interviewId: id.toHexString(), erasures, objectId: oid });
+    assert.equal(read?.state, "PENDING", `the request of ${id.toHexString()} is recorded`);
+  }
+});

@@ -280,6 +280,18 @@ pub const VARIABLES: &[EnvVar] = &[
     ),
     s("SOPHIA_SKIP_ARM64", "`scripts/test`", "unset", "`1`: do not build and run the arm64 zips under qemu"),
     s(
+        "CI",
+        "the Rust integration tests (`tests/it/erasure_from_package.rs`)",
+        "unset",
+        "set (and not `false`) by CI: a test whose prerequisite (Node.js 20+, the package's `node_modules`) is missing fails instead of saying SKIPPED",
+    ),
+    s(
+        "SOPHIA_GITHUB_PLAN",
+        "`scripts/protect-environments` (and the preflight through it)",
+        "unset: read from `GET /orgs/{org}` (an organization owner's token only)",
+        "the organization's GitHub plan as an owner read it (`gh api orgs/<org> --jq .plan.name`), for a repository administrator who is not an owner; still checked against what that plan allows",
+    ),
+    s(
         "SOPHIA_REQUIRE_ARM64",
         "the arm64 bootstrap test",
         "unset",

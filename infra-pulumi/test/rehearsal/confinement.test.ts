@@ -33,9 +33,13 @@ import {
   deployRoleArn,
   deployRolePolicies,
   loadDeclarations,
+  mappingSwitchDocumentName,
+  mappingSwitchRoleArn,
+  mappingSwitchStatements,
   opsStatements,
   type PolicyStatement,
   policyDocument,
+  previewRolePolicy,
 } from "../../../infra-bootstrap/src/policies";
 import { Naming } from "../../src/naming";
 import { ACCOUNT, EVERY_OPTION_ALARM, EVERY_OPTION_VPC, TEST_LAYER_ARN } from "../support/fixtures";
@@ -52,7 +56,8 @@ const policies = deployRolePolicies({
   secretsKeyArn: `arn:${P}:kms:${REGION}:${ACCOUNT}:key/qa-pulumi-secrets`,
 });
 const IDENTITY: Doc[] = [policies.inline, ...policies.managed] as unknown as Doc[];
-const STATEMENTS: PolicyStatement[] = [policies.inline, ...policies.managed].flatMap((d) => d.Statement);
+/** The statements that name resources (the one NotResource Deny, roleNameGuard, is tried below). */
+const STATEMENTS: PolicyStatement[] = [policies.inline, ...policies.managed].flatMap((d) => d.Statement).filter((s): s is PolicyStatement => "Resource" in s);
 
 /** AWS's default key policy: the account's IAM policies decide (https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html). */
 const DEFERS_TO_IAM: Doc = {
@@ -79,6 +84,10 @@ const GLOBAL_VALUES = [
   "sophia-bootstrap/sophia-bootstrap-qa-deploy",
   "sophia-bootstrap/sophia-bootstrap-qa-boundary",
   "sophia-qa-interview-completed",
+  // This stage's path, another stage's or team's name: role names are the account's, and an STS
+  // session ARN drops the path (a role /sophia/qa/sophia-prod-* would be prod's by name).
+  "sophia/qa/sophia-prod-report-generate",
+  "sophia/qa/teamb-orders",
   "teamb/teamb-orders",
   "teamb-orders",
 ];
@@ -295,22 +304,27 @@ test("this stage's function on another stage's (or team's, or an untagged) event
   assert.equal((await decide({ principal: DEPLOY, action: "lambda:UpdateEventSourceMapping", resource: mapping, context: own }, { identity: IDENTITY })).decision, "Allowed");
 });
 
-test("pausing cannot do more than pause: the operators start this stage's switch documents and pass its switch role to SSM, nothing else", async () => {
+test("pausing cannot do more than pause: the operators read and start this stage's switch document (the bootstrap's) and pass its switch role to SSM, nothing else", async () => {
   const ops = [policyDocument(OPS_STATEMENTS)] as unknown as Doc[];
   const ssm = (rest: string) => `arn:${P}:ssm:${REGION}:${ACCOUNT}:${rest}`;
   const may = async (action: string, resource: string, context: Record<string, string> = {}) =>
     (await decide({ principal: OPERATOR, action, resource, context }, { identity: ops })).decision === "Allowed";
-  assert.equal(await may("ssm:StartAutomationExecution", ssm(`document/sophia-${STAGE}-interview-completed-mapping-enabled`)), true);
-  assert.equal(await may("iam:PassRole", iam(`role/sophia/${STAGE}/sophia-${STAGE}-mapping-switch`), { "iam:PassedToService": "ssm.amazonaws.com" }), true);
+  const doc = ssm(`document/${mappingSwitchDocumentName(STAGE)}`);
+  assert.equal(await may("ssm:StartAutomationExecution", doc), true);
+  assert.equal(await may("ssm:GetDocument", doc), true);
+  assert.equal(await may("iam:PassRole", mappingSwitchRoleArn(P, ACCOUNT, STAGE), { "iam:PassedToService": "ssm.amazonaws.com" }), true);
   const reached: string[] = [];
   for (const [action, resource, ctx] of [
     ["lambda:UpdateEventSourceMapping", `arn:${P}:lambda:${REGION}:${ACCOUNT}:event-source-mapping:0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b`, { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": OWN_FUNCTION }],
     ["lambda:DeleteEventSourceMapping", `arn:${P}:lambda:${REGION}:${ACCOUNT}:event-source-mapping:0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b`, { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": OWN_FUNCTION }],
-    ["ssm:StartAutomationExecution", ssm("document/sophia-prod-interview-completed-mapping-enabled"), {}],
+    ["ssm:StartAutomationExecution", ssm(`document/${mappingSwitchDocumentName("prod")}`), {}],
+    ["ssm:StartAutomationExecution", ssm(`document/sophia-${STAGE}-interview-completed-mapping-enabled`), {}],
     ["ssm:StartAutomationExecution", ssm("document/AWS-RestartEC2Instance"), {}],
+    ["ssm:UpdateDocument", doc, {}],
+    ["ssm:CreateDocument", ssm(`document/sophia-${STAGE}-x`), {}],
     ["ssm:SendAutomationSignal", ssm("automation-execution/0b5f8c2e"), {}],
-    ["iam:PassRole", iam("role/sophia/prod/sophia-prod-mapping-switch"), { "iam:PassedToService": "ssm.amazonaws.com" }],
-    ["iam:PassRole", iam(`role/sophia/${STAGE}/sophia-${STAGE}-mapping-switch`), { "iam:PassedToService": "lambda.amazonaws.com" }],
+    ["iam:PassRole", mappingSwitchRoleArn(P, ACCOUNT, "prod"), { "iam:PassedToService": "ssm.amazonaws.com" }],
+    ["iam:PassRole", mappingSwitchRoleArn(P, ACCOUNT, STAGE), { "iam:PassedToService": "lambda.amazonaws.com" }],
     ["iam:PassRole", iam("role/AWS-SystemsManager-AutomationAdministrationRole"), { "iam:PassedToService": "ssm.amazonaws.com" }],
   ] as [string, string, Record<string, string>][]) {
     if (await may(action, resource, ctx)) reached.push(`${action} ${resource}`);
@@ -405,6 +419,62 @@ test("upgrading a stage whose mappings predate their tag (docs/deploy.md, \"Upgr
     forward[action] = await asDeploy(action, ctx);
   }
   assert.deepEqual(Object.values(forward).filter((d) => d !== "Allowed"), [], JSON.stringify(forward));
+});
+
+test("the pause switch's document is no deploy role's: no SSM document write anywhere, none on the bootstrap's names, and no pass of the switch role", async () => {
+  const ssm = (rest: string) => `arn:${P}:ssm:${REGION}:${ACCOUNT}:${rest}`;
+  const writes = ["ssm:CreateDocument", "ssm:UpdateDocument", "ssm:UpdateDocumentDefaultVersion", "ssm:UpdateDocumentMetadata", "ssm:DeleteDocument", "ssm:ModifyDocumentPermission", "ssm:AddTagsToResource", "ssm:StartAutomationExecution"];
+  const reached: string[] = [];
+  for (const stage of [STAGE, "prod"]) {
+    for (const resource of [ssm(`document/${mappingSwitchDocumentName(stage)}`), ssm(`document/sophia-${stage}-interview-completed-mapping-enabled`), ssm(`automation-definition/${mappingSwitchDocumentName(stage)}:$DEFAULT`)]) {
+      for (const action of writes) if (!(await deny(action, resource))) reached.push(`${action} ${resource}`);
+    }
+    for (const service of SERVICES_PASSED) {
+      if (!(await deny("iam:PassRole", mappingSwitchRoleArn(P, ACCOUNT, stage), { "iam:PassedToService": service }))) reached.push(`iam:PassRole ${stage}'s switch role to ${service}`);
+    }
+  }
+  // The Deny holds whatever else grants SSM (DenyBootstrapDocuments).
+  const guard = policies.inline.Statement.find((st) => st.Sid === "DenyBootstrapDocuments");
+  const everything: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "ssm:*", Resource: "*" }] };
+  for (const action of writes) {
+    const { decision } = await decide({ principal: DEPLOY, action, resource: ssm(`document/${mappingSwitchDocumentName(STAGE)}`) }, { identity: [everything, { Version: "2012-10-17", Statement: [guard] } as unknown as Doc] });
+    if (decision !== "ExplicitlyDenied") reached.push(`${action} with ssm:* granted: ${decision}`);
+  }
+  assert.deepEqual(reached, []);
+});
+
+test("the switch role sets this stage's mappings only: another stage's, another team's or an untagged mapping refused whatever UUID the document is given", async () => {
+  const role = mappingSwitchRoleArn(P, ACCOUNT, STAGE);
+  const identity = [policyDocument(mappingSwitchStatements(ACCESS_SCOPE, loadDeclarations()))] as unknown as Doc[];
+  const mapping = `arn:${P}:lambda:${REGION}:${ACCOUNT}:event-source-mapping:0b5f8c2e-1111-4a7a-9c0f-1b2d3e4f5a6b`;
+  const may = async (action: string, context: Record<string, string>) => (await decide({ principal: role, action, resource: mapping, context }, { identity })).decision === "Allowed";
+  assert.equal(await may("lambda:UpdateEventSourceMapping", { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": OWN_FUNCTION }), true, "the stage's own mapping");
+  // The switch document's own request: UUID and Enabled only, no FunctionName, so lambda:FunctionArn
+  // may be absent. The stage tag alone decides then (ArnEqualsIfExists).
+  assert.equal(await may("lambda:UpdateEventSourceMapping", { "aws:ResourceTag/stage": STAGE }), true, "the switch's own request (no lambda:FunctionArn) on the stage's tagged mapping");
+  const reached: string[] = [];
+  const prodFn = `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-prod-interview-completed`;
+  const euFn = `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-${STAGE}-eu-interview-completed`;
+  for (const ctx of [
+    { "aws:ResourceTag/stage": "prod", "lambda:FunctionArn": prodFn },
+    { "aws:ResourceTag/stage": "prod", "lambda:FunctionArn": OWN_FUNCTION },
+    { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": prodFn },
+    { "aws:ResourceTag/stage": STAGE, "lambda:FunctionArn": euFn },
+    { "aws:ResourceTag/stage": "teamb", "lambda:FunctionArn": `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:teamb-orders` },
+    { "lambda:FunctionArn": OWN_FUNCTION },
+    // The switch's own request (no lambda:FunctionArn) on another stage's, another team's or an untagged mapping.
+    { "aws:ResourceTag/stage": "prod" },
+    { "aws:ResourceTag/stage": "teamb" },
+    {},
+  ] as Record<string, string>[]) {
+    for (const action of ["lambda:UpdateEventSourceMapping", "lambda:DeleteEventSourceMapping", "lambda:TagResource", "lambda:CreateEventSourceMapping"]) {
+      if (await may(action, ctx)) reached.push(`${action} ${JSON.stringify(ctx)}`);
+    }
+  }
+  for (const action of ["lambda:DeleteEventSourceMapping", "lambda:TagResource", "lambda:CreateEventSourceMapping"]) {
+    if (await may(action, { "aws:ResourceTag/stage": STAGE })) reached.push(`${action} on the stage's tagged mapping`);
+  }
+  assert.deepEqual(reached, []);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -581,4 +651,52 @@ test("schedules: the stage's own in the default group only, never another stage'
     if (!(await deny("iam:PassRole", role, { "iam:PassedToService": service }))) reached.push(`iam:PassRole ${role} to ${service}`);
   }
   assert.deepEqual(reached, []);
+});
+
+test("never: a role of the stage's path named for another stage or team (role names are the account's; an STS session's ARN drops the path)", async () => {
+  const bounded = { "iam:PermissionsBoundary": boundaryArn(P, ACCOUNT, STAGE) };
+  const reached: string[] = [];
+  for (const name of ["sophia-prod-report-generate", "teamb-orders", "sophia-qa-eu-interview-completed", "AWSServiceRoleForLambda"]) {
+    for (const action of ["iam:CreateRole", "iam:PutRolePermissionsBoundary", "iam:PutRolePolicy", "iam:UpdateAssumeRolePolicy", "iam:PassRole"]) {
+      const ctx = action === "iam:PassRole" ? { ...bounded, "iam:PassedToService": "lambda.amazonaws.com" } : bounded;
+      if (!(await deny(action, iam(`role/sophia/${STAGE}/${name}`), ctx))) reached.push(`${action} role/sophia/${STAGE}/${name}`);
+    }
+  }
+  assert.deepEqual(reached, []);
+  // The stage's own names stay the deploy's.
+  assert.equal(await deny("iam:CreateRole", iam(`role/sophia/${STAGE}/sophia-${STAGE}-interview-completed`), bounded), false);
+  // The Deny holds whatever else grants it (NotResource: IAM has no condition key on a role's name).
+  const guard = policies.inline.Statement.find((st) => st.Sid === "DenyRolesNotNamedForTheStage");
+  assert.ok(guard && "NotResource" in guard);
+  const everything: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "iam:*", Resource: "*" }] };
+  const guarded = { identity: [everything, { Version: "2012-10-17", Statement: [guard] } as unknown as Doc] };
+  assert.equal((await decide({ principal: DEPLOY, action: "iam:CreateRole", resource: iam(`role/sophia/${STAGE}/sophia-prod-report-generate`), context: bounded }, guarded)).decision, "ExplicitlyDenied");
+  assert.equal((await decide({ principal: DEPLOY, action: "iam:CreateRole", resource: iam("role/teamb/teamb-orders"), context: bounded }, guarded)).decision, "ExplicitlyDenied");
+  assert.equal((await decide({ principal: DEPLOY, action: "iam:CreateRole", resource: iam(`role/sophia/${STAGE}/sophia-${STAGE}-report-generate`), context: bounded }, guarded)).decision, "Allowed");
+});
+
+test("never: DeleteTags without tag keys (it removes every tag, the stage tag too, and gives no aws:TagKeys)", async () => {
+  const endpoint = `arn:${P}:ec2:${REGION}:${ACCOUNT}:vpc-endpoint/vpce-0qa`;
+  const own = { "aws:ResourceTag/stage": STAGE };
+  // Both forms of the request: no Tags at all (every tag), and Tags naming keys.
+  assert.equal(await deny("ec2:DeleteTags", endpoint, own), true, "DeleteTags with no Tags on the stage's endpoint");
+  assert.equal(await deny("ec2:DeleteTags", endpoint, { ...own, "aws:TagKeys": ["stage"] }), true, "DeleteTags of the stage tag");
+  assert.equal(await deny("ec2:DeleteTags", endpoint, { ...own, "aws:TagKeys": ["Name"] }), false, "DeleteTags of another tag of the stage's endpoint");
+  for (const other of [{}, { "aws:ResourceTag/stage": "prod" }] as Record<string, string>[]) assert.equal(await deny("ec2:DeleteTags", endpoint, other), true, JSON.stringify(other));
+});
+
+test("the state bucket is listed under this stack's own prefixes only (the DIY backend's real list requests), for the deploy and preview roles", async () => {
+  const bucket = `arn:${P}:s3:::${STATE_BUCKET}`;
+  const preview = [previewRolePolicy(P, REGION, STAGE, { bucket: STATE_BUCKET, keyArn: `arn:${P}:kms:${REGION}:${ACCOUNT}:key/state-key` }, `arn:${P}:kms:${REGION}:${ACCOUNT}:key/qa-pulumi-secrets`)] as unknown as Doc[];
+  const list = async (identity: Doc[], prefix?: string) =>
+    (await decide({ principal: DEPLOY, action: "s3:ListBucket", resource: bucket, context: prefix === undefined ? {} : { "s3:prefix": prefix } }, { identity })).decision === "Allowed";
+  for (const identity of [IDENTITY, preview]) {
+    // pulumi/pulumi v3.248.0 pkg/backend/diy: state.go stackPath, bucket.go listBucket (lock.go, state.go history and backups).
+    for (const own of [`.pulumi/stacks/sophia/${STAGE}.json`, `.pulumi/locks/organization/sophia/${STAGE}/`, `.pulumi/history/sophia/${STAGE}/`, `.pulumi/backups/sophia/${STAGE}/`]) {
+      assert.equal(await list(identity, own), true, own);
+    }
+    for (const other of [undefined, "", ".pulumi/", ".pulumi/stacks/", ".pulumi/stacks/sophia/", ".pulumi/stacks/sophia/prod.json", `.pulumi/history/sophia/${STAGE}-eu/`, ".pulumi/locks/organization/sophia/prod/", ".pulumi/history/sophia/prod/", ".pulumi/backups/sophia/"]) {
+      assert.equal(await list(identity, other), false, String(other));
+    }
+  }
 });

@@ -601,7 +601,8 @@ test("never: the deploy role changes its own role, the preview role, its policie
 });
 
 test("never: a stage role without the stage's boundary (created, re-bounded, unbounded, given a policy)", async () => {
-  const role = `arn:${P}:iam::${ACCOUNT}:role/sophia/${STAGE}/sophia-${STAGE}-escalate`;
+  // A name the stack gives a role (any other name is refused whatever its boundary: roleNameGuard).
+  const role = `arn:${P}:iam::${ACCOUNT}:role/sophia/${STAGE}/sophia-${STAGE}-interview-completed`;
   const other = { "iam:PermissionsBoundary": `arn:${P}:iam::aws:policy/AdministratorAccess` };
   const allowed = [
     await never(DEPLOY, DEPLOY_IDENTITY, "iam:CreateRole", role),
@@ -649,7 +650,7 @@ test("never: another stage's roles, functions, queues, secrets, keys or state, i
 });
 
 test("the boundary: every function role's own policy fits inside it (the boundary takes nothing the functions use)", async () => {
-  const statements = boundaryStatements({ partition: P, region: REGION, account: ACCOUNT, stage: STAGE, vpc: STAGE_VPC, resumeBucket: "sophia-qa-resumes" });
+  const statements = boundaryStatements({ partition: P, region: REGION, account: ACCOUNT, stage: STAGE, vpc: STAGE_VPC, resumeBucket: "sophia-qa-resumes", resumeBucketPrefix: "resumes/" });
   // The simulator resolves variable condition keys only in the `prefix/name` form (aws:ResourceTag/x),
   // not kms:EncryptionContext:<name>: that condition is checked here, against every secret of the
   // stage (Secrets Manager's encryption context names the secret), then left to the rest.

@@ -40,7 +40,8 @@ export function heldStatements(): Record<Holder, PolicyStatement[]> {
   });
   const d = loadDeclarations();
   return {
-    deploy: [deploy.inline, ...deploy.managed].flatMap((doc) => doc.Statement),
+    // Every statement but the NotResource Deny (roleNameGuard), which allows nothing.
+    deploy: [deploy.inline, ...deploy.managed].flatMap((doc) => doc.Statement).filter((s): s is PolicyStatement => "Resource" in s),
     preview: previewRolePolicy(P, HELD_REGION, HELD_STAGE, { bucket: STATE_BUCKET, keyArn: STATE_KEY }, SECRETS_KEY).Statement,
     ops: opsStatements(scope, d),
     api: apiPublishStatements(scope, d),

@@ -77,7 +77,7 @@ const identity = (statements: PolicyStatement[]): Doc[] => [policyDocument(state
 const FUNCTION_ROLE = `arn:${P}:iam::${ACCOUNT}:role/sophia/${HELD_STAGE}/sophia-${HELD_STAGE}-interview-completed`;
 /** What EventBridge Scheduler does with a schedule's execution role is bounded by the same boundary (infra-pulumi/src/erasure-check.ts). */
 const SCHEDULE_ROLE = `arn:${P}:iam::${ACCOUNT}:role/sophia/${HELD_STAGE}/sophia-${HELD_STAGE}-erasure-check`;
-const BOUNDARY = boundaryStatements({ partition: P, region: HELD_REGION, account: ACCOUNT, stage: HELD_STAGE, vpc: EVERY_OPTION_VPC, resumeBucket: "sophia-qa-resumes" });
+const BOUNDARY = boundaryStatements({ partition: P, region: HELD_REGION, account: ACCOUNT, stage: HELD_STAGE, vpc: EVERY_OPTION_VPC, resumeBucket: "sophia-qa-resumes", resumeBucketPrefix: "resumes/" });
 
 const VALUES: Record<string, string> = {
   stage: HELD_STAGE,

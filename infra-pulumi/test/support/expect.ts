@@ -48,11 +48,9 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.esm]: 2,
   // one per function (the operator audit trail's is the bootstrap's)
   [TYPE.logGroup]: 3,
-  // one per function, the pause switch's (src/mapping-switch.ts) and the scheduled erasure check's (src/erasure-check.ts)
-  [TYPE.role]: 5,
-  [TYPE.rolePolicy]: 5,
-  // the pause switch: one Automation document per source queue's mapping
-  [TYPE.ssmDocument]: 2,
+  // one per function and the scheduled erasure check's (src/erasure-check.ts); the pause switch's role and document are the bootstrap's
+  [TYPE.role]: 4,
+  [TYPE.rolePolicy]: 4,
   // 2 DLQ + 2 age + 5 function alarms (errors and throttles of the 2 functions that can run,
   // report-generate's duration), one "invalid messages dropped" per function that can run and
   // report-generate's "reports failing", "records given up after transient failures", "reports

@@ -46,6 +46,14 @@ function run(stateDir, user, args, stdin, io) {
       io.stderr += "gh variable set: --body\n";
       throw new Exit(3);
     }
+    // An empty --body is no value: the real gh then asks "Paste your variable" on a terminal, or reads
+    // the value from stdin (cli/cli pkg/cmd/variable/set/set.go, getBody: `if opts.Body != ""` ...
+    // `opts.IO.CanPrompt()` ... `io.ReadAll(opts.IO.In)`). The stand-in refuses it instead (stricter):
+    // a pasted block must never reach it.
+    if (args[at + 1] === "") {
+      io.stderr += "gh variable set: empty --body: the real gh would prompt \"Paste your variable\" or read stdin (stand-in refuses)\n";
+      throw new Exit(1);
+    }
     if (st.readOnly || st.fail) fail(st.fail || 403, "Resource not accessible by integration");
     // --env <name>: the environment's variable (it overrides the repository's of the same name).
     const envAt = args.findIndex((x) => x === "--env" || x === "-e");
@@ -78,6 +86,9 @@ function run(stateDir, user, args, stdin, io) {
   }
   const body = input ? JSON.parse(stdin) : undefined;
   if (st.fail) fail(st.fail, "Bad credentials");
+  // An organization with SAML single sign-on and a token not authorized for it: every call on its
+  // resources (https://docs.github.com/en/authentication/authenticating-with-saml-single-sign-on/authorizing-a-personal-access-token-for-use-with-saml-single-sign-on).
+  if (st.samlUnauthorized && /^(repos|orgs)\//.test(p)) fail(403, "Resource protected by organization SAML enforcement. You must grant your OAuth token access to this organization.");
   if (method !== "GET" && st.readOnly) fail(403, "Resource not accessible by integration");
   fs.appendFileSync(path.join(stateDir, "gh-calls"), method + " " + p + (body ? " " + JSON.stringify(body) : "") + "\n");
   const save = () => fs.writeFileSync(file, JSON.stringify(st));
@@ -268,6 +279,20 @@ function repositorySettings({ st, method, body, fail, save, done }, r) {
     if (method === "PUT") { st.workflowPermissions = body; save(); done(); }
     done(st.workflowPermissions);
   }
+  // GET answers the repository's template ({use_default: true} until one is set); PUT refuses a
+  // body without use_default and claim keys that are not unique or hold other than alphanumerics
+  // and underscores (https://docs.github.com/en/rest/actions/oidc: "Array of unique strings. Each
+  // claim key can only contain alphanumeric characters and underscores", HTTP 422).
+  if (r === "actions/oidc/customization/sub") {
+    if (method === "PUT") {
+      const keys = body.include_claim_keys;
+      if (typeof body.use_default !== "boolean") fail(422, "Invalid request: use_default is required");
+      if (keys !== undefined && (!Array.isArray(keys) || new Set(keys).size !== keys.length || keys.some((k) => !/^[A-Za-z0-9_]+$/.test(k)))) fail(422, "Invalid request: include_claim_keys");
+      st.oidcSub = body.use_default ? { use_default: true } : { use_default: false, include_claim_keys: keys };
+      save(); done();
+    }
+    done(st.oidcSub || { use_default: true });
+  }
   if (r === "actions/permissions/fork-pr-workflows-private-repos") {
     if (!st.forkPr) fail(422, "This setting only applies to internal and private repositories");
     if (method === "PUT") { st.forkPr = body; save(); done(); }
@@ -299,7 +324,11 @@ function environments({ st, method, body, out, fail, save }, r) {
     if (refused) fail(422, refused);
     // GitHub's answer, quoted in https://github.com/github-community-projects/safe-settings/issues/628.
     if (body.prevent_self_review === true && (body.reviewers || []).length === 0) fail(422, "Required reviewers must have at least one reviewer to set prevent_self_review");
-    env = st.environments[name] = { branchPolicies: [], variables: {}, secrets: [], ...(env || {}), reviewers: body.reviewers || [], prevent_self_review: body.prevent_self_review === true, deployment_branch_policy: body.deployment_branch_policy || null };
+    env = st.environments[name] = { branchPolicies: [], variables: {}, secrets: [], ...(env || {}), reviewers: body.reviewers || [], prevent_self_review: body.prevent_self_review === true, deployment_branch_policy: body.deployment_branch_policy || null,
+      // Administrators may bypass the rules unless the PUT says can_admins_bypass: false; a PUT without
+      // it turns it back on (the setting's default, "Allow administrators to bypass configured
+      // protection rules": https://github.com/google/go-github/issues/2725; the stand-in's reading).
+      can_admins_bypass: body.can_admins_bypass !== false };
     save();
   }
   if (!env) fail(404, "Not Found");
@@ -307,7 +336,7 @@ function environments({ st, method, body, out, fail, save }, r) {
     const rules = [];
     if (env.reviewers.length > 0) rules.push({ type: "required_reviewers", prevent_self_review: env.prevent_self_review, reviewers: env.reviewers.map((x) => ({ type: x.type, reviewer: { id: x.id } })) });
     if (env.deployment_branch_policy) rules.push({ type: "branch_policy" });
-    out({ name, protection_rules: rules, deployment_branch_policy: env.deployment_branch_policy });
+    out({ name, can_admins_bypass: env.can_admins_bypass !== false, protection_rules: rules, deployment_branch_policy: env.deployment_branch_policy });
   } else if (rest === "deployment-branch-policies" && method === "GET") {
     out({ total_count: env.branchPolicies.length, branch_policies: env.branchPolicies });
   } else if (rest === "deployment-branch-policies" && method === "POST") {

@@ -99,6 +99,8 @@ export interface GithubEnvironment {
   variables: Record<string, string>;
   /** Names of the environment's secrets. */
   secrets?: string[];
+  /** "Allow administrators to bypass configured protection rules": on (true) unless a PUT said false. */
+  can_admins_bypass?: boolean;
 }
 
 /** Branch protection in GitHub's read shape (GET .../branches/{branch}/protection). */
@@ -135,6 +137,8 @@ export interface Github {
   /** Branch protection by branch name (absent: unprotected). */
   protection: Record<string, BranchProtection>;
   workflowPermissions: { default_workflow_permissions: "read" | "write"; can_approve_pull_request_reviews: boolean };
+  /** The repository's OIDC subject template (absent: GitHub's default, {use_default: true}). */
+  oidcSub?: { use_default: boolean; include_claim_keys?: string[] };
   /** A private repository's fork pull request settings; absent: a public repository (HTTP 422). */
   forkPr?: {
     run_workflows_from_fork_pull_requests: boolean;
@@ -162,6 +166,8 @@ export interface Github {
   checks?: "pass" | "fail";
   fail?: number;
   readOnly?: boolean;
+  /** The organization enforces SAML SSO and the token is not authorized for it (403 on its resources). */
+  samlUnauthorized?: boolean;
 }
 
 export const REPO = "acme/sophia";
@@ -177,7 +183,7 @@ export const PROTECTED_DEV: GithubEnvironment = {
 };
 
 /** The checks of rust.yml main requires (the script's REQUIRED_CHECKS). */
-export const REQUIRED_CHECKS = ["scripts/test against a MongoDB 7 replica set", "scripts/lint (rustfmt, clippy, cargo deny, npm audit, actionlint)"];
+export const REQUIRED_CHECKS = ["scripts/test against a MongoDB 7 replica set", "scripts/lint (rustfmt, clippy, cargo deny bans licenses sources, actionlint)"];
 
 /** main as --apply leaves it. */
 export const PROTECTED_MAIN: BranchProtection = {
@@ -203,6 +209,7 @@ export const github = (environments: Record<string, GithubEnvironment> = {}, ext
   environments,
   protection: { main: PROTECTED_MAIN },
   workflowPermissions: { default_workflow_permissions: "read", can_approve_pull_request_reviews: false },
+  oidcSub: { use_default: false, include_claim_keys: ["repo", "context", "ref", "job_workflow_ref"] },
   repoSecrets: [],
   orgSecrets: [],
   repoVariables: {},

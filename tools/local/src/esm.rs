@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, Message, MessageSystemAttributeName};
 use serde_json::{Value, json};
-use sophia_declarations::{Declaration, QueueSettings};
+use sophia_declarations::{Declaration, Function, QueueSettings};
 use tokio::sync::watch;
 
 use crate::invoke::{Invoke, InvokeContext, InvokeError};
@@ -42,14 +42,17 @@ pub struct EventSourceMapping {
 
 /// The contract of a declared consumer function, as its handler parses a body
 /// (`QueueMessage::parse`): the reason it rejects one, as its `invalid message dropped` line says.
-pub fn contract_of(function: &str) -> Option<fn(&str) -> Option<String>> {
+/// A `match` with no catch-all: a function added to `declarations/queues.json` stops the build
+/// here until the local stage knows its contract.
+pub fn contract_of(function: Function) -> Option<fn(&str) -> Option<String>> {
     use sophia_contracts::QueueMessage;
     match function {
-        "interview-completed" => {
+        Function::InterviewCompleted => {
             Some(|b| sophia_contracts::InterviewQueueMessage::parse(b).err().map(|e| e.to_string()))
         }
-        "report-generate" => Some(|b| sophia_contracts::ReportGenerate::parse(b).err().map(|e| e.to_string())),
-        _ => None,
+        Function::ReportGenerate => Some(|b| sophia_contracts::ReportGenerate::parse(b).err().map(|e| e.to_string())),
+        // Not a queue's consumer: nothing to drop.
+        Function::InterviewFailed => None,
     }
 }
 
@@ -257,7 +260,7 @@ impl EventSourceMapping {
             region: "us-east-1".to_owned(),
             invoker,
             stats: Arc::default(),
-            contract: contract_of(&settings.consumer),
+            contract: Function::from_name(&settings.consumer).and_then(contract_of),
         }
     }
 

@@ -56,11 +56,14 @@ pub struct ReportRetryReport {
     pub request_id: Option<String>,
     pub message_id: Option<String>,
     pub attempts_reset: bool,
+    /// The command for what is left behind: each earlier `report.generate` of this interview in
+    /// the DLQ, its exact `dlq delete` (the re-published message replaces it).
+    pub next: Vec<String>,
 }
 
 impl ReportRetryReport {
     pub fn human(&self) -> String {
-        match self.outcome {
+        let mut s = match self.outcome {
             "published" => format!(
                 "report.generate re-published for interview {} (organization {})\n  requestId: {}\n  messageId: {}\n  attempts reset: {}\n",
                 self.interview_id,
@@ -70,7 +73,11 @@ impl ReportRetryReport {
                 if self.attempts_reset { "yes" } else { "no" }
             ),
             _ => format!("the report of interview {} is already COMPLETED: nothing published\n", self.interview_id),
+        };
+        for next in &self.next {
+            s.push_str(&format!("next: {next}\n"));
         }
+        s
     }
 }
 
@@ -162,6 +169,7 @@ pub async fn report_retry(
     .await
     .map_err(|e| OpsError::domain("report retry", e))?;
     let message_id = sent.into_inner().expect("not poisoned");
+    let next = left_in_the_dlq(ctx, interview_id).await;
     Ok(match outcome {
         RetryOutcome::Published { request_id: _, attempts_reset } => ReportRetryReport {
             interview_id,
@@ -170,6 +178,7 @@ pub async fn report_retry(
             request_id: Some(ops_request_id.to_string()),
             message_id,
             attempts_reset,
+            next,
         },
         RetryOutcome::AlreadyCompleted => ReportRetryReport {
             interview_id,
@@ -178,8 +187,38 @@ pub async fn report_retry(
             request_id: None,
             message_id: None,
             attempts_reset: false,
+            next,
         },
     })
+}
+
+/// How many DLQ messages `report retry` looks at for the interview's earlier `report.generate`.
+const RETRY_DLQ_SCAN: usize = 100;
+
+/// The exact `dlq delete` of each `report.generate` of `interview_id` in report-generate's DLQ,
+/// or, when the DLQ could not be read, the listing that finds them.
+async fn left_in_the_dlq(ctx: &Context, interview_id: InterviewId) -> Vec<String> {
+    let queue = QueueName::of(Queue::ReportGenerate);
+    let locator = ctx.locator().await;
+    let mode = crate::progress::ProgressMode::Hidden;
+    let wanted = interview_id.to_string();
+    match crate::dlq_messages::list(&locator, queue, RETRY_DLQ_SCAN, mode).await {
+        Ok(listing) => listing
+            .messages
+            .iter()
+            .filter(|m| m.interview_id.as_deref() == Some(wanted.as_str()))
+            .map(|m| {
+                format!(
+                    "{} (its earlier message, left in the DLQ)",
+                    ctx.ops_command(&format!("dlq delete {queue} {}", m.message_id))
+                )
+            })
+            .collect(),
+        Err(e) => vec![format!(
+            "{} (the DLQ could not be read: {e}): `dlq delete {queue} <messageId>` for this interview's earlier message",
+            ctx.ops_command(&format!("dlq list {queue}"))
+        )],
+    }
 }
 
 /// The plan of `outbox flush`: how many entries are pending past the threshold and, for the

@@ -413,8 +413,8 @@ const SWITCHES: [&str; 7] = ["yes", "dry-run", "json", "no-env-file", "show-body
 
 /// Who paused `queue`'s (disabled) mapping, in words: `paused by <who> at <when> (<command>)`
 /// from the latest `queue-pause` (sophia-ops) or `local-pause` (sophia-local) record naming it
-/// over the last week, when no `queue-resume` / `local-resume` came after it; otherwise it was
-/// disabled outside sophia-ops (or before the week), and CloudTrail says who.
+/// over [`PAUSE_LOOKBACK_DAYS`], when no `queue-resume` / `local-resume` came after it; otherwise
+/// it says no pause was found in that time and where an older one or another hand is found.
 pub async fn who_paused(ctx: &Context, queue: crate::queues::QueueName) -> String {
     let name = queue.to_string();
     let pause = latest_naming(ctx, ["queue-pause", LOCAL_PAUSE], &name).await;
@@ -430,13 +430,17 @@ pub async fn who_paused(ctx: &Context, queue: crate::queues::QueueName) -> Strin
     }
 }
 
-/// The newest `done` record of `commands` over the last week whose arguments name `name`.
+/// How far back [`who_paused`] looks for a pause (the audit log group keeps 400 days:
+/// infra-bootstrap's `AUDIT_RETENTION_DAYS`; older ones with `audit list --since`).
+pub const PAUSE_LOOKBACK_DAYS: u64 = 7;
+
+/// The newest `done` record of `commands` over [`PAUSE_LOOKBACK_DAYS`] whose arguments name `name`.
 async fn latest_naming(
     ctx: &Context,
     commands: [&str; 2],
     name: &str,
 ) -> Result<Option<serde_json::Value>, crate::OpsError> {
-    let week = std::time::Duration::from_secs(7 * 86_400);
+    let week = std::time::Duration::from_secs(PAUSE_LOOKBACK_DAYS * 86_400);
     let mut latest: Option<serde_json::Value> = None;
     for command in commands {
         let listing = list(ctx, 50, Some(command), Some(week)).await?;
@@ -468,7 +472,9 @@ pub fn pause_words(pause: Option<&serde_json::Value>, resume: Option<&serde_json
             };
             format!("paused by {who} at {} ({})", get("startedAt"), get("command"))
         }
-        None => "disabled outside sophia-ops (CloudTrail: UpdateEventSourceMapping / StartAutomationExecution)".into(),
+        None => format!(
+            "no sophia-ops pause of it in the last {PAUSE_LOOKBACK_DAYS} days: paused earlier (older: `audit list --command queue-pause --since 400d`) or disabled outside sophia-ops (CloudTrail: UpdateEventSourceMapping / StartAutomationExecution)"
+        ),
     }
 }
 
@@ -809,7 +815,7 @@ mod tests {
         assert_eq!(pause_words(Some(&pause), None), "paused by alice at 2026-12-07T18:02:00Z (queue-pause)");
         let earlier = record("local-resume", "2026-12-07T17:00:00Z");
         assert_eq!(pause_words(Some(&pause), Some(&earlier)), "paused by alice at 2026-12-07T18:02:00Z (queue-pause)");
-        let outside = "disabled outside sophia-ops (CloudTrail: UpdateEventSourceMapping / StartAutomationExecution)";
+        let outside = "no sophia-ops pause of it in the last 7 days: paused earlier (older: `audit list --command queue-pause --since 400d`) or disabled outside sophia-ops (CloudTrail: UpdateEventSourceMapping / StartAutomationExecution)";
         let later = record("queue-resume", "2026-12-07T18:30:00Z");
         assert_eq!(pause_words(Some(&pause), Some(&later)), outside, "resumed since: this pause is not the one now");
         assert_eq!(pause_words(None, None), outside);

@@ -296,8 +296,8 @@ pub enum InterviewCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum QueueCommand {
-    /// A source queue's state and a verdict (stopped, failing, slow, a burst, healthy) with its
-    /// evidence: depth, in flight, oldest message age and the retention left for it, the DLQ's
+    /// A source queue's state and a verdict (stopped, failing, needs a person, slow, retrying, a
+    /// burst, recovering, healthy, undecided) with its evidence: depth, in flight, oldest message age and the retention left for it, the DLQ's
     /// depth, the event source mapping (its state and why) and the function's recent invocations,
     /// errors, throttles and failed records; `failing` names what the errors say. Changes
     /// nothing, receives nothing. Works the same on the local pipeline (the runner's mappings).

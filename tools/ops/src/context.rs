@@ -24,6 +24,9 @@ pub struct Context {
     pub progress: ProgressMode,
     sqs: OnceLock<aws_sdk_sqs::Client>,
     mongo: OnceLock<Mongo>,
+    /// Why MongoDB could not be reached, once it could not: later asks in the same command
+    /// answer at once instead of waiting for the server selection again.
+    mongo_failed: OnceLock<String>,
     /// `--yes`: commands that move money may run against a non-local queue.
     confirmed: bool,
     /// `--by`: who acts (recorded on the reports a retry resets).
@@ -265,10 +268,22 @@ impl Context {
         if let Some(m) = self.mongo.get() {
             return Ok(m.clone());
         }
+        if let Some(e) = self.mongo_failed.get() {
+            return Err(OpsError::Domain { context: "MongoDB (asked earlier in this command)", message: e.clone() });
+        }
         let settings = self.mongo_settings()?;
-        let mongo = Mongo::connect(&settings).await?;
-        mongo.check_deployment().await?;
-        Ok(self.mongo.get_or_init(|| mongo).clone())
+        let connected = async {
+            let mongo = Mongo::connect(&settings).await?;
+            mongo.check_deployment().await?;
+            Ok::<_, OpsError>(mongo)
+        };
+        match connected.await {
+            Ok(mongo) => Ok(self.mongo.get_or_init(|| mongo).clone()),
+            Err(e) => {
+                let _ = self.mongo_failed.set(e.to_string());
+                Err(e)
+            }
+        }
     }
 
     fn mongo_settings(&self) -> Result<MongoSettings, OpsError> {

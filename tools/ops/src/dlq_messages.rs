@@ -184,10 +184,14 @@ pub async fn attach_reasons(listing: &mut DlqListing, ctx: &crate::Context) {
 
 /// What the function's errors say now, for a message that failed each of its receives: the
 /// function's own failures (metrics' [`crate::status::FunctionMetrics::failing`]) or a stopped
-/// queue, never the verdict's cause (which is the DLQ itself whenever it holds messages).
-/// `true` with the words when what failed the messages has passed (no error left, the queue
-/// consumed): then a redrive is the next step.
+/// queue, never the verdict's cause (which is the DLQ itself whenever it holds messages). `true`
+/// only on evidence that what failed the messages has passed: the function ran without an error
+/// in the window. No error in a quiet window proves nothing (no traffic, no invocation, no
+/// error), nor does MongoDB answering this machine (the functions' path is another): then
+/// "unknown whether it has passed", the last known cause, and how to check.
 pub fn errors_now(s: &crate::status::QueueStatus) -> (bool, String) {
+    use crate::status::MongoNow;
+    let window = crate::duration_text::human_duration(s.window_seconds);
     let Some(m) = &s.metrics else {
         return (
             false,
@@ -198,13 +202,39 @@ pub fn errors_now(s: &crate::status::QueueStatus) -> (bool, String) {
             ),
         );
     };
-    match m.failing() {
-        Some(cause) => (false, format!("the function's errors now: {cause}")),
-        None if s.verdict == crate::status::Verdict::Stopped => {
-            (false, format!("nothing consumes the queue now: {}", s.cause.as_deref().unwrap_or("stopped")))
-        }
-        None => (true, "no error in the last 15 min: what failed it has passed; redrive it (dlq redrive)".to_owned()),
+    if let Some(cause) = m.failing() {
+        return (false, format!("the function's errors now: {cause}"));
     }
+    if s.verdict == crate::status::Verdict::Stopped {
+        return (false, format!("nothing consumes the queue now: {}", s.cause.as_deref().unwrap_or("stopped")));
+    }
+    let last = s.last_cause.as_deref().map_or(String::new(), |c| format!("; the last known cause: {c}"));
+    if m.invocations > 0 {
+        return (
+            true,
+            format!(
+                "the function ran {} time(s) without an error in the last {window}{last}: what failed it has passed; redrive it (dlq redrive)",
+                m.invocations
+            ),
+        );
+    }
+    let how = match &s.mongodb {
+        MongoNow::NotChecked => format!("set MONGODB_URI and run queue status {} (it asks MongoDB)", s.queue),
+        MongoNow::Unreachable(_) => {
+            "MongoDB does not answer from here either: its access first (docs/runbook.md#function-errors)".into()
+        }
+        MongoNow::Reachable => format!(
+            "MongoDB answers from here, not necessarily from the functions; the next batch shows it (queue status {} --window 5m once traffic comes), or redrive and watch: a message that fails again returns to the DLQ after its receives",
+            s.queue
+        ),
+    };
+    (
+        false,
+        format!(
+            "unknown whether it has passed: no invocation in the last {window} (no error proves nothing without traffic); MongoDB {}{last}; check: {how}",
+            s.mongodb.words()
+        ),
+    )
 }
 
 /// The command after `dlq list` (without the program and the stage): the redrive when what
@@ -696,7 +726,29 @@ mod tests {
         let quiet = FunctionMetrics { invocations: 3, records_failed: Some(0), ..FunctionMetrics::default() };
         let now = errors_now(&status(Verdict::NeedsPerson, dlq, Some(quiet)));
         assert!(now.0);
-        assert_eq!(now.1, "no error in the last 15 min: what failed it has passed; redrive it (dlq redrive)");
+        assert_eq!(
+            now.1,
+            "the function ran 3 time(s) without an error in the last 15m: what failed it has passed; redrive it (dlq redrive)"
+        );
+        // No traffic, no error: not evidence. MongoDB asked, and the last cause, decide.
+        let idle = FunctionMetrics { records_failed: Some(0), ..FunctionMetrics::default() };
+        let mut s = status(Verdict::NeedsPerson, dlq, Some(idle));
+        let (passed, now) = errors_now(&s);
+        assert!(!passed, "{now}");
+        assert!(
+            now.starts_with("unknown whether it has passed: no invocation in the last 15m")
+                && now.ends_with("check: set MONGODB_URI and run queue status interview-completed (it asks MongoDB)"),
+            "{now}"
+        );
+        s.mongodb = crate::status::MongoNow::Reachable;
+        s.last_cause = Some("batch setup failed; the whole batch will be retried: MongoDB (at 18:02)".into());
+        let (passed, now) = errors_now(&s);
+        assert!(!passed, "MongoDB answering this machine is not the functions reaching it: {now}");
+        assert!(
+            now.contains("MongoDB reachable now; the last known cause: batch setup failed")
+                && now.contains("check: MongoDB answers from here, not necessarily from the functions"),
+            "{now}"
+        );
         let failing = FunctionMetrics {
             invocations: 2,
             errors: 2,

@@ -52,6 +52,9 @@ pub struct Requester {
     pub reference: Option<ErasureReference>,
     /// `sophia-ops` here; `api` from the API's package.
     pub via: String,
+    /// A replay's request: when it was first requested (as audited). Recorded as `requestedAt`
+    /// (the audited time, never the replay's), the replay's time as `replayedAt`.
+    pub replay_of: Option<DateTime>,
 }
 
 /// What was removed, as the request records it.
@@ -80,6 +83,9 @@ pub struct ErasureRecord {
     pub request_id: Option<String>,
     pub requested_by: String,
     pub requested_at: Option<String>,
+    /// When a replay recorded the request again after a restore (`requested_at` stays the
+    /// audited original).
+    pub replayed_at: Option<String>,
     pub reason: String,
     pub reference: Option<String>,
     pub via: String,
@@ -115,6 +121,7 @@ impl ErasureRecord {
             request_id: d.get_str("requestId").ok().map(str::to_owned),
             requested_by: text(d, "requestedBy"),
             requested_at: date(d, "requestedAt"),
+            replayed_at: date(d, "replayedAt"),
             reason: text(d, "reason"),
             reference: d.get_str("reference").ok().map(str::to_owned),
             via: text(d, "via"),
@@ -149,6 +156,9 @@ impl ErasureRecord {
             self.removed.outbox_entries,
             self.removed.dlq_messages,
         );
+        if let Some(at) = &self.replayed_at {
+            s.push_str(&format!("  recorded again by a replay at {at} (after a restore)\n"));
+        }
         for p in &self.pending {
             s.push_str(&format!("  pending: {}: {}\n", p.what, p.why));
         }
@@ -181,13 +191,13 @@ pub async fn record_request(
     let now = DateTime::now();
     let erasures = db.collection::<Document>(ERASURES);
     let reference = requester.reference.as_ref().map_or(Bson::Null, |r| Bson::String(r.as_str().to_owned()));
-    let request = doc! {
+    let mut request = doc! {
         "_id": interview_id.oid(),
         "interviewId": interview_id.oid(),
         "organizationId": organization_id.map_or(Bson::Null, Bson::ObjectId),
         "requestId": request_id,
         "requestedBy": requester.by.as_str(),
-        "requestedAt": now,
+        "requestedAt": requester.replay_of.unwrap_or(now),
         "reason": requester.reason.as_str(),
         "reference": reference.clone(),
         "via": requester.via.as_str(),
@@ -195,11 +205,14 @@ pub async fn record_request(
         "removed": {"report": Bson::Null, "outboxEntries": 0_i64, "dlqMessages": 0_i64},
         "pending": [
             {"what": "report", "why": "the report's tombstone is not written yet"},
-            {"what": "queues", "why": "the DLQs are not swept yet (sophia-ops erasure sweep)"},
+            {"what": "queues", "why": "the DLQs are not swept yet (sophia-ops --stage <stage> erasure sweep)"},
         ],
         "completedAt": Bson::Null,
         "updatedAt": now,
     };
+    if requester.replay_of.is_some() {
+        request.insert("replayedAt", now);
+    }
     // An upsert on `_id`: the filter names one document, so a second request matches the first
     // (a repeat) instead of inserting next to it, with or without any index but `_id`'s. `_id`
     // is in `$setOnInsert` too: the stored id is the ObjectId, not what a server derives from
@@ -474,38 +487,77 @@ pub async fn list(db: &Database, pending_only: bool, overdue_only: bool) -> Resu
 #[serde(rename_all = "camelCase")]
 pub struct ErasureReport {
     pub erasures: Vec<ErasureRecord>,
+    /// The requests a step failed for (the others were completed): the interview, the step and
+    /// the error's kind, never its text (no candidate data). Their requests stay `PENDING`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<ErasureFailure>,
+}
+
+/// One request a step of `complete` failed for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErasureFailure {
+    pub interview_id: String,
+    /// `stored copies` (the tombstone, the outbox entries) or `finish` (the request's state).
+    pub step: &'static str,
+    /// [`OpsError::kind`].
+    pub kind: &'static str,
+}
+
+impl ErasureFailure {
+    fn of(interview_id: InterviewId, step: &'static str, e: &OpsError) -> Self {
+        tracing::warn!(interviewId = %interview_id, step, kind = e.kind(), "erasure: a step failed; the others continue");
+        Self { interview_id: interview_id.to_string(), step, kind: e.kind() }
+    }
 }
 
 impl ErasureReport {
     pub fn human(&self) -> String {
-        if self.erasures.is_empty() {
+        if self.erasures.is_empty() && self.failed.is_empty() {
             return "no erasure request\n".into();
         }
-        self.erasures.iter().map(ErasureRecord::human).collect()
+        let mut s: String = self.erasures.iter().map(ErasureRecord::human).collect();
+        for f in &self.failed {
+            s.push_str(&format!(
+                "erasure of interview {}: FAILED at {} ({}); it stays PENDING, run the command again\n",
+                f.interview_id, f.step, f.kind
+            ));
+        }
+        s
     }
 
-    /// Some request is not `DONE` yet.
+    /// Some request is not `DONE` yet, or failed.
     pub fn is_complete(&self) -> bool {
-        self.erasures.iter().all(|e| e.state == DONE)
+        self.failed.is_empty() && self.erasures.iter().all(|e| e.state == DONE)
     }
 }
 
 /// Steps 2-4 for `interviews` whose requests are recorded: the stored copies, one sweep of the
-/// DLQs (every erased interview's messages), then each request finished.
+/// DLQs (every erased interview's messages), then each request finished. A request a step fails
+/// for is reported in `failed` (and not finished: it stays `PENDING` with what is left); the
+/// others go on.
 pub async fn complete(
     db: &Database,
     locator: &QueueLocator,
     interviews: &[InterviewId],
 ) -> Result<ErasureReport, OpsError> {
+    let mut failed = Vec::new();
+    let mut stored = Vec::new();
     for id in interviews {
-        erase_stored(db, *id).await?;
+        match erase_stored(db, *id).await {
+            Ok(()) => stored.push(*id),
+            Err(e) => failed.push(ErasureFailure::of(*id, "stored copies", &e)),
+        }
     }
     let sweep = sweep_dlqs(db, locator).await?;
     let mut erasures = Vec::new();
-    for id in interviews {
-        erasures.push(finish(db, *id, sweep.deleted.get(id).copied().unwrap_or(0), &sweep.in_flight).await?);
+    for id in &stored {
+        match finish(db, *id, sweep.deleted.get(id).copied().unwrap_or(0), &sweep.in_flight).await {
+            Ok(record) => erasures.push(record),
+            Err(e) => failed.push(ErasureFailure::of(*id, "finish", &e)),
+        }
     }
-    Ok(ErasureReport { erasures })
+    Ok(ErasureReport { erasures, failed })
 }
 
 /// One request as an `erasure-request` audit record's outcome holds it.
@@ -517,6 +569,8 @@ pub struct AuditedRequest {
     pub request_id: String,
     pub reason: ErasureReason,
     pub reference: Option<ErasureReference>,
+    /// When it was requested, as audited (absent in a record that lacks it).
+    pub requested_at: Option<DateTime>,
 }
 
 /// The requests of `erasure-request` audit records (their outcome: the [`ErasureReport`]). A
@@ -536,6 +590,7 @@ pub fn audited_requests(records: &[serde_json::Value]) -> Vec<AuditedRequest> {
                 request_id: text("requestId").unwrap_or_default(),
                 reason: text("reason").and_then(|r| ErasureReason::parse(&r).ok()).unwrap_or(ErasureReason::LegalOrder),
                 reference: text("reference").and_then(|r| ErasureReference::parse(&r).ok()),
+                requested_at: text("requestedAt").and_then(|t| DateTime::parse_rfc3339_str(t).ok()),
             });
         }
     }
@@ -567,7 +622,7 @@ mod tests {
         assert_eq!(r.removed, Removed { report: Some("report COMPLETED".into()), outbox_entries: 1, dlq_messages: 2 });
         assert_eq!(r.pending, vec![Pending { what: "queues".into(), why: "not swept".into() }]);
         assert!(r.human().contains("pending: queues: not swept"), "{}", r.human());
-        assert!(!ErasureReport { erasures: vec![r] }.is_complete());
+        assert!(!ErasureReport { erasures: vec![r], failed: Vec::new() }.is_complete());
     }
 
     #[test]

@@ -54,19 +54,50 @@ pub fn dropped_of(line: &str, at: Option<String>) -> Option<DroppedMessage> {
     })
 }
 
-/// At most this many pages of events are read per question (newest kept).
+/// At most this many pages of events are read per pass.
 const MAX_PAGES: usize = 10;
+/// How many times a pass that did not reach the end is retried over the later half of what is
+/// left: the newest lines are the ones that matter.
+const NARROWINGS: usize = 4;
 
-/// The lines of `function`'s log over `window` that match `pattern` (a CloudWatch Logs filter
-/// pattern), oldest first, with their time.
+/// The lines of `function`'s log over `window` that match `pattern`, oldest first, with their
+/// time. FilterLogEvents reads oldest first: when [`MAX_PAGES`] do not reach the end, the window
+/// is narrowed to its later half and read again, so the newest lines are kept; then `Some(since)`
+/// says that lines before `since` were not read.
 async fn lines(
     ctx: &crate::Context,
     function: &str,
     pattern: &str,
     window: Duration,
-) -> Result<Vec<(String, Option<String>)>, String> {
+) -> Result<(Vec<(String, Option<String>)>, Option<String>), String> {
     let client = aws_sdk_cloudwatchlogs::Client::new(&ctx.aws_config().await);
-    let start = chrono::Utc::now().timestamp_millis() - i64::try_from(window.as_millis()).unwrap_or(i64::MAX / 2);
+    let now = chrono::Utc::now().timestamp_millis();
+    let mut start = now - i64::try_from(window.as_millis()).unwrap_or(i64::MAX / 2);
+    let mut skipped = None;
+    for pass in 0..=NARROWINGS {
+        let (out, complete) = pages(&client, function, pattern, start).await?;
+        if complete || pass == NARROWINGS {
+            let unread =
+                if complete { skipped } else { Some(format!("{} (and lines after the last shown)", at_of(start))) };
+            return Ok((out, unread));
+        }
+        start += (now - start) / 2;
+        skipped = Some(at_of(start));
+    }
+    unreachable!("the last pass returns")
+}
+
+fn at_of(millis: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(millis).map_or_else(|| millis.to_string(), |t| t.to_rfc3339())
+}
+
+/// Up to [`MAX_PAGES`] pages from `start`; whether they reached the end.
+async fn pages(
+    client: &aws_sdk_cloudwatchlogs::Client,
+    function: &str,
+    pattern: &str,
+    start: i64,
+) -> Result<(Vec<(String, Option<String>)>, bool), String> {
     let mut out = Vec::new();
     let mut token = None;
     for _ in 0..MAX_PAGES {
@@ -80,15 +111,14 @@ async fn lines(
             .await
             .map_err(|e| aws_sdk_cloudwatchlogs::error::DisplayErrorContext(e).to_string())?;
         for e in page.events() {
-            let at = e.timestamp().and_then(chrono::DateTime::from_timestamp_millis).map(|t| t.to_rfc3339());
-            out.push((e.message().unwrap_or_default().to_owned(), at));
+            out.push((e.message().unwrap_or_default().to_owned(), e.timestamp().map(at_of)));
         }
         token = page.next_token().map(str::to_owned);
         if token.is_none() {
-            break;
+            return Ok((out, true));
         }
     }
-    Ok(out)
+    Ok((out, false))
 }
 
 /// The last whole-batch error of `function` within `window`, from its ERROR lines.
@@ -98,17 +128,24 @@ pub async fn last_batch_error(
     window: Duration,
 ) -> Result<Option<String>, String> {
     let pattern = format!("{{ $.level = \"ERROR\" && $.message = \"{BATCH_SETUP_FAILED}*\" }}");
-    let found = lines(ctx, function, &pattern, window).await?;
+    let (found, unread) = lines(ctx, function, &pattern, window).await?;
+    let note = unread.map_or(String::new(), |since| format!("; lines before {since} not read"));
     Ok(found.iter().rev().find_map(|(line, at)| {
-        batch_error_of(line).map(|e| format!("{e} (the function's ERROR line at {})", at.as_deref().unwrap_or("?")))
+        batch_error_of(line)
+            .map(|e| format!("{e} (the function's ERROR line at {}{note})", at.as_deref().unwrap_or("?")))
     }))
 }
 
 /// The records `function` dropped as invalid within `window`, oldest first.
-pub async fn dropped(ctx: &crate::Context, function: &str, window: Duration) -> Result<Vec<DroppedMessage>, String> {
+/// With `Some(since)` when lines before `since` were not read.
+pub async fn dropped(
+    ctx: &crate::Context,
+    function: &str,
+    window: Duration,
+) -> Result<(Vec<DroppedMessage>, Option<String>), String> {
     let pattern = format!("{{ $.message = \"{INVALID_DROPPED}\" }}");
-    let found = lines(ctx, function, &pattern, window).await?;
-    Ok(found.into_iter().filter_map(|(line, at)| dropped_of(&line, at)).collect())
+    let (found, unread) = lines(ctx, function, &pattern, window).await?;
+    Ok((found.into_iter().filter_map(|(line, at)| dropped_of(&line, at)).collect(), unread))
 }
 
 #[cfg(test)]

@@ -205,7 +205,14 @@ pub async fn show(ctx: &Context, interview_id: InterviewId, dlq_scan: usize) -> 
     let mut shown =
         assemble(interview_id, interview.as_ref(), &ledger, outbox.as_ref(), report.as_ref(), dlq, visibility);
     shown.ops = ctx.ops_command("").trim_end().to_owned();
-    if let Some(r) = shown.report.as_mut() {
+    if let (Some(r), Some(doc)) = (shown.report.as_mut(), report.as_ref()) {
+        // The same words as `report failures`: a report completed since its failure says the
+        // cause looks fixed.
+        let mut now = crate::report_state::report_now(doc, bson::DateTime::now(), visibility);
+        if now.needs_person_now {
+            now.after_completion(crate::report_state::latest_completion(&db, now.last_error_at).await);
+            (r.state, r.now) = (now.state, now.words);
+        }
         r.now = crate::report_state::staged(&r.now, ctx);
     }
     if shown.republish_command().is_some() {

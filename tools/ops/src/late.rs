@@ -421,7 +421,7 @@ pub async fn completed_messages(ctx: &Context, s: &status::QueueStatus) -> Compl
                     .get(sophia_sqs_consumer::queue::DEAD_LETTER_REASON)
                     .cloned()
                     .or(m.reason)
-                    .unwrap_or_else(|| "see dlq list interview-completed".into());
+                    .unwrap_or_else(|| format!("see dlq list {}", s.queue));
                 if let Some(id) = m.interview_id {
                     in_dlq.insert(id, format!("message {}: {why}", m.message_id));
                 }
@@ -531,17 +531,17 @@ mod tests {
         assert_eq!(a, "reports are late: report-generate needs a person: 2 message(s) in the DLQ");
         let both = [healthy.clone(), q(ReportGenerate, Verdict::Healthy, None)];
         let (late, a) = answer(&level(), &both, 3, Some(1200), 0, None);
-        assert!(late && a.contains("the oldest 20m 0s ago (over the level, p95 <= 15 min)"), "{a}");
+        assert!(late && a.contains("the oldest 20m ago (over the level, p95 <= 15 min)"), "{a}");
         let (late, a) = answer(&level(), &both, 0, None, 4, Some(1_200_000.0));
         assert!(
-            late && a.starts_with("reports were late: the p95 of the 4 report(s) completed in the window is 20m 0s"),
+            late && a.starts_with("reports were late: the p95 of the 4 report(s) completed in the window is 20m"),
             "{a}"
         );
         let (late, a) = answer(&level(), &both, 0, None, 4, Some(60_000.0));
         assert!(!late);
         assert_eq!(
             a,
-            "reports are on time: the p95 of the 4 report(s) completed in the window is 1m 0s (level p95 <= 15 min)"
+            "reports are on time: the p95 of the 4 report(s) completed in the window is 1m (level p95 <= 15 min)"
         );
     }
 

@@ -123,10 +123,7 @@ impl UnsettledListing {
 async fn unsettled_from_queues(ctx: &Context, org: Option<OrganizationId>, error: &OpsError) -> UnsettledListing {
     let queue = crate::queues::QueueName::of(sophia_declarations::Queue::InterviewCompleted);
     let (messages, next) = match crate::status::queue_status(ctx, queue, Duration::from_secs(900)).await {
-        Ok(s) => (
-            crate::late::completed_messages(ctx, &s).await,
-            format!("{} (its verdict: {})", ctx.ops_command(&format!("queue status {queue}")), s.verdict.as_str()),
-        ),
+        Ok(s) => (crate::late::completed_messages(ctx, &s).await, without_mongodb_next(ctx, queue, s.dlq_visible)),
         Err(e) => (Default::default(), format!("the queue could not be read either: {e}")),
     };
     let interviews = messages
@@ -317,6 +314,11 @@ pub struct FailuresListing {
     pub dropped: crate::status::DroppedRecords,
     /// The command that publishes a dropped request again, written out.
     pub republish: String,
+    /// Why MongoDB was not read (it cannot be reached from here): then the listing is what the
+    /// report-generate queue and its DLQ say (`from_queues`).
+    pub mongo_error: Option<String>,
+    /// Without MongoDB: each interview named by a report-generate DLQ message, with its reason.
+    pub from_queues: Vec<(String, String)>,
 }
 
 /// The report queue's retry schedule, from the consumer's policy
@@ -359,11 +361,29 @@ impl RetrySchedule {
 }
 
 impl FailuresListing {
+    /// Without MongoDB: what report-generate's DLQ says (each message names its interview).
+    fn human_from_queues(&self, error: &str) -> String {
+        let mut s = format!(
+            "cannot list the reports: MongoDB cannot be reached from here ({error}); a report never started (each delivery failed before its claim) has no failure stored anyway. From the queues: {} interview(s) named by the report-generate DLQ\n",
+            self.from_queues.len()
+        );
+        for (interview, why) in &self.from_queues {
+            s.push_str(&format!("  {interview}\n      {why}\n"));
+        }
+        if let Some(next) = &self.next {
+            s.push_str(&format!("  next: {next}\n"));
+        }
+        s
+    }
+
     pub fn count(&self, state: FailureState) -> usize {
         self.reports.iter().filter(|r| r.state == state).count()
     }
 
     pub fn human(&self) -> String {
+        if let Some(e) = &self.mongo_error {
+            return self.human_from_queues(e);
+        }
         let mut s = format!(
             "{} report(s) with failed attempts, not COMPLETED, in the last {}{}: {} need you, {} waiting for a retry, {} in flight\n",
             self.reports.len(),
@@ -414,7 +434,10 @@ impl FailuresListing {
 /// `report failures [--since 24h] [--limit]`: reports not COMPLETED whose last failure is within
 /// `since` (a COMPLETED report leaves the list, whatever it failed before).
 pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<FailuresListing, OpsError> {
-    let db = ctx.mongo().await?.db;
+    let db = match ctx.mongo().await {
+        Ok(m) => m.db,
+        Err(e) => return Ok(failures_from_queues(ctx, since, &e).await),
+    };
     let after = bson::DateTime::from_millis(
         chrono::Utc::now().timestamp_millis() - i64::try_from(since.as_millis()).unwrap_or(i64::MAX / 2),
     );
@@ -440,12 +463,15 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
     let truncated = docs.len() as i64 > limit;
     let visibility = crate::report_state::report_visibility(ctx).await;
     let now = bson::DateTime::now();
+    let earliest = docs.iter().filter_map(|d| d.get_datetime("lastErrorAt").ok().copied()).min();
+    let done = crate::report_state::latest_completion(&db, earliest).await;
     let mut reports: Vec<Failure> = docs
         .iter()
         .take(limit as usize)
         .filter(|d| d.get_str("status").ok() != Some(completed))
         .map(|d| {
-            let state = crate::report_state::report_now(d, now, visibility);
+            let mut state = crate::report_state::report_now(d, now, visibility);
+            state.after_completion(done);
             let words = state.shown(ctx);
             Failure {
                 interview_id: d.get("interviewId").and_then(text).unwrap_or_default(),
@@ -477,7 +503,46 @@ pub async fn failures(ctx: &Context, since: Duration, limit: i64) -> Result<Fail
         retry_schedule: RetrySchedule::with_visibility(visibility),
         dropped: crate::status::dropped_records(ctx, report_queue(), since).await,
         republish: ctx.ops_command("publish report <interviewId> <organizationId>"),
+        mongo_error: None,
+        from_queues: Vec::new(),
     })
+}
+
+/// `report failures` when MongoDB cannot be reached: the report-generate DLQ's messages (their
+/// interview and reason), and a next step that does not lead back here or to `queue status`.
+async fn failures_from_queues(ctx: &Context, since: Duration, error: &OpsError) -> FailuresListing {
+    let queue = report_queue();
+    let (from_queues, next) = match crate::status::queue_status(ctx, queue, Duration::from_secs(900)).await {
+        Ok(s) => {
+            let mut found: Vec<(String, String)> =
+                crate::late::completed_messages(ctx, &s).await.in_dlq.into_iter().collect();
+            found.sort();
+            (found, without_mongodb_next(ctx, queue, s.dlq_visible))
+        }
+        Err(e) => (Vec::new(), format!("the queue could not be read either: {e}")),
+    };
+    FailuresListing {
+        since_seconds: since.as_secs(),
+        reports: Vec::new(),
+        truncated: false,
+        by_kind: Default::default(),
+        retry_schedule: RetrySchedule::of_report_queue(),
+        next: Some(next),
+        dropped: Default::default(),
+        republish: ctx.ops_command("publish report <interviewId> <organizationId>"),
+        mongo_error: Some(error.to_string()),
+        from_queues,
+    }
+}
+
+/// The next step of a listing that could not read MongoDB: its DLQ when it holds messages, else
+/// MongoDB's access first (the runbook's section): never `queue status`, whose next step for the
+/// same outage is this listing.
+pub fn without_mongodb_next(ctx: &Context, queue: crate::queues::QueueName, dlq: Option<u64>) -> String {
+    match dlq {
+        Some(n) if n > 0 => format!("{} ({n} message(s) there)", ctx.ops_command(&format!("dlq list {queue}"))),
+        _ => "MongoDB's access from here first (docs/runbook.md#mongodb_uri; the functions': docs/runbook.md#function-errors): this listing needs it".into(),
+    }
 }
 
 fn report_queue() -> crate::queues::QueueName {

@@ -45,6 +45,9 @@ pub struct ReportNow {
     /// A kind that spends an attempt on every delivery and that no retry fixes: a person must act
     /// before the next delivery.
     pub needs_person_now: bool,
+    /// Its last failure (`lastErrorAt`), for [`ReportNow::after_completion`].
+    #[serde(skip)]
+    pub last_error_at: Option<DateTime>,
     /// In words: where the report is and what happens next. A command in it is written without
     /// the program and the stage (`report retry ...`): show it through [`ReportNow::shown`].
     pub words: String,
@@ -64,6 +67,39 @@ impl ReportNow {
     pub fn shown(&self, ctx: &Context) -> String {
         staged(&self.words, ctx)
     }
+
+    /// A report flagged NEEDS YOU NOW with attempts left, when another report completed after its
+    /// last failure (`completed`, [`latest_completion`]): the cause looks fixed, so its next
+    /// delivery retries it by itself; it waits for that retry and needs nobody.
+    pub fn after_completion(&mut self, completed: Option<DateTime>) {
+        let (Some(done), Some(failed)) = (completed, self.last_error_at) else { return };
+        if !self.needs_person_now || done <= failed || self.attempts >= i64::from(MAX_ATTEMPTS) {
+            return;
+        }
+        self.needs_person_now = false;
+        self.state = FailureState::WaitingForRetry;
+        self.words = format!(
+            "waiting for a retry after {}: a report completed since (at {}), so its cause looks fixed; the next delivery is due{} and retries it by itself (attempt {} of {MAX_ATTEMPTS})",
+            self.error_kind.as_deref().unwrap_or("-"),
+            rfc3339(done),
+            self.next_delivery.as_ref().map_or(String::new(), |t| format!(" by {t}")),
+            self.attempts + 1
+        );
+    }
+}
+
+/// The newest `completedAt` of a COMPLETED report after `since` (the earliest failure a listing
+/// shows), when any: its cause was fixed for that report.
+pub async fn latest_completion(db: &mongodb::Database, since: Option<DateTime>) -> Option<DateTime> {
+    let since = since?;
+    let found = db
+        .collection::<Document>(sophia_reports::store::INTERVIEW_REPORTS)
+        .find_one(doc! {"status": ReportStatus::Completed.as_str(), "completedAt": {"$gt": since}})
+        .sort(doc! {"completedAt": -1})
+        .projection(doc! {"completedAt": 1})
+        .await
+        .ok()??;
+    found.get_datetime("completedAt").ok().copied()
 }
 
 /// Kinds that spend one of the report's attempts on every delivery and that only a person
@@ -117,6 +153,7 @@ pub fn report_now(d: &Document, now: DateTime, visibility: Duration) -> ReportNo
             held_until: None,
             next_delivery: None,
             needs_person_now: false,
+            last_error_at: None,
             words: "its document cannot be read (a field of a type no reader expects): nothing retries it".into(),
         };
     };
@@ -152,6 +189,7 @@ pub fn stored_report_now(report: &StoredReport, failure: Failure, now: DateTime,
         held_until: None,
         next_delivery: None,
         needs_person_now: false,
+        last_error_at: failure.last_error_at,
         words: String::new(),
     };
     match claim::hold(report, now, claim::lease()) {
@@ -230,7 +268,7 @@ fn free(
             if kind.is_some_and(needs_person) {
                 r.needs_person_now = true;
                 r.words = format!(
-                    "NEEDS YOU NOW: {name} spends one of its {MAX_ATTEMPTS} attempts on every delivery ({} spent) and no retry fixes it; the next delivery is due{due}: fix the cause first (docs/runbook.md#error-kinds)",
+                    "NEEDS YOU NOW: {name} spends one of its {MAX_ATTEMPTS} attempts on every delivery ({} spent) and no retry fixes it; the next delivery is due{due}: fix the cause before then and it retries by itself (docs/runbook.md#error-kinds)",
                     r.attempts
                 );
             } else if away {
@@ -287,17 +325,13 @@ pub const STRANDED_LOOKBACK: Duration = Duration::from_secs(24 * 3600);
 /// `queue status report-generate` with MongoDB: the error kinds of the reports that failed in the
 /// window (when the function's metrics do not give them, as locally) and, over
 /// [`STRANDED_LOOKBACK`], the reports that need a person.
+/// Without MongoDB answering (`status.mongodb`), nothing: the verdict then says "reports not
+/// checked" ([`crate::status::verdict`]), never "healthy".
 pub async fn attach_to_status(ctx: &Context, status: &mut crate::status::QueueStatus, window: Duration) {
-    if !ctx.has_mongo() {
+    if status.mongodb != crate::status::MongoNow::Reachable {
         return;
     }
-    let db = match ctx.mongo().await {
-        Ok(m) => m.db,
-        Err(e) => {
-            status.evidence.push(format!("the reports could not be read from MongoDB: {e}"));
-            return;
-        }
-    };
+    let Ok(db) = ctx.mongo().await.map(|m| m.db) else { return };
     let now = DateTime::now();
     let visibility = status.visibility_timeout_seconds.map_or(claim::lease(), Duration::from_secs);
     let since = |d: Duration| DateTime::from_millis(now.timestamp_millis() - i64::try_from(d.as_millis()).unwrap_or(0));
@@ -315,8 +349,11 @@ pub async fn attach_to_status(ctx: &Context, status: &mut crate::status::QueueSt
     };
     let mut by_kind: std::collections::BTreeMap<String, i64> = Default::default();
     let mut stranded: std::collections::BTreeMap<String, usize> = Default::default();
+    let earliest = docs.iter().filter_map(|d| d.get_datetime("lastErrorAt").ok().copied()).min();
+    let completed = latest_completion(&db, earliest).await;
     for d in &docs {
-        let r = report_now(d, now, visibility);
+        let mut r = report_now(d, now, visibility);
+        r.after_completion(completed);
         let kind = r.error_kind.clone().unwrap_or_else(|| "-".into());
         if matches!(d.get("lastErrorAt"), Some(Bson::DateTime(t)) if *t >= window_start) {
             *by_kind.entry(kind.clone()).or_default() += 1;
@@ -398,6 +435,19 @@ mod tests {
         "lastErrorAt": at(0)});
         assert_eq!(quota.state, FailureState::NeedsYou);
         assert!(quota.needs_person_now && quota.words.starts_with("NEEDS YOU NOW: quota spends"), "{}", quota.words);
+        // A report completed after the quota failure: the cause looks fixed, it retries by itself.
+        let mut fixed = quota.clone();
+        fixed.after_completion(Some(at(1_000)));
+        assert_eq!((fixed.state, fixed.needs_person_now), (FailureState::WaitingForRetry, false));
+        assert!(
+            fixed.words.starts_with("waiting for a retry after quota: a report completed since")
+                && fixed.words.ends_with("retries it by itself (attempt 2 of 3)"),
+            "{}",
+            fixed.words
+        );
+        let mut earlier = quota.clone();
+        earlier.after_completion(Some(at(-1_000)));
+        assert!(earlier.needs_person_now, "a completion before the failure says nothing");
         let away =
             of(doc! {"status": "FAILED", "attemptCount": 0, "errorKind": "server_error", "waitingForRetry": true,
             "lastErrorAt": at(0)});

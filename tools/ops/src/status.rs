@@ -86,9 +86,49 @@ pub struct FunctionMetrics {
     pub dropped: Vec<crate::function_log::DroppedMessage>,
     /// Why the function's log lines could not be read, when they could not (a stage).
     pub log_note: Option<String>,
+    /// The longest invocation in the window (AWS/Lambda `Duration`, Maximum), in ms, when known.
+    pub max_duration_ms: Option<i64>,
+    /// The function's declared timeout (declarations/queues.json `timeoutSeconds`), in ms.
+    pub timeout_ms: Option<i64>,
 }
 
+/// The share of the function's timeout at which the duration alarm fires
+/// (infra-pulumi/src/alarms.ts `DURATION_ALARM_FRACTION`; a test reads it there), in percent.
+pub const NEAR_TIMEOUT_PERCENT: i64 = 80;
+
 impl FunctionMetrics {
+    /// The longest invocation as a share of the timeout, in percent, when both are known.
+    pub fn duration_percent(&self) -> Option<i64> {
+        let (max, timeout) = (self.max_duration_ms?, self.timeout_ms.filter(|t| *t > 0)?);
+        Some(max * 100 / timeout)
+    }
+
+    /// `the longest invocation ran 4m 10s of its 5m timeout (83%)`.
+    fn duration_words(&self) -> Option<String> {
+        let percent = self.duration_percent()?;
+        Some(format!(
+            "the longest invocation ran {} of its {} timeout ({percent}%)",
+            human_duration(u64::try_from(self.max_duration_ms? / 1000).unwrap_or(0)),
+            human_duration(u64::try_from(self.timeout_ms? / 1000).unwrap_or(0))
+        ))
+    }
+
+    /// Lambda ended an invocation at its timeout (the longest ran it all: `Task timed out`).
+    fn timed_out(&self) -> bool {
+        self.duration_percent().is_some_and(|p| p >= 99)
+    }
+
+    /// Invocations near the timeout (the duration alarm's level) that did not fail: slow calls.
+    pub fn near_timeout(&self) -> Option<String> {
+        let percent = self.duration_percent()?;
+        (percent >= NEAR_TIMEOUT_PERCENT).then(|| {
+            format!(
+                "slow calls near the timeout: {} (the alarm's level {NEAR_TIMEOUT_PERCENT}%); past it Lambda ends the invocation (`Task timed out`)",
+                self.duration_words().unwrap_or_default()
+            )
+        })
+    }
+
     /// What the errors say, when batches or records failed in the window.
     pub fn failing(&self) -> Option<String> {
         let records = self.records_failed.unwrap_or(0);
@@ -99,6 +139,12 @@ impl FunctionMetrics {
         if self.errors > 0 {
             parts.push(match &self.last_error {
                 Some(e) => format!("{e} ({} of {} invocation(s) failed as a whole batch)", self.errors, self.invocations),
+                None if self.timed_out() => format!(
+                    "{} of {} invocation(s) failed as a whole: {}: Lambda ended it (`Task timed out` in its log), not MongoDB; its report stays PROCESSING until its lease ends, that attempt spent",
+                    self.errors,
+                    self.invocations,
+                    self.duration_words().unwrap_or_default()
+                ),
                 None => format!(
                     "{} of {} invocation(s) failed as a whole batch (the per-batch setup: MongoDB unreachable or refused, or the function could not start); the text is in the function's ERROR lines{}",
                     self.errors,
@@ -163,6 +209,44 @@ impl Verdict {
     }
 }
 
+/// Whether MongoDB answers this command now: both consumers reach it at the start of every
+/// batch, so a quiet stage (no invocation, no error) says nothing of it; this does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "camelCase", tag = "state", content = "detail")]
+pub enum MongoNow {
+    /// It answered just now.
+    Reachable,
+    /// It did not answer (or refused): why.
+    Unreachable(String),
+    /// `MONGODB_URI` is not set: not asked.
+    #[default]
+    NotChecked,
+}
+
+impl MongoNow {
+    pub fn words(&self) -> String {
+        match self {
+            Self::Reachable => "reachable now".into(),
+            Self::Unreachable(e) => format!("unreachable now ({e})"),
+            Self::NotChecked => "not checked (MONGODB_URI unset)".into(),
+        }
+    }
+}
+
+/// Asks MongoDB now (a `hello`), when `MONGODB_URI` is set.
+pub async fn mongo_now(ctx: &Context) -> MongoNow {
+    if !ctx.has_mongo() {
+        return MongoNow::NotChecked;
+    }
+    match ctx.mongo().await {
+        Ok(m) => match m.topology().await {
+            Ok(_) => MongoNow::Reachable,
+            Err(e) => MongoNow::Unreachable(e.to_string()),
+        },
+        Err(e) => MongoNow::Unreachable(e.to_string()),
+    }
+}
+
 /// Everything `queue status` shows.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -196,6 +280,11 @@ pub struct QueueStatus {
     /// report-generate: the reports MongoDB says need a person (out of attempts, a kind no retry
     /// fixes), when MongoDB is configured.
     pub stranded: Option<String>,
+    /// Whether MongoDB answers this command now.
+    pub mongodb: MongoNow,
+    /// With messages in the DLQ and no error in the window: the last whole-batch error over
+    /// [`LAST_CAUSE_LOOKBACK`], with its time when the log gives it.
+    pub last_cause: Option<String>,
     pub verdict: Verdict,
     /// What the verdict is about: the first thing a person must act on, and its cause.
     pub cause: Option<String>,
@@ -222,6 +311,12 @@ pub struct Facts<'a> {
     pub metrics: Option<&'a FunctionMetrics>,
     /// Reports nothing retries any more (report-generate), in words.
     pub stranded: Option<&'a str>,
+    /// Whether MongoDB answers now; `None` when not asked (tests of the rest).
+    pub mongodb: Option<&'a MongoNow>,
+    /// The queue holds report attempts (report-generate): "healthy" needs its reports read.
+    pub reports: bool,
+    /// The last known whole-batch error, when none is in the window.
+    pub last_cause: Option<&'a str>,
 }
 
 /// The verdict, its cause and the evidence, from the facts (no I/O). "healthy" only when nothing
@@ -230,6 +325,26 @@ pub struct Facts<'a> {
 /// failing, needs a person (DLQ, stranded reports), slow, retrying, a burst, recovering.
 pub fn verdict(f: &Facts) -> (Verdict, Option<String>, Vec<String>) {
     let (decided, cause, mut evidence) = known(f);
+    let ran = f.metrics.is_some_and(|m| m.invocations > 0);
+    if let Some(MongoNow::Unreachable(e)) = f.mongodb.filter(|_| decided == Verdict::Healthy) {
+        if !ran {
+            evidence.push("no invocation in the window: nothing shows that the functions reach MongoDB".into());
+            let why = format!(
+                "cannot tell: MongoDB does not answer from here now ({e}) and the function did not run in the window (an outage, or this machine's access: docs/runbook.md#mongodb_uri)"
+            );
+            return (Verdict::Undecided, Some(why), evidence);
+        }
+        evidence.push(format!(
+            "MongoDB does not answer from here ({e}), but the function ran without an error: the functions reach it (this machine's access: docs/runbook.md#mongodb_uri)"
+        ));
+    }
+    if let Some(unchecked) =
+        f.mongodb.filter(|m| f.reports && decided == Verdict::Healthy && **m != MongoNow::Reachable)
+    {
+        let why = format!("reports not checked: MongoDB {}", unchecked.words());
+        evidence.push("SQS and the function show nothing wrong, but the reports out of attempts are in MongoDB".into());
+        return (Verdict::Undecided, Some(why), evidence);
+    }
     if decided == Verdict::Healthy && f.dlq.is_none() {
         evidence.push("the DLQ's message count could not be read: it may hold messages".into());
         return (Verdict::Undecided, Some("cannot tell: the DLQ could not be read".into()), evidence);
@@ -271,6 +386,10 @@ fn known(f: &Facts) -> (Verdict, Option<String>, Vec<String>) {
         }
         return (Verdict::Failing, Some(cause + &also), evidence);
     }
+    if let Some(slow) = f.metrics.and_then(FunctionMetrics::near_timeout) {
+        evidence.push(slow.clone());
+        return (Verdict::Slow, Some(slow + &also), evidence);
+    }
     if let Some(dropped) = f.metrics.and_then(dropped_words) {
         if dlq == 0 && f.stranded.is_none() {
             return (Verdict::NeedsPerson, Some(dropped), evidence);
@@ -278,7 +397,14 @@ fn known(f: &Facts) -> (Verdict, Option<String>, Vec<String>) {
         evidence.push(dropped);
     }
     if dlq > 0 || f.stranded.is_some() {
-        let first = if dlq > 0 { dlq_words(dlq) } else { f.stranded.unwrap_or_default().to_owned() };
+        let mut first = match f.last_cause {
+            Some(c) if dlq > 0 => format!("{}; the last known cause: {c}", dlq_words(dlq)),
+            _ if dlq > 0 => dlq_words(dlq),
+            _ => f.stranded.unwrap_or_default().to_owned(),
+        };
+        if let Some(MongoNow::Unreachable(e)) = f.mongodb {
+            first.push_str(&format!("; MongoDB does not answer from here now ({e})"));
+        }
         if let Some(s) = f.stranded.filter(|_| dlq > 0) {
             evidence.push(s.to_owned());
         }
@@ -326,11 +452,19 @@ fn stopped(f: &Facts, evidence: &mut Vec<String>) -> Option<String> {
             evidence.push(why.clone());
             Some(why)
         }
+        Some(Some(m)) if m.state == "Enabling" => {
+            evidence.push(format!(
+                "the event source mapping {} is Enabling: resuming (a `queue resume` takes effect within minutes; run this again)",
+                m.uuid
+            ));
+            None
+        }
         Some(Some(m)) if m.state != "Enabled" => {
             let why = format!(
-                "the event source mapping {} is {}{}{}: nothing receives from the queue (resume: `queue resume`)",
+                "the event source mapping {} is {}{}{}{}: nothing receives from the queue (resume: the next: line)",
                 m.uuid,
                 m.state,
+                if m.state == "Disabling" { " (pausing)" } else { "" },
                 m.state_transition_reason.as_ref().map_or(String::new(), |r| format!(" ({r})")),
                 f.paused_by.map_or(String::new(), |by| format!(", {by}"))
             );
@@ -529,6 +663,8 @@ impl Observer {
                         dropped_invalid: out["droppedInvalid"].as_array().map_or(0, |d| d.len() as i64),
                         dropped: local_dropped(&out["droppedInvalid"]),
                         log_note: None,
+                        max_duration_ms: out["maxDurationMs"].as_i64(),
+                        timeout_ms: None,
                     }),
                     out["oldestAgeSeconds"].as_u64(),
                 ))
@@ -608,6 +744,8 @@ pub async fn queue_status(ctx: &Context, queue: QueueName, window: Duration) -> 
         metrics: None,
         metrics_note: None,
         stranded: None,
+        mongodb: mongo_now(ctx).await,
+        last_cause: None,
         verdict: Verdict::Undecided,
         cause: None,
         evidence: Vec::new(),
@@ -617,7 +755,7 @@ pub async fn queue_status(ctx: &Context, queue: QueueName, window: Duration) -> 
     if queue.holds_report_attempts() {
         crate::report_state::attach_to_status(ctx, &mut status, window).await;
     }
-    if status.mapping.as_ref().is_some_and(|m| m.state != "Enabled") {
+    if status.mapping.as_ref().is_some_and(|m| m.state != "Enabled" && m.state != "Enabling") {
         status.paused_by = Some(crate::audit_trail::who_paused(ctx, queue).await);
     }
     decide(&mut status, mapping_known);
@@ -672,7 +810,7 @@ fn next_step(ctx: &Context, s: &QueueStatus) -> Option<String> {
     let failures = if q.holds_report_attempts() { "report failures" } else { "interview unsettled" };
     Some(match s.verdict {
         Verdict::Healthy | Verdict::Undecided | Verdict::Burst => return None,
-        Verdict::Stopped if s.mapping.as_ref().is_some_and(|m| m.state != "Enabled") => {
+        Verdict::Stopped if s.mapping.as_ref().is_some_and(|m| m.state != "Enabled" && m.state != "Enabling") => {
             format!("{} (once what it was paused for is fixed)", ctx.ops_command(&format!("queue resume {q}")))
         }
         Verdict::Stopped => {
@@ -721,12 +859,43 @@ async fn observe(ctx: &Context, status: &mut QueueStatus, arn: Option<String>, w
         }
         Err(e) => (None, None, Some(format!("the function's metrics could not be read: {e}"))),
     };
+    let mut metrics = metrics;
+    if let Some(m) = metrics.as_mut() {
+        m.timeout_ms = declared_timeout_ms(status.queue);
+    }
+    if status.dlq_visible.unwrap_or(0) > 0 && metrics.as_ref().is_some_and(|m| m.failing().is_none()) {
+        status.last_cause = last_cause(ctx, &observer, &queue_name, function.as_deref()).await;
+    }
     status.mapping = mapping;
     status.mapping_note = mapping_note;
     status.metrics = metrics;
     status.oldest_age_seconds = oldest;
     status.metrics_note = metrics_note;
     mapping_known
+}
+
+/// The declared timeout of the function that consumes `queue`, in ms.
+fn declared_timeout_ms(queue: QueueName) -> Option<i64> {
+    let key = queue.queue().key();
+    sophia_declarations::Declaration::embedded()
+        .subscribed_functions()
+        .find(|(_, q)| q.key == key)
+        .map(|(f, _)| i64::from(f.timeout_seconds) * 1000)
+}
+
+/// How far back the last known cause of a DLQ's messages is looked for.
+pub const LAST_CAUSE_LOOKBACK: Duration = Duration::from_secs(24 * 3600);
+
+/// The last whole-batch error over [`LAST_CAUSE_LOOKBACK`]: on a stage the function's ERROR line
+/// with its time, locally the runner's last error.
+async fn last_cause(ctx: &Context, observer: &Observer, queue_name: &str, function: Option<&str>) -> Option<String> {
+    let f = function?;
+    if let Observer::Aws = observer {
+        let found = crate::function_log::last_batch_error(ctx, f, LAST_CAUSE_LOOKBACK).await.ok()??;
+        return Some(found);
+    }
+    let (m, _) = observer.metrics(ctx, queue_name, Some(f), LAST_CAUSE_LOOKBACK).await.ok()?;
+    m?.failing().map(|c| format!("{c} (in the last {})", human_duration(LAST_CAUSE_LOOKBACK.as_secs())))
 }
 
 /// The verdict of `status`'s facts, and the retention line.
@@ -743,6 +912,9 @@ fn decide(status: &mut QueueStatus, mapping_known: bool) {
         paused_by: status.paused_by.as_deref(),
         metrics: status.metrics.as_ref(),
         stranded: status.stranded.as_deref(),
+        mongodb: Some(&status.mongodb),
+        reports: status.queue.holds_report_attempts(),
+        last_cause: status.last_cause.as_deref(),
     };
     let (verdict, cause, mut evidence) = verdict(&facts);
     status.retention_left_seconds = match (status.retention_seconds, status.oldest_age_seconds) {
@@ -795,6 +967,7 @@ fn metric_queries(
         for (id, name) in [("inv", "Invocations"), ("err", "Errors"), ("thr", "Throttles")] {
             queries.push(metric_query(id, "AWS/Lambda", name, &[("FunctionName", f)], "Sum"));
         }
+        queries.push(metric_query("dur", "AWS/Lambda", "Duration", &[("FunctionName", f)], "Maximum"));
         // The functions' own metrics (declarations/metrics.json: dimensions Stage and Function,
         // ReportsFailed also by ErrorKind); a function that does not emit one reads as 0.
         if let Some(stage) = stage {
@@ -879,6 +1052,8 @@ async fn metrics(
         dropped_invalid: sum("di"),
         dropped: Vec::new(),
         log_note: None,
+        max_duration_ms: values("dur").iter().copied().reduce(f64::max).map(|d| d as i64),
+        timeout_ms: None,
     });
     if let (Some(m), Some(f)) = (m.as_mut(), function) {
         from_the_log(ctx, m, f, window).await;
@@ -898,7 +1073,12 @@ async fn from_the_log(ctx: &Context, m: &mut FunctionMetrics, function: &str, wi
     }
     if m.dropped_invalid > 0 {
         match crate::function_log::dropped(ctx, function, window).await {
-            Ok(found) => m.dropped = found,
+            Ok((found, unread)) => {
+                m.dropped = found;
+                if let Some(since) = unread {
+                    m.log_note = Some(format!("its drop lines before {since} not read (too many)"));
+                }
+            }
             Err(e) => m.log_note = Some(refused(e)),
         }
     }
@@ -938,6 +1118,7 @@ impl QueueStatus {
             n(self.dlq_visible),
             self.dlq_url.as_ref().map_or(String::new(), |u| format!(" ({u})"))
         ));
+        s.push_str(&format!("  MongoDB:    {}\n", self.mongodb.words()));
         match (&self.mapping, &self.mapping_note) {
             (Some(m), _) => s.push_str(&format!(
                 "  mapping:    {} {}{}{}{}\n",
@@ -950,6 +1131,23 @@ impl QueueStatus {
             (None, Some(note)) => s.push_str(&format!("  mapping:    {note}\n")),
             (None, None) => {}
         }
+        s.push_str(&self.function_lines());
+        match &self.cause {
+            Some(cause) => s.push_str(&format!("verdict: {}: {cause}\n", self.verdict.as_str())),
+            None => s.push_str(&format!("verdict: {}\n", self.verdict.as_str())),
+        }
+        for e in &self.evidence {
+            s.push_str(&format!("  - {e}\n"));
+        }
+        if let Some(next) = &self.next {
+            s.push_str(&format!("next: {next}\n"));
+        }
+        s
+    }
+
+    /// The `function:` line (with `duration:` and `dropped:` lines) or why there is none.
+    fn function_lines(&self) -> String {
+        let mut s = String::new();
         match (&self.metrics, &self.metrics_note) {
             (Some(m), _) => {
                 s.push_str(&format!(
@@ -965,20 +1163,13 @@ impl QueueStatus {
                     },
                     human_duration(self.window_seconds)
                 ));
+                if let Some(d) = m.duration_words() {
+                    s.push_str(&format!("  duration:   {d}\n"));
+                }
                 s.push_str(&dropped_lines(&m.dropped));
             }
             (None, Some(note)) => s.push_str(&format!("  function:   {note}\n")),
             (None, None) => s.push_str("  function:   no mapping, no function metrics\n"),
-        }
-        match &self.cause {
-            Some(cause) => s.push_str(&format!("verdict: {}: {cause}\n", self.verdict.as_str())),
-            None => s.push_str(&format!("verdict: {}\n", self.verdict.as_str())),
-        }
-        for e in &self.evidence {
-            s.push_str(&format!("  - {e}\n"));
-        }
-        if let Some(next) = &self.next {
-            s.push_str(&format!("next: {next}\n"));
         }
         s
     }
@@ -1034,6 +1225,8 @@ impl QueueStatus {
             metrics,
             metrics_note: Some("the metrics API refused".into()),
             stranded: None,
+            mongodb: MongoNow::NotChecked,
+            last_cause: None,
             verdict,
             cause: Some(cause.into()),
             evidence: Vec::new(),
@@ -1221,6 +1414,60 @@ mod tests {
         );
         assert_eq!(v(3, 0, Some(900), on, Some(&reports)).0, Verdict::Failing);
         assert_eq!(m(9, 0, 0).failing(), None);
+    }
+
+    /// Slow calls that still succeed are named (the near-timeout alarm's first command), a
+    /// failure at the timeout is Lambda ending the invocation, not MongoDB, and a DLQ whose
+    /// cause has gone quiet keeps naming it; MongoDB not answering is failing with no traffic.
+    #[test]
+    fn durations_mongodb_and_the_last_cause_are_named() {
+        let (enabled, enabling) = (mapping("Enabled"), mapping("Enabling"));
+        let slow = FunctionMetrics { max_duration_ms: Some(250_000), timeout_ms: Some(300_000), ..m(4, 0, 0) };
+        let base = quiet_facts(&enabled, &slow);
+        let (verdict_, cause, _) = verdict(&base);
+        assert_eq!(verdict_, Verdict::Slow);
+        assert_eq!(
+            cause.as_deref(),
+            Some(
+                "slow calls near the timeout: the longest invocation ran 4m 10s of its 5m timeout (83%) (the alarm's level 80%); past it Lambda ends the invocation (`Task timed out`)"
+            )
+        );
+        let killed = FunctionMetrics { max_duration_ms: Some(300_000), timeout_ms: Some(300_000), ..m(2, 1, 0) };
+        let failing = killed.failing().unwrap();
+        assert!(failing.contains("Lambda ended it (`Task timed out` in its log), not MongoDB"), "{failing}");
+        let quiet = m(0, 0, 0);
+        let idle = quiet_facts(&enabled, &quiet);
+        let down = MongoNow::Unreachable("Server selection timeout".into());
+        let (verdict_, cause, _) = verdict(&Facts { mongodb: Some(&down), ..idle });
+        assert_eq!(verdict_, Verdict::Undecided, "no traffic, no error, MongoDB not answering: not healthy");
+        assert!(
+            cause.unwrap().starts_with("cannot tell: MongoDB does not answer from here now (Server selection timeout)")
+        );
+        let (verdict_, cause, _) = verdict(&Facts { mongodb: Some(&down), dlq: Some(2), ..idle });
+        assert_eq!(verdict_, Verdict::NeedsPerson);
+        assert!(cause.unwrap().ends_with("; MongoDB does not answer from here now (Server selection timeout)"));
+        let last = "batch setup failed: MongoDB (the function's ERROR line at 2026-12-07T18:02:00Z)";
+        let (verdict_, cause, _) =
+            verdict(&Facts { mongodb: Some(&MongoNow::Reachable), dlq: Some(2), last_cause: Some(last), ..idle });
+        assert_eq!(verdict_, Verdict::NeedsPerson);
+        assert!(cause.unwrap().ends_with(&format!("; the last known cause: {last}")));
+        let (verdict_, cause, _) = verdict(&Facts { mongodb: Some(&MongoNow::NotChecked), reports: true, ..idle });
+        assert_eq!(verdict_, Verdict::Undecided, "never healthy without the reports read");
+        assert_eq!(cause.as_deref(), Some("reports not checked: MongoDB not checked (MONGODB_URI unset)"));
+        let (verdict_, _, evidence) = verdict(&Facts { mapping: Some(Some(&enabling)), ..idle });
+        assert_eq!(verdict_, Verdict::Healthy, "Enabling right after a resume is not stopped");
+        assert!(evidence.iter().any(|e| e.contains("is Enabling: resuming")), "{evidence:?}");
+        let disabling = mapping("Disabling");
+        let (verdict_, cause, _) = verdict(&Facts { mapping: Some(Some(&disabling)), ..idle });
+        assert_eq!(verdict_, Verdict::Stopped);
+        assert!(cause.unwrap().contains("is Disabling (pausing) (USER_INITIATED)"));
+    }
+
+    #[test]
+    fn the_near_timeout_level_is_the_alarms() {
+        let alarms = include_str!("../../../infra-pulumi/src/alarms.ts");
+        let declared = format!("DURATION_ALARM_FRACTION = {};", NEAR_TIMEOUT_PERCENT as f64 / 100.0);
+        assert!(alarms.contains(&declared), "infra-pulumi/src/alarms.ts no longer says {declared}");
     }
 
     #[test]

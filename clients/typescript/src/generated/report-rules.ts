@@ -19,7 +19,7 @@ export const ERASURE_REASONS = ["candidate-request", "contract-end", "legal-orde
 /** A declared erasure reason. */
 export type ErasureReason = (typeof ERASURE_REASONS)[number];
 
-/** An erasure request's optional reference (a ticket id such as DPO-123): ASCII letters and digits and the characters of erasureReferencePunctuation, beginning with a letter or a digit, at most erasureReferenceMaxLength characters. No space: no sentence and no name fits. */
+/** An erasure request's optional reference (a ticket id such as DPO-123): ASCII letters and digits and the characters of erasureReferencePunctuation, beginning with a letter or a digit, at most erasureReferenceMaxLength characters. No space: it keeps out sentences and free text, not every name (`Jane.Doe` fits); pass an opaque ticket id, never a person's name. */
 export const ERASURE_REFERENCE_MAX_LENGTH = 64;
 
 /** The rule of an erasure reference as a pattern (reports.json erasureReferenceMaxLength and erasureReferencePunctuation). */

@@ -331,8 +331,9 @@ pub const SCHEDULED_KEY: &str = "sophiaScheduled";
 #[serde(rename_all = "kebab-case")]
 pub enum ScheduledTask {
     /// Count the erasure requests still PENDING past their completion time and write the
-    /// `ErasuresOverdue` line, whatever the traffic: the erasures-overdue alarm then has a data
-    /// point every period, and a period without one (the schedule or the function broken) is ALARM.
+    /// `ErasuresOverdue` line, whatever the traffic, so the erasures-overdue alarm has a data point
+    /// every period the schedule runs. What the alarm does with a period without one is its own
+    /// definition's (`"erasures-overdue"` in `ALARM_KINDS`, infra-pulumi/src/alarms.ts).
     ErasureCheck,
 }
 
@@ -384,8 +385,9 @@ pub enum Answer {
 
 impl ReportGenerateHandler {
     /// Any invocation: an SQS batch as [`Self::handle`], or a scheduled task. The erasure check
-    /// fails the invocation when MongoDB cannot be counted (the Errors alarm, and the period
-    /// without a data point is ALARM too).
+    /// fails the invocation when MongoDB cannot be counted: the Errors alarm, and a period without
+    /// an `ErasuresOverdue` point, which the erasures-overdue alarm treats as its definition says
+    /// (infra-pulumi/src/alarms.ts).
     pub async fn handle_invocation(&self, event: LambdaEvent<Invocation>) -> Result<Answer, BoxError> {
         let (payload, context) = event.into_parts();
         match payload {

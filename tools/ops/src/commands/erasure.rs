@@ -18,11 +18,17 @@ pub async fn run(command: &ErasureCommand, ctx: &Context) -> Result<Outcome, Ops
         ErasureCommand::Replay { since } => replay(ctx, *since).await,
         ErasureCommand::Show { interview_id } => {
             let db = ctx.mongo().await?.db;
-            Ok(Outcome::ErasureShow(ErasureReport { erasures: vec![erasure::show(&db, *interview_id).await?] }))
+            Ok(Outcome::ErasureShow(ErasureReport {
+                erasures: vec![erasure::show(&db, *interview_id).await?],
+                failed: Vec::new(),
+            }))
         }
         ErasureCommand::List { pending, overdue } => {
             let db = ctx.mongo().await?.db;
-            Ok(Outcome::ErasureShow(ErasureReport { erasures: erasure::list(&db, *pending, *overdue).await? }))
+            Ok(Outcome::ErasureShow(ErasureReport {
+                erasures: erasure::list(&db, *pending, *overdue).await?,
+                failed: Vec::new(),
+            }))
         }
     }
 }
@@ -49,7 +55,13 @@ async fn request(
 ) -> Result<Outcome, OpsError> {
     plan(ctx, "erase the candidate's data", ids).await?;
     ctx.identify().await;
-    let requester = Requester { by: ctx.operator("erasure-request").by, reason, reference, via: "sophia-ops".into() };
+    let requester = Requester {
+        by: ctx.operator("erasure-request").by,
+        reason,
+        reference,
+        via: "sophia-ops".into(),
+        replay_of: None,
+    };
     let request_id = ctx.request_id("erasure-request").await;
     let db = ctx.mongo().await?.db;
     for id in ids {
@@ -64,15 +76,21 @@ const REPLAY_AUDIT_LIMIT: i64 = 10_000;
 /// `erasure replay`: the requests of the audited `erasure-request` records since `since` that
 /// `erasures` no longer holds (a restore dropped them), recorded again and completed.
 async fn replay(ctx: &Context, since: std::time::Duration) -> Result<Outcome, OpsError> {
-    let audit = crate::audit_trail::list(ctx, REPLAY_AUDIT_LIMIT, Some("erasure-request"), Some(since)).await?;
-    if audit.truncated {
-        return Err(OpsError::Invalid(format!(
-            "more than {REPLAY_AUDIT_LIMIT} erasure-request records since then: replay a shorter --since first"
-        )));
+    // The operators' requests, and every request a sweep listed (the API's included: each
+    // `erasure-sweep` record's outcome names the pending requests it completed).
+    let mut records = Vec::new();
+    for command in ["erasure-request", "erasure-sweep"] {
+        let audit = crate::audit_trail::list(ctx, REPLAY_AUDIT_LIMIT, Some(command), Some(since)).await?;
+        if audit.truncated {
+            return Err(OpsError::Invalid(format!(
+                "more than {REPLAY_AUDIT_LIMIT} {command} records since then: replay a shorter --since first"
+            )));
+        }
+        records.extend(audit.records);
     }
     let db = ctx.mongo().await?.db;
     let mut lost = Vec::new();
-    for audited in erasure::audited_requests(&audit.records) {
+    for audited in erasure::audited_requests(&records) {
         if erasure::show(&db, audited.interview_id).await.is_err()
             && !lost.iter().any(|(i, _, _)| *i == audited.interview_id)
         {
@@ -88,6 +106,8 @@ async fn replay(ctx: &Context, since: std::time::Duration) -> Result<Outcome, Op
             reason: audited.reason,
             reference: audited.reference.clone(),
             via: "sophia-ops replay".into(),
+            // The audited time; a record without one replays as requested now.
+            replay_of: Some(audited.requested_at.unwrap_or_else(bson::DateTime::now)),
         };
         erasure::record_request(&db, *id, *organization_id, &requester, &audited.request_id).await?;
     }

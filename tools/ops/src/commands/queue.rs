@@ -66,7 +66,9 @@ pub async fn set_mapping(ctx: &Context, queue: QueueName, enabled: bool, dry_run
     // A stage: through its pause switch (crate::pause_switch), which sets Enabled and nothing else;
     // the local pipeline: through its runner's control channel.
     let after = match status::Observer::for_queue(ctx, &now.queue_url) {
-        status::Observer::Aws => crate::pause_switch::set_enabled(ctx, &now.queue_url, &mapping.uuid, enabled).await,
+        status::Observer::Aws => {
+            crate::pause_switch::set_enabled(ctx, &now.queue_url, queue.as_str(), &mapping, enabled).await
+        }
         observer => observer.set_enabled(ctx, &mapping.uuid, enabled).await,
     }
     .map_err(|e| OpsError::Invalid(format!("set Enabled={enabled} on mapping {}: {e}", mapping.uuid)))?;
