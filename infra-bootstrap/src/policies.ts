@@ -38,6 +38,8 @@ export interface PreviewAction {
 
 export interface PermissionsTable {
   migrateFunction: string;
+  /** The function the stage's scheduled erasure check invokes (infra-pulumi/src/erasure-check.ts): the stage's roles may invoke it and no other. */
+  erasureCheckFunction: string;
   resourceTypes: Record<string, TableRow>;
   previewActions: Record<string, PreviewAction>;
 }
@@ -47,7 +49,7 @@ export function loadPermissions(file: string = PERMISSIONS_FILE): PermissionsTab
   const previewActions = Object.fromEntries(
     Object.entries(raw.previewActions).filter(([k]) => !k.startsWith("$")),
   ) as Record<string, PreviewAction>;
-  return { migrateFunction: raw.migrateFunction, resourceTypes: raw.resourceTypes, previewActions };
+  return { migrateFunction: raw.migrateFunction, erasureCheckFunction: raw.erasureCheckFunction, resourceTypes: raw.resourceTypes, previewActions };
 }
 
 /** A stage's `sophia:vpc` placement: the deploy role may create endpoints only in it. */
@@ -451,15 +453,20 @@ export function guardStatements(partition: string, account: string, stage: strin
  * deploy role's grants name `role/sophia/<stage>/sophia-<stage>-*`; this Deny refuses a create or
  * a boundary on any other (IAM has no condition key on a role's name: NotResource).
  */
+/** The stack's one role that is not a function's: the scheduled erasure check's execution role. */
+export const ERASURE_CHECK_ROLE = "erasure-check";
+
 export function roleNameGuard(partition: string, account: string, stage: string, functions: string[] = loadDeclarations().functions): DenyOutsideStatement {
   return {
     Sid: "DenyRolesNotNamedForTheStage",
     Effect: "Deny",
     Action: ["iam:CreateRole", "iam:PutRolePermissionsBoundary", "iam:PutRolePolicy", "iam:AttachRolePolicy", "iam:UpdateAssumeRolePolicy", "iam:PassRole"],
     // Exactly the stack's roles, one per function (declarations/queues.json; infra-pulumi names
-    // them naming.roleName(function)): `sophia-<stage>-*` alone would also match another stage's
-    // names that extend this one's (sophia-qa-eu-* in another Region of the account).
-    NotResource: functions.map((f) => iamArn(partition, account, "role", stageIamPath(stage), `${APP}-${stage}-${f}`)),
+    // them naming.roleName(function)) and the scheduled erasure check's (infra-pulumi/src/erasure-check.ts,
+    // roleName("erasure-check"); the deploy rehearsal fails if the two names part): `sophia-<stage>-*`
+    // alone would also match another stage's names that extend this one's (sophia-qa-eu-* in another
+    // Region of the account).
+    NotResource: [...functions, ERASURE_CHECK_ROLE].map((f) => iamArn(partition, account, "role", stageIamPath(stage), `${APP}-${stage}-${f}`)),
   };
 }
 
@@ -496,7 +503,7 @@ export interface BoundaryScope {
   resumeBucketPrefix?: string | undefined;
 }
 
-export function boundaryStatements(b: BoundaryScope): PolicyStatement[] {
+export function boundaryStatements(b: BoundaryScope, table: PermissionsTable = loadPermissions()): PolicyStatement[] {
   const prefix = `${APP}-${b.stage}`;
   const arn = (svc: string, rest: string) => `arn:${b.partition}:${svc}:${b.region}:${b.account}:${rest}`;
   const out: PolicyStatement[] = [
@@ -544,7 +551,23 @@ export function boundaryStatements(b: BoundaryScope): PolicyStatement[] {
       { Sid: "VpcDescribe", Effect: "Allow", Action: ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"], Resource: ["*"] },
     );
   }
+  out.push(erasureCheckBoundaryStatement(b, table));
   return out;
+}
+
+/**
+ * The scheduled erasure check's role (infra-pulumi/src/erasure-check.ts): EventBridge Scheduler
+ * invokes whatever target a schedule names as the role the schedule is given, so a role of the stage
+ * may invoke this one function of the stage (deploy-permissions.json `erasureCheckFunction`) and no
+ * other; its own policy names the same function.
+ */
+export function erasureCheckBoundaryStatement(b: BoundaryScope, table: PermissionsTable): PolicyStatement {
+  return {
+    Sid: "StageErasureCheck",
+    Effect: "Allow",
+    Action: ["lambda:InvokeFunction"],
+    Resource: [`arn:${b.partition}:lambda:${b.region}:${b.account}:function:${APP}-${b.stage}-${table.erasureCheckFunction}`],
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

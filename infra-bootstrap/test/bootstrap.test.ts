@@ -281,8 +281,8 @@ test("the guard: every deploy role denies itself IAM on the bootstrap's path, bo
   // The pause switch's documents: no SSM action of a deploy role on the bootstrap's names.
   assert.deepEqual(deny[4].Resource, [`arn:aws:ssm:eu-west-1:${ACCOUNT}:document/sophia-bootstrap-*`, `arn:aws:ssm:eu-west-1:${ACCOUNT}:automation-definition/sophia-bootstrap-*`]);
   assert.deepEqual(deny[5].Condition, { StringNotEquals: { "iam:PermissionsBoundary": `arn:aws:iam::${ACCOUNT}:policy/sophia-bootstrap/sophia-bootstrap-dev-boundary` } });
-  // Role names: exactly the stack's function roles, under the stage's path (NotResource).
-  assert.deepEqual(deny[6].NotResource, ["interview-completed", "report-generate", "interview-failed"].map((f) => `arn:aws:iam::${ACCOUNT}:role/sophia/dev/sophia-dev-${f}`));
+  // Role names: exactly the stack's function roles and the scheduled erasure check's, under the stage's path (NotResource).
+  assert.deepEqual(deny[6].NotResource, ["interview-completed", "report-generate", "interview-failed", "erasure-check"].map((f) => `arn:aws:iam::${ACCOUNT}:role/sophia/dev/sophia-dev-${f}`));
 });
 
 test("the boundary per stage: under the bootstrap's path, only the stage's queues, logs, secrets and key (prod: its VPC's ENIs)", () => {
@@ -291,8 +291,10 @@ test("the boundary per stage: under the bootstrap's path, only the stage's queue
   assert.equal(dev.inputs["path"], "/sophia-bootstrap/");
   const doc = JSON.parse(dev.inputs["policy"] as string);
   // No role of the stage may touch a mapping: the pause switch's role is the bootstrap's.
-  assert.deepEqual(doc.Statement.map((s: { Sid: string }) => s.Sid), ["StageQueues", "StageLogs", "StageSecrets", "StageKeyViaSecretsManager"]);
+  assert.deepEqual(doc.Statement.map((s: { Sid: string }) => s.Sid), ["StageQueues", "StageLogs", "StageSecrets", "StageKeyViaSecretsManager", "StageErasureCheck"]);
   assert.doesNotMatch(JSON.stringify(doc), /EventSourceMapping/);
+  // The scheduled erasure check's role (infra-pulumi/src/erasure-check.ts): the stage's report-generate, no other function.
+  assert.deepEqual(doc.Statement.find((s: { Sid: string }) => s.Sid === "StageErasureCheck").Resource, [`arn:aws:lambda:eu-west-1:${ACCOUNT}:function:sophia-dev-report-generate`]);
   assert.doesNotMatch(JSON.stringify(doc), /prod|ec2:/);
   const prod = JSON.parse(byName("aws:iam/policy:Policy", "prod-rs-boundary").inputs["policy"] as string);
   assert.ok(JSON.stringify(prod).includes("ec2:CreateNetworkInterface"), "prod sets sophia:vpc");

@@ -38,6 +38,7 @@ const SAR: Record<string, string> = {
   ec2: "list_amazonec2.html",
   s3: "list_amazons3.html",
   ssm: "list_awssystemsmanager.html",
+  scheduler: "list_amazoneventbridgescheduler.html",
 };
 /** Actions AWS authorizes on no resource type (Resource must be "*"), or scoped by a condition instead. */
 const STAR_ALLOWED: Record<string, string> = {
@@ -63,7 +64,7 @@ test("every row cites the Service Authorization Reference page of its service", 
     const services = new Set([...row.statements, ...(row.deny ?? [])].flatMap((s) => s.actions.map((a) => a.split(":")[0]!)));
     for (const svc of services) assert.ok(SAR[svc], `${type}: ${svc} has no known reference page`);
     const own = type.split(":")[1]!.split("/")[0]!;
-    const expected = { sqs: "sqs", lambda: "lambda", iam: "iam", cloudwatch: type.includes("logGroup") ? "logs" : "cloudwatch", sns: "sns", kms: "kms", secretsmanager: "secretsmanager", ec2: "ec2", ssm: "ssm" }[own];
+    const expected = { sqs: "sqs", lambda: "lambda", iam: "iam", cloudwatch: type.includes("logGroup") ? "logs" : "cloudwatch", sns: "sns", kms: "kms", secretsmanager: "secretsmanager", ec2: "ec2", ssm: "ssm", scheduler: "scheduler" }[own];
     assert.ok(expected, `${type}: unknown provider module ${own}`);
     assert.ok(row.source.endsWith(SAR[expected]!), `${type} cites ${row.source}`);
   }

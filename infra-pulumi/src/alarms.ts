@@ -17,7 +17,10 @@
  * (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html,
  * OKActions), so every alarm of a first deploy would send an OK message. Missing data is
  * `notBreaching` (same page, TreatMissingData: missing points are "within the threshold"):
- * an idle stage has no Lambda or EMF datapoints and must stay quiet.
+ * an idle stage has no Lambda or EMF datapoints and must stay quiet. One exception:
+ * erasures-overdue is `breaching`, because the stage's schedule (erasure-check.ts) makes its
+ * metric arrive every ERASURE_CHECK_RATE_MINUTES whatever the traffic, so an hour without a data
+ * point is the schedule or the function broken, and silence must page.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -26,6 +29,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 
 import { ConfigError, type StageConfig } from "./config";
+import { ERASURE_ALARM_PERIOD_SECONDS, ERASURE_CHECK_RATE_MINUTES } from "./erasure-check";
 import { emfAlarmMetric, emits, humanMs, loadMetrics, type MetricsDeclaration, type ServiceLevel, serviceLevel } from "./metrics";
 import { DEFAULT_SETTINGS_PATH, type FunctionSpec, type QueueSpec, type Settings } from "./settings";
 import { wiringFor } from "./wiring";
@@ -271,11 +275,11 @@ export const ALARM_KINDS: readonly AlarmKind[] = [
     title: "Erasures not completed in time",
     per: "function",
     metric: "Sophia ErasuresOverdue (Stage, Function)",
-    condition: "Maximum > 0 over 5 minutes",
+    condition: `Maximum > 0 over ${humanMs(ERASURE_ALARM_PERIOD_SECONDS * 1000)}; no data point in that period is ALARM too (missing data breaching: the schedule checks every ${ERASURE_CHECK_RATE_MINUTES} minutes)`,
     anchor: () => "erasures-not-completed-in-time",
     what: (s) =>
       withDeclaredFacts(
-        `Erasure requests of candidate data are still PENDING more than {erasureCompletionHours} hours after they were made (counted by ${s.name}); each says what is left and why.`,
+        `Erasure requests of candidate data are still PENDING more than {erasureCompletionHours} hours after they were made (counted by ${s.name}); each says what is left and why. Or no count arrived for ${humanMs(ERASURE_ALARM_PERIOD_SECONDS * 1000)}: the scheduled erasure check (every ${ERASURE_CHECK_RATE_MINUTES} minutes) or ${s.name} is broken.`,
         "the erasures-overdue alarm",
       ),
     firstCommand: (s) => ops(s.stage, "erasure list --overdue"),
@@ -339,11 +343,14 @@ export function alarmDescription(id: AlarmKindId, subject: AlarmSubject): string
   return text;
 }
 
-/** Above the threshold is bad; no data is fine; ALARM goes to the target's topics (no OK burst). */
-function notifying(target: AlarmTarget) {
+/**
+ * Above the threshold is bad; no data is fine (unless `missingBreaches`: a metric a schedule makes
+ * arrive whatever the traffic); ALARM goes to the target's topics (no OK burst).
+ */
+function notifying(target: AlarmTarget, missingBreaches = false) {
   return {
     comparisonOperator: "GreaterThanThreshold",
-    treatMissingData: "notBreaching",
+    treatMissingData: missingBreaches ? "breaching" : "notBreaching",
     alarmActions: target.actions,
     tags: target.tags,
   };
@@ -508,9 +515,12 @@ export function emfAlarm(
             period: serviceLevel(metrics, metricName).periodSeconds,
             threshold: serviceLevel(metrics, metricName).thresholdMs,
           }
-        : { statistic: kind === "erasures-overdue" ? "Maximum" : "Sum", period: LAMBDA_METRIC_PERIOD_SECONDS, threshold: 0 }),
+        : kind === "erasures-overdue"
+          ? { statistic: "Maximum", period: ERASURE_ALARM_PERIOD_SECONDS, threshold: 0 }
+          : { statistic: "Sum", period: LAMBDA_METRIC_PERIOD_SECONDS, threshold: 0 }),
       evaluationPeriods: 1,
-      ...notifying(target),
+      // The schedule (erasure-check.ts) sends a count every ERASURE_CHECK_RATE_MINUTES: silence pages.
+      ...notifying(target, kind === "erasures-overdue"),
     },
     { ...opts, deleteBeforeReplace: true },
   );

@@ -5,7 +5,8 @@
  *
  * createSophiaStack assembles it from named pieces, in the order they are registered: the checked
  * inputs, the alarm destination, the stage's secrets, the queue pipelines and the unsubscribed
- * functions (function-args.ts: what each function is given), the migration, the function alarms and
+ * functions (function-args.ts: what each function is given), the migration, the scheduled erasure
+ * check (erasure-check.ts), the function alarms and
  * the dashboard, the VPC endpoints, the secrets' access, the operator audit trail, the outputs.
  */
 import * as crypto from "node:crypto";
@@ -26,6 +27,7 @@ import {
   plannedAlarms,
 } from "./alarms";
 import { dashboard } from "./dashboard";
+import { type ErasureCheck, erasureCheck, erasureCheckFunction } from "./erasure-check";
 import { checkArtifacts } from "./artifacts";
 import { loadStageConfig, type StageConfig } from "./config";
 import { SECRET, secretsOf } from "./environment";
@@ -64,6 +66,8 @@ export interface SophiaStack {
   vpcEndpoints: aws.ec2.VpcEndpoint[];
   /** The one-shot `{"sophiaOps":"migrate"}` invocation every event source mapping waits for. */
   migration: aws.lambda.Invocation;
+  /** The scheduled erasure check (src/erasure-check.ts): its schedule and the role it invokes with; none when its function cannot run. */
+  erasureCheck: ErasureCheck | undefined;
   /** Stack outputs by name (see outputs.ts). */
   outputs: Record<string, pulumi.Output<string>>;
 }
@@ -90,6 +94,12 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
   const migration = migrationInvocation(functions, zips, config, secrets);
   migrationCreated(migration);
 
+  // The erasures-overdue alarm's data, whatever the traffic: the declared payload on a fixed rate.
+  // Only for a function that can run (its alarm exists only then: alarms.ts plannedAlarms).
+  const checked = settings.functions.find((f) => f.name === erasureCheckFunction(settings, metrics))!;
+  const erasureChecks = canRun(checked, config)
+    ? erasureCheck({ naming, roleScope, functionName: naming.functionName(checked.name), functionArn: functions[checked.name]!.arn })
+    : undefined;
   const functionAlarms = stageFunctionAlarms(settings, metrics, config, naming, functions, alarms);
   const stageDashboard = dashboardOf(settings, metrics, config, naming);
   const vpcEndpoints = interfaceEndpoints(settings, config, naming, account, pipelines, secrets);
@@ -117,6 +127,7 @@ export function createSophiaStack(settingsFile?: string): SophiaStack {
     dashboard: stageDashboard,
     vpcEndpoints,
     migration,
+    erasureCheck: erasureChecks,
     outputs,
   };
 }

@@ -176,7 +176,10 @@ test("every alarm on an EMF metric names a declared metric and dimension set; re
   const erasures = byName(run.resources, TYPE.alarm, `sophia-${STAGE}-report-generate-erasures-overdue`).inputs;
   assert.equal(erasures["metricName"], "ErasuresOverdue");
   assert.deepEqual(plain(erasures["dimensions"]), { Stage: STAGE, Function: n.fn("report-generate") });
-  assert.deepEqual([erasures["statistic"], erasures["period"], erasures["evaluationPeriods"], erasures["threshold"]], ["Maximum", 300, 1, 0]);
+  // Over an hour (four scheduled checks, src/erasure-check.ts); an hour without a count pages too.
+  assert.deepEqual([erasures["statistic"], erasures["period"], erasures["evaluationPeriods"], erasures["threshold"]], ["Maximum", 3600, 1, 0]);
+  assert.equal(erasures["treatMissingData"], "breaching", "the schedule makes the count arrive whatever the traffic: silence is the schedule or the function broken");
+  assert.match(plain(erasures["alarmDescription"]) as string, /Or no count arrived for 60 min: the scheduled erasure check \(every 15 minutes\) or report-generate is broken\. First: sophia-ops --stage dev erasure list --overdue\./);
   // Reports are late: the declared service level's percentile (an ExtendedStatistic) over its period.
   const late = byName(run.resources, TYPE.alarm, `sophia-${STAGE}-report-generate-time-to-report`).inputs;
   assert.equal(late["metricName"], "TimeToReportMs");
@@ -211,7 +214,7 @@ function runbookAnchors(): Set<string> {
 const QUEUE_NAMES = loadSettings().queues.map((q) => q.name).join("|");
 const COMMANDS = [new RegExp(`^dlq list (${QUEUE_NAMES})$`), new RegExp(`^queue status (${QUEUE_NAMES})$`), /^interview unsettled$/, /^report failures$/, /^report late$/, /^dlq show /, /^dlq redrive /, /^interview show <interviewId>$/, /^report retry /, /^invariants check$/, /^erasure list --overdue$/];
 
-test("every alarm says what happened, the first sophia-ops command and an existing runbook section; ALARM only, quiet when idle", () => {
+test("every alarm says what happened, the first sophia-ops command and an existing runbook section; ALARM only, quiet when idle (but the scheduled erasure check's)", () => {
   const anchors = runbookAnchors();
   const alarms = ofType(run.resources, TYPE.alarm);
   for (const a of alarms) {
@@ -225,7 +228,8 @@ test("every alarm says what happened, the first sophia-ops command and an existi
     assert.ok(link, `${name}: links the runbook`);
     assert.ok(anchors.has(link[1]!), `${name}: docs/runbook.md has no section #${link[1]}`);
     assert.equal(a.inputs["okActions"], undefined, `${name}: no OK action (first deploy: INSUFFICIENT_DATA -> OK for every alarm)`);
-    assert.equal(a.inputs["treatMissingData"], "notBreaching", name);
+    // Idle is quiet, except where a schedule makes the data arrive whatever the traffic.
+    assert.equal(a.inputs["treatMissingData"], name.endsWith("-erasures-overdue") ? "breaching" : "notBreaching", name);
   }
   // The report DLQ's notification warns about the redrive trap.
   const reportDlq = plain(byName(run.resources, TYPE.alarm, "sophia-dev-report-generate-dlq-not-empty").inputs["alarmDescription"]) as string;

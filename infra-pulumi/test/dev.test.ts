@@ -64,10 +64,13 @@ test("queue and function names are sophia-dev-*", () => {
   assert.deepEqual(ofType(run.resources, TYPE.function).map((f) => plain(f.inputs["name"])).sort(), [...n.functions].sort());
   assert.deepEqual(
     ofType(run.resources, TYPE.role).map((r) => plain(r.inputs["name"])).sort(),
-    [...n.functions].sort(),
-    "one role per function, named after it (the pause switch's is the bootstrap's)",
+    [...n.functions, "sophia-dev-erasure-check"].sort(),
+    "one role per function, named after it, and the scheduled erasure check's (the pause switch's is the bootstrap's)",
   );
   assert.deepEqual(ofType(run.resources, TYPE.ssmDocument), [], "no document: the pause switch's is the bootstrap's, which no deploy may write");
+  // The scheduled erasure check (test/erasure-check.test.ts): the stage's own, invoking the stage's function.
+  const [schedule] = ofType(run.resources, TYPE.schedule);
+  assert.deepEqual([plain(schedule?.inputs["name"]), (plain(schedule?.inputs["target"]) as { arn: string }).arn], ["sophia-dev-erasure-check", arn.fn(n.fn("report-generate"))]);
 });
 
 test("each DLQ's redrive-allow policy admits only its own source queue; each source queue's admits none (denyAll)", () => {
@@ -168,6 +171,8 @@ test("IAM: each role's policy allows exactly its actions on exactly its ARNs", (
     assert.deepEqual(grants(rolePolicyOf(run.resources, names(STAGE).fn(f))), expected[f], `grants of ${f}`);
   }
   for (const role of ofType(run.resources, TYPE.role)) {
+    // The scheduled erasure check's role: test/erasure-check.test.ts.
+    if (plain(role.inputs["name"]) === "sophia-dev-erasure-check") continue;
     assert.deepEqual(JSON.parse(plain(role.inputs["assumeRolePolicy"]) as string).Statement, [
       { Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" }, Action: "sts:AssumeRole" },
     ]);
@@ -182,7 +187,7 @@ test("IAM: each role's policy allows exactly its actions on exactly its ARNs", (
 
 test("IAM: no wildcard action, and a bare * resource only for an action that takes no required resource type", async () => {
   const docs = [...ofType(run.resources, TYPE.rolePolicy).map((p) => parseDoc(p.inputs["policy"])), access(apiPublishStatements), access(opsStatements)];
-  assert.equal(docs.length, 5);
+  assert.equal(docs.length, 6);
   for (const g of docs.flatMap(grants)) {
     const [action, onWhat] = g.split(" on ");
     const resource = onWhat!.split(" if ")[0]; // a conditioned grant: `<arn> if {condition}`

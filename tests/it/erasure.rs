@@ -465,8 +465,14 @@ async fn a_repeated_request_matches_the_first_by_its_id_without_any_other_index(
     assert!(pending.contains(&interview), "the sweep finds it: {pending:?}");
 }
 
-/// The scheduled erasure check's payload (report_generate::ScheduledRequest).
-const ERASURE_CHECK: &str = r#"{"sophiaScheduled":"erasure-check"}"#;
+/// The scheduled erasure check's payload (report_generate::ScheduledRequest), as declared once
+/// (declarations/reports.json `erasureCheckInvocation`): what the stage's schedule sends
+/// (infra-pulumi/src/erasure-check.ts reads the same declaration).
+fn erasure_check() -> String {
+    let declared: serde_json::Value =
+        serde_json::from_str(sophia_declarations::REPORTS_JSON).expect("reports.json parses");
+    declared["erasureCheckInvocation"].to_string()
+}
 
 #[tokio::test]
 async fn the_scheduled_check_counts_overdue_erasures_without_any_traffic_in_a_declared_emf_line() {
@@ -502,7 +508,7 @@ async fn the_scheduled_check_counts_overdue_erasures_without_any_traffic_in_a_de
     let service = sophia_reports::ReportService::new(w.mongo.db.clone(), sophia_reports::ReportModel::new(&settings));
     let handler = ReportGenerateHandler::with_service(w.mongo.clone(), service, Default::default());
     // Parsed at the boundary, as the runtime parses the payload.
-    let payload: Invocation = serde_json::from_str(ERASURE_CHECK).unwrap();
+    let payload: Invocation = serde_json::from_str(&erasure_check()).unwrap();
     let answer = handler.handle_invocation(lambda_runtime::LambdaEvent::new(payload, Default::default())).await;
     metrics::set_sink(None);
     let Ok(Answer::ErasureChecked(checked)) = answer else { panic!("{answer:?}") };

@@ -33,6 +33,7 @@ TYPES = [
     "AWS::SecretsManager::Secret",
     "AWS::SecretsManager::ResourcePolicy",
     "AWS::EC2::VPCEndpoint",
+    "AWS::Scheduler::Schedule",
 ]
 
 

@@ -124,7 +124,7 @@ function outOfStageArns(format: string, service: string): string[] {
 /** This stage's function: the one an attacker holding the role names in a request of its own. */
 const OWN_FUNCTION = `arn:${P}:lambda:${REGION}:${ACCOUNT}:function:sophia-${STAGE}-interview-completed`;
 
-const SERVICES_PASSED = ["lambda.amazonaws.com", "ec2.amazonaws.com", "ecs-tasks.amazonaws.com", "ssm.amazonaws.com"];
+const SERVICES_PASSED = ["lambda.amazonaws.com", "ec2.amazonaws.com", "ecs-tasks.amazonaws.com", "ssm.amazonaws.com", "scheduler.amazonaws.com"];
 
 /** Every context an attacker holding the role chooses or meets, for one out-of-stage resource. */
 function contexts(service: string): Record<string, string | string[]>[] {
@@ -628,6 +628,29 @@ test("residuals (docs/threat-model.md): what the role can still do inside its st
   assert.equal(await deny("secretsmanager:PutResourcePolicy", secret, { "secretsmanager:BlockPublicPolicy": "true" }), false);
   assert.equal(await deny("secretsmanager:PutResourcePolicy", secret, { "secretsmanager:BlockPublicPolicy": "false" }), true);
   assert.equal(await deny("secretsmanager:PutResourcePolicy", secret), true);
+});
+
+test("schedules: the stage's own in the default group only, never another stage's or team's; the role it runs with is the stage's, passed to EventBridge Scheduler only", async () => {
+  const schedule = (rest: string) => `arn:${P}:scheduler:${REGION}:${ACCOUNT}:schedule/${rest}`;
+  const actions = ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule"];
+  for (const action of actions) assert.equal(await deny(action, schedule(`default/sophia-${STAGE}-erasure-check`)), false, `${action} on the stage's schedule`);
+  const reached: string[] = [];
+  // The sweep fills a schedule ARN's group and name with one value; here each apart: another stage's
+  // or team's schedule in the default group, the stage's name in another group.
+  for (const rest of ["default/sophia-prod-erasure-check", "default/teamb-nightly", `teamb/sophia-${STAGE}-erasure-check`, `sophia-prod/sophia-${STAGE}-erasure-check`]) {
+    for (const action of actions) if (!(await deny(action, schedule(rest)))) reached.push(`${action} ${rest}`);
+  }
+  const ownRole = iam(`role/sophia/${STAGE}/sophia-${STAGE}-erasure-check`);
+  assert.equal(await deny("iam:PassRole", ownRole, { "iam:PassedToService": "scheduler.amazonaws.com" }), false, "the stage's role, to Scheduler");
+  for (const [role, service] of [
+    [iam("role/sophia/prod/sophia-prod-erasure-check"), "scheduler.amazonaws.com"],
+    [iam("role/teamb/teamb-orders"), "scheduler.amazonaws.com"],
+    [iam(`role/sophia-bootstrap/sophia-bootstrap-${STAGE}-deploy`), "scheduler.amazonaws.com"],
+    [ownRole, "events.amazonaws.com"],
+  ] as const) {
+    if (!(await deny("iam:PassRole", role, { "iam:PassedToService": service }))) reached.push(`iam:PassRole ${role} to ${service}`);
+  }
+  assert.deepEqual(reached, []);
 });
 
 test("never: a role of the stage's path named for another stage or team (role names are the account's; an STS session's ARN drops the path)", async () => {

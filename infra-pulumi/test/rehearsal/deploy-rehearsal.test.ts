@@ -173,6 +173,13 @@ function targets(r: RecordedResource, on: string, phase: Phase): Target[] {
       assert.ok(role, `${r.name}: role ${ref}`);
       return [{ arn: str(role.state["arn"]), tags: tagsOf(role), context: { "iam:PermissionsBoundary": str(role.inputs["permissionsBoundary"]), "iam:PassedToService": "lambda.amazonaws.com" } }];
     }
+    case "scheduleRole": {
+      // A schedule's execution role (Target.RoleArn), passed to EventBridge Scheduler.
+      const ref = str((r.inputs["target"] as Record<string, unknown>)["roleArn"]);
+      const role = arnOf.role(ref);
+      assert.ok(role, `${r.name}: role ${ref}`);
+      return [{ arn: str(role.state["arn"]), tags: tagsOf(role), context: { "iam:PermissionsBoundary": str(role.inputs["permissionsBoundary"]), "iam:PassedToService": "scheduler.amazonaws.com" } }];
+    }
     case "layers":
       // The extension is AWS's layer, in AWS's account: its layer policy grants GetLayerVersion to
       // every account (https://docs.aws.amazon.com/systems-manager/latest/userguide/ps-integration-lambda-extensions.html).

@@ -10,8 +10,9 @@
  * the fixture is the one of what the principals hold today; every parameter is classified (a new
  * one fails this test); a condition holds (out-of-stage values simulated for every principal that
  * holds the action: denied; the stage's own: allowed); an authorizing action is denied on
- * out-of-stage targets (to the caller, or to the function role's boundary for what Lambda does with
- * the function's role); a residual is written in docs/threat-model.md.
+ * out-of-stage targets (to the caller, or to the stage's boundary for what Lambda does with the
+ * function's role and EventBridge Scheduler with a schedule's execution role); a residual is written
+ * in docs/threat-model.md.
  */
 import * as assert from "node:assert/strict";
 import * as fs from "node:fs";
@@ -45,7 +46,7 @@ interface Classification {
   allowed?: Attempt[];
   by?: string;
   on?: string[];
-  as?: "caller" | "functionRole";
+  as?: "caller" | "functionRole" | "scheduleRole";
   context?: Context;
   residual?: string;
 }
@@ -74,6 +75,8 @@ const STATEMENTS = heldStatements();
 const identity = (statements: PolicyStatement[]): Doc[] => [policyDocument(statements) as unknown as Doc];
 /** What Lambda does with a function's role is bounded by the stage's boundary (the bootstrap's). */
 const FUNCTION_ROLE = `arn:${P}:iam::${ACCOUNT}:role/sophia/${HELD_STAGE}/sophia-${HELD_STAGE}-interview-completed`;
+/** What EventBridge Scheduler does with a schedule's execution role is bounded by the same boundary (infra-pulumi/src/erasure-check.ts). */
+const SCHEDULE_ROLE = `arn:${P}:iam::${ACCOUNT}:role/sophia/${HELD_STAGE}/sophia-${HELD_STAGE}-erasure-check`;
 const BOUNDARY = boundaryStatements({ partition: P, region: HELD_REGION, account: ACCOUNT, stage: HELD_STAGE, vpc: EVERY_OPTION_VPC, resumeBucket: "sophia-qa-resumes", resumeBucketPrefix: "resumes/" });
 
 const VALUES: Record<string, string> = {
@@ -168,13 +171,17 @@ test("second targets held by a condition key: out-of-stage values denied to ever
   assert.deepEqual(reached, []);
 });
 
-test("second targets AWS authorizes as another action (of the caller, or of the function's role): denied on out-of-stage targets", async () => {
+test("second targets AWS authorizes as another action (of the caller, or of the function's or the schedule's role): denied on out-of-stage targets", async () => {
   const reached: string[] = [];
   for (const [k, c] of Object.entries(TARGETS.byParameter).filter(([, c]) => c.class === "authorized")) {
     const action = k.split(" ")[0]!;
     assert.ok((await actionFacts(c.by!)).exists, `${k}: ${c.by} is not an action AWS knows`);
     const who: [string, Doc[]][] =
-      c.as === "functionRole" ? [[FUNCTION_ROLE, identity(BOUNDARY)]] : holdersOf(action).map((h) => [PRINCIPALS[h], identity(STATEMENTS[h])] as [string, Doc[]]);
+      c.as === "functionRole"
+        ? [[FUNCTION_ROLE, identity(BOUNDARY)]]
+        : c.as === "scheduleRole"
+          ? [[SCHEDULE_ROLE, identity(BOUNDARY)]]
+          : holdersOf(action).map((h) => [PRINCIPALS[h], identity(STATEMENTS[h])] as [string, Doc[]]);
     for (const [principal, docs] of who) {
       for (const on of c.on ?? []) {
         const req = { principal, action: c.by!, resource: fill(on), context: fillContext(c.context ?? {}) };

@@ -619,6 +619,12 @@ export class World {
               await go(String(role.state["arn"]), { ...resourceTags(tags(role)), "iam:PermissionsBoundary": String(role.inputs["permissionsBoundary"]), "iam:PassedToService": "lambda.amazonaws.com" });
               break;
             }
+            case "scheduleRole": {
+              // A schedule's execution role (Target.RoleArn), passed to EventBridge Scheduler.
+              const role = byArn("aws:iam/role:Role", String((r.inputs["target"] as Record<string, unknown>)["roleArn"]))!;
+              await go(String(role.state["arn"]), { ...resourceTags(tags(role)), "iam:PermissionsBoundary": String(role.inputs["permissionsBoundary"]), "iam:PassedToService": "scheduler.amazonaws.com" });
+              break;
+            }
             case "layers": {
               const layerPolicy: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: "*", Action: "lambda:GetLayerVersion", Resource: layer }] };
               await go(layer, {}, layerPolicy);

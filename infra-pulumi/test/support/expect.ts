@@ -32,6 +32,7 @@ export const TYPE = {
   secretPolicy: "aws:secretsmanager/secretPolicy:SecretPolicy",
   dashboard: "aws:cloudwatch/dashboard:Dashboard",
   invocation: "aws:lambda/invocation:Invocation",
+  schedule: "aws:scheduler/schedule:Schedule",
 } as const;
 
 /**
@@ -47,9 +48,9 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.esm]: 2,
   // one per function (the operator audit trail's is the bootstrap's)
   [TYPE.logGroup]: 3,
-  // one per function (the pause switch's role and document are the bootstrap's)
-  [TYPE.role]: 3,
-  [TYPE.rolePolicy]: 3,
+  // one per function and the scheduled erasure check's (src/erasure-check.ts); the pause switch's role and document are the bootstrap's
+  [TYPE.role]: 4,
+  [TYPE.rolePolicy]: 4,
   // 2 DLQ + 2 age + 5 function alarms (errors and throttles of the 2 functions that can run,
   // report-generate's duration), one "invalid messages dropped" per function that can run and
   // report-generate's "reports failing", "records given up after transient failures", "reports
@@ -70,6 +71,8 @@ export const EXPECTED_COUNTS: Record<string, number> = {
   [TYPE.topic]: 1,
   // The migration step: one `{"sophiaOps":"migrate"}` invocation before any mapping delivers.
   [TYPE.invocation]: 1,
+  // The scheduled erasure check: report-generate with the declared payload, every 15 minutes.
+  [TYPE.schedule]: 1,
 };
 
 export function countsByType(resources: RecordedResource[]): Record<string, number> {

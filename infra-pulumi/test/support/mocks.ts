@@ -114,6 +114,11 @@ function computed(type: string, inputs: Record<string, unknown>, logical: string
       return { id: `${logical}|v1`, state: { versionId: `version-of-${logical}` } };
     case "aws:sns/topic:Topic":
       return { id: arn("sns", name), state: { arn: arn("sns", name) } };
+    case "aws:scheduler/schedule:Schedule": {
+      // The provider's id is "<group>/<name>"; the ARN is schedule/<group>/<name>.
+      const group = typeof inputs["groupName"] === "string" ? (inputs["groupName"] as string) : "default";
+      return { id: `${group}/${name}`, state: { arn: arn("scheduler", `schedule/${group}/${name}`) } };
+    }
     default:
       return { id: `${logical}-id`, state: {} };
   }
