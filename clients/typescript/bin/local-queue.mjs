@@ -136,6 +136,9 @@ let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
+  // close() waits for the connections still open; a client that keeps one must not keep the port
+  // (or this process, orphaned under npx's shell) alive: exit within 2 s whatever they do.
+  setTimeout(() => process.exit(0), 2000).unref();
   await app.close();
   process.exit(0);
 };
